@@ -1,0 +1,347 @@
+/*
+ * aco.c - libaco's core: cos, share stacks and the lazy save/restore.
+ *
+ * Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
+ */
+#include "aco.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef ACO_USE_VALGRIND
+#include <valgrind/memcheck.h>
+#endif
+
+/* The register layout comes from acosw.S itself; check it against aco.h. */
+#define ACO_ASM_LAYOUT_ONLY
+#include "acosw.S"
+#undef ACO_ASM_LAYOUT_ONLY
+
+_Static_assert(offsetof(aco_t, reg) == 0, "acosw.S addresses aco_t.reg at 0");
+_Static_assert(sizeof(((aco_t*)0)->reg) == ACO_REG_BYTES,
+               "aco.h ACO_REG_COUNT disagrees with acosw.S's layout");
+_Static_assert(ACO_OFF_PC % sizeof(void*) == 0 && ACO_OFF_PC < ACO_REG_BYTES,
+               "pc slot must be a whole reg[] slot");
+_Static_assert(ACO_OFF_SP % sizeof(void*) == 0 && ACO_OFF_SP < ACO_REG_BYTES,
+               "sp slot must be a whole reg[] slot");
+_Static_assert(ACO_OFF_FPUCW + 2 <= ACO_REG_BYTES &&
+               ACO_OFF_MXCSR % 4 == 0 && ACO_OFF_MXCSR + 4 <= ACO_REG_BYTES,
+               "control-word slots must lie inside reg[]");
+
+#define ACO_PC(co) ((co)->reg[ACO_OFF_PC / sizeof(void*)])
+#define ACO_SP(co) ((co)->reg[ACO_OFF_SP / sizeof(void*)])
+
+/* ------------------------------------------------------------------------ */
+/* Thread-local state.  initial-exec keeps every access one instruction,   */
+/* in libaco.so too.                                                        */
+/* ------------------------------------------------------------------------ */
+
+#define ACO_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* The running co; between runs, the thread's main co (NULL before one). */
+static ACO_TLS aco_t* aco__cur;
+static ACO_TLS aco_cofuncp_t aco__last_word;
+static ACO_TLS char aco__inited;
+/* The control words captured by aco_thread_init(), laid out as in reg[]. */
+static ACO_TLS uint16_t aco__fpucw;
+static ACO_TLS uint32_t aco__mxcsr;
+
+/* ------------------------------------------------------------------------ */
+/* Errors: name the function and the rule, then abort.                      */
+/* ------------------------------------------------------------------------ */
+
+__attribute__((noreturn, cold, format(printf, 2, 3)))
+static void aco__fatal(const char* fn, const char* fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "aco: %s: ", fn);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    abort();
+}
+
+#define aco__check(fn, cond, ...)                                             \
+    do {                                                                      \
+        if (aco_unlikely(!(cond))) aco__fatal(fn, __VA_ARGS__);               \
+    } while (0)
+
+static void* aco__alloc(const char* fn, size_t sz) {
+    void* p = malloc(sz);
+    aco__check(fn, p != NULL, "out of memory (malloc of %zu bytes failed)", sz);
+    return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thread init and the protector                                            */
+/* ------------------------------------------------------------------------ */
+
+void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
+    __asm__ volatile("fnstcw %0" : "=m"(aco__fpucw));
+    __asm__ volatile("stmxcsr %0" : "=m"(aco__mxcsr));
+    aco__last_word = last_word_co_fp;
+    aco__inited = 1;
+}
+
+/* Called from aco__protector_asm when a co function returned: a bug. */
+__attribute__((visibility("hidden"), noreturn))
+void aco__funcp_protector(void);
+
+void aco__funcp_protector(void) {
+    aco_t* co = aco__cur;
+    if (aco__last_word != NULL) aco__last_word();
+    aco__fatal("protector", "co %p returned from its co function %p instead of "
+               "calling aco_exit(); a co function must end with aco_exit()",
+               (void*)co, co != NULL ? (void*)co->fp : NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Share stacks                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Where a co "returns" to: aco__protector_asm in acosw.S. */
+extern const char aco__protector_ret[] __attribute__((visibility("hidden")));
+
+static size_t aco__pagesize(void) {
+    long pg = sysconf(_SC_PAGESIZE);
+    aco__check("aco_share_stack_new2", pg > 0 && (pg & (pg - 1)) == 0,
+               "sysconf(_SC_PAGESIZE) returned %ld", pg);
+    return (size_t)pg;
+}
+
+aco_share_stack_t* aco_share_stack_new(size_t sz) {
+    return aco_share_stack_new2(sz, 1);
+}
+
+aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
+    static const char fn[] = "aco_share_stack_new2";
+    if (sz == 0) sz = 2u << 20;
+    if (sz < 4096) sz = 4096;
+    aco__check(fn, sz <= SIZE_MAX / 2, "stack size %zu is absurd", sz);
+
+    aco_share_stack_t* s = aco__alloc(fn, sizeof(*s));
+    memset(s, 0, sizeof(*s));
+    if (guard_page_enabled) {
+        size_t pg = aco__pagesize();
+        sz = (sz + pg - 1) & ~(pg - 1);
+        s->real_sz = sz + pg;
+        s->real_ptr = mmap(NULL, s->real_sz, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        aco__check(fn, s->real_ptr != MAP_FAILED,
+                   "out of memory (mmap of %zu bytes failed: %s)", s->real_sz,
+                   strerror(errno));
+        /* The guard sits below the stack: x86 stacks grow down. */
+        aco__check(fn, mprotect(s->real_ptr, pg, PROT_NONE) == 0,
+                   "mprotect of the guard page failed: %s", strerror(errno));
+        s->ptr = (char*)s->real_ptr + pg;
+        s->guard_page_enabled = 1;
+    } else {
+        sz = (sz + 15) & ~(size_t)15;
+        s->real_sz = sz;
+        s->real_ptr = aco__alloc(fn, sz);
+        s->ptr = s->real_ptr;
+    }
+    s->sz = sz;
+
+    /* Top of the stack: a 16-byte aligned highptr with the protector's
+     * address just below it, so a starting co function finds a return
+     * address and, per the ABI, (sp + sizeof(void*)) % 16 == 0 at entry. */
+    uintptr_t high = ((uintptr_t)s->ptr + sz) & ~(uintptr_t)15;
+    s->align_highptr = (void*)high;
+    s->align_retptr = (void*)(high - sizeof(void*));
+    *(const void**)s->align_retptr = aco__protector_ret;
+    s->align_limit = (size_t)((uintptr_t)s->align_retptr - (uintptr_t)s->ptr);
+    s->owner = NULL;
+#ifdef ACO_USE_VALGRIND
+    s->valgrind_stk_id = VALGRIND_STACK_REGISTER(s->ptr, (char*)s->ptr + sz);
+#endif
+    return s;
+}
+
+void aco_share_stack_destroy(aco_share_stack_t* sstk) {
+    static const char fn[] = "aco_share_stack_destroy";
+    aco__check(fn, sstk != NULL, "sstk must not be NULL");
+    aco__check(fn, sstk->co_ct == 0,
+               "share stack %p is still used by %zu co(s); destroy them first",
+               (void*)sstk, sstk->co_ct);
+#ifdef ACO_USE_VALGRIND
+    VALGRIND_STACK_DEREGISTER(sstk->valgrind_stk_id);
+#endif
+    if (sstk->guard_page_enabled) {
+        aco__check(fn, munmap(sstk->real_ptr, sstk->real_sz) == 0,
+                   "munmap failed: %s", strerror(errno));
+    } else {
+        free(sstk->real_ptr);
+    }
+    free(sstk);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cos                                                                      */
+/* ------------------------------------------------------------------------ */
+
+aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
+                  size_t save_stack_sz, aco_cofuncp_t fp, void* arg) {
+    static const char fn[] = "aco_create";
+    aco__check(fn, aco__inited,
+               "aco_thread_init() must be called in this thread first");
+    if (main_co == NULL) {
+        aco__check(fn, share_stack == NULL && fp == NULL,
+                   "a main co (main_co == NULL) takes no share stack and no "
+                   "co function");
+        aco__check(fn, aco__cur == NULL || aco_is_main_co(aco__cur),
+                   "a main co must be created outside any running co "
+                   "(co %p is running)", (void*)aco__cur);
+        aco_t* co = aco__alloc(fn, sizeof(*co));
+        memset(co, 0, sizeof(*co));
+        co->arg = arg;
+        aco__cur = co;
+        return co;
+    }
+    aco__check(fn, aco_is_main_co(main_co), "main_co %p is not a main co",
+               (void*)main_co);
+    aco__check(fn, share_stack != NULL,
+               "share_stack must not be NULL for a non-main co");
+    aco__check(fn, fp != NULL, "fp must not be NULL for a non-main co");
+
+    aco_t* co = aco__alloc(fn, sizeof(*co));
+    memset(co, 0, sizeof(*co));
+    co->main_co = main_co;
+    co->arg = arg;
+    co->fp = fp;
+    co->share_stack = share_stack;
+    ACO_PC(co) = (void*)fp;
+    ACO_SP(co) = share_stack->align_retptr;
+    memcpy((char*)co->reg + ACO_OFF_FPUCW, &aco__fpucw, sizeof(aco__fpucw));
+    memcpy((char*)co->reg + ACO_OFF_MXCSR, &aco__mxcsr, sizeof(aco__mxcsr));
+    co->save_stack.sz = save_stack_sz != 0 ? save_stack_sz : 64;
+    co->save_stack.ptr = aco__alloc(fn, co->save_stack.sz);
+    share_stack->co_ct++;
+    return co;
+}
+
+/* Copy the live bytes of the share stack's owner (its frames, from its saved
+ * stack pointer up to align_retptr) to the owner's save stack. */
+static void aco__save(aco_t* owner) {
+    static const char fn[] = "aco_resume";
+    aco_share_stack_t* s = owner->share_stack;
+    uintptr_t sp = (uintptr_t)ACO_SP(owner);
+    uintptr_t top = (uintptr_t)s->align_retptr;
+    aco__check(fn, sp <= top && top - sp <= s->align_limit,
+               "co %p's stack pointer %p lies outside its share stack "
+               "[%p, %p): it overflowed", (void*)owner, (void*)sp, s->ptr,
+               (void*)top);
+    size_t n = top - sp;
+    aco_save_stack_t* ss = &owner->save_stack;
+    if (n > ss->sz) {
+        /* The old content is being replaced whole: no realloc copy. */
+        free(ss->ptr);
+        ss->sz = (n + 15) & ~(size_t)15;
+        ss->ptr = aco__alloc(fn, ss->sz);
+    }
+    if (n > 0) {
+        memcpy(ss->ptr, (void*)sp, n);
+        ss->ct_save++;
+    }
+    ss->valid_sz = n;
+    if (n > ss->max_cpsz) ss->max_cpsz = n;
+}
+
+/* Put co's saved bytes back where they were: right below align_retptr. */
+static void aco__restore(aco_t* co) {
+    aco_save_stack_t* ss = &co->save_stack;
+    size_t n = ss->valid_sz;
+    if (n == 0) return;
+    void* dst = (char*)co->share_stack->align_retptr - n;
+#ifdef ACO_USE_VALGRIND
+    /* Frames that ran deeper here and returned left this region marked
+     * inaccessible; it is about to hold live frames again. */
+    VALGRIND_MAKE_MEM_UNDEFINED(dst, n);
+#endif
+    memcpy(dst, ss->ptr, n);
+    ss->ct_restore++;
+}
+
+void aco_resume(aco_t* co) {
+    static const char fn[] = "aco_resume";
+    aco__check(fn, co != NULL, "co must not be NULL");
+    aco__check(fn, !aco_is_main_co(co),
+               "co %p is a main co; only non-main cos can be resumed",
+               (void*)co);
+    aco__check(fn, aco__cur == co->main_co,
+               "must be called from co %p's main co %p, not from co %p",
+               (void*)co, (void*)co->main_co, (void*)aco__cur);
+    aco__check(fn, !co->is_end, "co %p has ended (it called aco_exit())",
+               (void*)co);
+    aco_share_stack_t* s = co->share_stack;
+    if (s->owner != co) {
+        /* Lazy save: the holder is copied out only now that co needs the
+         * stack; a co alone on its stack never gets here twice. */
+        if (s->owner != NULL) aco__save(s->owner);
+        aco__restore(co);
+        s->owner = co;
+        s->align_validsz = co->save_stack.valid_sz;
+    }
+    aco__cur = co;
+    acosw(co->main_co, co);
+    aco__cur = co->main_co;
+}
+
+static aco_t* aco__running_non_main(const char* fn) {
+    aco_t* co = aco__cur;
+    aco__check(fn, co != NULL && !aco_is_main_co(co),
+               "must be called from a non-main co (the caller is %s %p)",
+               co == NULL ? "no co" : "main co", (void*)co);
+    return co;
+}
+
+void aco_yield(void) {
+    aco_t* co = aco__running_non_main("aco_yield");
+    acosw(co, co->main_co);
+}
+
+aco_t* aco_get_co(void) {
+    return aco__cur;
+}
+
+void* aco_get_arg(void) {
+    aco_t* co = aco__cur;
+    aco__check("aco_get_arg", co != NULL, "no co in this thread");
+    return co->arg;
+}
+
+void aco_exit(void) {
+    aco_t* co = aco__running_non_main("aco_exit");
+    co->is_end = 1;
+    /* Its frames are dead now: the next co on this stack need not save them. */
+    co->share_stack->owner = NULL;
+    co->share_stack->align_validsz = 0;
+    co->save_stack.valid_sz = 0;
+    acosw(co, co->main_co);
+    aco__fatal("aco_exit", "co %p was resumed after its end", (void*)co);
+}
+
+void aco_destroy(aco_t* co) {
+    static const char fn[] = "aco_destroy";
+    aco__check(fn, co != NULL, "co must not be NULL");
+    if (aco_is_main_co(co)) {
+        aco__check(fn, aco__cur == NULL || aco_is_main_co(aco__cur),
+                   "main co %p cannot be destroyed while co %p runs",
+                   (void*)co, (void*)aco__cur);
+        if (aco__cur == co) aco__cur = NULL;
+        free(co);
+        return;
+    }
+    aco__check(fn, co != aco__cur,
+               "co %p is running; a co cannot destroy itself", (void*)co);
+    aco_share_stack_t* s = co->share_stack;
+    if (s->owner == co) {
+        s->owner = NULL;
+        s->align_validsz = 0;
+    }
+    s->co_ct--;
+    free(co->save_stack.ptr);
+    free(co);
+}

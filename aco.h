@@ -1,0 +1,213 @@
+/*
+ * aco.h - libaco: asymmetric stackful coroutines for C, with a hand-written
+ * context switch.  This header is the manual: the public API comes first,
+ * one contract per function; the data types follow; internals come last.
+ *
+ * Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
+ *
+ * ---------------------------------------------------------------------------
+ * Model
+ *
+ *   main co      One per thread: the code that was running on the thread's own
+ *                stack when it called aco_create(NULL, NULL, 0, NULL, NULL).
+ *   non-main co  Created with a function and a share stack.  aco_resume(co)
+ *                runs it until it calls aco_yield() (back to its main co) or
+ *                aco_exit() (the end; it never runs again).  Returning from
+ *                the co function is a bug: the library aborts loudly.
+ *   share stack  The execution stack non-main cos run on.  Many cos may share
+ *                one.  The co whose frames are on it is its owner; when
+ *                another co takes it, the owner's live bytes are copied to the
+ *                owner's private save stack first (lazily: only then).  A co
+ *                alone on its share stack ("standalone") never copies.
+ *
+ * Every call below that finds its rules broken (NULL where a pointer is
+ * required, resuming an ended co, yielding from a main co, running out of
+ * memory ...) prints "aco: <function>: <rule broken>" to stderr and aborts.
+ * State is thread-local: each thread runs its own set of cos.
+ *
+ * Build macros (define them for aco.c, acosw.S and your program alike):
+ *   ACO_CONFIG_SHARE_FPU_MXCSR_ENV  undefined by default: every co keeps its
+ *       own x87 control word and MXCSR, switched with it.  Define it when no
+ *       code changes them (fesetround, ...) to save a few ns per switch.
+ *   ACO_USE_VALGRIND  undefined by default: define it to run under valgrind
+ *       memcheck with zero false reports, shared stacks included (needs
+ *       <valgrind/valgrind.h>; costs a little per stack copy).
+ * ---------------------------------------------------------------------------
+ */
+#ifndef ACO_H
+#define ACO_H
+
+/* libaco 1.2.x programs expect these to come with aco.h. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef ACO_USE_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACO_VERSION_MAJOR 1
+#define ACO_VERSION_MINOR 2
+#define ACO_VERSION_PATCH 2
+
+typedef struct aco_s aco_t;
+typedef struct aco_share_stack_s aco_share_stack_t;
+
+/* A co function: takes nothing (use aco_get_arg()), ends with aco_exit(). */
+typedef void (*aco_cofuncp_t)(void);
+
+/* ======================================================================== */
+/* API                                                                      */
+/* ======================================================================== */
+
+/* Initialise libaco for the calling thread; call it once per thread before
+ * any other call.  Records the thread's current x87 control word and MXCSR:
+ * new cos start with them.  last_word_co_fp, if not NULL, is called (on the
+ * offending co, so aco_get_co() works) when a co function returns instead of
+ * calling aco_exit(); the process aborts after it in any case. */
+void aco_thread_init(aco_cofuncp_t last_word_co_fp);
+
+/* aco_share_stack_new2(sz, 1). */
+aco_share_stack_t* aco_share_stack_new(size_t sz);
+
+/* A new share stack.  sz is a hint in bytes, 0 meaning 2 MiB.  The usable
+ * size is >= 4096, >= sz, a multiple of the page size when guard_page_enabled
+ * is non-zero, and as close to sz as that allows.  With a guard page an
+ * inaccessible page sits right below the stack, so an overflow faults
+ * (SIGSEGV) instead of corrupting memory.  Never returns NULL. */
+aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled);
+
+/* Free a share stack.  Every co created on it must have been destroyed. */
+void aco_share_stack_destroy(aco_share_stack_t* sstk);
+
+/* Create a co.  Never returns NULL.
+ *   aco_create(NULL, NULL, 0, NULL, NULL) creates the calling thread's main
+ *   co (arg may be anything; it is stored in co->arg).
+ *   Otherwise main_co is the thread's main co (aco_yield() returns to it),
+ *   share_stack the stack to run on, save_stack_sz the initial size of the
+ *   private save stack (0: 64 bytes; it grows on demand), fp the co function
+ *   and arg its argument (aco_get_arg()).  The new co is in the "init"
+ *   state: its first aco_resume() calls fp. */
+aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
+                  size_t save_stack_sz, aco_cofuncp_t fp, void* arg);
+
+/* Run co (start it, or continue it after its aco_yield()) until it yields or
+ * exits.  The caller must be co->main_co; co must be a non-main co that has
+ * not ended. */
+void aco_resume(aco_t* co);
+
+/* Suspend the calling non-main co and continue its main co. */
+void aco_yield(void);
+
+/* The running co (in a co function or a last-word function). */
+aco_t* aco_get_co(void);
+
+/* aco_get_co()->arg. */
+void* aco_get_arg(void);
+
+/* End the calling non-main co: set co->is_end to 1 and yield for good. */
+void aco_exit(void);
+
+/* Free co (a main co, or a non-main co that is not running; it may be in any
+ * other state) and its save stack. */
+void aco_destroy(aco_t* co);
+
+/* Non-zero if co is a main co. */
+#define aco_is_main_co(co) ((co)->main_co == NULL)
+
+/* Branch hints and an assert that is never compiled out and says what
+ * failed.  aco_assert_override.h maps likely/unlikely/assert/... to these. */
+#define aco_likely(x)   (__builtin_expect(!!(x), 1))
+#define aco_unlikely(x) (__builtin_expect(!!(x), 0))
+
+#define aco_assert(EX)                                                        \
+    (aco_likely(EX) ? (void)0                                                 \
+                    : (fprintf(stderr, "aco: assertion failed: %s at %s:%d\n", \
+                               #EX, __FILE__, __LINE__),                      \
+                       abort()))
+
+#define aco_assertptr(ptr) aco_assert((ptr) != NULL)
+
+#define aco_assertalloc_bool(b)                                               \
+    do {                                                                      \
+        if (aco_unlikely(!(b))) {                                             \
+            fprintf(stderr, "aco: out of memory: %s at %s:%d\n", #b,          \
+                    __FILE__, __LINE__);                                      \
+            abort();                                                          \
+        }                                                                     \
+    } while (0)
+
+#define aco_assertalloc_ptr(ptr) aco_assertalloc_bool((ptr) != NULL)
+
+/* ======================================================================== */
+/* Data types.  Fields marked (read) may be read by programs; the library   */
+/* owns every field, so never write one.                                    */
+/* ======================================================================== */
+
+typedef struct {
+    void*  ptr;         /* buffer holding the co's frames while evicted */
+    size_t sz;          /* its capacity in bytes */
+    size_t valid_sz;    /* bytes of it in use */
+    size_t max_cpsz;    /* (read) the largest copy so far, in bytes */
+    size_t ct_save;     /* (read) copies share stack -> save stack */
+    size_t ct_restore;  /* (read) copies save stack -> share stack */
+} aco_save_stack_t;
+
+struct aco_share_stack_s {
+    void*  ptr;             /* (read) lowest usable byte */
+    size_t sz;              /* (read) usable bytes */
+    void*  align_highptr;   /* 16-byte aligned top of the used area */
+    void*  align_retptr;    /* slot below it holding the protector address */
+    size_t align_validsz;   /* owner's live bytes when last measured */
+    size_t align_limit;     /* bytes a co may have live at a switch */
+    aco_t* owner;           /* (read) co whose frames are on the stack */
+    char   guard_page_enabled; /* (read) */
+    void*  real_ptr;        /* the whole mapping / allocation */
+    size_t real_sz;
+    size_t co_ct;           /* non-main cos created on it, not destroyed */
+#ifdef ACO_USE_VALGRIND
+    unsigned long valgrind_stk_id;
+#endif
+};
+
+/* Saved registers of a suspended co; the layout is acosw.S's, see there. */
+#if defined(__x86_64__)
+#define ACO_REG_COUNT 9
+#elif defined(__i386__)
+#define ACO_REG_COUNT 8
+#else
+#error "libaco: unsupported architecture"
+#endif
+
+struct aco_s {
+    void*  reg[ACO_REG_COUNT];      /* must stay first: acosw.S uses it */
+    aco_t* main_co;                 /* (read) NULL for a main co */
+    void*  arg;                     /* (read) */
+    char   is_end;                  /* (read) 1 once the co called aco_exit */
+    aco_cofuncp_t fp;               /* (read) */
+    aco_save_stack_t   save_stack;  /* (read) statistics, see above */
+    aco_share_stack_t* share_stack; /* (read) NULL for a main co */
+};
+
+/* ======================================================================== */
+/* Internals (not API)                                                      */
+/* ======================================================================== */
+
+/* Save the callee-saved state of from_co, load to_co's and continue it
+ * (acosw.S).  Returns in from_co when something switches back to it. */
+void acosw(aco_t* from_co, aco_t* to_co) __asm__("acosw");
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACO_H */
