@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# make.sh - build libaco, its tutorials, tests and benchmark into output/.
+#
+#   bash make.sh                    everything, every variant
+#   bash make.sh -o no-m32          without the i386 (-m32) variants
+#   bash make.sh -o no-valgrind     without the ACO_USE_VALGRIND variants
+#   bash make.sh install            install headers, libaco.a, libaco.so and
+#                                   libaco.pc under $DESTDIR$PREFIX
+#
+# Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
+# DESTDIR (empty).  Every compile uses -Wall -Wextra -Werror.
+#
+# Programs are named output/<program>..<variant>, the variant being
+# [m32.]{no_valgrind,valgrind}.{standaloneFPUenv,shareFPUenv}.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+CC=${CC:-gcc}
+CFLAGS=${CFLAGS:--O2 -g}
+OUTPUT=${OUTPUT:-output}
+PREFIX=${PREFIX:-/usr/local}
+DESTDIR=${DESTDIR:-}
+WARN="-Wall -Wextra -Werror"
+VERSION=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' aco.h)
+SOMAJOR=${VERSION%%.*}
+
+usage() {
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+no_m32=0
+no_valgrind=0
+action=build
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -o) shift
+            case "${1:-}" in
+                no-m32) no_m32=1 ;;
+                no-valgrind) no_valgrind=1 ;;
+                *) echo "make.sh: unknown option -o '${1:-}'" >&2; usage >&2; exit 2 ;;
+            esac ;;
+        -h|--help) usage; exit 0 ;;
+        install) action=install ;;
+        *) echo "make.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# Programs: the top-level ones, then every test listed in tests/tests.list.
+programs() {
+    echo test_aco_synopsis
+    for i in 0 1 2 3 4 5 6; do echo "test_aco_tutorial_$i"; done
+    echo test_aco_benchmark
+    grep -v '^[[:space:]]*\(#\|$\)' tests/tests.list | awk '{print "tests/" $1}'
+}
+
+# Can the toolchain build this flavour?  Name what is missing instead of
+# skipping silently.
+probe() {   # probe <flags...>
+    local tmp; tmp=$(mktemp -d)
+    printf '#include <stdio.h>\nint main(void){return 0;}\n' > "$tmp/p.c"
+    "$CC" "$@" "$tmp/p.c" -o "$tmp/p" 2>/dev/null; local rc=$?
+    rm -rf "$tmp"; return $rc
+}
+have_valgrind_h() {
+    printf '#include <valgrind/valgrind.h>\n#include <valgrind/memcheck.h>\n' |
+        "$CC" -E -x c - >/dev/null 2>&1
+}
+
+variants=()
+for arch in x86_64 m32; do
+    if [ $arch = m32 ]; then
+        [ $no_m32 = 1 ] && continue
+        if ! probe -m32; then
+            echo "make.sh: cannot build -m32 programs with $CC: install gcc-multilib" \
+                 "(Debian) or pass -o no-m32" >&2
+            exit 1
+        fi
+    fi
+    for vg in no_valgrind valgrind; do
+        if [ $vg = valgrind ]; then
+            [ $no_valgrind = 1 ] && continue
+            if ! have_valgrind_h; then
+                echo "make.sh: <valgrind/memcheck.h> not found: install valgrind" \
+                     "(Debian ships the headers in it) or pass -o no-valgrind" >&2
+                exit 1
+            fi
+        fi
+        for fpu in standaloneFPUenv shareFPUenv; do
+            if [ $arch = m32 ]; then variants+=("m32.$vg.$fpu"); else variants+=("$vg.$fpu"); fi
+        done
+    done
+done
+
+variant_flags() {   # variant -> compiler flags
+    local f=""
+    case "$1" in m32.*) f="$f -m32" ;; esac
+    case "$1" in *.valgrind.*|valgrind.*) f="$f -DACO_USE_VALGRIND" ;; esac
+    case "$1" in *shareFPUenv) f="$f -DACO_CONFIG_SHARE_FPU_MXCSR_ENV" ;; esac
+    echo "$f"
+}
+
+# Run up to $JOBS commands at once; stop at the first failure.
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+pids=()
+run_bg() {
+    "$@" &
+    pids+=($!)
+    if [ ${#pids[@]} -ge "$JOBS" ]; then wait_all; fi
+}
+wait_all() {
+    local p rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    pids=()
+    [ $rc = 0 ] || { echo "make.sh: build failed" >&2; exit 1; }
+}
+
+build_libs() {
+    local obj="$OUTPUT/obj/lib"
+    mkdir -p "$obj"
+    $CC $CFLAGS $WARN -fPIC -c aco.c -o "$obj/aco.o"
+    $CC $CFLAGS $WARN -fPIC -c acosw.S -o "$obj/acosw.o"
+    rm -f "$OUTPUT/libaco.a"
+    ar rcs "$OUTPUT/libaco.a" "$obj/aco.o" "$obj/acosw.o"
+    # Export the API (aco_* and acosw) and nothing else.
+    printf '{\n  global: aco_[a-z]*; acosw;\n  local: *;\n};\n' > "$obj/libaco.map"
+    $CC $CFLAGS -shared -Wl,-soname,libaco.so.$SOMAJOR -Wl,--version-script,"$obj/libaco.map" \
+        -Wl,-z,noexecstack "$obj/aco.o" "$obj/acosw.o" -o "$OUTPUT/libaco.so"
+    ln -sf libaco.so "$OUTPUT/libaco.so.$SOMAJOR"
+}
+
+build_variant() {   # variant
+    local v=$1 flags obj
+    flags=$(variant_flags "$v")
+    obj="$OUTPUT/obj/$v"
+    mkdir -p "$obj"
+    $CC $CFLAGS $WARN $flags -c aco.c -o "$obj/aco.o"
+    $CC $CFLAGS $WARN $flags -c acosw.S -o "$obj/acosw.o"
+    local p name
+    for p in $(programs); do
+        name=$(basename "$p")
+        run_bg $CC $CFLAGS $WARN $flags -I. "$p.c" "$obj/aco.o" "$obj/acosw.o" \
+            -lpthread -lm -o "$OUTPUT/$name..$v"
+    done
+    wait_all
+}
+
+do_install() {
+    local inc="$DESTDIR$PREFIX/include" lib="$DESTDIR$PREFIX/lib"
+    [ -f "$OUTPUT/libaco.so" ] || build_libs
+    install -d "$inc" "$lib" "$lib/pkgconfig"
+    install -m 644 aco.h aco_assert_override.h "$inc/"
+    install -m 644 "$OUTPUT/libaco.a" "$lib/"
+    install -m 755 "$OUTPUT/libaco.so" "$lib/libaco.so.$VERSION"
+    ln -sf "libaco.so.$VERSION" "$lib/libaco.so.$SOMAJOR"
+    ln -sf "libaco.so.$SOMAJOR" "$lib/libaco.so"
+    cat > "$lib/pkgconfig/libaco.pc" <<EOF
+prefix=$PREFIX
+exec_prefix=\${prefix}
+libdir=\${exec_prefix}/lib
+includedir=\${prefix}/include
+
+Name: libaco
+Description: Asymmetric stackful coroutines for C with a hand-written context switch
+Version: $VERSION
+Libs: -L\${libdir} -laco
+Cflags: -I\${includedir}
+EOF
+    echo "installed libaco $VERSION under $DESTDIR$PREFIX"
+}
+
+if [ $action = install ]; then do_install; exit 0; fi
+
+mkdir -p "$OUTPUT"
+echo "make.sh: CC=$CC CFLAGS='$CFLAGS' variants: ${variants[*]}"
+build_libs
+for v in "${variants[@]}"; do build_variant "$v"; done
+printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
+echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"

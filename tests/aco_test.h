@@ -1,0 +1,140 @@
+/*
+ * aco_test.h - the little harness every program in tests/ uses.
+ *
+ * A test is one self-checking program: exit status 0 is a pass, anything
+ * else (a failed CHECK, a crash, an abort) a failure.  Expected crashes run
+ * in a forked child and are judged by the signal that ended it.
+ */
+#ifndef ACO_TEST_H
+#define ACO_TEST_H
+
+#include "aco.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef ACO_USE_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,  \
+                    #cond);                                                   \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+/* Compare two integers (any integer type), printing both on failure. */
+#define ASSERT_EQ(a, b)                                                       \
+    do {                                                                      \
+        intmax_t a_ = (intmax_t)(a), b_ = (intmax_t)(b);                      \
+        if (a_ != b_) {                                                       \
+            fprintf(stderr, "%s:%d: ASSERT_EQ failed: %s == %jd, %s == %jd\n", \
+                    __FILE__, __LINE__, #a, a_, #b, b_);                      \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+#define ASSERT_PTR_EQ(a, b)                                                   \
+    do {                                                                      \
+        const void *a_ = (const void*)(a), *b_ = (const void*)(b);            \
+        if (a_ != b_) {                                                       \
+            fprintf(stderr, "%s:%d: ASSERT_PTR_EQ failed: %s == %p, %s == %p\n", \
+                    __FILE__, __LINE__, #a, a_, #b, b_);                      \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+/* Non-zero when running under valgrind (only known in valgrind builds). */
+static inline int aco_test_on_valgrind(void) {
+#ifdef ACO_USE_VALGRIND
+    return RUNNING_ON_VALGRIND != 0;
+#else
+    return 0;
+#endif
+}
+
+/* n, or n / div (at least 1) under valgrind, which is ~50x slower. */
+static inline long aco_test_scale(long n, long div) {
+    if (!aco_test_on_valgrind()) return n;
+    return n / div > 0 ? n / div : 1;
+}
+
+/*
+ * Run fn(arg) in a forked child whose stderr is captured.  Returns 0 when
+ * the child was killed by signal `sig` and (if `needle` is not NULL) its
+ * stderr contains every '|'-separated part of needle; otherwise prints why
+ * and returns 1.  The child's stderr is echoed on failure.
+ */
+static inline int aco_test_expect_signal(const char* what, void (*fn)(void*),
+                                         void* arg, int sig,
+                                         const char* needle) {
+    int pfd[2];
+    if (pipe(pfd) != 0) { perror("pipe"); return 1; }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); return 1; }
+    if (pid == 0) {
+        close(pfd[0]);
+        dup2(pfd[1], 2);
+        close(pfd[1]);
+        fn(arg);
+        _exit(0);   /* returning means the expected crash did not happen */
+    }
+    close(pfd[1]);
+    static char buf[16384];
+    size_t len = 0;
+    ssize_t r;
+    while ((r = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0 ||
+           (r < 0 && errno == EINTR)) {
+        if (r > 0) len += (size_t)r;
+        if (len == sizeof(buf) - 1) break;
+    }
+    buf[len] = 0;
+    close(pfd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) { perror("waitpid"); return 1; }
+    }
+    int ok = WIFSIGNALED(st) && WTERMSIG(st) == sig;
+    if (!ok) {
+        if (WIFSIGNALED(st))
+            fprintf(stderr, "%s: child killed by signal %d, expected %d\n",
+                    what, WTERMSIG(st), sig);
+        else
+            fprintf(stderr, "%s: child exited with %d, expected signal %d\n",
+                    what, WEXITSTATUS(st), sig);
+    }
+    if (ok && needle != NULL) {
+        const char* p = needle;
+        while (*p) {
+            const char* bar = strchr(p, '|');
+            size_t n = bar ? (size_t)(bar - p) : strlen(p);
+            char part[256];
+            if (n >= sizeof(part)) n = sizeof(part) - 1;
+            memcpy(part, p, n);
+            part[n] = 0;
+            if (strstr(buf, part) == NULL) {
+                fprintf(stderr, "%s: child's stderr lacks \"%s\"\n", what, part);
+                ok = 0;
+            }
+            p += n;
+            if (*p == '|') p++;
+        }
+    }
+    if (!ok) fprintf(stderr, "%s: child's stderr:\n%s\n", what, buf);
+    return ok ? 0 : 1;
+}
+
+#endif /* ACO_TEST_H */
