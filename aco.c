@@ -85,7 +85,7 @@ void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
     aco__inited = 1;
 }
 
-/* Called from aco__protector_asm when a co function returned: a bug. */
+/* Called from aco_protector when a co function returned: a bug. */
 __attribute__((visibility("hidden"), noreturn))
 void aco__funcp_protector(void);
 
@@ -101,8 +101,8 @@ void aco__funcp_protector(void) {
 /* Share stacks                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* Where a co "returns" to: aco__protector_asm in acosw.S. */
-extern const char aco__protector_ret[] __attribute__((visibility("hidden")));
+/* Where a co "returns" to: aco_protector in acosw.S. */
+extern const char aco_protector_ret[] __attribute__((visibility("hidden")));
 
 static size_t aco__pagesize(void) {
     long pg = sysconf(_SC_PAGESIZE);
@@ -151,7 +151,7 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
     uintptr_t high = ((uintptr_t)s->ptr + sz) & ~(uintptr_t)15;
     s->align_highptr = (void*)high;
     s->align_retptr = (void*)(high - sizeof(void*));
-    *(const void**)s->align_retptr = aco__protector_ret;
+    *(const void**)s->align_retptr = aco_protector_ret;
     s->align_limit = (size_t)((uintptr_t)s->align_retptr - (uintptr_t)s->ptr);
     s->owner = NULL;
 #ifdef ACO_USE_VALGRIND

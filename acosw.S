@@ -22,7 +22,7 @@
  * _Static_assert.
  *
  * A new co starts with reg.pc = its function and reg.sp = the share stack's
- * align_retptr, a slot holding aco__protector_ret: the function sees a normal
+ * align_retptr, a slot holding aco_protector_ret: the function sees a normal
  * call frame whose return address is the protector, which reports a co that
  * returned instead of calling aco_exit().
  */
@@ -110,20 +110,20 @@ acosw:
 /* The co function "returns" here: rsp == align_retptr + 8 == align_highptr,
  * 16-byte aligned, as a call requires. */
     .p2align 4
-    .globl  aco__protector_asm
-    .hidden aco__protector_asm
-    .type   aco__protector_asm, @function
-aco__protector_asm:
+    .globl  aco_protector
+    .hidden aco_protector
+    .type   aco_protector, @function
+aco_protector:
     .cfi_startproc
     .cfi_undefined %rip                 /* the outermost frame of every co */
     nop                                 /* unwinders look up ret-1: keep it here */
-    .globl  aco__protector_ret
-    .hidden aco__protector_ret
-aco__protector_ret:
+    .globl  aco_protector_ret
+    .hidden aco_protector_ret
+aco_protector_ret:
     call    aco__funcp_protector        /* never returns */
     ud2
     .cfi_endproc
-    .size   aco__protector_asm, .-aco__protector_asm
+    .size   aco_protector, .-aco_protector
 #endif /* ACO_ASM_LAYOUT_ONLY */
 
 #elif defined(__i386__)
@@ -195,20 +195,20 @@ acosw:
 
 /* The co function "returns" here: esp == align_highptr, 16-byte aligned. */
     .p2align 4
-    .globl  aco__protector_asm
-    .hidden aco__protector_asm
-    .type   aco__protector_asm, @function
-aco__protector_asm:
+    .globl  aco_protector
+    .hidden aco_protector
+    .type   aco_protector, @function
+aco_protector:
     .cfi_startproc
     .cfi_undefined %eip
     nop
-    .globl  aco__protector_ret
-    .hidden aco__protector_ret
-aco__protector_ret:
+    .globl  aco_protector_ret
+    .hidden aco_protector_ret
+aco_protector_ret:
     call    aco__funcp_protector        /* hidden: a direct call, PIC or not */
     ud2
     .cfi_endproc
-    .size   aco__protector_asm, .-aco__protector_asm
+    .size   aco_protector, .-aco_protector
 #endif /* ACO_ASM_LAYOUT_ONLY */
 
 #else

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# ELF hygiene of what make.sh built: no executable stacks, a truthful CET
+# property on acosw.S, and a shared library that exports the API only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# 1. Every program and libaco.so: GNU_STACK present and not executable.
+n=0
+for f in output/*..* output/clang/*..* output/libaco.so; do
+    [ -x "$f" ] || continue
+    line=$(readelf -lW "$f" | grep GNU_STACK || true)
+    [ -n "$line" ] || { bad "$f has no GNU_STACK header"; continue; }
+    flags=$(echo "$line" | awk '{print $(NF-1)}')
+    [ "$flags" = RW ] || bad "$f GNU_STACK flags are '$flags' (want RW)"
+    n=$((n + 1))
+done
+[ $n -gt 50 ] || bad "only $n ELF files checked: was make.sh run?"
+echo "GNU_STACK non-executable in $n files"
+
+# 2. acosw.S with -fcf-protection: IBT claimed, SHSTK never; endbr at acosw.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+for m in -m64 -m32; do
+    for cc in gcc clang; do
+        $cc $m -fcf-protection=full -c acosw.S -o "$tmp/sw.o"
+        notes=$(readelf -nW "$tmp/sw.o")
+        echo "$notes" | grep -q 'x86 feature: IBT' || bad "$cc $m -fcf-protection: no IBT property"
+        if echo "$notes" | grep -q SHSTK; then bad "$cc $m: acosw.S claims SHSTK"; fi
+        first=$(objdump -d --no-show-raw-insn "$tmp/sw.o" | awk '/<acosw>:/ {getline; print $2; exit}')
+        case "$first" in endbr64|endbr32) ;; *) bad "$cc $m: acosw starts with '$first', not endbr" ;; esac
+        # Without CET nothing is claimed.
+        $cc $m -c acosw.S -o "$tmp/sw0.o"
+        if readelf -nW "$tmp/sw0.o" | grep -q 'x86 feature'; then bad "$cc $m: property note without -fcf-protection"; fi
+    done
+done
+echo "CET property notes checked"
+# A whole program built with -fcf-protection runs (notrack jumps, endbr).
+gcc -O2 -fcf-protection=full -I. test_aco_synopsis.c aco.c acosw.S -o "$tmp/cet" && "$tmp/cet" > /dev/null \
+    || bad "-fcf-protection build of the synopsis failed"
+
+# 3. libaco.so: a SONAME, and the exported symbols are the API only.
+so=output/libaco.so
+readelf -dW "$so" | grep -q 'SONAME.*\[libaco\.so\.[0-9]*\]' || bad "$so has no SONAME"
+syms=$(nm -D --defined-only "$so" | awk '{print $3}' | sort)
+for s in $syms; do
+    case "$s" in aco_*|acosw) ;; *) bad "$so exports '$s'" ;; esac
+    case "$s" in aco__*) bad "$so exports internal '$s'" ;; esac
+done
+for s in aco_thread_init aco_share_stack_new aco_share_stack_new2 aco_share_stack_destroy \
+         aco_create aco_resume aco_yield aco_get_co aco_get_arg aco_exit aco_destroy acosw; do
+    echo "$syms" | grep -qx "$s" || bad "$so does not export $s"
+done
+echo "libaco.so exports: $(echo $syms)"
+exit $fail
