@@ -4,6 +4,8 @@
 #   bash make.sh                    everything, every variant
 #   bash make.sh -o no-m32          without the i386 (-m32) variants
 #   bash make.sh -o no-valgrind     without the ACO_USE_VALGRIND variants
+#   bash make.sh bench              build, then run the default benchmark
+#                                   (x86-64, per-co and shared FPU env)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX
 #
@@ -25,7 +27,7 @@ VERSION=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3
 SOMAJOR=${VERSION%%.*}
 
 usage() {
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 no_m32=0
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
             esac ;;
         -h|--help) usage; exit 0 ;;
         install) action=install ;;
+        bench) action=bench ;;
         *) echo "make.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
     shift
@@ -177,3 +180,13 @@ build_libs
 for v in "${variants[@]}"; do build_variant "$v"; done
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
 echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"
+
+if [ $action = bench ]; then
+    # One core, so the other one absorbs the machine's noise.
+    pin=()
+    command -v taskset >/dev/null && pin=(taskset -c "$(( $(nproc) - 1 ))")
+    for v in no_valgrind.standaloneFPUenv no_valgrind.shareFPUenv; do
+        echo; echo "== $OUTPUT/test_aco_benchmark..$v"
+        "${pin[@]}" "$OUTPUT/test_aco_benchmark..$v"
+    done
+fi
