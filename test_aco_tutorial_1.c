@@ -32,7 +32,8 @@ __attribute__((noinline)) static void yield_with_big_frame(void) {
     volatile unsigned char buf[BIG];
     for (size_t i = 0; i < BIG; i++) buf[i] = (unsigned char)(i * 7 + 1);
     aco_yield();
-    for (size_t i = 0; i < BIG; i++) assert(buf[i] == (unsigned char)(i * 7 + 1));
+    for (size_t i = 0; i < BIG; i++)
+        assert(buf[i] == (unsigned char)(i * 7 + 1));
 }
 
 /* A: resumed 5 times (steps 1, 2, 4, 6 and 8 below). */

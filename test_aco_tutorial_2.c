@@ -38,7 +38,7 @@ static void summer(void) {
     /* Locals on this co's stack: on S2 they are copied away and back
      * whenever the other co of S2 runs in between. */
     long sum = 0;
-    int table[32];
+    volatile int table[32]; /* volatile: really in memory, on the stack */
     for (int i = 0; i < 32; i++) table[i] = i * job->n;
 
     for (int k = 1; k <= job->n; k++) {

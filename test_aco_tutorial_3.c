@@ -81,7 +81,8 @@ static void* thread_main(void* p) {
 
     td->copies = 0;
     for (int i = 0; i < COS_PER_THREAD; i++) {
-        td->copies += cos[i]->save_stack.ct_save + cos[i]->save_stack.ct_restore;
+        const aco_save_stack_t* ss = &cos[i]->save_stack;
+        td->copies += ss->ct_save + ss->ct_restore;
         aco_destroy(cos[i]);
     }
     aco_share_stack_destroy(stacks[0]);

@@ -49,7 +49,7 @@ static void on_sigabrt(int sig) {
         (void)n;
         _exit(2);
     }
-    /* Expected: return; abort() then dies by SIGABRT with the default action. */
+    /* Expected: return; abort() then dies by SIGABRT, the default action. */
 }
 
 /* The last word.  Same type as a co function: void (*)(void). */
