@@ -249,17 +249,29 @@ static void aco__save(aco_t* owner) {
     if (n > ss->max_cpsz) ss->max_cpsz = n;
 }
 
+/* Bytes below the stack pointer that memcheck treats as addressable: the
+ * x86-64 red zone (psABI 3.2.2). */
+#if defined(__x86_64__)
+#define ACO_RED_ZONE 128
+#else
+#define ACO_RED_ZONE 0
+#endif
+
 /* Put co's saved bytes back where they were: right below align_retptr. */
 static void aco__restore(aco_t* co) {
     aco_save_stack_t* ss = &co->save_stack;
     size_t n = ss->valid_sz;
-    if (n == 0) return;
-    void* dst = (char*)co->share_stack->align_retptr - n;
+    char* dst = (char*)co->share_stack->align_retptr - n;
 #ifdef ACO_USE_VALGRIND
-    /* Frames that ran deeper here and returned left this region marked
-     * inaccessible; it is about to hold live frames again. */
-    VALGRIND_MAKE_MEM_UNDEFINED(dst, n);
+    /* Another co may have run deeper here and returned, leaving this region
+     * marked inaccessible.  It is about to hold co's live frames again, with
+     * co's red zone below them (memcheck checks a call's push against the
+     * red zone's state).  memcpy then carries the saved definedness. */
+    char* low = dst - ACO_RED_ZONE;
+    if (low < (char*)co->share_stack->ptr) low = co->share_stack->ptr;
+    VALGRIND_MAKE_MEM_UNDEFINED(low, (size_t)(dst - low) + n);
 #endif
+    if (n == 0) return;
     memcpy(dst, ss->ptr, n);
     ss->ct_restore++;
 }
