@@ -12,6 +12,8 @@
  */
 #include "aco_test.h"
 
+#include <sys/resource.h>
+
 static aco_share_stack_t* child_stack;
 static uintptr_t guard_lo, guard_hi;   /* the guard page: [lo, hi) */
 static volatile long depth_limit = -1; /* never reached; defeats
@@ -83,9 +85,16 @@ static void on_segv(int sig, siginfo_t* si, void* uc) {
      * faulting access, which now kills the process with SIGSEGV. */
 }
 
+/* In a child: the crash is expected, a core file is not wanted. */
+static void no_core_file(void) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+}
+
 /* Child: overflow a guarded stack of *arg bytes. */
 static void overflow_child(void* arg) {
     size_t sz = *(const size_t*)arg;
+    no_core_file();
     aco_thread_init(NULL);
     aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);
     child_stack = aco_share_stack_new2(sz, 1);
@@ -99,6 +108,7 @@ static void overflow_child_with_handler(void* arg) {
     static unsigned char altstack[64 * 1024];
     size_t sz = *(const size_t*)arg;
     long pg = sysconf(_SC_PAGESIZE);
+    no_core_file();
 
     aco_thread_init(NULL);
     aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);

@@ -16,6 +16,7 @@
 #include "aco_test.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 /* The bugs on purpose: co functions that return. */
 static void co_returns_at_once(void) {
@@ -50,6 +51,8 @@ struct scenario {
  * back here). */
 static void child_run(void* arg) {
     struct scenario* s = arg;
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);     /* the abort is expected */
     switch (s->kind) {
     case FIRST_RUN:
         aco_resume(s->co);
