@@ -1,0 +1,345 @@
+/*
+ * test_signal_storm.c - interval-timer signals during millions of switches.
+ *
+ * A signal handler runs on whatever stack the interrupted code was using, at
+ * its stack pointer.  A context switch that ever points the stack pointer at
+ * something that is not a stack (or addresses live data below it) lets the
+ * kernel write a signal frame over that data.  So: a timer fires SIGALRM
+ * every ~20 us while main resumes cos on shared and standalone stacks
+ * millions of times.  The handler
+ *   - reads the interrupted pc and sp from its ucontext_t, counts the signals
+ *     that landed inside acosw, and counts those whose sp was outside every
+ *     stack the program knows (the main thread's stack and every share
+ *     stack): that must never happen;
+ *   - fills and checks a 256-byte buffer on its own stack, which lives below
+ *     the interrupted sp.
+ * Cos and main keep patterned locals across every switch and check them.
+ * The verdict: no sp outside the stacks, no corrupted byte anywhere, and
+ * (natively) at least MIN_SIGNALS deliveries, so the storm really happened.
+ *
+ * The timer is one-shot, re-armed by the handler as it returns: the next
+ * signal comes a period after the last one was handled.  A periodic 20 us
+ * timer is not usable: where delivering a signal costs more than 20 us (a
+ * VM, or an i386 process on an x86-64 kernel, whose signal frames go through
+ * the compat layer) a signal is always pending and the program makes almost
+ * no progress.  For the same reason the period starts at 20 us and the
+ * handler stretches it while fewer than MIN_PROGRESS resumes happen between
+ * two signals, and shrinks it back towards 20 us when there are plenty.
+ *
+ * Under valgrind, signals are delivered only between translated blocks (so
+ * never inside acosw) and much more slowly: the run is bounded by time
+ * (VG_SEC) and only the corruption and sp checks count.
+ */
+#define _GNU_SOURCE     /* REG_RIP / REG_EIP, pthread_getattr_np */
+#include "aco_test.h"
+
+#include <pthread.h>
+#include <time.h>
+#include <ucontext.h>
+
+#define PERIOD_NS 20000L            /* the storm's period ... */
+#define MAX_PERIOD_NS 1000000L      /* ... stretched up to this if starved */
+#define MIN_PROGRESS 16             /* resumes wanted between two signals */
+#define MIN_SIGNALS 1000            /* natively; a run gets tens of thousands */
+#define MIN_RESUMES 2000000L        /* 4 million switches ... */
+#define TARGET_SIGNALS 50000L       /* ... and then on to this many signals */
+#define SOFT_SEC 3.0                /* or this long, */
+#define HARD_SEC 4.5                /* and never longer than this */
+#define FLOOR_RESUMES 200000L       /* fail below this: nothing was stormed */
+#define VG_SEC 4.0                  /* valgrind: switch for this long, */
+#define VG_HARD_SEC 15.0            /* at most this long */
+/* acosw's extent: it starts at &acosw; its end is not exported, so take a
+ * 128-byte window.  acosw is 79 bytes on x86-64 and 59 on i386 (nm -S); the
+ * rest of the window is alignment padding and the protector stub, which
+ * never runs here, so the count is not inflated. */
+#define ACOSW_WINDOW 128
+
+#if defined(__x86_64__)
+#define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
+#define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RSP])
+#elif defined(__i386__)
+#define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_EIP])
+#define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_ESP])
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* What the handler knows and counts.  The ranges are written before the    */
+/* handler is installed and not changed while it can run.                   */
+/* ------------------------------------------------------------------------ */
+
+#define N_STACKS 4
+#define N_RANGES (N_STACKS + 1)
+
+static uintptr_t range_lo[N_RANGES], range_hi[N_RANGES];
+static int n_ranges;
+
+static timer_t storm_timer;
+static volatile sig_atomic_t storm_rearm;
+static struct itimerspec storm_shot;    /* it_value = the period */
+static volatile long progress;          /* resumes so far, bumped by main */
+static long progress_seen;
+static long period_max_seen;
+
+static volatile long sig_count;
+static volatile long sig_in_switch;
+static volatile long sig_sp_outside;
+static volatile long sig_buf_bad;
+static volatile uintptr_t first_bad_sp, first_bad_pc;
+
+static int sp_known(uintptr_t sp) {
+    for (int i = 0; i < n_ranges; i++)
+        if (sp >= range_lo[i] && sp < range_hi[i]) return 1;
+    return 0;
+}
+
+/* Say it at once, with write(2) (async-signal-safe): the frame the kernel
+ * just wrote off-stack may well crash the program before main can report. */
+static void report_outside(uintptr_t sp, uintptr_t pc) {
+    char msg[128] = "test_signal_storm: signal with sp outside every stack: sp 0x";
+    size_t len = strlen(msg);
+    for (int k = 0; k < 2; k++) {
+        uintptr_t v = k == 0 ? sp : pc;
+        for (int sh = (int)sizeof(v) * 8 - 4; sh >= 0; sh -= 4)
+            msg[len++] = "0123456789abcdef"[(v >> sh) & 15];
+        if (k == 0) {
+            memcpy(msg + len, ", pc 0x", 7);
+            len += 7;
+        }
+    }
+    msg[len++] = '\n';
+    ssize_t rc = write(2, msg, len);
+    (void)rc;
+}
+
+static void on_alarm(int sig, siginfo_t* si, void* ucv) {
+    (void)sig;
+    (void)si;
+    int saved_errno = errno;
+    const ucontext_t* uc = ucv;
+    uintptr_t pc = UC_PC(uc), sp = UC_SP(uc);
+    long n = sig_count + 1;
+    sig_count = n;
+    if (pc - (uintptr_t)&acosw < ACOSW_WINDOW) sig_in_switch++;
+    if (!sp_known(sp)) {
+        if (sig_sp_outside++ == 0) {
+            first_bad_sp = sp;
+            first_bad_pc = pc;
+            report_outside(sp, pc);
+        }
+    }
+    /* This buffer sits just below the interrupted sp: on a share stack
+     * when a co was interrupted. */
+    volatile uint8_t buf[256];
+    for (unsigned i = 0; i < sizeof(buf); i++) buf[i] = (uint8_t)(n * 7 + i);
+    for (unsigned i = 0; i < sizeof(buf); i++)
+        if (buf[i] != (uint8_t)(n * 7 + i)) {
+            sig_buf_bad++;
+            break;
+        }
+    if (storm_rearm) {
+        long p = storm_shot.it_value.tv_nsec, done = progress - progress_seen;
+        progress_seen = progress;
+        if (done < MIN_PROGRESS && p < MAX_PERIOD_NS) p += p / 4;
+        else if (done > 4 * MIN_PROGRESS && p > PERIOD_NS) p -= p / 8;
+        if (p < PERIOD_NS) p = PERIOD_NS;
+        if (p > period_max_seen) period_max_seen = p;
+        storm_shot.it_value.tv_nsec = p;
+        /* timer_settime is async-signal-safe (POSIX.1-2008, 2.4.3). */
+        timer_settime(storm_timer, 0, &storm_shot, NULL);
+    }
+    errno = saved_errno;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cos: patterned locals in one or two frames, checked after every resume.  */
+/* ------------------------------------------------------------------------ */
+
+struct storm {
+    uint32_t id;
+    uint32_t round;
+    long bad;           /* words found changed after a resume */
+    int stop;           /* main asks it to finish */
+};
+
+static uint32_t pattern(uint32_t key, uint32_t i) {
+    uint32_t x = key * 0x9e3779b1u + i * 0x85ebca77u;
+    x ^= x >> 15;
+    x *= 0x2c1b3c6du;
+    x ^= x >> 13;
+    return x;
+}
+
+/* Scalars the compiler keeps in callee-saved registers across the yield,
+ * plus an array in memory: both halves of a co's state. */
+__attribute__((noinline)) static long hold_and_yield(uint32_t key,
+                                                     unsigned words) {
+    uint32_t a[48];
+    uint32_t r0 = pattern(key, 1000), r1 = pattern(key, 1001),
+             r2 = pattern(key, 1002), r3 = pattern(key, 1003);
+    for (unsigned i = 0; i < words; i++) a[i] = pattern(key, i);
+    __asm__ volatile("" : : "r"(a) : "memory");
+    aco_yield();
+    __asm__ volatile("" : : "r"(a) : "memory");
+    long bad = 0;
+    for (unsigned i = 0; i < words; i++) bad += a[i] != pattern(key, i);
+    bad += r0 != pattern(key, 1000);
+    bad += r1 != pattern(key, 1001);
+    bad += r2 != pattern(key, 1002);
+    bad += r3 != pattern(key, 1003);
+    return bad;
+}
+
+/* Sometimes one frame deeper, so the saved size keeps changing. */
+__attribute__((noinline)) static long nested(uint32_t key) {
+    uint32_t outer[16];
+    for (unsigned i = 0; i < 16; i++) outer[i] = pattern(~key, i);
+    __asm__ volatile("" : : "r"(outer) : "memory");
+    long bad = hold_and_yield(key, 16 + key % 32);
+    __asm__ volatile("" : : "r"(outer) : "memory");
+    for (unsigned i = 0; i < 16; i++) bad += outer[i] != pattern(~key, i);
+    return bad;
+}
+
+static void storm_co(void) {
+    struct storm* st = aco_get_arg();
+    while (!st->stop) {
+        uint32_t key = st->id << 24 ^ st->round;
+        st->bad += st->round % 3 == 0 ? nested(key)
+                                      : hold_and_yield(key, 8 + key % 40);
+        st->round++;
+    }
+    aco_exit();
+}
+
+/* ------------------------------------------------------------------------ */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define N_COS 7
+
+int main(void) {
+    const int on_vg = aco_test_on_valgrind();
+    aco_thread_init(NULL);
+    aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+
+    /* Two shared stacks (3 and 2 cos), two standalone ones; both kinds of
+     * memory (mmap with guard, malloc without). */
+    static const struct { size_t sz; char guard; } kinds[N_STACKS] = {
+        {128 * 1024, 1}, {64 * 1024, 0}, {64 * 1024, 1}, {64 * 1024, 0}};
+    static const int stack_of[N_COS] = {0, 0, 0, 1, 1, 2, 3};
+    aco_share_stack_t* stacks[N_STACKS];
+    for (int k = 0; k < N_STACKS; k++)
+        stacks[k] = aco_share_stack_new2(kinds[k].sz, kinds[k].guard);
+    struct storm states[N_COS];
+    aco_t* cos[N_COS];
+    for (int i = 0; i < N_COS; i++) {
+        states[i] = (struct storm){.id = (uint32_t)i + 1};
+        cos[i] = aco_create(main_co, stacks[stack_of[i]], 0, storm_co, &states[i]);
+    }
+
+    /* The known stacks: the main thread's whole reserved stack (glibc takes
+     * it from /proc/self/maps and RLIMIT_STACK) and every share stack. */
+    pthread_attr_t attr;
+    void* main_lo;
+    size_t main_sz;
+    CHECK(pthread_getattr_np(pthread_self(), &attr) == 0);
+    CHECK(pthread_attr_getstack(&attr, &main_lo, &main_sz) == 0);
+    pthread_attr_destroy(&attr);
+    range_lo[0] = (uintptr_t)main_lo;
+    range_hi[0] = (uintptr_t)main_lo + main_sz;
+    n_ranges = 1;
+    CHECK(sp_known((uintptr_t)&attr));  /* main's own frame is in range */
+    for (int k = 0; k < N_STACKS; k++) {
+        range_lo[n_ranges] = (uintptr_t)stacks[k]->ptr;
+        range_hi[n_ranges] = (uintptr_t)stacks[k]->ptr + stacks[k]->sz;
+        n_ranges++;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_alarm;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+
+    /* Main's own patterned frame, checked as it goes: handlers also run on
+     * the main stack, right below it. */
+    uint32_t mine[64];
+    for (unsigned i = 0; i < 64; i++) mine[i] = pattern(0xa11, i);
+    long main_bad = 0;
+
+    struct sigevent sev;
+    memset(&sev, 0, sizeof(sev));
+    sev.sigev_notify = SIGEV_SIGNAL;
+    sev.sigev_signo = SIGALRM;
+    CHECK(timer_create(CLOCK_MONOTONIC, &sev, &storm_timer) == 0);
+    storm_shot.it_value.tv_nsec = PERIOD_NS;
+
+    long min_resumes = aco_test_scale(MIN_RESUMES, 20);
+    double hard_sec = on_vg ? VG_HARD_SEC : HARD_SEC;
+    uint32_t rng = 0x2545f491u;
+    long resumes = 0;
+    double start = now();
+    storm_rearm = 1;
+    CHECK(timer_settime(storm_timer, 0, &storm_shot, NULL) == 0);
+    for (;;) {
+        for (int j = 0; j < 1024; j++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 17;
+            rng ^= rng << 5;
+            aco_resume(cos[rng % N_COS]);
+            progress = progress + 1;
+        }
+        resumes += 1024;
+        __asm__ volatile("" : : "r"(mine) : "memory");
+        for (unsigned i = 0; i < 64; i++) main_bad += mine[i] != pattern(0xa11, i);
+        double t = now() - start;
+        if (t > hard_sec) break;
+        if (resumes < min_resumes) continue;
+        if (on_vg ? t > VG_SEC : t > SOFT_SEC || sig_count >= TARGET_SIGNALS)
+            break;
+    }
+    /* Stop the handler re-arming first, then disarm: no expiry after this. */
+    storm_rearm = 0;
+    struct itimerspec off;
+    memset(&off, 0, sizeof(off));
+    CHECK(timer_settime(storm_timer, 0, &off, NULL) == 0);
+    double elapsed = now() - start;
+    CHECK(timer_delete(storm_timer) == 0);
+    signal(SIGALRM, SIG_IGN);
+
+    long co_bad = 0;
+    for (int i = 0; i < N_COS; i++) {
+        states[i].stop = 1;
+        aco_resume(cos[i]);
+        CHECK(cos[i]->is_end);
+        co_bad += states[i].bad;
+        aco_destroy(cos[i]);
+    }
+    for (int k = 0; k < N_STACKS; k++) aco_share_stack_destroy(stacks[k]);
+    aco_destroy(main_co);
+
+    long corrupt = co_bad + main_bad + sig_buf_bad;
+    printf("test_signal_storm: %ld resumes (%ld switches) in %.2f s; "
+           "signals %ld (period 20..%ld us), inside acosw %ld, sp outside "
+           "stacks %ld, corruptions %ld (cos %ld, main %ld, handler %ld)\n",
+           resumes, 2 * resumes, elapsed, sig_count, period_max_seen / 1000,
+           sig_in_switch, sig_sp_outside, corrupt, co_bad, main_bad,
+           sig_buf_bad);
+    if (sig_sp_outside != 0)
+        fprintf(stderr, "first signal outside the stacks: sp %p, pc %p "
+                "(acosw at %p)\n", (void*)first_bad_sp, (void*)first_bad_pc,
+                (void*)(uintptr_t)&acosw);
+    ASSERT_EQ(sig_sp_outside, 0);
+    ASSERT_EQ(corrupt, 0);
+    if (!on_vg) {
+        CHECK(sig_count >= MIN_SIGNALS);
+        CHECK(resumes >= FLOOR_RESUMES);
+    }
+    printf("test_signal_storm: ok\n");
+    return 0;
+}
