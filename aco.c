@@ -40,7 +40,7 @@ _Static_assert(ACO_OFF_FPUCW + 2 <= ACO_REG_BYTES &&
 #define ACO_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* The running co; between runs, the thread's main co (NULL before one). */
-static ACO_TLS aco_t* aco__cur;
+ACO_TLS aco_t* aco_gtls_co;
 static ACO_TLS aco_cofuncp_t aco__last_word;
 static ACO_TLS char aco__inited;
 /* The control words captured by aco_thread_init(), laid out as in reg[]. */
@@ -90,7 +90,7 @@ __attribute__((visibility("hidden"), noreturn))
 void aco__funcp_protector(void);
 
 void aco__funcp_protector(void) {
-    aco_t* co = aco__cur;
+    aco_t* co = aco_gtls_co;
     if (aco__last_word != NULL) aco__last_word();
     aco__fatal("protector", "co %p returned from its co function %p instead of "
                "calling aco_exit(); a co function must end with aco_exit()",
@@ -191,13 +191,13 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
         aco__check(fn, share_stack == NULL && fp == NULL,
                    "a main co (main_co == NULL) takes no share stack and no "
                    "co function");
-        aco__check(fn, aco__cur == NULL || aco_is_main_co(aco__cur),
+        aco__check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
                    "a main co must be created outside any running co "
-                   "(co %p is running)", (void*)aco__cur);
+                   "(co %p is running)", (void*)aco_gtls_co);
         aco_t* co = aco__alloc(fn, sizeof(*co));
         memset(co, 0, sizeof(*co));
         co->arg = arg;
-        aco__cur = co;
+        aco_gtls_co = co;
         return co;
     }
     aco__check(fn, aco_is_main_co(main_co), "main_co %p is not a main co",
@@ -276,56 +276,58 @@ static void aco__restore(aco_t* co) {
     ss->ct_restore++;
 }
 
-void aco_resume(aco_t* co) {
+/* The share stack changes hands: lazy save of its owner, restore of co. */
+void aco__take_stack(aco_t* co) {
+    aco_share_stack_t* s = co->share_stack;
+    if (s->owner != NULL) aco__save(s->owner);
+    aco__restore(co);
+    s->owner = co;
+    s->align_validsz = co->save_stack.valid_sz;
+}
+
+void aco__resume_misuse(aco_t* co) {
     static const char fn[] = "aco_resume";
     aco__check(fn, co != NULL, "co must not be NULL");
     aco__check(fn, !aco_is_main_co(co),
                "co %p is a main co; only non-main cos can be resumed",
                (void*)co);
-    aco__check(fn, aco__cur == co->main_co,
+    aco__check(fn, aco_gtls_co == co->main_co,
                "must be called from co %p's main co %p, not from co %p",
-               (void*)co, (void*)co->main_co, (void*)aco__cur);
+               (void*)co, (void*)co->main_co, (void*)aco_gtls_co);
     aco__check(fn, !co->is_end, "co %p has ended (it called aco_exit())",
                (void*)co);
-    aco_share_stack_t* s = co->share_stack;
-    if (s->owner != co) {
-        /* Lazy save: the holder is copied out only now that co needs the
-         * stack; a co alone on its stack never gets here twice. */
-        if (s->owner != NULL) aco__save(s->owner);
-        aco__restore(co);
-        s->owner = co;
-        s->align_validsz = co->save_stack.valid_sz;
-    }
-    aco__cur = co;
-    acosw(co->main_co, co);
-    aco__cur = co->main_co;
+    aco__fatal(fn, "co %p: inconsistent state", (void*)co);
 }
 
-static aco_t* aco__running_non_main(const char* fn) {
-    aco_t* co = aco__cur;
-    aco__check(fn, co != NULL && !aco_is_main_co(co),
-               "must be called from a non-main co (the caller is %s %p)",
+void aco__yield_misuse(const char* fn) {
+    aco_t* co = aco_gtls_co;
+    aco__fatal(fn, "must be called from a non-main co (the caller is %s %p)",
                co == NULL ? "no co" : "main co", (void*)co);
-    return co;
 }
 
-void aco_yield(void) {
-    aco_t* co = aco__running_non_main("aco_yield");
-    acosw(co, co->main_co);
+/* The API functions behind the macros of aco.h. */
+void (aco_resume)(aco_t* co) {
+    aco__resume_inline(co);
+}
+
+void (aco_yield)(void) {
+    aco__yield_inline();
 }
 
 aco_t* aco_get_co(void) {
-    return aco__cur;
+    return aco_gtls_co;
 }
 
 void* aco_get_arg(void) {
-    aco_t* co = aco__cur;
+    aco_t* co = aco_gtls_co;
     aco__check("aco_get_arg", co != NULL, "no co in this thread");
     return co->arg;
 }
 
 void aco_exit(void) {
-    aco_t* co = aco__running_non_main("aco_exit");
+    aco_t* co = aco_gtls_co;
+    if (aco_unlikely(co == NULL || co->main_co == NULL))
+        aco__yield_misuse("aco_exit");
     co->is_end = 1;
     /* Its frames are dead now: the next co on this stack need not save them. */
     co->share_stack->owner = NULL;
@@ -339,14 +341,14 @@ void aco_destroy(aco_t* co) {
     static const char fn[] = "aco_destroy";
     aco__check(fn, co != NULL, "co must not be NULL");
     if (aco_is_main_co(co)) {
-        aco__check(fn, aco__cur == NULL || aco_is_main_co(aco__cur),
+        aco__check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
                    "main co %p cannot be destroyed while co %p runs",
-                   (void*)co, (void*)aco__cur);
-        if (aco__cur == co) aco__cur = NULL;
+                   (void*)co, (void*)aco_gtls_co);
+        if (aco_gtls_co == co) aco_gtls_co = NULL;
         free(co);
         return;
     }
-    aco__check(fn, co != aco__cur,
+    aco__check(fn, co != aco_gtls_co,
                "co %p is running; a co cannot destroy itself", (void*)co);
     aco_share_stack_t* s = co->share_stack;
     if (s->owner == co) {

@@ -206,6 +206,40 @@ struct aco_s {
  * (acosw.S).  Returns in from_co when something switches back to it. */
 void acosw(aco_t* from_co, aco_t* to_co) __asm__("acosw");
 
+/* The running co of this thread (between runs: its main co). */
+extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
+
+/* Out-of-line halves of the inline fast paths below (aco.c). */
+void aco__resume_misuse(aco_t* co) __attribute__((noreturn, cold));
+void aco__yield_misuse(const char* fn) __attribute__((noreturn, cold));
+void aco__take_stack(aco_t* co);
+
+/* aco_resume and aco_yield are inlined into their callers so that acosw
+ * continues each side right in its own code: an out-of-line function would
+ * return through a return-stack-buffer entry the other side pushed, a
+ * mispredicted branch on every switch.  The real functions exist too (for
+ * function pointers and other languages); they run the same code. */
+static inline void aco__resume_inline(aco_t* co) {
+    aco_t* cur = aco_gtls_co;
+    if (aco_unlikely(co == NULL || cur == NULL || co->main_co != cur ||
+                     co->is_end))
+        aco__resume_misuse(co);
+    if (aco_unlikely(co->share_stack->owner != co)) aco__take_stack(co);
+    aco_gtls_co = co;
+    acosw(cur, co);
+    aco_gtls_co = cur;
+}
+
+static inline void aco__yield_inline(void) {
+    aco_t* co = aco_gtls_co;
+    if (aco_unlikely(co == NULL || co->main_co == NULL))
+        aco__yield_misuse("aco_yield");
+    acosw(co, co->main_co);
+}
+
+#define aco_resume(co) aco__resume_inline(co)
+#define aco_yield()    aco__yield_inline()
+
 #ifdef __cplusplus
 }
 #endif

@@ -86,8 +86,17 @@ acosw:
 #ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
     fnstcw  ACO_OFF_FPUCW(%rdi)
     stmxcsr ACO_OFF_MXCSR(%rdi)
-    fldcw   ACO_OFF_FPUCW(%rsi)
-    ldmxcsr ACO_OFF_MXCSR(%rsi)
+    /* fldcw and ldmxcsr are slow (microcoded, serialising): load the words
+     * only when the control bits differ.  MXCSR bits 0-5 are exception
+     * flags, status not control (scratch at a call): ignore them. */
+    movl    ACO_OFF_MXCSR(%rdi), %eax
+    xorl    ACO_OFF_MXCSR(%rsi), %eax
+    andl    $~0x3f, %eax
+    movzwl  ACO_OFF_FPUCW(%rdi), %ecx
+    xorw    ACO_OFF_FPUCW(%rsi), %cx
+    orl     %ecx, %eax
+    jnz     .Lload_env64
+.Lenv_done64:
 #endif
     movq    ACO_OFF_RBX(%rsi), %rbx
     movq    ACO_OFF_RBP(%rsi), %rbp
@@ -103,6 +112,12 @@ acosw:
     notrack jmp *%rdx
 #else
     jmp     *%rdx
+#endif
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+.Lload_env64:                           /* off the hot path */
+    fldcw   ACO_OFF_FPUCW(%rsi)
+    ldmxcsr ACO_OFF_MXCSR(%rsi)
+    jmp     .Lenv_done64
 #endif
     .cfi_endproc
     .size   acosw, .-acosw
@@ -176,8 +191,16 @@ acosw:
 #ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
     fnstcw  ACO_OFF_FPUCW(%eax)
     stmxcsr ACO_OFF_MXCSR(%eax)
-    fldcw   ACO_OFF_FPUCW(%ecx)
-    ldmxcsr ACO_OFF_MXCSR(%ecx)
+    /* As on x86-64: load the words only when the control bits differ.
+     * ebx and esi are saved already: free to use until loaded below. */
+    movl    ACO_OFF_MXCSR(%eax), %ebx
+    xorl    ACO_OFF_MXCSR(%ecx), %ebx
+    andl    $~0x3f, %ebx
+    movzwl  ACO_OFF_FPUCW(%eax), %esi
+    xorw    ACO_OFF_FPUCW(%ecx), %si
+    orl     %esi, %ebx
+    jnz     .Lload_env32
+.Lenv_done32:
 #endif
     movl    ACO_OFF_EBX(%ecx), %ebx
     movl    ACO_OFF_EBP(%ecx), %ebp
@@ -189,6 +212,12 @@ acosw:
     notrack jmp *%edx
 #else
     jmp     *%edx
+#endif
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+.Lload_env32:                           /* off the hot path */
+    fldcw   ACO_OFF_FPUCW(%ecx)
+    ldmxcsr ACO_OFF_MXCSR(%ecx)
+    jmp     .Lenv_done32
 #endif
     .cfi_endproc
     .size   acosw, .-acosw
