@@ -3,6 +3,10 @@
  *
  * Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
  */
+/* MAP_ANONYMOUS and friends under strict -std=c11 too. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE
+#endif
 #include "aco.h"
 
 #include <errno.h>
@@ -222,6 +226,32 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     return co;
 }
 
+/* Copy n bytes between a share stack and a save stack.  n is a multiple of
+ * sizeof(void*) (both ends are slot-aligned) and usually small: a co
+ * suspended a frame or two above its function.  Small copies run inline in
+ * 16-byte blocks, the last block overlapping; large ones go to memcpy. */
+typedef long long aco__blk __attribute__((vector_size(16), aligned(1), may_alias));
+typedef uintptr_t aco__word __attribute__((aligned(1), may_alias));
+
+static inline void aco__copy(void* dst, const void* src, size_t n) {
+    char* d = dst;
+    const char* s = src;
+    if (n >= 16 && n <= 512) {
+        size_t i = 0;
+        for (; i + 16 < n; i += 16) {
+            /* the empty asm keeps gcc from turning the loop into memcpy */
+            __asm__("" : "+r"(i));
+            *(aco__blk*)(d + i) = *(const aco__blk*)(s + i);
+        }
+        *(aco__blk*)(d + n - 16) = *(const aco__blk*)(s + n - 16);
+    } else if (n < 16) {
+        for (size_t i = 0; i < n; i += sizeof(uintptr_t))
+            *(aco__word*)(d + i) = *(const aco__word*)(s + i);
+    } else {
+        memcpy(d, s, n);
+    }
+}
+
 /* Copy the live bytes of the share stack's owner (its frames, from its saved
  * stack pointer up to align_retptr) to the owner's save stack. */
 static void aco__save(aco_t* owner) {
@@ -242,7 +272,7 @@ static void aco__save(aco_t* owner) {
         ss->ptr = aco__alloc(fn, ss->sz);
     }
     if (n > 0) {
-        memcpy(ss->ptr, (void*)sp, n);
+        aco__copy(ss->ptr, (void*)sp, n);
         ss->ct_save++;
     }
     ss->valid_sz = n;
@@ -266,13 +296,13 @@ static void aco__restore(aco_t* co) {
     /* Another co may have run deeper here and returned, leaving this region
      * marked inaccessible.  It is about to hold co's live frames again, with
      * co's red zone below them (memcheck checks a call's push against the
-     * red zone's state).  memcpy then carries the saved definedness. */
+     * red zone's state).  The copy then carries the saved definedness. */
     char* low = dst - ACO_RED_ZONE;
     if (low < (char*)co->share_stack->ptr) low = co->share_stack->ptr;
     VALGRIND_MAKE_MEM_UNDEFINED(low, (size_t)(dst - low) + n);
 #endif
     if (n == 0) return;
-    memcpy(dst, ss->ptr, n);
+    aco__copy(dst, ss->ptr, n);
     ss->ct_restore++;
 }
 
