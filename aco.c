@@ -236,7 +236,7 @@ typedef uintptr_t aco__word __attribute__((aligned(1), may_alias));
 static inline void aco__copy(void* dst, const void* src, size_t n) {
     char* d = dst;
     const char* s = src;
-    if (n >= 16 && n <= 512) {
+    if (n >= 16 && n <= 160) {
         size_t i = 0;
         for (; i + 16 < n; i += 16) {
             /* the empty asm keeps gcc from turning the loop into memcpy */
