@@ -10,6 +10,7 @@
 #include "aco.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -23,15 +24,19 @@
 #undef ACO_ASM_LAYOUT_ONLY
 
 _Static_assert(offsetof(aco_t, reg) == 0, "acosw.S addresses aco_t.reg at 0");
-_Static_assert(sizeof(((aco_t*)0)->reg) == ACO_REG_BYTES,
+_Static_assert(sizeof(((aco_t*)0)->reg) == ACO_REG_SLOTS * sizeof(void*),
                "aco.h ACO_REG_COUNT disagrees with acosw.S's layout");
-_Static_assert(ACO_OFF_PC % sizeof(void*) == 0 && ACO_OFF_PC < ACO_REG_BYTES,
+_Static_assert(ACO_OFF_PC % sizeof(void*) == 0 &&
+               ACO_OFF_PC < ACO_REG_SLOTS * sizeof(void*),
                "pc slot must be a whole reg[] slot");
-_Static_assert(ACO_OFF_SP % sizeof(void*) == 0 && ACO_OFF_SP < ACO_REG_BYTES,
+_Static_assert(ACO_OFF_SP % sizeof(void*) == 0 &&
+               ACO_OFF_SP < ACO_REG_SLOTS * sizeof(void*),
                "sp slot must be a whole reg[] slot");
-_Static_assert(ACO_OFF_FPUCW + 2 <= ACO_REG_BYTES &&
-               ACO_OFF_MXCSR % 4 == 0 && ACO_OFF_MXCSR + 4 <= ACO_REG_BYTES,
-               "control-word slots must lie inside reg[]");
+_Static_assert(offsetof(aco_t, reg_fpucw) == ACO_OFF_FPUCW &&
+               offsetof(aco_t, reg_mxcsr) == ACO_OFF_MXCSR,
+               "control-word slots disagree with acosw.S's layout");
+_Static_assert(offsetof(aco_t, is_end) == ACO_OFF_FPUCW + 2,
+               "is_end lives in the two bytes acosw.S never writes");
 
 #define ACO_PC(co) ((co)->reg[ACO_OFF_PC / sizeof(void*)])
 #define ACO_SP(co) ((co)->reg[ACO_OFF_SP / sizeof(void*)])
@@ -123,7 +128,9 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
     static const char fn[] = "aco_share_stack_new2";
     if (sz == 0) sz = 2u << 20;
     if (sz < 4096) sz = 4096;
-    aco__check(fn, sz <= SIZE_MAX / 2, "stack size %zu is absurd", sz);
+    /* Save stacks count in 32 bits: a co never has 4 GiB live. */
+    aco__check(fn, (uint64_t)sz <= UINT32_MAX - (1u << 20),
+               "stack size %zu exceeds 4 GiB", sz);
 
     aco_share_stack_t* s = aco__alloc(fn, sizeof(*s));
     memset(s, 0, sizeof(*s));
@@ -183,6 +190,100 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Co objects                                                               */
+/*                                                                          */
+/* A co is one fixed-size object from a 64 KiB slab, with no per-object     */
+/* malloc header or rounding: with ten million cos that is 16 bytes each,   */
+/* and allocating never touches more memory than the objects themselves.    */
+/* Slabs are shared by all threads (a co may be destroyed anywhere) under   */
+/* one mutex held for a few instructions; an empty slab is freed unless it  */
+/* is the only one with free slots.                                         */
+/* ------------------------------------------------------------------------ */
+
+#define ACO_SLAB_BYTES ((size_t)64 << 10)
+#define ACO_SLOT_BYTES ((sizeof(aco_t) + 15) & ~(size_t)15)
+
+typedef struct aco__slab aco__slab;
+struct aco__slab {
+    aco__slab* prev;    /* in the list of slabs that have a free slot */
+    aco__slab* next;
+    void*      free;    /* freed slots, linked through their first word */
+    size_t     live;    /* slots in use */
+    size_t     carved;  /* slots handed out at least once */
+};
+#define ACO_SLAB_FIRST ((sizeof(aco__slab) + 15) & ~(size_t)15)
+#define ACO_SLAB_SLOTS ((ACO_SLAB_BYTES - ACO_SLAB_FIRST) / ACO_SLOT_BYTES)
+
+static pthread_mutex_t aco__slab_mu = PTHREAD_MUTEX_INITIALIZER;
+static aco__slab* aco__slabs;   /* slabs with a free slot */
+
+static void aco__slab_unlink(aco__slab* b) {
+    if (b->prev) b->prev->next = b->next; else aco__slabs = b->next;
+    if (b->next) b->next->prev = b->prev;
+    b->prev = b->next = NULL;
+}
+
+static void aco__slab_push(aco__slab* b) {
+    b->prev = NULL;
+    b->next = aco__slabs;
+    if (aco__slabs) aco__slabs->prev = b;
+    aco__slabs = b;
+}
+
+/* A zeroed co object. */
+static aco_t* aco__co_alloc(const char* fn) {
+    pthread_mutex_lock(&aco__slab_mu);
+    aco__slab* b = aco__slabs;
+    if (b == NULL) {
+        void* mem = NULL;
+        if (posix_memalign(&mem, ACO_SLAB_BYTES, ACO_SLAB_BYTES) != 0) {
+            pthread_mutex_unlock(&aco__slab_mu);
+            aco__fatal(fn, "out of memory (a %zu-byte slab of cos)", ACO_SLAB_BYTES);
+        }
+        b = mem;
+        memset(b, 0, sizeof(*b));
+        aco__slab_push(b);
+    }
+    void* co;
+    if (b->free != NULL) {
+        co = b->free;
+#ifdef ACO_USE_VALGRIND
+        VALGRIND_MAKE_MEM_DEFINED(co, sizeof(void*));
+#endif
+        b->free = *(void**)co;
+    } else {
+        co = (char*)b + ACO_SLAB_FIRST + b->carved++ * ACO_SLOT_BYTES;
+    }
+    if (++b->live == ACO_SLAB_SLOTS) aco__slab_unlink(b);
+    pthread_mutex_unlock(&aco__slab_mu);
+#ifdef ACO_USE_VALGRIND
+    VALGRIND_MALLOCLIKE_BLOCK(co, sizeof(aco_t), 0, 0);
+#endif
+    memset(co, 0, sizeof(aco_t));
+    return co;
+}
+
+static void aco__co_free(aco_t* co) {
+    aco__slab* b = (aco__slab*)((uintptr_t)co & ~(uintptr_t)(ACO_SLAB_BYTES - 1));
+#ifdef ACO_USE_VALGRIND
+    VALGRIND_FREELIKE_BLOCK(co, 0);
+    VALGRIND_MAKE_MEM_UNDEFINED(co, sizeof(void*));
+#endif
+    pthread_mutex_lock(&aco__slab_mu);
+    *(void**)co = b->free;
+    b->free = co;
+    if (b->live-- == ACO_SLAB_SLOTS) aco__slab_push(b);
+    if (b->live == 0 && (b->prev != NULL || b->next != NULL)) {
+        aco__slab_unlink(b);
+        free(b);
+    }
+    pthread_mutex_unlock(&aco__slab_mu);
+#ifdef ACO_USE_VALGRIND
+    VALGRIND_MAKE_MEM_NOACCESS(co, sizeof(void*));
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
 /* Cos                                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -198,8 +299,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
         aco__check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
                    "a main co must be created outside any running co "
                    "(co %p is running)", (void*)aco_gtls_co);
-        aco_t* co = aco__alloc(fn, sizeof(*co));
-        memset(co, 0, sizeof(*co));
+        aco_t* co = aco__co_alloc(fn);
         co->arg = arg;
         aco_gtls_co = co;
         return co;
@@ -210,18 +310,24 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                "share_stack must not be NULL for a non-main co");
     aco__check(fn, fp != NULL, "fp must not be NULL for a non-main co");
 
-    aco_t* co = aco__alloc(fn, sizeof(*co));
-    memset(co, 0, sizeof(*co));
+    aco__check(fn, save_stack_sz <= UINT32_MAX,
+               "save_stack_sz %zu exceeds 4 GiB", save_stack_sz);
+
+    aco_t* co = aco__co_alloc(fn);
     co->main_co = main_co;
     co->arg = arg;
     co->fp = fp;
     co->share_stack = share_stack;
     ACO_PC(co) = (void*)fp;
     ACO_SP(co) = share_stack->align_retptr;
-    memcpy((char*)co->reg + ACO_OFF_FPUCW, &aco__fpucw, sizeof(aco__fpucw));
-    memcpy((char*)co->reg + ACO_OFF_MXCSR, &aco__mxcsr, sizeof(aco__mxcsr));
-    co->save_stack.sz = save_stack_sz != 0 ? save_stack_sz : 64;
-    co->save_stack.ptr = aco__alloc(fn, co->save_stack.sz);
+    co->reg_fpucw = aco__fpucw;
+    co->reg_mxcsr = aco__mxcsr;
+    /* The save stack is allocated when first needed, exactly as large as
+     * needed, unless the caller asked for an initial size. */
+    if (save_stack_sz != 0) {
+        co->save_stack.ptr = aco__alloc(fn, save_stack_sz);
+        co->save_stack.sz = (uint32_t)save_stack_sz;
+    }
     share_stack->co_ct++;
     return co;
 }
@@ -266,16 +372,16 @@ static void aco__save(aco_t* owner) {
     size_t n = top - sp;
     aco_save_stack_t* ss = &owner->save_stack;
     if (n > ss->sz) {
-        /* The old content is being replaced whole: no realloc copy. */
+        /* Exact fit.  The old content is replaced whole: no realloc copy. */
         free(ss->ptr);
-        ss->sz = (n + 15) & ~(size_t)15;
-        ss->ptr = aco__alloc(fn, ss->sz);
+        ss->ptr = aco__alloc(fn, n);
+        ss->sz = (uint32_t)n;
     }
     if (n > 0) {
         aco__copy(ss->ptr, (void*)sp, n);
         ss->ct_save++;
     }
-    ss->valid_sz = n;
+    ss->valid_sz = (uint32_t)n;
     if (n > ss->max_cpsz) ss->max_cpsz = n;
 }
 
@@ -375,7 +481,7 @@ void aco_destroy(aco_t* co) {
                    "main co %p cannot be destroyed while co %p runs",
                    (void*)co, (void*)aco_gtls_co);
         if (aco_gtls_co == co) aco_gtls_co = NULL;
-        free(co);
+        aco__co_free(co);
         return;
     }
     aco__check(fn, co != aco_gtls_co,
@@ -387,5 +493,5 @@ void aco_destroy(aco_t* co) {
     }
     s->co_ct--;
     free(co->save_stack.ptr);
-    free(co);
+    aco__co_free(co);
 }

@@ -94,8 +94,9 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk);
  *   co (arg may be anything; it is stored in co->arg).
  *   Otherwise main_co is the thread's main co (aco_yield() returns to it),
  *   share_stack the stack to run on, save_stack_sz the initial size of the
- *   private save stack (0: 64 bytes; it grows on demand), fp the co function
- *   and arg its argument (aco_get_arg()).  The new co is in the "init"
+ *   private save stack (0: none until the co's frames are first copied out,
+ *   then exactly what they need; it grows to fit on demand), fp the co
+ *   function and arg its argument (aco_get_arg()).  The new co is in the "init"
  *   state: its first aco_resume() calls fp. */
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg);
@@ -154,12 +155,12 @@ void aco_destroy(aco_t* co);
 /* ======================================================================== */
 
 typedef struct {
-    void*  ptr;         /* buffer holding the co's frames while evicted */
-    size_t sz;          /* its capacity in bytes */
-    size_t valid_sz;    /* bytes of it in use */
-    size_t max_cpsz;    /* (read) the largest copy so far, in bytes */
-    size_t ct_save;     /* (read) copies share stack -> save stack */
-    size_t ct_restore;  /* (read) copies save stack -> share stack */
+    void*    ptr;       /* buffer holding the co's frames while evicted */
+    uint32_t sz;        /* its capacity in bytes */
+    uint32_t valid_sz;  /* bytes of it in use */
+    size_t   max_cpsz;  /* (read) the largest copy so far, in bytes */
+    size_t   ct_save;   /* (read) copies share stack -> save stack */
+    size_t   ct_restore; /* (read) copies save stack -> share stack */
 } aco_save_stack_t;
 
 struct aco_share_stack_s {
@@ -179,23 +180,27 @@ struct aco_share_stack_s {
 #endif
 };
 
-/* Saved registers of a suspended co; the layout is acosw.S's, see there. */
+/* Saved registers of a suspended co; the layout is acosw.S's, see there.
+ * Packed so that a co is 144 bytes on x86-64 (72 on i386). */
 #if defined(__x86_64__)
-#define ACO_REG_COUNT 9
+#define ACO_REG_COUNT 8     /* rbx rbp r12-r15, pc, sp */
 #elif defined(__i386__)
-#define ACO_REG_COUNT 8
+#define ACO_REG_COUNT 6     /* ebx ebp esi edi, pc, sp */
 #else
 #error "libaco: unsupported architecture"
 #endif
 
 struct aco_s {
-    void*  reg[ACO_REG_COUNT];      /* must stay first: acosw.S uses it */
-    aco_t* main_co;                 /* (read) NULL for a main co */
-    void*  arg;                     /* (read) */
-    char   is_end;                  /* (read) 1 once the co called aco_exit */
+    void*    reg[ACO_REG_COUNT];    /* acosw.S's slots; must stay first */
+    uint16_t reg_fpucw;             /* acosw.S: x87 control word */
+    char     is_end;                /* (read) 1 once the co called aco_exit */
+    char     reserved_;
+    uint32_t reg_mxcsr;             /* acosw.S: MXCSR */
+    aco_t*   main_co;               /* (read) NULL for a main co */
+    void*    arg;                   /* (read) */
     aco_cofuncp_t fp;               /* (read) */
-    aco_save_stack_t   save_stack;  /* (read) statistics, see above */
     aco_share_stack_t* share_stack; /* (read) NULL for a main co */
+    aco_save_stack_t   save_stack;  /* (read) statistics, see above */
 };
 
 /* ======================================================================== */

@@ -47,7 +47,9 @@
  *   0x28    5     r15
  *   0x30    6     pc:  where the co continues
  *   0x38    7     sp:  rsp at pc (the caller's rsp after acosw returns)
- *   0x40    8     x87 control word (16 bits) at 0x40, MXCSR (32 bits) at 0x44
+ *   0x40          x87 control word (16 bits)    aco_t.reg_fpucw
+ *   0x42          (aco_t.is_end: never written here)
+ *   0x44          MXCSR (32 bits)               aco_t.reg_mxcsr
  */
 #define ACO_OFF_RBX     0x00
 #define ACO_OFF_RBP     0x08
@@ -59,7 +61,7 @@
 #define ACO_OFF_SP      0x38
 #define ACO_OFF_FPUCW   0x40
 #define ACO_OFF_MXCSR   0x44
-#define ACO_REG_BYTES   0x48
+#define ACO_REG_SLOTS   8           /* pointer-sized slots before 0x40 */
 
 #ifndef ACO_ASM_LAYOUT_ONLY
     .text
@@ -154,8 +156,9 @@ aco_protector_ret:
  *   0x0c    3     edi
  *   0x10    4     pc:  where the co continues
  *   0x14    5     sp:  esp at pc (the caller's esp after acosw returns)
- *   0x18    6     x87 control word (16 bits)
- *   0x1c    7     MXCSR (32 bits)
+ *   0x18          x87 control word (16 bits)    aco_t.reg_fpucw
+ *   0x1a          (aco_t.is_end: never written here)
+ *   0x1c          MXCSR (32 bits)               aco_t.reg_mxcsr
  */
 #define ACO_OFF_EBX     0x00
 #define ACO_OFF_EBP     0x04
@@ -165,7 +168,7 @@ aco_protector_ret:
 #define ACO_OFF_SP      0x14
 #define ACO_OFF_FPUCW   0x18
 #define ACO_OFF_MXCSR   0x1c
-#define ACO_REG_BYTES   0x20
+#define ACO_REG_SLOTS   6
 
 #ifndef ACO_ASM_LAYOUT_ONLY
     .text

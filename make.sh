@@ -130,7 +130,7 @@ build_libs() {
     # internals are hidden in the sources.
     printf '{\n  global: aco_*; acosw;\n  local: *;\n};\n' > "$obj/libaco.map"
     $CC $CFLAGS -shared -Wl,-soname,libaco.so.$SOMAJOR -Wl,--version-script,"$obj/libaco.map" \
-        -Wl,-z,noexecstack "$obj/aco.o" "$obj/acosw.o" -o "$OUTPUT/libaco.so"
+        -Wl,-z,noexecstack -pthread "$obj/aco.o" "$obj/acosw.o" -o "$OUTPUT/libaco.so"
     ln -sf libaco.so "$OUTPUT/libaco.so.$SOMAJOR"
 }
 

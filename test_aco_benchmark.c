@@ -1,38 +1,76 @@
 /*
- * test_aco_benchmark.c - libaco's benchmark table: the cost of aco_create,
- * of a resume + yield round trip (standalone, and on a shared stack with a
- * given number of live bytes to copy), of one acosw, and of aco_destroy.
+ * test_aco_benchmark.c - libaco's benchmark: the cost of aco_create, of a
+ * resume + yield round trip (standalone, and on a shared stack with a given
+ * number of live bytes to copy), of one acosw and of aco_destroy; the same
+ * workloads side by side with Boost.Context's fcontext and glibc's
+ * swapcontext; and the memory a suspended co costs.
  *
  * Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
  *
- *   test_aco_benchmark            the default table (~15 s of CPU)
- *   test_aco_benchmark --long     the full table (minutes; up to 10M cos)
- *   test_aco_benchmark --smoke    a tiny run of every row kind (what test.sh
- *                                 runs, under valgrind memcheck too)
+ *   test_aco_benchmark              the short table and a short comparison
+ *                                   (what `bash make.sh bench` runs; ~15 s)
+ *   test_aco_benchmark --compare    the full comparison (15 rounds; ~30 s)
+ *   test_aco_benchmark --memory N K peak RSS of N cos, K live bytes each
+ *   test_aco_benchmark --long       the full table, the full comparison and
+ *                                   the memory run of 10M cos x 120 B
+ *                                   (minutes; ~4 GiB of RAM)
+ *   test_aco_benchmark --smoke      a tiny run of every kind of row, peers
+ *                                   and memory included (test.sh runs it,
+ *                                   under valgrind memcheck too)
+ *   options: --csv FILE   append the comparison's and the memory runs'
+ *                         results to FILE (tools/plot_bench.sh reads it)
+ *            --rounds R   rounds of the comparison (odd is best)
  *
- * Pin it for stable numbers: taskset -c 1 ./test_aco_benchmark
+ * Every mode but --smoke pins itself to the last CPU it may run on.
  *
  * Every row is checked, and the exit status says whether every check held:
- * cos on a shared stack verify their live bytes after each yield (cheaply)
- * and at the end (every byte), and the copy size in a row's label is the
- * one libaco really copied (save_stack.max_cpsz, the same for every co),
- * which must lie within BENCH_COPY_SLACK bytes of the size the case asked
- * for.  The live bytes are made observable on purpose: an unused local
- * array is a dead store the compiler deletes, and a benchmark built on one
- * silently measures ~24-byte copies whatever its labels say.
+ * cos verify their live bytes after each yield (cheaply) and at the end
+ * (every byte), and the copy size in a row's label is the one libaco really
+ * copied (save_stack.max_cpsz, the same for every co), which must lie within
+ * BENCH_COPY_SLACK bytes of the size the case asked for.  The live bytes are
+ * made observable on purpose: an unused local array is a dead store the
+ * compiler deletes, and a benchmark built on one silently measures ~24-byte
+ * copies whatever its labels say.  A missed performance target is reported
+ * (MISS) but is not a failure: only a broken check is.
  *
- * Layout, for extending it (side-by-side runs of other context switches, a
- * memory mode): the three workloads - create N cos, run R resume/yield round
- * trips over them, destroy them - are the functions bench_create(),
- * bench_rounds() and bench_destroy(); a case (bench_case_t) strings them
- * together with the checks, and a mode is a table of cases.
+ * The peers run the very same co body as libaco's cos (the same live bytes,
+ * the same checks), each context on its own mmap'd stack with a guard page.
+ * fcontext is the one of Debian's libboost-context-dev (its static archive;
+ * jump_fcontext and make_fcontext have C linkage); make.sh links it into the
+ * x86-64 programs and defines BENCH_HAVE_FCONTEXT.  There is no i386 build of
+ * it to link next to the amd64 one, so i386 compares with swapcontext only.
+ *
+ * Fairness: fcontext's jump and glibc's swapcontext save and load the whole
+ * MXCSR, exception flags included, on every switch, and loading a changed
+ * MXCSR costs ~100 ns on some machines.  Any inexact floating-point operation
+ * (printf("%f") does some) sets a flag in the caller only, so the flags are
+ * cleared before every peer context is made and before every timed segment,
+ * times are kept in integer ns until all rounds are done, and every peer
+ * context reports its MXCSR as it ends: it must equal main's.  acosw compares
+ * the control bits only and ignores the flags.
+ *
+ * Layout: the workloads - create N cos, run R resume/yield round trips over
+ * them, destroy them - are bench_create(), bench_rounds() and bench_destroy()
+ * for libaco and bench_peer_*() for the peers; the table's cases
+ * (bench_case_t) string them together with the checks; the comparison
+ * (bench_compare) runs them in interleaved rounds; the memory run
+ * (bench_memory) measures a re-executed child of this program.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* sched_setaffinity, MAP_ANONYMOUS */
+#endif
 #include "aco.h"
 
 #include <alloca.h>
+#include <errno.h>
+#include <fenv.h>
+#include <gnu/libc-version.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <ucontext.h>
 
 #ifdef ACO_USE_VALGRIND
 #include <valgrind/valgrind.h>
@@ -55,13 +93,40 @@
 #error "test_aco_benchmark: unknown architecture"
 #endif
 
+/* Boost.Context's fcontext: the C-linkage entry points of its static
+ * archive (boost/context/detail/fcontext.hpp declares them for C++). */
+#ifdef BENCH_HAVE_FCONTEXT
+#if defined(__has_include)
+#if __has_include(<boost/version.hpp>)
+#include <boost/version.hpp>
+#endif
+#endif
+typedef void* bench_fctx_t;
+typedef struct {
+    bench_fctx_t fctx;  /* the context that jumped here */
+    void* data;         /* what it passed */
+} bench_fctx_transfer_t;
+bench_fctx_transfer_t jump_fcontext(bench_fctx_t to, void* vp);
+bench_fctx_t make_fcontext(void* sp, size_t size,
+                           void (*fn)(bench_fctx_transfer_t));
+#endif
+
 /* A measured copy size may differ this much from the intended one: sizes
  * move in 16-byte steps (the ABI's stack alignment), and the smallest ones
  * are whatever frame the compiler gives the co function. */
 #define BENCH_COPY_SLACK 16
 
-/* Initial save stack of every co, as in upstream's table. */
+/* Initial save stack of every co in the table, as in upstream's table. */
 #define BENCH_INIT_SAVE_STK_SZ 64
+
+/* Stack of every co that has one of its own in the comparison (peers, and
+ * libaco's "own stack" row of the RocketCo table): RocketCo's 128 KiB. */
+#define BENCH_OWN_STACK_SZ (128u << 10)
+
+#define BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+#define K 1000u
+#define M 1000000u
 
 /* ------------------------------------------------------------------------ */
 /* Checks: report, count, keep going; the count decides the exit status.   */
@@ -86,16 +151,27 @@ static void bench_fail(const char* file, int line, const char* fmt, ...) {
         if (aco_unlikely(!(cond))) bench_fail(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
+/* Not a check but the benchmark itself failing to run: stop. */
+__attribute__((noreturn, format(printf, 1, 2)))
+static void bench_die(const char* fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "test_aco_benchmark: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
 /* ------------------------------------------------------------------------ */
-/* Clock and memory                                                         */
+/* Clock, memory, CPU and the floating-point environment                    */
 /* ------------------------------------------------------------------------ */
 
 static uint64_t bench_now_ns(void) {
     struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) {
-        perror("clock_gettime(CLOCK_MONOTONIC)");
-        exit(1);
-    }
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        bench_die("clock_gettime(CLOCK_MONOTONIC): %s", strerror(errno));
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -106,12 +182,21 @@ static long bench_peak_rss_kib(void) {
     return ru.ru_maxrss;
 }
 
+/* The same from the kernel's mm: VmHWM, which exec starts afresh. */
+static long bench_vmhwm_kib(void) {
+    FILE* f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    if (f == NULL) return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
 static void* bench_xmalloc(size_t sz) {
     void* p = malloc(sz);
-    if (p == NULL) {
-        fprintf(stderr, "test_aco_benchmark: out of memory (%zu bytes)\n", sz);
-        exit(1);
-    }
+    if (p == NULL) bench_die("out of memory (%zu bytes)", sz);
     return p;
 }
 
@@ -123,17 +208,109 @@ static int bench_on_valgrind(void) {
 #endif
 }
 
+/* Pin the process to the last CPU it may run on; that CPU, or -1. */
+static int bench_pin_last_cpu(void) {
+    cpu_set_t set;
+    int last = -1;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) last = c;
+    if (last < 0) return -1;
+    CPU_ZERO(&set);
+    CPU_SET(last, &set);
+    return sched_setaffinity(0, sizeof(set), &set) == 0 ? last : -1;
+}
+
+/* Clear the x87 and SSE exception flags (see "Fairness" above). */
+static void bench_fp_quiet(void) {
+    feclearexcept(FE_ALL_EXCEPT);
+}
+
+static inline uint32_t bench_mxcsr(void) {
+    uint32_t v;
+    __asm__ volatile("stmxcsr %0" : "=m"(v));
+    return v;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stacks of the peers: mmap'd with a guard page below, as libaco's.        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    void*  map;         /* the whole mapping, guard page first */
+    size_t map_sz;
+    char*  lo;          /* lowest usable byte */
+    size_t sz;          /* usable bytes */
+#ifdef ACO_USE_VALGRIND
+    unsigned vg_id;
+#endif
+} bench_stack_t;
+
+static size_t bench_page_sz(void) {
+    static size_t pg;
+    if (pg == 0) {
+        long v = sysconf(_SC_PAGESIZE);
+        pg = v > 0 ? (size_t)v : 4096;
+    }
+    return pg;
+}
+
+static void bench_stack_new(bench_stack_t* s, size_t sz) {
+    size_t pg = bench_page_sz();
+    s->sz = (sz + pg - 1) & ~(pg - 1);
+    s->map_sz = s->sz + pg;
+    s->map = mmap(NULL, s->map_sz, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s->map == MAP_FAILED) bench_die("mmap of a stack: %s", strerror(errno));
+    if (mprotect(s->map, pg, PROT_NONE) != 0)
+        bench_die("mprotect of a guard page: %s", strerror(errno));
+    s->lo = (char*)s->map + pg;
+#ifdef ACO_USE_VALGRIND
+    s->vg_id = VALGRIND_STACK_REGISTER(s->lo, s->lo + s->sz);
+#endif
+}
+
+static void bench_stack_free(bench_stack_t* s) {
+#ifdef ACO_USE_VALGRIND
+    VALGRIND_STACK_DEREGISTER(s->vg_id);
+#endif
+    if (munmap(s->map, s->map_sz) != 0)
+        bench_die("munmap of a stack: %s", strerror(errno));
+}
+
 /* ------------------------------------------------------------------------ */
 /* The co functions.  One case runs at a time, so they take their orders   */
 /* from one global instead of a per-co argument (10M args would cost RAM). */
 /* ------------------------------------------------------------------------ */
 
+/* Who runs a co body: libaco, or a peer. */
+enum { BENCH_ACO, BENCH_FCTX, BENCH_UCTX, BENCH_IMPLS };
+static const char* const bench_impl_name[BENCH_IMPLS] = {
+    "aco", "fcontext", "swapcontext"};
+
+/* A peer's co.  A swapcontext co's ucontext_t follows it in the same
+ * allocation; an fcontext co needs only the two context pointers. */
+typedef struct {
+    bench_stack_t stack;
+    size_t payload;     /* bytes its body keeps live */
+    char   ended;
+    uint32_t mxcsr;     /* its MXCSR as it ended (see "Fairness") */
+#ifdef BENCH_HAVE_FCONTEXT
+    bench_fctx_t ctx;   /* fcontext: where it continues */
+    bench_fctx_t back;  /* fcontext: where its yield goes */
+#endif
+    ucontext_t* uc;     /* swapcontext: its context */
+} bench_peer_t;
+
 static struct {
     size_t payload;     /* bytes co_fp_live allocates and keeps live */
-    aco_t* expect;      /* the co being resumed: whose bytes must be there */
-    int    finish;      /* set: verify everything, then aco_exit() */
+    const void* expect; /* the co being resumed: whose bytes must be there */
+    int    finish;      /* set: verify everything, then end */
     size_t bad;         /* failed data checks */
 } bench;
+
+/* swapcontext: main's context while a peer runs. */
+static ucontext_t bench_main_uc;
 
 /* Nothing may be cached across it: another co ran in between. */
 #define BENCH_BARRIER() __asm__ volatile("" ::: "memory")
@@ -145,18 +322,35 @@ static inline uintptr_t bench_word(uintptr_t seed, size_t i) {
     return seed + i;
 }
 
-/* The body of every co function: keeps the n words at w live on its stack
- * across every yield.  They are written once, handed to the compiler as
- * observable (so neither the stores nor the buffer can be optimised away),
- * spot-checked after every yield and checked in full at the end.  Little
- * else survives a yield, so the frame around the buffer stays small. */
+/* Switch from a running co back to main: the yield of each implementation.
+ * Inlined with a constant kind, it leaves one call in the body. */
 __attribute__((always_inline))
-static inline void bench_co_body(uintptr_t* w, size_t n) {
-    uintptr_t seed = (uintptr_t)aco_get_co();
+static inline void bench_switch_out(int kind, bench_peer_t* p) {
+    if (kind == BENCH_ACO) {
+        aco_yield();
+#ifdef BENCH_HAVE_FCONTEXT
+    } else if (kind == BENCH_FCTX) {
+        p->back = jump_fcontext(p->back, NULL).fctx;
+#endif
+    } else {
+        (void)swapcontext(p->uc, &bench_main_uc);
+    }
+}
+
+/* The body of every co function, libaco's and the peers': keeps the n
+ * words at w live on its stack across every yield.  They are written once,
+ * handed to the compiler as observable (so neither the stores nor the
+ * buffer can be optimised away), spot-checked after every yield and
+ * checked in full at the end.  Little else survives a yield, so the frame
+ * around the buffer stays small.  p is the peer (NULL for libaco). */
+__attribute__((always_inline))
+static inline void bench_co_body(int kind, bench_peer_t* p, uintptr_t* w,
+                                 size_t n) {
+    uintptr_t seed = kind == BENCH_ACO ? (uintptr_t)aco_get_co() : (uintptr_t)p;
     for (size_t i = 0; i < n; i++) w[i] = bench_word(seed, i);
     __asm__ volatile("" : : "r"(w) : "memory");     /* w escapes: keep it */
     for (;;) {
-        aco_yield();
+        bench_switch_out(kind, p);
         BENCH_BARRIER();
         if (bench.finish) break;
         if (n != 0) {
@@ -166,23 +360,27 @@ static inline void bench_co_body(uintptr_t* w, size_t n) {
                 bench.bad++;
         }
     }
-    seed = (uintptr_t)aco_get_co();
+    seed = kind == BENCH_ACO ? (uintptr_t)aco_get_co() : (uintptr_t)p;
     if (seed != (uintptr_t)bench.expect) bench.bad++;
     for (size_t i = 0; i < n; i++)
         if (aco_unlikely(w[i] != bench_word(seed, i))) bench.bad++;
-    aco_exit();
+    if (kind == BENCH_ACO) aco_exit();
+    p->mxcsr = bench_mxcsr();
+    p->ended = 1;
+    bench_switch_out(kind, p);
+    bench_die("a %s co was resumed after its end", bench_impl_name[kind]);
 }
 
 /* The least a co can keep on its stack: its own frame, no buffer. */
 static void co_fp_min(void) {
-    bench_co_body(NULL, 0);
+    bench_co_body(BENCH_ACO, NULL, NULL, 0);
 }
 
 /* Small fixed frames, for the copy sizes below co_fp_live's smallest. */
 #define BENCH_CO_FIXED(bytes)                                                 \
     static void co_fp_fixed##bytes(void) {                                    \
         uintptr_t w[(bytes) / sizeof(uintptr_t)];                             \
-        bench_co_body(w, (bytes) / sizeof(uintptr_t));                        \
+        bench_co_body(BENCH_ACO, NULL, w, (bytes) / sizeof(uintptr_t));       \
     }
 BENCH_CO_FIXED(16)
 BENCH_CO_FIXED(32)
@@ -191,11 +389,135 @@ BENCH_CO_FIXED(48)
 /* Any size: bench.payload bytes (a multiple of 16) from alloca. */
 static void co_fp_live(void) {
     size_t n = bench.payload / sizeof(uintptr_t);
-    bench_co_body(alloca(n * sizeof(uintptr_t)), n);
+    bench_co_body(BENCH_ACO, NULL, alloca(n * sizeof(uintptr_t)), n);
+}
+
+/* The peers' co functions: p->payload live bytes from alloca. */
+#ifdef BENCH_HAVE_FCONTEXT
+static void bench_fctx_entry(bench_fctx_transfer_t t) {
+    bench_peer_t* p = t.data;
+    p->back = t.fctx;
+    size_t n = p->payload / sizeof(uintptr_t);
+    bench_co_body(BENCH_FCTX, p, alloca(n * sizeof(uintptr_t)), n);
+}
+#endif
+
+/* makecontext passes no pointer portably: the first resume's bench.expect
+ * names the peer (every driver below sets it before a resume). */
+static void bench_uctx_entry(void) {
+    bench_peer_t* p = (bench_peer_t*)bench.expect;
+    size_t n = p->payload / sizeof(uintptr_t);
+    bench_co_body(BENCH_UCTX, p, alloca(n * sizeof(uintptr_t)), n);
 }
 
 /* ------------------------------------------------------------------------ */
-/* Workloads, each timed on its own.                                        */
+/* Peers: create, resume, free                                              */
+/* ------------------------------------------------------------------------ */
+
+static int bench_have(int kind) {
+#ifdef BENCH_HAVE_FCONTEXT
+    (void)kind;
+    return 1;
+#else
+    return kind != BENCH_FCTX;
+#endif
+}
+
+static bench_peer_t* bench_peer_new(int kind, size_t stack_sz, size_t payload) {
+    size_t head = (sizeof(bench_peer_t) + 63) & ~(size_t)63;
+    bench_peer_t* p =
+        bench_xmalloc(kind == BENCH_UCTX ? head + sizeof(ucontext_t) : head);
+    memset(p, 0, sizeof(*p));
+    p->payload = (payload + 15) & ~(size_t)15;
+    bench_stack_new(&p->stack, stack_sz);
+#ifdef BENCH_HAVE_FCONTEXT
+    if (kind == BENCH_FCTX) {
+        p->ctx = make_fcontext(p->stack.lo + p->stack.sz, p->stack.sz,
+                               bench_fctx_entry);
+        return p;
+    }
+#endif
+    p->uc = (ucontext_t*)((char*)p + head);
+    if (getcontext(p->uc) != 0) bench_die("getcontext: %s", strerror(errno));
+    p->uc->uc_stack.ss_sp = p->stack.lo;
+    p->uc->uc_stack.ss_size = p->stack.sz;
+    p->uc->uc_link = NULL;
+    makecontext(p->uc, bench_uctx_entry, 0);
+    return p;
+}
+
+__attribute__((always_inline))
+static inline void bench_peer_resume(int kind, bench_peer_t* p) {
+#ifdef BENCH_HAVE_FCONTEXT
+    if (kind == BENCH_FCTX) {
+        /* the first jump hands the new context p (bench_fctx_entry) */
+        p->ctx = jump_fcontext(p->ctx, p).fctx;
+        return;
+    }
+#endif
+    (void)kind;
+    (void)swapcontext(&bench_main_uc, p->uc);
+}
+
+static void bench_peer_free(bench_peer_t* p) {
+    bench_stack_free(&p->stack);
+    free(p);
+}
+
+/* rounds round trips over ps[0..n), round robin: bench_rounds' twin. */
+__attribute__((always_inline))
+static inline uint64_t bench_peer_rounds_k(int kind, bench_peer_t** ps,
+                                           size_t n, size_t rounds) {
+    size_t i = 0;
+    uint64_t t0 = bench_now_ns();
+    for (size_t r = 0; r < rounds; r++) {
+        bench.expect = ps[i];
+        BENCH_BARRIER();
+        bench_peer_resume(kind, ps[i]);
+        if (++i == n) i = 0;
+    }
+    return bench_now_ns() - t0;
+}
+
+/* One instance per kind, so each loop holds exactly one switch. */
+#ifdef BENCH_HAVE_FCONTEXT
+static uint64_t bench_fctx_rounds(bench_peer_t** ps, size_t n, size_t rounds) {
+    return bench_peer_rounds_k(BENCH_FCTX, ps, n, rounds);
+}
+#endif
+static uint64_t bench_uctx_rounds(bench_peer_t** ps, size_t n, size_t rounds) {
+    return bench_peer_rounds_k(BENCH_UCTX, ps, n, rounds);
+}
+
+static uint64_t bench_peer_rounds(int kind, bench_peer_t** ps, size_t n,
+                                  size_t rounds) {
+#ifdef BENCH_HAVE_FCONTEXT
+    if (kind == BENCH_FCTX) return bench_fctx_rounds(ps, n, rounds);
+#endif
+    return bench_uctx_rounds(ps, n, rounds);
+}
+
+/* Every peer once more, to verify its bytes and end; its MXCSR must be
+ * main's (both with the flags cleared). */
+static void bench_peer_finish(int kind, bench_peer_t** ps, size_t n) {
+    bench_fp_quiet();
+    uint32_t mine = bench_mxcsr();
+    bench.finish = 1;
+    (void)bench_peer_rounds(kind, ps, n, n);
+    bench.finish = 0;
+    size_t odd = 0;
+    for (size_t i = 0; i < n; i++) {
+        BENCH_CHECK(ps[i]->ended, "%s co %zu of %zu did not end",
+                    bench_impl_name[kind], i, n);
+        if (ps[i]->mxcsr != mine) odd++;
+    }
+    BENCH_CHECK(odd == 0, "%zu %s co(s) ran with an MXCSR other than main's "
+                "0x%" PRIx32 ": the comparison would be unfair", odd,
+                bench_impl_name[kind], mine);
+}
+
+/* ------------------------------------------------------------------------ */
+/* libaco's workloads, each timed on its own.                               */
 /* ------------------------------------------------------------------------ */
 
 static uint64_t bench_create(aco_t** cos, size_t n, aco_t* main_co,
@@ -254,7 +576,7 @@ static void bench_row(const char* comment, size_t amount, uint64_t ns) {
     fflush(stdout);
 }
 
-static void bench_header(const char* mode) {
+static void bench_header(const char* mode, int cpu) {
     printf("+build:%s\n", BENCH_ARCH);
 #ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
     printf("+build:-DACO_CONFIG_SHARE_FPU_MXCSR_ENV\n");
@@ -272,9 +594,36 @@ static void bench_header(const char* mode) {
 #endif
     printf("+build:compiler: %s\n", BENCH_COMPILER);
     printf("+build:sizeof(aco_t)=%zu\n", sizeof(aco_t));
+#ifdef BENCH_HAVE_FCONTEXT
+#ifdef BOOST_LIB_VERSION
+    printf("+peer:fcontext: Boost.Context %s jump_fcontext/make_fcontext "
+           "(static libboost_context.a)\n", BOOST_LIB_VERSION);
+#else
+    printf("+peer:fcontext: Boost.Context jump_fcontext/make_fcontext "
+           "(static libboost_context.a)\n");
+#endif
+#else
+    printf("+peer:fcontext: not linked into this build (%s); install "
+           "libboost-context-dev for x86-64 builds\n",
+           strcmp(BENCH_ARCH, "i386") == 0
+               ? "i386: Debian has no -m32 libboost-context next to the amd64 one"
+               : "libboost_context.a was not found");
+#endif
+    printf("+peer:swapcontext: glibc %s\n", gnu_get_libc_version());
+    if (cpu >= 0)
+        printf("+cpu:pinned to CPU %d (sched_setaffinity, the last allowed)\n",
+               cpu);
+    else
+        printf("+cpu:not pinned\n");
+    if (getenv("LD_PRELOAD") != NULL)
+        printf("+malloc:LD_PRELOAD=%s (not plain glibc malloc)\n",
+               getenv("LD_PRELOAD"));
     printf("+mode:%s%s\n", mode,
            bench_on_valgrind() ? " (under valgrind: the times mean nothing)"
                                : "");
+}
+
+static void bench_table_header(void) {
     printf("\n\n%-52s  %12s  %13s  %16s  %19s\n\n", "comment", "task_amount",
            "all_time_cost", "ns_per_op", "speed");
 }
@@ -302,8 +651,6 @@ static struct {
     {co_fp_fixed48, "co_fp_fixed48", 0},
 };
 static size_t bench_live_cpsz;   /* copy size of co_fp_live with payload 0 */
-
-#define BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The copy size libaco measures for a co of this shape: two cos take turns
  * on one share stack, so each is saved at its yield. */
@@ -362,8 +709,30 @@ static bench_shape_t bench_shape_for(size_t want) {
     return best;
 }
 
+/* After some round trips: every co was saved, all at one size near want.
+ * The copy size, or 0 when the check failed. */
+static size_t bench_check_copies(aco_t** cos, size_t n, size_t want) {
+    size_t cpsz = cos[0]->save_stack.max_cpsz;
+    size_t odd = 0;
+    for (size_t i = 0; i < n; i++) {
+        const aco_save_stack_t* ss = &cos[i]->save_stack;
+        if (ss->max_cpsz != cpsz || ss->valid_sz != cpsz || ss->ct_save == 0)
+            odd++;
+    }
+    BENCH_CHECK(odd == 0, "%zu of %zu cos were never saved or saved at a "
+                "size other than %zu bytes", odd, n, cpsz);
+    /* No co copies less than co_fp_min: on i386 that is ~44 bytes, since
+     * aco_yield's own frame lies below it (on x86-64 the compiler makes
+     * aco_yield tail-call acosw).  Wants below it mean the minimum. */
+    if (want < bench_fixed[0].cpsz) want = bench_fixed[0].cpsz;
+    BENCH_CHECK(bench_absdiff(cpsz, want) <= BENCH_COPY_SLACK,
+                "%zu cos: copied %zu bytes per co, wanted %zu +- %d", n, cpsz,
+                want, BENCH_COPY_SLACK);
+    return odd == 0 ? cpsz : 0;
+}
+
 /* ------------------------------------------------------------------------ */
-/* Cases                                                                    */
+/* Cases of the table                                                       */
 /* ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -419,22 +788,7 @@ static void bench_run_shared(aco_t* main_co, size_t co_amount, size_t copy_sz,
     uint64_t ns = bench_rounds(cos, co_amount, rounds);
 
     /* What was copied, before the end (aco_exit) clears valid_sz. */
-    size_t cpsz = cos[0]->save_stack.max_cpsz;
-    size_t odd = 0;
-    for (size_t i = 0; i < co_amount; i++) {
-        const aco_save_stack_t* ss = &cos[i]->save_stack;
-        if (ss->max_cpsz != cpsz || ss->valid_sz != cpsz || ss->ct_save == 0)
-            odd++;
-    }
-    BENCH_CHECK(odd == 0, "%zu of %zu cos were never saved or saved at a "
-                "size other than %zu bytes", odd, co_amount, cpsz);
-    /* No co copies less than co_fp_min: on i386 that is ~44 bytes, since
-     * aco_yield's own frame lies below it (on x86-64 the compiler makes
-     * aco_yield tail-call acosw).  Wants below it mean the minimum. */
-    size_t want = copy_sz > bench_fixed[0].cpsz ? copy_sz : bench_fixed[0].cpsz;
-    BENCH_CHECK(bench_absdiff(cpsz, want) <= BENCH_COPY_SLACK,
-                "co_amount=%zu: copied %zu bytes per co, wanted %zu +- %d",
-                co_amount, cpsz, want, BENCH_COPY_SLACK);
+    size_t cpsz = bench_check_copies(cos, co_amount, copy_sz);
     snprintf(label, sizeof(label),
              "aco_resume/co_amount=%zu/copy_stack_size=%zuB", co_amount, cpsz);
     bench_row(label, rounds, ns);
@@ -455,13 +809,6 @@ static void bench_run_case(aco_t* main_co, const bench_case_t* c) {
     printf("\n");
 }
 
-/* ------------------------------------------------------------------------ */
-/* Modes                                                                    */
-/* ------------------------------------------------------------------------ */
-
-#define K 1000u
-#define M 1000000u
-
 /* Every row kind, a copy at each end of the size range, in well under a
  * second (and ~10 s under memcheck). */
 static const bench_case_t bench_smoke[] = {
@@ -472,8 +819,8 @@ static const bench_case_t bench_smoke[] = {
     {10, 7992, 2 * K},
 };
 
-/* ~15 s of CPU: the copy-size curve with 2 cos (hot caches), then many cos
- * (cold caches: every round trip misses) at a few sizes. */
+/* ~5 s: the copy-size curve with 2 cos (hot caches), then many cos (cold
+ * caches: every round trip misses) at a few sizes. */
 static const bench_case_t bench_default[] = {
     BENCH_STANDALONE(10 * M),
     {2, 8, 4 * M},
@@ -531,29 +878,650 @@ static const bench_case_t bench_long[] = {
     {100 * K, 7992, 10 * M},
 };
 
-static void bench_usage(FILE* f) {
-    fprintf(f, "usage: test_aco_benchmark [--smoke | --long]\n"
-               "  (none)   the default table, ~15 s of CPU\n"
-               "  --long   the full table, minutes, ~4 GiB of RAM\n"
-               "  --smoke  a tiny run of every row kind (the test suite's)\n");
+/* ------------------------------------------------------------------------ */
+/* Series: one timed segment per round; medians once all rounds are done.  */
+/* ------------------------------------------------------------------------ */
+
+#define BENCH_MAX_ROUNDS 101
+
+typedef struct {
+    uint64_t ns[BENCH_MAX_ROUNDS];  /* one sample per round, integer ns */
+    size_t   n;
+    uint64_t ops;                   /* operations in each sample */
+} bench_series_t;
+
+static void bench_series_add(bench_series_t* s, uint64_t ns) {
+    if (s->n < BENCH_MAX_ROUNDS) s->ns[s->n++] = ns;
 }
 
-int main(int argc, char** argv) {
-    const bench_case_t* cases = bench_default;
-    size_t ncases = BENCH_COUNT(bench_default);
-    const char* mode = "default (short table; --long for the full one)";
+static int bench_cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return x < y ? -1 : x > y;
+}
 
-    if (argc > 2) { bench_usage(stderr); return 2; }
-    if (argc == 2) {
-        if (strcmp(argv[1], "--smoke") == 0) {
-            cases = bench_smoke;
-            ncases = BENCH_COUNT(bench_smoke);
-            mode = "smoke (tiny run for the test suite)";
-        } else if (strcmp(argv[1], "--long") == 0) {
-            cases = bench_long;
-            ncases = BENCH_COUNT(bench_long);
-            mode = "long (the full table)";
-        } else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+static double bench_median(double* v, size_t n) {
+    if (n == 0) return 0.0;
+    qsort(v, n, sizeof(*v), bench_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/* Median ns per operation. */
+static double bench_series_median(const bench_series_t* s) {
+    double v[BENCH_MAX_ROUNDS];
+    for (size_t i = 0; i < s->n; i++)
+        v[i] = (double)s->ns[i] / (double)(s->ops ? s->ops : 1);
+    return bench_median(v, s->n);
+}
+
+/* Median over rounds of a's ns per op / b's ns per op in the same round:
+ * pairs taken close in time, so the machine's drift cancels. */
+static double bench_series_ratio(const bench_series_t* a,
+                                 const bench_series_t* b) {
+    double v[BENCH_MAX_ROUNDS];
+    size_t n = a->n < b->n ? a->n : b->n;
+    for (size_t i = 0; i < n; i++) {
+        double x = (double)a->ns[i] / (double)(a->ops ? a->ops : 1);
+        double y = (double)b->ns[i] / (double)(b->ops ? b->ops : 1);
+        v[i] = y > 0.0 ? x / y : 0.0;
+    }
+    return bench_median(v, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Machine-readable results: kind,impl,n,bytes,value,extra                  */
+/* ------------------------------------------------------------------------ */
+
+static FILE* bench_csv;
+
+static void bench_csv_row(const char* kind, const char* impl, size_t n,
+                          size_t bytes, double value, double extra) {
+    if (bench_csv == NULL) return;
+    fprintf(bench_csv, "%s,%s,%zu,%zu,%.3f,%.3f\n", kind, impl, n, bytes,
+            value, extra);
+    fflush(bench_csv);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The comparison                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char* name;
+    size_t rounds;              /* timed rounds (one more warms up) */
+    const size_t* sizes;        /* live bytes per co of the copy rows */
+    size_t nsizes;
+    uint64_t rt_ops;            /* round trips per segment, up to 512 B */
+    uint64_t uctx_div;          /* swapcontext runs rt_ops / uctx_div */
+    size_t create_n;            /* cos created, then destroyed (target 4) */
+    size_t table_n[2];          /* cos of the RocketCo table ... */
+    size_t table_s;             /* ... round trips each ... */
+    size_t table_s_uctx;        /* ... swapcontext's */
+} bench_compare_cfg_t;
+
+static const size_t bench_sizes_full[] = {8, 24, 56, 120, 232, 488, 1000,
+                                          2024, 4072, 7992};
+static const size_t bench_sizes_short[] = {8, 120, 488, 2024, 7992};
+static const size_t bench_sizes_smoke[] = {8, 120, 7992};
+
+static const bench_compare_cfg_t bench_cmp_full = {
+    "full", 15, bench_sizes_full, BENCH_COUNT(bench_sizes_full),
+    1 * M, 25, 1 * M, {1000, 5000}, 100, 10};
+static const bench_compare_cfg_t bench_cmp_short = {
+    "short", 5, bench_sizes_short, BENCH_COUNT(bench_sizes_short),
+    500 * K, 25, 1 * M, {1000, 5000}, 100, 10};
+static const bench_compare_cfg_t bench_cmp_smoke = {
+    "smoke", 1, bench_sizes_smoke, BENCH_COUNT(bench_sizes_smoke),
+    2 * K, 10, 1 * K, {50, 100}, 3, 2};
+
+/* One row of round trips: the same workload for every implementation.
+ * libaco runs it on one share stack (copies for n == 2); a peer's cos have
+ * stacks of their own and never copy. */
+typedef struct {
+    size_t want;                /* live bytes per co */
+    size_t nco;                 /* 1: standalone; 2: two cos alternating */
+    size_t cpsz;                /* what libaco copied, checked */
+    aco_share_stack_t* sstk;
+    aco_t* cos[2];
+    bench_peer_t* peers[BENCH_IMPLS][2];
+    bench_series_t s[BENCH_IMPLS];
+} bench_rt_row_t;
+
+static aco_t* bench_main_co;
+
+static void bench_rt_row_init(bench_rt_row_t* row, size_t nco, size_t want,
+                              const bench_compare_cfg_t* cfg) {
+    memset(row, 0, sizeof(*row));
+    row->nco = nco;
+    row->want = want;
+    uint64_t ops = cfg->rt_ops;
+    if (want > 512) ops = ops * 512 / want;
+    bench_fp_quiet();
+    row->sstk = aco_share_stack_new(0);
+    bench_shape_t shape = nco == 1 ? (bench_shape_t){co_fp_min, 0}
+                                   : bench_shape_for(want);
+    bench.payload = shape.payload;
+    bench_create(row->cos, nco, bench_main_co, row->sstk, shape.fp);
+    bench_warm(row->cos, nco);
+    row->s[BENCH_ACO].ops = ops;
+    for (int k = BENCH_FCTX; k < BENCH_IMPLS; k++) {
+        if (!bench_have(k)) continue;
+        for (size_t i = 0; i < nco; i++)
+            row->peers[k][i] = bench_peer_new(k, BENCH_OWN_STACK_SZ,
+                                              nco == 1 ? 0 : want);
+        (void)bench_peer_rounds(k, row->peers[k], nco, nco);   /* start */
+        row->s[k].ops = k == BENCH_UCTX ? (ops + cfg->uctx_div - 1) / cfg->uctx_div
+                                        : ops;
+    }
+}
+
+static void bench_rt_row_segment(bench_rt_row_t* row, int k) {
+    if (!bench_have(k)) return;
+    bench_fp_quiet();
+    uint64_t ns = k == BENCH_ACO
+                      ? bench_rounds(row->cos, row->nco, row->s[k].ops)
+                      : bench_peer_rounds(k, row->peers[k], row->nco,
+                                          row->s[k].ops);
+    bench_series_add(&row->s[k], ns);
+}
+
+static void bench_rt_row_end(bench_rt_row_t* row) {
+    size_t bad0 = bench.bad;
+    if (row->nco == 1) {
+        const aco_save_stack_t* ss = &row->cos[0]->save_stack;
+        BENCH_CHECK(ss->ct_save == 0 && ss->ct_restore == 0,
+                    "a standalone co was copied (%zu saves)", ss->ct_save);
+        row->cpsz = 0;
+    } else {
+        row->cpsz = bench_check_copies(row->cos, row->nco, row->want);
+    }
+    bench_finish(row->cos, row->nco);
+    bench_destroy(row->cos, row->nco);
+    aco_share_stack_destroy(row->sstk);
+    for (int k = BENCH_FCTX; k < BENCH_IMPLS; k++) {
+        if (!bench_have(k)) continue;
+        bench_peer_finish(k, row->peers[k], row->nco);
+        for (size_t i = 0; i < row->nco; i++) bench_peer_free(row->peers[k][i]);
+    }
+    BENCH_CHECK(bench.bad == bad0, "%zu live-byte checks failed (%zu cos, "
+                "%zu B)", bench.bad - bad0, row->nco, row->want);
+}
+
+/* Target 4: N cos created, then all destroyed; against N malloc(sizeof
+ * (aco_t)), then N free, in the same pattern. */
+typedef struct {
+    size_t n;
+    aco_share_stack_t* sstk;
+    aco_t** cos;
+    void** ptrs;
+    bench_series_t create, destroy, both;   /* aco */
+    bench_series_t mall, mfree, mboth;      /* malloc + free */
+} bench_cd_t;
+
+static void bench_cd_aco(bench_cd_t* cd) {
+    bench_fp_quiet();
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < cd->n; i++)
+        cd->cos[i] = aco_create(bench_main_co, cd->sstk, 0, co_fp_min, NULL);
+    uint64_t t1 = bench_now_ns();
+    for (size_t i = 0; i < cd->n; i++) aco_destroy(cd->cos[i]);
+    uint64_t t2 = bench_now_ns();
+    bench_series_add(&cd->create, t1 - t0);
+    bench_series_add(&cd->destroy, t2 - t1);
+    bench_series_add(&cd->both, t2 - t0);
+}
+
+static void bench_cd_malloc(bench_cd_t* cd) {
+    bench_fp_quiet();
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < cd->n; i++) {
+        cd->ptrs[i] = malloc(sizeof(aco_t));
+        /* the pointer escapes: no malloc/free pair may be elided */
+        __asm__ volatile("" : : "r"(cd->ptrs[i]) : "memory");
+    }
+    uint64_t t1 = bench_now_ns();
+    for (size_t i = 0; i < cd->n; i++) free(cd->ptrs[i]);
+    uint64_t t2 = bench_now_ns();
+    for (size_t i = 0; i < cd->n; i++)
+        if (cd->ptrs[i] == NULL) bench_die("out of memory (malloc)");
+    bench_series_add(&cd->mall, t1 - t0);
+    bench_series_add(&cd->mfree, t2 - t1);
+    bench_series_add(&cd->mboth, t2 - t0);
+}
+
+/* The RocketCo table (seed 002): N cos, each resumed S times round robin.
+ * create: ns per co to make it (its stack and record; untimed: the first
+ * resume, which starts it and touches its stack); switch: ns per context
+ * switch, half a resume + yield round trip. */
+enum { BENCH_T_ACO_SHARED, BENCH_T_ACO_OWN, BENCH_T_FCTX, BENCH_T_UCTX,
+       BENCH_T_LANES };
+static const char* const bench_t_name[BENCH_T_LANES] = {
+    "aco, one share stack for all",
+    "aco, own 128 KiB share stack each",
+    "fcontext, own 128 KiB stack each",
+    "swapcontext, own 128 KiB stack each",
+};
+
+typedef struct {
+    bench_series_t create[BENCH_T_LANES][2];
+    bench_series_t sw[BENCH_T_LANES][2];
+} bench_table_t;
+
+static int bench_t_have(int lane) {
+    return lane != BENCH_T_FCTX || bench_have(BENCH_FCTX);
+}
+
+static void bench_table_segment(bench_table_t* t, int lane, int ni,
+                                const bench_compare_cfg_t* cfg) {
+    size_t n = cfg->table_n[ni];
+    size_t s = lane == BENCH_T_UCTX ? cfg->table_s_uctx : cfg->table_s;
+    uint64_t t0, t1, t2, t3;
+    size_t bad0 = bench.bad;
+
+    bench_fp_quiet();
+    if (lane == BENCH_T_ACO_SHARED || lane == BENCH_T_ACO_OWN) {
+        aco_t** cos = bench_xmalloc(n * sizeof(*cos));
+        aco_share_stack_t** st = NULL;
+        aco_share_stack_t* shared = NULL;
+        if (lane == BENCH_T_ACO_SHARED) {
+            shared = aco_share_stack_new(0);    /* untimed: one for all */
+            t0 = bench_now_ns();
+            for (size_t i = 0; i < n; i++)
+                cos[i] = aco_create(bench_main_co, shared, 0, co_fp_min, NULL);
+            t1 = bench_now_ns();
+        } else {
+            st = bench_xmalloc(n * sizeof(*st));
+            t0 = bench_now_ns();
+            for (size_t i = 0; i < n; i++) {
+                st[i] = aco_share_stack_new(BENCH_OWN_STACK_SZ);
+                cos[i] = aco_create(bench_main_co, st[i], 0, co_fp_min, NULL);
+            }
+            t1 = bench_now_ns();
+        }
+        bench_warm(cos, n);
+        bench_fp_quiet();
+        t2 = bench_now_ns();
+        (void)bench_rounds(cos, n, n * s);
+        t3 = bench_now_ns();
+        bench_finish(cos, n);
+        bench_destroy(cos, n);
+        if (shared != NULL) aco_share_stack_destroy(shared);
+        if (st != NULL) {
+            for (size_t i = 0; i < n; i++) aco_share_stack_destroy(st[i]);
+            free(st);
+        }
+        free(cos);
+    } else {
+        int k = lane == BENCH_T_FCTX ? BENCH_FCTX : BENCH_UCTX;
+        bench_peer_t** ps = bench_xmalloc(n * sizeof(*ps));
+        t0 = bench_now_ns();
+        for (size_t i = 0; i < n; i++)
+            ps[i] = bench_peer_new(k, BENCH_OWN_STACK_SZ, 0);
+        t1 = bench_now_ns();
+        (void)bench_peer_rounds(k, ps, n, n);   /* start */
+        bench_fp_quiet();
+        t2 = bench_now_ns();
+        (void)bench_peer_rounds(k, ps, n, n * s);
+        t3 = bench_now_ns();
+        bench_peer_finish(k, ps, n);
+        for (size_t i = 0; i < n; i++) bench_peer_free(ps[i]);
+        free(ps);
+    }
+    BENCH_CHECK(bench.bad == bad0, "RocketCo table, %s, N=%zu: %zu live-byte "
+                "checks failed", bench_t_name[lane], n, bench.bad - bad0);
+    t->create[lane][ni].ops = n;
+    bench_series_add(&t->create[lane][ni], t1 - t0);
+    t->sw[lane][ni].ops = 2 * n * s;
+    bench_series_add(&t->sw[lane][ni], t3 - t2);
+}
+
+static const char* bench_verdict(double v, double limit) {
+    return v <= limit ? "PASS" : "MISS";
+}
+
+/* Print a ratio, or n/a when a peer is missing. */
+static void bench_print_ratio(int have, double r) {
+    if (have)
+        printf("  %9.3f", r);
+    else
+        printf("  %9s", "n/a");
+}
+
+static void bench_compare(const bench_compare_cfg_t* cfg, size_t rounds) {
+    size_t nrows = 1 + cfg->nsizes;
+    bench_rt_row_t* rows = bench_xmalloc(nrows * sizeof(*rows));
+    bench_cd_t cd;
+    bench_table_t* tab = bench_xmalloc(sizeof(*tab));
+    int have_f = bench_have(BENCH_FCTX);
+
+    if (rounds == 0) rounds = cfg->rounds;
+    if (rounds >= BENCH_MAX_ROUNDS) rounds = BENCH_MAX_ROUNDS - 1;
+    printf("\n== comparison (%s): %zu interleaved rounds after one warm-up; "
+           "each round runs every workload on aco, fcontext and swapcontext "
+           "back to back, the order rotating; medians over rounds\n",
+           cfg->name, rounds);
+    printf("   MXCSR/x87 exception flags cleared (feclearexcept) before each "
+           "timed segment and before each peer context is made; times in "
+           "integer ns; peers' MXCSR checked equal to main's at the end\n");
+    fflush(stdout);
+
+    bench_rt_row_init(&rows[0], 1, 0, cfg);
+    for (size_t i = 0; i < cfg->nsizes; i++)
+        bench_rt_row_init(&rows[1 + i], 2, cfg->sizes[i], cfg);
+
+    memset(&cd, 0, sizeof(cd));
+    cd.n = cfg->create_n;
+    cd.sstk = aco_share_stack_new(0);
+    cd.cos = bench_xmalloc(cd.n * sizeof(*cd.cos));
+    cd.ptrs = bench_xmalloc(cd.n * sizeof(*cd.ptrs));
+    cd.create.ops = cd.destroy.ops = cd.both.ops = cd.n;
+    cd.mall.ops = cd.mfree.ops = cd.mboth.ops = cd.n;
+    memset(tab, 0, sizeof(*tab));
+
+    for (size_t r = 0; r <= rounds; r++) {
+        /* round 0 warms caches, the heap and the page tables: dropped */
+        for (size_t i = 0; i < nrows; i++)
+            for (int j = 0; j < BENCH_IMPLS; j++)
+                bench_rt_row_segment(&rows[i], (int)((j + r) % BENCH_IMPLS));
+        if (r % 2) {
+            bench_cd_aco(&cd);
+            bench_cd_malloc(&cd);
+        } else {
+            bench_cd_malloc(&cd);
+            bench_cd_aco(&cd);
+        }
+        for (int ni = 0; ni < 2; ni++)
+            for (int j = 0; j < BENCH_T_LANES; j++) {
+                int lane = (int)((j + r) % BENCH_T_LANES);
+                if (bench_t_have(lane)) bench_table_segment(tab, lane, ni, cfg);
+            }
+        if (r == 0) {
+            for (size_t i = 0; i < nrows; i++)
+                for (int k = 0; k < BENCH_IMPLS; k++) rows[i].s[k].n = 0;
+            cd.create.n = cd.destroy.n = cd.both.n = 0;
+            cd.mall.n = cd.mfree.n = cd.mboth.n = 0;
+            for (int l = 0; l < BENCH_T_LANES; l++)
+                for (int ni = 0; ni < 2; ni++)
+                    tab->create[l][ni].n = tab->sw[l][ni].n = 0;
+        }
+    }
+    for (size_t i = 0; i < nrows; i++) bench_rt_row_end(&rows[i]);
+
+    /* Round trips. */
+    printf("\n%-44s  %9s  %9s  %11s  %9s  %9s\n",
+           "round trip: resume + yield, ns (median)", "aco", "fcontext",
+           "swapcontext", "aco/fctx", "aco/swapc");
+    for (size_t i = 0; i < nrows; i++) {
+        bench_rt_row_t* row = &rows[i];
+        char label[96];
+        if (row->nco == 1)
+            snprintf(label, sizeof(label), "standalone (aco: own share stack)");
+        else
+            snprintf(label, sizeof(label), "2 cos, %zu B live each (aco: %zu B "
+                     "copied)", row->want, row->cpsz);
+        double med[BENCH_IMPLS];
+        for (int k = 0; k < BENCH_IMPLS; k++)
+            med[k] = bench_series_median(&row->s[k]);
+        printf("%-44s  %9.2f", label, med[BENCH_ACO]);
+        if (have_f) printf("  %9.2f", med[BENCH_FCTX]); else printf("  %9s", "n/a");
+        printf("  %11.2f", med[BENCH_UCTX]);
+        bench_print_ratio(have_f, bench_series_ratio(&row->s[BENCH_ACO],
+                                                     &row->s[BENCH_FCTX]));
+        bench_print_ratio(1, bench_series_ratio(&row->s[BENCH_ACO],
+                                                &row->s[BENCH_UCTX]));
+        printf("\n");
+        for (int k = 0; k < BENCH_IMPLS; k++)
+            if (bench_have(k))
+                bench_csv_row(row->nco == 1 ? "standalone" : "copy",
+                              bench_impl_name[k], row->nco,
+                              k == BENCH_ACO ? row->cpsz : row->want, med[k],
+                              (double)row->s[k].ops);
+    }
+    printf("  (peers: each co on its own stack, the same live bytes, never "
+           "copied; swapcontext ran 1/%" PRIu64 " of the round trips)\n",
+           cfg->uctx_div);
+
+    /* Create + destroy. */
+    double c_aco = bench_series_median(&cd.both);
+    double c_mal = bench_series_median(&cd.mboth);
+    double c_ratio = bench_series_ratio(&cd.both, &cd.mboth);
+    printf("\n%zu cos: create all, then destroy all, ns per co (median)\n",
+           cd.n);
+    printf("  aco_create(main, sstk, 0, fp, NULL) + aco_destroy   %8.2f  "
+           "(create %.2f, destroy %.2f)\n", c_aco,
+           bench_series_median(&cd.create), bench_series_median(&cd.destroy));
+    printf("  malloc(sizeof(aco_t) = %zu B) + free                %8.2f  "
+           "(malloc %.2f, free %.2f)\n", sizeof(aco_t), c_mal,
+           bench_series_median(&cd.mall), bench_series_median(&cd.mfree));
+    bench_csv_row("create_destroy", "aco", cd.n, 0, c_aco, 0);
+    bench_csv_row("create_destroy", "malloc", cd.n, sizeof(aco_t), c_mal, 0);
+    aco_share_stack_destroy(cd.sstk);
+    free(cd.cos);
+    free(cd.ptrs);
+
+    /* The RocketCo table. */
+    printf("\nRocketCo-style table (seed 002): create = ns per co (stack and "
+           "record; its first resume untimed),\n"
+           "switch = ns per context switch = half a resume + yield round trip "
+           "(%zu round trips per co, swapcontext %zu)\n",
+           cfg->table_s, cfg->table_s_uctx);
+    printf("%-38s  %12s  %12s  %12s  %12s\n", "", "N=1000 create", "switch",
+           "N=5000 create", "switch");
+    for (int l = 0; l < BENCH_T_LANES; l++) {
+        printf("%-38s", bench_t_name[l]);
+        for (int ni = 0; ni < 2; ni++) {
+            if (!bench_t_have(l)) {
+                printf("  %12s  %12s", "n/a", "n/a");
+                continue;
+            }
+            double cr = bench_series_median(&tab->create[l][ni]);
+            double sw = bench_series_median(&tab->sw[l][ni]);
+            printf("  %12.1f  %12.2f", cr, sw);
+            bench_csv_row("table_create", bench_t_name[l], cfg->table_n[ni], 0,
+                          cr, 0);
+            bench_csv_row("table_switch", bench_t_name[l], cfg->table_n[ni], 0,
+                          sw, 0);
+        }
+        printf("\n");
+    }
+    if (cfg->table_n[0] != 1000 || cfg->table_n[1] != 5000)
+        printf("  (this mode runs N=%zu and N=%zu in those columns)\n",
+               cfg->table_n[0], cfg->table_n[1]);
+
+    /* The targets of issue #3 (informational: a MISS fails nothing). */
+    bench_rt_row_t* sa = &rows[0];
+    bench_rt_row_t* r120 = NULL;
+    for (size_t i = 1; i < nrows; i++)
+        if (rows[i].want == 120) r120 = &rows[i];
+    printf("\ntargets (ratios: medians of per-round ratios; a MISS is "
+           "informational, the exit status stays 0)\n");
+    if (have_f) {
+        double t1 = bench_series_ratio(&sa->s[BENCH_ACO], &sa->s[BENCH_FCTX]);
+        printf("  1. standalone round trip, aco / fcontext                   "
+               "%6.3f  <= 0.90  %s%s\n", t1, bench_verdict(t1, 0.90),
+#ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+               "  (defined for the default build; this one shares the FPU env)"
+#else
+               ""
+#endif
+               );
+        bench_csv_row("target", "1", 0, 0, t1, 0.90);
+        if (r120 != NULL) {
+            double t2 = bench_series_ratio(&r120->s[BENCH_ACO],
+                                           &sa->s[BENCH_FCTX]);
+            printf("  2. 2 cos, 1 share stack, %zu B live each / fcontext "
+                   "standalone  %6.3f  <= 1.40  %s\n", r120->cpsz, t2,
+                   bench_verdict(t2, 1.40));
+            bench_csv_row("target", "2", 0, 0, t2, 1.40);
+        }
+    } else {
+        printf("  1., 2.: n/a (no fcontext in this build)\n");
+    }
+    printf("  4. create + destroy (%zu, all then all) / malloc + free      "
+           "%6.3f  <= 1.20  %s\n", cd.n, c_ratio, bench_verdict(c_ratio, 1.20));
+    bench_csv_row("target", "4", cd.n, 0, c_ratio, 1.20);
+    fflush(stdout);
+    free(tab);
+    free(rows);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory: N cos on one share stack, each suspended with K live bytes.      */
+/* The workload runs in a re-executed child of this program, so its heap   */
+/* starts empty and its VmHWM counts it alone; an empty child (N = 0) is    */
+/* the baseline.                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* The child: prints "bench-memory <cpsz> <VmHWM KiB>". */
+static int bench_memory_child(size_t n, size_t k) {
+    aco_thread_init(NULL);
+    bench_main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    bench_calibrate(bench_main_co);
+    bench_shape_t shape = bench_shape_for(k);
+    aco_share_stack_t* sstk = aco_share_stack_new(0);
+    /* The benchmark's own bookkeeping: one pointer per co. */
+    aco_t** cos = bench_xmalloc((n ? n : 1) * sizeof(*cos));
+    size_t cpsz = 0;
+
+    bench.payload = shape.payload;
+    for (size_t i = 0; i < n; i++)     /* default arguments */
+        cos[i] = aco_create(bench_main_co, sstk, 0, shape.fp, NULL);
+    if (n > 0) {
+        /* Each co starts and yields with its K bytes live; starting the
+         * next saves it.  Resuming cos[0] once more saves the last one. */
+        bench_warm(cos, n);
+        (void)bench_rounds(cos, n, 1);
+        cpsz = bench_check_copies(cos, n, k);
+    }
+    long hwm = bench_vmhwm_kib();
+    bench_finish(cos, n);
+    bench_destroy(cos, n);
+    free(cos);
+    aco_share_stack_destroy(sstk);
+    aco_destroy(bench_main_co);
+    BENCH_CHECK(bench.bad == 0, "%zu live-byte checks failed", bench.bad);
+    printf("bench-memory %zu %ld\n", cpsz, hwm);
+    return bench_failures == 0 ? 0 : 1;
+}
+
+/* Run the child for (n, k): its copy size and VmHWM, or -1. */
+static long bench_memory_spawn(size_t n, size_t k, size_t* cpsz) {
+    char self[4096], ns[32], ks[32];
+    int fd[2];
+    /* valgrind virtualises readlink, not exec of /proc/self/exe */
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (len <= 0) bench_die("readlink /proc/self/exe: %s", strerror(errno));
+    self[len] = '\0';
+    snprintf(ns, sizeof(ns), "%zu", n);
+    snprintf(ks, sizeof(ks), "%zu", k);
+    if (pipe(fd) != 0) bench_die("pipe: %s", strerror(errno));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) bench_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execl(self, self, "--memory-child", ns, ks, (char*)NULL);
+        fprintf(stderr, "test_aco_benchmark: exec %s: %s\n", self,
+                strerror(errno));
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE* f = fdopen(fd[0], "r");
+    long hwm = -1;
+    if (f == NULL || fscanf(f, "bench-memory %zu %ld", cpsz, &hwm) != 2)
+        hwm = -1;
+    if (f != NULL) fclose(f);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) bench_die("waitpid: %s", strerror(errno));
+    BENCH_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                "memory child (N=%zu, K=%zu) failed: status 0x%x", n, k, st);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? hwm : -1;
+}
+
+static void bench_memory(size_t n, size_t k) {
+    size_t cpsz = 0, cpsz0 = 0;
+    printf("\n== memory: %zu cos on one share stack, each suspended with "
+           "%zu B live; default aco_create arguments; malloc: %s\n", n, k,
+           getenv("LD_PRELOAD") ? "LD_PRELOAD'ed (see above)" : "plain glibc");
+    fflush(stdout);
+    long base = bench_memory_spawn(0, k, &cpsz0);
+    long peak = bench_memory_spawn(n, k, &cpsz);
+    if (base < 0 || peak < 0 || n == 0) {
+        BENCH_CHECK(n > 0, "--memory needs N > 0");
+        return;
+    }
+    double per = (double)(peak - base) * 1024.0 / (double)n;
+    printf("   copy size %zu B (checked on every co: save_stack.max_cpsz and "
+           "valid_sz)\n", cpsz);
+    printf("   peak RSS (VmHWM of a fresh child) %ld KiB, empty child %ld KiB"
+           "\n   => %.1f B per co, %.3f GiB for %zu cos\n", peak, base, per,
+           per * (double)n / (1024.0 * 1024.0 * 1024.0), n);
+    printf("   counted: aco_t (%zu B), its save stack, malloc's chunk headers,"
+           " and the benchmark's array of co pointers (%zu B per co)\n",
+           sizeof(aco_t), sizeof(aco_t*));
+    if (n == 10 * M && k == 120)
+        printf("   3. 10M cos x 120 B: %.1f B per co                          "
+               "<= 280    %s\n", per, bench_verdict(per, 280.0));
+    bench_csv_row("memory", "aco", n, cpsz, per, (double)peak);
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void bench_usage(FILE* f) {
+    fprintf(f,
+        "usage: test_aco_benchmark [MODE] [--csv FILE] [--rounds R]\n"
+        "  (none)         the short table and a short comparison (~15 s)\n"
+        "  --compare      the full comparison with fcontext and swapcontext\n"
+        "  --memory N K   peak RSS of N cos, each with K live bytes\n"
+        "  --long         the full table, comparison and 10M-co memory run\n"
+        "                 (minutes, ~4 GiB of RAM)\n"
+        "  --smoke        a tiny run of everything (the test suite's)\n"
+        "  --csv FILE     append machine-readable results to FILE\n"
+        "  --rounds R     rounds of the comparison\n");
+}
+
+static size_t bench_parse_size(const char* s) {
+    char* end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0') {
+        fprintf(stderr, "test_aco_benchmark: not a number: '%s'\n", s);
+        bench_usage(stderr);
+        exit(2);
+    }
+    return (size_t)v;
+}
+
+enum { MODE_DEFAULT, MODE_SMOKE, MODE_LONG, MODE_COMPARE, MODE_MEMORY,
+       MODE_MEMORY_CHILD };
+
+int main(int argc, char** argv) {
+    int mode = MODE_DEFAULT;
+    size_t mem_n = 0, mem_k = 0, rounds = 0;
+    const char* csv = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        if (strcmp(a, "--smoke") == 0) {
+            mode = MODE_SMOKE;
+        } else if (strcmp(a, "--long") == 0) {
+            mode = MODE_LONG;
+        } else if (strcmp(a, "--compare") == 0) {
+            mode = MODE_COMPARE;
+        } else if ((strcmp(a, "--memory") == 0 ||
+                    strcmp(a, "--memory-child") == 0) && i + 2 < argc) {
+            mode = a[8] == '\0' ? MODE_MEMORY : MODE_MEMORY_CHILD;
+            mem_n = bench_parse_size(argv[++i]);
+            mem_k = bench_parse_size(argv[++i]);
+        } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
+            csv = argv[++i];
+        } else if (strcmp(a, "--rounds") == 0 && i + 1 < argc) {
+            rounds = bench_parse_size(argv[++i]);
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             bench_usage(stdout);
             return 0;
         } else {
@@ -561,20 +1529,65 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    if (mode == MODE_MEMORY_CHILD) return bench_memory_child(mem_n, mem_k);
+    if (csv != NULL) {
+        bench_csv = fopen(csv, "a");
+        if (bench_csv == NULL) bench_die("cannot open %s: %s", csv, strerror(errno));
+    }
 
+    /* The test suite runs --smoke next to other tests: leave it unpinned. */
+    int cpu = mode == MODE_SMOKE ? -1 : bench_pin_last_cpu();
+    static const char* const mode_name[] = {
+        "default (short table and comparison; --long for the full ones)",
+        "smoke (tiny run for the test suite)",
+        "long (the full table, comparison and memory run)",
+        "compare (the full comparison)",
+        "memory",
+    };
     aco_thread_init(NULL);
-    aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    bench_main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    bench_header(mode_name[mode], cpu);
+    bench_calibrate(bench_main_co);
 
-    bench_header(mode);
-    bench_calibrate(main_co);
-    for (size_t i = 0; i < ncases; i++) bench_run_case(main_co, &cases[i]);
+    const bench_case_t* cases = NULL;
+    size_t ncases = 0;
+    if (mode == MODE_DEFAULT) {
+        cases = bench_default;
+        ncases = BENCH_COUNT(bench_default);
+    } else if (mode == MODE_SMOKE) {
+        cases = bench_smoke;
+        ncases = BENCH_COUNT(bench_smoke);
+    } else if (mode == MODE_LONG) {
+        cases = bench_long;
+        ncases = BENCH_COUNT(bench_long);
+    }
+    if (ncases > 0) {
+        bench_table_header();
+        for (size_t i = 0; i < ncases; i++)
+            bench_run_case(bench_main_co, &cases[i]);
+        printf("+copy sizes:");
+        for (size_t i = 0; i < BENCH_COUNT(bench_fixed); i++)
+            printf(" %s %zuB,", bench_fixed[i].name, bench_fixed[i].cpsz);
+        printf(" co_fp_live %zuB + payload\n", bench_live_cpsz);
+        printf("+peak RSS: %ld KiB\n", bench_peak_rss_kib());
+    }
 
-    aco_destroy(main_co);
-    printf("+copy sizes:");
-    for (size_t i = 0; i < BENCH_COUNT(bench_fixed); i++)
-        printf(" %s %zuB,", bench_fixed[i].name, bench_fixed[i].cpsz);
-    printf(" co_fp_live %zuB + payload\n", bench_live_cpsz);
-    printf("+peak RSS: %ld KiB\n", bench_peak_rss_kib());
+    if (mode == MODE_SMOKE) {
+        bench_compare(&bench_cmp_smoke, rounds);
+        bench_memory(1000, 120);
+    } else if (mode == MODE_DEFAULT) {
+        bench_compare(&bench_cmp_short, rounds);
+    } else if (mode == MODE_COMPARE) {
+        bench_compare(&bench_cmp_full, rounds);
+    } else if (mode == MODE_LONG) {
+        bench_compare(&bench_cmp_full, rounds);
+        bench_memory(10 * M, 120);
+    } else if (mode == MODE_MEMORY) {
+        bench_memory(mem_n, mem_k);
+    }
+
+    aco_destroy(bench_main_co);
+    if (bench_csv != NULL) fclose(bench_csv);
     if (bench_failures != 0) {
         fprintf(stderr, "test_aco_benchmark: %lu check(s) failed\n",
                 bench_failures);

@@ -103,8 +103,9 @@ int main(void) {
     /*
      * max_cpsz is the high-water mark of a co's copies.  A's came at step 7,
      * with the BIG buffer live; B never had more than its small frame.  The
-     * save stack grew on demand to hold the largest copy; creating a co with
-     * save_stack_sz = a known max_cpsz spares it those regrowths.
+     * save stack was allocated at the first copy and grew to fit the largest
+     * one exactly; creating a co with save_stack_sz = a known max_cpsz
+     * spares it those regrowths.
      */
     assert(a->save_stack.max_cpsz >= BIG);
     assert(a->save_stack.max_cpsz <= s->sz);
@@ -112,7 +113,7 @@ int main(void) {
     assert(a->save_stack.sz >= a->save_stack.max_cpsz);
     assert(b->save_stack.sz >= b->save_stack.max_cpsz);
     printf("A's save stack grew to %zu bytes, B's to %zu\n",
-           a->save_stack.sz, b->save_stack.sz);
+           (size_t)a->save_stack.sz, (size_t)b->save_stack.sz);
 
     aco_destroy(a);
     aco_destroy(b);

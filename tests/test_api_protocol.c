@@ -25,7 +25,6 @@
 _Static_assert(IS_SIZE_T(((aco_t*)0)->save_stack.max_cpsz), "max_cpsz: size_t");
 _Static_assert(IS_SIZE_T(((aco_t*)0)->save_stack.ct_save), "ct_save: size_t");
 _Static_assert(IS_SIZE_T(((aco_t*)0)->save_stack.ct_restore), "ct_restore: size_t");
-_Static_assert(IS_SIZE_T(((aco_t*)0)->save_stack.sz), "save_stack.sz: size_t");
 _Static_assert(IS_SIZE_T(((aco_share_stack_t*)0)->sz), "share_stack.sz: size_t");
 
 static aco_t* main_co;
@@ -461,7 +460,9 @@ static void test_save_stack_growth(void) {
     aco_t* g = new_worker(sstk, 1, &wg, 5, 64, 10);
     aco_t* o = new_worker(sstk, 0, &wo, 6, 64, 10);
     ASSERT_EQ(g->save_stack.sz, 1);
-    ASSERT_EQ(o->save_stack.sz, 64);      /* 0 means the default, 64 bytes */
+    CHECK(g->save_stack.ptr != NULL);     /* an initial size is allocated now */
+    ASSERT_EQ(o->save_stack.sz, 0);       /* 0: allocated when first needed */
+    CHECK(o->save_stack.ptr == NULL);
 
     const int depths[] = {0, 5, 20, 40};  /* ~0.2, 1, 4, 8 KiB deep */
     size_t prev_max = 0, prev_sz = 1;
@@ -472,10 +473,11 @@ static void test_save_stack_growth(void) {
         size_t live = min_live_bytes(sstk, &wg);
         printf("save stack growth: depth %d: copied %zu bytes (live >= %zu), "
                "save stack now %zu bytes\n", depths[k], g->save_stack.max_cpsz,
-               live, g->save_stack.sz);
+               live, (size_t)g->save_stack.sz);
         CHECK(g->save_stack.max_cpsz >= live);
         CHECK(g->save_stack.max_cpsz > prev_max);   /* deeper each time */
-        CHECK(g->save_stack.sz >= g->save_stack.max_cpsz);
+        /* exact fit: the save stack is as large as its largest copy */
+        ASSERT_EQ(g->save_stack.sz, g->save_stack.max_cpsz);
         CHECK(g->save_stack.sz >= prev_sz);
         ASSERT_EQ(g->save_stack.ct_save, k + 1);
         prev_max = g->save_stack.max_cpsz;
