@@ -217,6 +217,25 @@ struct aco__slab {
 static pthread_mutex_t aco__slab_mu = PTHREAD_MUTEX_INITIALIZER;
 static aco__slab* aco__slabs;   /* slabs with a free slot */
 
+/* While the process has a single thread nobody can race us: skip the
+ * mutex's two atomic instructions, as glibc's malloc does. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+#include <sys/single_threaded.h>
+#define aco__single_threaded() (__libc_single_threaded != 0)
+#else
+#define aco__single_threaded() 0
+#endif
+
+static int aco__slab_lock(void) {
+    if (aco__single_threaded()) return 0;
+    pthread_mutex_lock(&aco__slab_mu);
+    return 1;
+}
+
+static void aco__slab_unlock(int locked) {
+    if (locked) pthread_mutex_unlock(&aco__slab_mu);
+}
+
 static void aco__slab_unlink(aco__slab* b) {
     if (b->prev) b->prev->next = b->next; else aco__slabs = b->next;
     if (b->next) b->next->prev = b->prev;
@@ -232,12 +251,12 @@ static void aco__slab_push(aco__slab* b) {
 
 /* A zeroed co object. */
 static aco_t* aco__co_alloc(const char* fn) {
-    pthread_mutex_lock(&aco__slab_mu);
+    int locked = aco__slab_lock();
     aco__slab* b = aco__slabs;
     if (b == NULL) {
         void* mem = NULL;
         if (posix_memalign(&mem, ACO_SLAB_BYTES, ACO_SLAB_BYTES) != 0) {
-            pthread_mutex_unlock(&aco__slab_mu);
+            aco__slab_unlock(locked);
             aco__fatal(fn, "out of memory (a %zu-byte slab of cos)", ACO_SLAB_BYTES);
         }
         b = mem;
@@ -255,7 +274,7 @@ static aco_t* aco__co_alloc(const char* fn) {
         co = (char*)b + ACO_SLAB_FIRST + b->carved++ * ACO_SLOT_BYTES;
     }
     if (++b->live == ACO_SLAB_SLOTS) aco__slab_unlink(b);
-    pthread_mutex_unlock(&aco__slab_mu);
+    aco__slab_unlock(locked);
 #ifdef ACO_USE_VALGRIND
     VALGRIND_MALLOCLIKE_BLOCK(co, sizeof(aco_t), 0, 0);
 #endif
@@ -269,7 +288,7 @@ static void aco__co_free(aco_t* co) {
     VALGRIND_FREELIKE_BLOCK(co, 0);
     VALGRIND_MAKE_MEM_UNDEFINED(co, sizeof(void*));
 #endif
-    pthread_mutex_lock(&aco__slab_mu);
+    int locked = aco__slab_lock();
     *(void**)co = b->free;
     b->free = co;
     if (b->live-- == ACO_SLAB_SLOTS) aco__slab_push(b);
@@ -277,7 +296,7 @@ static void aco__co_free(aco_t* co) {
         aco__slab_unlink(b);
         free(b);
     }
-    pthread_mutex_unlock(&aco__slab_mu);
+    aco__slab_unlock(locked);
 #ifdef ACO_USE_VALGRIND
     VALGRIND_MAKE_MEM_NOACCESS(co, sizeof(void*));
 #endif
