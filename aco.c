@@ -52,7 +52,7 @@ _Static_assert(offsetof(aco_t, is_end) == ACO_OFF_FPUCW + 2,
 ACO_TLS aco_t* aco_gtls_co;
 static ACO_TLS aco_cofuncp_t aco__last_word;
 static ACO_TLS char aco__inited;
-/* The control words captured by aco_thread_init(), laid out as in reg[]. */
+/* The control words captured by aco_thread_init(): new cos start with them. */
 static ACO_TLS uint16_t aco__fpucw;
 static ACO_TLS uint32_t aco__mxcsr;
 
