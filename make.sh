@@ -134,6 +134,18 @@ build_libs() {
     ln -sf libaco.so "$OUTPUT/libaco.so.$SOMAJOR"
 }
 
+# The benchmark compares with Boost.Context's fcontext where Debian has it:
+# libboost-context-dev's static archive (C linkage), x86-64 only.
+BOOST_CONTEXT_A=$($CC -print-file-name=libboost_context.a)
+[ -f "$BOOST_CONTEXT_A" ] || [ $action = install ] ||
+    echo "make.sh: note: libboost_context.a not found; the benchmark compares" \
+         "with swapcontext only (install libboost-context-dev)" >&2
+bench_flags() {   # variant -> extra arguments for test_aco_benchmark
+    case "$1" in m32.*) return ;; esac
+    [ -f "$BOOST_CONTEXT_A" ] && echo "-DBENCH_HAVE_FCONTEXT $BOOST_CONTEXT_A"
+    return 0
+}
+
 build_variant() {   # variant
     local v=$1 flags obj
     flags=$(variant_flags "$v")
@@ -141,11 +153,14 @@ build_variant() {   # variant
     mkdir -p "$obj"
     $CC $CFLAGS $WARN $flags -c aco.c -o "$obj/aco.o"
     $CC $CFLAGS $WARN $flags -c acosw.S -o "$obj/acosw.o"
-    local p name
+    local p name extra
     for p in $(programs); do
         name=$(basename "$p")
+        extra=""
+        [ "$name" = test_aco_benchmark ] && extra=$(bench_flags "$v")
+        # shellcheck disable=SC2086
         run_bg $CC $CFLAGS $WARN $flags -I. "$p.c" "$obj/aco.o" "$obj/acosw.o" \
-            -lpthread -lm -o "$OUTPUT/$name..$v"
+            $extra -lpthread -lm -o "$OUTPUT/$name..$v"
     done
     wait_all
 }

@@ -364,10 +364,13 @@ static inline void bench_co_body(int kind, bench_peer_t* p, uintptr_t* w,
     if (seed != (uintptr_t)bench.expect) bench.bad++;
     for (size_t i = 0; i < n; i++)
         if (aco_unlikely(w[i] != bench_word(seed, i))) bench.bad++;
-    if (kind == BENCH_ACO) aco_exit();
-    p->mxcsr = bench_mxcsr();
-    p->ended = 1;
-    bench_switch_out(kind, p);
+    if (kind == BENCH_ACO) {
+        aco_exit();
+    } else {
+        p->mxcsr = bench_mxcsr();
+        p->ended = 1;
+        bench_switch_out(kind, p);
+    }
     bench_die("a %s co was resumed after its end", bench_impl_name[kind]);
 }
 
@@ -494,6 +497,7 @@ static uint64_t bench_peer_rounds(int kind, bench_peer_t** ps, size_t n,
 #ifdef BENCH_HAVE_FCONTEXT
     if (kind == BENCH_FCTX) return bench_fctx_rounds(ps, n, rounds);
 #endif
+    (void)kind;
     return bench_uctx_rounds(ps, n, rounds);
 }
 
@@ -615,7 +619,7 @@ static void bench_header(const char* mode, int cpu) {
                cpu);
     else
         printf("+cpu:not pinned\n");
-    if (getenv("LD_PRELOAD") != NULL)
+    if (getenv("LD_PRELOAD") != NULL && !bench_on_valgrind())
         printf("+malloc:LD_PRELOAD=%s (not plain glibc malloc)\n",
                getenv("LD_PRELOAD"));
     printf("+mode:%s%s\n", mode,
@@ -950,7 +954,8 @@ typedef struct {
     size_t rounds;              /* timed rounds (one more warms up) */
     const size_t* sizes;        /* live bytes per co of the copy rows */
     size_t nsizes;
-    uint64_t rt_ops;            /* round trips per segment, up to 512 B */
+    uint64_t rt_ops;            /* round trips per segment (libaco's: up to
+                                 * 512 B; fewer above, as its copies grow) */
     uint64_t uctx_div;          /* swapcontext runs rt_ops / uctx_div */
     size_t create_n;            /* cos created, then destroyed (target 4) */
     size_t table_n[2];          /* cos of the RocketCo table ... */
@@ -993,8 +998,10 @@ static void bench_rt_row_init(bench_rt_row_t* row, size_t nco, size_t want,
     memset(row, 0, sizeof(*row));
     row->nco = nco;
     row->want = want;
+    /* Segments of about equal length: libaco's copies grow with want, the
+     * peers' round trips do not. */
     uint64_t ops = cfg->rt_ops;
-    if (want > 512) ops = ops * 512 / want;
+    uint64_t aco_ops = want > 512 ? ops * 512 / want : ops;
     bench_fp_quiet();
     row->sstk = aco_share_stack_new(0);
     bench_shape_t shape = nco == 1 ? (bench_shape_t){co_fp_min, 0}
@@ -1002,7 +1009,7 @@ static void bench_rt_row_init(bench_rt_row_t* row, size_t nco, size_t want,
     bench.payload = shape.payload;
     bench_create(row->cos, nco, bench_main_co, row->sstk, shape.fp);
     bench_warm(row->cos, nco);
-    row->s[BENCH_ACO].ops = ops;
+    row->s[BENCH_ACO].ops = aco_ops;
     for (int k = BENCH_FCTX; k < BENCH_IMPLS; k++) {
         if (!bench_have(k)) continue;
         for (size_t i = 0; i < nco; i++)
@@ -1304,18 +1311,20 @@ static void bench_compare(const bench_compare_cfg_t* cfg, size_t rounds) {
            "switch = ns per context switch = half a resume + yield round trip "
            "(%zu round trips per co, swapcontext %zu)\n",
            cfg->table_s, cfg->table_s_uctx);
-    printf("%-38s  %12s  %12s  %12s  %12s\n", "", "N=1000 create", "switch",
-           "N=5000 create", "switch");
+    char h0[32], h1[32];
+    snprintf(h0, sizeof(h0), "N=%zu create", cfg->table_n[0]);
+    snprintf(h1, sizeof(h1), "N=%zu create", cfg->table_n[1]);
+    printf("%-38s  %13s  %12s  %13s  %12s\n", "", h0, "switch", h1, "switch");
     for (int l = 0; l < BENCH_T_LANES; l++) {
         printf("%-38s", bench_t_name[l]);
         for (int ni = 0; ni < 2; ni++) {
             if (!bench_t_have(l)) {
-                printf("  %12s  %12s", "n/a", "n/a");
+                printf("  %13s  %12s", "n/a", "n/a");
                 continue;
             }
             double cr = bench_series_median(&tab->create[l][ni]);
             double sw = bench_series_median(&tab->sw[l][ni]);
-            printf("  %12.1f  %12.2f", cr, sw);
+            printf("  %13.1f  %12.2f", cr, sw);
             bench_csv_row("table_create", bench_t_name[l], cfg->table_n[ni], 0,
                           cr, 0);
             bench_csv_row("table_switch", bench_t_name[l], cfg->table_n[ni], 0,
@@ -1323,9 +1332,6 @@ static void bench_compare(const bench_compare_cfg_t* cfg, size_t rounds) {
         }
         printf("\n");
     }
-    if (cfg->table_n[0] != 1000 || cfg->table_n[1] != 5000)
-        printf("  (this mode runs N=%zu and N=%zu in those columns)\n",
-               cfg->table_n[0], cfg->table_n[1]);
 
     /* The targets of issue #3 (informational: a MISS fails nothing). */
     bench_rt_row_t* sa = &rows[0];
@@ -1336,8 +1342,9 @@ static void bench_compare(const bench_compare_cfg_t* cfg, size_t rounds) {
            "informational, the exit status stays 0)\n");
     if (have_f) {
         double t1 = bench_series_ratio(&sa->s[BENCH_ACO], &sa->s[BENCH_FCTX]);
-        printf("  1. standalone round trip, aco / fcontext                   "
-               "%6.3f  <= 0.90  %s%s\n", t1, bench_verdict(t1, 0.90),
+        printf("  %-66s %6.3f  <= 0.90  %s%s\n",
+               "1. standalone round trip, aco / fcontext", t1,
+               bench_verdict(t1, 0.90),
 #ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
                "  (defined for the default build; this one shares the FPU env)"
 #else
@@ -1348,16 +1355,21 @@ static void bench_compare(const bench_compare_cfg_t* cfg, size_t rounds) {
         if (r120 != NULL) {
             double t2 = bench_series_ratio(&r120->s[BENCH_ACO],
                                            &sa->s[BENCH_FCTX]);
-            printf("  2. 2 cos, 1 share stack, %zu B live each / fcontext "
-                   "standalone  %6.3f  <= 1.40  %s\n", r120->cpsz, t2,
+            char l2[96];
+            snprintf(l2, sizeof(l2), "2. 2 cos on 1 share stack, %zu B live "
+                     "each, / fcontext standalone", r120->cpsz);
+            printf("  %-66s %6.3f  <= 1.40  %s\n", l2, t2,
                    bench_verdict(t2, 1.40));
             bench_csv_row("target", "2", 0, 0, t2, 1.40);
         }
     } else {
         printf("  1., 2.: n/a (no fcontext in this build)\n");
     }
-    printf("  4. create + destroy (%zu, all then all) / malloc + free      "
-           "%6.3f  <= 1.20  %s\n", cd.n, c_ratio, bench_verdict(c_ratio, 1.20));
+    char l4[96];
+    snprintf(l4, sizeof(l4), "4. create + destroy, %zu share-stack cos, / "
+             "malloc + free", cd.n);
+    printf("  %-66s %6.3f  <= 1.20  %s\n", l4, c_ratio,
+           bench_verdict(c_ratio, 1.20));
     bench_csv_row("target", "4", cd.n, 0, c_ratio, 1.20);
     fflush(stdout);
     free(tab);
@@ -1444,7 +1456,8 @@ static void bench_memory(size_t n, size_t k) {
     size_t cpsz = 0, cpsz0 = 0;
     printf("\n== memory: %zu cos on one share stack, each suspended with "
            "%zu B live; default aco_create arguments; malloc: %s\n", n, k,
-           getenv("LD_PRELOAD") ? "LD_PRELOAD'ed (see above)" : "plain glibc");
+           getenv("LD_PRELOAD") && !bench_on_valgrind()
+               ? "LD_PRELOAD'ed (see above)" : "plain glibc");
     fflush(stdout);
     long base = bench_memory_spawn(0, k, &cpsz0);
     long peak = bench_memory_spawn(n, k, &cpsz);
@@ -1458,12 +1471,14 @@ static void bench_memory(size_t n, size_t k) {
     printf("   peak RSS (VmHWM of a fresh child) %ld KiB, empty child %ld KiB"
            "\n   => %.1f B per co, %.3f GiB for %zu cos\n", peak, base, per,
            per * (double)n / (1024.0 * 1024.0 * 1024.0), n);
-    printf("   counted: aco_t (%zu B), its save stack, malloc's chunk headers,"
-           " and the benchmark's array of co pointers (%zu B per co)\n",
+    printf("   counted: all the child touched - each co (sizeof(aco_t) = %zu"
+           " B), its save stack, the allocators' overhead - and the "
+           "benchmark's own array of co pointers (%zu B per co)\n",
            sizeof(aco_t), sizeof(aco_t*));
     if (n == 10 * M && k == 120)
-        printf("   3. 10M cos x 120 B: %.1f B per co                          "
-               "<= 280    %s\n", per, bench_verdict(per, 280.0));
+        printf("  %-66s %6.1f  <= 280   %s\n",
+               "3. peak RSS per co, 10M cos x 120 B live, B", per,
+               bench_verdict(per, 280.0));
     bench_csv_row("memory", "aco", n, cpsz, per, (double)peak);
 }
 
