@@ -190,35 +190,46 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Co objects                                                               */
+/* Pools: co objects and small save stacks                                  */
 /*                                                                          */
-/* A co is one fixed-size object from a 64 KiB slab, with no per-object     */
-/* malloc header or rounding: with ten million cos that is 16 bytes each,   */
-/* and allocating never touches more memory than the objects themselves.    */
-/* Slabs are shared by all threads (a co may be destroyed anywhere) under   */
-/* one mutex held for a few instructions; an empty slab is freed unless it  */
-/* is the only one with free slots.                                         */
+/* Each pool hands out equal slots from 64 KiB slabs, with no per-object    */
+/* header or rounding: at ten million cos, malloc's 8-byte header and       */
+/* 16-byte rounding would cost ~24 bytes a co.  One pool holds aco_t's;     */
+/* save stacks up to ACO_SAVE_POOLED bytes come from pools in 8-byte steps  */
+/* (an x86-64 co's live bytes are 16k+8: they fit exactly); larger ones     */
+/* from malloc.  Slabs are carved from 2 MiB mappings and unmapped when     */
+/* empty, except one spare per pool.  A slab is found from any of its slots */
+/* by masking the address.  One mutex guards all pools (a co may be         */
+/* destroyed in any thread); it is skipped while the process has a single  */
+/* thread, as glibc's malloc does.                                          */
 /* ------------------------------------------------------------------------ */
 
-#define ACO_SLAB_BYTES ((size_t)64 << 10)
-#define ACO_SLOT_BYTES ((sizeof(aco_t) + 15) & ~(size_t)15)
+#define ACO_SLAB_BYTES  ((size_t)64 << 10)
+#define ACO_ARENA_SLABS 32
+#define ACO_SAVE_POOLED 512
 
 typedef struct aco__slab aco__slab;
+typedef struct {
+    aco__slab* avail;   /* slabs with a free slot */
+    size_t     slot;    /* bytes per slot (set, under the lock, by each alloc) */
+} aco__pool;
+
 struct aco__slab {
-    aco__slab* prev;    /* in the list of slabs that have a free slot */
+    aco__slab* prev;    /* in pool->avail */
     aco__slab* next;
+    aco__pool* pool;
     void*      free;    /* freed slots, linked through their first word */
     size_t     live;    /* slots in use */
     size_t     carved;  /* slots handed out at least once */
 };
-#define ACO_SLAB_FIRST ((sizeof(aco__slab) + 15) & ~(size_t)15)
-#define ACO_SLAB_SLOTS ((ACO_SLAB_BYTES - ACO_SLAB_FIRST) / ACO_SLOT_BYTES)
+#define ACO_SLAB_FIRST  ((sizeof(aco__slab) + 15) & ~(size_t)15)
 
-static pthread_mutex_t aco__slab_mu = PTHREAD_MUTEX_INITIALIZER;
-static aco__slab* aco__slabs;   /* slabs with a free slot */
+static pthread_mutex_t aco__pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static aco__pool aco__co_pool;
+static aco__pool aco__save_pool[ACO_SAVE_POOLED / 8];  /* i: (i + 1) * 8 bytes */
+static char*  aco__arena;       /* the rest of the current 2 MiB mapping */
+static size_t aco__arena_left;  /* slabs left in it */
 
-/* While the process has a single thread nobody can race us: skip the
- * mutex's two atomic instructions, as glibc's malloc does. */
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
 #include <sys/single_threaded.h>
 #define aco__single_threaded() (__libc_single_threaded != 0)
@@ -226,80 +237,133 @@ static aco__slab* aco__slabs;   /* slabs with a free slot */
 #define aco__single_threaded() 0
 #endif
 
-static int aco__slab_lock(void) {
+static int aco__pool_lock(void) {
     if (aco__single_threaded()) return 0;
-    pthread_mutex_lock(&aco__slab_mu);
+    pthread_mutex_lock(&aco__pool_mu);
     return 1;
 }
 
-static void aco__slab_unlock(int locked) {
-    if (locked) pthread_mutex_unlock(&aco__slab_mu);
+static void aco__pool_unlock(int locked) {
+    if (locked) pthread_mutex_unlock(&aco__pool_mu);
 }
 
-static void aco__slab_unlink(aco__slab* b) {
-    if (b->prev) b->prev->next = b->next; else aco__slabs = b->next;
+static size_t aco__slab_slots(const aco__pool* pool) {
+    return (ACO_SLAB_BYTES - ACO_SLAB_FIRST) / pool->slot;
+}
+
+static void aco__avail_unlink(aco__slab* b) {
+    if (b->prev) b->prev->next = b->next; else b->pool->avail = b->next;
     if (b->next) b->next->prev = b->prev;
     b->prev = b->next = NULL;
 }
 
-static void aco__slab_push(aco__slab* b) {
+static void aco__avail_push(aco__slab* b) {
     b->prev = NULL;
-    b->next = aco__slabs;
-    if (aco__slabs) aco__slabs->prev = b;
-    aco__slabs = b;
+    b->next = b->pool->avail;
+    if (b->next) b->next->prev = b;
+    b->pool->avail = b;
+}
+
+/* A fresh (zero) slab; NULL when out of memory.  Called locked. */
+static aco__slab* aco__slab_map(void) {
+    if (aco__arena_left == 0) {
+        size_t want = ACO_ARENA_SLABS * ACO_SLAB_BYTES;
+        char* m = mmap(NULL, want + ACO_SLAB_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return NULL;
+        /* Keep the slab-aligned middle: slots find their slab by masking. */
+        char* al = (char*)(((uintptr_t)m + ACO_SLAB_BYTES - 1) &
+                           ~(uintptr_t)(ACO_SLAB_BYTES - 1));
+        if (al > m) munmap(m, (size_t)(al - m));
+        if (al + want < m + want + ACO_SLAB_BYTES)
+            munmap(al + want, (size_t)(m + want + ACO_SLAB_BYTES - (al + want)));
+        aco__arena = al;
+        aco__arena_left = ACO_ARENA_SLABS;
+    }
+    aco__slab* b = (aco__slab*)aco__arena;
+    aco__arena += ACO_SLAB_BYTES;
+    aco__arena_left--;
+    return b;
+}
+
+static void* aco__pool_alloc(aco__pool* pool, size_t slot, const char* fn) {
+    int locked = aco__pool_lock();
+    pool->slot = slot;
+    aco__slab* b = pool->avail;
+    if (b == NULL) {
+        b = aco__slab_map();
+        if (b == NULL) {
+            aco__pool_unlock(locked);
+            aco__fatal(fn, "out of memory (mmap of a slab failed)");
+        }
+        b->pool = pool;
+        aco__avail_push(b);
+    }
+    void* p;
+    if (b->free != NULL) {
+        p = b->free;
+#ifdef ACO_USE_VALGRIND
+        VALGRIND_MAKE_MEM_DEFINED(p, sizeof(void*));
+#endif
+        b->free = *(void**)p;
+    } else {
+        p = (char*)b + ACO_SLAB_FIRST + b->carved++ * pool->slot;
+    }
+    if (++b->live == aco__slab_slots(pool)) aco__avail_unlink(b);
+    aco__pool_unlock(locked);
+#ifdef ACO_USE_VALGRIND
+    VALGRIND_MALLOCLIKE_BLOCK(p, pool->slot, 0, 0);
+#endif
+    return p;
+}
+
+static void aco__pool_free(void* p) {
+    aco__slab* b = (aco__slab*)((uintptr_t)p & ~(uintptr_t)(ACO_SLAB_BYTES - 1));
+#ifdef ACO_USE_VALGRIND
+    VALGRIND_FREELIKE_BLOCK(p, 0);
+    VALGRIND_MAKE_MEM_UNDEFINED(p, sizeof(void*));
+#endif
+    int locked = aco__pool_lock();
+    *(void**)p = b->free;
+    b->free = p;
+    if (b->live-- == aco__slab_slots(b->pool)) aco__avail_push(b);
+    if (b->live == 0 && (b->prev != NULL || b->next != NULL)) {
+        /* Empty and not the pool's only slab with room: give it back. */
+        aco__avail_unlink(b);
+        munmap(b, ACO_SLAB_BYTES);
+        p = NULL;
+    }
+    aco__pool_unlock(locked);
+#ifdef ACO_USE_VALGRIND
+    if (p != NULL) VALGRIND_MAKE_MEM_NOACCESS(p, sizeof(void*));
+#endif
 }
 
 /* A zeroed co object. */
 static aco_t* aco__co_alloc(const char* fn) {
-    int locked = aco__slab_lock();
-    aco__slab* b = aco__slabs;
-    if (b == NULL) {
-        void* mem = NULL;
-        if (posix_memalign(&mem, ACO_SLAB_BYTES, ACO_SLAB_BYTES) != 0) {
-            aco__slab_unlock(locked);
-            aco__fatal(fn, "out of memory (a %zu-byte slab of cos)", ACO_SLAB_BYTES);
-        }
-        b = mem;
-        memset(b, 0, sizeof(*b));
-        aco__slab_push(b);
-    }
-    void* co;
-    if (b->free != NULL) {
-        co = b->free;
-#ifdef ACO_USE_VALGRIND
-        VALGRIND_MAKE_MEM_DEFINED(co, sizeof(void*));
-#endif
-        b->free = *(void**)co;
-    } else {
-        co = (char*)b + ACO_SLAB_FIRST + b->carved++ * ACO_SLOT_BYTES;
-    }
-    if (++b->live == ACO_SLAB_SLOTS) aco__slab_unlink(b);
-    aco__slab_unlock(locked);
-#ifdef ACO_USE_VALGRIND
-    VALGRIND_MALLOCLIKE_BLOCK(co, sizeof(aco_t), 0, 0);
-#endif
-    memset(co, 0, sizeof(aco_t));
+    aco_t* co = aco__pool_alloc(&aco__co_pool, (sizeof(aco_t) + 15) & ~(size_t)15, fn);
+    memset(co, 0, sizeof(*co));
     return co;
 }
 
-static void aco__co_free(aco_t* co) {
-    aco__slab* b = (aco__slab*)((uintptr_t)co & ~(uintptr_t)(ACO_SLAB_BYTES - 1));
-#ifdef ACO_USE_VALGRIND
-    VALGRIND_FREELIKE_BLOCK(co, 0);
-    VALGRIND_MAKE_MEM_UNDEFINED(co, sizeof(void*));
-#endif
-    int locked = aco__slab_lock();
-    *(void**)co = b->free;
-    b->free = co;
-    if (b->live-- == ACO_SLAB_SLOTS) aco__slab_push(b);
-    if (b->live == 0 && (b->prev != NULL || b->next != NULL)) {
-        aco__slab_unlink(b);
-        free(b);
+/* Save stacks: pooled up to ACO_SAVE_POOLED bytes, malloc'd above; the
+ * capacity (save_stack.sz) says which. */
+static size_t aco__save_capacity(size_t n) {
+    return n <= ACO_SAVE_POOLED ? (n + 7) & ~(size_t)7 : n;
+}
+
+static void* aco__save_alloc(size_t cap, const char* fn) {
+    if (cap <= ACO_SAVE_POOLED) {
+        return aco__pool_alloc(&aco__save_pool[cap / 8 - 1], cap, fn);
     }
-    aco__slab_unlock(locked);
-#ifdef ACO_USE_VALGRIND
-    VALGRIND_MAKE_MEM_NOACCESS(co, sizeof(void*));
-#endif
+    return aco__alloc(fn, cap);
+}
+
+static void aco__save_free(aco_save_stack_t* ss) {
+    if (ss->ptr == NULL) return;
+    if (ss->sz <= ACO_SAVE_POOLED) aco__pool_free(ss->ptr);
+    else free(ss->ptr);
+    ss->ptr = NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -344,58 +408,70 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     /* The save stack is allocated when first needed, exactly as large as
      * needed, unless the caller asked for an initial size. */
     if (save_stack_sz != 0) {
-        co->save_stack.ptr = aco__alloc(fn, save_stack_sz);
-        co->save_stack.sz = (uint32_t)save_stack_sz;
+        size_t cap = aco__save_capacity(save_stack_sz);
+        co->save_stack.ptr = aco__save_alloc(cap, fn);
+        co->save_stack.sz = (uint32_t)cap;
     }
     share_stack->co_ct++;
     return co;
 }
 
 /* Copy n bytes between a share stack and a save stack.  n is a multiple of
- * sizeof(void*) (both ends are slot-aligned) and usually small: a co
- * suspended a frame or two above its function.  Small copies run inline in
- * 16-byte blocks, the last block overlapping; large ones go to memcpy. */
-typedef long long aco__blk __attribute__((vector_size(16), aligned(1), may_alias));
-typedef uintptr_t aco__word __attribute__((aligned(1), may_alias));
-
+ * 4 (both ends are slot-aligned) and usually small: a co suspended a frame
+ * or two above its function.  Up to 256 bytes the copy is straight-line:
+ * one fixed-size block from each end, overlapping in the middle (gcc and
+ * clang expand a constant-size memcpy into a few vector moves, no call). */
 static inline void aco__copy(void* dst, const void* src, size_t n) {
     char* d = dst;
     const char* s = src;
-    if (n >= 16 && n <= 160) {
-        size_t i = 0;
-        for (; i + 16 < n; i += 16) {
-            /* the empty asm keeps gcc from turning the loop into memcpy */
-            __asm__("" : "+r"(i));
-            *(aco__blk*)(d + i) = *(const aco__blk*)(s + i);
-        }
-        *(aco__blk*)(d + n - 16) = *(const aco__blk*)(s + n - 16);
-    } else if (n < 16) {
-        for (size_t i = 0; i < n; i += sizeof(uintptr_t))
-            *(aco__word*)(d + i) = *(const aco__word*)(s + i);
+#define ACO_ENDS(k)                                                           \
+    do {                                                                      \
+        memcpy(d, s, k);                                                      \
+        memcpy(d + n - (k), s + n - (k), k);                                  \
+    } while (0)
+    if (n <= 16) {
+        if (n >= 8) ACO_ENDS(8);
+        else if (n >= 4) ACO_ENDS(4);
+    } else if (n <= 32) {
+        ACO_ENDS(16);
+    } else if (n <= 64) {
+        ACO_ENDS(32);
+    } else if (n <= 128) {
+        ACO_ENDS(64);
+    } else if (n <= 256) {
+        ACO_ENDS(128);
     } else {
         memcpy(d, s, n);
     }
+#undef ACO_ENDS
+}
+
+/* Off the hot path: a save stack too small for n bytes is replaced by one
+ * that fits exactly (its old content is replaced whole: no realloc copy). */
+__attribute__((noinline, cold))
+static void aco__save_grow(aco_save_stack_t* ss, size_t n) {
+    size_t cap = aco__save_capacity(n);
+    aco__save_free(ss);
+    ss->ptr = aco__save_alloc(cap, "aco_resume");
+    ss->sz = (uint32_t)cap;
+}
+
+__attribute__((noinline, cold, noreturn))
+static void aco__overflowed(aco_t* owner) {
+    aco_share_stack_t* s = owner->share_stack;
+    aco__fatal("aco_resume", "co %p's stack pointer %p lies outside its share "
+               "stack [%p, %p): it overflowed", (void*)owner, ACO_SP(owner),
+               s->ptr, s->align_retptr);
 }
 
 /* Copy the live bytes of the share stack's owner (its frames, from its saved
  * stack pointer up to align_retptr) to the owner's save stack. */
-static void aco__save(aco_t* owner) {
-    static const char fn[] = "aco_resume";
-    aco_share_stack_t* s = owner->share_stack;
+static inline void aco__save(aco_t* owner, aco_share_stack_t* s) {
     uintptr_t sp = (uintptr_t)ACO_SP(owner);
-    uintptr_t top = (uintptr_t)s->align_retptr;
-    aco__check(fn, sp <= top && top - sp <= s->align_limit,
-               "co %p's stack pointer %p lies outside its share stack "
-               "[%p, %p): it overflowed", (void*)owner, (void*)sp, s->ptr,
-               (void*)top);
-    size_t n = top - sp;
+    size_t n = (uintptr_t)s->align_retptr - sp;   /* huge if sp is above */
+    if (aco_unlikely(n > s->align_limit)) aco__overflowed(owner);
     aco_save_stack_t* ss = &owner->save_stack;
-    if (n > ss->sz) {
-        /* Exact fit.  The old content is replaced whole: no realloc copy. */
-        free(ss->ptr);
-        ss->ptr = aco__alloc(fn, n);
-        ss->sz = (uint32_t)n;
-    }
+    if (aco_unlikely(n > ss->sz)) aco__save_grow(ss, n);
     if (n > 0) {
         aco__copy(ss->ptr, (void*)sp, n);
         ss->ct_save++;
@@ -434,7 +510,7 @@ static void aco__restore(aco_t* co) {
 /* The share stack changes hands: lazy save of its owner, restore of co. */
 void aco__take_stack(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
-    if (s->owner != NULL) aco__save(s->owner);
+    if (s->owner != NULL) aco__save(s->owner, s);
     aco__restore(co);
     s->owner = co;
     s->align_validsz = co->save_stack.valid_sz;
@@ -500,7 +576,7 @@ void aco_destroy(aco_t* co) {
                    "main co %p cannot be destroyed while co %p runs",
                    (void*)co, (void*)aco_gtls_co);
         if (aco_gtls_co == co) aco_gtls_co = NULL;
-        aco__co_free(co);
+        aco__pool_free(co);
         return;
     }
     aco__check(fn, co != aco_gtls_co,
@@ -511,6 +587,6 @@ void aco_destroy(aco_t* co) {
         s->align_validsz = 0;
     }
     s->co_ct--;
-    free(co->save_stack.ptr);
-    aco__co_free(co);
+    aco__save_free(&co->save_stack);
+    aco__pool_free(co);
 }
