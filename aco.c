@@ -507,16 +507,23 @@ static void aco__restore(aco_t* co) {
     ss->ct_restore++;
 }
 
-/* The share stack changes hands: lazy save of its owner, restore of co. */
-void aco__take_stack(aco_t* co) {
+/* aco_resume when the share stack changes hands.  Lazy save: its holder is
+ * copied out only now that co needs the stack; a co alone on its stack never
+ * is.  Out of line and entered by a tail jump, so that aco_resume's fast path
+ * saves no registers. */
+__attribute__((noinline))
+static void aco__resume_taking(aco_t* cur, aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     if (s->owner != NULL) aco__save(s->owner, s);
     aco__restore(co);
     s->owner = co;
     s->align_validsz = co->save_stack.valid_sz;
+    aco_gtls_co = co;
+    acosw(cur, co);     /* a tail jump, as in aco_resume */
 }
 
-void aco__resume_misuse(aco_t* co) {
+__attribute__((noinline, cold, noreturn))
+static void aco__resume_misuse(aco_t* co) {
     static const char fn[] = "aco_resume";
     aco__check(fn, co != NULL, "co must not be NULL");
     aco__check(fn, !aco_is_main_co(co),
@@ -536,11 +543,24 @@ void aco__yield_misuse(const char* fn) {
                co == NULL ? "no co" : "main co", (void*)co);
 }
 
-/* The API functions behind the macros of aco.h. */
-void (aco_resume)(aco_t* co) {
-    aco__resume_inline(co);
+void aco_resume(aco_t* co) {
+    aco_t* cur = aco_gtls_co;
+    if (aco_unlikely(co == NULL || cur == NULL || co->main_co != cur ||
+                     co->is_end))
+        aco__resume_misuse(co);
+    if (aco_unlikely(co->share_stack->owner != co)) {
+        aco__resume_taking(cur, co);
+        return;
+    }
+    aco_gtls_co = co;
+    /* Last, so that compilers emit a tail jump: acosw then records our
+     * caller's return address, and the main co continues right there when
+     * co yields (aco_yield sets aco_gtls_co back), with no return of ours to
+     * mispredict.  Without the tail call (-O0) it is merely slower. */
+    acosw(cur, co);
 }
 
+/* The API function behind the aco_yield() macro of aco.h. */
 void (aco_yield)(void) {
     aco__yield_inline();
 }
@@ -564,6 +584,7 @@ void aco_exit(void) {
     co->share_stack->owner = NULL;
     co->share_stack->align_validsz = 0;
     co->save_stack.valid_sz = 0;
+    aco_gtls_co = co->main_co;
     acosw(co, co->main_co);
     aco__fatal("aco_exit", "co %p was resumed after its end", (void*)co);
 }

@@ -214,36 +214,24 @@ void acosw(aco_t* from_co, aco_t* to_co) __asm__("acosw");
 /* The running co of this thread (between runs: its main co). */
 extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
 
-/* Out-of-line halves of the inline fast paths below (aco.c). */
-void aco__resume_misuse(aco_t* co) __attribute__((noreturn, cold));
+/* The out-of-line half of the inline aco_yield below (aco.c). */
 void aco__yield_misuse(const char* fn) __attribute__((noreturn, cold));
-void aco__take_stack(aco_t* co);
 
-/* aco_resume and aco_yield are inlined into their callers so that acosw
- * continues each side right in its own code: an out-of-line function would
- * return through a return-stack-buffer entry the other side pushed, a
- * mispredicted branch on every switch.  The real functions exist too (for
- * function pointers and other languages); they run the same code. */
-static inline void aco__resume_inline(aco_t* co) {
-    aco_t* cur = aco_gtls_co;
-    if (aco_unlikely(co == NULL || cur == NULL || co->main_co != cur ||
-                     co->is_end))
-        aco__resume_misuse(co);
-    if (aco_unlikely(co->share_stack->owner != co)) aco__take_stack(co);
-    aco_gtls_co = co;
-    acosw(cur, co);
-    aco_gtls_co = cur;
-}
-
+/* aco_yield is inlined into the co's code so that acosw continues the co
+ * right there: an out-of-line function would return through a return-stack-
+ * buffer entry the other side pushed, a mispredicted branch on every switch.
+ * (aco_resume needs no inlining: it ends in a tail jump to acosw, so the main
+ * co continues directly in aco_resume's caller.)  The real aco_yield exists
+ * too, for function pointers and other languages. */
 static inline void aco__yield_inline(void) {
     aco_t* co = aco_gtls_co;
     if (aco_unlikely(co == NULL || co->main_co == NULL))
         aco__yield_misuse("aco_yield");
+    aco_gtls_co = co->main_co;
     acosw(co, co->main_co);
 }
 
-#define aco_resume(co) aco__resume_inline(co)
-#define aco_yield()    aco__yield_inline()
+#define aco_yield() aco__yield_inline()
 
 #ifdef __cplusplus
 }
