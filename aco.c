@@ -32,11 +32,26 @@ _Static_assert(ACO_OFF_PC % sizeof(void*) == 0 &&
 _Static_assert(ACO_OFF_SP % sizeof(void*) == 0 &&
                ACO_OFF_SP < ACO_REG_SLOTS * sizeof(void*),
                "sp slot must be a whole reg[] slot");
+#if defined(__x86_64__) || defined(__i386__)
 _Static_assert(offsetof(aco_t, reg_fpucw) == ACO_OFF_FPUCW &&
                offsetof(aco_t, reg_mxcsr) == ACO_OFF_MXCSR,
                "control-word slots disagree with acosw.S's layout");
 _Static_assert(offsetof(aco_t, is_end) == ACO_OFF_FPUCW + 2,
                "is_end lives in the two bytes acosw.S never writes");
+#else
+#if defined(__aarch64__)
+#define ACO_OFF_FPCTL ACO_OFF_FPCR
+#else
+#define ACO_OFF_FPCTL ACO_OFF_FRM
+#endif
+_Static_assert(offsetof(aco_t, reg_fpctl) == ACO_OFF_FPCTL,
+               "FP control word disagrees with acosw.S's layout");
+#endif
+#ifdef ACO_OFF_LR
+_Static_assert(ACO_OFF_LR % sizeof(void*) == 0 &&
+               ACO_OFF_LR < ACO_REG_SLOTS * sizeof(void*),
+               "lr slot must be a whole reg[] slot");
+#endif
 
 #define ACO_PC(co) ((co)->reg[ACO_OFF_PC / sizeof(void*)])
 #define ACO_SP(co) ((co)->reg[ACO_OFF_SP / sizeof(void*)])
@@ -52,9 +67,38 @@ _Static_assert(offsetof(aco_t, is_end) == ACO_OFF_FPUCW + 2,
 ACO_TLS aco_t* aco_gtls_co;
 static ACO_TLS aco_cofuncp_t aco__last_word;
 static ACO_TLS char aco__inited;
-/* The control words captured by aco_thread_init(): new cos start with them. */
+/* The FP control words captured by aco_thread_init(): new cos start with
+ * them (aco__fpenv_give). */
+#if defined(__x86_64__) || defined(__i386__)
 static ACO_TLS uint16_t aco__fpucw;
 static ACO_TLS uint32_t aco__mxcsr;
+
+static void aco__fpenv_capture(void) {
+    __asm__ volatile("fnstcw %0" : "=m"(aco__fpucw));
+    __asm__ volatile("stmxcsr %0" : "=m"(aco__mxcsr));
+}
+
+static void aco__fpenv_give(aco_t* co) {
+    co->reg_fpucw = aco__fpucw;
+    co->reg_mxcsr = aco__mxcsr;
+}
+#else
+static ACO_TLS uint32_t aco__fpctl;     /* FPCR (its bits 32-63 are RES0) / frm */
+
+static void aco__fpenv_capture(void) {
+    uintptr_t v;
+#if defined(__aarch64__)
+    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
+#else
+    __asm__ volatile("frrm %0" : "=r"(v));
+#endif
+    aco__fpctl = (uint32_t)v;
+}
+
+static void aco__fpenv_give(aco_t* co) {
+    co->reg_fpctl = aco__fpctl;
+}
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Errors: name the function and the rule, then abort.                      */
@@ -88,8 +132,7 @@ static void* aco__alloc(const char* fn, size_t sz) {
 /* ------------------------------------------------------------------------ */
 
 void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
-    __asm__ volatile("fnstcw %0" : "=m"(aco__fpucw));
-    __asm__ volatile("stmxcsr %0" : "=m"(aco__mxcsr));
+    aco__fpenv_capture();
     aco__last_word = last_word_co_fp;
     aco__inited = 1;
 }
@@ -143,7 +186,8 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
         aco__check(fn, s->real_ptr != MAP_FAILED,
                    "out of memory (mmap of %zu bytes failed: %s)", s->real_sz,
                    strerror(errno));
-        /* The guard sits below the stack: x86 stacks grow down. */
+        /* The guard sits below the stack: stacks grow down on every
+         * supported architecture. */
         aco__check(fn, mprotect(s->real_ptr, pg, PROT_NONE) == 0,
                    "mprotect of the guard page failed: %s", strerror(errno));
         s->ptr = (char*)s->real_ptr + pg;
@@ -156,13 +200,20 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
     }
     s->sz = sz;
 
+    uintptr_t high = ((uintptr_t)s->ptr + sz) & ~(uintptr_t)15;
+    s->align_highptr = (void*)high;
+#ifdef ACO_OFF_LR
+    /* The return address is a register (aco_create sets a new co's lr to
+     * the protector): a co function enters with sp == highptr, and
+     * sp % 16 == 0 at a call is the ABI's rule (AAPCS64, RISC-V psABI). */
+    s->align_retptr = (void*)high;
+#else
     /* Top of the stack: a 16-byte aligned highptr with the protector's
      * address just below it, so a starting co function finds a return
      * address and, per the ABI, (sp + sizeof(void*)) % 16 == 0 at entry. */
-    uintptr_t high = ((uintptr_t)s->ptr + sz) & ~(uintptr_t)15;
-    s->align_highptr = (void*)high;
     s->align_retptr = (void*)(high - sizeof(void*));
     *(const void**)s->align_retptr = aco_protector_ret;
+#endif
     s->align_limit = (size_t)((uintptr_t)s->align_retptr - (uintptr_t)s->ptr);
     s->owner = NULL;
 #ifdef ACO_USE_VALGRIND
@@ -370,6 +421,19 @@ static void aco__save_free(aco_save_stack_t* ss) {
 /* Cos                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* The registers of a co that has not run yet: its first switch enters
+ * co->fp at the top of its share stack, with the protector as the return
+ * address and the FP control words aco_thread_init() captured. */
+static void aco__init_regs(aco_t* co) {
+    memset(co->reg, 0, sizeof(co->reg));
+    ACO_PC(co) = (void*)co->fp;
+    ACO_SP(co) = co->share_stack->align_retptr;
+#ifdef ACO_OFF_LR
+    co->reg[ACO_OFF_LR / sizeof(void*)] = (void*)(uintptr_t)aco_protector_ret;
+#endif
+    aco__fpenv_give(co);
+}
+
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg) {
     static const char fn[] = "aco_create";
@@ -401,10 +465,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     co->arg = arg;
     co->fp = fp;
     co->share_stack = share_stack;
-    ACO_PC(co) = (void*)fp;
-    ACO_SP(co) = share_stack->align_retptr;
-    co->reg_fpucw = aco__fpucw;
-    co->reg_mxcsr = aco__mxcsr;
+    aco__init_regs(co);
     /* The save stack is allocated when first needed, exactly as large as
      * needed, unless the caller asked for an initial size. */
     if (save_stack_sz != 0) {

@@ -27,8 +27,10 @@
  *
  * Build macros (define them for aco.c, acosw.S and your program alike):
  *   ACO_CONFIG_SHARE_FPU_MXCSR_ENV  undefined by default: every co keeps its
- *       own x87 control word and MXCSR, switched with it.  Define it when no
- *       code changes them (fesetround, ...) to save a few ns per switch.
+ *       own floating-point control state (x86: x87 control word and MXCSR;
+ *       aarch64: FPCR; riscv64: the rounding mode frm), switched with it.
+ *       Define it when no code changes them (fesetround, ...) to save a few
+ *       ns per switch.
  *   ACO_USE_VALGRIND  undefined by default: define it to run under valgrind
  *       memcheck with zero false reports, shared stacks included (needs
  *       <valgrind/valgrind.h>; costs a little per stack copy).
@@ -70,10 +72,11 @@ typedef void (*aco_cofuncp_t)(void);
 /* ======================================================================== */
 
 /* Initialise libaco for the calling thread; call it once per thread before
- * any other call.  Records the thread's current x87 control word and MXCSR:
- * new cos start with them.  last_word_co_fp, if not NULL, is called (on the
- * offending co, so aco_get_co() works) when a co function returns instead of
- * calling aco_exit(); the process aborts after it in any case. */
+ * any other call.  Records the thread's current FP control state (x87
+ * control word and MXCSR, FPCR, frm): new cos start with it.
+ * last_word_co_fp, if not NULL, is called (on the offending co, so
+ * aco_get_co() works) when a co function returns instead of calling
+ * aco_exit(); the process aborts after it in any case. */
 void aco_thread_init(aco_cofuncp_t last_word_co_fp);
 
 /* aco_share_stack_new2(sz, 1). */
@@ -181,21 +184,32 @@ struct aco_share_stack_s {
 };
 
 /* Saved registers of a suspended co; the layout is acosw.S's, see there.
- * Packed so that a co is 144 bytes on x86-64 (72 on i386). */
+ * Packed so that a co is 144 bytes on x86-64 (72 on i386; 256 on aarch64,
+ * 296 on riscv64). */
 #if defined(__x86_64__)
 #define ACO_REG_COUNT 8     /* rbx rbp r12-r15, pc, sp */
 #elif defined(__i386__)
 #define ACO_REG_COUNT 6     /* ebx ebp esi edi, pc, sp */
+#elif defined(__aarch64__)
+#define ACO_REG_COUNT 22    /* x19-x28, x29, lr, sp, pc, d8-d15 */
+#elif defined(__riscv) && __riscv_xlen == 64
+#define ACO_REG_COUNT 27    /* s0-s11, lr, sp, pc, fs0-fs11 */
 #else
 #error "libaco: unsupported architecture"
 #endif
 
 struct aco_s {
     void*    reg[ACO_REG_COUNT];    /* acosw.S's slots; must stay first */
+#if defined(__x86_64__) || defined(__i386__)
     uint16_t reg_fpucw;             /* acosw.S: x87 control word */
     char     is_end;                /* (read) 1 once the co called aco_exit */
     char     reserved_;
     uint32_t reg_mxcsr;             /* acosw.S: MXCSR */
+#else
+    uint32_t reg_fpctl;             /* acosw.S: FPCR (aarch64), frm (riscv64) */
+    char     is_end;                /* (read) 1 once the co called aco_exit */
+    char     reserved_[3];
+#endif
     aco_t*   main_co;               /* (read) NULL for a main co */
     void*    arg;                   /* (read) */
     aco_cofuncp_t fp;               /* (read) */

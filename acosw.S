@@ -22,9 +22,12 @@
  * _Static_assert.
  *
  * A new co starts with reg.pc = its function and reg.sp = the share stack's
- * align_retptr, a slot holding aco_protector_ret: the function sees a normal
- * call frame whose return address is the protector, which reports a co that
- * returned instead of calling aco_exit().
+ * align_retptr.  On x86 that is a slot holding aco_protector_ret: the
+ * function sees a normal call frame whose return address is the protector,
+ * which reports a co that returned instead of calling aco_exit().  Where the
+ * return address lives in a register (aarch64 x30, riscv64 ra) there is no
+ * slot: align_retptr is the 16-byte aligned top itself, and the new co's
+ * reg.lr holds aco_protector_ret instead (ACO_OFF_LR exists exactly there).
  */
 
 #if defined(__CET__) && (__CET__ & 1)
@@ -243,6 +246,271 @@ aco_protector_ret:
     .size   aco_protector, .-aco_protector
 #endif /* ACO_ASM_LAYOUT_ONLY */
 
+#elif defined(__aarch64__)
+/*
+ * AArch64, AAPCS64 6.1.1 "General-purpose Registers" and 6.1.2 "SIMD and
+ * Floating-Point Registers": callee-saved are x19-x28, the frame pointer
+ * x29, sp, and the low 64 bits of v8-v15 (d8-d15).  The return address
+ * arrives in x30 (lr), not on the stack.  FPCR (rounding mode, flush-to-zero,
+ * trap enables) is "a global register" that only support functions such as
+ * fesetround change: like x86's control words it is kept per co unless
+ * ACO_CONFIG_SHARE_FPU_MXCSR_ENV.  FPSR holds sticky status flags, which are
+ * not preserved across calls: not saved.  Arguments: x0 = from, x1 = to.
+ *
+ *   offset  slot  content
+ *   0x00    0     x19
+ *   ...           x20-x27, one slot each
+ *   0x48    9     x28
+ *   0x50    10    x29 (fp)
+ *   0x58    11    lr:  x30 at the switch; a new co's is aco_protector_ret
+ *   0x60    12    sp:  sp at pc (the caller's sp after acosw returns)
+ *   0x68    13    pc:  where the co continues (a new co: its function)
+ *   0x70    14    d8
+ *   ...           d9-d14, one slot each
+ *   0xa8    21    d15
+ *   0xb0          FPCR (32 bits; its bits 32-63 are RES0)   aco_t.reg_fpctl
+ *   0xb4          (aco_t.is_end: never written here)
+ *
+ * Pairs are adjacent so stp/ldp move two slots per instruction.
+ */
+#define ACO_OFF_X19     0x00
+#define ACO_OFF_X21     0x10
+#define ACO_OFF_X23     0x20
+#define ACO_OFF_X25     0x30
+#define ACO_OFF_X27     0x40
+#define ACO_OFF_FP      0x50
+#define ACO_OFF_LR      0x58
+#define ACO_OFF_SP      0x60
+#define ACO_OFF_PC      0x68
+#define ACO_OFF_D8      0x70
+#define ACO_OFF_D10     0x80
+#define ACO_OFF_D12     0x90
+#define ACO_OFF_D14     0xa0
+#define ACO_OFF_FPCR    0xb0
+#define ACO_REG_SLOTS   22          /* pointer-sized slots before 0xb0 */
+
+/* Branch Target Identification (-mbranch-protection=bti|standard): on
+ * guarded pages an indirect call (blr, or br via x16/x17 as PLT stubs do)
+ * must land on "bti c".  Written as its hint encoding so that assemblers
+ * without the BTI extension enabled accept it; a no-op on older cores. */
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+#define ACO_BTI 1
+#define ACO_BTI_C hint #34
+#else
+#define ACO_BTI 0
+#define ACO_BTI_C
+#endif
+
+#ifndef ACO_ASM_LAYOUT_ONLY
+    .text
+    .p2align 4
+    .globl  acosw
+    .type   acosw, %function
+acosw:
+    .cfi_startproc
+    ACO_BTI_C                           /* reached by blr or a PLT's br x17 */
+    stp     x19, x20, [x0, #ACO_OFF_X19]
+    stp     x21, x22, [x0, #ACO_OFF_X21]
+    stp     x23, x24, [x0, #ACO_OFF_X23]
+    stp     x25, x26, [x0, #ACO_OFF_X25]
+    stp     x27, x28, [x0, #ACO_OFF_X27]
+    stp     x29, x30, [x0, #ACO_OFF_FP]
+    mov     x9, sp                      /* stp cannot store sp itself */
+    stp     x9, x30, [x0, #ACO_OFF_SP]  /* sp, pc = the return address */
+    stp     d8, d9, [x0, #ACO_OFF_D8]
+    stp     d10, d11, [x0, #ACO_OFF_D10]
+    stp     d12, d13, [x0, #ACO_OFF_D12]
+    stp     d14, d15, [x0, #ACO_OFF_D14]
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+    /* Writing FPCR can stall the FP pipeline: write only on a change. */
+    mrs     x9, fpcr
+    str     w9, [x0, #ACO_OFF_FPCR]
+    ldr     w10, [x1, #ACO_OFF_FPCR]    /* zero-extends into x10 */
+    cmp     w9, w10
+    b.ne    .Lload_fpcr64
+.Lfpcr_done64:
+#endif
+    ldp     x19, x20, [x1, #ACO_OFF_X19]
+    ldp     x21, x22, [x1, #ACO_OFF_X21]
+    ldp     x23, x24, [x1, #ACO_OFF_X23]
+    ldp     x25, x26, [x1, #ACO_OFF_X25]
+    ldp     x27, x28, [x1, #ACO_OFF_X27]
+    ldp     d8, d9, [x1, #ACO_OFF_D8]
+    ldp     d10, d11, [x1, #ACO_OFF_D10]
+    ldp     d12, d13, [x1, #ACO_OFF_D12]
+    ldp     d14, d15, [x1, #ACO_OFF_D14]
+    ldp     x9, x10, [x1, #ACO_OFF_SP]  /* x9 = to's sp, x10 = to's pc */
+    ldp     x29, x30, [x1, #ACO_OFF_FP]
+    .cfi_register x30, x10              /* from here on this is `to` returning */
+    mov     sp, x9                      /* the one instruction that moves stacks */
+    /* Continue `to` with a return, not a br: RET is exempt from BTI (a
+     * resume address follows a bl and is no landing pad; a new co's pc is
+     * a C function, which has its own), and it pops the return-stack entry
+     * our caller's bl pushed, keeping the predictor's stack balanced. */
+    ret     x10
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+.Lload_fpcr64:                          /* off the hot path */
+    msr     fpcr, x10
+    b       .Lfpcr_done64
+#endif
+    .cfi_endproc
+    .size   acosw, .-acosw
+
+/* The co function "returns" here (its lr was set to aco_protector_ret):
+ * sp == align_highptr, 16-byte aligned, as a call requires. */
+    .p2align 4
+    .globl  aco_protector
+    .hidden aco_protector
+    .type   aco_protector, %function
+aco_protector:
+    .cfi_startproc
+    .cfi_undefined x30                  /* the outermost frame of every co */
+    nop                                 /* unwinders look up ret-1: keep it here */
+    .globl  aco_protector_ret
+    .hidden aco_protector_ret
+aco_protector_ret:                      /* reached by ret: no landing pad */
+    bl      aco__funcp_protector        /* never returns */
+    brk     #0x3c
+    .cfi_endproc
+    .size   aco_protector, .-aco_protector
+#endif /* ACO_ASM_LAYOUT_ONLY */
+
+#elif defined(__riscv) && __riscv_xlen == 64
+/*
+ * RISC-V 64, LP64D (RISC-V psABI, "Integer Register Convention" and
+ * "Floating-point Register Convention"): callee-saved are sp, s0-s11 (s0 is
+ * the frame pointer) and fs0-fs11 (whole 64 bits under the D ABI).  The
+ * return address arrives in ra, not on the stack.  fcsr "must have thread
+ * storage duration" (psABI); its rounding mode field frm is kept per co
+ * unless ACO_CONFIG_SHARE_FPU_MXCSR_ENV, as x86's control words are.  fflags
+ * holds sticky status flags: not saved.  Arguments: a0 = from, a1 = to.
+ *
+ *   offset  slot  content
+ *   0x00    0     s0 (fp)
+ *   ...           s1-s10, one slot each
+ *   0x58    11    s11
+ *   0x60    12    lr:  ra at the switch; a new co's is aco_protector_ret
+ *   0x68    13    sp:  sp at pc (the caller's sp after acosw returns)
+ *   0x70    14    pc:  where the co continues (a new co: its function)
+ *   0x78    15    fs0
+ *   ...           fs1-fs10, one slot each
+ *   0xd0    26    fs11
+ *   0xd8          frm (3 bits, in 32)           aco_t.reg_fpctl
+ *   0xdc          (aco_t.is_end: never written here)
+ */
+#if !defined(__riscv_float_abi_double)
+#error "libaco: riscv64 needs the LP64D ABI (fs0-fs11 are saved as doubles)"
+#endif
+#define ACO_OFF_S0      0x00
+#define ACO_OFF_LR      0x60
+#define ACO_OFF_SP      0x68
+#define ACO_OFF_PC      0x70
+#define ACO_OFF_FS0     0x78
+#define ACO_OFF_FRM     0xd8
+#define ACO_REG_SLOTS   27          /* pointer-sized slots before 0xd8 */
+
+#ifndef ACO_ASM_LAYOUT_ONLY
+    .text
+    .p2align 2
+    .globl  acosw
+    .type   acosw, %function
+acosw:
+    .cfi_startproc
+    sd      s0, ACO_OFF_S0+0x00(a0)
+    sd      s1, ACO_OFF_S0+0x08(a0)
+    sd      s2, ACO_OFF_S0+0x10(a0)
+    sd      s3, ACO_OFF_S0+0x18(a0)
+    sd      s4, ACO_OFF_S0+0x20(a0)
+    sd      s5, ACO_OFF_S0+0x28(a0)
+    sd      s6, ACO_OFF_S0+0x30(a0)
+    sd      s7, ACO_OFF_S0+0x38(a0)
+    sd      s8, ACO_OFF_S0+0x40(a0)
+    sd      s9, ACO_OFF_S0+0x48(a0)
+    sd      s10, ACO_OFF_S0+0x50(a0)
+    sd      s11, ACO_OFF_S0+0x58(a0)
+    sd      ra, ACO_OFF_LR(a0)
+    sd      sp, ACO_OFF_SP(a0)
+    sd      ra, ACO_OFF_PC(a0)          /* pc = the return address */
+    fsd     fs0, ACO_OFF_FS0+0x00(a0)
+    fsd     fs1, ACO_OFF_FS0+0x08(a0)
+    fsd     fs2, ACO_OFF_FS0+0x10(a0)
+    fsd     fs3, ACO_OFF_FS0+0x18(a0)
+    fsd     fs4, ACO_OFF_FS0+0x20(a0)
+    fsd     fs5, ACO_OFF_FS0+0x28(a0)
+    fsd     fs6, ACO_OFF_FS0+0x30(a0)
+    fsd     fs7, ACO_OFF_FS0+0x38(a0)
+    fsd     fs8, ACO_OFF_FS0+0x40(a0)
+    fsd     fs9, ACO_OFF_FS0+0x48(a0)
+    fsd     fs10, ACO_OFF_FS0+0x50(a0)
+    fsd     fs11, ACO_OFF_FS0+0x58(a0)
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+    /* A CSR write may serialise the pipeline: write frm only on a change. */
+    frrm    t0
+    sw      t0, ACO_OFF_FRM(a0)
+    lw      t1, ACO_OFF_FRM(a1)
+    bne     t0, t1, .Lload_frm
+.Lfrm_done:
+#endif
+    ld      s0, ACO_OFF_S0+0x00(a1)
+    ld      s1, ACO_OFF_S0+0x08(a1)
+    ld      s2, ACO_OFF_S0+0x10(a1)
+    ld      s3, ACO_OFF_S0+0x18(a1)
+    ld      s4, ACO_OFF_S0+0x20(a1)
+    ld      s5, ACO_OFF_S0+0x28(a1)
+    ld      s6, ACO_OFF_S0+0x30(a1)
+    ld      s7, ACO_OFF_S0+0x38(a1)
+    ld      s8, ACO_OFF_S0+0x40(a1)
+    ld      s9, ACO_OFF_S0+0x48(a1)
+    ld      s10, ACO_OFF_S0+0x50(a1)
+    ld      s11, ACO_OFF_S0+0x58(a1)
+    fld     fs0, ACO_OFF_FS0+0x00(a1)
+    fld     fs1, ACO_OFF_FS0+0x08(a1)
+    fld     fs2, ACO_OFF_FS0+0x10(a1)
+    fld     fs3, ACO_OFF_FS0+0x18(a1)
+    fld     fs4, ACO_OFF_FS0+0x20(a1)
+    fld     fs5, ACO_OFF_FS0+0x28(a1)
+    fld     fs6, ACO_OFF_FS0+0x30(a1)
+    fld     fs7, ACO_OFF_FS0+0x38(a1)
+    fld     fs8, ACO_OFF_FS0+0x40(a1)
+    fld     fs9, ACO_OFF_FS0+0x48(a1)
+    fld     fs10, ACO_OFF_FS0+0x50(a1)
+    fld     fs11, ACO_OFF_FS0+0x58(a1)
+    ld      t0, ACO_OFF_PC(a1)
+    ld      t1, ACO_OFF_SP(a1)
+    ld      ra, ACO_OFF_LR(a1)
+    .cfi_register ra, t0                /* from here on this is `to` returning */
+    mv      sp, t1                      /* the one instruction that moves stacks */
+    /* jalr x0 through t0 (x5, an alternate link register) is a "return"
+     * hint (ISA, JALR): it pops the return-address-stack entry our caller's
+     * call pushed, keeping the predictor's stack balanced. */
+    jr      t0
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+.Lload_frm:                             /* off the hot path */
+    fsrm    t1
+    j       .Lfrm_done
+#endif
+    .cfi_endproc
+    .size   acosw, .-acosw
+
+/* The co function "returns" here (its ra was set to aco_protector_ret):
+ * sp == align_highptr, 16-byte aligned, as a call requires. */
+    .p2align 2
+    .globl  aco_protector
+    .hidden aco_protector
+    .type   aco_protector, %function
+aco_protector:
+    .cfi_startproc
+    .cfi_undefined ra                   /* the outermost frame of every co */
+    nop                                 /* unwinders look up ret-1: keep it here */
+    .globl  aco_protector_ret
+    .hidden aco_protector_ret
+aco_protector_ret:
+    call    aco__funcp_protector        /* never returns */
+    unimp
+    .cfi_endproc
+    .size   aco_protector, .-aco_protector
+#endif /* ACO_ASM_LAYOUT_ONLY */
+
 #else
 #error "libaco: acosw.S has no section for this architecture"
 #endif
@@ -274,6 +542,27 @@ aco_protector_ret:
 #else
     .p2align 2
 #endif
+3:
+#endif
+
+/* With -mbranch-protection=bti|standard: claim BTI, which holds (acosw, the
+ * only indirect-call target here, starts with bti c; every other entry is
+ * reached by ret or bl).  Never claim PAC, even when the C code signs its
+ * return addresses: acosw keeps a suspended co's resume address unsigned in
+ * aco_t.reg, so it would be a false claim.  (Return addresses that C frames
+ * signed are safe to move: a co's frames are always restored at the
+ * addresses they were saved from, so the sp modifiers still match.) */
+#if defined(__aarch64__) && ACO_BTI
+    .section .note.gnu.property, "a"
+    .p2align 3
+    .long   4                           /* n_namesz: "GNU\0" */
+    .long   3f - 2f                     /* n_descsz */
+    .long   5                           /* NT_GNU_PROPERTY_TYPE_0 */
+    .asciz  "GNU"
+2:  .long   0xc0000000                  /* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+    .long   4                           /* pr_datasz */
+    .long   1                           /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
+    .p2align 3
 3:
 #endif
 #endif /* ACO_ASM_LAYOUT_ONLY */
