@@ -91,6 +91,10 @@
 #define BENCH_ARCH "x86_64"
 #elif defined(__i386__)
 #define BENCH_ARCH "i386"
+#elif defined(__aarch64__)
+#define BENCH_ARCH "aarch64"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define BENCH_ARCH "riscv64"
 #else
 #error "test_aco_benchmark: unknown architecture"
 #endif

@@ -1,6 +1,8 @@
 /*
  * test_alignment.c - code running in a co sees a stack aligned as the ABI
- * requires: (sp + sizeof(void*)) % 16 == 0 at every function entry.
+ * requires at every function entry: on x86 (sp + sizeof(void*)) % 16 == 0
+ * (the call pushed the return address onto a 16-byte aligned stack), on
+ * aarch64 and riscv64 sp % 16 == 0 (the return address is in a register).
  *
  * A misaligned co stack shows up as crashes or wrong output in innocent
  * code: printf("%f") spills SSE registers with aligned stores on x86-64,
@@ -19,8 +21,9 @@
 #include <math.h>
 #include <stdalign.h>
 
-/* Returns the stack pointer at its own entry (pointing at the return
- * address): the caller's stack pointer at the call, minus one slot. */
+/* Returns the stack pointer at its own entry (x86: pointing at the return
+ * address, the caller's stack pointer at the call minus one slot; aarch64,
+ * riscv64: the caller's stack pointer at the call). */
 uintptr_t test_align_entry_sp(void);
 #if defined(__x86_64__)
 __asm__(".text\n"
@@ -38,18 +41,53 @@ __asm__(".text\n"
         "movl %esp, %eax\n\t"
         "ret\n"
         ".size test_align_entry_sp, .-test_align_entry_sp\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".globl test_align_entry_sp\n"
+        ".type test_align_entry_sp, %function\n"
+        "test_align_entry_sp:\n\t"
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+        "hint #34\n\t"          /* bti c */
+#endif
+        "mov x0, sp\n\t"
+        "ret\n"
+        ".size test_align_entry_sp, .-test_align_entry_sp\n");
+#elif defined(__riscv)
+__asm__(".text\n"
+        ".globl test_align_entry_sp\n"
+        ".type test_align_entry_sp, %function\n"
+        "test_align_entry_sp:\n\t"
+        "mv a0, sp\n\t"
+        "ret\n"
+        ".size test_align_entry_sp, .-test_align_entry_sp\n");
 #else
 #error "test_alignment: unsupported architecture"
 #endif
 
+#if defined(__x86_64__) || defined(__i386__)
+#define ENTRY_SP_BIAS sizeof(void*)   /* the pushed return address */
+#else
+#define ENTRY_SP_BIAS 0
+#endif
+
 static int entry_sp_ok(uintptr_t entry_sp) {
-    return (entry_sp + sizeof(void*)) % 16 == 0;
+    return (entry_sp + ENTRY_SP_BIAS) % 16 == 0;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 /* With a frame pointer (which __builtin_frame_address(0) forces) the frame
  * address is where the caller's frame pointer was pushed, one slot below
  * the return address: entry sp == frame address + one slot. */
 #define FRAME_ENTRY_SP() ((uintptr_t)__builtin_frame_address(0) + sizeof(void*))
+#elif defined(__riscv)
+/* The frame pointer s0 is set to the entry sp by the prologue. */
+#define FRAME_ENTRY_SP() ((uintptr_t)__builtin_frame_address(0))
+#else
+/* aarch64: x29 points at the frame record (x29, x30), which gcc and clang
+ * place a multiple of 16 bytes below the entry sp: the same remainder
+ * mod 16, all that entry_sp_ok() looks at. */
+#define FRAME_ENTRY_SP() ((uintptr_t)__builtin_frame_address(0))
+#endif
 
 __attribute__((noinline)) static uintptr_t c_function_entry_sp(void) {
     return FRAME_ENTRY_SP();
@@ -134,8 +172,8 @@ static void check_here(const char* where, int seed) {
     uintptr_t sp = test_align_entry_sp();
     if (!entry_sp_ok(sp)) {
         fprintf(stderr, "%s: a call from here enters with sp %#" PRIxPTR
-                " ((sp + %zu) %% 16 == %zu)\n", where, sp, sizeof(void*),
-                (size_t)((sp + sizeof(void*)) % 16));
+                " ((sp + %zu) %% 16 == %zu)\n", where, sp,
+                (size_t)ENTRY_SP_BIAS, (size_t)((sp + ENTRY_SP_BIAS) % 16));
         exit(1);
     }
     sp = c_function_entry_sp();

@@ -1,10 +1,12 @@
 /*
- * test_registers.c - a switch keeps every callee-saved register, and the x87
- * control word and MXCSR as the build's configuration says.
+ * test_registers.c - a switch keeps every callee-saved register, and the FP
+ * control words (x87 control word and MXCSR, aarch64 FPCR, riscv64 frm) as
+ * the build's configuration says.
  *
  * Registers: regs_switch() (inline asm) loads known, distinct values into
- * every callee-saved register of the System V ABI (x86-64: rbx, rbp, r12-r15;
- * i386: ebx, ebp, esi, edi), calls aco_resume() or aco_yield() from inside the
+ * every callee-saved register of the ABI (x86-64: rbx, rbp, r12-r15; i386:
+ * ebx, ebp, esi, edi; aarch64: x19-x29 and d8-d15; riscv64: s0-s11 and
+ * fs0-fs11), calls aco_resume() or aco_yield() from inside the
  * same asm statement, and stores what the registers hold when that call
  * returns: the other side of the switch has meanwhile run with its own
  * values.  Checked main -> co -> main on a standalone stack, and for two cos
@@ -12,8 +14,8 @@
  * probe and a deliberately ABI-breaking callee show that the harness really
  * loads the registers and really notices a change.
  *
- * Control words: by default every co keeps its own x87 control word and
- * MXCSR, and a new co starts with the words aco_thread_init() captured.
+ * Control words: by default every co keeps its own control words, and a
+ * new co starts with the words aco_thread_init() captured.
  * With ACO_CONFIG_SHARE_FPU_MXCSR_ENV they are one thread-wide setting that
  * switches leave alone.  The test expects whichever the build asks for.
  */
@@ -41,8 +43,33 @@ static const char* const reg_name[NREG] = {"ebx", "ebp", "esi", "edi"};
 #define IO_OUT 16
 #define IO_FN  32
 #define IO_ARG 36
+#elif defined(__aarch64__)
+/* d8-d15 as 64-bit patterns: AAPCS64 keeps only their low halves. */
+#define NREG 19
+static const char* const reg_name[NREG] = {
+    "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28",
+    "x29", "d8",  "d9",  "d10", "d11", "d12", "d13", "d14", "d15"};
+#define IO_OUT 152
+#define IO_FN  304
+#define IO_ARG 312
+#elif defined(__riscv)
+#define NREG 24
+static const char* const reg_name[NREG] = {
+    "s0",  "s1",  "s2",  "s3",  "s4",  "s5",  "s6",  "s7",
+    "s8",  "s9",  "s10", "s11", "fs0", "fs1", "fs2", "fs3",
+    "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11"};
+#define IO_OUT 192
+#define IO_FN  384
+#define IO_ARG 392
 #else
 #error "test_registers: unsupported architecture"
+#endif
+
+#if defined(__aarch64__) && defined(__ARM_FEATURE_BTI_DEFAULT) && \
+    __ARM_FEATURE_BTI_DEFAULT
+#define BTI_C "hint #34\n\t"   /* bti c: the asm functions are called by blr */
+#else
+#define BTI_C ""
 #endif
 
 struct regio {
@@ -63,7 +90,9 @@ _Static_assert(offsetof(struct regio, arg) == IO_ARG, "IO_ARG");
  * (gcc cannot give up rbp or the i386 PIC register ebx anyway); everything
  * a call may clobber is declared.  The stack is 16-byte aligned at the call,
  * as the ABI requires, and on x86-64 the asm first steps over the 128-byte
- * red zone, where the compiler may keep live data.
+ * red zone, where the compiler may keep live data.  On aarch64 the whole
+ * q8-q15 are saved: the compiler assumes an asm keeps all 128 bits, a call
+ * only the low 64.
  */
 static void regs_switch(struct regio* io) {
 #if defined(__x86_64__)
@@ -110,7 +139,7 @@ static void regs_switch(struct regio* io) {
           "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
           "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)",
           "memory", "cc");
-#else
+#elif defined(__i386__)
     __asm__ volatile(
         "movl  %%esp, %%ecx\n\t"
         "andl  $-16, %%esp\n\t"
@@ -148,6 +177,177 @@ static void regs_switch(struct regio* io) {
 #endif
           "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)",
           "memory", "cc");
+#elif defined(__aarch64__)
+    register struct regio* x0 __asm__("x0") = io;
+    __asm__ volatile(
+        "sub   sp, sp, #240\n\t"           /* sp stays 16-byte aligned */
+        "stp   x19, x20, [sp, #0]\n\t"
+        "stp   x21, x22, [sp, #16]\n\t"
+        "stp   x23, x24, [sp, #32]\n\t"
+        "stp   x25, x26, [sp, #48]\n\t"
+        "stp   x27, x28, [sp, #64]\n\t"
+        "stp   x29, x30, [sp, #80]\n\t"
+        "stp   q8, q9, [sp, #96]\n\t"
+        "stp   q10, q11, [sp, #128]\n\t"
+        "stp   q12, q13, [sp, #160]\n\t"
+        "stp   q14, q15, [sp, #192]\n\t"
+        "str   x0, [sp, #224]\n\t"         /* io */
+        "ldr   x16, [x0, #" STR(IO_FN) "]\n\t"
+        "ldp   x19, x20, [x0, #0]\n\t"
+        "ldp   x21, x22, [x0, #16]\n\t"
+        "ldp   x23, x24, [x0, #32]\n\t"
+        "ldp   x25, x26, [x0, #48]\n\t"
+        "ldp   x27, x28, [x0, #64]\n\t"
+        "ldr   x29, [x0, #80]\n\t"
+        "ldp   d8, d9, [x0, #88]\n\t"
+        "ldp   d10, d11, [x0, #104]\n\t"
+        "ldp   d12, d13, [x0, #120]\n\t"
+        "ldp   d14, d15, [x0, #136]\n\t"
+        "ldr   x0, [x0, #" STR(IO_ARG) "]\n\t"
+        "blr   x16\n\t"
+        "ldr   x0, [sp, #224]\n\t"
+        "stp   x19, x20, [x0, #" STR(IO_OUT) "+0]\n\t"
+        "stp   x21, x22, [x0, #" STR(IO_OUT) "+16]\n\t"
+        "stp   x23, x24, [x0, #" STR(IO_OUT) "+32]\n\t"
+        "stp   x25, x26, [x0, #" STR(IO_OUT) "+48]\n\t"
+        "stp   x27, x28, [x0, #" STR(IO_OUT) "+64]\n\t"
+        "str   x29, [x0, #" STR(IO_OUT) "+80]\n\t"
+        "stp   d8, d9, [x0, #" STR(IO_OUT) "+88]\n\t"
+        "stp   d10, d11, [x0, #" STR(IO_OUT) "+104]\n\t"
+        "stp   d12, d13, [x0, #" STR(IO_OUT) "+120]\n\t"
+        "stp   d14, d15, [x0, #" STR(IO_OUT) "+136]\n\t"
+        "ldp   x19, x20, [sp, #0]\n\t"
+        "ldp   x21, x22, [sp, #16]\n\t"
+        "ldp   x23, x24, [sp, #32]\n\t"
+        "ldp   x25, x26, [sp, #48]\n\t"
+        "ldp   x27, x28, [sp, #64]\n\t"
+        "ldp   x29, x30, [sp, #80]\n\t"
+        "ldp   q8, q9, [sp, #96]\n\t"
+        "ldp   q10, q11, [sp, #128]\n\t"
+        "ldp   q12, q13, [sp, #160]\n\t"
+        "ldp   q14, q15, [sp, #192]\n\t"
+        "add   sp, sp, #240\n\t"
+        : "+r"(x0)
+        :
+        : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11",
+          "x12", "x13", "x14", "x15", "x16", "x17", "x18",
+          "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v16", "v17", "v18",
+          "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28",
+          "v29", "v30", "v31", "memory", "cc");
+#elif defined(__riscv)
+    register struct regio* a0 __asm__("a0") = io;
+    __asm__ volatile(
+        "addi  sp, sp, -208\n\t"           /* sp stays 16-byte aligned */
+        "sd    ra, 0(sp)\n\t"
+        "sd    s0, 8(sp)\n\t"
+        "sd    s1, 16(sp)\n\t"
+        "sd    s2, 24(sp)\n\t"
+        "sd    s3, 32(sp)\n\t"
+        "sd    s4, 40(sp)\n\t"
+        "sd    s5, 48(sp)\n\t"
+        "sd    s6, 56(sp)\n\t"
+        "sd    s7, 64(sp)\n\t"
+        "sd    s8, 72(sp)\n\t"
+        "sd    s9, 80(sp)\n\t"
+        "sd    s10, 88(sp)\n\t"
+        "sd    s11, 96(sp)\n\t"
+        "fsd   fs0, 104(sp)\n\t"
+        "fsd   fs1, 112(sp)\n\t"
+        "fsd   fs2, 120(sp)\n\t"
+        "fsd   fs3, 128(sp)\n\t"
+        "fsd   fs4, 136(sp)\n\t"
+        "fsd   fs5, 144(sp)\n\t"
+        "fsd   fs6, 152(sp)\n\t"
+        "fsd   fs7, 160(sp)\n\t"
+        "fsd   fs8, 168(sp)\n\t"
+        "fsd   fs9, 176(sp)\n\t"
+        "fsd   fs10, 184(sp)\n\t"
+        "fsd   fs11, 192(sp)\n\t"
+        "sd    a0, 200(sp)\n\t"            /* io */
+        "ld    t1, " STR(IO_FN) "(a0)\n\t"
+        "ld    s0, 0(a0)\n\t"
+        "ld    s1, 8(a0)\n\t"
+        "ld    s2, 16(a0)\n\t"
+        "ld    s3, 24(a0)\n\t"
+        "ld    s4, 32(a0)\n\t"
+        "ld    s5, 40(a0)\n\t"
+        "ld    s6, 48(a0)\n\t"
+        "ld    s7, 56(a0)\n\t"
+        "ld    s8, 64(a0)\n\t"
+        "ld    s9, 72(a0)\n\t"
+        "ld    s10, 80(a0)\n\t"
+        "ld    s11, 88(a0)\n\t"
+        "fld   fs0, 96(a0)\n\t"
+        "fld   fs1, 104(a0)\n\t"
+        "fld   fs2, 112(a0)\n\t"
+        "fld   fs3, 120(a0)\n\t"
+        "fld   fs4, 128(a0)\n\t"
+        "fld   fs5, 136(a0)\n\t"
+        "fld   fs6, 144(a0)\n\t"
+        "fld   fs7, 152(a0)\n\t"
+        "fld   fs8, 160(a0)\n\t"
+        "fld   fs9, 168(a0)\n\t"
+        "fld   fs10, 176(a0)\n\t"
+        "fld   fs11, 184(a0)\n\t"
+        "ld    a0, " STR(IO_ARG) "(a0)\n\t"
+        "jalr  t1\n\t"
+        "ld    a0, 200(sp)\n\t"
+        "sd    s0, " STR(IO_OUT) "+0(a0)\n\t"
+        "sd    s1, " STR(IO_OUT) "+8(a0)\n\t"
+        "sd    s2, " STR(IO_OUT) "+16(a0)\n\t"
+        "sd    s3, " STR(IO_OUT) "+24(a0)\n\t"
+        "sd    s4, " STR(IO_OUT) "+32(a0)\n\t"
+        "sd    s5, " STR(IO_OUT) "+40(a0)\n\t"
+        "sd    s6, " STR(IO_OUT) "+48(a0)\n\t"
+        "sd    s7, " STR(IO_OUT) "+56(a0)\n\t"
+        "sd    s8, " STR(IO_OUT) "+64(a0)\n\t"
+        "sd    s9, " STR(IO_OUT) "+72(a0)\n\t"
+        "sd    s10, " STR(IO_OUT) "+80(a0)\n\t"
+        "sd    s11, " STR(IO_OUT) "+88(a0)\n\t"
+        "fsd   fs0, " STR(IO_OUT) "+96(a0)\n\t"
+        "fsd   fs1, " STR(IO_OUT) "+104(a0)\n\t"
+        "fsd   fs2, " STR(IO_OUT) "+112(a0)\n\t"
+        "fsd   fs3, " STR(IO_OUT) "+120(a0)\n\t"
+        "fsd   fs4, " STR(IO_OUT) "+128(a0)\n\t"
+        "fsd   fs5, " STR(IO_OUT) "+136(a0)\n\t"
+        "fsd   fs6, " STR(IO_OUT) "+144(a0)\n\t"
+        "fsd   fs7, " STR(IO_OUT) "+152(a0)\n\t"
+        "fsd   fs8, " STR(IO_OUT) "+160(a0)\n\t"
+        "fsd   fs9, " STR(IO_OUT) "+168(a0)\n\t"
+        "fsd   fs10, " STR(IO_OUT) "+176(a0)\n\t"
+        "fsd   fs11, " STR(IO_OUT) "+184(a0)\n\t"
+        "ld    ra, 0(sp)\n\t"
+        "ld    s0, 8(sp)\n\t"
+        "ld    s1, 16(sp)\n\t"
+        "ld    s2, 24(sp)\n\t"
+        "ld    s3, 32(sp)\n\t"
+        "ld    s4, 40(sp)\n\t"
+        "ld    s5, 48(sp)\n\t"
+        "ld    s6, 56(sp)\n\t"
+        "ld    s7, 64(sp)\n\t"
+        "ld    s8, 72(sp)\n\t"
+        "ld    s9, 80(sp)\n\t"
+        "ld    s10, 88(sp)\n\t"
+        "ld    s11, 96(sp)\n\t"
+        "fld   fs0, 104(sp)\n\t"
+        "fld   fs1, 112(sp)\n\t"
+        "fld   fs2, 120(sp)\n\t"
+        "fld   fs3, 128(sp)\n\t"
+        "fld   fs4, 136(sp)\n\t"
+        "fld   fs5, 144(sp)\n\t"
+        "fld   fs6, 152(sp)\n\t"
+        "fld   fs7, 160(sp)\n\t"
+        "fld   fs8, 168(sp)\n\t"
+        "fld   fs9, 176(sp)\n\t"
+        "fld   fs10, 184(sp)\n\t"
+        "fld   fs11, 192(sp)\n\t"
+        "addi  sp, sp, 208\n\t"
+        : "+r"(a0)
+        :
+        : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a1", "a2", "a3", "a4",
+          "a5", "a6", "a7", "ft0", "ft1", "ft2", "ft3", "ft4", "ft5", "ft6",
+          "ft7", "ft8", "ft9", "ft10", "ft11", "fa0", "fa1", "fa2", "fa3",
+          "fa4", "fa5", "fa6", "fa7", "memory");
 #endif
 }
 
@@ -181,7 +381,7 @@ __asm__(
     "xorq $32, %r15\n\t"
     "ret\n"
     ".size test_regs_breaker, .-test_regs_breaker\n");
-#else
+#elif defined(__i386__)
 __asm__(
     ".text\n"
     ".globl test_regs_probe\n"
@@ -201,6 +401,100 @@ __asm__(
     "xorl $2, %ebp\n\t"
     "xorl $4, %esi\n\t"
     "xorl $8, %edi\n\t"
+    "ret\n"
+    ".size test_regs_breaker, .-test_regs_breaker\n");
+#elif defined(__aarch64__)
+/* The breaker flips bit k of register k: eor with a one-bit immediate for
+ * x19-x29, through x9 for d8-d15. */
+#define FLIP_D(d, bit) \
+    "fmov x9, " d "\n\teor x9, x9, #(1 << " bit ")\n\tfmov " d ", x9\n\t"
+__asm__(
+    ".text\n"
+    ".globl test_regs_probe\n"
+    ".type test_regs_probe, %function\n"
+    "test_regs_probe:\n\t"
+    BTI_C
+    "stp x19, x20, [x0, #0]\n\t"
+    "stp x21, x22, [x0, #16]\n\t"
+    "stp x23, x24, [x0, #32]\n\t"
+    "stp x25, x26, [x0, #48]\n\t"
+    "stp x27, x28, [x0, #64]\n\t"
+    "str x29, [x0, #80]\n\t"
+    "stp d8, d9, [x0, #88]\n\t"
+    "stp d10, d11, [x0, #104]\n\t"
+    "stp d12, d13, [x0, #120]\n\t"
+    "stp d14, d15, [x0, #136]\n\t"
+    "ret\n"
+    ".size test_regs_probe, .-test_regs_probe\n"
+    ".globl test_regs_breaker\n"
+    ".type test_regs_breaker, %function\n"
+    "test_regs_breaker:\n\t"
+    BTI_C
+    "eor x19, x19, #(1 << 0)\n\t"
+    "eor x20, x20, #(1 << 1)\n\t"
+    "eor x21, x21, #(1 << 2)\n\t"
+    "eor x22, x22, #(1 << 3)\n\t"
+    "eor x23, x23, #(1 << 4)\n\t"
+    "eor x24, x24, #(1 << 5)\n\t"
+    "eor x25, x25, #(1 << 6)\n\t"
+    "eor x26, x26, #(1 << 7)\n\t"
+    "eor x27, x27, #(1 << 8)\n\t"
+    "eor x28, x28, #(1 << 9)\n\t"
+    "eor x29, x29, #(1 << 10)\n\t"
+    FLIP_D("d8", "11") FLIP_D("d9", "12") FLIP_D("d10", "13")
+    FLIP_D("d11", "14") FLIP_D("d12", "15") FLIP_D("d13", "16")
+    FLIP_D("d14", "17") FLIP_D("d15", "18")
+    "ret\n"
+    ".size test_regs_breaker, .-test_regs_breaker\n");
+#elif defined(__riscv)
+/* The breaker flips bit k of register k through t0 (xori's immediate is
+ * too short for the high bits), for fs0-fs11 through t1 as well. */
+#define FLIP_S(s, bit) "li t0, 1 << " bit "\n\txor " s ", " s ", t0\n\t"
+#define FLIP_FS(f, bit) \
+    "fmv.x.d t1, " f "\n\tli t0, 1 << " bit "\n\txor t1, t1, t0\n\t" \
+    "fmv.d.x " f ", t1\n\t"
+__asm__(
+    ".text\n"
+    ".globl test_regs_probe\n"
+    ".type test_regs_probe, %function\n"
+    "test_regs_probe:\n\t"
+    "sd s0, 0(a0)\n\t"
+    "sd s1, 8(a0)\n\t"
+    "sd s2, 16(a0)\n\t"
+    "sd s3, 24(a0)\n\t"
+    "sd s4, 32(a0)\n\t"
+    "sd s5, 40(a0)\n\t"
+    "sd s6, 48(a0)\n\t"
+    "sd s7, 56(a0)\n\t"
+    "sd s8, 64(a0)\n\t"
+    "sd s9, 72(a0)\n\t"
+    "sd s10, 80(a0)\n\t"
+    "sd s11, 88(a0)\n\t"
+    "fsd fs0, 96(a0)\n\t"
+    "fsd fs1, 104(a0)\n\t"
+    "fsd fs2, 112(a0)\n\t"
+    "fsd fs3, 120(a0)\n\t"
+    "fsd fs4, 128(a0)\n\t"
+    "fsd fs5, 136(a0)\n\t"
+    "fsd fs6, 144(a0)\n\t"
+    "fsd fs7, 152(a0)\n\t"
+    "fsd fs8, 160(a0)\n\t"
+    "fsd fs9, 168(a0)\n\t"
+    "fsd fs10, 176(a0)\n\t"
+    "fsd fs11, 184(a0)\n\t"
+    "ret\n"
+    ".size test_regs_probe, .-test_regs_probe\n"
+    ".globl test_regs_breaker\n"
+    ".type test_regs_breaker, %function\n"
+    "test_regs_breaker:\n\t"
+    FLIP_S("s0", "0") FLIP_S("s1", "1") FLIP_S("s2", "2") FLIP_S("s3", "3")
+    FLIP_S("s4", "4") FLIP_S("s5", "5") FLIP_S("s6", "6") FLIP_S("s7", "7")
+    FLIP_S("s8", "8") FLIP_S("s9", "9") FLIP_S("s10", "10")
+    FLIP_S("s11", "11")
+    FLIP_FS("fs0", "12") FLIP_FS("fs1", "13") FLIP_FS("fs2", "14")
+    FLIP_FS("fs3", "15") FLIP_FS("fs4", "16") FLIP_FS("fs5", "17")
+    FLIP_FS("fs6", "18") FLIP_FS("fs7", "19") FLIP_FS("fs8", "20")
+    FLIP_FS("fs9", "21") FLIP_FS("fs10", "22") FLIP_FS("fs11", "23")
     "ret\n"
     ".size test_regs_breaker, .-test_regs_breaker\n");
 #endif
@@ -332,8 +626,13 @@ static void test_two_cos_shared_stack(aco_t* main_co) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* x87 control word and MXCSR                                               */
+/* FP control words                                                         */
 /* ------------------------------------------------------------------------ */
+
+/* Per architecture: struct fpwords, fp_get(), fp_set(), ASSERT_FP_EQ(),
+ * make_words() filling w0 (the startup words) and wv[] (three variants
+ * that differ from them and each other, wv[1] rounding up). */
+#if defined(__x86_64__) || defined(__i386__)
 
 /* Compare the control fields only: x87 exception masks, precision and
  * rounding control; MXCSR everything but the six sticky exception flags,
@@ -397,9 +696,63 @@ static void make_words(void) {
     }
 }
 
+#else   /* aarch64, riscv64: one control register */
+
+/* aarch64 FPCR: RMode (bits 22-23: 0 nearest, 1 up, 2 down, 3 toward zero),
+ * FZ (24), DN (25).  riscv64 frm: 0 nearest, 1 toward zero, 2 down, 3 up. */
+struct fpwords {
+    uint64_t ctl;
+};
+
+static struct fpwords fp_get(void) {
+    struct fpwords w;
+#if defined(__aarch64__)
+    __asm__ volatile("mrs %0, fpcr" : "=r"(w.ctl) : : "memory");
+#else
+    __asm__ volatile("frrm %0" : "=r"(w.ctl) : : "memory");
+#endif
+    return w;
+}
+
+static void fp_set(struct fpwords w) {
+#if defined(__aarch64__)
+    __asm__ volatile("msr fpcr, %0" : : "r"(w.ctl) : "memory");
+#else
+    __asm__ volatile("fsrm %0" : : "r"(w.ctl) : "memory");
+#endif
+}
+
+#define ASSERT_FP_EQ(got, want)                                               \
+    do {                                                                      \
+        struct fpwords g_ = (got), w_ = (want);                               \
+        ASSERT_EQ(g_.ctl, w_.ctl);                                            \
+    } while (0)
+
+static struct fpwords w0, wv[3];
+
+static void make_words(void) {
+    w0 = fp_get();
+    for (int i = 0; i < 3; i++) {
+        struct fpwords w = w0;
+#if defined(__aarch64__)
+        static const uint64_t rmode[3] = {2, 1, 3};  /* down, up, toward zero */
+        static const uint64_t fz[3] = {1, 0, 1};
+        static const uint64_t dn[3] = {0, 1, 1};
+        w.ctl = (w.ctl & ~((uint64_t)0xf << 22)) | rmode[i] << 22 |
+                fz[i] << 24 | dn[i] << 25;
+#else
+        static const uint64_t frm[3] = {2, 3, 1};    /* down, up, toward zero */
+        w.ctl = frm[i];
+#endif
+        wv[i] = w;
+    }
+}
+#endif
+
 /* 1/3 in the current rounding mode: differs from the round-to-nearest
  * result when rounding up (1/3 rounds down to nearest), in double (SSE on
- * x86-64) and in extended precision stored to double (x87 on i386). */
+ * x86-64, the FPU elsewhere) and in extended precision stored to double (x87
+ * on i386). */
 static double third(void) {
     volatile double one = 1.0, three = 3.0;
     volatile double q = one / three;
@@ -539,10 +892,17 @@ int main(void) {
     test_fpu(main_co);
 
     aco_destroy(main_co);
-#ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-    printf("test_registers: OK (x87 CW / MXCSR shared by all cos)\n");
+#if defined(__x86_64__) || defined(__i386__)
+#define FP_WORDS "x87 CW / MXCSR"
+#elif defined(__aarch64__)
+#define FP_WORDS "FPCR"
 #else
-    printf("test_registers: OK (x87 CW / MXCSR kept per co)\n");
+#define FP_WORDS "frm"
+#endif
+#ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+    printf("test_registers: OK (" FP_WORDS " shared by all cos)\n");
+#else
+    printf("test_registers: OK (" FP_WORDS " kept per co)\n");
 #endif
     return 0;
 }

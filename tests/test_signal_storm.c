@@ -30,7 +30,7 @@
  * never inside acosw) and much more slowly: the run is bounded by time
  * (VG_SEC) and only the corruption and sp checks count.
  */
-#define _GNU_SOURCE     /* REG_RIP / REG_EIP, pthread_getattr_np */
+#define _GNU_SOURCE     /* REG_RIP / REG_EIP / REG_PC, pthread_getattr_np */
 #include "aco_test.h"
 
 #include <pthread.h>
@@ -49,17 +49,28 @@
 #define VG_SEC 4.0                  /* valgrind: switch for this long, */
 #define VG_HARD_SEC 15.0            /* at most this long */
 /* acosw's extent: it starts at &acosw; its end is not exported, so take a
- * 128-byte window.  acosw is 79 bytes on x86-64 and 59 on i386 (nm -S); the
- * rest of the window is alignment padding and the protector stub, which
- * never runs here, so the count is not inflated. */
-#define ACOSW_WINDOW 128
-
+ * window.  acosw is 79 bytes on x86-64, 59 on i386, 128 on aarch64 (132
+ * with BTI) and 226 on riscv64 (nm -S); the rest of the window is alignment
+ * padding and the protector stub, which never runs here, so the count is not
+ * inflated. */
 #if defined(__x86_64__)
+#define ACOSW_WINDOW 128
 #define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
 #define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RSP])
 #elif defined(__i386__)
+#define ACOSW_WINDOW 128
 #define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_EIP])
 #define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_ESP])
+#elif defined(__aarch64__)
+#define ACOSW_WINDOW 144
+#define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.pc)
+#define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.sp)
+#elif defined(__riscv)
+#define ACOSW_WINDOW 240
+#define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.__gregs[REG_PC])
+#define UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.__gregs[REG_SP])
+#else
+#error "test_signal_storm: unsupported architecture"
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -86,9 +97,12 @@ static volatile long sig_sp_outside;
 static volatile long sig_buf_bad;
 static volatile uintptr_t first_bad_sp, first_bad_pc;
 
+/* A stack grows down from range_hi: sp == range_hi is an empty stack (a
+ * co function's entry on aarch64 and riscv64, where no return address is
+ * pushed), and a signal frame then goes right below it. */
 static int sp_known(uintptr_t sp) {
     for (int i = 0; i < n_ranges; i++)
-        if (sp >= range_lo[i] && sp < range_hi[i]) return 1;
+        if (sp >= range_lo[i] && sp <= range_hi[i]) return 1;
     return 0;
 }
 

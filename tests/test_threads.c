@@ -13,10 +13,11 @@
  *
  * Floating-point control words: each thread sets its own rounding mode before
  * aco_thread_init(), so its new cos must start with that mode, not another
- * thread's and not a later one.  In the default build (each co owns its x87
- * control word and MXCSR) the thread's main co then switches to yet another
- * mode, and half of the cos pick a mode of their own; every co and main check
- * their mode after every switch, in the words and in an actual division.
+ * thread's and not a later one.  In the default build (each co owns its FP
+ * control words: x87 CW and MXCSR, FPCR, frm) the thread's main co then
+ * switches to yet another mode, and half of the cos pick a mode of their
+ * own; every co and main check their mode after every switch, in the words
+ * and in an actual division.
  * With ACO_CONFIG_SHARE_FPU_MXCSR_ENV the words belong to the thread, so the
  * check is only that every co sees its thread's mode.
  */
@@ -38,28 +39,45 @@ static const int fe_modes[4] = {FE_TONEAREST, FE_DOWNWARD, FE_UPWARD,
 
 /* The control words and the value of 1.0 / 3.0 under each mode, measured
  * by the main thread before any co runs (no hard-coded bit layouts). */
-static uint16_t mode_cw[4];
-static uint32_t mode_mxcsr[4];
+static uint64_t mode_ctl[4];
 static double mode_third[4];
 /* Memcheck's FPU emulation ignores the rounding mode in arithmetic (the
  * control words still read back as set), so the quotient only counts natively. */
 static int arith_follows_mode;
 
-#define MXCSR_CONTROL 0xffc0u   /* bits 0-5 are sticky exception flags */
-
 static volatile double one = 1.0, three = 3.0;
 
-static uint16_t read_cw(void) {
+/* The FP control words as one number: x86 the x87 control word (bits 0-15)
+ * and the MXCSR control bits (16 up; its bits 0-5 are sticky exception
+ * flags), aarch64 FPCR, riscv64 frm. */
+#if defined(__x86_64__) || defined(__i386__)
+#define MXCSR_CONTROL 0xffc0u
+static uint64_t read_ctl(void) {
     uint16_t cw;
-    __asm__ volatile("fnstcw %0" : "=m"(cw));
-    return cw;
-}
-
-static uint32_t read_mxcsr(void) {
     uint32_t m;
+    __asm__ volatile("fnstcw %0" : "=m"(cw));
     __asm__ volatile("stmxcsr %0" : "=m"(m));
-    return m & MXCSR_CONTROL;
+    return (uint64_t)cw | (uint64_t)(m & MXCSR_CONTROL) << 16;
 }
+/* Both words differ between two modes (fesetround sets both). */
+#define CTL_DIFFER(a, b) (((a) ^ (b)) & 0xffffu && ((a) ^ (b)) >> 16)
+#elif defined(__aarch64__)
+static uint64_t read_ctl(void) {
+    uint64_t v;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+#define CTL_DIFFER(a, b) ((a) != (b))
+#elif defined(__riscv)
+static uint64_t read_ctl(void) {
+    uint64_t v;
+    __asm__ volatile("frrm %0" : "=r"(v));
+    return v;
+}
+#define CTL_DIFFER(a, b) ((a) != (b))
+#else
+#error "test_threads: unsupported architecture"
+#endif
 
 static double third(void) {
     volatile double q = one / three;
@@ -69,11 +87,10 @@ static double third(void) {
 /* Which of the four modes the FPU is in right now, as seen by both control
  * words and by arithmetic; -1 if they disagree or match none. */
 static int current_mode(void) {
-    uint16_t cw = read_cw();
-    uint32_t mx = read_mxcsr();
+    uint64_t ctl = read_ctl();
     double q = third();
     for (int m = 0; m < 4; m++) {
-        if (cw == mode_cw[m] && mx == mode_mxcsr[m] &&
+        if (ctl == mode_ctl[m] &&
             (!arith_follows_mode || memcmp(&q, &mode_third[m], sizeof(q)) == 0))
             return m;
     }
@@ -291,14 +308,13 @@ int main(void) {
     /* Measure each mode's words and quotient on this machine. */
     for (int m = 0; m < 4; m++) {
         CHECK(fesetround(fe_modes[m]) == 0);
-        mode_cw[m] = read_cw();
-        mode_mxcsr[m] = read_mxcsr();
+        mode_ctl[m] = read_ctl();
         mode_third[m] = third();
     }
     CHECK(fesetround(FE_TONEAREST) == 0);
     for (int a = 0; a < 4; a++)
         for (int b = a + 1; b < 4; b++)
-            CHECK(mode_cw[a] != mode_cw[b] && mode_mxcsr[a] != mode_mxcsr[b]);
+            CHECK(CTL_DIFFER(mode_ctl[a], mode_ctl[b]));
     /* Arithmetic tells the modes apart too (down and up at least). */
     arith_follows_mode = mode_third[1] != mode_third[2];
     CHECK(arith_follows_mode || aco_test_on_valgrind());
