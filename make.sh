@@ -4,16 +4,24 @@
 #   bash make.sh                    everything, every variant
 #   bash make.sh -o no-m32          without the i386 (-m32) variants
 #   bash make.sh -o no-valgrind     without the ACO_USE_VALGRIND variants
+#   bash make.sh -o no-aarch64      without the aarch64 cross variants
+#   bash make.sh -o no-riscv64      without the riscv64 cross variants
 #   bash make.sh bench              build, then run the default benchmark
 #                                   (x86-64, per-co and shared FPU env)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
-# DESTDIR (empty).  Every compile uses -Wall -Wextra -Werror.
+# DESTDIR (empty), CC_AARCH64 / CC_RISCV64 (the cross compilers: with CC=gcc
+# <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
+# Every compile uses -Wall -Wextra -Werror.
 #
 # Programs are named output/<program>..<variant>, the variant being
-# [m32.]{no_valgrind,valgrind}.{standaloneFPUenv,shareFPUenv}.
+# [m32.]{no_valgrind,valgrind}.{standaloneFPUenv,shareFPUenv} natively and
+# {aarch64,aarch64.pac_bti,riscv64}.no_valgrind.{standaloneFPUenv,shareFPUenv}
+# cross-built (static; test.sh runs them under qemu-user).  aarch64.pac_bti
+# is -mbranch-protection=standard (return addresses signed, BTI landing pads),
+# per-co FPU env only.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -27,11 +35,13 @@ VERSION=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3
 SOMAJOR=${VERSION%%.*}
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 no_m32=0
 no_valgrind=0
+no_aarch64=0
+no_riscv64=0
 action=build
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -39,6 +49,8 @@ while [ $# -gt 0 ]; do
             case "${1:-}" in
                 no-m32) no_m32=1 ;;
                 no-valgrind) no_valgrind=1 ;;
+                no-aarch64) no_aarch64=1 ;;
+                no-riscv64) no_riscv64=1 ;;
                 *) echo "make.sh: unknown option -o '${1:-}'" >&2; usage >&2; exit 2 ;;
             esac ;;
         -h|--help) usage; exit 0 ;;
@@ -70,6 +82,24 @@ have_valgrind_h() {
         "$CC" -E -x c - >/dev/null 2>&1
 }
 
+# The cross compiler for an architecture, following CC's family.
+cross_cc() {   # cross_cc <aarch64|riscv64>
+    local var
+    var=CC_$(echo "$1" | tr '[:lower:]' '[:upper:]')
+    if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
+    case "$($CC --version 2>/dev/null | head -1)" in
+        *clang*) echo "$CC --target=$1-linux-gnu" ;;
+        *) echo "$1-linux-gnu-gcc" ;;
+    esac
+}
+cross_probe() {   # cross_probe <arch>: a static C program links
+    local tmp; tmp=$(mktemp -d)
+    printf '#include <stdio.h>\nint main(void){return 0;}\n' > "$tmp/p.c"
+    # shellcheck disable=SC2046
+    $(cross_cc "$1") -static "$tmp/p.c" -o "$tmp/p" 2>/dev/null; local rc=$?
+    rm -rf "$tmp"; return $rc
+}
+
 variants=()
 for arch in x86_64 m32; do
     if [ $arch = m32 ]; then
@@ -95,9 +125,33 @@ for arch in x86_64 m32; do
     done
 done
 
+for arch in aarch64 riscv64; do
+    if [ $arch = aarch64 ] && [ $no_aarch64 = 1 ]; then continue; fi
+    if [ $arch = riscv64 ] && [ $no_riscv64 = 1 ]; then continue; fi
+    if ! cross_probe $arch; then
+        echo "make.sh: cannot build static $arch programs with '$(cross_cc $arch)':" \
+             "install gcc-$arch-linux-gnu (Debian; it brings" \
+             "libc6-dev-$( [ $arch = aarch64 ] && echo arm64 || echo riscv64 )-cross)" \
+             "or pass -o no-$arch" >&2
+        exit 1
+    fi
+    variants+=("$arch.no_valgrind.standaloneFPUenv" "$arch.no_valgrind.shareFPUenv")
+    [ $arch = aarch64 ] && variants+=("aarch64.pac_bti.no_valgrind.standaloneFPUenv")
+done
+
+variant_cc() {   # variant -> compiler command
+    case "$1" in
+        aarch64.*) cross_cc aarch64 ;;
+        riscv64.*) cross_cc riscv64 ;;
+        *) echo "$CC" ;;
+    esac
+}
+
 variant_flags() {   # variant -> compiler flags
     local f=""
     case "$1" in m32.*) f="$f -m32" ;; esac
+    case "$1" in aarch64.*|riscv64.*) f="$f -static" ;; esac
+    case "$1" in *.pac_bti.*) f="$f -mbranch-protection=standard" ;; esac
     # valgrind 3.19 cannot read clang 14's default DWARF 5: ask for DWARF 4.
     case "$1" in *.valgrind.*|valgrind.*) f="$f -DACO_USE_VALGRIND -gdwarf-4" ;; esac
     case "$1" in *shareFPUenv) f="$f -DACO_CONFIG_SHARE_FPU_MXCSR_ENV" ;; esac
@@ -141,25 +195,26 @@ BOOST_CONTEXT_A=$($CC -print-file-name=libboost_context.a)
     echo "make.sh: note: libboost_context.a not found; the benchmark compares" \
          "with swapcontext only (install libboost-context-dev)" >&2
 bench_flags() {   # variant -> extra arguments for test_aco_benchmark
-    case "$1" in m32.*) return ;; esac
+    case "$1" in m32.*|aarch64.*|riscv64.*) return ;; esac
     [ -f "$BOOST_CONTEXT_A" ] && echo "-DBENCH_HAVE_FCONTEXT $BOOST_CONTEXT_A"
     return 0
 }
 
 build_variant() {   # variant
-    local v=$1 flags obj
+    local v=$1 flags obj cc
     flags=$(variant_flags "$v")
+    cc=$(variant_cc "$v")
     obj="$OUTPUT/obj/$v"
     mkdir -p "$obj"
-    $CC $CFLAGS $WARN $flags -c aco.c -o "$obj/aco.o"
-    $CC $CFLAGS $WARN $flags -c acosw.S -o "$obj/acosw.o"
+    $cc $CFLAGS $WARN $flags -c aco.c -o "$obj/aco.o"
+    $cc $CFLAGS $WARN $flags -c acosw.S -o "$obj/acosw.o"
     local p name extra
     for p in $(programs); do
         name=$(basename "$p")
         extra=""
         [ "$name" = test_aco_benchmark ] && extra=$(bench_flags "$v")
         # shellcheck disable=SC2086
-        run_bg $CC $CFLAGS $WARN $flags -I. "$p.c" "$obj/aco.o" "$obj/acosw.o" \
+        run_bg $cc $CFLAGS $WARN $flags -I. "$p.c" "$obj/aco.o" "$obj/acosw.o" \
             $extra -lpthread -lm -o "$OUTPUT/$name..$v"
     done
     wait_all

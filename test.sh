@@ -5,12 +5,15 @@
 #   bash test.sh                   everything (what CI runs)
 #   bash test.sh -o no-m32         leave out the i386 variants   } said in the
 #   bash test.sh -o no-valgrind    leave out the valgrind ones   } summary
+#   bash test.sh -o no-aarch64     leave out the aarch64 ones    }
+#   bash test.sh -o no-riscv64     leave out the riscv64 ones    }
 #   bash test.sh -k PATTERN        only checks whose name matches PATTERN
 #
 # What runs: every program of every variant built by make.sh with gcc and
-# with clang (memcheck, --error-exitcode, on the valgrind variants), then the
-# ELF, gdb and install checks.  A missing tool is a failure that names the
-# package to install, never a silent skip.
+# with clang (memcheck, --error-exitcode, on the valgrind variants; the
+# aarch64 and riscv64 cross builds under qemu-aarch64 / qemu-riscv64), then
+# the ELF, gdb and install checks.  A missing tool is a failure that names
+# the package to install, never a silent skip.
 set -uo pipefail
 cd "$(dirname "$0")"
 top=$(pwd)
@@ -22,11 +25,18 @@ while [ $# -gt 0 ]; do
     case "$1" in
         -o) shift; make_opts+=(-o "${1:-}"); skipped+=("${1:-}") ;;
         -k) shift; pattern=${1:-} ;;
-        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
 done
+
+# The cross architectures the checks cover too (tests/check_*.sh read it).
+ACO_CROSS=""
+for a in aarch64 riscv64; do
+    case " ${skipped[*]:-} " in *" no-$a "*) ;; *) ACO_CROSS="$ACO_CROSS $a" ;; esac
+done
+export ACO_CROSS=${ACO_CROSS# }
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 LOGS="$top/output/test-logs"
@@ -74,6 +84,14 @@ args_of() {
 have_valgrind=1
 command -v valgrind >/dev/null || have_valgrind=0
 
+# Cross-built programs run under qemu-user (static binaries: no sysroot).
+runner_of() {  # variant -> emulator command, empty for native
+    case "$1" in
+        aarch64.*) echo qemu-aarch64 ;;
+        riscv64.*) echo qemu-riscv64 ;;
+    esac
+}
+
 jobs_file="$LOGS/jobs"
 : > "$jobs_file"
 for dir in output output/clang; do
@@ -92,18 +110,28 @@ for dir in output output/clang; do
             if [ $vg = 1 ] && [ $have_valgrind = 0 ]; then
                 missing "$name" valgrind valgrind; continue
             fi
-            printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$bin" "$vg" "$(expect_of "$prog")" \
-                "$(args_of "$prog")" >> "$jobs_file"
+            emu=$(runner_of "$v")
+            if [ -n "$emu" ] && ! command -v "$emu" >/dev/null; then
+                missing "$name" "$emu" qemu-user; continue
+            fi
+            # "-": no emulator (a tab is whitespace to read: no empty fields)
+            printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$bin" "$vg" "$(expect_of "$prog")" \
+                "${emu:--}" "$(args_of "$prog")" >> "$jobs_file"
         done
     done < "$dir/variants"
 done
 
-run_one() {  # one job line: name, bin, vg, expect, args separated by tabs
-    local name bin vg expect args
-    IFS=$'\t' read -r name bin vg expect args <<< "$1"
+run_one() {  # one job line: name, bin, vg, expect, emulator, args (tabs)
+    local name bin vg expect emu args
+    IFS=$'\t' read -r name bin vg expect emu args <<< "$1"
     local log="$LOGS/$(echo "$name" | tr '/' '_').log"
     local cmd=("$bin")
-    if [ "$vg" = 1 ]; then
+    if [ "$emu" != - ]; then
+        # qemu writes a core file of an aborting program (expected aborts
+        # included) into the working directory unless told not to.
+        ulimit -c 0
+        cmd=("$emu" "$bin")
+    elif [ "$vg" = 1 ]; then
         cmd=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full
              --errors-for-leak-kinds=definite --child-silent-after-fork=yes
              --max-stackframe=8388608 -q "$bin")

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # ELF hygiene of what make.sh built: no executable stacks, a truthful CET
-# property on acosw.S, and a shared library that exports the API only.
+# property on acosw.S (x86) and BTI property (aarch64), the protector's CFI
+# ending backtraces on every architecture, and a shared library that exports
+# the API only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -38,6 +40,36 @@ echo "CET property notes checked"
 # A whole program built with -fcf-protection runs (notrack jumps, endbr).
 gcc -O2 -fcf-protection=full -I. test_aco_synopsis.c aco.c acosw.S -o "$tmp/cet" && "$tmp/cet" > /dev/null \
     || bad "-fcf-protection build of the synopsis failed"
+
+# 2b. aarch64 and riscv64 (unless left out: ACO_CROSS, set by test.sh).
+cross=${ACO_CROSS-aarch64 riscv64}
+for arch in $cross; do
+    var=CC_$(echo $arch | tr '[:lower:]' '[:upper:]')
+    for cc in "${!var:-$arch-linux-gnu-gcc}" "clang --target=$arch-linux-gnu"; do
+        name="${cc%% *} ($arch)"
+        # shellcheck disable=SC2086
+        $cc -c acosw.S -o "$tmp/sw.o"
+        readelf -SW "$tmp/sw.o" | grep -q '\.note\.GNU-stack' || bad "$name: acosw.o has no .note.GNU-stack"
+        # The protector's FDE marks the return-address column undefined.
+        ra=r30; [ $arch = riscv64 ] && ra=r1
+        readelf -wf "$tmp/sw.o" | grep -q "DW_CFA_undefined: $ra " ||
+            bad "$name: no DW_CFA_undefined $ra (return address) in acosw.o's CFI"
+        if readelf -nW "$tmp/sw.o" | grep -q 'feature'; then bad "$name: property note without branch protection"; fi
+        [ $arch = aarch64 ] || continue
+        # -mbranch-protection: BTI claimed, PAC never; bti c opens acosw.
+        for bp in standard bti; do
+            $cc -mbranch-protection=$bp -c acosw.S -o "$tmp/sw.o"
+            notes=$(readelf -nW "$tmp/sw.o")
+            echo "$notes" | grep -q 'AArch64 feature: BTI' || bad "$name -mbranch-protection=$bp: no BTI property"
+            if echo "$notes" | grep -q 'PAC'; then bad "$name -mbranch-protection=$bp: acosw.S claims PAC"; fi
+            first=$(aarch64-linux-gnu-objdump -d "$tmp/sw.o" | awk '/<acosw>:/ {getline; print $3, $4; exit}')
+            [ "$first" = "bti c" ] || bad "$name -mbranch-protection=$bp: acosw starts with '$first', not bti c"
+        done
+        $cc -mbranch-protection=pac-ret -c acosw.S -o "$tmp/sw.o"
+        if readelf -nW "$tmp/sw.o" | grep -q 'feature'; then bad "$name -mbranch-protection=pac-ret: a property note"; fi
+    done
+    echo "$arch: GNU-stack note, protector CFI$([ $arch = aarch64 ] && echo ', BTI property notes') checked"
+done
 
 # 3. libaco.so: a SONAME, and the exported symbols are the API only.
 so=output/libaco.so
