@@ -152,6 +152,24 @@ void aco_destroy(aco_t* co);
 
 #define aco_assertalloc_ptr(ptr) aco_assertalloc_bool((ptr) != NULL)
 
+/* p = malloc(sz), aborting with a message naming p, file and line if the
+ * allocation fails: `aco_new(buf, n * sizeof(*buf));`.  An expression of p's
+ * type (the new pointer); p is evaluated once, sz once.  sz must not be 0
+ * (malloc(0) may return NULL). */
+#define aco_new(p, sz)                                                        \
+    ((p) = (__typeof__(p))aco__new_checked((sz), #p, __FILE__, __LINE__))
+
+static inline void* aco__new_checked(size_t sz, const char* what,
+                                     const char* file, int line) {
+    void* p = malloc(sz);
+    if (aco_unlikely(p == NULL)) {
+        fprintf(stderr, "aco: out of memory: aco_new(%s, %zu) at %s:%d\n",
+                what, sz, file, line);
+        abort();
+    }
+    return p;
+}
+
 /* ======================================================================== */
 /* Data types.  Fields marked (read) may be read by programs; the library   */
 /* owns every field, so never write one.                                    */
