@@ -650,6 +650,44 @@ void aco_exit(void) {
     aco__fatal("aco_exit", "co %p was resumed after its end", (void*)co);
 }
 
+/* Back to the init state (aco.h).  A co's frames are dead once it ended or
+ * is reset, so whatever it left on the share stack is not saved: it stops
+ * being the owner, and its save stack holds nothing to restore. */
+static void aco__reset(const char* fn, aco_t* co, aco_cofuncp_t fp,
+                       void* arg) {
+    aco__check(fn, co != NULL, "co must not be NULL");
+    aco__check(fn, !aco_is_main_co(co),
+               "co %p is a main co; only non-main cos can be reset",
+               (void*)co);
+    aco__check(fn, co != aco_gtls_co,
+               "co %p is running; a co cannot reset itself", (void*)co);
+    aco_t* cur = aco_gtls_co;
+    aco__check(fn, cur != NULL && (cur == co->main_co ||
+                                   cur->main_co == co->main_co),
+               "co %p belongs to main co %p, not to this thread's (the "
+               "caller is co %p)", (void*)co, (void*)co->main_co, (void*)cur);
+    aco__check(fn, fp != NULL, "fp must not be NULL");
+    aco_share_stack_t* s = co->share_stack;
+    if (s->owner == co) {
+        s->owner = NULL;
+        s->align_validsz = 0;
+    }
+    co->save_stack.valid_sz = 0;
+    co->is_end = 0;
+    co->fp = fp;
+    co->arg = arg;
+    aco__init_regs(co);
+}
+
+void aco_reset(aco_t* co) {
+    aco__reset("aco_reset", co, co != NULL ? co->fp : NULL,
+               co != NULL ? co->arg : NULL);
+}
+
+void aco_reset2(aco_t* co, aco_cofuncp_t fp, void* arg) {
+    aco__reset("aco_reset2", co, fp, arg);
+}
+
 void aco_destroy(aco_t* co) {
     static const char fn[] = "aco_destroy";
     aco__check(fn, co != NULL, "co must not be NULL");

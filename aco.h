@@ -125,6 +125,26 @@ void aco_exit(void);
  * other state) and its save stack. */
 void aco_destroy(aco_t* co);
 
+/* Put a non-main co back into the "init" state, keeping its memory: the next
+ * aco_resume(co) calls co->fp from the top again, on the same share stack,
+ * with the FP control state aco_thread_init() captured, as if co had just
+ * been created.  Call it from co's thread (its main co or another co of it);
+ * co must not be running (a co cannot reset itself).
+ *   ended co      the main use: a pool of cos that are reused instead of
+ *                 destroyed and created again.
+ *   suspended co  its frames are discarded without running any more of its
+ *                 code (whatever only they pointed to is lost).  If it owned
+ *                 its share stack it stops owning it: nothing of it is saved
+ *                 when another co takes the stack.
+ *   init co       nothing changes.
+ * Kept: main_co, share_stack, fp, arg, the save stack's buffer, and the
+ * statistics (save_stack.max_cpsz, ct_save, ct_restore count over the
+ * object's whole life).  A main co cannot be reset. */
+void aco_reset(aco_t* co);
+
+/* aco_reset(co), then co runs fp (not NULL) with arg from now on. */
+void aco_reset2(aco_t* co, aco_cofuncp_t fp, void* arg);
+
 /* Non-zero if co is a main co. */
 #define aco_is_main_co(co) ((co)->main_co == NULL)
 

@@ -79,7 +79,8 @@ syms=$(nm -D --defined-only "$so" | awk '{print $3}' | sort | tr '\n' ' ')
 # half of aco.h's inline aco_yield.
 want=$(printf '%s\n' aco_thread_init aco_share_stack_new aco_share_stack_new2 \
     aco_share_stack_destroy aco_create aco_resume aco_yield aco_get_co aco_get_arg \
-    aco_exit aco_destroy acosw aco_gtls_co aco__yield_misuse | sort | tr '\n' ' ')
+    aco_exit aco_destroy aco_reset aco_reset2 acosw aco_gtls_co aco__yield_misuse |
+    sort | tr '\n' ' ')
 [ "$syms" = "$want" ] || bad "$so exports '$syms', want '$want'"
 echo "libaco.so exports: $(echo $syms)"
 exit $fail
