@@ -64,7 +64,7 @@ done
 # Programs: the top-level ones, then every test listed in tests/tests.list.
 programs() {
     echo test_aco_synopsis
-    for i in 0 1 2 3 4 5 6; do echo "test_aco_tutorial_$i"; done
+    for i in 0 1 2 3 4 5 6 7; do echo "test_aco_tutorial_$i"; done
     echo test_aco_benchmark
     grep -v '^[[:space:]]*\(#\|$\)' tests/tests.list | awk '{print "tests/" $1}'
 }
@@ -248,6 +248,13 @@ if [ $action = install ]; then do_install; exit 0; fi
 
 mkdir -p "$OUTPUT"
 echo "make.sh: CC=$CC CFLAGS='$CFLAGS' variants: ${variants[*]}"
+# Name the cross compilers for the log: a wrapper may stand for another one.
+for arch in aarch64 riscv64; do
+    case " ${variants[*]} " in *" $arch."*) ;; *) continue ;; esac
+    # shellcheck disable=SC2046
+    id=$($(cross_cc $arch) -dM -E -x c /dev/null | sed -n 's/^#define __VERSION__ //p')
+    echo "make.sh: $arch: $(cross_cc $arch) is $id"
+done
 build_libs
 for v in "${variants[@]}"; do build_variant "$v"; done
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
