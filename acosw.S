@@ -3,18 +3,19 @@
  *
  * Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
  *
- * acosw saves into from->reg exactly what the System V calling convention
- * makes callee-saved (plus the resume address and the stack pointer), loads
- * the same from to->reg and continues `to` where it stopped.  Everything else
- * is scratch at a call, so the caller of acosw already assumes it lost.  The
- * x87 control word and MXCSR control bits are callee-saved too (psABI: "the
- * control bits ... are callee-saved"), so each co keeps its own unless
- * ACO_CONFIG_SHARE_FPU_MXCSR_ENV declares that no code changes them.
+ * acosw saves into from->reg exactly what the calling convention makes
+ * callee-saved (plus the resume address and the stack pointer), loads the
+ * same from to->reg and continues `to` where it stopped.  Everything else is
+ * scratch at a call, so the caller of acosw already assumes it lost.  The
+ * floating-point control state is kept per co too (x86 psABI: "the control
+ * bits ... are callee-saved"; aarch64 FPCR and riscv64 frm alike), unless
+ * ACO_CONFIG_SHARE_FPU_MXCSR_ENV declares that no code changes it.
  *
  * Stack-pointer rule: at every instruction the stack pointer points into a
  * real stack, `from`'s until the single instruction that loads `to`'s, so a
  * signal may arrive anywhere (the handler runs on that stack).  Nothing is
- * ever addressed through the stack pointer except the return address we pop.
+ * ever addressed through the stack pointer except the return address x86
+ * pops (aarch64 and riscv64 do not address it at all).
  *
  * Each architecture section opens with the layout of aco_t.reg.  Its ACO_OFF_*
  * names are the single source: aco.c includes this file with

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # aco.h and aco_assert_override.h compile as C99, C11 and C++ (extern "C"),
-# warning-free with gcc and clang, and libaco 1.2 style code builds unchanged.
+# warning-free with gcc and clang, and libaco 1.2 style code builds unchanged;
+# the additions (aco_reset, aco_reset2, aco_new) work from C++ too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -17,6 +18,14 @@ int main() {
     aco_resume(co); assert(steps == 1 && !co->is_end);
     aco_resume(co); assert(steps == 2 && co->is_end);
     assert(aco_is_main_co(m) && !aco_is_main_co(co));
+    aco_reset2(co, co_fn, nullptr);             /* reuse it: from the top */
+    aco_resume(co); assert(steps == 3 && !co->is_end);
+    aco_reset(co);
+    aco_resume(co); assert(steps == 4 && !co->is_end);
+    int* buf;
+    aco_new(buf, 4 * sizeof(*buf));             /* typed in C++ too */
+    buf[3] = steps;
+    free(buf);
     aco_destroy(co); aco_share_stack_destroy(s); aco_destroy(m);
     return ACO_VERSION_MAJOR == 1 ? 0 : 1;
 }
