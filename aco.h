@@ -208,7 +208,9 @@ struct aco_share_stack_s {
     void*  ptr;             /* (read) lowest usable byte */
     size_t sz;              /* (read) usable bytes */
     void*  align_highptr;   /* 16-byte aligned top of the used area */
-    void*  align_retptr;    /* slot below it holding the protector address */
+    void*  align_retptr;    /* a new co's sp, the top of live bytes: x86 the
+                               slot below highptr holding the protector's
+                               address; aarch64, riscv64 highptr itself */
     size_t align_validsz;   /* owner's live bytes when last measured */
     size_t align_limit;     /* bytes a co may have live at a switch */
     aco_t* owner;           /* (read) co whose frames are on the stack */
