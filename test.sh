@@ -135,6 +135,8 @@ run_one() {  # one job line: name, bin, vg, expect, emulator, args (tabs)
         ulimit -c 0
         # shellcheck disable=SC2206
         cmd=($emu "$bin")
+        # the benchmark re-executes itself: through the emulator too
+        export BENCH_EXEC_WRAPPER="$emu"
     elif [ "$vg" = 1 ]; then
         cmd=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full
              --errors-for-leak-kinds=definite --child-silent-after-fork=yes

@@ -55,7 +55,10 @@
  * (bench_case_t) string them together with the checks; the comparison
  * (bench_compare) runs them in interleaved rounds; the memory run
  * (bench_memory) and the create/destroy pairs (bench_cd_run) run in fresh,
- * re-executed children of this program (bench_spawn).
+ * re-executed children of this program (bench_spawn).  BENCH_EXEC_WRAPPER,
+ * if set, is the command (space-separated words) the children are run with:
+ * test.sh sets it to the emulator for cross-built programs under qemu-user,
+ * where the kernel cannot exec a foreign binary itself (no binfmt_misc).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* sched_setaffinity, MAP_ANONYMOUS */
@@ -232,9 +235,21 @@ static void bench_fp_quiet(void) {
     feclearexcept(FE_ALL_EXCEPT);
 }
 
+/* The FP control/status word the peers' switches carry: MXCSR on x86; on
+ * aarch64 FPCR, on riscv64 fcsr (frm and the flags). */
 static inline uint32_t bench_mxcsr(void) {
     uint32_t v;
+#if defined(__x86_64__) || defined(__i386__)
     __asm__ volatile("stmxcsr %0" : "=m"(v));
+#else
+    uintptr_t r;
+#if defined(__aarch64__)
+    __asm__ volatile("mrs %0, fpcr" : "=r"(r));
+#else
+    __asm__ volatile("frcsr %0" : "=r"(r));
+#endif
+    v = (uint32_t)r;
+#endif
     return v;
 }
 
@@ -1067,14 +1082,23 @@ static void bench_rt_row_end(bench_rt_row_t* row) {
 /* Start "this-program args..." (args NULL-terminated); its stdout comes
  * back through the returned stream. */
 static FILE* bench_spawn(const char* const* args, pid_t* pid) {
-    char self[4096];
-    char* av[8];
+    char self[4096], wrapper[256];
+    char* av[16];
     int fd[2];
     size_t n = 0;
     /* valgrind virtualises readlink, not exec, of /proc/self/exe */
     ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (len <= 0) bench_die("readlink /proc/self/exe: %s", strerror(errno));
     self[len] = '\0';
+    const char* w = getenv("BENCH_EXEC_WRAPPER");
+    if (w != NULL && *w != '\0') {
+        if (strlen(w) >= sizeof(wrapper)) bench_die("BENCH_EXEC_WRAPPER is too long");
+        strcpy(wrapper, w);
+        for (char* tok = strtok(wrapper, " "); tok != NULL && n < 8;
+             tok = strtok(NULL, " "))
+            av[n++] = tok;
+    }
+    const char* prog = n > 0 ? av[0] : self;
     av[n++] = self;
     while (*args != NULL && n < BENCH_COUNT(av) - 1) av[n++] = (char*)*args++;
     av[n] = NULL;
@@ -1086,8 +1110,9 @@ static FILE* bench_spawn(const char* const* args, pid_t* pid) {
         dup2(fd[1], 1);
         close(fd[0]);
         close(fd[1]);
-        execv(self, av);
-        fprintf(stderr, "test_aco_benchmark: exec %s: %s\n", self,
+        if (prog == self) execv(self, av);
+        else execvp(prog, av);
+        fprintf(stderr, "test_aco_benchmark: exec %s: %s\n", prog,
                 strerror(errno));
         _exit(127);
     }
