@@ -95,6 +95,8 @@ static void test_reset_ended(void) {
     ASSERT_EQ(run_to_end(co), 4);
     ASSERT_EQ(j.starts, 1);
     ASSERT_EQ(j.finishes, 1);
+    /* Alone on its stack it is never copied: with the default size its
+     * save stack is never even allocated.  Whatever it has, it keeps. */
     void* save_buf = co->save_stack.ptr;
     size_t save_sz = co->save_stack.sz;
 
@@ -138,8 +140,13 @@ static void test_reset_suspended(void) {
 
     /* Reset the evicted A: it starts over; its saved frames are not
      * restored (ct_restore stays 0); B, the owner, is saved as usual. */
+    void* a_buf = a->save_stack.ptr;
+    size_t a_cap = a->save_stack.sz;
+    CHECK(a_buf != NULL);
     aco_reset(a);
     ASSERT_EQ(a->save_stack.valid_sz, 0);
+    ASSERT_PTR_EQ(a->save_stack.ptr, a_buf);    /* the buffer is kept */
+    ASSERT_EQ(a->save_stack.sz, a_cap);
     ASSERT_EQ(a->save_stack.ct_save, 1);        /* statistics kept */
     ASSERT_EQ(a->save_stack.max_cpsz, a_max);
     ASSERT_PTR_EQ(s->owner, b);                 /* not A's to give up */
