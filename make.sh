@@ -131,7 +131,8 @@ for arch in aarch64 riscv64; do
     if ! cross_probe $arch; then
         echo "make.sh: cannot build static $arch programs with '$(cross_cc $arch)':" \
              "install gcc-$arch-linux-gnu (Debian; it brings" \
-             "libc6-dev-$( [ $arch = aarch64 ] && echo arm64 || echo riscv64 )-cross)" \
+             "libc6-dev-$( [ $arch = aarch64 ] && echo arm64 || echo riscv64 )-cross)," \
+             "or set CC_$(echo $arch | tr '[:lower:]' '[:upper:]') (e.g. 'clang --target=$arch-linux-gnu')," \
              "or pass -o no-$arch" >&2
         exit 1
     fi
