@@ -507,16 +507,6 @@ static inline void aco__copy(void* dst, const void* src, size_t n) {
 #undef ACO_ENDS
 }
 
-/* Off the hot path: a save stack too small for n bytes is replaced by one
- * that fits exactly (its old content is replaced whole: no realloc copy). */
-__attribute__((noinline, cold))
-static void aco__save_grow(aco_save_stack_t* ss, size_t n) {
-    size_t cap = aco__save_capacity(n);
-    aco__save_free(ss);
-    ss->ptr = aco__save_alloc(cap, "aco_resume");
-    ss->sz = (uint32_t)cap;
-}
-
 __attribute__((noinline, cold, noreturn))
 static void aco__overflowed(aco_t* owner) {
     aco_share_stack_t* s = owner->share_stack;
@@ -525,16 +515,20 @@ static void aco__overflowed(aco_t* owner) {
                s->ptr, s->align_retptr);
 }
 
-/* Copy the live bytes of the share stack's owner (its frames, from its saved
- * stack pointer up to align_retptr) to the owner's save stack. */
-static inline void aco__save(aco_t* owner, aco_share_stack_t* s) {
-    uintptr_t sp = (uintptr_t)ACO_SP(owner);
-    size_t n = (uintptr_t)s->align_retptr - sp;   /* huge if sp is above */
-    if (aco_unlikely(n > s->align_limit)) aco__overflowed(owner);
+/* The owner's live bytes: its frames, from its saved stack pointer up to
+ * align_retptr.  Checked: a co that overflowed a stack without a guard page
+ * is caught here at the latest. */
+static inline size_t aco__live(aco_t* owner, aco_share_stack_t* s) {
+    size_t n = (uintptr_t)s->align_retptr - (uintptr_t)ACO_SP(owner);
+    if (aco_unlikely(n > s->align_limit)) aco__overflowed(owner);  /* or sp above */
+    return n;
+}
+
+/* Copy them to the owner's save stack, which is large enough. */
+static inline void aco__save(aco_t* owner, size_t n) {
     aco_save_stack_t* ss = &owner->save_stack;
-    if (aco_unlikely(n > ss->sz)) aco__save_grow(ss, n);
     if (n > 0) {
-        aco__copy(ss->ptr, (void*)sp, n);
+        aco__copy(ss->ptr, ACO_SP(owner), n);
         ss->ct_save++;
     }
     ss->valid_sz = (uint32_t)n;
@@ -571,16 +565,40 @@ static void aco__restore(aco_t* co) {
 /* aco_resume when the share stack changes hands.  Lazy save: its holder is
  * copied out only now that co needs the stack; a co alone on its stack never
  * is.  Out of line and entered by a tail jump, so that aco_resume's fast path
- * saves no registers. */
+ * saves no registers; it calls nothing that returns (a save stack that must
+ * grow is handled by a tail jump too), so it saves none either. */
+static void aco__resume_growing(aco_t* cur, aco_t* co);
+
 __attribute__((noinline))
 static void aco__resume_taking(aco_t* cur, aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
-    if (s->owner != NULL) aco__save(s->owner, s);
+    aco_t* owner = s->owner;
+    if (owner != NULL) {
+        size_t n = aco__live(owner, s);
+        if (aco_unlikely(n > owner->save_stack.sz)) {
+            aco__resume_growing(cur, co);
+            return;
+        }
+        aco__save(owner, n);
+    }
     aco__restore(co);
     s->owner = co;
     s->align_validsz = co->save_stack.valid_sz;
     aco_gtls_co = co;
     acosw(cur, co);     /* a tail jump, as in aco_resume */
+}
+
+/* The owner's save stack is too small: replace it by one that fits exactly
+ * (its old content is replaced whole: no realloc copy), then go on. */
+__attribute__((noinline, cold))
+static void aco__resume_growing(aco_t* cur, aco_t* co) {
+    aco_t* owner = co->share_stack->owner;
+    aco_save_stack_t* ss = &owner->save_stack;
+    size_t cap = aco__save_capacity(aco__live(owner, co->share_stack));
+    aco__save_free(ss);
+    ss->ptr = aco__save_alloc(cap, "aco_resume");
+    ss->sz = (uint32_t)cap;
+    aco__resume_taking(cur, co);
 }
 
 __attribute__((noinline, cold, noreturn))
