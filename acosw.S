@@ -78,6 +78,10 @@ acosw:
 #if ACO_IBT
     endbr64
 #endif
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+    fnstcw  ACO_OFF_FPUCW(%rdi)         /* first: slow, and read back last */
+    stmxcsr ACO_OFF_MXCSR(%rdi)
+#endif
     popq    %rdx                        /* rdx = from's resume pc; rsp = its sp */
     .cfi_adjust_cfa_offset -8
     .cfi_register %rip, %rdx
@@ -89,9 +93,13 @@ acosw:
     movq    %r13, ACO_OFF_R13(%rdi)
     movq    %r14, ACO_OFF_R14(%rdi)
     movq    %r15, ACO_OFF_R15(%rdi)
+    movq    ACO_OFF_RBX(%rsi), %rbx
+    movq    ACO_OFF_RBP(%rsi), %rbp
+    movq    ACO_OFF_R12(%rsi), %r12
+    movq    ACO_OFF_R13(%rsi), %r13
+    movq    ACO_OFF_R14(%rsi), %r14
+    movq    ACO_OFF_R15(%rsi), %r15
 #ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-    fnstcw  ACO_OFF_FPUCW(%rdi)
-    stmxcsr ACO_OFF_MXCSR(%rdi)
     /* fldcw and ldmxcsr are slow (microcoded, serialising): load the words
      * only when the control bits differ.  MXCSR bits 0-5 are exception
      * flags, status not control (scratch at a call): ignore them. */
@@ -104,12 +112,6 @@ acosw:
     jnz     .Lload_env64
 .Lenv_done64:
 #endif
-    movq    ACO_OFF_RBX(%rsi), %rbx
-    movq    ACO_OFF_RBP(%rsi), %rbp
-    movq    ACO_OFF_R12(%rsi), %r12
-    movq    ACO_OFF_R13(%rsi), %r13
-    movq    ACO_OFF_R14(%rsi), %r14
-    movq    ACO_OFF_R15(%rsi), %r15
     movq    ACO_OFF_PC(%rsi), %rdx
     movq    ACO_OFF_SP(%rsi), %rsp      /* the one instruction that moves stacks */
     /* A resume address is not an IBT landing pad (it follows a call), hence
@@ -186,6 +188,10 @@ acosw:
 #endif
     movl    4(%esp), %eax               /* eax = from */
     movl    8(%esp), %ecx               /* ecx = to */
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+    fnstcw  ACO_OFF_FPUCW(%eax)         /* first: slow, and read back last */
+    stmxcsr ACO_OFF_MXCSR(%eax)
+#endif
     popl    %edx                        /* edx = from's resume pc; esp = its sp */
     .cfi_adjust_cfa_offset -4
     .cfi_register %eip, %edx
@@ -196,8 +202,6 @@ acosw:
     movl    %esi, ACO_OFF_ESI(%eax)
     movl    %edi, ACO_OFF_EDI(%eax)
 #ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-    fnstcw  ACO_OFF_FPUCW(%eax)
-    stmxcsr ACO_OFF_MXCSR(%eax)
     /* As on x86-64: load the words only when the control bits differ.
      * ebx and esi are saved already: free to use until loaded below. */
     movl    ACO_OFF_MXCSR(%eax), %ebx
