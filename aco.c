@@ -17,6 +17,14 @@
 #ifdef ACO_USE_VALGRIND
 #include <valgrind/memcheck.h>
 #endif
+#if ACO__ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#include <sanitizer/lsan_interface.h>
+#endif
+#if ACO__TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
 
 /* The register layout comes from acosw.S itself; check it against aco.h. */
 #define ACO_ASM_LAYOUT_ONLY
@@ -128,6 +136,106 @@ static void* aco__alloc(const char* fn, size_t sz) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Sanitizers (aco.h detects them: ACO__ASAN, ACO__TSAN).                   */
+/*                                                                          */
+/* Every switch goes through aco__switch (below), which announces it: ASan  */
+/* learns the stack the next co runs on and keeps one fake stack per co     */
+/* (detect_stack_use_after_return=1), TSan switches fibers.                 */
+/*                                                                          */
+/* A co's frames on a share stack carry ASan state that the bytes alone do  */
+/* not: the shadow memory that marks the red zones around its arrays.  So   */
+/* the lazy save moves that shadow along with the bytes, into the save      */
+/* buffer right after them, and leaves the vacated share-stack region       */
+/* unpoisoned for the next co; the restore puts it back.  The shadow is read */
+/* and written directly (its mapping comes from the public                   */
+/* __asan_get_shadow_mapping), one byte per 8-byte granule: exact, red-zone */
+/* kinds included, and an eighth of the copy's cost.  The copies themselves */
+/* run in uninstrumented code that never calls memcpy (ASan checks every   */
+/* memcpy): the bytes they move include red zones.                          */
+/*                                                                          */
+/* Invariant: share-stack bytes outside its owner's live frames (everything */
+/* below the owner's stack pointer; the whole stack when it has no owner)   */
+/* are unpoisoned.  Frames that return unpoison themselves; a co evicted,   */
+/* ended, reset or destroyed has its region unpoisoned by the library.      */
+/*                                                                          */
+/* Under ASan, co objects and save stacks come from malloc, not the pools:  */
+/* ASan then watches them (a use after aco_destroy is reported) and         */
+/* LeakSanitizer sees what they point to.                                   */
+/* ------------------------------------------------------------------------ */
+
+/* ACO__NOSAN: a function the sanitizers leave alone.  clang's
+ * no_sanitize("thread") still brackets a function with TSan's
+ * __tsan_func_entry/exit, which must not run around a fiber switch;
+ * disable_sanitizer_instrumentation (clang >= 14) drops those, and
+ * no_sanitize the memory checks (clang 14's ASan ignores the former). */
+#if !ACO__SAN_SWITCH
+#define ACO__NOSAN
+#elif defined(__clang__) && defined(__has_attribute) && \
+    __has_attribute(disable_sanitizer_instrumentation)
+#define ACO__NOSAN __attribute__((noinline, disable_sanitizer_instrumentation, \
+                                    no_sanitize("address", "thread")))
+#elif defined(__clang__)
+#define ACO__NOSAN __attribute__((noinline, no_sanitize("address", "thread")))
+#else
+#define ACO__NOSAN __attribute__((noinline, no_sanitize_address, no_sanitize_thread))
+#endif
+
+/* The hot-path helpers of the stack copies: inline, except in sanitizer
+ * builds, where they stay out of line and uninstrumented. */
+#if ACO__SAN_SWITCH
+#define ACO__INLINE_NOSAN ACO__NOSAN
+#else
+#define ACO__INLINE_NOSAN inline
+#endif
+
+#if ACO__ASAN
+/* The shadow granule: 1 << scale bytes per shadow byte. */
+static size_t aco__asan_scale(void) {
+    size_t scale, offset;
+    __asan_get_shadow_mapping(&scale, &offset);
+    return scale;
+}
+
+/* Shadow bytes a save buffer of sz bytes needs for its granules: a saved
+ * range [sp, top) is widened to whole granules, one more at each end. */
+static size_t aco__asan_shadow_cap(size_t sz) {
+    return (sz >> aco__asan_scale()) + 2;
+}
+
+/* Move the shadow of the granules covering [lo, hi) into buf and unpoison
+ * them (out != 0), or write buf back into that shadow (out == 0).  The
+ * volatile accesses keep the compiler from calling memcpy or memset. */
+static ACO__NOSAN void aco__asan_shadow_move(uintptr_t lo, uintptr_t hi,
+                                             unsigned char* buf, int out) {
+    size_t scale, offset;
+    __asan_get_shadow_mapping(&scale, &offset);
+    uintptr_t g = (uintptr_t)1 << scale;
+    lo &= ~(g - 1);
+    hi = (hi + g - 1) & ~(g - 1);
+    volatile unsigned char* sh = (volatile unsigned char*)((lo >> scale) + offset);
+    size_t n = (size_t)((hi - lo) >> scale);
+    for (size_t i = 0; i < n; i++) {
+        if (out) {
+            buf[i] = sh[i];
+            sh[i] = 0;
+        } else {
+            sh[i] = buf[i];
+        }
+    }
+}
+
+/* Unpoison the granules covering [lo, hi) of a share stack: no co's frames
+ * live there any more. */
+static void aco__asan_vacate(const void* lo, const void* hi) {
+    uintptr_t g = (uintptr_t)1 << aco__asan_scale();
+    uintptr_t l = (uintptr_t)lo & ~(g - 1);
+    __asan_unpoison_memory_region((void*)l, (size_t)((uintptr_t)hi - l));
+}
+
+static void aco__asan_entry(void);
+#endif
+
+/* ------------------------------------------------------------------------ */
 /* Thread init and the protector                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -219,6 +327,11 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
 #ifdef ACO_USE_VALGRIND
     s->valgrind_stk_id = VALGRIND_STACK_REGISTER(s->ptr, (char*)s->ptr + sz);
 #endif
+#if ACO__ASAN
+    /* LeakSanitizer scans heap blocks and thread stacks, not our mappings:
+     * a suspended owner's locals may hold the only pointer to a block. */
+    if (s->guard_page_enabled) __lsan_register_root_region(s->ptr, s->sz);
+#endif
     return s;
 }
 
@@ -230,6 +343,11 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
                (void*)sstk, sstk->co_ct);
 #ifdef ACO_USE_VALGRIND
     VALGRIND_STACK_DEREGISTER(sstk->valgrind_stk_id);
+#endif
+#if ACO__ASAN
+    /* Leave no stale poison for whatever reuses the memory. */
+    aco__asan_vacate(sstk->ptr, (char*)sstk->ptr + sstk->sz);
+    if (sstk->guard_page_enabled) __lsan_unregister_root_region(sstk->ptr, sstk->sz);
 #endif
     if (sstk->guard_page_enabled) {
         aco__check(fn, munmap(sstk->real_ptr, sstk->real_sz) == 0,
@@ -390,11 +508,18 @@ static void aco__pool_free(void* p) {
 #endif
 }
 
-/* A zeroed co object. */
+/* A zeroed co object (ASan: from malloc, see "Sanitizers"). */
 static aco_t* aco__co_alloc(const char* fn) {
-    aco_t* co = aco__pool_alloc(&aco__co_pool, (sizeof(aco_t) + 15) & ~(size_t)15, fn);
+    aco_t* co = ACO__ASAN ? aco__alloc(fn, sizeof(aco_t))
+                          : aco__pool_alloc(&aco__co_pool,
+                                            (sizeof(aco_t) + 15) & ~(size_t)15, fn);
     memset(co, 0, sizeof(*co));
     return co;
+}
+
+static void aco__co_free(aco_t* co) {
+    if (ACO__ASAN) free(co);
+    else aco__pool_free(co);
 }
 
 /* Save stacks: pooled up to ACO_SAVE_POOLED bytes, malloc'd above; the
@@ -403,16 +528,27 @@ static size_t aco__save_capacity(size_t n) {
     return n <= ACO_SAVE_POOLED ? (n + 7) & ~(size_t)7 : n;
 }
 
+/* Bytes a save buffer of capacity cap holds beyond cap: under ASan, the
+ * shadow of the saved bytes (see "Sanitizers"). */
+static size_t aco__save_extra(size_t cap) {
+#if ACO__ASAN
+    return aco__asan_shadow_cap(cap);
+#else
+    (void)cap;
+    return 0;
+#endif
+}
+
 static void* aco__save_alloc(size_t cap, const char* fn) {
-    if (cap <= ACO_SAVE_POOLED) {
+    if (!ACO__ASAN && cap <= ACO_SAVE_POOLED) {
         return aco__pool_alloc(&aco__save_pool[cap / 8 - 1], cap, fn);
     }
-    return aco__alloc(fn, cap);
+    return aco__alloc(fn, cap + aco__save_extra(cap));
 }
 
 static void aco__save_free(aco_save_stack_t* ss) {
     if (ss->ptr == NULL) return;
-    if (ss->sz <= ACO_SAVE_POOLED) aco__pool_free(ss->ptr);
+    if (!ACO__ASAN && ss->sz <= ACO_SAVE_POOLED) aco__pool_free(ss->ptr);
     else free(ss->ptr);
     ss->ptr = NULL;
 }
@@ -426,7 +562,11 @@ static void aco__save_free(aco_save_stack_t* ss) {
  * address and the FP control words aco_thread_init() captured. */
 static void aco__init_regs(aco_t* co) {
     memset(co->reg, 0, sizeof(co->reg));
+#if ACO__ASAN
+    ACO_PC(co) = (void*)aco__asan_entry;    /* it finishes the switch first */
+#else
     ACO_PC(co) = (void*)co->fp;
+#endif
     ACO_SP(co) = co->share_stack->align_retptr;
 #ifdef ACO_OFF_LR
     co->reg[ACO_OFF_LR / sizeof(void*)] = (void*)(uintptr_t)aco_protector_ret;
@@ -448,6 +588,9 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                    "(co %p is running)", (void*)aco_gtls_co);
         aco_t* co = aco__co_alloc(fn);
         co->arg = arg;
+#if ACO__TSAN
+        co->tsan_fiber = __tsan_get_current_fiber();
+#endif
         aco_gtls_co = co;
         return co;
     }
@@ -473,6 +616,9 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
         co->save_stack.ptr = aco__save_alloc(cap, fn);
         co->save_stack.sz = (uint32_t)cap;
     }
+#if ACO__TSAN
+    co->tsan_fiber = __tsan_create_fiber(0);
+#endif
     share_stack->co_ct++;
     return co;
 }
@@ -482,6 +628,22 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
  * or two above its function.  Up to 256 bytes the copy is straight-line:
  * one fixed-size block from each end, overlapping in the middle (gcc and
  * clang expand a constant-size memcpy into a few vector moves, no call). */
+#if ACO__SAN_SWITCH
+/* Sanitizer builds: uninstrumented, word by word, never memcpy (ASan checks
+ * a memcpy's whole range, and the frames copied have poisoned red zones). */
+typedef uintptr_t aco__word __attribute__((aligned(1), may_alias));
+
+static ACO__NOSAN void aco__copy(void* dst, const void* src, size_t n) {
+    char* d = dst;
+    const char* s = src;
+    for (size_t i = 0; i + sizeof(aco__word) <= n; i += sizeof(aco__word)) {
+        __asm__("" : "+r"(i));  /* no memcpy idiom */
+        *(aco__word*)(d + i) = *(const aco__word*)(s + i);
+    }
+    for (size_t i = n & ~(sizeof(aco__word) - 1); i < n; i++)
+        ((volatile char*)d)[i] = s[i];      /* a 4-byte tail on 64-bit */
+}
+#else
 static inline void aco__copy(void* dst, const void* src, size_t n) {
     char* d = dst;
     const char* s = src;
@@ -506,6 +668,7 @@ static inline void aco__copy(void* dst, const void* src, size_t n) {
     }
 #undef ACO_ENDS
 }
+#endif
 
 __attribute__((noinline, cold, noreturn))
 static void aco__overflowed(aco_t* owner) {
@@ -525,11 +688,16 @@ static inline size_t aco__live(aco_t* owner, aco_share_stack_t* s) {
 }
 
 /* Copy them to the owner's save stack, which is large enough. */
-static inline void aco__save(aco_t* owner, size_t n) {
+static ACO__INLINE_NOSAN void aco__save(aco_t* owner, size_t n) {
     aco_save_stack_t* ss = &owner->save_stack;
     if (n > 0) {
         aco__copy(ss->ptr, ACO_SP(owner), n);
         ss->ct_save++;
+#if ACO__ASAN
+        aco__asan_shadow_move((uintptr_t)ACO_SP(owner),
+                              (uintptr_t)owner->share_stack->align_highptr,
+                              (unsigned char*)ss->ptr + ss->sz, 1);
+#endif
     }
     ss->valid_sz = (uint32_t)n;
     if (n > ss->max_cpsz) ss->max_cpsz = n;
@@ -544,7 +712,7 @@ static inline void aco__save(aco_t* owner, size_t n) {
 #endif
 
 /* Put co's saved bytes back where they were: right below align_retptr. */
-static void aco__restore(aco_t* co) {
+static ACO__NOSAN void aco__restore(aco_t* co) {
     aco_save_stack_t* ss = &co->save_stack;
     size_t n = ss->valid_sz;
     char* dst = (char*)co->share_stack->align_retptr - n;
@@ -560,6 +728,11 @@ static void aco__restore(aco_t* co) {
     if (n == 0) return;
     aco__copy(dst, ss->ptr, n);
     ss->ct_restore++;
+#if ACO__ASAN
+    /* n == 0 (a co that never ran) finds the region clean: the invariant. */
+    aco__asan_shadow_move((uintptr_t)dst, (uintptr_t)co->share_stack->align_highptr,
+                          (unsigned char*)ss->ptr + ss->sz, 0);
+#endif
 }
 
 /* aco_resume when the share stack changes hands.  Lazy save: its holder is
@@ -585,7 +758,7 @@ static void aco__resume_taking(aco_t* cur, aco_t* co) {
     s->owner = co;
     s->align_validsz = co->save_stack.valid_sz;
     aco_gtls_co = co;
-    acosw(cur, co);     /* a tail jump, as in aco_resume */
+    ACO__SW(cur, co);   /* a tail jump, as in aco_resume */
 }
 
 /* The owner's save stack is too small: replace it by one that fits exactly
@@ -635,9 +808,69 @@ void aco_resume(aco_t* co) {
     /* Last, so that compilers emit a tail jump: acosw then records our
      * caller's return address, and the main co continues right there when
      * co yields (aco_yield sets aco_gtls_co back), with no return of ours to
-     * mispredict.  Without the tail call (-O0) it is merely slower. */
-    acosw(cur, co);
+     * mispredict.  Without the tail call (-O0) it is merely slower.
+     * (Sanitizer builds: aco__switch, which returns here.) */
+    ACO__SW(cur, co);
 }
+
+#if ACO__SAN_SWITCH
+/* Every switch of a sanitizer build (aco.h's ACO__SW).  Uninstrumented:
+ * TSan's fiber switch must come right before the stack switch with no
+ * instrumented code between them, and ASan must not see the stacks change
+ * under it. */
+void aco__switch(aco_t* from, aco_t* to) ACO__NOSAN;
+
+void aco__switch(aco_t* from, aco_t* to) {
+#if ACO__ASAN
+    const void* lo;
+    size_t sz;
+    if (aco_is_main_co(to)) {
+        lo = to->asan_stack_lo;     /* recorded when it resumed `from` */
+        sz = to->asan_stack_sz;
+    } else {
+        lo = to->share_stack->ptr;
+        sz = to->share_stack->sz;
+    }
+    /* A co leaving for good passes NULL: ASan frees its fake stack. */
+    __sanitizer_start_switch_fiber(from->is_end ? NULL : &from->asan_fake_stack,
+                                   lo, sz);
+#endif
+#if ACO__TSAN
+    /* flags 0: the switch orders what `from` did before what `to` does. */
+    __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+    acosw(from, to);
+#if ACO__ASAN
+    /* Back in `from`: a main co returns here only from the co it resumed,
+     * `to`; a non-main co only from its main co. */
+    const void* prev_lo;
+    size_t prev_sz;
+    __sanitizer_finish_switch_fiber(from->asan_fake_stack, &prev_lo, &prev_sz);
+    if (aco_is_main_co(from)) {
+        if (to->is_end)     /* its frames are dead: clear their red zones */
+            aco__asan_vacate(ACO_SP(to), to->share_stack->align_highptr);
+    } else {
+        from->main_co->asan_stack_lo = prev_lo;
+        from->main_co->asan_stack_sz = prev_sz;
+    }
+#endif
+}
+#endif
+
+#if ACO__ASAN
+/* Where a new co starts under ASan (its initial pc): finish the switch that
+ * started it, then call its function.  aco_protector_ret stays the return
+ * address of this frame (lr-register architectures: the protector is in lr
+ * at entry and this frame's own return goes there), so the stack's shape is
+ * as without ASan plus one frame. */
+static ACO__NOSAN void aco__asan_entry(void) {
+    aco_t* co = aco_gtls_co;
+    __sanitizer_finish_switch_fiber(NULL, &co->main_co->asan_stack_lo,
+                                    &co->main_co->asan_stack_sz);
+    co->fp();
+    aco__funcp_protector();     /* the co function returned */
+}
+#endif
 
 /* The API function behind the aco_yield() macro of aco.h. */
 void (aco_yield)(void) {
@@ -664,7 +897,7 @@ void aco_exit(void) {
     co->share_stack->align_validsz = 0;
     co->save_stack.valid_sz = 0;
     aco_gtls_co = co->main_co;
-    acosw(co, co->main_co);
+    ACO__SW(co, co->main_co);
     aco__fatal("aco_exit", "co %p was resumed after its end", (void*)co);
 }
 
@@ -689,7 +922,17 @@ static void aco__reset(const char* fn, aco_t* co, aco_cofuncp_t fp,
     if (s->owner == co) {
         s->owner = NULL;
         s->align_validsz = 0;
+#if ACO__ASAN
+        /* A suspended owner's frames die here: clear their red zones.  (Its
+         * fake stack, if any, cannot be freed from outside it.) */
+        aco__asan_vacate(ACO_SP(co), s->align_highptr);
+#endif
     }
+#if ACO__TSAN
+    /* A fresh fiber: the old one's call stack holds the dead frames. */
+    __tsan_destroy_fiber(co->tsan_fiber);
+    co->tsan_fiber = __tsan_create_fiber(0);
+#endif
     co->save_stack.valid_sz = 0;
     co->is_end = 0;
     co->fp = fp;
@@ -714,7 +957,7 @@ void aco_destroy(aco_t* co) {
                    "main co %p cannot be destroyed while co %p runs",
                    (void*)co, (void*)aco_gtls_co);
         if (aco_gtls_co == co) aco_gtls_co = NULL;
-        aco__pool_free(co);
+        aco__co_free(co);
         return;
     }
     aco__check(fn, co != aco_gtls_co,
@@ -723,8 +966,17 @@ void aco_destroy(aco_t* co) {
     if (s->owner == co) {
         s->owner = NULL;
         s->align_validsz = 0;
+#if ACO__ASAN
+        /* A suspended owner's frames die with it.  (Its ASan fake stack, if
+         * any, cannot be freed from outside it: ASan frees a fake stack
+         * only when its co leaves for good, in aco_exit.) */
+        aco__asan_vacate(ACO_SP(co), s->align_highptr);
+#endif
     }
+#if ACO__TSAN
+    __tsan_destroy_fiber(co->tsan_fiber);
+#endif
     s->co_ct--;
     aco__save_free(&co->save_stack);
-    aco__pool_free(co);
+    aco__co_free(co);
 }

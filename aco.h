@@ -34,6 +34,11 @@
  *   ACO_USE_VALGRIND  undefined by default: define it to run under valgrind
  *       memcheck with zero false reports, shared stacks included (needs
  *       <valgrind/valgrind.h>; costs a little per stack copy).
+ *
+ * Sanitizers need no macro: compiled with -fsanitize=address or
+ * -fsanitize=thread (aco.c and your program alike), libaco announces every
+ * switch to the sanitizer and keeps ASan's view of the shared stacks exact
+ * (see "Sanitizers" below).  -fsanitize=undefined needs nothing.
  * ---------------------------------------------------------------------------
  */
 #ifndef ACO_H
@@ -191,6 +196,45 @@ static inline void* aco__new_checked(size_t sz, const char* what,
 }
 
 /* ======================================================================== */
+/* Sanitizers                                                               */
+/*                                                                          */
+/* Compile aco.c and the program with the same -fsanitize= flags.  Under    */
+/* ASan or TSan every switch is announced (ASan: start/finish_switch_fiber, */
+/* one fake stack per co; TSan: one fiber per co), from uninstrumented code */
+/* in aco.c, and under ASan a co's red zones travel with its frames when    */
+/* they are copied out and back.  This costs a call per switch in those     */
+/* builds only.  Each switch runs the sanitizer's runtime on the co's stack:*/
+/* leave it a few KiB more.  With detect_stack_use_after_return=1 a co's   */
+/* locals may live on its ASan fake stack, which is freed when the co       */
+/* exits (a co destroyed or reset while suspended leaves it to the          */
+/* process).  Detection: __SANITIZE_ADDRESS__ / __SANITIZE_THREAD__ (gcc),  */
+/* __has_feature(...) (clang).  The macros below are internal.              */
+/* ======================================================================== */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ACO__ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define ACO__TSAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(ACO__ASAN)
+#define ACO__ASAN 1
+#endif
+#if __has_feature(thread_sanitizer) && !defined(ACO__TSAN)
+#define ACO__TSAN 1
+#endif
+#endif
+#ifndef ACO__ASAN
+#define ACO__ASAN 0
+#endif
+#ifndef ACO__TSAN
+#define ACO__TSAN 0
+#endif
+/* Non-zero when switches must be announced to a sanitizer. */
+#define ACO__SAN_SWITCH (ACO__ASAN || ACO__TSAN)
+
+/* ======================================================================== */
 /* Data types.  Fields marked (read) may be read by programs; the library   */
 /* owns every field, so never write one.                                    */
 /* ======================================================================== */
@@ -255,6 +299,14 @@ struct aco_s {
     aco_cofuncp_t fp;               /* (read) */
     aco_share_stack_t* share_stack; /* (read) NULL for a main co */
     aco_save_stack_t   save_stack;  /* (read) statistics, see above */
+#if ACO__ASAN
+    void*  asan_fake_stack;         /* its ASan fake stack while switched out */
+    const void* asan_stack_lo;      /* main co: its stack, as ASan knows it */
+    size_t asan_stack_sz;
+#endif
+#if ACO__TSAN
+    void*  tsan_fiber;              /* its TSan fiber */
+#endif
 };
 
 /* ======================================================================== */
@@ -271,6 +323,17 @@ extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
 /* The out-of-line half of the inline aco_yield below (aco.c). */
 void aco__yield_misuse(const char* fn) __attribute__((noreturn, cold));
 
+/* The switch the library and aco_yield call.  Sanitizer builds call aco.c's
+ * uninstrumented aco__switch instead of acosw: it announces the switch to
+ * ASan or TSan, calls acosw, and finishes the announcement on the other
+ * side.  Other builds call acosw directly, exactly as before. */
+#if ACO__SAN_SWITCH
+void aco__switch(aco_t* from_co, aco_t* to_co);
+#define ACO__SW aco__switch
+#else
+#define ACO__SW acosw
+#endif
+
 /* aco_yield is inlined into the co's code so that acosw continues the co
  * right there: an out-of-line function would return through a return-stack-
  * buffer entry the other side pushed, a mispredicted branch on every switch.
@@ -282,7 +345,7 @@ static inline void aco__yield_inline(void) {
     if (aco_unlikely(co == NULL || co->main_co == NULL))
         aco__yield_misuse("aco_yield");
     aco_gtls_co = co->main_co;
-    acosw(co, co->main_co);
+    ACO__SW(co, co->main_co);
 }
 
 #define aco_yield() aco__yield_inline()
