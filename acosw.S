@@ -127,6 +127,11 @@ acosw:
     ldmxcsr ACO_OFF_MXCSR(%rsi)
     jmp     .Lenv_done64
 #endif
+    /* acosw's end, for tests that ask whether a pc lies in the switch:
+     * [acosw, aco__acosw_end) is exactly acosw's .size. */
+    .globl  aco__acosw_end
+    .hidden aco__acosw_end
+aco__acosw_end:
     .cfi_endproc
     .size   acosw, .-acosw
 
@@ -230,6 +235,9 @@ acosw:
     ldmxcsr ACO_OFF_MXCSR(%ecx)
     jmp     .Lenv_done32
 #endif
+    .globl  aco__acosw_end              /* as on x86-64 */
+    .hidden aco__acosw_end
+aco__acosw_end:
     .cfi_endproc
     .size   acosw, .-acosw
 
