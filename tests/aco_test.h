@@ -55,6 +55,30 @@
         }                                                                     \
     } while (0)
 
+/* The stack pointer at the call site.  Tests that ask whether code runs on
+ * some stack use this, not the address of a local: under ASan with
+ * detect_stack_use_after_return=1, locals may live on ASan's fake stack. */
+__attribute__((always_inline)) static inline uintptr_t aco_test_sp(void) {
+    uintptr_t sp;
+#if defined(__x86_64__)
+    __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
+#elif defined(__i386__)
+    __asm__ volatile("movl %%esp, %0" : "=r"(sp));
+#else
+#error "aco_test.h: unsupported architecture"
+#endif
+    return sp;
+}
+
+/* n, opaque to the compiler.  `T a[aco_test_vla(n)]` is a VLA: tests whose
+ * checks need an array in the co's frame on its share stack declare it so,
+ * because ASan's detect_stack_use_after_return=1 moves fixed-size arrays to
+ * its fake stack but never a VLA (still guarded by red zones). */
+static inline size_t aco_test_vla(size_t n) {
+    __asm__("" : "+r"(n));
+    return n;
+}
+
 /* Non-zero when running under valgrind (only known in valgrind builds). */
 static inline int aco_test_on_valgrind(void) {
 #ifdef ACO_USE_VALGRIND

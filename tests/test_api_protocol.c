@@ -167,7 +167,7 @@ __attribute__((noinline)) static void worker_finish(struct worker* w) {
  * the bottom; on the way back every buffer must still hold its pattern. */
 __attribute__((noinline)) static void worker_dive(struct worker* w, int depth,
                                                   uint32_t seed) {
-    volatile unsigned char buf[FRAME_BYTES];
+    volatile unsigned char buf[aco_test_vla(FRAME_BYTES)];  /* VLA: aco_test.h */
     fill(buf, sizeof(buf), seed + (uint32_t)depth);
     if (depth > 0) {
         worker_dive(w, depth - 1, seed);

@@ -77,7 +77,7 @@ static int last_word_calls;
 
 static void last_word(void) {
     aco_t* co = aco_get_co();
-    uintptr_t here = (uintptr_t)&co;
+    uintptr_t here = aco_test_sp();
     aco_share_stack_t* s = co->share_stack;
     int on_stack = s != NULL && here >= (uintptr_t)s->ptr &&
                    here < (uintptr_t)s->ptr + s->sz;

@@ -266,7 +266,7 @@ int main(void) {
     range_lo[0] = (uintptr_t)main_lo;
     range_hi[0] = (uintptr_t)main_lo + main_sz;
     n_ranges = 1;
-    CHECK(sp_known((uintptr_t)&attr));  /* main's own frame is in range */
+    CHECK(sp_known(aco_test_sp()));  /* main's own frame is in range */
     for (int k = 0; k < N_STACKS; k++) {
         range_lo[n_ranges] = (uintptr_t)stacks[k]->ptr;
         range_hi[n_ranges] = (uintptr_t)stacks[k]->ptr + stacks[k]->sz;

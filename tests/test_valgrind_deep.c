@@ -86,7 +86,7 @@ struct holder {
 };
 
 __attribute__((noinline)) static void hold_frame(struct holder* h, int round) {
-    uint32_t frame[HOLD_WORDS];
+    uint32_t frame[aco_test_vla(HOLD_WORDS)];   /* a VLA: see aco_test.h */
     fill(frame, HOLD_WORDS, h->tag, (uint32_t)round);
     h->parked_at = (char*)frame;
     h->in_frame = 1;
@@ -104,7 +104,7 @@ __attribute__((noinline)) static void hold_nested(struct holder* h, int round,
         hold_frame(h, round);
         return;
     }
-    uint32_t pad[DIG_WORDS];
+    uint32_t pad[aco_test_vla(DIG_WORDS)];
     fill(pad, DIG_WORDS, h->tag ^ 0x5a5a5a5au, (uint32_t)(round * 64 + nest));
     hold_nested(h, round, nest - 1);
     h->bad += count_bad(pad, DIG_WORDS, h->tag ^ 0x5a5a5a5au,
@@ -129,7 +129,7 @@ struct digger {
 };
 
 __attribute__((noinline)) static uint32_t dig(struct digger* d, int level) {
-    uint32_t buf[DIG_WORDS];
+    uint32_t buf[aco_test_vla(DIG_WORDS)];
     fill(buf, DIG_WORDS, d->tag + (uint32_t)level, (uint32_t)d->round);
     if ((char*)buf < d->lowest) d->lowest = (char*)buf;
     uint32_t sum = 0;
