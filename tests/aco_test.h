@@ -64,6 +64,10 @@ __attribute__((always_inline)) static inline uintptr_t aco_test_sp(void) {
     __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
 #elif defined(__i386__)
     __asm__ volatile("movl %%esp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+#elif defined(__riscv)
+    __asm__ volatile("mv %0, sp" : "=r"(sp));
 #else
 #error "aco_test.h: unsupported architecture"
 #endif
