@@ -6,6 +6,10 @@
 #   bash make.sh -o no-valgrind     without the ACO_USE_VALGRIND variants
 #   bash make.sh -o no-aarch64      without the aarch64 cross variants
 #   bash make.sh -o no-riscv64      without the riscv64 cross variants
+#   bash make.sh -s asan|tsan|ubsan build with that sanitizer (its flags are
+#                                   added to CFLAGS) the variants it applies
+#                                   to: x86-64 without valgrind (ubsan: -m32
+#                                   too), into output/<sanitizer> by default
 #   bash make.sh bench              build, then run the default benchmark
 #                                   (x86-64, per-co and shared FPU env)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
@@ -27,7 +31,6 @@ cd "$(dirname "$0")"
 
 CC=${CC:-gcc}
 CFLAGS=${CFLAGS:--O2 -g}
-OUTPUT=${OUTPUT:-output}
 PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 WARN="-Wall -Wextra -Werror"
@@ -35,13 +38,14 @@ VERSION=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3
 SOMAJOR=${VERSION%%.*}
 
 usage() {
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 no_m32=0
 no_valgrind=0
 no_aarch64=0
 no_riscv64=0
+san=""
 action=build
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -53,6 +57,11 @@ while [ $# -gt 0 ]; do
                 no-riscv64) no_riscv64=1 ;;
                 *) echo "make.sh: unknown option -o '${1:-}'" >&2; usage >&2; exit 2 ;;
             esac ;;
+        -s) shift
+            case "${1:-}" in
+                asan|tsan|ubsan) san=$1 ;;
+                *) echo "make.sh: unknown sanitizer -s '${1:-}'" >&2; usage >&2; exit 2 ;;
+            esac ;;
         -h|--help) usage; exit 0 ;;
         install) action=install ;;
         bench) action=bench ;;
@@ -60,6 +69,20 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+
+OUTPUT=${OUTPUT:-output${san:+/$san}}
+
+# Sanitizer builds: the flags, and the variants that make sense: native
+# x86-64 (ubsan: i386 too), never valgrind's.  libaco detects ASan and TSan
+# itself (aco.h), no macro needed.
+case "$san" in
+    asan) SANFLAGS="-fsanitize=address -fno-omit-frame-pointer"; no_m32=1 ;;
+    tsan) SANFLAGS="-fsanitize=thread"; no_m32=1 ;;
+    ubsan) SANFLAGS="-fsanitize=undefined -fno-sanitize-recover=all" ;;
+    *) SANFLAGS="" ;;
+esac
+if [ -n "$san" ]; then no_valgrind=1; no_aarch64=1; no_riscv64=1; fi
+CFLAGS="$CFLAGS${SANFLAGS:+ $SANFLAGS}"
 
 # Programs: the top-level ones, then every test listed in tests/tests.list.
 programs() {
@@ -100,11 +123,20 @@ cross_probe() {   # cross_probe <arch>: a static C program links
     rm -rf "$tmp"; return $rc
 }
 
+if [ -n "$san" ] && ! probe $SANFLAGS; then
+    case "$CC" in
+        *clang*) pkg="libclang-rt-dev (clang's sanitizer runtimes)" ;;
+        *) pkg="libasan8, libtsan2 and libubsan1 (gcc's sanitizer runtimes)" ;;
+    esac
+    echo "make.sh: $CC cannot link with $SANFLAGS: install the Debian package $pkg" >&2
+    exit 1
+fi
+
 variants=()
 for arch in x86_64 m32; do
     if [ $arch = m32 ]; then
         [ $no_m32 = 1 ] && continue
-        if ! probe -m32; then
+        if ! probe -m32 $SANFLAGS; then
             echo "make.sh: cannot build -m32 programs with $CC: install gcc-multilib" \
                  "(Debian) or pass -o no-m32" >&2
             exit 1

@@ -1,35 +1,66 @@
 #!/usr/bin/env bash
-# test.sh - build everything and run the whole test suite; the verdict is the
-# last line ("N passed, N failed") and the exit status.
+# test.sh - build and run the test matrix; the verdict is the last line
+# ("N passed, N failed") and the exit status.
 #
-#   bash test.sh                   everything (what CI runs)
-#   bash test.sh -o no-m32         leave out the i386 variants   } said in the
-#   bash test.sh -o no-valgrind    leave out the valgrind ones   } summary
-#   bash test.sh -o no-aarch64     leave out the aarch64 ones    }
-#   bash test.sh -o no-riscv64     leave out the riscv64 ones    }
-#   bash test.sh -k PATTERN        only checks whose name matches PATTERN
+#   bash test.sh                  every target below (what CI runs)
+#   bash test.sh TARGET...        only these targets: bash test.sh asan tsan
+#   bash test.sh -l               list the targets
+#   bash test.sh -o no-m32        leave out the i386 variants   } said in the
+#   bash test.sh -o no-valgrind   leave out the valgrind ones   } summary
+#   bash test.sh -o no-aarch64    leave out the aarch64 ones    }
+#   bash test.sh -o no-riscv64    leave out the riscv64 ones    }
+#   bash test.sh -k PATTERN       only checks whose name contains PATTERN
 #
-# What runs: every program of every variant built by make.sh with gcc and
-# with clang (memcheck, --error-exitcode, on the valgrind variants; the
-# aarch64 and riscv64 cross builds under qemu-aarch64 / qemu-riscv64), then
-# the ELF, gdb and install checks.  A missing tool is a failure that names
-# the package to install, never a silent skip.
+# Targets (each program of each variant is one check, named
+# target/[compiler/]variant/program; builds go to output/<build>/):
+#   gcc-O2 clang-O2   every non-valgrind variant, -O2 -g: x86-64 and i386
+#                     natively, the aarch64 and riscv64 cross builds under
+#                     qemu-aarch64 / qemu-riscv64
+#   gcc-O0 clang-O0   the same at -O0 -g, x86-64 and i386
+#   valgrind          the valgrind variants of gcc-O2 and clang-O2, memcheck
+#   asan              -fsanitize=address, gcc and clang, x86-64, each run with
+#                     detect_stack_use_after_return=0 and =1
+#   tsan              -fsanitize=thread, gcc and clang, x86-64
+#   ubsan             -fsanitize=undefined -fno-sanitize-recover=all, gcc and
+#                     clang, x86-64 and i386
+#   checks            tests/check_*.sh: ELF/CET, gdb, gdb extension, install,
+#                     headers
+# A run passes when it ends as expected (exit 0; SIGABRT for tutorials 4
+# and 5) and its log holds no sanitizer or memcheck report.  What a target
+# leaves out, or runs with an adjusted sanitizer option, is printed with the
+# reason; a missing tool is a failure naming the package, never a skip.
 set -uo pipefail
 cd "$(dirname "$0")"
 top=$(pwd)
+t0=$SECONDS
+
+ALL_TARGETS="gcc-O2 clang-O2 gcc-O0 clang-O0 valgrind asan tsan ubsan checks"
 
 make_opts=()
 skipped=()
 pattern=""
+targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
         -o) shift; make_opts+=(-o "${1:-}"); skipped+=("${1:-}") ;;
         -k) shift; pattern=${1:-} ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
+        -l) echo "$ALL_TARGETS"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "test.sh: unknown option '$1'" >&2; exit 2 ;;
+        *) case " $ALL_TARGETS " in
+               *" $1 "*) targets+=("$1") ;;
+               *) echo "test.sh: unknown target '$1' (targets: $ALL_TARGETS)" >&2; exit 2 ;;
+           esac ;;
     esac
     shift
 done
+[ ${#targets[@]} -gt 0 ] || read -ra targets <<< "$ALL_TARGETS"
+want_valgrind=1
+for o in "${skipped[@]+"${skipped[@]}"}"; do [ "$o" = no-valgrind ] && want_valgrind=0; done
+if [ $want_valgrind = 0 ]; then
+    t=(); for x in "${targets[@]}"; do [ "$x" = valgrind ] || t+=("$x"); done
+    targets=("${t[@]+"${t[@]}"}")
+fi
 
 # The cross architectures the checks cover too (tests/check_*.sh read it).
 ACO_CROSS=""
@@ -44,28 +75,67 @@ rm -rf "$LOGS"; mkdir -p "$LOGS"
 results="$LOGS/results"
 : > "$results"
 
-pass() { echo "PASS $1" >> "$results"; echo "PASS $1"; }
-fail() { echo "FAIL $1" >> "$results"; echo "FAIL $1${2:+: $2}"; }
+pass() { printf 'PASS\t%s\t0\n' "$1" >> "$results"; echo "PASS $1"; }
+fail() { printf 'FAIL\t%s\t0\n' "$1" >> "$results"; echo "FAIL $1${2:+: $2}"; }
 missing() {  # missing <check> <tool> <package>
     fail "$1" "'$2' not found: install the Debian package $3"
 }
+has_target() { case " ${targets[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # ---------------------------------------------------------------------------
-# Build with gcc (output/) and clang (output/clang/), warnings as errors.
+# Builds: name -> compiler, CFLAGS, output directory, make.sh options.
 # ---------------------------------------------------------------------------
-build() {  # build <name> <cc> <outdir>
-    if ! command -v "$2" >/dev/null; then missing "build/$1" "$2" "$2"; return; fi
-    if CC=$2 OUTPUT=$3 bash make.sh "${make_opts[@]}" > "$LOGS/build-$1.log" 2>&1; then
-        pass "build/$1"
-    else
-        fail "build/$1" "see $LOGS/build-$1.log"; tail -20 "$LOGS/build-$1.log"
-    fi
+build_spec() {
+    case "$1" in
+        gcc-O2)     echo "gcc|-O2 -g|output|" ;;
+        clang-O2)   echo "clang|-O2 -g|output/clang|" ;;
+        gcc-O0)     echo "gcc|-O0 -g|output/gcc-O0|-o no-valgrind -o no-aarch64 -o no-riscv64" ;;
+        clang-O0)   echo "clang|-O0 -g|output/clang-O0|-o no-valgrind -o no-aarch64 -o no-riscv64" ;;
+        asan-gcc)   echo "gcc|-O1 -g|output/asan-gcc|-s asan" ;;
+        asan-clang) echo "clang|-O1 -g|output/asan-clang|-s asan" ;;
+        tsan-gcc)   echo "gcc|-O1 -g|output/tsan-gcc|-s tsan" ;;
+        tsan-clang) echo "clang|-O1 -g|output/tsan-clang|-s tsan" ;;
+        ubsan-gcc)  echo "gcc|-O2 -g|output/ubsan-gcc|-s ubsan" ;;
+        ubsan-clang) echo "clang|-O2 -g|output/ubsan-clang|-s ubsan" ;;
+    esac
 }
-build gcc gcc output
-build clang clang output/clang
+# Target -> run sets "build:mode" (mode: how the programs run).
+runs_of() {
+    case "$1" in
+        gcc-O2|clang-O2|gcc-O0|clang-O0) echo "$1:native" ;;
+        valgrind) echo "gcc-O2:memcheck clang-O2:memcheck" ;;
+        asan) echo "asan-gcc:asan-uar0 asan-gcc:asan-uar1 asan-clang:asan-uar0 asan-clang:asan-uar1" ;;
+        tsan) echo "tsan-gcc:tsan tsan-clang:tsan" ;;
+        ubsan) echo "ubsan-gcc:ubsan ubsan-clang:ubsan" ;;
+        checks) echo "" ;;
+    esac
+}
+builds_of() {
+    case "$1" in
+        checks) echo "gcc-O2 clang-O2" ;;
+        *) for rs in $(runs_of "$1"); do echo "${rs%%:*}"; done | sort -u ;;
+    esac
+}
+
+built=" "
+for t in "${targets[@]}"; do
+    for b in $(builds_of "$t"); do
+        case "$built" in *" $b "*) continue ;; esac
+        built="$built$b "
+        IFS='|' read -r cc cflags out opts <<< "$(build_spec "$b")"
+        if ! command -v "$cc" >/dev/null; then missing "build/$b" "$cc" "$cc"; continue; fi
+        # shellcheck disable=SC2086
+        if CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
+                > "$LOGS/build-$b.log" 2>&1; then
+            pass "build/$b"
+        else
+            fail "build/$b" "see $LOGS/build-$b.log"; tail -20 "$LOGS/build-$b.log" | sed 's/^/    | /'
+        fi
+    done
+done
 
 # ---------------------------------------------------------------------------
-# Run the programs.  One line per run in a job file, run $JOBS at a time.
+# What each mode runs, leaves out and adjusts.
 # ---------------------------------------------------------------------------
 # expected outcome of the top-level programs; tests/ programs must exit 0
 expect_of() {
@@ -79,6 +149,53 @@ args_of() {
         test_aco_benchmark) echo "--smoke" ;;
         *) grep -v '^[[:space:]]*#' tests/tests.list | awk -v n="$1" '$1 == n {$1 = ""; print}' ;;
     esac
+}
+# Programs a mode leaves out, with the reason (printed, never silent).
+excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
+    case "$2:$1" in
+        test_asan_overflow:asan-*) ;;
+        test_asan_overflow:*)
+            echo "it injects a real stack-buffer overflow that only ASan catches (runs in asan)" ;;
+        test_signal_storm:tsan)
+            echo "TSan runs asynchronous signal handlers only at its own safe points" \
+                 "(interceptors), never at the interrupted instruction: no signal can land in the switch" ;;
+        test_aco_tutorial_1:asan-uar1)
+            echo "it asserts the copy size of a 4 KiB array, which detect_stack_use_after_return=1" \
+                 "moves to ASan's fake stack, off the share stack" ;;
+    esac
+}
+# Sanitizer options, with the per-program adjustments and their reasons.
+env_of() {  # env_of <mode> <program> -> VAR=value
+    local o
+    case "$1" in
+        asan-uar*) o="ASAN_OPTIONS=detect_stack_use_after_return=${1#asan-uar}:detect_leaks=1" ;;
+        tsan) o="TSAN_OPTIONS=halt_on_error=1" ;;
+        ubsan) o="UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" ;;
+        *) return ;;
+    esac
+    case "$2:$1" in
+        test_guard_page:*) o="$o:handle_segv=0" ;;
+        test_misuse:tsan) o="$o:die_after_fork=0" ;;
+    esac
+    echo "$o"
+}
+adjust_reason() {  # adjust_reason <mode> <program> -> reason or nothing
+    case "$2:$1" in
+        test_guard_page:asan-*|test_guard_page:tsan|test_guard_page:ubsan)
+            echo "handle_segv=0: the expected SIGSEGV in the guard page must kill the child," \
+                 "not become the sanitizer's report" ;;
+        test_misuse:tsan)
+            echo "die_after_fork=0: its forked children start threads (TSan's own thread makes" \
+                 "every process multi-threaded)" ;;
+    esac
+}
+variant_in_mode() {  # does this mode run this variant?
+    case "$1:$2" in
+        memcheck:*no_valgrind*) return 1 ;;
+        memcheck:*valgrind*) return 0 ;;
+        *:*no_valgrind*) return 0 ;;
+    esac
+    return 1
 }
 
 have_valgrind=1
@@ -96,99 +213,151 @@ runner_of() {  # variant -> emulator command, empty for native
 }
 
 jobs_file="$LOGS/jobs"
-: > "$jobs_file"
-for dir in output output/clang; do
-    [ -f "$dir/variants" ] || continue
-    cc=gcc; [ "$dir" = output/clang ] && cc=clang
-    while read -r v; do
-        for bin in "$dir"/*.."$v"; do
-            [ -x "$bin" ] || continue
-            prog=$(basename "$bin"); prog=${prog%%..*}
-            name="$cc/$v/$prog"
-            if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
-            case "$v" in
-                *valgrind*) case "$v" in *no_valgrind*) vg=0 ;; *) vg=1 ;; esac ;;
-                *) vg=0 ;;
-            esac
-            if [ $vg = 1 ] && [ $have_valgrind = 0 ]; then
-                missing "$name" valgrind valgrind; continue
-            fi
-            emu=$(runner_of "$v")
-            if [ -n "$emu" ] && ! command -v "${emu%% *}" >/dev/null; then
-                missing "$name" "${emu%% *}" qemu-user; continue
-            fi
-            # "-": no emulator (a tab is whitespace to read: no empty fields)
-            printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$bin" "$vg" "$(expect_of "$prog")" \
-                "${emu:--}" "$(args_of "$prog")" >> "$jobs_file"
-        done
-    done < "$dir/variants"
+notes="$LOGS/notes"
+: > "$jobs_file"; : > "$notes"
+for t in "${targets[@]}"; do
+    for rs in $(runs_of "$t"); do
+        b=${rs%%:*} mode=${rs#*:}
+        IFS='|' read -r cc _ out _ <<< "$(build_spec "$b")"
+        [ -f "$out/variants" ] || continue
+        label=$cc
+        case "$mode" in asan-uar*) label="$cc-uar${mode#asan-uar}" ;; esac
+        prefix="$t/$label"
+        case "$mode" in native) prefix=$t ;; esac
+        while read -r v; do
+            variant_in_mode "$mode" "$v" || continue
+            for bin in "$out"/*.."$v"; do
+                [ -x "$bin" ] || continue
+                prog=$(basename "$bin"); prog=${prog%%..*}
+                name="$prefix/$v/$prog"
+                if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
+                why=$(excluded_from "$mode" "$prog")
+                if [ -n "$why" ]; then
+                    printf 'excluded\t%s\t%s\t%s\n' "$t ($mode)" "$prog" "$why" >> "$notes"
+                    continue
+                fi
+                why=$(adjust_reason "$mode" "$prog")
+                [ -n "$why" ] && printf 'adjusted\t%s\t%s\t%s\n' "$t ($mode)" "$prog" "$why" >> "$notes"
+                if [ "$mode" = memcheck ] && [ $have_valgrind = 0 ]; then
+                    missing "$name" valgrind valgrind; continue
+                fi
+                emu=$(runner_of "$v")
+                if [ -n "$emu" ] && ! command -v "${emu%% *}" >/dev/null; then
+                    missing "$name" "${emu%% *}" qemu-user; continue
+                fi
+                # Signal storms with goals (native ones) run alone: a busy
+                # machine delivers signals too slowly.
+                excl=0
+                case "$prog:$mode" in test_signal_storm:native|test_signal_storm:ubsan) excl=1 ;; esac
+                [ -n "$emu" ] && excl=0
+                # '|'-separated: IFS would merge the empty fields of tabs
+                printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$bin" "$mode" "$(expect_of "$prog")" \
+                    "$(env_of "$mode" "$prog")" "$excl" "$emu" "$(args_of "$prog")" >> "$jobs_file"
+            done
+        done < "$out/variants"
+    done
 done
+if [ -s "$notes" ]; then
+    echo "By design:"
+    sort -u "$notes" | awk -F'\t' '{printf "  %s from %s: %s: %s\n", $1, $2, $3, $4}'
+fi
 
-run_one() {  # one job line: name, bin, vg, expect, emulator, args (tabs)
-    local name bin vg expect emu args
-    IFS=$'\t' read -r name bin vg expect emu args <<< "$1"
+run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, args
+    local name bin mode expect envs excl emu args
+    IFS='|' read -r name bin mode expect envs excl emu args <<< "$1"
     local log="$LOGS/$(echo "$name" | tr '/' '_').log"
     local cmd=("$bin")
-    if [ "$emu" != - ]; then
+    if [ -n "$emu" ]; then
         # qemu writes a core file of an aborting program (expected aborts
         # included) into the working directory unless told not to.
         ulimit -c 0
         # shellcheck disable=SC2206
         cmd=($emu "$bin")
-        # the benchmark re-executes itself: through the emulator too
-        export BENCH_EXEC_WRAPPER="$emu"
-    elif [ "$vg" = 1 ]; then
+        # the benchmark re-executes itself: through the emulator too; the
+        # signal storm knows its signals come between translated blocks
+        export BENCH_EXEC_WRAPPER="$emu" ACO_TEST_EMULATOR="$emu"
+    elif [ "$mode" = memcheck ]; then
         cmd=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full
              --errors-for-leak-kinds=definite --child-silent-after-fork=yes
              --max-stackframe=8388608 -q "$bin")
     fi
     local start=$SECONDS
     # shellcheck disable=SC2086
-    timeout 600 "${cmd[@]}" $args > "$log" 2>&1
+    env $envs timeout 600 "${cmd[@]}" $args > "$log" 2>&1
     local rc=$? got
     if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then got="SIG$(kill -l $((rc - 128)))"; else got=$rc; fi
-    if [ "$vg" = 1 ] && [ "$expect" != 0 ] && grep -q 'ERROR SUMMARY: [1-9]' "$log"; then
-        got="$got+memcheck-errors"
+    # Reports: sanitizer reports, or memcheck's error count.
+    local reports
+    reports=$(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer)|WARNING: ThreadSanitizer|runtime error:' "$log")
+    if [ "$mode" = memcheck ]; then
+        reports=$(awk '/ERROR SUMMARY: [0-9]+ errors/ {n += $4} END {print n + 0}' "$log")
+        # -q prints only a non-zero summary; --error-exitcode covers the rest
+        [ "$rc" = 99 ] && [ "$reports" = 0 ] && reports=1
     fi
-    if [ "$got" = "$expect" ]; then
+    if [ "$got" = "$expect" ] && [ "$reports" = 0 ]; then
+        printf 'PASS\t%s\t0\n' "$name" >> "$LOGS/runs"
         echo "PASS $name ($((SECONDS - start))s)"
     else
-        echo "FAIL $name: expected $expect, got $got; log: $log"
+        printf 'FAIL\t%s\t%s\n' "$name" "$reports" >> "$LOGS/runs"
+        echo "FAIL $name: expected $expect, got $got, $reports reports; log: $log"
         tail -15 "$log" | sed 's/^/    | /'
     fi
 }
 export -f run_one
 export LOGS
 
-# Longest first keeps both cores busy to the end: valgrind runs first.
-sort -t$'\t' -k3,3r "$jobs_file" |
-    xargs -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ |
-    tee -a "$LOGS/runs" | grep -v '^PASS' || true
-grep -o '^\(PASS\|FAIL\) [^ :]*' "$LOGS/runs" >> "$results"
+: > "$LOGS/runs"
+# Longest first keeps both cores busy to the end: valgrind runs first.  Then
+# the exclusive runs, one at a time.
+awk -F'|' '$6 == 0' "$jobs_file" | sort -t'|' -k3,3r |
+    xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+awk -F'|' '$6 == 1' "$jobs_file" |
+    xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+cat "$LOGS/runs" >> "$results"
 echo "ran $(wc -l < "$jobs_file") program runs"
 
 # ---------------------------------------------------------------------------
 # Whole-artifact checks (tests/check_*.sh), each one verdict.
 # ---------------------------------------------------------------------------
-for chk in tests/check_*.sh; do
-    [ -f "$chk" ] || continue
-    n="check/$(basename "$chk" .sh)"
-    if [ -n "$pattern" ] && [[ "$n" != *$pattern* ]]; then continue; fi
-    if bash "$chk" > "$LOGS/$(basename "$chk").log" 2>&1; then
-        pass "$n"
-    else
-        fail "$n" "see $LOGS/$(basename "$chk").log"; tail -15 "$LOGS/$(basename "$chk").log" | sed 's/^/    | /'
-    fi
-done
+if has_target checks; then
+    for chk in tests/check_*.sh; do
+        [ -f "$chk" ] || continue
+        n="checks/$(basename "$chk" .sh)"
+        if [ -n "$pattern" ] && [[ "$n" != *$pattern* ]]; then continue; fi
+        if bash "$chk" > "$LOGS/$(basename "$chk").log" 2>&1; then
+            pass "$n"
+        else
+            fail "$n" "see $LOGS/$(basename "$chk").log"
+            tail -15 "$LOGS/$(basename "$chk").log" | sed 's/^/    | /'
+        fi
+    done
+fi
 
 # ---------------------------------------------------------------------------
+# Figures: per target, and the signal storms.
+# ---------------------------------------------------------------------------
+echo "Per target (checks passed/failed, sanitizer or memcheck reports):"
+for t in "${targets[@]}"; do
+    awk -F'\t' -v t="$t" 'index($2, t "/") == 1 { if ($1 == "PASS") p++; else f++; r += $3 }
+        END { printf "  %-9s %4d passed, %d failed, %d reports\n", t, p, f, r }' "$results"
+done
+first=1
+while IFS='|' read -r name _; do
+    case "$name" in */test_signal_storm) ;; *) continue ;; esac
+    log="$LOGS/$(echo "$name" | tr '/' '_').log"
+    line=$(grep -m1 '^storm:' "$log" 2>/dev/null | sed 's/^storm: //')
+    [ $first = 1 ] && echo "Signal storms:" && first=0
+    printf '  %-52s %s\n' "${name%/test_signal_storm}" "${line:-(no figures: see $log)}"
+done < "$jobs_file"
+
 np=$(grep -c '^PASS' "$results")
 nf=$(grep -c '^FAIL' "$results")
 if [ ${#skipped[@]} -gt 0 ]; then
     echo "left out by request (-o): ${skipped[*]}"
 fi
 if [ "$nf" -gt 0 ]; then
-    echo "failed:"; grep '^FAIL' "$results" | sed 's/^FAIL /  /'
+    echo "failed:"; grep '^FAIL' "$results" | cut -f2 | sed 's/^/  /'
 fi
+echo "targets: ${targets[*]}; $((SECONDS - t0)) s"
 echo "$np passed, $nf failed"
 [ "$nf" = 0 ]
