@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# tools/aco_gdb.py: `aco-bt EXPR` shows the frames of suspended cos - one
+# still on its share stack, two evicted to their save stacks, a main co, a
+# co that never ran - by name and in order, the live frames of the running
+# co, and a note for an ended one; and it leaves gdb's state as it found it:
+# the registers, the bytes of both share stacks and the selected frame, and
+# the program then runs to its normal end.  gcc and clang, -m64 and -m32,
+# -O0 and -O2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v gdb >/dev/null || { echo "gdb not found: install the Debian package gdb"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/bt_ext.c" <<'C'
+#include "aco.h"
+aco_t *main_co, *co_a, *co_b, *co_c, *co_d, *co_e, *co_f;
+volatile int sink;
+__attribute__((noinline)) void c_here(void) { __asm__ volatile("" ::: "memory"); }
+__attribute__((noinline)) static void a_inner(int n) { volatile char pad[64]; pad[0] = (char)n; aco_yield(); sink = pad[0]; }
+__attribute__((noinline)) static void a_outer(int n) { volatile char pad[400]; pad[0] = (char)n; a_inner(n + 1); sink = pad[0]; }
+static void a_fn(void) { a_outer(1); aco_exit(); }
+__attribute__((noinline)) static void b_inner(void) { volatile char pad[3000]; pad[0] = 1; aco_yield(); sink = pad[0]; }
+static void b_fn(void) { b_inner(); aco_exit(); }
+__attribute__((noinline)) static void c_inner(void) { volatile char pad[100]; pad[0] = 1; c_here(); aco_yield(); sink = pad[0]; }
+static void c_fn(void) { c_inner(); aco_exit(); }
+__attribute__((noinline)) static void d_inner(void) { aco_yield(); sink = 4; }
+static void d_fn(void) { d_inner(); aco_exit(); }
+static void e_fn(void) { aco_exit(); }
+int main(void) {
+    aco_thread_init(NULL);
+    main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* s1 = aco_share_stack_new(0);
+    aco_share_stack_t* s2 = aco_share_stack_new(0);
+    co_a = aco_create(main_co, s1, 0, a_fn, NULL);
+    co_b = aco_create(main_co, s1, 0, b_fn, NULL);
+    co_c = aco_create(main_co, s1, 0, c_fn, NULL);
+    co_d = aco_create(main_co, s2, 0, d_fn, NULL);
+    co_e = aco_create(main_co, s1, 0, e_fn, NULL);   /* never resumed */
+    co_f = aco_create(main_co, s2, 0, e_fn, NULL);
+    aco_resume(co_f);   /* ends */
+    aco_resume(co_d);   /* suspended on s2, its owner */
+    aco_resume(co_a);
+    aco_resume(co_b);   /* evicts a (a's frames are shallower than b's) */
+    aco_resume(co_c);   /* evicts b; stops in c_here, running on s1 */
+    aco_resume(co_a); aco_resume(co_b); aco_resume(co_c); aco_resume(co_d);
+    if (!(co_a->is_end && co_b->is_end && co_c->is_end && co_d->is_end)) return 1;
+    return 0;
+}
+C
+# The bytes of both share stacks, from co_a's and co_d's share stacks.
+dump() {  # dump <suffix>
+    printf '%s\n' \
+        "-ex" "dump binary memory $tmp/s1.$1 co_a->share_stack->ptr (char*)co_a->share_stack->ptr + co_a->share_stack->sz" \
+        "-ex" "dump binary memory $tmp/s2.$1 co_d->share_stack->ptr (char*)co_d->share_stack->ptr + co_d->share_stack->sz"
+}
+# Frame names of the backtrace after marker @@<name> (clones count as their
+# function).
+frames() {  # frames <name>
+    awk -v m="@@$1" '$0 == m {on = 1; next} /^@@/ {on = 0} on && /^#[0-9]+ / {print}' "$tmp/out" |
+        sed -E 's/^#[0-9]+ +(0x[0-9a-f]+ in )?([A-Za-z_0-9]+).*/\2/' | tr '\n' ' '
+}
+section() {  # section <name>: the whole output after marker @@<name>
+    awk -v m="@@$1" '$0 == m {on = 1; next} /^@@/ {on = 0} on' "$tmp/out"
+}
+
+fail=0
+for cc in gcc clang; do
+    for m in -m64 -m32; do
+        for opt in -O0 -O2; do
+            what="$cc $m $opt"
+            $cc $m $opt -g -I. "$tmp/bt_ext.c" aco.c acosw.S -o "$tmp/bt"
+            rm -f "$tmp"/s[12].*
+            mapfile -t d0 < <(dump before)
+            mapfile -t d1 < <(dump after)
+            gdb -nx -q -batch -ex 'source tools/aco_gdb.py' -ex 'break c_here' -ex run \
+                -ex 'echo @@regs-before\n' -ex 'info registers' -ex 'echo @@-\n' "${d0[@]}" \
+                -ex 'frame 2' \
+                -ex 'echo @@a\n' -ex 'aco-bt co_a' -ex 'echo @@b\n' -ex 'aco-bt co_b' \
+                -ex 'echo @@c\n' -ex 'aco-bt co_c' -ex 'echo @@d\n' -ex 'aco-bt co_d' \
+                -ex 'echo @@main\n' -ex 'aco-bt main_co' -ex 'echo @@e\n' -ex 'aco-bt co_e' \
+                -ex 'echo @@f\n' -ex 'aco-bt co_f' \
+                -ex 'echo @@selected\n' -ex 'frame' \
+                -ex 'frame 0' -ex 'echo @@regs-after\n' -ex 'info registers' -ex 'echo @@-\n' "${d1[@]}" \
+                -ex 'echo @@end\n' -ex 'delete' -ex continue \
+                "$tmp/bt" > "$tmp/out" 2>&1 || true
+            bad() { echo "FAIL $what: $*"; fail=1; }
+            check() {  # check <name> <wanted frames>
+                local got; got=$(frames "$1")
+                [ "$got" = "$2 " ] || bad "aco-bt $1: frames '$got', want '$2'"
+            }
+            check a "aco__yield_inline a_inner a_outer a_fn aco_protector"
+            check b "aco__yield_inline b_inner b_fn aco_protector"
+            check c "c_here c_inner c_fn aco_protector"
+            check d "aco__yield_inline d_inner d_fn aco_protector"
+            check main "aco__resume_inline main"
+            check e "e_fn aco_protector"
+            section a | grep -q 'evicted to its save stack' || bad "co_a not reported as evicted"
+            section d | grep -q '(suspended)' || bad "co_d not reported as suspended"
+            section c | grep -q 'is running' || bad "co_c not reported as running"
+            section e | grep -q 'not started yet' || bad "co_e not reported as not started"
+            section f | grep -q 'has ended' || bad "co_f not reported as ended"
+            section selected | grep -q '^#2 ' || bad "selected frame not restored: $(section selected | head -1)"
+            [ "$(section regs-before)" = "$(section regs-after)" ] || bad "registers changed"
+            [ -n "$(section regs-before)" ] || bad "no registers read"
+            for s in s1 s2; do
+                cmp -s "$tmp/$s.before" "$tmp/$s.after" || bad "share stack $s changed"
+            done
+            section end | grep -q 'exited normally' || bad "the program did not run to its normal end"
+            if grep -qE '\?\?|Backtrace stopped|previous frame identical|corrupt stack|Python Exception|Error' "$tmp/out"; then
+                bad "unclean output"
+            fi
+            if [ $fail = 1 ]; then cat "$tmp/out"; exit 1; fi
+            echo "ok $what"
+        done
+    done
+done
+echo "aco-bt: all checks passed"

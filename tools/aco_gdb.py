@@ -1,0 +1,168 @@
+# aco_gdb.py - gdb commands for libaco programs.
+#
+# Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
+#
+#   (gdb) source tools/aco_gdb.py
+#   (gdb) aco-bt EXPR            backtrace of the co EXPR (an aco_t*)
+#
+# A suspended co has no frames gdb can see: its registers are in co->reg
+# (acosw.S's layout) and its stack is either still on its share stack (it is
+# the stack's owner) or was copied to its save stack when another co took the
+# share stack.  aco-bt shows its backtrace anyway:
+#
+#   running co      the ordinary backtrace of the selected thread;
+#   ended co        a note: no frames;
+#   suspended co    gdb's registers are set to the co's saved ones for the
+#                   time of one "backtrace"; an evicted co's frames are copied
+#                   back to their place on the share stack for that time
+#                   (what they overwrite is saved first).  Afterwards the
+#                   registers, that memory and the selected frame are exactly
+#                   as they were.
+#
+# It needs a live process (gdb writes registers and memory), and a co of
+# the selected thread (a co's saved registers mean nothing to another one).
+# Frame #0 is the yield itself (aco_yield, or the resume of a main co), shown
+# at the call, as gdb shows every caller frame; a co that never ran shows its
+# function's entry.
+
+import gdb
+
+# aco_t.reg slots, as acosw.S's layout tables define them.
+_LAYOUT = {
+    "x86_64": {"regs": ("rbx", "rbp", "r12", "r13", "r14", "r15"),
+               "pc": 6, "sp": 7, "word": 8},
+    "i386": {"regs": ("ebx", "ebp", "esi", "edi"), "pc": 4, "sp": 5, "word": 4},
+}
+
+
+def _arch():
+    name = gdb.selected_inferior().architecture().name()
+    if name == "i386:x86-64":
+        return "x86_64"
+    if name in ("i386", "i386:intel"):
+        return "i386"
+    raise gdb.GdbError("aco-bt: unsupported architecture %s" % name)
+
+
+def _u(value):
+    """A gdb.Value (pointer or integer) as an unsigned Python int."""
+    return int(value.cast(gdb.lookup_type("unsigned long"))) & \
+        ((1 << (8 * gdb.lookup_type("unsigned long").sizeof)) - 1)
+
+
+def _current_co():
+    """aco_gtls_co of the selected thread, or None if gdb cannot read it."""
+    try:
+        return _u(gdb.parse_and_eval("aco_gtls_co"))
+    except gdb.error:
+        return None
+
+
+class _Swap(object):
+    """Registers (and optionally share-stack bytes) set for a while and put
+    back exactly, with the selected frame."""
+
+    def __init__(self, arch):
+        self.arch = arch
+        self.inferior = gdb.selected_inferior()
+        self.level = gdb.selected_frame().level()
+        gdb.newest_frame().select()
+        frame = gdb.selected_frame()
+        self.names = list(_LAYOUT[arch]["regs"]) + ["pc", "sp"]
+        self.saved_regs = [(n, _u(frame.read_register(n))) for n in self.names]
+        self.saved_mem = None
+
+    def set_regs(self, values):
+        for name, v in values:
+            gdb.execute("set $%s = %d" % (name, v), to_string=True)
+
+    def put_bytes(self, addr, data):
+        self.saved_mem = (addr, bytes(self.inferior.read_memory(addr, len(data))))
+        self.inferior.write_memory(addr, data)
+
+    def restore(self):
+        if self.saved_mem is not None:
+            self.inferior.write_memory(self.saved_mem[0], self.saved_mem[1])
+        self.set_regs(self.saved_regs)
+        frame = gdb.newest_frame()
+        for _ in range(self.level):
+            older = frame.older()
+            if older is None:
+                break
+            frame = older
+        frame.select()
+
+
+class AcoBt(gdb.Command):
+    """Backtrace of a libaco co: aco-bt EXPR, EXPR an aco_t*.
+
+A suspended co's saved registers are loaded for one backtrace; an evicted
+co's frames are copied back from its save stack for that time.  Registers,
+memory and the selected frame are restored afterwards."""
+
+    def __init__(self):
+        super(AcoBt, self).__init__("aco-bt", gdb.COMMAND_STACK,
+                                    gdb.COMPLETE_EXPRESSION)
+
+    def invoke(self, arg, from_tty):
+        if not arg.strip():
+            raise gdb.GdbError("usage: aco-bt EXPR (an aco_t*)")
+        if not gdb.selected_inferior().pid:
+            raise gdb.GdbError("aco-bt: the program is not running")
+        co_type = gdb.lookup_type("aco_t").pointer()
+        co = gdb.parse_and_eval(arg).cast(co_type)
+        addr = _u(co)
+        if addr == 0:
+            raise gdb.GdbError("aco-bt: %s is NULL" % arg)
+        arch = _arch()
+        lay = _LAYOUT[arch]
+        reg = co.dereference()["reg"]
+        slot = lambda i: _u(reg[i])
+        is_main = _u(co["main_co"]) == 0
+        what = "main co" if is_main else "co"
+
+        if _current_co() == addr:
+            gdb.write("%s %#x is running: its frames are the thread's\n" % (what, addr))
+            gdb.write(gdb.execute("backtrace", to_string=True))
+            return
+        if not is_main and int(co["is_end"]):
+            gdb.write("co %#x has ended: it has no frames\n" % addr)
+            return
+
+        pc, sp = slot(lay["pc"]), slot(lay["sp"])
+        evicted = None
+        started = True
+        if not is_main:
+            sstk = co["share_stack"].dereference()
+            top = _u(sstk["align_retptr"])
+            started = sp != top
+            if started and _u(sstk["owner"]) != addr:
+                n = int(co["save_stack"]["valid_sz"])
+                buf = _u(co["save_stack"]["ptr"])
+                if n != top - sp:
+                    raise gdb.GdbError("aco-bt: co %#x: %d saved bytes but sp %#x is %d "
+                                       "below the top" % (addr, n, sp, top - sp))
+                evicted = (sp, bytes(gdb.selected_inferior().read_memory(buf, n)))
+        # A suspended co's pc is a return address: show the call, as gdb does
+        # for every caller frame (same CFI row, the right line).
+        if started:
+            pc -= 1
+
+        state = "suspended" if evicted is None else "evicted to its save stack"
+        if not started:
+            state = "not started yet"
+        gdb.write("%s %#x (%s), pc %#x, sp %#x:\n" % (what, addr, state,
+                                                       slot(lay["pc"]), sp))
+        swap = _Swap(arch)
+        try:
+            if evicted is not None:
+                swap.put_bytes(evicted[0], evicted[1])
+            values = [(name, slot(i)) for i, name in enumerate(lay["regs"])]
+            swap.set_regs(values + [("sp", sp), ("pc", pc)])
+            out = gdb.execute("backtrace", to_string=True)
+        finally:
+            swap.restore()
+        gdb.write(out)
+
+
+AcoBt()
