@@ -37,6 +37,50 @@ for m in -m64 -m32; do
     done
 done
 echo "CET property notes checked"
+
+# 2b. The link: the linker ANDs the x86 feature properties of its inputs, so
+# a program whose C is built with -fcf-protection=full (IBT and SHSTK) ends up
+# IBT-only once acosw.o is linked in, and glibc never enables shadow stacks
+# for it.  Debian's crt files carry no notes, so a full link would drop both;
+# a relocatable link of everything else shows the AND.  Also: every indirect
+# branch in acosw.o is notrack (it jumps to resume addresses, which are not
+# landing pads), and every exported asm entry starts with endbr.
+for m in -m64 -m32; do
+    case $m in -m64) emu=elf_x86_64 ;; *) emu=elf_i386 ;; esac
+    for cc in gcc clang; do
+        $cc $m -fcf-protection=full -I. -c test_aco_synopsis.c -o "$tmp/p.o"
+        $cc $m -fcf-protection=full -c aco.c -o "$tmp/a.o"
+        $cc $m -fcf-protection=full -c acosw.S -o "$tmp/s.o"
+        ld -m $emu -r "$tmp/p.o" "$tmp/a.o" -o "$tmp/c_only.o"
+        ld -m $emu -r "$tmp/p.o" "$tmp/a.o" "$tmp/s.o" -o "$tmp/all.o"
+        c_only=$(readelf -nW "$tmp/c_only.o" | grep -o 'x86 feature: .*' || true)
+        all=$(readelf -nW "$tmp/all.o" | grep -o 'x86 feature: .*' || true)
+        [ "$c_only" = "x86 feature: IBT, SHSTK" ] || bad "$cc $m: the C objects claim '$c_only', want IBT, SHSTK"
+        [ "$all" = "x86 feature: IBT" ] || bad "$cc $m: the program with acosw.o claims '$all', want IBT only"
+        ind=$(objdump -d --no-show-raw-insn "$tmp/s.o" | grep -E '(jmp|call) +\*' || true)
+        if echo "$ind" | grep -vq notrack; then bad "$cc $m: an indirect branch in acosw.o is not notrack: $ind"; fi
+        for sym in $(nm --defined-only -g "$tmp/s.o" | awk '$2 == "T" {print $3}'); do
+            case $sym in aco_protector_ret|aco__acosw_end) continue ;; esac  # labels, never branch targets
+            insn=$(objdump -d --no-show-raw-insn "$tmp/s.o" | awk -v s="<$sym>:" '$2 == s {getline; print $2; exit}')
+            case "$insn" in endbr64|endbr32) ;;
+                *) # only acosw is reached indirectly (PLT, function pointers);
+                   # aco_protector is reached by ret alone
+                   [ "$sym" = aco_protector ] || bad "$cc $m: $sym starts with '$insn', not endbr" ;;
+            esac
+        done
+    done
+done
+# Where the crt files do carry notes, the whole program shows it directly.
+printf 'int main(void){return 0;}\n' > "$tmp/m.c"
+gcc -fcf-protection=full "$tmp/m.c" -o "$tmp/m"
+if readelf -nW "$tmp/m" | grep -q 'x86 feature: IBT, SHSTK'; then
+    gcc -fcf-protection=full -I. test_aco_synopsis.c aco.c acosw.S -o "$tmp/whole"
+    readelf -nW "$tmp/whole" | grep -q 'x86 feature: IBT$' || bad "the whole program is not IBT-only"
+    echo "whole-program link: IBT only"
+else
+    echo "this system's crt files carry no CET notes: the link was checked with ld -r"
+fi
+echo "CET: C objects IBT+SHSTK, with acosw.o IBT only; indirect branches notrack; entries endbr"
 # A whole program built with -fcf-protection runs (notrack jumps, endbr).
 gcc -O2 -fcf-protection=full -I. test_aco_synopsis.c aco.c acosw.S -o "$tmp/cet" && "$tmp/cet" > /dev/null \
     || bad "-fcf-protection build of the synopsis failed"
