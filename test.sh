@@ -233,11 +233,11 @@ for t in "${targets[@]}"; do
                 if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
                 why=$(excluded_from "$mode" "$prog")
                 if [ -n "$why" ]; then
-                    printf 'excluded\t%s\t%s\t%s\n' "$t ($mode)" "$prog" "$why" >> "$notes"
+                    printf '%s left out of\t%s\t%s\n' "$prog" "$t" "$why" >> "$notes"
                     continue
                 fi
                 why=$(adjust_reason "$mode" "$prog")
-                [ -n "$why" ] && printf 'adjusted\t%s\t%s\t%s\n' "$t ($mode)" "$prog" "$why" >> "$notes"
+                [ -n "$why" ] && printf '%s runs in\t%s\twith %s\n' "$prog" "$t" "$why" >> "$notes"
                 if [ "$mode" = memcheck ] && [ $have_valgrind = 0 ]; then
                     missing "$name" valgrind valgrind; continue
                 fi
@@ -259,7 +259,9 @@ for t in "${targets[@]}"; do
 done
 if [ -s "$notes" ]; then
     echo "By design:"
-    sort -u "$notes" | awk -F'\t' '{printf "  %s from %s: %s: %s\n", $1, $2, $3, $4}'
+    # One line per program and reason, naming the targets.
+    sort -u "$notes" | awk -F'\t' '{k = $1 "\t" $3; if (!(k in t)) o[n++] = k; t[k] = t[k] (t[k] ? ", " : "") $2}
+        END {for (i = 0; i < n; i++) {split(o[i], f, "\t"); printf "  %s %s %s\n", f[1], t[o[i]], f[2]}}'
 fi
 
 run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, args
