@@ -366,6 +366,9 @@ acosw:
     msr     fpcr, x10
     b       .Lfpcr_done64
 #endif
+    .globl  aco__acosw_end              /* as on x86-64 */
+    .hidden aco__acosw_end
+aco__acosw_end:
     .cfi_endproc
     .size   acosw, .-acosw
 
@@ -502,6 +505,9 @@ acosw:
     fsrm    t1
     j       .Lfrm_done
 #endif
+    .globl  aco__acosw_end              /* as on x86-64 */
+    .hidden aco__acosw_end
+aco__acosw_end:
     .cfi_endproc
     .size   acosw, .-acosw
 
