@@ -616,9 +616,6 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
         co->save_stack.ptr = aco__save_alloc(cap, fn);
         co->save_stack.sz = (uint32_t)cap;
     }
-#if ACO__TSAN
-    co->tsan_fiber = __tsan_create_fiber(0);
-#endif
     share_stack->co_ct++;
     return co;
 }
@@ -836,10 +833,22 @@ void aco__switch(aco_t* from, aco_t* to) {
                                    lo, sz);
 #endif
 #if ACO__TSAN
+    /* A co's fiber lives from its first run to its end: TSan counts fibers
+     * as threads, and in the child of a fork with other threads it stops
+     * tracking synchronisation.  Cos created before a fork and run after
+     * it (a common test pattern) are then fine. */
+    if (to->tsan_fiber == NULL) to->tsan_fiber = __tsan_create_fiber(0);
     /* flags 0: the switch orders what `from` did before what `to` does. */
     __tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
     acosw(from, to);
+#if ACO__TSAN
+    /* Back in a main co from a co that ended: its fiber is done. */
+    if (aco_is_main_co(from) && to->is_end) {
+        __tsan_destroy_fiber(to->tsan_fiber);
+        to->tsan_fiber = NULL;
+    }
+#endif
 #if ACO__ASAN
     /* Back in `from`: a main co returns here only from the co it resumed,
      * `to`; a non-main co only from its main co. */
@@ -929,9 +938,9 @@ static void aco__reset(const char* fn, aco_t* co, aco_cofuncp_t fp,
 #endif
     }
 #if ACO__TSAN
-    /* A fresh fiber: the old one's call stack holds the dead frames. */
-    __tsan_destroy_fiber(co->tsan_fiber);
-    co->tsan_fiber = __tsan_create_fiber(0);
+    /* A suspended co's fiber holds its dead frames: a fresh one next run. */
+    if (co->tsan_fiber != NULL) __tsan_destroy_fiber(co->tsan_fiber);
+    co->tsan_fiber = NULL;
 #endif
     co->save_stack.valid_sz = 0;
     co->is_end = 0;
@@ -974,7 +983,7 @@ void aco_destroy(aco_t* co) {
 #endif
     }
 #if ACO__TSAN
-    __tsan_destroy_fiber(co->tsan_fiber);
+    if (co->tsan_fiber != NULL) __tsan_destroy_fiber(co->tsan_fiber);
 #endif
     s->co_ct--;
     aco__save_free(&co->save_stack);

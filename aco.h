@@ -305,7 +305,8 @@ struct aco_s {
     size_t asan_stack_sz;
 #endif
 #if ACO__TSAN
-    void*  tsan_fiber;              /* its TSan fiber */
+    void*  tsan_fiber;              /* its TSan fiber while it runs (main co:
+                                       the thread's), else NULL */
 #endif
 };
 
