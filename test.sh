@@ -159,6 +159,9 @@ excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
         test_signal_storm:tsan)
             echo "TSan runs asynchronous signal handlers only at its own safe points" \
                  "(interceptors), never at the interrupted instruction: no signal can land in the switch" ;;
+        test_aco_benchmark:asan-*|test_aco_benchmark:tsan)
+            echo "it measures glibc's allocator (mallopt, RSS per co) and times switches:" \
+                 "the sanitizer's allocator replaces the one, instrumentation the other" ;;
         test_aco_tutorial_1:asan-uar1)
             echo "it asserts the copy size of a 4 KiB array, which detect_stack_use_after_return=1" \
                  "moves to ASan's fake stack, off the share stack" ;;
@@ -176,6 +179,8 @@ env_of() {  # env_of <mode> <program> -> VAR=value
     case "$2:$1" in
         test_guard_page:*) o="$o:handle_segv=0" ;;
         test_misuse:tsan) o="$o:die_after_fork=0" ;;
+        test_reset:asan-*) o="$o:allocator_may_return_null=1" ;;
+        test_reset:tsan) o="$o:allocator_may_return_null=1:die_after_fork=0" ;;
     esac
     echo "$o"
 }
@@ -185,8 +190,14 @@ adjust_reason() {  # adjust_reason <mode> <program> -> reason or nothing
             echo "handle_segv=0: the expected SIGSEGV in the guard page must kill the child," \
                  "not become the sanitizer's report" ;;
         test_misuse:tsan)
-            echo "die_after_fork=0: its forked children start threads (TSan's own thread makes" \
-                 "every process multi-threaded)" ;;
+            echo "die_after_fork=0: its forked children start threads" ;;
+        test_reset:asan-*)
+            echo "allocator_may_return_null=1: it checks that aco_new aborts with its own" \
+                 "message when malloc returns NULL" ;;
+        test_reset:tsan)
+            echo "allocator_may_return_null=1: it checks that aco_new aborts with its own" \
+                 "message when malloc returns NULL; die_after_fork=0: its forked children" \
+                 "start threads" ;;
     esac
 }
 variant_in_mode() {  # does this mode run this variant?
@@ -261,7 +272,7 @@ if [ -s "$notes" ]; then
     echo "By design:"
     # One line per program and reason, naming the targets.
     sort -u "$notes" | awk -F'\t' '{k = $1 "\t" $3; if (!(k in t)) o[n++] = k; t[k] = t[k] (t[k] ? ", " : "") $2}
-        END {for (i = 0; i < n; i++) {split(o[i], f, "\t"); printf "  %s %s %s\n", f[1], t[o[i]], f[2]}}'
+        END {for (i = 0; i < n; i++) {split(o[i], f, "\t"); printf "  %s %s: %s\n", f[1], t[o[i]], f[2]}}'
 fi
 
 run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, args
