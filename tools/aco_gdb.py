@@ -19,19 +19,27 @@
 #                   registers, that memory and the selected frame are exactly
 #                   as they were.
 #
-# It needs a live process (gdb writes registers and memory), and a co of
-# the selected thread (a co's saved registers mean nothing to another one).
+# It needs a live process (gdb writes registers and memory; qemu-user's gdb
+# stub will do), and a co of the selected thread (a co's saved registers mean
+# nothing to another one).  x86-64, i386, aarch64, riscv64.
 # Frame #0 is the yield itself (aco_yield, or the resume of a main co), shown
 # at the call, as gdb shows every caller frame; a co that never ran shows its
 # function's entry.
 
 import gdb
 
-# aco_t.reg slots, as acosw.S's layout tables define them.
+# aco_t.reg slots, as acosw.S's layout tables define them: "regs" are the
+# callee-saved integer registers in slot order from slot 0 (the frame pointer
+# and, on lr architectures, the link register among them); FP registers do
+# not matter to a backtrace and are left alone.
 _LAYOUT = {
     "x86_64": {"regs": ("rbx", "rbp", "r12", "r13", "r14", "r15"),
-               "pc": 6, "sp": 7, "word": 8},
-    "i386": {"regs": ("ebx", "ebp", "esi", "edi"), "pc": 4, "sp": 5, "word": 4},
+               "pc": 6, "sp": 7},
+    "i386": {"regs": ("ebx", "ebp", "esi", "edi"), "pc": 4, "sp": 5},
+    "aarch64": {"regs": tuple("x%d" % i for i in range(19, 31)),   # x29, x30 too
+                "pc": 13, "sp": 12},
+    "riscv64": {"regs": ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8",
+                         "s9", "s10", "s11", "ra"), "pc": 14, "sp": 13},
 }
 
 
@@ -41,6 +49,10 @@ def _arch():
         return "x86_64"
     if name in ("i386", "i386:intel"):
         return "i386"
+    if name.startswith("aarch64"):
+        return "aarch64"
+    if name == "riscv:rv64":
+        return "riscv64"
     raise gdb.GdbError("aco-bt: unsupported architecture %s" % name)
 
 
@@ -51,11 +63,34 @@ def _u(value):
 
 
 def _current_co():
-    """aco_gtls_co of the selected thread, or None if gdb cannot read it."""
+    """aco_gtls_co of the selected thread, or None if gdb cannot read it
+    (thread-local storage needs libthread_db: not with a static program
+    under qemu's gdb stub)."""
     try:
         return _u(gdb.parse_and_eval("aco_gtls_co"))
     except gdb.error:
         return None
+
+
+def _is_running(co, addr, is_main):
+    """Is co the selected thread's running co?"""
+    cur = _current_co()
+    if cur is not None:
+        return cur == addr
+    # Without aco_gtls_co: a main co runs iff the thread's frames are not a
+    # co's (those end in aco_protector); a non-main co runs iff it owns its
+    # share stack and the thread's stack pointer is on that stack.
+    if is_main:
+        frame, depth = gdb.newest_frame(), 0
+        while frame is not None and depth < 100000:
+            if frame.name() == "aco_protector":
+                return False
+            frame, depth = frame.older(), depth + 1
+        return True
+    sp = _u(gdb.newest_frame().read_register("sp"))
+    sstk = co["share_stack"].dereference()
+    lo = _u(sstk["ptr"])
+    return (_u(sstk["owner"]) == addr and lo <= sp < lo + int(sstk["sz"]))
 
 
 class _Swap(object):
@@ -107,7 +142,7 @@ memory and the selected frame are restored afterwards."""
     def invoke(self, arg, from_tty):
         if not arg.strip():
             raise gdb.GdbError("usage: aco-bt EXPR (an aco_t*)")
-        if not gdb.selected_inferior().pid:
+        if not gdb.selected_inferior().pid or not gdb.selected_thread():
             raise gdb.GdbError("aco-bt: the program is not running")
         co_type = gdb.lookup_type("aco_t").pointer()
         co = gdb.parse_and_eval(arg).cast(co_type)
@@ -121,7 +156,7 @@ memory and the selected frame are restored afterwards."""
         is_main = _u(co["main_co"]) == 0
         what = "main co" if is_main else "co"
 
-        if _current_co() == addr:
+        if _is_running(co, addr, is_main):
             gdb.write("%s %#x is running: its frames are the thread's\n" % (what, addr))
             gdb.write(gdb.execute("backtrace", to_string=True))
             return
