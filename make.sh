@@ -8,8 +8,8 @@
 #   bash make.sh -o no-riscv64      without the riscv64 cross variants
 #   bash make.sh -s asan|tsan|ubsan build with that sanitizer (its flags are
 #                                   added to CFLAGS) the variants it applies
-#                                   to: x86-64 without valgrind (ubsan: -m32
-#                                   too), into output/<sanitizer> by default
+#                                   to: x86-64 and i386 (tsan: x86-64 only),
+#                                   no valgrind, into output/<sanitizer>
 #   bash make.sh bench              build, then run the default benchmark
 #                                   (x86-64, per-co and shared FPU env)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
@@ -73,10 +73,10 @@ done
 OUTPUT=${OUTPUT:-output${san:+/$san}}
 
 # Sanitizer builds: the flags, and the variants that make sense: native
-# x86-64 (ubsan: i386 too), never valgrind's.  libaco detects ASan and TSan
-# itself (aco.h), no macro needed.
+# x86-64 and i386 (TSan has no i386 runtime), never valgrind's.  libaco
+# detects ASan and TSan itself (aco.h), no macro needed.
 case "$san" in
-    asan) SANFLAGS="-fsanitize=address -fno-omit-frame-pointer"; no_m32=1 ;;
+    asan) SANFLAGS="-fsanitize=address -fno-omit-frame-pointer" ;;
     tsan) SANFLAGS="-fsanitize=thread"; no_m32=1 ;;
     ubsan) SANFLAGS="-fsanitize=undefined -fno-sanitize-recover=all" ;;
     *) SANFLAGS="" ;;

@@ -18,8 +18,8 @@
 #                     qemu-aarch64 / qemu-riscv64
 #   gcc-O0 clang-O0   the same at -O0 -g, x86-64 and i386
 #   valgrind          the valgrind variants of gcc-O2 and clang-O2, memcheck
-#   asan              -fsanitize=address, gcc and clang, x86-64, each run with
-#                     detect_stack_use_after_return=0 and =1
+#   asan              -fsanitize=address, gcc and clang, x86-64 and i386, each
+#                     run with detect_stack_use_after_return=0 and =1
 #   tsan              -fsanitize=thread, gcc and clang, x86-64
 #   ubsan             -fsanitize=undefined -fno-sanitize-recover=all, gcc and
 #                     clang, x86-64 and i386
