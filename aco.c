@@ -913,6 +913,26 @@ void aco_exit(void) {
 /* Back to the init state (aco.h).  A co's frames are dead once it ended or
  * is reset, so whatever it left on the share stack is not saved: it stops
  * being the owner, and its save stack holds nothing to restore. */
+/* A suspended (or ended) co's frames die, by reset or destroy: if it still
+ * owns its share stack, nothing of it is saved later.  Under ASan its red
+ * zones there are cleared (its fake stack, if any, cannot be freed from
+ * outside it: ASan frees one only when its co leaves for good, in
+ * aco_exit); under TSan its fiber, which holds the dead frames, goes. */
+static void aco__drop_frames(aco_t* co) {
+    aco_share_stack_t* s = co->share_stack;
+    if (s->owner == co) {
+        s->owner = NULL;
+        s->align_validsz = 0;
+#if ACO__ASAN
+        aco__asan_vacate(ACO_SP(co), s->align_highptr);
+#endif
+    }
+#if ACO__TSAN
+    if (co->tsan_fiber != NULL) __tsan_destroy_fiber(co->tsan_fiber);
+    co->tsan_fiber = NULL;
+#endif
+}
+
 static void aco__reset(const char* fn, aco_t* co, aco_cofuncp_t fp,
                        void* arg) {
     aco__check(fn, co != NULL, "co must not be NULL");
@@ -927,21 +947,7 @@ static void aco__reset(const char* fn, aco_t* co, aco_cofuncp_t fp,
                "co %p belongs to main co %p, not to this thread's (the "
                "caller is co %p)", (void*)co, (void*)co->main_co, (void*)cur);
     aco__check(fn, fp != NULL, "fp must not be NULL");
-    aco_share_stack_t* s = co->share_stack;
-    if (s->owner == co) {
-        s->owner = NULL;
-        s->align_validsz = 0;
-#if ACO__ASAN
-        /* A suspended owner's frames die here: clear their red zones.  (Its
-         * fake stack, if any, cannot be freed from outside it.) */
-        aco__asan_vacate(ACO_SP(co), s->align_highptr);
-#endif
-    }
-#if ACO__TSAN
-    /* A suspended co's fiber holds its dead frames: a fresh one next run. */
-    if (co->tsan_fiber != NULL) __tsan_destroy_fiber(co->tsan_fiber);
-    co->tsan_fiber = NULL;
-#endif
+    aco__drop_frames(co);
     co->save_stack.valid_sz = 0;
     co->is_end = 0;
     co->fp = fp;
@@ -971,21 +977,8 @@ void aco_destroy(aco_t* co) {
     }
     aco__check(fn, co != aco_gtls_co,
                "co %p is running; a co cannot destroy itself", (void*)co);
-    aco_share_stack_t* s = co->share_stack;
-    if (s->owner == co) {
-        s->owner = NULL;
-        s->align_validsz = 0;
-#if ACO__ASAN
-        /* A suspended owner's frames die with it.  (Its ASan fake stack, if
-         * any, cannot be freed from outside it: ASan frees a fake stack
-         * only when its co leaves for good, in aco_exit.) */
-        aco__asan_vacate(ACO_SP(co), s->align_highptr);
-#endif
-    }
-#if ACO__TSAN
-    if (co->tsan_fiber != NULL) __tsan_destroy_fiber(co->tsan_fiber);
-#endif
-    s->co_ct--;
+    aco__drop_frames(co);
+    co->share_stack->co_ct--;
     aco__save_free(&co->save_stack);
     aco__co_free(co);
 }

@@ -20,21 +20,8 @@ static volatile long depth_limit = -1; /* never reached; defeats
                                           -Winfinite-recursion */
 static uintptr_t lowest_sp;            /* lowest sp recurse() has seen */
 
-static uintptr_t current_sp(void) {
-    uintptr_t sp;
-#if defined(__x86_64__)
-    __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
-#elif defined(__i386__)
-    __asm__ volatile("movl %%esp, %0" : "=r"(sp));
-#elif defined(__aarch64__)
-    __asm__ volatile("mov %0, sp" : "=r"(sp));
-#elif defined(__riscv)
-    __asm__ volatile("mv %0, sp" : "=r"(sp));
-#else
-#error "test_guard_page: unsupported architecture"
-#endif
-    return sp;
-}
+/* The stack pointer of the caller (aco_test.h). */
+#define current_sp() aco_test_sp()
 
 /* Not a tail call: the frame stays live until the callee returns. */
 __attribute__((noinline)) static long recurse(long depth, uintptr_t stop_sp) {

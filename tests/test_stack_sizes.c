@@ -21,21 +21,8 @@
 
 static size_t pagesize;
 
-static uintptr_t current_sp(void) {
-    uintptr_t sp;
-#if defined(__x86_64__)
-    __asm__ volatile("movq %%rsp, %0" : "=r"(sp));
-#elif defined(__i386__)
-    __asm__ volatile("movl %%esp, %0" : "=r"(sp));
-#elif defined(__aarch64__)
-    __asm__ volatile("mov %0, sp" : "=r"(sp));
-#elif defined(__riscv)
-    __asm__ volatile("mv %0, sp" : "=r"(sp));
-#else
-#error "test_stack_sizes: unsupported architecture"
-#endif
-    return sp;
-}
+/* The stack pointer of the caller (aco_test.h). */
+#define current_sp() aco_test_sp()
 
 /* ------------------------------------------------------------------------ */
 /* Size rules                                                               */
