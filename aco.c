@@ -608,6 +608,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     co->arg = arg;
     co->fp = fp;
     co->share_stack = share_stack;
+    co->away_ = 1;      /* until its first resume takes the stack */
     aco__init_regs(co);
     /* The save stack is allocated when first needed, exactly as large as
      * needed, unless the caller asked for an initial size. */
@@ -622,17 +623,24 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
 
 /* Copy n bytes between a share stack and a save stack.  n is a multiple of
  * 4 (both ends are slot-aligned) and usually small: a co suspended a frame
- * or two above its function.  Up to 256 bytes the copy is straight-line:
- * one fixed-size block from each end, overlapping in the middle (gcc and
- * clang expand a constant-size memcpy into a few vector moves, no call). */
+ * or two above its function.  Below ACO_COPY_SMALL bytes the copy is
+ * straight-line: one fixed-size block from each end, overlapping in the
+ * middle (gcc and clang expand a constant-size memcpy into a few vector
+ * moves, no call), chosen by a two-level size test.  Larger copies call
+ * memcpy, from a path of their own (aco__resume_big), so that the common
+ * one calls nothing and spills no register. */
+#define ACO_COPY_SMALL 256      /* a power of two: see aco__resume_taking */
+
 #if ACO__SAN_SWITCH
 /* Sanitizer builds: uninstrumented, word by word, never memcpy (ASan checks
  * a memcpy's whole range, and the frames copied have poisoned red zones). */
 typedef uintptr_t aco__word __attribute__((aligned(1), may_alias));
 
-static ACO__NOSAN void aco__copy(void* dst, const void* src, size_t n) {
+static ACO__NOSAN void aco__copy(void* dst, const void* src, size_t n,
+                                 int small) {
     char* d = dst;
     const char* s = src;
+    (void)small;
     for (size_t i = 0; i + sizeof(aco__word) <= n; i += sizeof(aco__word)) {
         __asm__("" : "+r"(i));  /* no memcpy idiom */
         *(aco__word*)(d + i) = *(const aco__word*)(s + i);
@@ -641,7 +649,9 @@ static ACO__NOSAN void aco__copy(void* dst, const void* src, size_t n) {
         ((volatile char*)d)[i] = s[i];      /* a 4-byte tail on 64-bit */
 }
 #else
-static inline void aco__copy(void* dst, const void* src, size_t n) {
+/* small: the caller has checked n < ACO_COPY_SMALL (a constant once
+ * inlined). */
+static inline void aco__copy(void* dst, const void* src, size_t n, int small) {
     char* d = dst;
     const char* s = src;
 #define ACO_ENDS(k)                                                           \
@@ -649,19 +659,18 @@ static inline void aco__copy(void* dst, const void* src, size_t n) {
         memcpy(d, s, k);                                                      \
         memcpy(d + n - (k), s + n - (k), k);                                  \
     } while (0)
-    if (n <= 16) {
-        if (n >= 8) ACO_ENDS(8);
-        else if (n >= 4) ACO_ENDS(4);
-    } else if (n <= 32) {
-        ACO_ENDS(16);
-    } else if (n <= 64) {
-        ACO_ENDS(32);
-    } else if (n <= 128) {
-        ACO_ENDS(64);
-    } else if (n <= 256) {
-        ACO_ENDS(128);
-    } else {
+    if (!small) {
         memcpy(d, s, n);
+    } else if (n > 64) {
+        if (n > 128) ACO_ENDS(128);
+        else ACO_ENDS(64);
+    } else if (n > 16) {
+        if (n > 32) ACO_ENDS(32);
+        else ACO_ENDS(16);
+    } else if (n >= 8) {
+        ACO_ENDS(8);
+    } else if (n >= 4) {
+        ACO_ENDS(4);
     }
 #undef ACO_ENDS
 }
@@ -685,10 +694,10 @@ static inline size_t aco__live(aco_t* owner, aco_share_stack_t* s) {
 }
 
 /* Copy them to the owner's save stack, which is large enough. */
-static ACO__INLINE_NOSAN void aco__save(aco_t* owner, size_t n) {
+static ACO__INLINE_NOSAN void aco__save(aco_t* owner, size_t n, int small) {
     aco_save_stack_t* ss = &owner->save_stack;
     if (n > 0) {
-        aco__copy(ss->ptr, ACO_SP(owner), n);
+        aco__copy(ss->ptr, ACO_SP(owner), n, small);
         ss->ct_save++;
 #if ACO__ASAN
         aco__asan_shadow_move((uintptr_t)ACO_SP(owner),
@@ -708,11 +717,12 @@ static ACO__INLINE_NOSAN void aco__save(aco_t* owner, size_t n) {
 #define ACO_RED_ZONE 0
 #endif
 
-/* Put co's saved bytes back where they were: right below align_retptr. */
-static ACO__NOSAN void aco__restore(aco_t* co) {
+/* Put co's n saved bytes (save_stack.valid_sz) back where they were: right
+ * below top, its share stack's align_retptr. */
+static ACO__INLINE_NOSAN void aco__restore(aco_t* co, char* top, size_t n,
+                                          int small) {
     aco_save_stack_t* ss = &co->save_stack;
-    size_t n = ss->valid_sz;
-    char* dst = (char*)co->share_stack->align_retptr - n;
+    char* dst = top - n;
 #ifdef ACO_USE_VALGRIND
     /* Another co may have run deeper here and returned, leaving this region
      * marked inaccessible.  It is about to hold co's live frames again, with
@@ -723,7 +733,7 @@ static ACO__NOSAN void aco__restore(aco_t* co) {
     VALGRIND_MAKE_MEM_UNDEFINED(low, (size_t)(dst - low) + n);
 #endif
     if (n == 0) return;
-    aco__copy(dst, ss->ptr, n);
+    aco__copy(dst, ss->ptr, n, small);
     ss->ct_restore++;
 #if ACO__ASAN
     /* n == 0 (a co that never ran) finds the region clean: the invariant. */
@@ -732,43 +742,74 @@ static ACO__NOSAN void aco__restore(aco_t* co) {
 #endif
 }
 
+/* co now holds its share stack s, with n bytes restored, and runs.  (The
+ * arguments spare reloads the copies' char stores would force.) */
+static inline void aco__take_done(aco_t* cur, aco_t* co, aco_share_stack_t* s,
+                                  size_t n) {
+    s->owner = co;
+    co->away_ = 0;
+    s->align_validsz = n;
+    aco_gtls_co = co;
+    ACO__SW(cur, co);   /* a tail jump, as in aco_resume */
+}
+
 /* aco_resume when the share stack changes hands.  Lazy save: its holder is
  * copied out only now that co needs the stack; a co alone on its stack never
  * is.  Out of line and entered by a tail jump, so that aco_resume's fast path
- * saves no registers; it calls nothing that returns (a save stack that must
- * grow is handled by a tail jump too), so it saves none either. */
-static void aco__resume_growing(aco_t* cur, aco_t* co);
+ * saves no registers; it calls nothing, so it saves none either: a save
+ * stack that must grow and copies of ACO_COPY_SMALL bytes or more take
+ * aco__resume_big, by a tail jump too. */
+static void aco__resume_big(aco_t* cur, aco_t* co);
 
 __attribute__((noinline))
 static void aco__resume_taking(aco_t* cur, aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
+    size_t n = 0;
     if (owner != NULL) {
-        size_t n = aco__live(owner, s);
+        n = aco__live(owner, s);
         if (aco_unlikely(n > owner->save_stack.sz)) {
-            aco__resume_growing(cur, co);
+            aco__resume_big(cur, co);
             return;
         }
-        aco__save(owner, n);
     }
-    aco__restore(co);
-    s->owner = co;
-    s->align_validsz = co->save_stack.valid_sz;
-    aco_gtls_co = co;
-    ACO__SW(cur, co);   /* a tail jump, as in aco_resume */
+    /* Both below a power of two: so is their OR, and conversely. */
+    if (aco_unlikely((n | co->save_stack.valid_sz) >= ACO_COPY_SMALL)) {
+        aco__resume_big(cur, co);
+        return;
+    }
+    size_t m = co->save_stack.valid_sz;
+    char* top = s->align_retptr;
+    if (owner != NULL) {
+        aco__save(owner, n, 1);
+        owner->away_ = 1;
+    }
+    aco__restore(co, top, m, 1);
+    aco__take_done(cur, co, s, m);
 }
 
-/* The owner's save stack is too small: replace it by one that fits exactly
- * (its old content is replaced whole: no realloc copy), then go on. */
-__attribute__((noinline, cold))
-static void aco__resume_growing(aco_t* cur, aco_t* co) {
-    aco_t* owner = co->share_stack->owner;
-    aco_save_stack_t* ss = &owner->save_stack;
-    size_t cap = aco__save_capacity(aco__live(owner, co->share_stack));
-    aco__save_free(ss);
-    ss->ptr = aco__save_alloc(cap, "aco_resume");
-    ss->sz = (uint32_t)cap;
-    aco__resume_taking(cur, co);
+/* The same with memcpy for every copy, after growing the owner's save stack
+ * if it is too small: replaced by one that fits exactly (its old content is
+ * replaced whole: no realloc copy). */
+__attribute__((noinline))
+static void aco__resume_big(aco_t* cur, aco_t* co) {
+    aco_share_stack_t* s = co->share_stack;
+    aco_t* owner = s->owner;
+    if (owner != NULL) {
+        aco_save_stack_t* ss = &owner->save_stack;
+        size_t n = aco__live(owner, s);
+        if (n > ss->sz) {
+            size_t cap = aco__save_capacity(n);
+            aco__save_free(ss);
+            ss->ptr = aco__save_alloc(cap, "aco_resume");
+            ss->sz = (uint32_t)cap;
+        }
+        aco__save(owner, n, 0);
+        owner->away_ = 1;
+    }
+    size_t m = co->save_stack.valid_sz;
+    aco__restore(co, s->align_retptr, m, 0);
+    aco__take_done(cur, co, s, m);
 }
 
 __attribute__((noinline, cold, noreturn))
@@ -792,12 +833,22 @@ void aco__yield_misuse(const char* fn) {
                co == NULL ? "no co" : "main co", (void*)co);
 }
 
+/* is_end and away_ are adjacent bytes: aco_resume tests both at once. */
+_Static_assert(offsetof(aco_t, away_) == offsetof(aco_t, is_end) + 1,
+               "aco_t.away_ must follow is_end");
+
+static inline int aco__ended_or_away(const aco_t* co) {
+    uint16_t both;
+    memcpy(&both, &co->is_end, sizeof(both));
+    return both != 0;
+}
+
 void aco_resume(aco_t* co) {
     aco_t* cur = aco_gtls_co;
-    if (aco_unlikely(co == NULL || cur == NULL || co->main_co != cur ||
-                     co->is_end))
+    if (aco_unlikely(co == NULL || cur == NULL || co->main_co != cur))
         aco__resume_misuse(co);
-    if (aco_unlikely(co->share_stack->owner != co)) {
+    if (aco_unlikely(aco__ended_or_away(co))) {
+        if (aco_unlikely(co->is_end)) aco__resume_misuse(co);
         aco__resume_taking(cur, co);
         return;
     }
@@ -904,15 +955,13 @@ void aco_exit(void) {
     /* Its frames are dead now: the next co on this stack need not save them. */
     co->share_stack->owner = NULL;
     co->share_stack->align_validsz = 0;
+    co->away_ = 1;
     co->save_stack.valid_sz = 0;
     aco_gtls_co = co->main_co;
     ACO__SW(co, co->main_co);
     aco__fatal("aco_exit", "co %p was resumed after its end", (void*)co);
 }
 
-/* Back to the init state (aco.h).  A co's frames are dead once it ended or
- * is reset, so whatever it left on the share stack is not saved: it stops
- * being the owner, and its save stack holds nothing to restore. */
 /* A suspended (or ended) co's frames die, by reset or destroy: if it still
  * owns its share stack, nothing of it is saved later.  Under ASan its red
  * zones there are cleared (its fake stack, if any, cannot be freed from
@@ -920,6 +969,7 @@ void aco_exit(void) {
  * aco_exit); under TSan its fiber, which holds the dead frames, goes. */
 static void aco__drop_frames(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
+    co->away_ = 1;
     if (s->owner == co) {
         s->owner = NULL;
         s->align_validsz = 0;
@@ -933,6 +983,9 @@ static void aco__drop_frames(aco_t* co) {
 #endif
 }
 
+/* Back to the init state (aco.h).  A co's frames are dead once it ended or
+ * is reset, so whatever it left on the share stack is not saved: it stops
+ * being the owner, and its save stack holds nothing to restore. */
 static void aco__reset(const char* fn, aco_t* co, aco_cofuncp_t fp,
                        void* arg) {
     aco__check(fn, co != NULL, "co must not be NULL");

@@ -287,12 +287,13 @@ struct aco_s {
 #if defined(__x86_64__) || defined(__i386__)
     uint16_t reg_fpucw;             /* acosw.S: x87 control word */
     char     is_end;                /* (read) 1 once the co called aco_exit */
-    char     reserved_;
+    char     away_;                 /* private: 0 iff it owns its share stack */
     uint32_t reg_mxcsr;             /* acosw.S: MXCSR */
 #else
     uint32_t reg_fpctl;             /* acosw.S: FPCR (aarch64), frm (riscv64) */
     char     is_end;                /* (read) 1 once the co called aco_exit */
-    char     reserved_[3];
+    char     away_;                 /* private: 0 iff it owns its share stack */
+    char     reserved_[2];
 #endif
     aco_t*   main_co;               /* (read) NULL for a main co */
     void*    arg;                   /* (read) */

@@ -105,11 +105,11 @@ acosw:
      * flags, status not control (scratch at a call): ignore them. */
     movl    ACO_OFF_MXCSR(%rdi), %eax
     xorl    ACO_OFF_MXCSR(%rsi), %eax
-    andl    $~0x3f, %eax
-    movzwl  ACO_OFF_FPUCW(%rdi), %ecx
-    xorw    ACO_OFF_FPUCW(%rsi), %cx
-    orl     %ecx, %eax
+    testl   $~0x3f, %eax
     jnz     .Lload_env64
+    movzwl  ACO_OFF_FPUCW(%rdi), %ecx
+    cmpw    %cx, ACO_OFF_FPUCW(%rsi)
+    jne     .Lload_env64
 .Lenv_done64:
 #endif
     movq    ACO_OFF_PC(%rsi), %rdx
