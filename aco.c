@@ -637,10 +637,10 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
 typedef uintptr_t aco__word __attribute__((aligned(1), may_alias));
 
 static ACO__NOSAN void aco__copy(void* dst, const void* src, size_t n,
-                                 int small) {
+                                 int w) {
     char* d = dst;
     const char* s = src;
-    (void)small;
+    (void)w;
     for (size_t i = 0; i + sizeof(aco__word) <= n; i += sizeof(aco__word)) {
         __asm__("" : "+r"(i));  /* no memcpy idiom */
         *(aco__word*)(d + i) = *(const aco__word*)(s + i);
@@ -649,17 +649,49 @@ static ACO__NOSAN void aco__copy(void* dst, const void* src, size_t n,
         ((volatile char*)d)[i] = s[i];      /* a 4-byte tail on 64-bit */
 }
 #else
-/* small: the caller has checked n < ACO_COPY_SMALL (a constant once
- * inlined). */
-static inline void aco__copy(void* dst, const void* src, size_t n, int small) {
+/* Moves of w bytes: 16 (SSE2 on x86-64, NEON on aarch64, what the compiler
+ * makes of a 16-byte memcpy elsewhere), 32 (AVX) or 64 (AVX-512), the
+ * last two on x86-64 CPUs that have them (aco__resume_taking's dispatch).
+ * The vector types are unaligned and alias anything; gcc and clang emit
+ * each as one full-width move (gcc splits a constant-size memcpy's 32-byte
+ * moves in two for generic tuning). */
+#if defined(__x86_64__)
+typedef char aco__v32 __attribute__((vector_size(32), aligned(1), may_alias));
+typedef char aco__v64 __attribute__((vector_size(64), aligned(1), may_alias));
+#endif
+
+/* k bytes: 4, 8 or a multiple of 16, up to 128. */
+__attribute__((always_inline))
+static inline void aco__block(char* d, const char* s, size_t k, int w) {
+#if defined(__x86_64__)
+    if (w == 64 && k >= 64) {
+        for (size_t i = 0; i < k; i += 64)
+            *(aco__v64*)(d + i) = *(const aco__v64*)(s + i);
+        return;
+    }
+    if (w >= 32 && k >= 32) {
+        for (size_t i = 0; i < k; i += 32)
+            *(aco__v32*)(d + i) = *(const aco__v32*)(s + i);
+        return;
+    }
+#endif
+    (void)w;
+    memcpy(d, s, k);
+}
+
+/* w == 0: any n, by memcpy (aco__resume_big).  Else n < ACO_COPY_SMALL,
+ * by two blocks of the largest power of two not above n (w is a constant
+ * once inlined). */
+__attribute__((always_inline))
+static inline void aco__copy(void* dst, const void* src, size_t n, int w) {
     char* d = dst;
     const char* s = src;
 #define ACO_ENDS(k)                                                           \
     do {                                                                      \
-        memcpy(d, s, k);                                                      \
-        memcpy(d + n - (k), s + n - (k), k);                                  \
+        aco__block(d, s, k, w);                                               \
+        aco__block(d + n - (k), s + n - (k), k, w);                           \
     } while (0)
-    if (!small) {
+    if (w == 0) {
         memcpy(d, s, n);
     } else if (n > 64) {
         if (n > 128) ACO_ENDS(128);
@@ -694,10 +726,10 @@ static inline size_t aco__live(aco_t* owner, aco_share_stack_t* s) {
 }
 
 /* Copy them to the owner's save stack, which is large enough. */
-static ACO__INLINE_NOSAN void aco__save(aco_t* owner, size_t n, int small) {
+static ACO__INLINE_NOSAN void aco__save(aco_t* owner, size_t n, int w) {
     aco_save_stack_t* ss = &owner->save_stack;
     if (n > 0) {
-        aco__copy(ss->ptr, ACO_SP(owner), n, small);
+        aco__copy(ss->ptr, ACO_SP(owner), n, w);
         ss->ct_save++;
 #if ACO__ASAN
         aco__asan_shadow_move((uintptr_t)ACO_SP(owner),
@@ -720,7 +752,7 @@ static ACO__INLINE_NOSAN void aco__save(aco_t* owner, size_t n, int small) {
 /* Put co's n saved bytes (save_stack.valid_sz) back where they were: right
  * below top, its share stack's align_retptr. */
 static ACO__INLINE_NOSAN void aco__restore(aco_t* co, char* top, size_t n,
-                                          int small) {
+                                          int w) {
     aco_save_stack_t* ss = &co->save_stack;
     char* dst = top - n;
 #ifdef ACO_USE_VALGRIND
@@ -733,7 +765,7 @@ static ACO__INLINE_NOSAN void aco__restore(aco_t* co, char* top, size_t n,
     VALGRIND_MAKE_MEM_UNDEFINED(low, (size_t)(dst - low) + n);
 #endif
     if (n == 0) return;
-    aco__copy(dst, ss->ptr, n, small);
+    aco__copy(dst, ss->ptr, n, w);
     ss->ct_restore++;
 #if ACO__ASAN
     /* n == 0 (a co that never ran) finds the region clean: the invariant. */
@@ -744,11 +776,11 @@ static ACO__INLINE_NOSAN void aco__restore(aco_t* co, char* top, size_t n,
 
 /* co now holds its share stack s, with n bytes restored, and runs.  (The
  * arguments spare reloads the copies' char stores would force.) */
-static inline void aco__take_done(aco_t* cur, aco_t* co, aco_share_stack_t* s,
-                                  size_t n) {
+static inline void aco__take_done(aco_t* co, aco_share_stack_t* s, size_t n) {
     s->owner = co;
     co->away_ = 0;
     s->align_validsz = n;
+    aco_t* cur = aco_gtls_co;   /* = co->main_co; measured faster than that */
     aco_gtls_co = co;
     ACO__SW(cur, co);   /* a tail jump, as in aco_resume */
 }
@@ -759,40 +791,94 @@ static inline void aco__take_done(aco_t* cur, aco_t* co, aco_share_stack_t* s,
  * saves no registers; it calls nothing, so it saves none either: a save
  * stack that must grow and copies of ACO_COPY_SMALL bytes or more take
  * aco__resume_big, by a tail jump too. */
-static void aco__resume_big(aco_t* cur, aco_t* co);
+static void aco__resume_big(aco_t* co);
 
-__attribute__((noinline))
-static void aco__resume_taking(aco_t* cur, aco_t* co) {
+__attribute__((always_inline))
+static inline void aco__take(aco_t* co, int w) {
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
     size_t n = 0;
     if (owner != NULL) {
         n = aco__live(owner, s);
         if (aco_unlikely(n > owner->save_stack.sz)) {
-            aco__resume_big(cur, co);
+            aco__resume_big(co);
             return;
         }
     }
     /* Both below a power of two: so is their OR, and conversely. */
     if (aco_unlikely((n | co->save_stack.valid_sz) >= ACO_COPY_SMALL)) {
-        aco__resume_big(cur, co);
+        aco__resume_big(co);
         return;
     }
     size_t m = co->save_stack.valid_sz;
     char* top = s->align_retptr;
     if (owner != NULL) {
-        aco__save(owner, n, 1);
+        aco__save(owner, n, w);
         owner->away_ = 1;
     }
-    aco__restore(co, top, m, 1);
-    aco__take_done(cur, co, s, m);
+    aco__restore(co, top, m, w);
+    aco__take_done(co, s, m);
+}
+
+__attribute__((noinline))
+static void aco__resume_taking(aco_t* co) {
+    aco__take(co, 16);
+}
+
+/* On x86-64 the copies' width follows the CPU: one store of a 120-byte
+ * frame's 2 x 64 bytes is 8 SSE moves, 4 AVX ones or 2 AVX-512 ones, and
+ * the stores are what a switch with copies waits for.  AVX-512 only where
+ * it does not cost clock speed (Ice Lake and later: VBMI2 tells them). */
+#if defined(__x86_64__) && !ACO__SAN_SWITCH
+#define ACO__VEC_DISPATCH 1
+__attribute__((noinline, target("avx")))
+static void aco__resume_taking_avx(aco_t* co) {
+    aco__take(co, 32);
+}
+
+__attribute__((noinline, target("avx512f")))
+static void aco__resume_taking_avx512(aco_t* co) {
+    aco__take(co, 64);
+}
+
+static unsigned char aco__vec_w = 16;      /* in use */
+static unsigned char aco__vec_max = 16;    /* the widest this CPU has */
+
+__attribute__((constructor))
+static void aco__vec_init(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vbmi2"))
+        aco__vec_max = 64;
+    else if (__builtin_cpu_supports("avx"))
+        aco__vec_max = 32;
+    aco__vec_w = aco__vec_max;
+}
+#else
+#define ACO__VEC_DISPATCH 0
+#endif
+
+/* For tests (hidden; declared in tests/aco_test.h): the copy width in use
+ * (0: the build has one kind of copy); w != 0 selects width w if this CPU
+ * and build have it.  Returns the width now in use, -1 if w is not there. */
+__attribute__((visibility("hidden"))) int aco__copy_width(int w);
+
+int aco__copy_width(int w) {
+#if ACO__VEC_DISPATCH
+    if (w == 0) return aco__vec_w;
+    if ((w != 16 && w != 32 && w != 64) || w > aco__vec_max) return -1;
+    aco__vec_w = (unsigned char)w;
+    return w;
+#else
+    return w == 0 ? 0 : -1;
+#endif
 }
 
 /* The same with memcpy for every copy, after growing the owner's save stack
  * if it is too small: replaced by one that fits exactly (its old content is
  * replaced whole: no realloc copy). */
 __attribute__((noinline))
-static void aco__resume_big(aco_t* cur, aco_t* co) {
+static void aco__resume_big(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
     if (owner != NULL) {
@@ -809,7 +895,7 @@ static void aco__resume_big(aco_t* cur, aco_t* co) {
     }
     size_t m = co->save_stack.valid_sz;
     aco__restore(co, s->align_retptr, m, 0);
-    aco__take_done(cur, co, s, m);
+    aco__take_done(co, s, m);
 }
 
 __attribute__((noinline, cold, noreturn))
@@ -849,7 +935,17 @@ void aco_resume(aco_t* co) {
         aco__resume_misuse(co);
     if (aco_unlikely(aco__ended_or_away(co))) {
         if (aco_unlikely(co->is_end)) aco__resume_misuse(co);
-        aco__resume_taking(cur, co);
+#if ACO__VEC_DISPATCH
+        if (aco__vec_w == 64) {
+            aco__resume_taking_avx512(co);
+            return;
+        }
+        if (aco__vec_w == 32) {
+            aco__resume_taking_avx(co);
+            return;
+        }
+#endif
+        aco__resume_taking(co);
         return;
     }
     aco_gtls_co = co;

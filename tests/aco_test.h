@@ -83,6 +83,12 @@ static inline size_t aco_test_vla(size_t n) {
     return n;
 }
 
+/* aco.c's hidden test hook: the width of the stack copies' moves on x86-64
+ * (16, 32 or 64 bytes, chosen by CPU; 0 elsewhere and in sanitizer builds,
+ * which have one kind of copy).  w != 0 selects w if available; returns
+ * the width now in use, or -1 when w is not available. */
+int aco__copy_width(int w);
+
 /* Non-zero when running under valgrind (only known in valgrind builds). */
 static inline int aco_test_on_valgrind(void) {
 #ifdef ACO_USE_VALGRIND
