@@ -588,6 +588,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                    "(co %p is running)", (void*)aco_gtls_co);
         aco_t* co = aco__co_alloc(fn);
         co->arg = arg;
+        co->away_ = 1;      /* owns no share stack: never resumed */
 #if ACO__TSAN
         co->tsan_fiber = __tsan_get_current_fiber();
 #endif
@@ -931,10 +932,11 @@ static inline int aco__ended_or_away(const aco_t* co) {
 
 void aco_resume(aco_t* co) {
     aco_t* cur = aco_gtls_co;
-    if (aco_unlikely(co == NULL || cur == NULL || co->main_co != cur))
+    /* cur == NULL passes only for a main co, which is always away_. */
+    if (aco_unlikely(co == NULL || co->main_co != cur))
         aco__resume_misuse(co);
     if (aco_unlikely(aco__ended_or_away(co))) {
-        if (aco_unlikely(co->is_end)) aco__resume_misuse(co);
+        if (aco_unlikely(co->is_end || cur == NULL)) aco__resume_misuse(co);
 #if ACO__VEC_DISPATCH
         if (aco__vec_w == 64) {
             aco__resume_taking_avx512(co);

@@ -163,6 +163,13 @@ static void* thread_resume_foreign_no_main(void* arg) {
     return NULL;
 }
 
+static void* thread_resume_main_no_main(void* arg) {
+    (void)arg;
+    aco_thread_init(NULL);
+    aco_resume(main_co);    /* no co in this thread: cur == NULL == its main_co */
+    return NULL;
+}
+
 static void* thread_get_arg_no_co(void* arg) {
     (void)arg;
     aco_thread_init(NULL);
@@ -262,6 +269,9 @@ int main(void) {
     expect_abort_in_thread("resume from a thread without a main co",
                            thread_resume_foreign_no_main,
                            "aco: aco_resume: |must be called from co");
+    expect_abort_in_thread("resume of a main co from a thread without one",
+                           thread_resume_main_no_main,
+                           "aco: aco_resume: |is a main co");
 
     /* aco_yield / aco_exit outside a non-main co */
     expect_abort("yield in the main co", yield_in_main, NULL,
