@@ -781,7 +781,9 @@ static inline void aco__take_done(aco_t* co, aco_share_stack_t* s, size_t n) {
     s->owner = co;
     co->away_ = 0;
     s->align_validsz = n;
-    aco_t* cur = aco_gtls_co;   /* = co->main_co; measured faster than that */
+    /* cur is co->main_co, but reading it from co here, after the copies'
+     * stores, measured ~1 ns slower per stack change than from TLS. */
+    aco_t* cur = aco_gtls_co;
     aco_gtls_co = co;
     ACO__SW(cur, co);   /* a tail jump, as in aco_resume */
 }
