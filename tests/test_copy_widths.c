@@ -11,7 +11,7 @@
  * restores another.  The array sweeps every slot multiple from 0 to 600
  * bytes and, from round to round, alternates between two lengths 24 bytes
  * apart (the save stack grows, then holds less than it can).  Tiny frames
- * come from co functions with 0 to 3 words of locals.  Each co checks every
+ * come from co functions with no locals or a few words.  Each co checks every
  * word of its array after each resume and rewrites it with new contents;
  * the three save stacks are neighbours in one pool, so a copy that wrote
  * outside one would show in another's words.  Beyond the values: main
