@@ -922,7 +922,11 @@ void aco__yield_misuse(const char* fn) {
                co == NULL ? "no co" : "main co", (void*)co);
 }
 
-/* is_end and away_ are adjacent bytes: aco_resume tests both at once. */
+/* is_end and away_ are adjacent bytes: aco_resume tests both at once.
+ * away_ is derivable (share_stack->owner != co) and kept in step by every
+ * owner change (aco__take_done, aco__take, aco__resume_big, aco_exit,
+ * aco__drop_frames); the derived test's two dependent loads measured 4-6 %
+ * slower standalone round trips in the benchmark's comparison. */
 _Static_assert(offsetof(aco_t, away_) == offsetof(aco_t, is_end) + 1,
                "aco_t.away_ must follow is_end");
 

@@ -83,6 +83,15 @@ static inline size_t aco_test_vla(size_t n) {
     return n;
 }
 
+/* Marsaglia's xorshift32: the tests' seeded random numbers (*s != 0). */
+static inline uint32_t aco_test_rand(uint32_t* s) {
+    uint32_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *s = x;
+}
+
 /* aco.c's hidden test hook: the width of the stack copies' moves on x86-64
  * (16, 32 or 64 bytes, chosen by CPU; 0 elsewhere and in sanitizer builds,
  * which have one kind of copy).  w != 0 selects w if available; returns

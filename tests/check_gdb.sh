@@ -7,6 +7,7 @@
 # unless make.sh's -o no-aarch64 / -o no-riscv64 say otherwise (ACO_CROSS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tests/gdb_common.sh
 command -v gdb >/dev/null || { echo "gdb not found: install the Debian package gdb"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/bt.c" <<'C'
@@ -35,52 +36,13 @@ int main(void) {
 }
 C
 fail=0
-# Runs $tmp/bt under gdb (natively, or under qemu-<arch> -g and gdb-multiarch)
-# and prints gdb's output.
-debug_bt() {  # debug_bt <native|aarch64|riscv64>
-    if [ "$1" = native ]; then
-        gdb -nx -q -batch -ex 'break bt_here' -ex run -ex bt -ex continue -ex bt "$tmp/bt" 2>&1
-        return
-    fi
-    local try port qpid out=""
-    for try in 1 2 3; do
-        port=$(( 20000 + (RANDOM * 7 + try) % 30000 ))
-        timeout 120 qemu-"$1" -g "$port" "$tmp/bt" > /dev/null 2>&1 &
-        qpid=$!
-        # Until qemu listens gdb is refused; if qemu is gone, the port was taken.
-        for _ in $(seq 100); do
-            kill -0 $qpid 2>/dev/null || break
-            out=$(timeout 120 gdb-multiarch -nx -q -batch -ex "target remote :$port" \
-                  -ex 'break bt_here' -ex continue -ex bt -ex continue -ex bt \
-                  -ex continue "$tmp/bt" 2>&1)
-            echo "$out" | grep -q 'Connection refused' || break
-            sleep 0.1
-        done
-        if wait $qpid; then echo "$out"; return; fi
-    done
-    echo "$out"
-    echo "qemu-$1 -g failed 3 times"
-}
-
-for cc in gcc clang; do
-    for m in -m64 -m32 aarch64 riscv64; do
-        case $m in
-            aarch64|riscv64)
-                case " ${ACO_CROSS-aarch64 riscv64} " in *" $m "*) ;; *) continue ;; esac
-                command -v gdb-multiarch >/dev/null ||
-                    { echo "FAIL: gdb-multiarch not found: install the Debian package gdb-multiarch"; exit 1; }
-                command -v qemu-$m >/dev/null ||
-                    { echo "FAIL: qemu-$m not found: install the Debian package qemu-user"; exit 1; }
-                # the cross compilers make.sh uses (CC_AARCH64 / CC_RISCV64)
-                var=CC_$(echo $m | tr '[:lower:]' '[:upper:]')
-                if [ $cc = gcc ]; then build=(${!var:-$m-linux-gnu-gcc} -static)
-                else build=(clang --target=$m-linux-gnu -static); fi
-                where=$m ;;
-            *) build=($cc $m); where=native ;;
-        esac
+for cc in $GDB_CCS; do
+    for m in $GDB_TARGETS; do
+        gdb_build $cc $m || continue
         for opt in -O0 -O2; do
             "${build[@]}" $opt -g -I. "$tmp/bt.c" aco.c acosw.S -o "$tmp/bt"
-            out=$(debug_bt $where)
+            out=$(gdb_run $where "$tmp/bt" -ex 'break bt_here' -- \
+                  -ex bt -ex continue -ex bt -ex continue)
             # Frame names of each "bt" (blocks start at "#0"); clones such as
             # "inner.constprop.0" count as their function.
             blocks=$(echo "$out" | awk '/^#0 / {b++} /^#[0-9]+ / {print b, $0}')

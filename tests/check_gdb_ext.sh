@@ -10,6 +10,7 @@
 # -o no-riscv64 say otherwise (ACO_CROSS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tests/gdb_common.sh
 command -v gdb >/dev/null || { echo "gdb not found: install the Debian package gdb"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/bt_ext.c" <<'C'
@@ -64,57 +65,17 @@ section() {  # section <name>: the whole output after marker @@<name>
     awk -v m="@@$1" '$0 == m {on = 1; next} /^@@/ {on = 0} on' "$tmp/out"
 }
 
-# gdb with the commands given, on $tmp/bt: natively, or under qemu-<arch> -g
-# and gdb-multiarch (as check_gdb.sh does it).
-run_gdb() {  # run_gdb <native|aarch64|riscv64> gdb-arguments...
-    local where=$1; shift
-    if [ "$where" = native ]; then
-        gdb -nx -q -batch -ex 'source tools/aco_gdb.py' -ex 'break c_here' -ex run "$@" "$tmp/bt" 2>&1
-        return
-    fi
-    local try port qpid out=""
-    for try in 1 2 3; do
-        port=$(( 20000 + (RANDOM * 7 + try) % 30000 ))
-        timeout 120 qemu-"$where" -g "$port" "$tmp/bt" > /dev/null 2>&1 &
-        qpid=$!
-        # Until qemu listens gdb is refused; if qemu is gone, the port was taken.
-        for _ in $(seq 100); do
-            kill -0 $qpid 2>/dev/null || break
-            out=$(timeout 120 gdb-multiarch -nx -q -batch -ex 'source tools/aco_gdb.py' \
-                  -ex "target remote :$port" -ex 'break c_here' -ex continue "$@" "$tmp/bt" 2>&1)
-            echo "$out" | grep -q 'Connection refused' || break
-            sleep 0.1
-        done
-        if wait $qpid; then echo "$out"; return; fi
-    done
-    echo "$out"
-    echo "qemu-$where -g failed 3 times"
-}
-
 fail=0
-for cc in gcc clang; do
-    for m in -m64 -m32 aarch64 riscv64; do
-        case $m in
-            aarch64|riscv64)
-                case " ${ACO_CROSS-aarch64 riscv64} " in *" $m "*) ;; *) continue ;; esac
-                command -v gdb-multiarch >/dev/null ||
-                    { echo "FAIL: gdb-multiarch not found: install the Debian package gdb-multiarch"; exit 1; }
-                command -v qemu-$m >/dev/null ||
-                    { echo "FAIL: qemu-$m not found: install the Debian package qemu-user"; exit 1; }
-                # the cross compilers make.sh uses (CC_AARCH64 / CC_RISCV64)
-                var=CC_$(echo $m | tr '[:lower:]' '[:upper:]')
-                if [ $cc = gcc ]; then build=(${!var:-$m-linux-gnu-gcc} -static)
-                else build=(clang --target=$m-linux-gnu -static); fi
-                where=$m ;;
-            *) build=($cc $m); where=native ;;
-        esac
+for cc in $GDB_CCS; do
+    for m in $GDB_TARGETS; do
+        gdb_build $cc $m || continue
         for opt in -O0 -O2; do
             what="$cc $m $opt"
             "${build[@]}" $opt -g -I. "$tmp/bt_ext.c" aco.c acosw.S -o "$tmp/bt"
             rm -f "$tmp"/s[12].*
             mapfile -t d0 < <(dump before)
             mapfile -t d1 < <(dump after)
-            run_gdb $where \
+            gdb_run $where "$tmp/bt" -ex 'source tools/aco_gdb.py' -ex 'break c_here' -- \
                 -ex 'echo @@regs-before\n' -ex 'info registers' -ex 'echo @@-\n' "${d0[@]}" \
                 -ex 'frame 2' \
                 -ex 'echo @@a\n' -ex 'aco-bt co_a' -ex 'echo @@b\n' -ex 'aco-bt co_b' \

@@ -84,14 +84,6 @@ static uint32_t mix32(uint64_t x) {
     return (uint32_t)(x ^ (x >> 31));
 }
 
-static uint32_t next(uint32_t* s) {
-    uint32_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return *s = x;
-}
-
 /* 32-bit arithmetic only: it runs for every word, on i386 too. */
 static uint32_t pattern(uint32_t id, uint32_t depth, uint32_t step,
                         uint32_t i) {
@@ -168,7 +160,7 @@ __attribute__((noinline)) static void frame(struct co_state* st, aco_t* self,
                                             uint32_t depth, size_t per_frame) {
     uint32_t max_words = (uint32_t)(per_frame / sizeof(uint32_t));
     if (max_words > MAX_FRAME_WORDS) max_words = MAX_FRAME_WORDS;
-    uint32_t n = 1 + next(&st->rng) % max_words;
+    uint32_t n = 1 + aco_test_rand(&st->rng) % max_words;
     uint32_t buf[n];
     for (uint32_t i = 0; i < n; i++) buf[i] = pattern(st->id, depth, st->step, i);
     __asm__ volatile("" : : "r"(buf) : "memory");
@@ -180,7 +172,7 @@ __attribute__((noinline)) static void frame(struct co_state* st, aco_t* self,
     } else {
         frame(st, self, depth - 1, per_frame);
         verify(buf, n, st, depth, "after the deeper frames returned");
-        if (next(&st->rng) % 4 == 0) {
+        if (aco_test_rand(&st->rng) % 4 == 0) {
             co_yield(st, self, (char*)buf);
             verify(buf, n, st, depth, "after a yield on the way up");
         }
@@ -193,7 +185,7 @@ static void prop_co(void) {
     check_self(st, self);
     st->ran = 1;
     for (st->step = 0; st->step < st->steps; st->step++) {
-        uint32_t depth = next(&st->rng) % (MAX_DEPTH + 1);
+        uint32_t depth = aco_test_rand(&st->rng) % (MAX_DEPTH + 1);
         frame(st, self, depth, st->budget / (depth + 1));
     }
     st->exiting = 1;
@@ -208,13 +200,13 @@ static void create_in(int slot) {
     memset(st, 0, sizeof(*st));
     st->id = ++next_id;
     st->rng = mix32(g_seed * 0x100000001b3ull ^ st->id) | 1;
-    st->stack = (int)(next(&g_rng) % N_STACKS);
-    st->steps = 1 + next(&g_rng) % 40;
+    st->stack = (int)(aco_test_rand(&g_rng) % N_STACKS);
+    st->steps = 1 + aco_test_rand(&g_rng) % 40;
     /* Half the stack, less room for the frames' own overhead (and for
      * fprintf should a check fail deep down). */
     st->budget = stacks[st->stack]->sz / 2 - 3072;
     st->co = aco_create(main_co, stacks[st->stack],
-                        save_sizes[next(&g_rng) % 4], prop_co, st);
+                        save_sizes[aco_test_rand(&g_rng) % 4], prop_co, st);
     PCHECK(st->co->is_end == 0);
     PCHECK_EQ(st->co->save_stack.ct_save, 0);
     PCHECK_EQ(st->co->save_stack.ct_restore, 0);
@@ -329,8 +321,8 @@ int main(int argc, char** argv) {
 
     double start = now(), cap = aco_test_on_valgrind() ? 25.0 : TIME_CAP_SEC;
     for (g_step = 0; g_step < steps; g_step++) {
-        int slot = (int)(next(&g_rng) % N_COS);
-        uint32_t action = next(&g_rng) % 100;
+        int slot = (int)(aco_test_rand(&g_rng) % N_COS);
+        uint32_t action = aco_test_rand(&g_rng) % 100;
         if (action >= 80) {
             /* Resume a stack's owner again now and then: the case where
              * nothing may be copied. */

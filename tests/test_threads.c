@@ -137,14 +137,6 @@ struct world {
         }                                                                     \
     } while (0)
 
-static uint32_t xorshift(uint32_t* s) {
-    uint32_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return *s = x;
-}
-
 static uint32_t pattern(uint32_t key, uint32_t i) {
     uint32_t x = key ^ (i * 0x9e3779b1u);
     x ^= x >> 16;
@@ -205,7 +197,7 @@ static void worker_co(void) {
 #endif
     WCHECK(st->w, current_mode() == st->mode);
     for (int step = 0; step < st->steps; step++)
-        descend(st, self, (uint32_t)step, (int)(xorshift(&st->rng) % (MAX_DEPTH + 1)));
+        descend(st, self, (uint32_t)step, (int)(aco_test_rand(&st->rng) % (MAX_DEPTH + 1)));
     st->finished = 1;
     atomic_fetch_add_explicit(&g_exits, 1, memory_order_relaxed);
     aco_exit();
@@ -218,17 +210,17 @@ static void spawn(struct world* w, int slot) {
     st->slot = slot;
     st->id = (uint32_t)slot | ++w->generation << 4;
     st->rng = pattern(st->id, (uint32_t)w->idx) | 1;
-    st->steps = 1 + (int)(xorshift(&w->rng) % 200);
+    st->steps = 1 + (int)(aco_test_rand(&w->rng) % 200);
     st->mode = w->init_mode;
 #ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-    if (xorshift(&w->rng) % 2) {
+    if (aco_test_rand(&w->rng) % 2) {
         st->own_mode = 1;
-        st->mode = (int)(xorshift(&w->rng) % 4);
+        st->mode = (int)(aco_test_rand(&w->rng) % 4);
     }
 #endif
     static const size_t save_sizes[3] = {0, 256, 8192};
     st->co = aco_create(w->main_co, w->stacks[stack_of_slot(slot)],
-                        save_sizes[xorshift(&w->rng) % 3], worker_co, st);
+                        save_sizes[aco_test_rand(&w->rng) % 3], worker_co, st);
 }
 
 static void retire(struct world* w, int slot) {
@@ -261,7 +253,7 @@ static void* thread_main(void* arg) {
 
     long rounds = aco_test_scale(150000, 60);
     for (long r = 0; r < rounds; r++) {
-        int slot = (int)(xorshift(&w->rng) % N_COS);
+        int slot = (int)(aco_test_rand(&w->rng) % N_COS);
         struct co_state* st = &w->cos[slot];
         if (st->co->is_end) {
             WCHECK(w, st->finished);
@@ -270,7 +262,7 @@ static void* thread_main(void* arg) {
             w->replaced++;
             continue;
         }
-        if (xorshift(&w->rng) % 512 == 0) {
+        if (aco_test_rand(&w->rng) % 512 == 0) {
             /* Destroy it wherever it is suspended, owner of its stack or
              * not; the stack must then have no owner or another one. */
             aco_share_stack_t* s = st->co->share_stack;
