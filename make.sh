@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # make.sh - build libaco, its tutorials, tests and benchmark into output/.
 #
-#   bash make.sh                    everything, every variant
+#   bash make.sh                    everything this machine's toolchains can
+#                                   build: a variant whose toolchain is missing
+#                                   is left out with one line naming the
+#                                   Debian package that brings it
+#   bash make.sh -o strict          the same, but a missing toolchain is an
+#                                   error (also ACO_STRICT=1; test.sh is strict)
 #   bash make.sh -o no-m32          without the i386 (-m32) variants
 #   bash make.sh -o no-valgrind     without the ACO_USE_VALGRIND variants
 #   bash make.sh -o no-aarch64      without the aarch64 cross variants
 #   bash make.sh -o no-riscv64      without the riscv64 cross variants
+#   bash make.sh -o no-fcontext     the benchmark without its Boost.Context peer
 #   bash make.sh -s asan|tsan|ubsan build with that sanitizer (its flags are
 #                                   added to CFLAGS) the variants it applies
 #                                   to: x86-64 and i386 (tsan: x86-64 only),
 #                                   no valgrind, into output/<sanitizer>
-#   bash make.sh bench              build, then run the default benchmark
-#                                   (x86-64, per-co and shared FPU env)
+#   bash make.sh bench              build, then run the benchmark (x86-64,
+#                                   shared then per-co FPU env), ending with
+#                                   its `headline` lines; BENCH_ARGS replaces
+#                                   the default build's arguments (--quick)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
+# ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc),
 # DESTDIR (empty), CC_AARCH64 / CC_RISCV64 (the cross compilers: with CC=gcc
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
 # Every compile uses -Wall -Wextra -Werror.
@@ -38,13 +47,15 @@ VERSION=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3
 SOMAJOR=${VERSION%%.*}
 
 usage() {
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 }
 
 no_m32=0
 no_valgrind=0
 no_aarch64=0
 no_riscv64=0
+no_fcontext=0
+strict=${ACO_STRICT:-0}
 san=""
 action=build
 while [ $# -gt 0 ]; do
@@ -55,6 +66,8 @@ while [ $# -gt 0 ]; do
                 no-valgrind) no_valgrind=1 ;;
                 no-aarch64) no_aarch64=1 ;;
                 no-riscv64) no_riscv64=1 ;;
+                no-fcontext) no_fcontext=1 ;;
+                strict) strict=1 ;;
                 *) echo "make.sh: unknown option -o '${1:-}'" >&2; usage >&2; exit 2 ;;
             esac ;;
         -s) shift
@@ -132,23 +145,38 @@ if [ -n "$san" ] && ! probe $SANFLAGS; then
     exit 1
 fi
 
+# A variant family whose toolchain is missing: left out with one line that
+# names what is missing and the Debian package, or in strict mode an error.
+left_out=()
+leave_out() {   # leave_out <option> <what> <why, and what to install>...
+    local opt=$1 what=$2; shift 2
+    if [ "$strict" = 1 ]; then
+        echo "make.sh: cannot build $what: $* (strict: a missing toolchain is" \
+             "an error; pass -o no-$opt to leave it out)" >&2
+        exit 1
+    fi
+    echo "make.sh: leaving out $what: $*" >&2
+    left_out+=("$opt")
+}
+
 variants=()
 for arch in x86_64 m32; do
     if [ $arch = m32 ]; then
         [ $no_m32 = 1 ] && continue
         if ! probe -m32 $SANFLAGS; then
-            echo "make.sh: cannot build -m32 programs with $CC: install gcc-multilib" \
-                 "(Debian) or pass -o no-m32" >&2
-            exit 1
+            leave_out m32 "the i386 (-m32) variants" "$CC cannot build -m32 programs: install gcc-multilib (Debian)"
+            continue
         fi
     fi
     for vg in no_valgrind valgrind; do
         if [ $vg = valgrind ]; then
             [ $no_valgrind = 1 ] && continue
             if ! have_valgrind_h; then
-                echo "make.sh: <valgrind/memcheck.h> not found: install valgrind" \
-                     "(Debian ships the headers in it) or pass -o no-valgrind" >&2
-                exit 1
+                # once, not once per architecture
+                case " ${left_out[*]:-} " in *" valgrind "*) continue ;; esac
+                leave_out valgrind "the valgrind variants" "<valgrind/memcheck.h> not found: install valgrind" \
+                                   "(Debian ships the headers in it)"
+                continue
             fi
         fi
         for fpu in standaloneFPUenv shareFPUenv; do
@@ -161,12 +189,12 @@ for arch in aarch64 riscv64; do
     if [ $arch = aarch64 ] && [ $no_aarch64 = 1 ]; then continue; fi
     if [ $arch = riscv64 ] && [ $no_riscv64 = 1 ]; then continue; fi
     if ! cross_probe $arch; then
-        echo "make.sh: cannot build static $arch programs with '$(cross_cc $arch)':" \
-             "install gcc-$arch-linux-gnu (Debian; it brings" \
-             "libc6-dev-$( [ $arch = aarch64 ] && echo arm64 || echo riscv64 )-cross)," \
-             "or set CC_$(echo $arch | tr '[:lower:]' '[:upper:]') (e.g. 'clang --target=$arch-linux-gnu')," \
-             "or pass -o no-$arch" >&2
-        exit 1
+        libc=libc6-dev-$( [ $arch = aarch64 ] && echo arm64 || echo riscv64 )-cross
+        leave_out $arch "the $arch variants" "'$(cross_cc $arch)' cannot link a static $arch program:" \
+            "install gcc-$arch-linux-gnu and $libc (Debian; the libc is only" \
+            "a Recommends of the compiler), or set CC_$(echo $arch | tr '[:lower:]' '[:upper:]')" \
+            "(e.g. 'clang --target=$arch-linux-gnu')"
+        continue
     fi
     variants+=("$arch.no_valgrind.standaloneFPUenv" "$arch.no_valgrind.shareFPUenv")
     [ $arch = aarch64 ] && variants+=("aarch64.pac_bti.no_valgrind.standaloneFPUenv")
@@ -224,12 +252,16 @@ build_libs() {
 # The benchmark compares with Boost.Context's fcontext where Debian has it:
 # libboost-context-dev's static archive (C linkage), x86-64 only.
 BOOST_CONTEXT_A=$($CC -print-file-name=libboost_context.a)
-[ -f "$BOOST_CONTEXT_A" ] || [ $action = install ] ||
-    echo "make.sh: note: libboost_context.a not found; the benchmark compares" \
-         "with swapcontext only (install libboost-context-dev)" >&2
+if [ $no_fcontext = 1 ]; then
+    BOOST_CONTEXT_A=""
+elif [ ! -f "$BOOST_CONTEXT_A" ] && [ $action != install ]; then
+    leave_out fcontext "the benchmark's fcontext peer" "libboost_context.a" \
+        "not found: the benchmark compares with swapcontext only (install" \
+        "libboost-context-dev)"
+fi
 bench_flags() {   # variant -> extra arguments for test_aco_benchmark
     case "$1" in m32.*|aarch64.*|riscv64.*) return ;; esac
-    [ -f "$BOOST_CONTEXT_A" ] && echo "-DBENCH_HAVE_FCONTEXT $BOOST_CONTEXT_A"
+    [ -n "$BOOST_CONTEXT_A" ] && [ -f "$BOOST_CONTEXT_A" ] && echo "-DBENCH_HAVE_FCONTEXT $BOOST_CONTEXT_A"
     return 0
 }
 
@@ -290,15 +322,38 @@ for arch in aarch64 riscv64; do
 done
 build_libs
 for v in "${variants[@]}"; do build_variant "$v"; done
+# The benchmark's independent check (tools/fcontext_loop.c), where fcontext is.
+if [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
+    $CC $CFLAGS $WARN tools/fcontext_loop.c "$BOOST_CONTEXT_A" -lm -o "$OUTPUT/fcontext_loop"
+fi
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
 echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"
 
 if [ $action = bench ]; then
-    # One core, so the other one absorbs the machine's noise.
-    pin=()
-    command -v taskset >/dev/null && pin=(taskset -c "$(( $(nproc) - 1 ))")
-    for v in no_valgrind.standaloneFPUenv no_valgrind.shareFPUenv; do
-        echo; echo "== $OUTPUT/test_aco_benchmark..$v"
-        "${pin[@]}" "$OUTPUT/test_aco_benchmark..$v"
-    done
+    [ -n "$san" ] && { echo "make.sh: bench with -s $san measures the sanitizer: build without -s" >&2; exit 2; }
+    bench=$OUTPUT/test_aco_benchmark..no_valgrind
+    log=$OUTPUT/bench.log
+    # The shared-FP-env build's headline loops first, for comparison (its
+    # lines renamed: the headline lines are the default build's).
+    echo; echo "== $bench.shareFPUenv --quick (ACO_CONFIG_SHARE_FPU_MXCSR_ENV)"
+    "$bench.shareFPUenv" --quick | sed 's/^headline /shared-FP-env build: /'
+    # shellcheck disable=SC2086
+    echo; echo "== $bench.standaloneFPUenv ${BENCH_ARGS:-}"
+    # shellcheck disable=SC2086
+    "$bench.standaloneFPUenv" ${BENCH_ARGS:-} | tee "$log"
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "make.sh: the benchmark failed" >&2; exit 1; }
+    # The fcontext figure against an independent minimal loop, run right
+    # after on the same CPU (the benchmark pins itself to the last one).
+    if [ -x "$OUTPUT/fcontext_loop" ]; then
+        echo; echo "== $OUTPUT/fcontext_loop (independent check of the fcontext figure)"
+        line=$("$OUTPUT/fcontext_loop")
+        echo "$line"
+        indep=$(echo "$line" | awk '{print $2}')
+        awk -v i="$indep" '/^headline solo_roundtrip_ns/ {
+                split($4, f, "="); d = (f[2] - i) / i; if (d < 0) d = -d
+                printf "check: headline fcontext %s ns, independent loop %s ns: %.1f%% apart (%s 15%%)\n",
+                       f[2], i, 100 * d, d <= 0.15 ? "within" : "NOT within" }' "$log"
+    fi
+    echo; echo "== headline (the default build: $bench.standaloneFPUenv)"
+    grep '^headline ' "$log" || true
 fi

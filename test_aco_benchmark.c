@@ -7,13 +7,16 @@
  *
  * Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
  *
- *   test_aco_benchmark              the short table and a short comparison
- *                                   (what `bash make.sh bench` runs; ~10 s)
+ *   test_aco_benchmark              the short table, a short comparison,
+ *                                   the headline (minimal loops) and the
+ *                                   10M-co memory runs, glibc and tcmalloc
+ *                                   (what `bash make.sh bench` runs; ~1 min)
+ *   test_aco_benchmark --headline   only the headline and memory runs
+ *   test_aco_benchmark --quick      only the headline loops, few rounds
  *   test_aco_benchmark --compare    the full comparison (15 rounds; ~15 s)
  *   test_aco_benchmark --memory N K peak RSS of N cos, K live bytes each
  *   test_aco_benchmark --long       the full table, the full comparison and
- *                                   the memory run of 10M cos x 120 B
- *                                   (~2 min; ~3 GiB of RAM)
+ *                                   the headline (~2 min; ~3 GiB of RAM)
  *   test_aco_benchmark --smoke      a tiny run of every kind of row, peers
  *                                   and memory included (test.sh runs it,
  *                                   under valgrind memcheck too)
@@ -1507,38 +1510,11 @@ static void bench_compare(const bench_compare_cfg_t* cfg, size_t rounds) {
         printf("\n");
     }
 
-    /* The targets of issue #3 (informational: a MISS fails nothing). */
-    bench_rt_row_t* sa = &rows[0];
-    bench_rt_row_t* r120 = NULL;
-    for (size_t i = 1; i < nrows; i++)
-        if (rows[i].want == 120) r120 = &rows[i];
+    /* The targets of issue #3 (informational: a MISS fails nothing); 1
+     * and 2 are the headline's (bench_headline), not this table's. */
     printf("\ntargets (ratios: medians of per-round ratios; a MISS is "
            "informational, the exit status stays 0)\n");
-    if (have_f) {
-        double t1 = bench_series_ratio(&sa->s[BENCH_ACO], &sa->s[BENCH_FCTX]);
-        printf("  %-66s %6.3f  <= 0.90  %s%s\n",
-               "1. standalone round trip, aco / fcontext", t1,
-               bench_verdict(t1, 0.90),
-#ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-               "  (defined for the default build; this one shares the FPU env)"
-#else
-               ""
-#endif
-               );
-        bench_csv_row("target", "1", 0, 0, t1, 0.90);
-        if (r120 != NULL) {
-            double t2 = bench_series_ratio(&r120->s[BENCH_ACO],
-                                           &sa->s[BENCH_FCTX]);
-            char l2[96];
-            snprintf(l2, sizeof(l2), "2. 2 cos on 1 share stack, %zu B live "
-                     "each, / fcontext standalone", r120->cpsz);
-            printf("  %-66s %6.3f  <= 1.40  %s\n", l2, t2,
-                   bench_verdict(t2, 1.40));
-            bench_csv_row("target", "2", 0, 0, t2, 1.40);
-        }
-    } else {
-        printf("  1., 2.: n/a (no fcontext in this build)\n");
-    }
+    printf("  1., 2.: the headline's minimal loops (below), not these rows\n");
     if (cd_ok) {
         char l4[96];
         snprintf(l4, sizeof(l4), "4. create + destroy, %zu share-stack cos, "
@@ -1605,7 +1581,8 @@ static long bench_memory_spawn(size_t n, size_t k, size_t* cpsz) {
     return bench_spawn_wait(f, pid, "memory") ? hwm : -1;
 }
 
-static void bench_memory(size_t n, size_t k) {
+/* Bytes per co, or -1. */
+static double bench_memory(size_t n, size_t k) {
     size_t cpsz = 0, cpsz0 = 0;
     printf("\n== memory: %zu cos on one share stack, each suspended with "
            "%zu B live; default aco_create arguments; malloc: %s\n", n, k,
@@ -1616,7 +1593,7 @@ static void bench_memory(size_t n, size_t k) {
     long peak = bench_memory_spawn(n, k, &cpsz);
     if (base < 0 || peak < 0 || n == 0) {
         BENCH_CHECK(n > 0, "--memory needs N > 0");
-        return;
+        return -1.0;
     }
     double per = (double)(peak - base) * 1024.0 / (double)n;
     printf("   copy size %zu B (checked on every co: save_stack.max_cpsz and "
@@ -1633,6 +1610,304 @@ static void bench_memory(size_t n, size_t k) {
                "3. peak RSS per co, 10M cos x 120 B live, B", per,
                bench_verdict(per, 280.0));
     bench_csv_row("memory", "aco", n, cpsz, per, (double)peak);
+    return per;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Headline: the minimal symmetric loop.  One resume + one yield per        */
+/* iteration for libaco, two jump_fcontext calls for fcontext; the co       */
+/* bodies do nothing but switch back (the copy case keeps its 120 live      */
+/* bytes observable, nothing more), nothing else runs in either loop, and  */
+/* each side keeps its context in a register.  Each side is timed at        */
+/* BENCH_HL_PLACES placements of main's frame (and of fcontext's stack      */
+/* top) spread over a 4 KiB page, and a round counts their median: where   */
+/* a stack lands modulo the page can decide, on some CPUs, whether a        */
+/* switch's loads wait for the other side's just-pushed stores (4K          */
+/* aliasing), and ASLR moves main's stack by a random part of a page every  */
+/* run, so no single placement may decide.  Rounds interleave the sides;    */
+/* figures are medians over rounds, ratios medians of per-round ratios.     */
+/* ------------------------------------------------------------------------ */
+
+#define BENCH_HL_PLACES 8
+/* Placement i: main's frame lower by i * 528 bytes (33 cache lines apart,
+ * covering the page); fcontext's stack top lower by the same placement's
+ * offset rotated by half the set, so the two never move in step. */
+#define BENCH_HL_STEP 528
+
+enum { BENCH_HL_SOLO, BENCH_HL_FCTX, BENCH_HL_COPY, BENCH_HL_SERIES };
+
+static struct {
+    size_t payload;             /* bench_hl_co_copy's alloca bytes */
+} bench_hl;
+
+static void bench_hl_co_solo(void) {
+    for (;;) aco_yield();
+}
+
+/* bench_hl.payload bytes stay live (observable to the compiler) across
+ * every yield; what the copy moves is that, the frame and the return
+ * address: calibrated to 120 B by bench_hl_calibrate. */
+static void bench_hl_co_copy(void) {
+    size_t n = bench_hl.payload;
+    char* w = alloca(n + 1);
+    memset(w, 0x5a, n + 1);
+    for (;;) {
+        aco_yield();
+        __asm__ volatile("" : : "r"(w) : "memory");
+    }
+}
+
+__attribute__((noinline))
+static uint64_t bench_hl_solo_loop(aco_t* co, size_t iters) {
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < iters; i++) aco_resume(co);
+    return bench_now_ns() - t0;
+}
+
+/* Two round trips per iteration, one per co: each takes the stack from
+ * the other, so every round trip saves 120 B and restores 120 B. */
+__attribute__((noinline))
+static uint64_t bench_hl_copy_loop(aco_t* a, aco_t* b, size_t iters) {
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < iters; i += 2) {
+        aco_resume(a);
+        aco_resume(b);
+    }
+    return bench_now_ns() - t0;
+}
+
+#ifdef BENCH_HAVE_FCONTEXT
+static void bench_hl_fctx_entry(bench_fctx_transfer_t t) {
+    for (;;) t = jump_fcontext(t.fctx, NULL);
+}
+
+__attribute__((noinline))
+static uint64_t bench_hl_fctx_loop(bench_fctx_t* ctx, size_t iters) {
+    bench_fctx_t c = *ctx;
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < iters; i++) c = jump_fcontext(c, NULL).fctx;
+    uint64_t ns = bench_now_ns() - t0;
+    *ctx = c;
+    return ns;
+}
+#endif
+
+typedef struct {
+    aco_t* solo;
+    aco_t* copy[2];
+#ifdef BENCH_HAVE_FCONTEXT
+    bench_fctx_t fctx[BENCH_HL_PLACES];
+#endif
+} bench_hl_cos_t;
+
+/* One segment of workload w with main's frame off bytes lower. */
+__attribute__((noinline))
+static uint64_t bench_hl_segment(bench_hl_cos_t* c, int w, size_t place,
+                                 size_t iters) {
+    char* pad = alloca(place * BENCH_HL_STEP + 16);
+    __asm__ volatile("" : : "r"(pad) : "memory");
+    bench_fp_quiet();
+    switch (w) {
+    case BENCH_HL_SOLO: return bench_hl_solo_loop(c->solo, iters);
+    case BENCH_HL_COPY: return bench_hl_copy_loop(c->copy[0], c->copy[1], iters);
+#ifdef BENCH_HAVE_FCONTEXT
+    case BENCH_HL_FCTX: return bench_hl_fctx_loop(&c->fctx[place], iters);
+#endif
+    }
+    return 0;
+}
+
+/* The copy size of two bench_hl_co_copy cos taking turns, with payload p. */
+static size_t bench_hl_probe(size_t p) {
+    aco_share_stack_t* s = aco_share_stack_new(0);
+    aco_t* a = aco_create(bench_main_co, s, 0, bench_hl_co_copy, NULL);
+    aco_t* b = aco_create(bench_main_co, s, 0, bench_hl_co_copy, NULL);
+    bench_hl.payload = p;
+    aco_resume(a);
+    aco_resume(b);
+    aco_resume(a);
+    size_t sz = a->save_stack.max_cpsz;
+    BENCH_CHECK(b->save_stack.max_cpsz == sz, "headline: two cos of one shape "
+                "copied %zu and %zu B", sz, b->save_stack.max_cpsz);
+    aco_destroy(a);
+    aco_destroy(b);
+    aco_share_stack_destroy(s);
+    return sz;
+}
+
+/* The payload for copies of exactly want bytes; SIZE_MAX if none. */
+static size_t bench_hl_calibrate(size_t want) {
+    for (size_t p = 0; p <= want; p += 8)
+        if (bench_hl_probe(p) == want) return p;
+    return SIZE_MAX;
+}
+
+/* The median of one round's placements (the upper of the middle two):
+ * a placement that happens to alias does not move it. */
+static uint64_t bench_hl_mid(uint64_t* t) {
+    for (size_t i = 1; i < BENCH_HL_PLACES; i++)    /* insertion sort */
+        for (size_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            uint64_t x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return t[BENCH_HL_PLACES / 2];
+}
+
+/* The headline lines (their form is issue #11's), after a table of what
+ * they came from.  rounds 0: 9, or 3 with quick. */
+static void bench_headline(size_t rounds, int quick) {
+    const size_t iters = quick ? 20000 : 200000;
+    if (rounds == 0) rounds = quick ? 3 : 9;
+    if (rounds >= BENCH_MAX_ROUNDS) rounds = BENCH_MAX_ROUNDS - 1;
+    int have_f = bench_have(BENCH_FCTX);
+    bench_hl_cos_t c;
+    bench_series_t* s = bench_xmalloc(BENCH_HL_SERIES * sizeof(*s));
+    memset(s, 0, BENCH_HL_SERIES * sizeof(*s));
+
+    printf("\n== headline: minimal symmetric loops (aco: one aco_resume, the "
+           "co one aco_yield; fcontext: one jump_fcontext each way, its own "
+           "%u KiB stack; nothing else in either loop), %zu round trips per "
+           "segment, the median of %d placements of main's frame (and "
+           "fcontext's stack top) per round, %zu interleaved rounds after one warm-up, "
+           "medians; FP exception flags cleared before each segment\n",
+           BENCH_OWN_STACK_SZ >> 10, iters, BENCH_HL_PLACES, rounds);
+
+    size_t payload = bench_hl_calibrate(120);
+    BENCH_CHECK(payload != SIZE_MAX, "headline: no payload gives a 120 B copy");
+    if (payload == SIZE_MAX) payload = 0;
+    bench_hl.payload = payload;
+
+    aco_share_stack_t* s_solo = aco_share_stack_new(0);
+    aco_share_stack_t* s_copy = aco_share_stack_new(0);
+    c.solo = aco_create(bench_main_co, s_solo, 0, bench_hl_co_solo, NULL);
+    c.copy[0] = aco_create(bench_main_co, s_copy, 0, bench_hl_co_copy, NULL);
+    c.copy[1] = aco_create(bench_main_co, s_copy, 0, bench_hl_co_copy, NULL);
+    aco_resume(c.solo);
+    aco_resume(c.copy[0]);
+    aco_resume(c.copy[1]);
+#ifdef BENCH_HAVE_FCONTEXT
+    bench_stack_t fst[BENCH_HL_PLACES];
+    for (size_t i = 0; i < BENCH_HL_PLACES; i++) {
+        size_t off = ((i + BENCH_HL_PLACES / 2) % BENCH_HL_PLACES) * BENCH_HL_STEP;
+        bench_stack_new(&fst[i], BENCH_OWN_STACK_SZ);
+        bench_fp_quiet();
+        c.fctx[i] = make_fcontext(fst[i].lo + fst[i].sz - off,
+                                  fst[i].sz - off, bench_hl_fctx_entry);
+        c.fctx[i] = jump_fcontext(c.fctx[i], NULL).fctx;   /* started */
+    }
+#endif
+
+    for (int w = 0; w < BENCH_HL_SERIES; w++) s[w].ops = iters;
+    for (size_t r = 0; r <= rounds; r++) {
+        uint64_t t[BENCH_HL_SERIES][BENCH_HL_PLACES];
+        for (size_t p = 0; p < BENCH_HL_PLACES; p++)
+            for (int j = 0; j < BENCH_HL_SERIES; j++) {
+                int w = (int)((j + r + p) % BENCH_HL_SERIES);  /* rotate */
+                if (w == BENCH_HL_FCTX && !have_f) continue;
+                t[w][p] = bench_hl_segment(&c, w, p, iters);
+            }
+        if (r == 0) continue;      /* the warm-up round */
+        for (int w = 0; w < BENCH_HL_SERIES; w++)
+            if (w != BENCH_HL_FCTX || have_f)
+                bench_series_add(&s[w], bench_hl_mid(t[w]));
+    }
+
+    size_t cpsz = c.copy[0]->save_stack.max_cpsz;
+    BENCH_CHECK(cpsz == 120 && c.copy[1]->save_stack.max_cpsz == 120 &&
+                c.copy[0]->save_stack.ct_save >= rounds * iters / 2,
+                "headline: the copy cos copied %zu and %zu B (want 120), "
+                "saved %zu times", cpsz, c.copy[1]->save_stack.max_cpsz,
+                c.copy[0]->save_stack.ct_save);
+    BENCH_CHECK(c.solo->save_stack.ct_save == 0, "headline: the standalone co "
+                "was copied %zu times", c.solo->save_stack.ct_save);
+
+    double solo = bench_series_median(&s[BENCH_HL_SOLO]);
+    double copy = bench_series_median(&s[BENCH_HL_COPY]);
+    printf("   round trip, ns (median)   aco %.2f standalone, %.2f with %zu B "
+           "copied each way", solo, copy, cpsz);
+    if (have_f) {
+        double f = bench_series_median(&s[BENCH_HL_FCTX]);
+        double r1 = bench_series_ratio(&s[BENCH_HL_SOLO], &s[BENCH_HL_FCTX]);
+        double r2 = bench_series_ratio(&s[BENCH_HL_COPY], &s[BENCH_HL_FCTX]);
+        printf("; fcontext %.2f\n", f);
+        printf("   targets: standalone / fcontext %.3f <= 0.90 %s; 120 B copy "
+               "/ fcontext standalone %.3f <= 1.40 %s%s\n", r1,
+               bench_verdict(r1, 0.90), r2, bench_verdict(r2, 1.40),
+#ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+               " (the targets are the default build's; this one shares the "
+               "FP env)"
+#else
+               ""
+#endif
+               );
+        bench_csv_row("target", "1", 0, 0, r1, 0.90);
+        bench_csv_row("target", "2", 0, 0, r2, 1.40);
+        printf("headline solo_roundtrip_ns aco=%.2f fcontext=%.2f ratio=%.3f\n",
+               solo, f, r1);
+        printf("headline copy120_roundtrip_ns aco=%.2f fcontext=%.2f "
+               "ratio=%.3f\n", copy, f, r2);
+    } else {
+        printf("; fcontext not in this build\n");
+        printf("headline solo_roundtrip_ns aco=%.2f fcontext=n/a ratio=n/a\n",
+               solo);
+        printf("headline copy120_roundtrip_ns aco=%.2f fcontext=n/a "
+               "ratio=n/a\n", copy);
+    }
+    fflush(stdout);
+
+    aco_destroy(c.solo);
+    aco_destroy(c.copy[0]);
+    aco_destroy(c.copy[1]);
+    aco_share_stack_destroy(s_solo);
+    aco_share_stack_destroy(s_copy);
+#ifdef BENCH_HAVE_FCONTEXT
+    for (size_t i = 0; i < BENCH_HL_PLACES; i++) bench_stack_free(&fst[i]);
+#endif
+    free(s);
+}
+
+/* Where tcmalloc's minimal library is, for the memory headline; NULL if
+ * it is not installed (Debian: libtcmalloc-minimal4). */
+static const char* bench_tcmalloc_path(void) {
+    static const char* const where[] = {
+#if defined(__x86_64__)
+        "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+#elif defined(__i386__)
+        "/usr/lib/i386-linux-gnu/libtcmalloc_minimal.so.4",
+#elif defined(__aarch64__)
+        "/usr/lib/aarch64-linux-gnu/libtcmalloc_minimal.so.4",
+#else
+        "/usr/lib/riscv64-linux-gnu/libtcmalloc_minimal.so.4",
+#endif
+        "/usr/local/lib/libtcmalloc_minimal.so.4",
+        "/usr/lib/libtcmalloc_minimal.so.4",
+    };
+    const char* env = getenv("BENCH_TCMALLOC");
+    if (env != NULL) return *env && access(env, R_OK) == 0 ? env : NULL;
+    for (size_t i = 0; i < BENCH_COUNT(where); i++)
+        if (access(where[i], R_OK) == 0) return where[i];
+    return NULL;
+}
+
+/* headline bytes_per_co_10M: the memory run with glibc's malloc, then with
+ * tcmalloc preloaded into the child (the seed's figure used gperftools). */
+static void bench_headline_memory(void) {
+    const char* tc = bench_tcmalloc_path();
+    double g = bench_memory(10 * M, 120);
+    double t = -1.0;
+    if (tc != NULL) {
+        setenv("LD_PRELOAD", tc, 1);
+        t = bench_memory(10 * M, 120);
+        unsetenv("LD_PRELOAD");
+    } else {
+        printf("   tcmalloc: not installed (Debian: libtcmalloc-minimal4)\n");
+    }
+    if (t >= 0.0)
+        printf("headline bytes_per_co_10M glibc=%.1f tcmalloc=%.1f\n", g, t);
+    else
+        printf("headline bytes_per_co_10M glibc=%.1f tcmalloc=n/a\n", g);
+    fflush(stdout);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1648,6 +1923,9 @@ static void bench_usage(FILE* f) {
         "  --long         the full table, comparison and 10M-co memory run\n"
         "                 (~2 min, ~3 GiB of RAM)\n"
         "  --smoke        a tiny run of everything (the test suite's)\n"
+        "  --headline     only the headline loops and the 10M-co memory runs\n"
+        "  --quick        only the headline loops, few rounds (seconds)\n"
+        "  --no-headline  (default, --long) leave the headline out\n"
         "  --csv FILE     append machine-readable results to FILE\n"
         "  --rounds R     rounds of the comparison\n");
 }
@@ -1665,11 +1943,12 @@ static size_t bench_parse_size(const char* s) {
 }
 
 enum { MODE_DEFAULT, MODE_SMOKE, MODE_LONG, MODE_COMPARE, MODE_MEMORY,
-       MODE_MEMORY_CHILD, MODE_CD_CHILD };
+       MODE_QUICK, MODE_HEADLINE, MODE_MEMORY_CHILD, MODE_CD_CHILD };
 
 int main(int argc, char** argv) {
     int mode = MODE_DEFAULT;
     size_t mem_n = 0, mem_k = 0, rounds = 0;
+    int no_headline = 0;
     const char* csv = NULL;
 
     for (int i = 1; i < argc; i++) {
@@ -1680,6 +1959,12 @@ int main(int argc, char** argv) {
             mode = MODE_LONG;
         } else if (strcmp(a, "--compare") == 0) {
             mode = MODE_COMPARE;
+        } else if (strcmp(a, "--quick") == 0) {
+            mode = MODE_QUICK;
+        } else if (strcmp(a, "--headline") == 0) {
+            mode = MODE_HEADLINE;
+        } else if (strcmp(a, "--no-headline") == 0) {
+            no_headline = 1;
         } else if ((strcmp(a, "--memory") == 0 ||
                     strcmp(a, "--memory-child") == 0 ||
                     strcmp(a, "--cd-child") == 0) && i + 2 < argc) {
@@ -1715,6 +2000,8 @@ int main(int argc, char** argv) {
         "long (the full table, comparison and memory run)",
         "compare (the full comparison)",
         "memory",
+        "quick (the headline loops, few rounds)",
+        "headline (the headline loops and the memory headline)",
     };
     aco_thread_init(NULL);
     bench_main_co = aco_create(NULL, NULL, 0, NULL, NULL);
@@ -1747,15 +2034,23 @@ int main(int argc, char** argv) {
     if (mode == MODE_SMOKE) {
         bench_compare(&bench_cmp_smoke, rounds);
         bench_memory(1000, 120);
+        bench_headline(1, 1);
     } else if (mode == MODE_DEFAULT) {
         bench_compare(&bench_cmp_short, rounds);
     } else if (mode == MODE_COMPARE) {
         bench_compare(&bench_cmp_full, rounds);
     } else if (mode == MODE_LONG) {
         bench_compare(&bench_cmp_full, rounds);
-        bench_memory(10 * M, 120);
     } else if (mode == MODE_MEMORY) {
         bench_memory(mem_n, mem_k);
+    } else if (mode == MODE_QUICK) {
+        bench_headline(rounds, 1);
+    }
+    /* The headline lines come last. */
+    if ((mode == MODE_DEFAULT || mode == MODE_LONG || mode == MODE_HEADLINE) &&
+        !no_headline) {
+        bench_headline(rounds, 0);
+        bench_headline_memory();
     }
 
     aco_destroy(bench_main_co);
