@@ -36,7 +36,9 @@ t0=$SECONDS
 
 ALL_TARGETS="gcc-O2 clang-O2 gcc-O0 clang-O0 valgrind asan tsan ubsan checks"
 
-make_opts=()
+# make.sh strict: a missing toolchain fails the build, never leaves it out
+# (only -o no-X does, and the summary says so).
+make_opts=(-o strict)
 skipped=()
 pattern=""
 targets=()

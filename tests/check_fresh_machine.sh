@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The README's first command on a machine with only gcc: `bash make.sh bench`
+# (BENCH_ARGS=--quick: the headline loops only) exits 0, names each part it
+# leaves out with the Debian package that brings it, and prints the headline
+# lines; with -o strict the same machine is an error naming a package.
+#
+# "Only gcc" is simulated: a PATH without clang, cross compilers, qemu or
+# valgrind, and a gcc wrapper that cannot build -m32 programs, finds no
+# <valgrind/*.h> and no libboost_context.a, as on a machine without
+# gcc-multilib, valgrind and libboost-context-dev.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+real_gcc=$(command -v gcc) || { echo "gcc not found: install the Debian package gcc"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+bin=$tmp/bin
+mkdir -p "$bin" "$tmp/include/valgrind"
+for d in /usr/local/bin /usr/bin /bin /usr/local/sbin /usr/sbin /sbin; do
+    [ -d "$d" ] || continue
+    for f in "$d"/*; do
+        n=${f##*/}
+        case "$n" in
+            clang*|*-linux-gnu-*|valgrind*|qemu-*|gcc) continue ;;
+        esac
+        [ -x "$f" ] && [ ! -e "$bin/$n" ] && ln -s "$f" "$bin/$n"
+    done
+done
+for h in valgrind memcheck; do
+    echo '#error "valgrind is not installed (simulated)"' > "$tmp/include/valgrind/$h.h"
+done
+cat > "$bin/gcc" <<WRAP
+#!/bin/sh
+for a in "\$@"; do
+    case "\$a" in
+        -m32) echo "gcc: -m32: no multilib (simulated)" >&2; exit 1 ;;
+        -print-file-name=libboost_context.a) echo libboost_context.a; exit 0 ;;
+    esac
+done
+exec "$real_gcc" -I"$tmp/include" "\$@"
+WRAP
+chmod +x "$bin/gcc"
+for t in clang aarch64-linux-gnu-gcc riscv64-linux-gnu-gcc valgrind qemu-aarch64; do
+    if PATH=$bin command -v $t > /dev/null; then echo "FAIL: $t is still on the PATH"; exit 1; fi
+done
+
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+out=$tmp/bench.log
+rc=0
+env -u ACO_STRICT PATH="$bin" OUTPUT="$tmp/out" BENCH_ARGS=--quick bash make.sh bench > "$out" 2>&1 || rc=$?
+[ $rc = 0 ] || { bad "make.sh bench exited $rc"; tail -20 "$out"; }
+for pkg in gcc-multilib valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
+           gcc-riscv64-linux-gnu libc6-dev-riscv64-cross libboost-context-dev; do
+    grep '^make.sh: leaving out' "$out" | grep -q -- "$pkg" || bad "no 'leaving out' line names $pkg"
+done
+n=$(grep -c '^make.sh: leaving out' "$out" || true)
+[ "$n" = 5 ] || bad "$n 'leaving out' lines, expected 5 (m32, valgrind, aarch64, riscv64, fcontext)"
+grep -q '^headline solo_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a$' "$out" ||
+    bad "no solo headline line"
+grep -q '^headline copy120_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a$' "$out" ||
+    bad "no copy120 headline line"
+[ "$(tail -1 "$out" | cut -d' ' -f1-2)" = "headline copy120_roundtrip_ns" ] ||
+    bad "make.sh bench does not end with the headline lines"
+grep '^make.sh: leaving out' "$out"
+
+rc=0
+PATH="$bin" OUTPUT="$tmp/out2" bash make.sh -o strict > "$tmp/strict.log" 2>&1 || rc=$?
+[ $rc != 0 ] || bad "make.sh -o strict succeeded without the toolchains"
+grep -q 'cannot build the valgrind variants: .*install valgrind.*strict' "$tmp/strict.log" ||
+    bad "strict mode does not name valgrind"; cat "$tmp/strict.log"
+rc=0
+PATH="$bin" OUTPUT="$tmp/out3" ACO_STRICT=1 bash make.sh -o no-m32 -o no-valgrind \
+    -o no-aarch64 -o no-riscv64 > "$tmp/strict2.log" 2>&1 || rc=$?
+[ $rc != 0 ] || bad "ACO_STRICT=1 succeeded without libboost_context.a"
+grep -q 'libboost-context-dev' "$tmp/strict2.log" || bad "strict mode does not name libboost-context-dev"
+[ $fail = 0 ] && echo "fresh machine ok: make.sh bench exits 0 with only gcc; strict mode refuses"
+exit $fail
