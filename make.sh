@@ -323,7 +323,7 @@ done
 build_libs
 for v in "${variants[@]}"; do build_variant "$v"; done
 # The benchmark's independent check (tools/fcontext_loop.c), where fcontext is.
-if [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
+if [ -z "$san" ] && [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
     $CC $CFLAGS $WARN tools/fcontext_loop.c "$BOOST_CONTEXT_A" -lm -o "$OUTPUT/fcontext_loop"
 fi
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
