@@ -43,12 +43,15 @@ gdb_run() {
     local try port qpid out=""
     for try in 1 2 3; do
         port=$(( 20000 + (RANDOM * 7 + try) % 30000 ))
-        timeout 120 qemu-"$where" -g "$port" "$prog" > /dev/null 2>&1 &
+        # -k: a qemu-user still waiting for gdb keeps a TERM for its guest
+        # and never dies of it
+        timeout -k 5 120 qemu-"$where" -g "$port" "$prog" > /dev/null 2>&1 &
         qpid=$!
         # Until qemu listens gdb is refused; if qemu is gone, the port was taken.
         for _ in $(seq 100); do
             kill -0 $qpid 2>/dev/null || break
-            out=$(timeout 120 gdb-multiarch -nx -q -batch -ex "target remote :$port" \
+            # an address, not a name: a minimal root has no /etc/hosts
+            out=$(timeout 120 gdb-multiarch -nx -q -batch -ex "target remote 127.0.0.1:$port" \
                   "${setup[@]}" -ex continue "$@" "$prog" 2>&1)
             echo "$out" | grep -q 'Connection refused' || break
             sleep 0.1
