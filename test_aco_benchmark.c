@@ -78,6 +78,7 @@ int aco__copy_width(int w);
 #include <gnu/libc-version.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <sys/resource.h>
@@ -1526,7 +1527,8 @@ static void bench_compare(const bench_compare_cfg_t* cfg, size_t rounds) {
      * and 2 are the headline's (bench_headline), not this table's. */
     printf("\ntargets (ratios: medians of per-round ratios; a MISS is "
            "informational, the exit status stays 0)\n");
-    printf("  1., 2.: the headline's minimal loops (below), not these rows\n");
+    printf("  1., 2.: from the headline's minimal loops (the default run, "
+           "--headline, --quick), not from these rows\n");
     if (cd_ok) {
         char l4[96];
         snprintf(l4, sizeof(l4), "4. create + destroy, %zu share-stack cos, "
@@ -1769,8 +1771,10 @@ static uint64_t bench_hl_mid(uint64_t* t) {
 }
 
 /* The headline lines (their form is issue #11's), after a table of what
- * they came from.  rounds 0: 9, or 3 with quick. */
-static void bench_headline(size_t rounds, int quick) {
+ * they came from.  rounds 0: 9, or 3 with quick.  Returns fcontext's
+ * round trip in ns (0 without fcontext). */
+static double bench_headline(size_t rounds, int quick) {
+    double fctx_ns = 0.0;
     const size_t iters = quick ? 20000 : 200000;
     if (rounds == 0) rounds = quick ? 3 : 9;
     if (rounds >= BENCH_MAX_ROUNDS) rounds = BENCH_MAX_ROUNDS - 1;
@@ -1840,6 +1844,7 @@ static void bench_headline(size_t rounds, int quick) {
            "copied each way", solo, copy, cpsz);
     if (have_f) {
         double f = bench_series_median(&s[BENCH_HL_FCTX]);
+        fctx_ns = f;
         double r1 = bench_series_ratio(&s[BENCH_HL_SOLO], &s[BENCH_HL_FCTX]);
         double r2 = bench_series_ratio(&s[BENCH_HL_COPY], &s[BENCH_HL_FCTX]);
         printf("; fcontext %.2f\n", f);
@@ -1877,6 +1882,45 @@ static void bench_headline(size_t rounds, int quick) {
     for (size_t i = 0; i < BENCH_PLACES; i++) bench_stack_free(&fst[i]);
 #endif
     free(s);
+    return fctx_ns;
+}
+
+/* The fcontext figure against an independent minimal loop, run right
+ * after the headline's: BENCH_FCONTEXT_LOOP names the program
+ * (tools/fcontext_loop.c; make.sh bench sets it), which prints
+ * "fcontext_loop: <ns> ns per round trip ...". */
+static void bench_independent_check(double fctx_ns) {
+    const char* prog = getenv("BENCH_FCONTEXT_LOOP");
+    if (prog == NULL || *prog == '\0' || fctx_ns <= 0.0) return;
+    int fd[2];
+    char line[256] = "";
+    double ns = 0.0;
+    if (pipe(fd) != 0) bench_die("pipe: %s", strerror(errno));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) bench_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execl(prog, prog, (char*)NULL);
+        fprintf(stderr, "test_aco_benchmark: exec %s: %s\n", prog,
+                strerror(errno));
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE* f = fdopen(fd[0], "r");
+    if (f == NULL) bench_die("fdopen: %s", strerror(errno));
+    if (fgets(line, sizeof(line), f) == NULL ||
+        sscanf(line, "fcontext_loop: %lf", &ns) != 1)
+        ns = 0.0;
+    if (!bench_spawn_wait(f, pid, "fcontext_loop") || ns <= 0.0) return;
+    double apart = fabs(fctx_ns - ns) / ns;
+    printf("%s", line);
+    printf("check: headline fcontext %.2f ns, independent loop (%s) %.2f ns: "
+           "%.1f%% apart (%s 15%%)\n", fctx_ns, prog, ns, 100.0 * apart,
+           apart <= 0.15 ? "within" : "NOT within");
+    fflush(stdout);
 }
 
 /* Where tcmalloc's minimal library is, for the memory headline; NULL if
@@ -2061,7 +2105,7 @@ int main(int argc, char** argv) {
     /* The headline lines come last. */
     if ((mode == MODE_DEFAULT || mode == MODE_LONG || mode == MODE_HEADLINE) &&
         !no_headline) {
-        bench_headline(rounds, 0);
+        bench_independent_check(bench_headline(rounds, 0));
         bench_headline_memory();
     }
 
