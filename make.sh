@@ -150,6 +150,7 @@ fi
 left_out=()
 leave_out() {   # leave_out <option> <what> <why, and what to install>...
     local opt=$1 what=$2; shift 2
+    [ $action = install ] && return     # installs the library alone
     if [ "$strict" = 1 ]; then
         echo "make.sh: cannot build $what: $* (strict: a missing toolchain is" \
              "an error; pass -o no-$opt to leave it out)" >&2
