@@ -1103,12 +1103,34 @@ static void bench_rt_row_end(bench_rt_row_t* row) {
 /* glibc's malloc thresholds at their defaults, its own VmHWM).             */
 /* ------------------------------------------------------------------------ */
 
-/* Start "this-program args..." (args NULL-terminated); its stdout comes
- * back through the returned stream. */
+/* Start av[0] (a path, or a name looked up in PATH) with arguments av
+ * (NULL-terminated); its stdout comes back through the returned stream. */
+static FILE* bench_run(char* const* av, pid_t* pid) {
+    int fd[2];
+    if (pipe(fd) != 0) bench_die("pipe: %s", strerror(errno));
+    fflush(stdout);
+    *pid = fork();
+    if (*pid < 0) bench_die("fork: %s", strerror(errno));
+    if (*pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execvp(av[0], av);
+        fprintf(stderr, "test_aco_benchmark: exec %s: %s\n", av[0],
+                strerror(errno));
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE* f = fdopen(fd[0], "r");
+    if (f == NULL) bench_die("fdopen: %s", strerror(errno));
+    return f;
+}
+
+/* Start "this-program args..." (args NULL-terminated), through
+ * BENCH_EXEC_WRAPPER if set; its stdout comes back through the stream. */
 static FILE* bench_spawn(const char* const* args, pid_t* pid) {
     char self[4096], wrapper[256];
     char* av[16];
-    int fd[2];
     size_t n = 0;
     /* valgrind virtualises readlink, not exec, of /proc/self/exe */
     ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -1122,28 +1144,10 @@ static FILE* bench_spawn(const char* const* args, pid_t* pid) {
              tok = strtok(NULL, " "))
             av[n++] = tok;
     }
-    const char* prog = n > 0 ? av[0] : self;
     av[n++] = self;
     while (*args != NULL && n < BENCH_COUNT(av) - 1) av[n++] = (char*)*args++;
     av[n] = NULL;
-    if (pipe(fd) != 0) bench_die("pipe: %s", strerror(errno));
-    fflush(stdout);
-    *pid = fork();
-    if (*pid < 0) bench_die("fork: %s", strerror(errno));
-    if (*pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        close(fd[1]);
-        if (prog == self) execv(self, av);
-        else execvp(prog, av);
-        fprintf(stderr, "test_aco_benchmark: exec %s: %s\n", prog,
-                strerror(errno));
-        _exit(127);
-    }
-    close(fd[1]);
-    FILE* f = fdopen(fd[0], "r");
-    if (f == NULL) bench_die("fdopen: %s", strerror(errno));
-    return f;
+    return bench_run(av, pid);
 }
 
 /* Close the stream and reap the child: non-zero when it exited with 0. */
@@ -1893,25 +1897,11 @@ static double bench_headline(size_t rounds, int quick) {
 static void bench_independent_check(double fctx_ns) {
     const char* prog = getenv("BENCH_FCONTEXT_LOOP");
     if (prog == NULL || *prog == '\0' || fctx_ns <= 0.0) return;
-    int fd[2];
     char line[256] = "";
     double ns = 0.0;
-    if (pipe(fd) != 0) bench_die("pipe: %s", strerror(errno));
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) bench_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        close(fd[1]);
-        execl(prog, prog, (char*)NULL);
-        fprintf(stderr, "test_aco_benchmark: exec %s: %s\n", prog,
-                strerror(errno));
-        _exit(127);
-    }
-    close(fd[1]);
-    FILE* f = fdopen(fd[0], "r");
-    if (f == NULL) bench_die("fdopen: %s", strerror(errno));
+    char* av[] = {(char*)prog, NULL};
+    pid_t pid;
+    FILE* f = bench_run(av, &pid);
     if (fgets(line, sizeof(line), f) == NULL ||
         sscanf(line, "fcontext_loop: %lf", &ns) != 1)
         ns = 0.0;
