@@ -208,31 +208,34 @@ static inline void* aco__new_checked(size_t sz, const char* what,
 /* locals may live on its ASan fake stack, which is freed when the co       */
 /* exits (a co destroyed or reset while suspended leaves it to the          */
 /* process).  Detection: __SANITIZE_ADDRESS__ / __SANITIZE_THREAD__ (gcc),  */
-/* __has_feature(...) (clang).  The macros below are internal.              */
+/* __has_feature(...) (clang).  The macros below are internal.  aco_t and   */
+/* aco_share_stack_t are the same in every build (the sanitizers' per-co    */
+/* state lives after the aco_t, in the same allocation), so a library and a */
+/* program built with different flags agree on them.                        */
 /* ======================================================================== */
 
 #if defined(__SANITIZE_ADDRESS__)
-#define ACO__ASAN 1
+#define aco__asan 1
 #endif
 #if defined(__SANITIZE_THREAD__)
-#define ACO__TSAN 1
+#define aco__tsan 1
 #endif
 #if defined(__has_feature)
-#if __has_feature(address_sanitizer) && !defined(ACO__ASAN)
-#define ACO__ASAN 1
+#if __has_feature(address_sanitizer) && !defined(aco__asan)
+#define aco__asan 1
 #endif
-#if __has_feature(thread_sanitizer) && !defined(ACO__TSAN)
-#define ACO__TSAN 1
+#if __has_feature(thread_sanitizer) && !defined(aco__tsan)
+#define aco__tsan 1
 #endif
 #endif
-#ifndef ACO__ASAN
-#define ACO__ASAN 0
+#ifndef aco__asan
+#define aco__asan 0
 #endif
-#ifndef ACO__TSAN
-#define ACO__TSAN 0
+#ifndef aco__tsan
+#define aco__tsan 0
 #endif
 /* Non-zero when switches must be announced to a sanitizer. */
-#define ACO__SAN_SWITCH (ACO__ASAN || ACO__TSAN)
+#define aco__san_switch (aco__asan || aco__tsan)
 
 /* ======================================================================== */
 /* Data types.  Fields marked (read) may be read by programs; the library   */
@@ -255,16 +258,14 @@ struct aco_share_stack_s {
     void*  align_retptr;    /* a new co's sp, the top of live bytes: x86 the
                                slot below highptr holding the protector's
                                address; aarch64, riscv64 highptr itself */
-    size_t align_validsz;   /* owner's live bytes when last measured */
     size_t align_limit;     /* bytes a co may have live at a switch */
     aco_t* owner;           /* (read) co whose frames are on the stack */
     char   guard_page_enabled; /* (read) */
     void*  real_ptr;        /* the whole mapping / allocation */
     size_t real_sz;
     size_t co_ct;           /* non-main cos created on it, not destroyed */
-#ifdef ACO_USE_VALGRIND
-    unsigned long valgrind_stk_id;
-#endif
+    unsigned long valgrind_stk_id; /* ACO_USE_VALGRIND builds: valgrind's
+                               id of the stack */
 };
 
 /* Saved registers of a suspended co; the layout is acosw.S's, see there.
@@ -287,12 +288,12 @@ struct aco_s {
 #if defined(__x86_64__) || defined(__i386__)
     uint16_t reg_fpucw;             /* acosw.S: x87 control word */
     char     is_end;                /* (read) 1 once the co called aco_exit */
-    char     away_;                 /* private: 0 iff it owns its share stack */
+    char     off_stack;             /* private: 0 iff it owns its share stack */
     uint32_t reg_mxcsr;             /* acosw.S: MXCSR */
 #else
     uint32_t reg_fpctl;             /* acosw.S: FPCR (aarch64), frm (riscv64) */
     char     is_end;                /* (read) 1 once the co called aco_exit */
-    char     away_;                 /* private: 0 iff it owns its share stack */
+    char     off_stack;             /* private: 0 iff it owns its share stack */
     char     reserved_[2];
 #endif
     aco_t*   main_co;               /* (read) NULL for a main co */
@@ -300,15 +301,6 @@ struct aco_s {
     aco_cofuncp_t fp;               /* (read) */
     aco_share_stack_t* share_stack; /* (read) NULL for a main co */
     aco_save_stack_t   save_stack;  /* (read) statistics, see above */
-#if ACO__ASAN
-    void*  asan_fake_stack;         /* its ASan fake stack while switched out */
-    const void* asan_stack_lo;      /* main co: its stack, as ASan knows it */
-    size_t asan_stack_sz;
-#endif
-#if ACO__TSAN
-    void*  tsan_fiber;              /* its TSan fiber while it runs (main co:
-                                       the thread's), else NULL */
-#endif
 };
 
 /* ======================================================================== */
@@ -329,11 +321,11 @@ void aco__yield_misuse(const char* fn) __attribute__((noreturn, cold));
  * uninstrumented aco__switch instead of acosw: it announces the switch to
  * ASan or TSan, calls acosw, and finishes the announcement on the other
  * side.  Other builds call acosw directly, exactly as before. */
-#if ACO__SAN_SWITCH
+#if aco__san_switch
 void aco__switch(aco_t* from_co, aco_t* to_co);
-#define ACO__SW aco__switch
+#define aco__sw aco__switch
 #else
-#define ACO__SW acosw
+#define aco__sw acosw
 #endif
 
 /* aco_yield is inlined into the co's code so that acosw continues the co
@@ -347,7 +339,7 @@ static inline void aco__yield_inline(void) {
     if (aco_unlikely(co == NULL || co->main_co == NULL))
         aco__yield_misuse("aco_yield");
     aco_gtls_co = co->main_co;
-    ACO__SW(co, co->main_co);
+    aco__sw(co, co->main_co);
 }
 
 #define aco_yield() aco__yield_inline()

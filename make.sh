@@ -106,16 +106,27 @@ programs() {
 }
 
 # Can the toolchain build this flavour?  Name what is missing instead of
-# skipping silently.
-probe() {   # probe <flags...>
-    local tmp; tmp=$(mktemp -d)
+# skipping silently.  A probe that succeeded is remembered in
+# $OUTPUT/obj/probes (keyed by the command and the compiler's file), so that
+# a second run compiles nothing; one that failed is asked again next time.
+probe_ok() {   # probe_ok <command...>: does it build (or preprocess) p.c?
+    local dir="$OUTPUT/obj/probes" key tmp rc
+    key=$(printf '%s\n' "$*" "$(ls -lL "$(command -v "$1" 2>/dev/null || echo "$1")" 2>/dev/null)" |
+          cksum | tr ' ' '-')
+    [ -f "$dir/$key" ] && return 0
+    tmp=$(mktemp -d)
     printf '#include <stdio.h>\nint main(void){return 0;}\n' > "$tmp/p.c"
-    "$CC" "$@" "$tmp/p.c" -o "$tmp/p" 2>/dev/null; local rc=$?
-    rm -rf "$tmp"; return $rc
+    printf '#include <valgrind/valgrind.h>\n#include <valgrind/memcheck.h>\n' > "$tmp/vg.c"
+    (cd "$tmp" && "$@" > /dev/null 2>&1); rc=$?
+    rm -rf "$tmp"
+    [ $rc = 0 ] && mkdir -p "$dir" && printf '%s\n' "$*" > "$dir/$key"
+    return $rc
+}
+probe() {   # probe <flags...>
+    probe_ok "$CC" "$@" p.c -o p
 }
 have_valgrind_h() {
-    printf '#include <valgrind/valgrind.h>\n#include <valgrind/memcheck.h>\n' |
-        "$CC" -E -x c - >/dev/null 2>&1
+    probe_ok "$CC" -E vg.c
 }
 
 # The cross compiler for an architecture, following CC's family.
@@ -129,11 +140,8 @@ cross_cc() {   # cross_cc <aarch64|riscv64>
     esac
 }
 cross_probe() {   # cross_probe <arch>: a static C program links
-    local tmp; tmp=$(mktemp -d)
-    printf '#include <stdio.h>\nint main(void){return 0;}\n' > "$tmp/p.c"
     # shellcheck disable=SC2046
-    $(cross_cc "$1") -static "$tmp/p.c" -o "$tmp/p" 2>/dev/null; local rc=$?
-    rm -rf "$tmp"; return $rc
+    probe_ok $(cross_cc "$1") -static p.c -o p
 }
 
 if [ -n "$san" ] && ! probe $SANFLAGS; then
@@ -220,36 +228,6 @@ variant_flags() {   # variant -> compiler flags
     echo "$f"
 }
 
-# Run up to $JOBS commands at once; stop at the first failure.
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-pids=()
-run_bg() {
-    "$@" &
-    pids+=($!)
-    if [ ${#pids[@]} -ge "$JOBS" ]; then wait_all; fi
-}
-wait_all() {
-    local p rc=0
-    for p in "${pids[@]}"; do wait "$p" || rc=1; done
-    pids=()
-    [ $rc = 0 ] || { echo "make.sh: build failed" >&2; exit 1; }
-}
-
-build_libs() {
-    local obj="$OUTPUT/obj/lib"
-    mkdir -p "$obj"
-    $CC $CFLAGS $WARN -fPIC -c aco.c -o "$obj/aco.o"
-    $CC $CFLAGS $WARN -fPIC -c acosw.S -o "$obj/acosw.o"
-    rm -f "$OUTPUT/libaco.a"
-    ar rcs "$OUTPUT/libaco.a" "$obj/aco.o" "$obj/acosw.o"
-    # Export the API and what aco.h's inline fast paths call (aco_*, acosw);
-    # internals are hidden in the sources.
-    printf '{\n  global: aco_*; acosw;\n  local: *;\n};\n' > "$obj/libaco.map"
-    $CC $CFLAGS -shared -Wl,-soname,libaco.so.$SOMAJOR -Wl,--version-script,"$obj/libaco.map" \
-        -Wl,-z,noexecstack -pthread "$obj/aco.o" "$obj/acosw.o" -o "$OUTPUT/libaco.so"
-    ln -sf libaco.so "$OUTPUT/libaco.so.$SOMAJOR"
-}
-
 # The benchmark compares with Boost.Context's fcontext where Debian has it:
 # libboost-context-dev's static archive (C linkage), x86-64 only.
 BOOST_CONTEXT_A=$($CC -print-file-name=libboost_context.a)
@@ -266,29 +244,135 @@ bench_flags() {   # variant -> extra arguments for test_aco_benchmark
     return 0
 }
 
-build_variant() {   # variant
-    local v=$1 flags obj cc
+# ---------------------------------------------------------------------------
+# The build proper: make.sh writes every output's rule (what it is built
+# from, and the command) into $OUTPUT/build.mk, a makefile, and runs
+# `make -j$JOBS` on it.  Incremental: the compilers' -MMD dependency files
+# name the headers each file includes, and each build directory's `flags`
+# file, rewritten only when the flags change, is a prerequisite of
+# everything built with them, so a second run with nothing changed compiles
+# nothing.  Without make, everything is built, in parallel, every time.
+# ---------------------------------------------------------------------------
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+MK=$OUTPUT/build.mk
+rules=()        # "target|prerequisites|command" (prerequisites space-separated)
+
+# Write file only if its content changes: its time stamp is a prerequisite.
+put_if_changed() {   # put_if_changed <file> <content>
+    if [ ! -f "$1" ] || [ "$(cat "$1")" != "$2" ]; then printf '%s\n' "$2" > "$1"; fi
+}
+rule() { rules+=("$1|$2|$3"); }    # rule <target> <prerequisites> <command>
+# A compile rule: its -MMD file joins the target's prerequisites.
+# Its dependency file goes into the build directory, beside its flags.
+cc_rule() {    # cc_rule <target> <prerequisites> <dir> <command...>
+    local t=$1 pre=$2 dir=$3; shift 3
+    rule "$t" "$pre $dir/flags" "$* -MMD -MP -MT $t -MF $dir/${t##*/}.d"
+}
+
+lib_rules() {
+    local obj="$OUTPUT/obj/lib" c="$CC $CFLAGS $WARN -fPIC"
+    mkdir -p "$obj"
+    put_if_changed "$obj/flags" "$c / $CC $CFLAGS -shared"
+    cc_rule "$obj/aco.o" "aco.c" "$obj" "$c -c aco.c -o $obj/aco.o"
+    cc_rule "$obj/acosw.o" "acosw.S" "$obj" "$c -c acosw.S -o $obj/acosw.o"
+    rule "$OUTPUT/libaco.a" "$obj/aco.o $obj/acosw.o" \
+         "rm -f $OUTPUT/libaco.a && ar rcs $OUTPUT/libaco.a $obj/aco.o $obj/acosw.o"
+    # Export the API and what aco.h's inline fast paths call (aco_*, acosw);
+    # internals are hidden in the sources.
+    put_if_changed "$obj/libaco.map" "$(printf '{\n  global: aco_*; acosw;\n  local: *;\n};')"
+    rule "$OUTPUT/libaco.so" "$obj/aco.o $obj/acosw.o $obj/libaco.map $obj/flags" \
+         "$CC $CFLAGS -shared -Wl,-soname,libaco.so.$SOMAJOR -Wl,--version-script,$obj/libaco.map -Wl,-z,noexecstack -pthread $obj/aco.o $obj/acosw.o -o $OUTPUT/libaco.so && ln -sf libaco.so $OUTPUT/libaco.so.$SOMAJOR"
+}
+
+variant_rules() {   # variant
+    local v=$1 flags obj cc c p name extra
     flags=$(variant_flags "$v")
     cc=$(variant_cc "$v")
     obj="$OUTPUT/obj/$v"
+    c="$cc $CFLAGS $WARN $flags"
     mkdir -p "$obj"
-    $cc $CFLAGS $WARN $flags -c aco.c -o "$obj/aco.o"
-    $cc $CFLAGS $WARN $flags -c acosw.S -o "$obj/acosw.o"
-    local p name extra
+    extra=$(bench_flags "$v")
+    put_if_changed "$obj/flags" "$c / $extra"
+    cc_rule "$obj/aco.o" "aco.c" "$obj" "$c -c aco.c -o $obj/aco.o"
+    cc_rule "$obj/acosw.o" "acosw.S" "$obj" "$c -c acosw.S -o $obj/acosw.o"
     for p in $(programs); do
         name=$(basename "$p")
-        extra=""
-        [ "$name" = test_aco_benchmark ] && extra=$(bench_flags "$v")
-        # shellcheck disable=SC2086
-        run_bg $cc $CFLAGS $WARN $flags -I. "$p.c" "$obj/aco.o" "$obj/acosw.o" \
-            $extra -lpthread -lm -o "$OUTPUT/$name..$v"
+        local x=""
+        [ "$name" = test_aco_benchmark ] && x=$extra
+        cc_rule "$OUTPUT/$name..$v" "$p.c $obj/aco.o $obj/acosw.o" "$obj" \
+            "$c -I. $p.c $obj/aco.o $obj/acosw.o $x -lpthread -lm -o $OUTPUT/$name..$v"
     done
-    wait_all
+}
+
+write_makefile() {
+    local r t pre cmd all=""
+    {
+        echo "# Generated by make.sh: every output of this build, what it is built"
+        echo "# from and how.  Run make.sh, not make: it rewrites this file."
+        echo ".DELETE_ON_ERROR:"
+        echo ".SUFFIXES:"
+        echo "Q = \$(if \$(V),,@)"
+        for r in "${rules[@]}"; do all="$all ${r%%|*}"; done
+        echo ".PHONY: all"
+        echo "all:$all"
+        for r in "${rules[@]}"; do
+            IFS='|' read -r t pre cmd <<< "$r"
+            echo
+            echo "$t: $pre"
+            # one line per output; V=1 shows the commands too
+            echo "	\$(Q)echo '  built $t' && $cmd"
+        done
+        echo
+        echo "-include \$(wildcard $OUTPUT/obj/*/*.d)"
+    } > "$MK.tmp"
+    if [ -f "$MK" ] && cmp -s "$MK" "$MK.tmp"; then rm -f "$MK.tmp"; else mv "$MK.tmp" "$MK"; fi
+}
+
+# Build what is out of date: make, or without it everything.
+run_build() {
+    write_makefile
+    if command -v make > /dev/null; then
+        local log=$OUTPUT/obj/build.out n
+        make -f "$MK" -j"$JOBS" --no-print-directory > "$log" 2>&1 || {
+            grep -v '^  built ' "$log" >&2; echo "make.sh: build failed" >&2; exit 1; }
+        grep -v '^  built ' "$log" || true
+        n=$(grep -c '^  built ' "$log" || true)
+        echo "make.sh: rebuilt $n of ${#rules[@]} outputs, the others were up to date ($MK)"
+    elif [ "$strict" = 1 ]; then
+        echo "make.sh: 'make' not found: install the Debian package make (strict:" \
+             "building everything every time is an error)" >&2
+        exit 1
+    else
+        echo "make.sh: 'make' not found: building everything, not only what" \
+             "changed (install the Debian package make)" >&2
+        build_without_make
+    fi
+}
+
+# Without make: every command, objects and archives before the programs that
+# use them (the rules are in that order), as parallel as the order allows.
+build_without_make() {
+    local r t pre cmd stage=() last=""
+    run_stage() {
+        [ ${#stage[@]} -gt 0 ] || return 0
+        printf '%s\n' "${stage[@]}" | xargs -d '\n' -P "$JOBS" -n 1 sh -c 'eval "$0"' ||
+            { echo "make.sh: build failed" >&2; exit 1; }
+        stage=()
+    }
+    for r in "${rules[@]}"; do
+        IFS='|' read -r t pre cmd <<< "$r"
+        # A rule whose prerequisite is built in this stage waits for it.
+        for p in $pre; do case " $last " in *" $p "*) run_stage; last="" ;; esac; done
+        stage+=("$cmd"); last="$last $t"
+    done
+    run_stage
 }
 
 do_install() {
     local inc="$DESTDIR$PREFIX/include" lib="$DESTDIR$PREFIX/lib"
-    [ -f "$OUTPUT/libaco.so" ] || build_libs
+    mkdir -p "$OUTPUT"
+    lib_rules
+    run_build
     install -d "$inc" "$lib" "$lib/pkgconfig"
     install -m 644 aco.h aco_assert_override.h "$inc/"
     install -m 644 "$OUTPUT/libaco.a" "$lib/"
@@ -318,15 +402,19 @@ echo "make.sh: CC=$CC CFLAGS='$CFLAGS' variants: ${variants[*]}"
 for arch in aarch64 riscv64; do
     case " ${variants[*]} " in *" $arch."*) ;; *) continue ;; esac
     # shellcheck disable=SC2046
-    id=$($(cross_cc $arch) -dM -E -x c /dev/null | sed -n 's/^#define __VERSION__ //p')
+    id=$($(cross_cc $arch) --version 2>/dev/null | head -1)
     echo "make.sh: $arch: $(cross_cc $arch) is $id"
 done
-build_libs
-for v in "${variants[@]}"; do build_variant "$v"; done
+lib_rules
+for v in "${variants[@]}"; do variant_rules "$v"; done
 # The benchmark's independent check (tools/fcontext_loop.c), where fcontext is.
 if [ -z "$san" ] && [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
-    $CC $CFLAGS $WARN tools/fcontext_loop.c "$BOOST_CONTEXT_A" -lm -o "$OUTPUT/fcontext_loop"
+    mkdir -p "$OUTPUT/obj/tools"
+    put_if_changed "$OUTPUT/obj/tools/flags" "$CC $CFLAGS $WARN $BOOST_CONTEXT_A"
+    cc_rule "$OUTPUT/fcontext_loop" "tools/fcontext_loop.c" "$OUTPUT/obj/tools" \
+        "$CC $CFLAGS $WARN tools/fcontext_loop.c $BOOST_CONTEXT_A -lm -o $OUTPUT/fcontext_loop"
 fi
+run_build
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
 echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"
 

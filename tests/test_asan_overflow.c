@@ -24,7 +24,7 @@
  */
 #include "aco_test.h"
 
-#if ACO__ASAN
+#if aco__asan
 #include <sanitizer/asan_interface.h>
 
 /* Children report and abort, so the harness judges them by SIGABRT. */
@@ -44,14 +44,14 @@ enum { OVERFLOW_NONE, OVERFLOW_FIXED, OVERFLOW_VLA };
 static aco_share_stack_t* sstk;
 static volatile int overflow_kind;      /* what V does after its last round */
 static volatile size_t overflow_at;     /* index one past the end */
-#if ACO__ASAN
+#if aco__asan
 static long checks;
 #endif
 
 /* Is [lo, hi) of the share stack free of poison?  The check runs in ASan's
  * runtime, which reads shadow memory without touching the bytes. */
 static void expect_clean(const char* where, uintptr_t lo, uintptr_t hi) {
-#if ACO__ASAN
+#if aco__asan
     if (hi <= lo) return;
     void* bad = __asan_region_is_poisoned((void*)lo, (size_t)(hi - lo));
     if (bad != NULL) {
@@ -72,7 +72,7 @@ static int on_share_stack(const void* p) {
 
 /* Red zone right after an array: poisoned; the array's last byte: not. */
 static void expect_red_zone(const char* what, volatile char* a, size_t n) {
-#if ACO__ASAN
+#if aco__asan
     if (!on_share_stack((const void*)a)) return;
     if (!__asan_address_is_poisoned((const void*)(a + n)) ||
         __asan_address_is_poisoned((const void*)(a + n - 1))) {
@@ -148,7 +148,7 @@ static aco_t* run_rounds(aco_t** e_out) {
     return v;
 }
 
-#if ACO__ASAN
+#if aco__asan
 static void overflow_child(void* kind) {
     overflow_kind = *(int*)kind;
     overflow_at = overflow_kind == OVERFLOW_FIXED ? FIXED : VLA;
@@ -188,7 +188,7 @@ int main(void) {
     expect_clean("after V was destroyed while suspended", lo, hi);
     aco_destroy(e);
 
-#if ACO__ASAN
+#if aco__asan
     int fails = 0;
     static int kinds[2] = {OVERFLOW_FIXED, OVERFLOW_VLA};
     fails += aco_test_expect_signal(

@@ -1,5 +1,8 @@
 /*
- * test_copy_widths.c - every size of stack copy, with every move width.
+ * test_copy_widths.c - a co's frames come back byte for byte from its save
+ * stack whatever the size of the copy (every size class aco.c has) and
+ * whatever move width it uses (every one this CPU and build have), and no
+ * copy writes outside its save stack.
  *
  * When a share stack changes hands, the holder's live bytes go to its save
  * stack and the newcomer's come back.  aco.c copies them by size class
@@ -233,9 +236,9 @@ int main(void) {
      * no classes. */
     printf("test_copy_widths: smallest frame copied: %zu bytes\n", g_min_n);
 #if defined(__OPTIMIZE__)
-    CHECK(ACO__SAN_SWITCH || g_min_n <= 48);
+    CHECK(aco__san_switch || g_min_n <= 48);
 #endif
-    for (size_t c = 0; c < N_CLASSES && !ACO__SAN_SWITCH; c++) {
+    for (size_t c = 0; c < N_CLASSES && !aco__san_switch; c++) {
         if (classes[c].hi < g_min_n) continue;
         if (class_seen[c] == 0)
             fprintf(stderr, "test_copy_widths: no copy of %zu..%zu bytes\n",

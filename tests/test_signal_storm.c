@@ -1,5 +1,7 @@
 /*
- * test_signal_storm.c - timer signals during millions of switches.
+ * test_signal_storm.c - timer signals that land anywhere in millions of
+ * switches, inside acosw included, always find the stack pointer on a real
+ * stack, and corrupt no local of a co or of main.
  *
  * A signal handler runs on whatever stack the interrupted code was using, at
  * its stack pointer.  A context switch that ever points the stack pointer at
@@ -295,7 +297,7 @@ int main(void) {
      * and an emulator (test.sh names it in ACO_TEST_EMULATOR) delivers
      * signals between its translated blocks, as valgrind does. */
     const char* emu = getenv("ACO_TEST_EMULATOR");
-    const int native = !on_vg && !ACO__SAN_SWITCH && (emu == NULL || *emu == 0);
+    const int native = !on_vg && !aco__san_switch && (emu == NULL || *emu == 0);
     if (aco__acosw_end == NULL) {
         fprintf(stderr, "test_signal_storm: acosw.S defines no aco__acosw_end "
                 "for this architecture: add it at the end of acosw\n");

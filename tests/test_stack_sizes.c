@@ -1,5 +1,7 @@
 /*
- * test_stack_sizes.c - share stacks are as big as promised, and usable.
+ * test_stack_sizes.c - a share stack is as big as aco_share_stack_new2()
+ * promises, with an inaccessible guard page when asked for one, and a co can
+ * use nearly all of it and have it copied out and back intact.
  *
  * aco_share_stack_new2(sz, guard) promises (aco.h): 0 means 2 MiB; the
  * usable size is >= 4096, >= sz, a multiple of the page size with a guard
@@ -151,7 +153,7 @@ static void test_size_rules(void) {
 
 /* Bytes a co leaves unused at the bottom.  Sanitizer builds call the
  * sanitizer's runtime at every switch, on the co's stack: more room. */
-#if ACO__SAN_SWITCH
+#if aco__san_switch
 #define HEADROOM 4096
 #else
 #define HEADROOM 1024
