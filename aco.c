@@ -68,6 +68,14 @@ enum aco__slot {
 #endif
 };
 
+#if defined(__aarch64__)
+_Static_assert(aco__slot_x21 == SLOT(ACO_OFF_X21) && aco__slot_x23 == SLOT(ACO_OFF_X23) &&
+               aco__slot_x25 == SLOT(ACO_OFF_X25) && aco__slot_x27 == SLOT(ACO_OFF_X27) &&
+               aco__slot_x28 + 1 == aco__slot_x29, "x19-x29 disagree with acosw.S");
+#elif defined(__riscv)
+_Static_assert(aco__slot_s11 + 1 == aco__slot_ra, "s0-s11 disagree with acosw.S");
+#endif
+
 #define PC(co) ((co)->reg[aco__slot_pc])
 #define SP(co) ((co)->reg[aco__slot_sp])
 

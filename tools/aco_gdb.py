@@ -28,19 +28,30 @@
 
 import gdb
 
-# aco_t.reg slots, as acosw.S's layout tables define them: "regs" are the
-# callee-saved integer registers in slot order from slot 0 (the frame pointer
-# and, on lr architectures, the link register among them); FP registers do
-# not matter to a backtrace and are left alone.
-_LAYOUT = {
-    "x86_64": {"regs": ("rbx", "rbp", "r12", "r13", "r14", "r15"),
-               "pc": 6, "sp": 7},
-    "i386": {"regs": ("ebx", "ebp", "esi", "edi"), "pc": 4, "sp": 5},
-    "aarch64": {"regs": tuple("x%d" % i for i in range(19, 31)),   # x29, x30 too
-                "pc": 13, "sp": 12},
-    "riscv64": {"regs": ("s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8",
-                         "s9", "s10", "s11", "ra"), "pc": 14, "sp": 13},
-}
+# aco_t.reg slots come from the program itself: aco.c defines
+# `enum aco__slot` from acosw.S's layout table, and its debug information
+# names each slot: aco__slot_pc, aco__slot_sp, and one per callee-saved
+# integer register, named as gdb names it (aco__slot_rbx, aco__slot_x19,
+# aco__slot_s0, ...; aco__slot_lr is an alias of x30 / ra).  FP registers do
+# not matter to a backtrace and are not listed.
+_PREFIX = "aco__slot_"
+
+
+def _layout():
+    """{"regs": ((gdb register, slot), ...), "pc": slot, "sp": slot}, read
+    from the program's debug information."""
+    try:
+        fields = gdb.lookup_type("enum aco__slot").fields()
+    except gdb.error:
+        raise gdb.GdbError("aco-bt: no 'enum aco__slot' in the debug information: "
+                           "build aco.c with -g")
+    slots = dict((f.name[len(_PREFIX):], int(f.enumval)) for f in fields
+                 if f.name.startswith(_PREFIX))
+    if "pc" not in slots or "sp" not in slots:
+        raise gdb.GdbError("aco-bt: enum aco__slot lacks the pc or sp slot")
+    regs = tuple(sorted(((name, i) for name, i in slots.items()
+                         if name not in ("pc", "sp", "lr")), key=lambda r: r[1]))
+    return {"regs": regs, "pc": slots["pc"], "sp": slots["sp"]}
 
 
 def _arch():
@@ -97,13 +108,12 @@ class _Swap(object):
     """Registers (and optionally share-stack bytes) set for a while and put
     back exactly, with the selected frame."""
 
-    def __init__(self, arch):
-        self.arch = arch
+    def __init__(self, lay):
         self.inferior = gdb.selected_inferior()
         self.level = gdb.selected_frame().level()
         gdb.newest_frame().select()
         frame = gdb.selected_frame()
-        self.names = list(_LAYOUT[arch]["regs"]) + ["pc", "sp"]
+        self.names = [name for name, _ in lay["regs"]] + ["pc", "sp"]
         self.saved_regs = [(n, _u(frame.read_register(n))) for n in self.names]
         self.saved_mem = None
 
@@ -149,8 +159,8 @@ memory and the selected frame are restored afterwards."""
         addr = _u(co)
         if addr == 0:
             raise gdb.GdbError("aco-bt: %s is NULL" % arg)
-        arch = _arch()
-        lay = _LAYOUT[arch]
+        _arch()     # supported?
+        lay = _layout()
         reg = co.dereference()["reg"]
         slot = lambda i: _u(reg[i])
         is_main = _u(co["main_co"]) == 0
@@ -188,11 +198,11 @@ memory and the selected frame are restored afterwards."""
             state = "not started yet"
         gdb.write("%s %#x (%s), pc %#x, sp %#x:\n" % (what, addr, state,
                                                        slot(lay["pc"]), sp))
-        swap = _Swap(arch)
+        swap = _Swap(lay)
         try:
             if evicted is not None:
                 swap.put_bytes(evicted[0], evicted[1])
-            values = [(name, slot(i)) for i, name in enumerate(lay["regs"])]
+            values = [(name, slot(i)) for name, i in lay["regs"]]
             swap.set_regs(values + [("sp", sp), ("pc", pc)])
             out = gdb.execute("backtrace", to_string=True)
         finally:
