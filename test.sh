@@ -73,6 +73,11 @@ export ACO_CROSS=${ACO_CROSS# }
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 LOGS="$top/output/test-logs"
+# How long each run took last time: the longest start first (below).
+DURATIONS="$top/output/test-durations"
+[ -f "$LOGS/runs" ] && awk -F'\t' 'NF >= 4 {print $2 "\t" $4}' "$LOGS/runs" > "$DURATIONS.new" &&
+    cat "$DURATIONS.new" "$DURATIONS" 2>/dev/null | awk -F'\t' '!seen[$1]++' > "$DURATIONS.tmp" &&
+    mv "$DURATIONS.tmp" "$DURATIONS"; rm -f "$DURATIONS.new"
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 results="$LOGS/results"
 : > "$results"
@@ -282,7 +287,9 @@ run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, 
     IFS='|' read -r name bin mode expect envs excl emu args <<< "$1"
     local log="$LOGS/$(echo "$name" | tr '/' '_').log"
     local cmd=("$bin")
-    if [ -n "$emu" ]; then
+    if [ "$mode" = check ]; then
+        cmd=(bash "$bin")
+    elif [ -n "$emu" ]; then
         # qemu writes a core file of an aborting program (expected aborts
         # included) into the working directory unless told not to.
         ulimit -c 0
@@ -299,21 +306,22 @@ run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, 
     local start=$SECONDS
     # shellcheck disable=SC2086
     env $envs timeout 600 "${cmd[@]}" $args > "$log" 2>&1
-    local rc=$? got
+    local rc=$? got secs=$((SECONDS - start))
     if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then got="SIG$(kill -l $((rc - 128)))"; else got=$rc; fi
     # Reports: sanitizer reports, or memcheck's error count.
     local reports
     reports=$(grep -cE 'ERROR: (AddressSanitizer|LeakSanitizer)|WARNING: ThreadSanitizer|runtime error:' "$log")
+    [ "$mode" = check ] && reports=0    # a check's own verdict is its status
     if [ "$mode" = memcheck ]; then
         reports=$(awk '/ERROR SUMMARY: [0-9]+ errors/ {n += $4} END {print n + 0}' "$log")
         # -q prints only a non-zero summary; --error-exitcode covers the rest
         [ "$rc" = 99 ] && [ "$reports" = 0 ] && reports=1
     fi
     if [ "$got" = "$expect" ] && [ "$reports" = 0 ]; then
-        printf 'PASS\t%s\t0\n' "$name" >> "$LOGS/runs"
-        echo "PASS $name ($((SECONDS - start))s)"
+        printf 'PASS\t%s\t0\t%s\n' "$name" "$secs" >> "$LOGS/runs"
+        echo "PASS $name (${secs}s)"
     else
-        printf 'FAIL\t%s\t%s\n' "$name" "$reports" >> "$LOGS/runs"
+        printf 'FAIL\t%s\t%s\t%s\n' "$name" "$reports" "$secs" >> "$LOGS/runs"
         echo "FAIL $name: expected $expect, got $got, $reports reports; log: $log"
         tail -15 "$log" | sed 's/^/    | /'
     fi
@@ -322,31 +330,32 @@ export -f run_one
 export LOGS
 
 : > "$LOGS/runs"
-# Longest first keeps both cores busy to the end: valgrind runs first.  Then
-# the exclusive runs, one at a time.
-awk -F'|' '$6 == 0' "$jobs_file" | sort -t'|' -k3,3r |
-    xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
-awk -F'|' '$6 == 1' "$jobs_file" |
-    xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
-cat "$LOGS/runs" >> "$results"
-echo "ran $(wc -l < "$jobs_file") program runs"
-
-# ---------------------------------------------------------------------------
-# Whole-artifact checks (tests/check_*.sh), each one verdict.
-# ---------------------------------------------------------------------------
+# Whole-artifact checks (tests/check_*.sh), one verdict each, run in the same
+# pool as the programs.
 if has_target checks; then
     for chk in tests/check_*.sh; do
         [ -f "$chk" ] || continue
         n="checks/$(basename "$chk" .sh)"
         if [ -n "$pattern" ] && [[ "$n" != *$pattern* ]]; then continue; fi
-        if bash "$chk" > "$LOGS/$(basename "$chk").log" 2>&1; then
-            pass "$n"
-        else
-            fail "$n" "see $LOGS/$(basename "$chk").log"
-            tail -15 "$LOGS/$(basename "$chk").log" | sed 's/^/    | /'
-        fi
+        printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
     done
 fi
+# Longest first keeps both cores busy to the end: by last run's durations
+# (output/test-durations), else by a guess from the mode.  Then the
+# exclusive runs, one at a time.
+order() {
+    awk -F'|' -v d="$DURATIONS" '
+        BEGIN { while ((getline l < d) > 0) { split(l, f, "\t"); t[f[1]] = f[2] } }
+        { e = ($1 in t) ? t[$1] : ($3 == "check" ? 60 : $3 == "memcheck" ? 20 : $7 != "" ? 10 : 3)
+          print e "\t" $0 }' | sort -t'\t' -k1,1nr | cut -f2-
+}
+awk -F'|' '$6 == 0' "$jobs_file" | order |
+    xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+awk -F'|' '$6 == 1' "$jobs_file" |
+    xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+cat "$LOGS/runs" >> "$results"
+echo "ran $(wc -l < "$jobs_file") program runs and checks; the longest:"
+sort -t$'\t' -k4,4nr "$LOGS/runs" | head -8 | awk -F'\t' '{printf "  %4ds %s\n", $4, $2}'
 
 # ---------------------------------------------------------------------------
 # Figures: per target, and the signal storms.
