@@ -1,6 +1,10 @@
 /*
  * test_aco_synopsis.c - libaco on one page.
  *
+ * It proves, with assert(), that each aco_resume() runs the co exactly one
+ * step, to its next aco_yield() (made from a nested call), and that the co
+ * is ended once it has called aco_exit().
+ *
  * The main co resumes one non-main co over and over.  Each time, the co
  * does one step of its loop, reports its progress through the int its
  * argument points to, and yields back.  After its last step it calls

@@ -1,6 +1,10 @@
 /*
  * test_aco_tutorial_0.c - the basics: a main co and one standalone co.
  *
+ * It proves, with assert(), that each aco_resume() runs the co to its next
+ * aco_yield() two calls deep, that the co's locals survive every yield,
+ * that aco_exit() ends it, and that a co alone on its stack is never copied.
+ *
  * A coroutine ("co") is a function that can stop in the middle (yield) and
  * later go on from exactly where it stopped (be resumed), with its local
  * variables and its whole call chain intact.  libaco's cos are:

@@ -1,6 +1,10 @@
 /*
  * test_aco_tutorial_2.c - one standalone co and two cos sharing a stack.
  *
+ * It proves, with assert(), that every co's locals come back intact after
+ * each turn, whether the co had its stack to itself (never copied) or shared
+ * it (saved and restored once per change of hands, counted exactly).
+ *
  *   stack S1: co "solo"              alone: its frames never move
  *   stack S2: cos "left" and "right" one at a time; the one not running
  *                                    waits in its private save stack

@@ -1,6 +1,10 @@
 /*
  * test_aco_tutorial_3.c - libaco in several threads.
  *
+ * It proves, with assert(), that cos of four threads running at once always
+ * yield to their own thread's main co, and that every step they take is
+ * counted exactly once, per thread and in one global atomic counter.
+ *
  * A set of cos belongs to the thread that created them: libaco keeps its
  * state (the running co, the last-word function, the control words) per
  * thread, and never shares anything between threads.  So each thread

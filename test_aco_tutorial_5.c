@@ -1,6 +1,11 @@
 /*
  * test_aco_tutorial_5.c - a "last word" function of your own.
  *
+ * It proves that the function given to aco_thread_init() runs before the
+ * abort that follows a co function's return, on the faulty co itself (even
+ * one that was evicted and restored on the way): the program dies by SIGABRT
+ * only after its last word has checked that.
+ *
  * When a co function returns instead of calling aco_exit() (tutorial 4),
  * libaco aborts the process; nothing can stop that.  But the program can
  * have a last word first: the function given to aco_thread_init() runs

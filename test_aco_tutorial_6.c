@@ -1,6 +1,10 @@
 /*
  * test_aco_tutorial_6.c - a small round-robin scheduler.
  *
+ * It proves, with assert(), that under round-robin every worker ends exactly
+ * in the round its work predicts, with its frames' tables intact after every
+ * copy between runs, and that every unit of work and every resume is counted.
+ *
  * With asymmetric cos, every aco_yield() goes back to the main co, so the
  * main co is the natural place for a scheduler: it keeps the cos that can
  * run in a queue, resumes the first, and when that co yields, puts it at

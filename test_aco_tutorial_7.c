@@ -1,6 +1,10 @@
 /*
  * test_aco_tutorial_7.c - a pool of reusable cos: aco_reset2 and aco_new.
  *
+ * It proves, with assert(), that a pool of 4 cos, each reset with
+ * aco_reset2() for its next request, serves all 40 requests: each one is
+ * either answered correctly or cancelled mid-run by resetting its co.
+ *
  * A server that runs one co per request would create and destroy a co for
  * every request.  A pool creates a few cos once and, when one has finished
  * its request, gives it the next one with aco_reset2(co, fp, arg): the co

@@ -180,4 +180,134 @@ static inline int aco_test_expect_signal(const char* what, void (*fn)(void*),
     return ok ? 0 : 1;
 }
 
+/*
+ * Patterned bytes, and a worker co that keeps them live across its yields:
+ * the fixture of the programs about the resume protocol and the copies of a
+ * shared stack (test_resume_protocol, test_copy_counts).
+ */
+
+/* Byte i of the pattern `seed`. */
+static inline unsigned char aco_test_pattern(uint32_t seed, size_t i) {
+    return (unsigned char)(seed * 2654435761u + i * 131u + (i >> 8));
+}
+
+static inline void aco_test_fill(volatile unsigned char* p, size_t n,
+                                 uint32_t seed) {
+    for (size_t i = 0; i < n; i++) p[i] = aco_test_pattern(seed, i);
+}
+
+static inline int aco_test_intact(const volatile unsigned char* p, size_t n,
+                                  uint32_t seed) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != aco_test_pattern(seed, i)) return 0;
+    return 1;
+}
+
+/* The copy statistics of co, exactly. */
+#define EXPECT_COUNTS(co, save, restore)                                      \
+    do {                                                                      \
+        ASSERT_EQ((co)->save_stack.ct_save, (save));                          \
+        ASSERT_EQ((co)->save_stack.ct_restore, (restore));                    \
+    } while (0)
+
+/* Bytes of each frame a worker dives through. */
+#define ACO_TEST_FRAME_BYTES 200
+
+/* A worker keeps a patterned array of `big` bytes in its co function and,
+ * below it, `depth` frames of ACO_TEST_FRAME_BYTES patterned bytes each,
+ * live across every yield; it checks them all after each resume.  After
+ * its rounds it calls aco_exit() from a nested call. */
+struct aco_test_worker {
+    aco_t* self;
+    uint32_t seed;        /* pattern seed, changed by the worker every round */
+    size_t big;           /* bytes of the patterned array in the co function */
+    int depth;            /* frames below it at the next yield */
+    int rounds_left;      /* yields left; then aco_exit() from a nested call */
+    int rounds_done;
+    uintptr_t low_addr;   /* lowest patterned byte at the last yield */
+    int bad;              /* identity or pattern failures seen inside */
+    int after_exit;       /* set if code after aco_exit() ever ran */
+};
+
+/* noinline, hence not `inline`: `unused` spares the programs that do not
+ * use the worker gcc's warning. */
+__attribute__((noinline, unused)) static void
+aco_test_worker_finish(struct aco_test_worker* w) {
+    aco_exit();
+    w->after_exit = 1;
+}
+
+/* Recurse `depth` frames, each with its own patterned buffer, then yield at
+ * the bottom; on the way back every buffer must still hold its pattern. */
+__attribute__((noinline, unused)) static void
+aco_test_worker_dive(struct aco_test_worker* w, int depth, uint32_t seed) {
+    /* A VLA, so that it lies on the share stack (see aco_test_vla). */
+    volatile unsigned char buf[aco_test_vla(ACO_TEST_FRAME_BYTES)];
+    aco_test_fill(buf, sizeof(buf), seed + (uint32_t)depth);
+    if (depth > 0) {
+        aco_test_worker_dive(w, depth - 1, seed);
+    } else {
+        w->low_addr = (uintptr_t)buf;
+        aco_yield();
+        if (aco_get_co() != w->self || aco_get_arg() != w) w->bad++;
+    }
+    if (!aco_test_intact(buf, sizeof(buf), seed + (uint32_t)depth)) w->bad++;
+}
+
+/* The worker's co function; its argument is its struct aco_test_worker. */
+static inline void aco_test_worker_co(void) {
+    struct aco_test_worker* w = aco_get_arg();
+    /* A VLA: its size comes from main, so the compiler cannot shrink it. */
+    volatile unsigned char big[w->big];
+    while (w->rounds_left > 0) {
+        uint32_t seed = w->seed;
+        aco_test_fill(big, w->big, seed);
+        w->low_addr = (uintptr_t)big;
+        if (w->depth > 0)
+            aco_test_worker_dive(w, w->depth, seed ^ 0x5a5a5a5au);
+        else
+            aco_yield();
+        if (aco_get_co() != w->self || aco_get_co()->is_end) w->bad++;
+        if (!aco_test_intact(big, w->big, seed)) w->bad++;
+        w->rounds_left--;
+        w->rounds_done++;
+        w->seed = seed * 7u + 1u;
+    }
+    aco_test_worker_finish(w);
+}
+
+/* A new worker co on sstk (save stack of save_sz bytes to start with) that
+ * yields `rounds` times after its start; checks the fields aco_create set. */
+static inline aco_t* aco_test_worker_new(aco_t* main_co,
+                                         aco_share_stack_t* sstk,
+                                         size_t save_sz,
+                                         struct aco_test_worker* w,
+                                         uint32_t seed, size_t big,
+                                         int rounds) {
+    memset(w, 0, sizeof(*w));
+    w->seed = seed;
+    w->big = big;
+    w->rounds_left = rounds;
+    aco_t* co = aco_create(main_co, sstk, save_sz, aco_test_worker_co, w);
+    w->self = co;
+    ASSERT_PTR_EQ(co->share_stack, sstk);
+    ASSERT_PTR_EQ(co->main_co, main_co);
+    ASSERT_PTR_EQ(co->arg, w);
+    CHECK(co->fp == aco_test_worker_co);
+    CHECK(!aco_is_main_co(co));
+    EXPECT_COUNTS(co, 0, 0);
+    ASSERT_EQ(co->save_stack.max_cpsz, 0);
+    return co;
+}
+
+/* The live bytes of a worker suspended at its last yield reach from below
+ * low_addr up to the top of the share stack (align_retptr, within 24 bytes
+ * of ptr + sz), so a save copies at least this much. */
+static inline size_t aco_test_worker_live(const aco_share_stack_t* s,
+                                          const struct aco_test_worker* w) {
+    uintptr_t top = (uintptr_t)s->ptr + s->sz - 24;
+    CHECK(w->low_addr >= (uintptr_t)s->ptr && w->low_addr < top);
+    return top - w->low_addr;
+}
+
 #endif /* ACO_TEST_H */

@@ -1,5 +1,7 @@
 /*
- * test_threads.c - independent worlds of cos in several threads at once.
+ * test_threads.c - cos of several threads running at once never see one
+ * another: each thread's running co, share-stack owners, locals and FP
+ * control words are its own, and the threads' totals add up.
  *
  * libaco keeps its state per thread, so N threads each running their own main
  * co, share stacks and cos must never see one another.  Every thread here

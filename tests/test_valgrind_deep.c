@@ -1,6 +1,7 @@
 /*
- * test_valgrind_deep.c - a co's frame restored over stack that another co's
- * deep recursion has just vacated.
+ * test_valgrind_deep.c - a co's frames restored over stack that another co's
+ * deep recursion has just vacated come back intact, and memcheck reports no
+ * error for the copy or for the co's later reads of its locals.
  *
  * Scenario: on one share stack, holder co A is suspended inside a function
  * with a 4 KiB local frame; digger co B then recurses more than 64 KiB deep
