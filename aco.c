@@ -226,23 +226,7 @@ static inline void* tool_entry(aco_t* co);
 
 /* Non-zero: the stack copies must run uninstrumented, by tool_copy. */
 static inline int tool_plain_copies(void);
-/* NOSAN: a function the sanitizers leave alone.  clang's
- * no_sanitize("thread") still brackets a function with TSan's
- * __tsan_func_entry/exit, which must not run around a fiber switch;
- * disable_sanitizer_instrumentation (clang >= 14) drops those, and
- * no_sanitize the memory checks (clang 14's ASan ignores the former). */
-#if !aco__san_switch
-#define NOSAN
-#elif defined(__clang__) && defined(__has_attribute) && \
-    __has_attribute(disable_sanitizer_instrumentation)
-#define NOSAN __attribute__((noinline, disable_sanitizer_instrumentation, \
-                             no_sanitize("address", "thread")))
-#elif defined(__clang__)
-#define NOSAN __attribute__((noinline, no_sanitize("address", "thread")))
-#else
-#define NOSAN __attribute__((noinline, no_sanitize_address, no_sanitize_thread))
-#endif
-static NOSAN void tool_copy(void* dst, const void* src, size_t n);
+static void tool_copy(void* dst, const void* src, size_t n);
 /* owner's n live bytes were saved / co's n bytes restored to dst: the
  * tool's state of them moves along. */
 static inline void tool_saved(aco_t* owner, size_t n);
@@ -986,6 +970,23 @@ void aco_destroy(aco_t* co) {
 #endif
 #if aco__tsan
 #include <sanitizer/tsan_interface.h>
+#endif
+
+/* NOSAN: a function the sanitizers leave alone.  clang's
+ * no_sanitize("thread") still brackets a function with TSan's
+ * __tsan_func_entry/exit, which must not run around a fiber switch;
+ * disable_sanitizer_instrumentation (clang >= 14) drops those, and
+ * no_sanitize the memory checks (clang 14's ASan ignores the former). */
+#if !aco__san_switch
+#define NOSAN
+#elif defined(__clang__) && defined(__has_attribute) && \
+    __has_attribute(disable_sanitizer_instrumentation)
+#define NOSAN __attribute__((noinline, disable_sanitizer_instrumentation, \
+                             no_sanitize("address", "thread")))
+#elif defined(__clang__)
+#define NOSAN __attribute__((noinline, no_sanitize("address", "thread")))
+#else
+#define NOSAN __attribute__((noinline, no_sanitize_address, no_sanitize_thread))
 #endif
 
 /* What a co object carries after its aco_t in sanitizer builds. */
