@@ -100,9 +100,27 @@ _Static_assert(offsetof(aco_t, reg_fpctl) == ACO_OFF_FRM, "frm slot disagrees");
 _Static_assert(ACO_OFF_LR % sizeof(void*) == 0 && SLOT(ACO_OFF_LR) < ACO_REG_SLOTS,
                "lr must be a whole reg[] slot");
 #endif
-/* aco_resume tests is_end and off_stack with one 16-bit load. */
-_Static_assert(offsetof(aco_t, off_stack) == offsetof(aco_t, is_end) + 1,
-               "aco_t.off_stack must follow is_end");
+/* aco_resume tests is_end and state with one 16-bit load (little-endian:
+ * is_end is its low byte). */
+_Static_assert(offsetof(aco_t, state) == offsetof(aco_t, is_end) + 1,
+               "aco_t.state must follow is_end");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian only");
+/* Upstream's names for the slots (aco.h). */
+_Static_assert(ACO_REG_IDX_RETADDR == aco__slot_pc && ACO_REG_IDX_SP == aco__slot_sp,
+               "ACO_REG_IDX_RETADDR/SP disagree with acosw.S");
+#if defined(__x86_64__)
+_Static_assert(ACO_REG_IDX_BP == aco__slot_rbp && ACO_REG_IDX_FPU == SLOT(ACO_OFF_FPUCW),
+               "ACO_REG_IDX_BP/FPU disagree with acosw.S");
+#elif defined(__i386__)
+_Static_assert(ACO_REG_IDX_BP == aco__slot_ebp && ACO_REG_IDX_FPU == SLOT(ACO_OFF_FPUCW),
+               "ACO_REG_IDX_BP/FPU disagree with acosw.S");
+#elif defined(__aarch64__)
+_Static_assert(ACO_REG_IDX_BP == aco__slot_x29 && ACO_REG_IDX_FPU == SLOT(ACO_OFF_FPCR),
+               "ACO_REG_IDX_BP/FPU disagree with acosw.S");
+#else
+_Static_assert(ACO_REG_IDX_BP == aco__slot_s0 && ACO_REG_IDX_FPU == SLOT(ACO_OFF_FRM),
+               "ACO_REG_IDX_BP/FPU disagree with acosw.S");
+#endif
 
 /* ======================================================================== */
 /* 2. Thread state                                                          */
@@ -148,10 +166,14 @@ static void fpenv_give(aco_t* co) {
 }
 #endif
 
+static void overflow_altstack(void);
+static int overflow_installed;
+
 void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
     fpenv_capture();
     last_word = last_word_co_fp;
     inited = 1;
+    if (overflow_installed) overflow_altstack();
 }
 
 /* ======================================================================== */
@@ -175,6 +197,10 @@ static void fatal(const char* fn, const char* fmt, ...) {
         if (aco_unlikely(!(cond))) fatal(fn, __VA_ARGS__);                    \
     } while (0)
 
+/* A live co's state (aco.h), and the word of is_end and state. */
+#define LIVE(co) ((co)->state == ACO__OFF_STACK || (co)->state == ACO__ON_STACK)
+#define STATE_WORD(is_end, state) ((uint16_t)((is_end) | (state) << 8))
+
 static void* alloc(const char* fn, size_t sz) {
     void* p = malloc(sz);
     check(fn, p != NULL, "out of memory (malloc of %zu bytes failed)", sz);
@@ -193,6 +219,52 @@ void aco__funcp_protector(void) {
           (void*)co, co != NULL ? (void*)co->fp : NULL);
 }
 
+/* Upstream's names of the same: the C function and the entry a returning co
+ * function lands in (here aco_protector in acosw.S; this one does the same
+ * when called). */
+void aco_funcp_protector(void) {
+    aco__funcp_protector();
+}
+
+void aco_funcp_protector_asm(void) {
+    aco__funcp_protector();
+}
+
+void aco_save_fpucw_mxcsr(void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+    uint16_t cw;
+    uint32_t csr;
+    __asm__ volatile("fnstcw %0" : "=m"(cw));
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    memcpy(p, &cw, sizeof(cw));
+    memcpy((char*)p + 4, &csr, sizeof(csr));
+#else
+    uint64_t v;
+#if defined(__aarch64__)
+    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
+#else
+    __asm__ volatile("frrm %0" : "=r"(v));
+#endif
+    memcpy(p, &v, sizeof(v));
+#endif
+}
+
+void aco_runtime_test(void) {
+    static const char fn[] = "aco_runtime_test";
+    check(fn, sizeof(void*) == sizeof(uintptr_t) && sizeof(size_t) == sizeof(void*),
+          "pointers, uintptr_t and size_t differ in size");
+    check(fn, sizeof(((aco_t*)0)->reg) == ACO_REG_SLOTS * sizeof(void*),
+          "aco.h and acosw.S disagree on the register layout");
+    aco_t probe;
+    memset(&probe, 0, sizeof(probe));
+    probe.is_end = 1;
+    probe.state = ACO__ON_STACK;
+    uint16_t w;
+    memcpy(&w, &probe.is_end, sizeof(w));
+    check(fn, w == STATE_WORD(1, ACO__ON_STACK), "aco_t.is_end and state are not "
+          "one little-endian word");
+}
+
 /* ======================================================================== */
 /* 4. Tool hooks                                                            */
 /*                                                                          */
@@ -204,9 +276,12 @@ void aco__funcp_protector(void) {
 /* Bytes a co object carries after its aco_t for the tools (0 without):
  * aco_t itself is the same in every build. */
 static inline size_t tool_co_extra(void);
-/* Non-zero: co objects and save stacks come from malloc, not the pools
- * (ASan then watches them, and LeakSanitizer sees what they point to). */
+/* Non-zero: save stacks come from malloc, not the pools (ASan then watches
+ * them, and each has room for its shadow). */
 static inline int tool_wants_malloc(void);
+/* A fresh pool mapping (LeakSanitizer scans it: co objects point to heap
+ * blocks). */
+static inline void tool_arena_new(void* p, size_t n);
 /* Bytes a save buffer of capacity cap needs beyond cap (ASan: the shadow). */
 static inline size_t tool_save_extra(size_t cap);
 
@@ -261,17 +336,18 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
     static const char fn[] = "aco_share_stack_new2";
     if (sz == 0) sz = DEFAULT_STACK;
     if (sz < MIN_STACK) sz = MIN_STACK;
-    /* Save stacks count in 32 bits: a co never has 4 GiB live. */
-    check(fn, (uint64_t)sz <= UINT32_MAX - (1u << 20), "stack size %zu exceeds 4 GiB", sz);
+    size_t pg = page_size(fn);
+    /* Rounded up, plus the guard page: it must still fit a size_t. */
+    check(fn, sz <= SIZE_MAX - 2 * pg, "stack size %zu exceeds the address space", sz);
 
     aco_share_stack_t* s = alloc(fn, sizeof(*s));
     memset(s, 0, sizeof(*s));
     if (guard_page_enabled) {
-        size_t pg = page_size(fn);
         sz = (sz + pg - 1) & ~(pg - 1);
         s->real_sz = sz + pg;
+        /* NORESERVE: a stack's pages are committed as they are touched. */
         s->real_ptr = mmap(NULL, s->real_sz, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         check(fn, s->real_ptr != MAP_FAILED, "out of memory (mmap of %zu bytes "
               "failed: %s)", s->real_sz, strerror(errno));
         /* Below the stack: stacks grow down on every supported architecture. */
@@ -319,6 +395,105 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
         free(sstk->real_ptr);
     }
     free(sstk);
+}
+
+/* The overflow report (aco.h), opt-in.  A co that overflows runs on its
+ * share stack, so the faulting thread's running co names it: no registry of
+ * stacks is needed.  The handler runs on an alternate stack (the share
+ * stack is exhausted), writes one line with write(2) and hands the fault on:
+ * to the previous handler, or back to the default action, which kills the
+ * process with SIGSEGV when the faulting instruction runs again. */
+#include <signal.h>
+
+#define ALTSTACK_BYTES ((size_t)64 << 10)
+
+static struct sigaction overflow_prev;
+static pthread_key_t overflow_key;
+
+static char* put_hex(char* p, uintptr_t v) {
+    char tmp[2 * sizeof(v)];
+    int n = 0;
+    do tmp[n++] = "0123456789abcdef"[v & 15]; while ((v >>= 4) != 0);
+    *p++ = '0';
+    *p++ = 'x';
+    while (n > 0) *p++ = tmp[--n];
+    return p;
+}
+
+static char* put_str(char* p, const char* s) {
+    while (*s) *p++ = *s++;
+    return p;
+}
+
+static void overflow_handler(int sig, siginfo_t* si, void* ctx) {
+    aco_t* co = aco_gtls_co;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (co != NULL && co->main_co != NULL && co->share_stack != NULL &&
+        co->share_stack->guard_page_enabled &&
+        a >= (uintptr_t)co->share_stack->real_ptr && a < (uintptr_t)co->share_stack->ptr) {
+        aco_share_stack_t* s = co->share_stack;
+        char line[256], *p = line;
+        p = put_str(p, "aco: co ");
+        p = put_hex(p, (uintptr_t)co);
+        p = put_str(p, " overflowed its share stack ");
+        p = put_hex(p, (uintptr_t)s);
+        p = put_str(p, " [");
+        p = put_hex(p, (uintptr_t)s->ptr);
+        p = put_str(p, ", ");
+        p = put_hex(p, (uintptr_t)s->ptr + s->sz);
+        p = put_str(p, "), ");
+        p = put_hex(p, s->sz);
+        p = put_str(p, " bytes: fault at ");
+        p = put_hex(p, a);
+        p = put_str(p, " in its guard page (co function ");
+        p = put_hex(p, (uintptr_t)co->fp);
+        p = put_str(p, ")\n");
+        ssize_t r = write(2, line, (size_t)(p - line));
+        (void)r;
+    }
+    if (overflow_prev.sa_flags & SA_SIGINFO) {
+        overflow_prev.sa_sigaction(sig, si, ctx);
+    } else if (overflow_prev.sa_handler != SIG_DFL && overflow_prev.sa_handler != SIG_IGN) {
+        overflow_prev.sa_handler(sig);
+    } else {
+        signal(sig, SIG_DFL);   /* the fault repeats and kills, as without us */
+    }
+}
+
+static void overflow_altstack_free(void* mem) {
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    munmap(mem, ALTSTACK_BYTES);
+}
+
+/* The calling thread's alternate signal stack, unless it has one. */
+static void overflow_altstack(void) {
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
+    void* mem = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    check("aco_overflow_report_install", mem != MAP_FAILED,
+          "out of memory (mmap of an alternate signal stack failed: %s)", strerror(errno));
+    stack_t st = {.ss_sp = mem, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
+    check("aco_overflow_report_install", sigaltstack(&st, NULL) == 0,
+          "sigaltstack failed: %s", strerror(errno));
+    pthread_setspecific(overflow_key, mem);     /* unmapped at thread exit */
+}
+
+void aco_overflow_report_install(void) {
+    static const char fn[] = "aco_overflow_report_install";
+    if (overflow_installed) return;
+    check(fn, pthread_key_create(&overflow_key, overflow_altstack_free) == 0,
+          "pthread_key_create failed");
+    overflow_altstack();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = overflow_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    check(fn, sigaction(SIGSEGV, &sa, &overflow_prev) == 0, "sigaction failed: %s",
+          strerror(errno));
+    overflow_installed = 1;
 }
 
 /* ======================================================================== */
@@ -379,6 +554,24 @@ static void pool_unlock(int locked) {
     if (locked) pthread_mutex_unlock(&pool_mu);
 }
 
+/* fork: the child must find the pools unlocked whatever other threads were
+ * doing, so no thread may hold the lock across the fork.  (A fork in a
+ * single-threaded process has nobody to wait for: the lock is then free.)
+ * In the child only the forking thread lives: its cos stay usable, other
+ * threads' cos are dead memory (never resume them). */
+static void pool_prefork(void) {
+    pthread_mutex_lock(&pool_mu);
+}
+
+static void pool_postfork(void) {
+    pthread_mutex_unlock(&pool_mu);
+}
+
+__attribute__((constructor))
+static void pool_atfork(void) {
+    pthread_atfork(pool_prefork, pool_postfork, pool_postfork);
+}
+
 static size_t slab_slots(const pool* pl) {
     return (SLAB_BYTES - SLAB_FIRST) / pl->slot;
 }
@@ -410,6 +603,7 @@ static slab* slab_map(void) {
             munmap(al + want, (size_t)(m + want + SLAB_BYTES - (al + want)));
         arena = al;
         arena_left = ARENA_SLABS;
+        tool_arena_new(al, want);
     }
     slab* b = (slab*)arena;
     arena += SLAB_BYTES;
@@ -455,24 +649,25 @@ static void pool_free(void* p) {
         /* Empty and not the pool's only slab with room: give it back. */
         avail_unlink(b);
         munmap(b, SLAB_BYTES);
-        p = NULL;
+    } else {
+        tool_slot_linked(p);    /* locked: another thread may take p next */
     }
     pool_unlock(locked);
-    if (p != NULL) tool_slot_linked(p);
 }
 
 /* A zeroed co object, with the tools' bytes after it. */
 static aco_t* co_alloc(const char* fn) {
     size_t sz = sizeof(aco_t) + tool_co_extra();
-    aco_t* co = tool_wants_malloc() ? alloc(fn, sz)
-                                    : pool_alloc(&co_pool, (sz + 15) & ~(size_t)15, fn);
+    aco_t* co = pool_alloc(&co_pool, (sz + 15) & ~(size_t)15, fn);
     memset(co, 0, sz);
     return co;
 }
 
+/* The slot keeps co's state byte (ACO__DESTROYED): only its first word
+ * links the free slots, so a destroyed co is recognised until the slot is
+ * handed out again. */
 static void co_free(aco_t* co) {
-    if (tool_wants_malloc()) free(co);
-    else pool_free(co);
+    pool_free(co);
 }
 
 /* Save stacks: pooled up to SAVE_POOLED bytes, malloc'd above; the capacity
@@ -523,13 +718,22 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
               (void*)aco_gtls_co);
         aco_t* co = co_alloc(fn);
         co->arg = arg;
-        co->off_stack = 1;      /* owns no share stack: never resumed */
+        co->state = ACO__OFF_STACK;     /* owns no share stack: never resumed */
         tool_main_co_new(co);
         aco_gtls_co = co;
         return co;
     }
+    if (aco_unlikely(!LIVE(main_co))) aco__not_a_co(fn, main_co);
     check(fn, aco_is_main_co(main_co), "main_co %p is not a main co", (void*)main_co);
+    check(fn, aco_gtls_co == main_co || (aco_gtls_co != NULL && aco_gtls_co->main_co == main_co),
+          "main_co %p is not this thread's main co (the running co is %p)",
+          (void*)main_co, (void*)aco_gtls_co);
     check(fn, share_stack != NULL, "share_stack must not be NULL for a non-main co");
+    /* The share stack is this thread's, or free (aco.h). */
+    check(fn, share_stack->co_ct == 0 || share_stack->thread == &inited,
+          "share stack %p belongs to another thread (%zu co(s) of it use it); a "
+          "share stack passes to another thread only when no co uses it",
+          (void*)share_stack, share_stack->co_ct);
     check(fn, fp != NULL, "fp must not be NULL for a non-main co");
     check(fn, save_stack_sz <= UINT32_MAX, "save_stack_sz %zu exceeds 4 GiB", save_stack_sz);
 
@@ -538,7 +742,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     co->arg = arg;
     co->fp = fp;
     co->share_stack = share_stack;
-    co->off_stack = 1;          /* until its first resume takes the stack */
+    co->state = ACO__OFF_STACK;         /* until its first resume takes the stack */
     init_regs(co);
     /* The save stack is allocated when first needed, exactly as large as
      * needed, unless the caller asked for an initial size. */
@@ -548,6 +752,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
         co->save_stack.sz = (uint32_t)cap;
     }
     share_stack->co_ct++;
+    share_stack->thread = &inited;
     return co;
 }
 
@@ -559,7 +764,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
 /*    frames are on it, from its saved sp (or, while it runs, its real sp)  */
 /*    up to align_retptr, its "live bytes".  Nobody else may keep a pointer */
 /*    into them that is used after the owner changes.                        */
-/*  - A co's off_stack is 0 exactly when it owns its share stack; a main co, */
+/*  - A co's state is ON_STACK exactly when it owns its share stack; a main  */
 /*    a co not yet run and an ended one are always off it.                  */
 /*  - Saving is lazy: the owner's live bytes go to its save stack only when */
 /*    another co takes the stack (aco_resume of that co).  A co alone on its */
@@ -657,7 +862,7 @@ static inline void save(aco_t* owner, size_t n, int width) {
     }
     ss->valid_sz = (uint32_t)n;
     if (n > ss->max_cpsz) ss->max_cpsz = n;
-    owner->off_stack = 1;
+    owner->state = ACO__OFF_STACK;
 }
 
 /* Put co's n saved bytes back where they were: right below top. */
@@ -673,7 +878,7 @@ static inline void restore(aco_t* co, char* top, size_t n, int width) {
 /* co now holds its share stack s, and runs. */
 static inline void take_done(aco_t* co, aco_share_stack_t* s) {
     s->owner = co;
-    co->off_stack = 0;
+    co->state = ACO__ON_STACK;
     /* cur is co->main_co, but reading it from co here, after the copies'
      * stores, measured ~1 ns slower per stack change than from TLS. */
     aco_t* cur = aco_gtls_co;
@@ -773,6 +978,8 @@ static void take_slow(aco_t* co) {
         aco_save_stack_t* ss = &owner->save_stack;
         size_t n = live_bytes(owner, s);
         if (n > ss->sz) {
+            check("aco_resume", n <= UINT32_MAX, "co %p has %zu live bytes on its "
+                  "share stack: a save stack holds less than 4 GiB", (void*)owner, n);
             size_t cap = save_capacity(n);
             save_free(ss);
             ss->ptr = save_alloc(cap, "aco_resume");
@@ -788,10 +995,30 @@ static void take_slow(aco_t* co) {
 /* 9. Resume, yield                                                         */
 /* ======================================================================== */
 
+void aco__not_a_co(const char* fn, const aco_t* co) {
+    if (co == NULL) fatal(fn, "co must not be NULL");
+    if (co->state == ACO__DESTROYED)
+        fatal(fn, "co %p was destroyed (aco_destroy); it cannot be used any more",
+              (const void*)co);
+    fatal(fn, "%p is not a co: aco_create never returned it, or it was overwritten "
+          "(state byte 0x%02x)", (const void*)co, co->state);
+}
+
+/* co is a live co of this thread, not running: the caller is its main co
+ * or another co of it. */
+static void check_ours(const char* fn, const aco_t* co, const char* what) {
+    aco_t* cur = aco_gtls_co;
+    if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
+    check(fn, co != cur, "co %p is running; a co cannot %s itself", (const void*)co, what);
+    check(fn, cur != NULL && (cur == co->main_co || cur->main_co == co->main_co),
+          "co %p belongs to main co %p, not to this thread's (the caller is co %p)",
+          (const void*)co, (void*)co->main_co, (void*)cur);
+}
+
 __attribute__((noinline, cold, noreturn))
 static void resume_misuse(aco_t* co) {
     static const char fn[] = "aco_resume";
-    check(fn, co != NULL, "co must not be NULL");
+    if (co == NULL || !LIVE(co)) aco__not_a_co(fn, co);
     check(fn, !aco_is_main_co(co), "co %p is a main co; only non-main cos can be "
           "resumed", (void*)co);
     check(fn, aco_gtls_co == co->main_co, "must be called from co %p's main co %p, "
@@ -806,22 +1033,24 @@ void aco__yield_misuse(const char* fn) {
           co == NULL ? "no co" : "main co", (void*)co);
 }
 
-/* is_end and off_stack at once.  off_stack is derivable (share_stack->owner
- * != co) and kept in step by every owner change (take_done, save, aco_exit,
- * drop_frames); the derived test's two dependent loads measured 4-6 %
- * slower standalone round trips in the benchmark. */
-static inline int ended_or_off_stack(const aco_t* co) {
+/* is_end and state at once.  Whether a co owns its stack is derivable
+ * (share_stack->owner == co), but kept in step by every owner change
+ * (take_done, save, aco_exit, drop_frames): the derived test's two
+ * dependent loads measured 4-6 % slower standalone round trips. */
+static inline uint16_t state_word(const aco_t* co) {
     uint16_t both;
     memcpy(&both, &co->is_end, sizeof(both));
-    return both != 0;
+    return both;
 }
 
 void aco_resume(aco_t* co) {
     aco_t* cur = aco_gtls_co;
-    /* cur == NULL passes only for a main co, which is always off_stack. */
+    /* cur == NULL passes only for a main co, which is never ON_STACK. */
     if (aco_unlikely(co == NULL || co->main_co != cur)) resume_misuse(co);
-    if (aco_unlikely(ended_or_off_stack(co))) {
-        if (aco_unlikely(co->is_end || cur == NULL)) resume_misuse(co);
+    uint16_t st = state_word(co);
+    if (aco_unlikely(st != STATE_WORD(0, ACO__ON_STACK))) {
+        if (aco_unlikely(st != STATE_WORD(0, ACO__OFF_STACK) || cur == NULL))
+            resume_misuse(co);
 #if VEC_DISPATCH
         if (vec_width == 64) {
             take64(co);
@@ -849,6 +1078,14 @@ void (aco_yield)(void) {
     aco__yield_inline();
 }
 
+void aco__yield1(aco_t* co, const char* fn) {
+    if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
+    check(fn, co == aco_gtls_co && co->main_co != NULL,
+          "co %p must be the running non-main co (the running co is %p)",
+          (void*)co, (void*)aco_gtls_co);
+    aco__yield_inline();
+}
+
 aco_t* aco_get_co(void) {
     return aco_gtls_co;
 }
@@ -869,11 +1106,20 @@ void aco_exit(void) {
     co->is_end = 1;
     /* Its frames are dead now: the next co on this stack need not save them. */
     co->share_stack->owner = NULL;
-    co->off_stack = 1;
+    co->state = ACO__OFF_STACK;
     co->save_stack.valid_sz = 0;
     aco_gtls_co = co->main_co;
     aco__sw(co, co->main_co);
     fatal("aco_exit", "co %p was resumed after its end", (void*)co);
+}
+
+void aco__exit1(aco_t* co) {
+    static const char fn[] = "aco_exit1";
+    if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
+    check(fn, co == aco_gtls_co && co->main_co != NULL,
+          "co %p must be the running non-main co (the running co is %p)",
+          (void*)co, (void*)aco_gtls_co);
+    aco_exit();
 }
 
 /* A suspended (or ended) co's frames die, by reset or destroy: if it still
@@ -881,7 +1127,7 @@ void aco_exit(void) {
 static void drop_frames(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     int owned = s->owner == co;
-    co->off_stack = 1;
+    co->state = ACO__OFF_STACK;
     if (owned) s->owner = NULL;
     tool_frames_dead(co, owned);
 }
@@ -890,14 +1136,10 @@ static void drop_frames(aco_t* co) {
  * is reset: it stops being the owner, and its save stack holds nothing to
  * restore. */
 static void reset(const char* fn, aco_t* co, aco_cofuncp_t fp, void* arg) {
-    check(fn, co != NULL, "co must not be NULL");
+    if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
     check(fn, !aco_is_main_co(co), "co %p is a main co; only non-main cos can be "
           "reset", (void*)co);
-    check(fn, co != aco_gtls_co, "co %p is running; a co cannot reset itself", (void*)co);
-    aco_t* cur = aco_gtls_co;
-    check(fn, cur != NULL && (cur == co->main_co || cur->main_co == co->main_co),
-          "co %p belongs to main co %p, not to this thread's (the caller is co %p)",
-          (void*)co, (void*)co->main_co, (void*)cur);
+    check_ours(fn, co, "reset");
     check(fn, fp != NULL, "fp must not be NULL");
     drop_frames(co);
     co->save_stack.valid_sz = 0;
@@ -908,7 +1150,8 @@ static void reset(const char* fn, aco_t* co, aco_cofuncp_t fp, void* arg) {
 }
 
 void aco_reset(aco_t* co) {
-    reset("aco_reset", co, co != NULL ? co->fp : NULL, co != NULL ? co->arg : NULL);
+    reset("aco_reset", co, co != NULL && LIVE(co) ? co->fp : NULL,
+          co != NULL && LIVE(co) ? co->arg : NULL);
 }
 
 void aco_reset2(aco_t* co, aco_cofuncp_t fp, void* arg) {
@@ -917,19 +1160,24 @@ void aco_reset2(aco_t* co, aco_cofuncp_t fp, void* arg) {
 
 void aco_destroy(aco_t* co) {
     static const char fn[] = "aco_destroy";
-    check(fn, co != NULL, "co must not be NULL");
+    if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
     if (aco_is_main_co(co)) {
-        check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
-              "main co %p cannot be destroyed while co %p runs", (void*)co,
-              (void*)aco_gtls_co);
-        if (aco_gtls_co == co) aco_gtls_co = NULL;
-        co_free(co);
-        return;
+        if (aco_gtls_co != co) {
+            check(fn, aco_gtls_co == NULL || aco_gtls_co->main_co != co,
+                  "main co %p cannot be destroyed while co %p runs", (void*)co,
+                  (void*)aco_gtls_co);
+            fatal(fn, "main co %p is not this thread's main co (%p); destroy a main "
+                  "co from its own thread", (void*)co, (void*)aco_gtls_co);
+        }
+        aco_gtls_co = NULL;
+    } else {
+        check_ours(fn, co, "destroy");
+        drop_frames(co);
+        aco_share_stack_t* s = co->share_stack;
+        if (--s->co_ct == 0) s->thread = NULL;  /* free for any thread */
+        save_free(&co->save_stack);
     }
-    check(fn, co != aco_gtls_co, "co %p is running; a co cannot destroy itself", (void*)co);
-    drop_frames(co);
-    co->share_stack->co_ct--;
-    save_free(&co->save_stack);
+    co->state = ACO__DESTROYED;     /* the pools keep it: see pool_free */
     co_free(co);
 }
 
@@ -1013,6 +1261,13 @@ static inline size_t tool_co_extra(void) {
 
 static inline int tool_wants_malloc(void) {
     return aco__asan;
+}
+
+static inline void tool_arena_new(void* p, size_t n) {
+#if aco__asan
+    __lsan_register_root_region(p, n);
+#endif
+    (void)p, (void)n;
 }
 
 static inline int tool_plain_copies(void) {

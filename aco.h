@@ -64,7 +64,7 @@ extern "C" {
 
 #define ACO_VERSION_MAJOR 1
 #define ACO_VERSION_MINOR 2
-#define ACO_VERSION_PATCH 2
+#define ACO_VERSION_PATCH 4
 
 typedef struct aco_s aco_t;
 typedef struct aco_share_stack_s aco_share_stack_t;
@@ -75,6 +75,11 @@ typedef void (*aco_cofuncp_t)(void);
 /* ======================================================================== */
 /* API                                                                      */
 /* ======================================================================== */
+
+/* Check that this build of libaco runs correctly on this machine (the
+ * layout aco.h and acosw.S agree on, the sizes of the types it relies on);
+ * aborts with a message if not.  Upstream libaco 1.2.4 has it too. */
+void aco_runtime_test(void);
 
 /* Initialise libaco for the calling thread; call it once per thread before
  * any other call.  Records the thread's current FP control state (x87
@@ -89,9 +94,14 @@ aco_share_stack_t* aco_share_stack_new(size_t sz);
 
 /* A new share stack.  sz is a hint in bytes, 0 meaning 2 MiB.  The usable
  * size is >= 4096, >= sz, a multiple of the page size when guard_page_enabled
- * is non-zero, and as close to sz as that allows.  With a guard page an
- * inaccessible page sits right below the stack, so an overflow faults
- * (SIGSEGV) instead of corrupting memory.  Never returns NULL. */
+ * is non-zero, and as close to sz as that allows; any size the address space
+ * and memory allow (the pages are committed as the cos touch them).  With a
+ * guard page an inaccessible page sits right below the stack, so an overflow
+ * faults (SIGSEGV) instead of corrupting memory (aco_overflow_report_install
+ * names the co).  Never returns NULL.
+ * A share stack belongs to the thread whose co was first created on it; it
+ * passes to another thread only when no co uses it any more (every co on it
+ * destroyed): then the next aco_create on it, from any thread, claims it. */
 aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled);
 
 /* Free a share stack.  Every co created on it must have been destroyed. */
@@ -117,17 +127,28 @@ void aco_resume(aco_t* co);
 /* Suspend the calling non-main co and continue its main co. */
 void aco_yield(void);
 
+/* aco_yield() where the caller names itself: co must be the running co. */
+#define aco_yield1(co) aco__yield1((co), "aco_yield1")
+
 /* The running co (in a co function or a last-word function). */
 aco_t* aco_get_co(void);
+
+/* aco_get_co(). */
+#define aco_co() aco_get_co()
 
 /* aco_get_co()->arg. */
 void* aco_get_arg(void);
 
 /* End the calling non-main co: set co->is_end to 1 and yield for good. */
-void aco_exit(void);
+void aco_exit(void) __attribute__((noreturn));
 
-/* Free co (a main co, or a non-main co that is not running; it may be in any
- * other state) and its save stack. */
+/* aco_exit() where the caller names itself: co must be the running co. */
+#define aco_exit1(co) aco__exit1(co)
+
+/* Free co and its save stack: a non-main co that is not running (in any
+ * other state), from its own thread; or the calling thread's main co, while
+ * no co of it runs.  Destroying a co twice, or something that is not a co,
+ * aborts. */
 void aco_destroy(aco_t* co);
 
 /* Put a non-main co back into the "init" state, keeping its memory: the next
@@ -150,8 +171,18 @@ void aco_reset(aco_t* co);
 /* aco_reset(co), then co runs fp (not NULL) with arg from now on. */
 void aco_reset2(aco_t* co, aco_cofuncp_t fp, void* arg);
 
-/* Non-zero if co is a main co. */
-#define aco_is_main_co(co) ((co)->main_co == NULL)
+/* Non-zero if co (not NULL) is a main co. */
+#define aco_is_main_co(co) aco__is_main_co(co)
+
+/* Opt-in (a library does not take SIGSEGV by itself): from now on a co that
+ * overflows into the guard page of its share stack makes the process print
+ * "aco: co <co> overflowed its share stack <stack> [lo, hi) ..." before it
+ * dies of the SIGSEGV as it would have anyway.  Installs a SIGSEGV handler
+ * (any previous one is called for faults that are not such an overflow) and
+ * gives the calling thread, and every thread calling aco_thread_init()
+ * afterwards, an alternate signal stack to run it on.  Call it once, from
+ * the main thread, before creating threads; calling it again does nothing. */
+void aco_overflow_report_install(void);
 
 /* Branch hints and an assert that is never compiled out and says what
  * failed.  aco_assert_override.h maps likely/unlikely/assert/... to these. */
@@ -194,6 +225,59 @@ static inline void* aco__new_checked(size_t sz, const char* what,
     }
     return p;
 }
+
+/* ======================================================================== */
+/* Upstream libaco 1.2.4's other names, with their meaning there            */
+/* ======================================================================== */
+
+/* A function attribute: no AddressSanitizer instrumentation (under ASan). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define aco_attr_no_asan __attribute__((__no_sanitize_address__))
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(aco_attr_no_asan)
+#define aco_attr_no_asan __attribute__((__no_sanitize_address__))
+#endif
+#ifndef aco_attr_no_asan
+#define aco_attr_no_asan
+#endif
+
+/* Store the calling thread's FP control state at p: x86 the x87 control word
+ * (16 bits) at p and MXCSR (32 bits) at p + 4, the layout of aco_t's
+ * reg_fpucw/reg_mxcsr; aarch64 FPCR (64 bits); riscv64 frm (64 bits). */
+void aco_save_fpucw_mxcsr(void* p) __asm__("aco_save_fpucw_mxcsr");
+
+/* Where a co function that returns lands (acosw.S's aco_protector), and the
+ * function it calls: it calls the last word (aco_thread_init) and aborts. */
+void aco_funcp_protector_asm(void) __asm__("aco_funcp_protector_asm");
+void aco_funcp_protector(void) __attribute__((noreturn));
+
+/* Indices into aco_t.reg of a suspended co: its resume address, its stack
+ * pointer, its frame pointer (rbp / ebp; aarch64 x29, riscv64 s0); FPU: the
+ * index at which its FP control state starts (one past the last register on
+ * x86, as upstream; aco.c checks them against acosw.S's layout). */
+#if defined(__x86_64__)
+#define ACO_REG_IDX_RETADDR 6
+#define ACO_REG_IDX_SP      7
+#define ACO_REG_IDX_BP      1
+#define ACO_REG_IDX_FPU     8
+#elif defined(__i386__)
+#define ACO_REG_IDX_RETADDR 4
+#define ACO_REG_IDX_SP      5
+#define ACO_REG_IDX_BP      1
+#define ACO_REG_IDX_FPU     6
+#elif defined(__aarch64__)
+#define ACO_REG_IDX_RETADDR 13
+#define ACO_REG_IDX_SP      12
+#define ACO_REG_IDX_BP      10
+#define ACO_REG_IDX_FPU     22
+#else
+#define ACO_REG_IDX_RETADDR 14
+#define ACO_REG_IDX_SP      13
+#define ACO_REG_IDX_BP      0
+#define ACO_REG_IDX_FPU     27
+#endif
 
 /* ======================================================================== */
 /* Sanitizers                                                               */
@@ -264,6 +348,8 @@ struct aco_share_stack_s {
     void*  real_ptr;        /* the whole mapping / allocation */
     size_t real_sz;
     size_t co_ct;           /* non-main cos created on it, not destroyed */
+    const void* thread;     /* the thread it belongs to (an address unique to
+                               each live thread), NULL while no co uses it */
     unsigned long valgrind_stk_id; /* ACO_USE_VALGRIND builds: valgrind's
                                id of the stack */
 };
@@ -288,12 +374,13 @@ struct aco_s {
 #if defined(__x86_64__) || defined(__i386__)
     uint16_t reg_fpucw;             /* acosw.S: x87 control word */
     char     is_end;                /* (read) 1 once the co called aco_exit */
-    char     off_stack;             /* private: 0 iff it owns its share stack */
+    unsigned char state;            /* private: ACO__ON_STACK, ACO__OFF_STACK,
+                                       ACO__DESTROYED (below) */
     uint32_t reg_mxcsr;             /* acosw.S: MXCSR */
 #else
     uint32_t reg_fpctl;             /* acosw.S: FPCR (aarch64), frm (riscv64) */
     char     is_end;                /* (read) 1 once the co called aco_exit */
-    char     off_stack;             /* private: 0 iff it owns its share stack */
+    unsigned char state;            /* private: as on x86 */
     char     reserved_[2];
 #endif
     aco_t*   main_co;               /* (read) NULL for a main co */
@@ -316,6 +403,24 @@ extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
 
 /* The out-of-line half of the inline aco_yield below (aco.c). */
 void aco__yield_misuse(const char* fn) __attribute__((noreturn, cold));
+
+/* aco_t.state, next to is_end: aco_resume reads both as one 16-bit word,
+ * which is ACO__RUNNABLE_HERE exactly when the co has not ended and owns its
+ * share stack.  Any other value than these three means that the object is
+ * not a co (never created by aco_create, or overwritten). */
+#define ACO__OFF_STACK  0x5a    /* live; its frames are not on its share stack */
+#define ACO__ON_STACK   0xa5    /* live; it owns its share stack */
+#define ACO__DESTROYED  0xdd    /* aco_destroy'ed */
+
+void aco__not_a_co(const char* fn, const aco_t* co) __attribute__((noreturn, cold));
+
+static inline int aco__is_main_co(const aco_t* co) {
+    if (aco_unlikely(co == NULL)) aco__not_a_co("aco_is_main_co", co);
+    return co->main_co == NULL;
+}
+
+void aco__yield1(aco_t* co, const char* fn);
+void aco__exit1(aco_t* co) __attribute__((noreturn));
 
 /* The switch the library and aco_yield call.  Sanitizer builds call aco.c's
  * uninstrumented aco__switch instead of acosw: it announces the switch to

@@ -16,7 +16,7 @@ cat > "$tmp/layout.c" <<'C'
 #define F(t, f) printf(#t "." #f " %zu %zu\n", offsetof(t, f), sizeof(((t*)0)->f))
 int main(void) {
     printf("aco_t %zu\n", sizeof(aco_t));
-    F(aco_t, reg); F(aco_t, is_end); F(aco_t, off_stack); F(aco_t, main_co);
+    F(aco_t, reg); F(aco_t, is_end); F(aco_t, state); F(aco_t, main_co);
     F(aco_t, arg); F(aco_t, fp); F(aco_t, share_stack); F(aco_t, save_stack);
 #if defined(__x86_64__) || defined(__i386__)
     F(aco_t, reg_fpucw); F(aco_t, reg_mxcsr);
@@ -29,7 +29,7 @@ int main(void) {
     F(aco_share_stack_t, align_limit); F(aco_share_stack_t, owner);
     F(aco_share_stack_t, guard_page_enabled); F(aco_share_stack_t, real_ptr);
     F(aco_share_stack_t, real_sz); F(aco_share_stack_t, co_ct);
-    F(aco_share_stack_t, valgrind_stk_id);
+    F(aco_share_stack_t, valgrind_stk_id); F(aco_share_stack_t, thread);
     printf("aco_save_stack_t %zu\n", sizeof(aco_save_stack_t));
     F(aco_save_stack_t, ptr); F(aco_save_stack_t, sz); F(aco_save_stack_t, valid_sz);
     F(aco_save_stack_t, max_cpsz); F(aco_save_stack_t, ct_save);
