@@ -184,8 +184,10 @@ env_of() {  # env_of <mode> <program> -> VAR=value
         *) return ;;
     esac
     case "$2:$1" in
-        test_guard_page:*) o="$o:handle_segv=0" ;;
-        test_misuse:tsan) o="$o:die_after_fork=0" ;;
+        test_guard_page:*|test_overflow_report:*) o="$o:handle_segv=0" ;;
+        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan) o="$o:die_after_fork=0" ;;
+        test_big_stack:asan-*) o="$o:allocator_may_return_null=1" ;;
+        test_big_stack:tsan) o="$o:allocator_may_return_null=1" ;;
         test_reset:asan-*) o="$o:allocator_may_return_null=1" ;;
         test_reset:tsan) o="$o:allocator_may_return_null=1:die_after_fork=0" ;;
     esac
@@ -196,8 +198,14 @@ adjust_reason() {  # adjust_reason <mode> <program> -> reason or nothing
         test_guard_page:asan-*|test_guard_page:tsan|test_guard_page:ubsan)
             echo "handle_segv=0: the expected SIGSEGV in the guard page must kill the child," \
                  "not become the sanitizer's report" ;;
-        test_misuse:tsan)
-            echo "die_after_fork=0: its forked children start threads" ;;
+        test_overflow_report:asan-*|test_overflow_report:tsan|test_overflow_report:ubsan)
+            echo "handle_segv=0: the overflow's SIGSEGV goes to libaco's report, then" \
+                 "kills the child, instead of becoming the sanitizer's report" ;;
+        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan)
+            echo "die_after_fork=0: it forks while threads run, or its forked children start threads" ;;
+        test_big_stack:asan-*|test_big_stack:tsan)
+            echo "allocator_may_return_null=1: it checks that an impossible share-stack" \
+                 "size aborts with libaco's own message" ;;
         test_reset:asan-*)
             echo "allocator_may_return_null=1: it checks that aco_new aborts with its own" \
                  "message when malloc returns NULL" ;;
