@@ -198,7 +198,7 @@ static void fatal(const char* fn, const char* fmt, ...) {
     } while (0)
 
 /* A live co's state (aco.h), and the word of is_end and state. */
-#define LIVE(co) ((co)->state == ACO__OFF_STACK || (co)->state == ACO__ON_STACK)
+#define LIVE(co) ((co)->state == aco__state_off || (co)->state == aco__state_on)
 #define STATE_WORD(is_end, state) ((uint16_t)((is_end) | (state) << 8))
 
 static void* alloc(const char* fn, size_t sz) {
@@ -258,10 +258,10 @@ void aco_runtime_test(void) {
     aco_t probe;
     memset(&probe, 0, sizeof(probe));
     probe.is_end = 1;
-    probe.state = ACO__ON_STACK;
+    probe.state = aco__state_on;
     uint16_t w;
     memcpy(&w, &probe.is_end, sizeof(w));
-    check(fn, w == STATE_WORD(1, ACO__ON_STACK), "aco_t.is_end and state are not "
+    check(fn, w == STATE_WORD(1, aco__state_on), "aco_t.is_end and state are not "
           "one little-endian word");
 }
 
@@ -663,7 +663,7 @@ static aco_t* co_alloc(const char* fn) {
     return co;
 }
 
-/* The slot keeps co's state byte (ACO__DESTROYED): only its first word
+/* The slot keeps co's state byte (aco__state_dead): only its first word
  * links the free slots, so a destroyed co is recognised until the slot is
  * handed out again. */
 static void co_free(aco_t* co) {
@@ -718,7 +718,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
               (void*)aco_gtls_co);
         aco_t* co = co_alloc(fn);
         co->arg = arg;
-        co->state = ACO__OFF_STACK;     /* owns no share stack: never resumed */
+        co->state = aco__state_off;     /* owns no share stack: never resumed */
         tool_main_co_new(co);
         aco_gtls_co = co;
         return co;
@@ -742,7 +742,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     co->arg = arg;
     co->fp = fp;
     co->share_stack = share_stack;
-    co->state = ACO__OFF_STACK;         /* until its first resume takes the stack */
+    co->state = aco__state_off;         /* until its first resume takes the stack */
     init_regs(co);
     /* The save stack is allocated when first needed, exactly as large as
      * needed, unless the caller asked for an initial size. */
@@ -862,7 +862,7 @@ static inline void save(aco_t* owner, size_t n, int width) {
     }
     ss->valid_sz = (uint32_t)n;
     if (n > ss->max_cpsz) ss->max_cpsz = n;
-    owner->state = ACO__OFF_STACK;
+    owner->state = aco__state_off;
 }
 
 /* Put co's n saved bytes back where they were: right below top. */
@@ -878,7 +878,7 @@ static inline void restore(aco_t* co, char* top, size_t n, int width) {
 /* co now holds its share stack s, and runs. */
 static inline void take_done(aco_t* co, aco_share_stack_t* s) {
     s->owner = co;
-    co->state = ACO__ON_STACK;
+    co->state = aco__state_on;
     /* cur is co->main_co, but reading it from co here, after the copies'
      * stores, measured ~1 ns slower per stack change than from TLS. */
     aco_t* cur = aco_gtls_co;
@@ -997,7 +997,7 @@ static void take_slow(aco_t* co) {
 
 void aco__not_a_co(const char* fn, const aco_t* co) {
     if (co == NULL) fatal(fn, "co must not be NULL");
-    if (co->state == ACO__DESTROYED)
+    if (co->state == aco__state_dead)
         fatal(fn, "co %p was destroyed (aco_destroy); it cannot be used any more",
               (const void*)co);
     fatal(fn, "%p is not a co: aco_create never returned it, or it was overwritten "
@@ -1048,8 +1048,8 @@ void aco_resume(aco_t* co) {
     /* cur == NULL passes only for a main co, which is never ON_STACK. */
     if (aco_unlikely(co == NULL || co->main_co != cur)) resume_misuse(co);
     uint16_t st = state_word(co);
-    if (aco_unlikely(st != STATE_WORD(0, ACO__ON_STACK))) {
-        if (aco_unlikely(st != STATE_WORD(0, ACO__OFF_STACK) || cur == NULL))
+    if (aco_unlikely(st != STATE_WORD(0, aco__state_on))) {
+        if (aco_unlikely(st != STATE_WORD(0, aco__state_off) || cur == NULL))
             resume_misuse(co);
 #if VEC_DISPATCH
         if (vec_width == 64) {
@@ -1106,7 +1106,7 @@ void aco_exit(void) {
     co->is_end = 1;
     /* Its frames are dead now: the next co on this stack need not save them. */
     co->share_stack->owner = NULL;
-    co->state = ACO__OFF_STACK;
+    co->state = aco__state_off;
     co->save_stack.valid_sz = 0;
     aco_gtls_co = co->main_co;
     aco__sw(co, co->main_co);
@@ -1127,7 +1127,7 @@ void aco__exit1(aco_t* co) {
 static void drop_frames(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     int owned = s->owner == co;
-    co->state = ACO__OFF_STACK;
+    co->state = aco__state_off;
     if (owned) s->owner = NULL;
     tool_frames_dead(co, owned);
 }
@@ -1177,7 +1177,7 @@ void aco_destroy(aco_t* co) {
         if (--s->co_ct == 0) s->thread = NULL;  /* free for any thread */
         save_free(&co->save_stack);
     }
-    co->state = ACO__DESTROYED;     /* the pools keep it: see pool_free */
+    co->state = aco__state_dead;     /* the pools keep it: see pool_free */
     co_free(co);
 }
 

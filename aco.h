@@ -374,8 +374,8 @@ struct aco_s {
 #if defined(__x86_64__) || defined(__i386__)
     uint16_t reg_fpucw;             /* acosw.S: x87 control word */
     char     is_end;                /* (read) 1 once the co called aco_exit */
-    unsigned char state;            /* private: ACO__ON_STACK, ACO__OFF_STACK,
-                                       ACO__DESTROYED (below) */
+    unsigned char state;            /* private: aco__state_on, aco__state_off,
+                                       aco__state_dead (below) */
     uint32_t reg_mxcsr;             /* acosw.S: MXCSR */
 #else
     uint32_t reg_fpctl;             /* acosw.S: FPCR (aarch64), frm (riscv64) */
@@ -408,9 +408,9 @@ void aco__yield_misuse(const char* fn) __attribute__((noreturn, cold));
  * which is ACO__RUNNABLE_HERE exactly when the co has not ended and owns its
  * share stack.  Any other value than these three means that the object is
  * not a co (never created by aco_create, or overwritten). */
-#define ACO__OFF_STACK  0x5a    /* live; its frames are not on its share stack */
-#define ACO__ON_STACK   0xa5    /* live; it owns its share stack */
-#define ACO__DESTROYED  0xdd    /* aco_destroy'ed */
+#define aco__state_off  0x5a    /* live; its frames are not on its share stack */
+#define aco__state_on   0xa5    /* live; it owns its share stack */
+#define aco__state_dead 0xdd     /* aco_destroy'ed */
 
 void aco__not_a_co(const char* fn, const aco_t* co) __attribute__((noreturn, cold));
 
