@@ -404,13 +404,13 @@ extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
 /* The out-of-line half of the inline aco_yield below (aco.c). */
 void aco__yield_misuse(const char* fn) __attribute__((noreturn, cold));
 
-/* aco_t.state, next to is_end: aco_resume reads both as one 16-bit word,
- * which is ACO__RUNNABLE_HERE exactly when the co has not ended and owns its
- * share stack.  Any other value than these three means that the object is
- * not a co (never created by aco_create, or overwritten). */
+/* aco_t.state, next to is_end: aco_resume reads both as one 16-bit word and
+ * takes its fast path when that is (aco__state_on << 8): not ended, owning
+ * its share stack.  Any value but these three means that the object is not a
+ * co (aco_create never returned it, or it was overwritten). */
 #define aco__state_off  0x5a    /* live; its frames are not on its share stack */
 #define aco__state_on   0xa5    /* live; it owns its share stack */
-#define aco__state_dead 0xdd     /* aco_destroy'ed */
+#define aco__state_dead 0xdd    /* aco_destroy'ed */
 
 void aco__not_a_co(const char* fn, const aco_t* co) __attribute__((noreturn, cold));
 
