@@ -140,7 +140,8 @@ aco_t* aco_get_co(void);
 void* aco_get_arg(void);
 
 /* End the calling non-main co: set co->is_end to 1 and yield for good. */
-void aco_exit(void) __attribute__((noreturn));
+void aco_exit(void);    /* not declared noreturn: gcc would then predict
+                           every co function, which ends in it, cold */
 
 /* aco_exit() where the caller names itself: co must be the running co. */
 #define aco_exit1(co) aco__exit1(co)
@@ -420,7 +421,7 @@ static inline int aco__is_main_co(const aco_t* co) {
 }
 
 void aco__yield1(aco_t* co, const char* fn);
-void aco__exit1(aco_t* co) __attribute__((noreturn));
+void aco__exit1(aco_t* co);     /* no noreturn: see aco_exit */
 
 /* The switch the library and aco_yield call.  Sanitizer builds call aco.c's
  * uninstrumented aco__switch instead of acosw: it announces the switch to
