@@ -764,8 +764,8 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
 /*    frames are on it, from its saved sp (or, while it runs, its real sp)  */
 /*    up to align_retptr, its "live bytes".  Nobody else may keep a pointer */
 /*    into them that is used after the owner changes.                        */
-/*  - A co's state is ON_STACK exactly when it owns its share stack; a main  */
-/*    a co not yet run and an ended one are always off it.                  */
+/*  - A co's state is aco__state_on exactly when it owns its share stack; a */
+/*    main co, a co not yet run and an ended one are always off it.         */
 /*  - Saving is lazy: the owner's live bytes go to its save stack only when */
 /*    another co takes the stack (aco_resume of that co).  A co alone on its */
 /*    stack never copies.  Restoring is immediate: a co taking the stack    */
@@ -1045,7 +1045,7 @@ static inline uint16_t state_word(const aco_t* co) {
 
 void aco_resume(aco_t* co) {
     aco_t* cur = aco_gtls_co;
-    /* cur == NULL passes only for a main co, which is never ON_STACK. */
+    /* cur == NULL passes only for a main co, which is never aco__state_on. */
     if (aco_unlikely(co == NULL || co->main_co != cur)) resume_misuse(co);
     uint16_t st = state_word(co);
     if (aco_unlikely(st != STATE_WORD(0, aco__state_on))) {
