@@ -134,43 +134,45 @@ TLS aco_t* aco_gtls_co;
 static TLS aco_cofuncp_t last_word;     /* aco_thread_init's argument */
 static TLS char inited;
 
-/* The FP control state aco_thread_init() captured: new cos start with it. */
+/* Upstream's primitive, and ours: the calling thread's FP control state at
+ * p, as aco.h says (x86: control word at p, MXCSR at p + 4). */
+void aco_save_fpucw_mxcsr(void* p) {
 #if defined(__x86_64__) || defined(__i386__)
-static TLS uint16_t init_fpucw;
-static TLS uint32_t init_mxcsr;
-
-static void fpenv_capture(void) {
-    __asm__ volatile("fnstcw %0" : "=m"(init_fpucw));
-    __asm__ volatile("stmxcsr %0" : "=m"(init_mxcsr));
-}
-
-static void fpenv_give(aco_t* co) {
-    co->reg_fpucw = init_fpucw;
-    co->reg_mxcsr = init_mxcsr;
-}
+    uint16_t cw;
+    uint32_t csr;
+    __asm__ volatile("fnstcw %0" : "=m"(cw));
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    memcpy(p, &cw, sizeof(cw));
+    memcpy((char*)p + 4, &csr, sizeof(csr));
 #else
-static TLS uint32_t init_fpctl;     /* FPCR (its bits 32-63 are RES0) / frm */
-
-static void fpenv_capture(void) {
-    uintptr_t v;
+    uint64_t v;
 #if defined(__aarch64__)
     __asm__ volatile("mrs %0, fpcr" : "=r"(v));
 #else
     __asm__ volatile("frrm %0" : "=r"(v));
 #endif
-    init_fpctl = (uint32_t)v;
+    memcpy(p, &v, sizeof(v));
+#endif
 }
 
+/* The FP control state aco_thread_init() captured, as stored by
+ * aco_save_fpucw_mxcsr: new cos start with it. */
+static TLS uint64_t init_fp;
+
 static void fpenv_give(aco_t* co) {
-    co->reg_fpctl = init_fpctl;
-}
+#if defined(__x86_64__) || defined(__i386__)
+    memcpy(&co->reg_fpucw, &init_fp, sizeof(co->reg_fpucw));
+    memcpy(&co->reg_mxcsr, (char*)&init_fp + 4, sizeof(co->reg_mxcsr));
+#else
+    co->reg_fpctl = (uint32_t)init_fp;  /* FPCR's bits 32-63 are RES0; frm */
 #endif
+}
 
 static void overflow_altstack(void);
 static int overflow_installed;
 
 void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
-    fpenv_capture();
+    aco_save_fpucw_mxcsr(&init_fp);
     last_word = last_word_co_fp;
     inited = 1;
     if (overflow_installed) overflow_altstack();
@@ -228,25 +230,6 @@ void aco_funcp_protector(void) {
 
 void aco_funcp_protector_asm(void) {
     aco__funcp_protector();
-}
-
-void aco_save_fpucw_mxcsr(void* p) {
-#if defined(__x86_64__) || defined(__i386__)
-    uint16_t cw;
-    uint32_t csr;
-    __asm__ volatile("fnstcw %0" : "=m"(cw));
-    __asm__ volatile("stmxcsr %0" : "=m"(csr));
-    memcpy(p, &cw, sizeof(cw));
-    memcpy((char*)p + 4, &csr, sizeof(csr));
-#else
-    uint64_t v;
-#if defined(__aarch64__)
-    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
-#else
-    __asm__ volatile("frrm %0" : "=r"(v));
-#endif
-    memcpy(p, &v, sizeof(v));
-#endif
 }
 
 void aco_runtime_test(void) {
