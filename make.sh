@@ -20,14 +20,25 @@
 #                                   shared then per-co FPU env), ending with
 #                                   its `headline` lines; BENCH_ARGS replaces
 #                                   the default build's arguments (--quick)
+#   bash make.sh bench-rt           build, then run the runtime's benchmarks
+#                                   side by side with redis-server, Go and
+#                                   Boost.Fiber (rt/bench/bench_rt.sh;
+#                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
-#                                   libaco.pc under $DESTDIR$PREFIX
+#                                   libaco.pc under $DESTDIR$PREFIX, and the
+#                                   runtime's (aco_rt.h, libaco_rt.*)
+#   bash make.sh -o no-uring        the runtime without its io_uring backend
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
 # ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc),
 # DESTDIR (empty), CC_AARCH64 / CC_RISCV64 (the cross compilers: with CC=gcc
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
 # Every compile uses -Wall -Wextra -Werror.
+#
+# The runtime (rt/) is built for x86-64 natively: output/libaco_rt.a and .so,
+# output/libaco_rt.pc, the programs output/aco_echo, aco_resp, aco_nc and
+# aco_rt_bench, and its tests as output/rt_test_<name>..<variant> for the
+# variants (no_)valgrind.standaloneFPUenv.
 #
 # Programs are named output/<program>..<variant>, the variant being
 # [m32.]{no_valgrind,valgrind}.{standaloneFPUenv,shareFPUenv} natively and
@@ -55,6 +66,7 @@ no_valgrind=0
 no_aarch64=0
 no_riscv64=0
 no_fcontext=0
+no_uring=0
 strict=${ACO_STRICT:-0}
 san=""
 action=build
@@ -67,6 +79,7 @@ while [ $# -gt 0 ]; do
                 no-aarch64) no_aarch64=1 ;;
                 no-riscv64) no_riscv64=1 ;;
                 no-fcontext) no_fcontext=1 ;;
+                no-uring) no_uring=1 ;;
                 strict) strict=1 ;;
                 *) echo "make.sh: unknown option -o '${1:-}'" >&2; usage >&2; exit 2 ;;
             esac ;;
@@ -78,6 +91,7 @@ while [ $# -gt 0 ]; do
         -h|--help) usage; exit 0 ;;
         install) action=install ;;
         bench) action=bench ;;
+        bench-rt) action=bench-rt ;;
         *) echo "make.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
     shift
@@ -244,6 +258,23 @@ bench_flags() {   # variant -> extra arguments for test_aco_benchmark
     return 0
 }
 
+# The runtime's io_uring backend needs liburing (liburing-dev).
+RT_URING=""
+if [ $no_uring = 0 ] && [ $action != install ]; then
+    printf '#include <liburing.h>\nint main(void){struct io_uring r; return io_uring_queue_init(8, &r, 0) & 0;}\n' \
+        > "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
+    if $CC $SANFLAGS "${TMPDIR:-/tmp}/aco_uring_probe.$$.c" -luring -o /dev/null > /dev/null 2>&1; then
+        RT_URING=1
+    else
+        leave_out uring "the runtime's io_uring backend" "<liburing.h> or -luring not found:" \
+            "install liburing-dev (the runtime then has epoll only)"
+    fi
+    rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
+fi
+rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring; }
+rt_tests() { grep -v '^[[:space:]]*\(#\|$\)' rt/tests/tests.list | awk '{print $1}'; }
+rt_programs() { echo aco_echo aco_resp aco_nc aco_rt_bench; }
+
 # ---------------------------------------------------------------------------
 # The build proper: make.sh writes every output's rule (what it is built
 # from, and the command) into $OUTPUT/build.mk, a makefile, and runs
@@ -302,6 +333,53 @@ variant_rules() {   # variant
         cc_rule "$OUTPUT/$name..$v" "$p.c $obj/aco.o $obj/acosw.o" "$obj" \
             "$c -I. $p.c $obj/aco.o $obj/acosw.o $x -lpthread -lm -o $OUTPUT/$name..$v"
     done
+}
+
+# The runtime: its objects (one build for every variant: it uses only
+# aco.h's API), the libraries, the programs (linked with the default
+# variant's libaco objects), and its tests for the x86-64 standaloneFPUenv
+# variants (the valgrind one: valgrind runs them).
+rt_rules() {
+    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11" f objs="" libs="-lpthread"
+    [ -n "$RT_URING" ] && { c="$c -DACO_RT_HAVE_URING"; libs="-luring $libs"; }
+    mkdir -p "$obj"
+    put_if_changed "$obj/flags" "$c / $libs"
+    for f in $(rt_lib_srcs); do
+        cc_rule "$obj/$f.o" "rt/$f.c" "$obj" "$c -c rt/$f.c -o $obj/$f.o"
+        objs="$objs $obj/$f.o"
+    done
+    for f in resp kv; do
+        cc_rule "$obj/$f.o" "rt/$f.c" "$obj" "$c -c rt/$f.c -o $obj/$f.o"
+    done
+    rule "$OUTPUT/libaco_rt.a" "$objs" "rm -f $OUTPUT/libaco_rt.a && ar rcs $OUTPUT/libaco_rt.a$objs"
+    put_if_changed "$obj/libaco_rt.map" "$(printf '{\n  global: aco_rt_*;\n  local: *;\n};')"
+    rule "$OUTPUT/libaco_rt.so" "$objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
+         "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack$objs -L$OUTPUT -laco $libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
+    local v=no_valgrind.standaloneFPUenv vo p extra
+    vo="$OUTPUT/obj/$v"
+    for p in $(rt_programs); do
+        extra=""
+        [ $p = aco_resp ] && extra="$obj/resp.o $obj/kv.o"
+        cc_rule "$OUTPUT/$p" "rt/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
+            "$c -Irt rt/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/$p"
+    done
+    for v in no_valgrind.standaloneFPUenv valgrind.standaloneFPUenv; do
+        case " ${variants[*]} " in *" $v "*) ;; *) continue ;; esac
+        vo="$OUTPUT/obj/$v"
+        for p in $(rt_tests); do
+            extra=""
+            case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; esac
+            cc_rule "$OUTPUT/rt_$p..$v" "rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
+                "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_$p..$v"
+        done
+    done
+    # pkg-config file for the build tree's libraries (install writes its own)
+    put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "$(pwd)/$OUTPUT" "$(pwd)/rt" "$(pwd)")"
+}
+rt_pc() {   # rt_pc <libdir> <includedir> <aco.h dir>
+    printf 'libdir=%s\nincludedir=%s\n\nName: libaco_rt\nDescription: %s\nVersion: %s\nLibs: -L${libdir} -laco_rt -laco\nLibs.private: %s-lpthread\nCflags: -I${includedir} -I%s\n' \
+        "$1" "$2" "Coroutine runtime on libaco: scheduler, timers, io_uring/epoll I/O, sync, channels" \
+        "$VERSION" "${RT_URING:+-luring }" "$3"
 }
 
 write_makefile() {
@@ -407,6 +485,7 @@ for arch in aarch64 riscv64; do
 done
 lib_rules
 for v in "${variants[@]}"; do variant_rules "$v"; done
+case " ${variants[*]} " in *" no_valgrind.standaloneFPUenv "*) rt_rules ;; esac
 # The benchmark's independent check (tools/fcontext_loop.c), where fcontext is.
 if [ -z "$san" ] && [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
     mkdir -p "$OUTPUT/obj/tools"
@@ -417,7 +496,7 @@ fi
 run_build
 # Programs no longer built (a test renamed or removed) go: test.sh runs what
 # it finds in $OUTPUT, and must not run a stale one.
-names=" $(programs | sed 's|.*/||' | tr '\n' ' ')"
+names=" $(programs | sed 's|.*/||' | tr '\n' ' ') $(rt_tests | sed 's|^|rt_|' | tr '\n' ' ')"
 for v in "${variants[@]}"; do
     for f in "$OUTPUT"/*.."$v"; do
         [ -e "$f" ] || continue
@@ -446,4 +525,10 @@ if [ $action = bench ]; then
     echo; echo "== headline (the default build: $bench.standaloneFPUenv)"
     grep '^check: headline fcontext' "$log" || true
     grep '^headline ' "$log" || true
+fi
+
+if [ $action = bench-rt ]; then
+    [ -n "$san" ] && { echo "make.sh: bench-rt with -s $san measures the sanitizer: build without -s" >&2; exit 2; }
+    # shellcheck disable=SC2086
+    bash rt/bench/bench_rt.sh ${BENCH_RT_ARGS:-} "$OUTPUT"
 fi

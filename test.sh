@@ -154,6 +154,7 @@ expect_of() {
 args_of() {
     case "$1" in
         test_aco_benchmark) echo "--smoke" ;;
+        rt_*) grep -v '^[[:space:]]*#' rt/tests/tests.list | awk -v n="${1#rt_}" '$1 == n {$1 = ""; print}' ;;
         *) grep -v '^[[:space:]]*#' tests/tests.list | awk -v n="$1" '$1 == n {$1 = ""; print}' ;;
     esac
 }
@@ -177,6 +178,9 @@ excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
 # Sanitizer options, with the per-program adjustments and their reasons.
 env_of() {  # env_of <mode> <program> -> VAR=value
     local o
+    # valgrind does not see the kernel write io_uring's buffers: the
+    # runtime's tests run on epoll there (adjust_reason says so)
+    case "$2:$1" in rt_test_*:memcheck) echo "ACO_RT_TEST_BACKENDS=epoll"; return ;; esac
     case "$1" in
         asan-uar*) o="ASAN_OPTIONS=detect_stack_use_after_return=${1#asan-uar}:detect_leaks=1" ;;
         tsan) o="TSAN_OPTIONS=halt_on_error=1" ;;
@@ -195,6 +199,9 @@ env_of() {  # env_of <mode> <program> -> VAR=value
 }
 adjust_reason() {  # adjust_reason <mode> <program> -> reason or nothing
     case "$2:$1" in
+        rt_test_*:memcheck)
+            echo "ACO_RT_TEST_BACKENDS=epoll: memcheck cannot see the kernel fill io_uring's" \
+                 "buffers (every byte read would look uninitialised); both backends run everywhere else" ;;
         test_guard_page:asan-*|test_guard_page:tsan|test_guard_page:ubsan)
             echo "handle_segv=0: the expected SIGSEGV in the guard page must kill the child," \
                  "not become the sanitizer's report" ;;

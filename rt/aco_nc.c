@@ -1,0 +1,228 @@
+/* aco_nc - netcat-style stream transfer on the runtime.
+ *
+ *   aco_nc [--backend uring|epoll] HOST PORT     connect; stdin to the
+ *                                                socket, the socket to stdout
+ *   aco_nc [--backend ...] -l [-p] PORT [ADDR]   listen (ADDR: 0.0.0.0), take
+ *                                                one connection, the same
+ *
+ * Two cos, one per direction.  At the end of stdin the socket's sending
+ * side is shut down (what OpenBSD nc does with -N); the program ends when
+ * both directions have ended: stdin's and the peer's.
+ * Each direction takes the cheapest way the descriptors allow:
+ *   stdin a regular file   sendfile(2) to the socket (no copy through us);
+ *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy);
+ *   otherwise              read/write through a 256 KiB heap buffer.
+ */
+#define _GNU_SOURCE
+#include "aco_rt.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BUF (256 * 1024)
+
+static int sock = -1;
+static int failed;
+
+static void fail(const char* what, int err) {
+    fprintf(stderr, "aco_nc: %s: %s\n", what, strerror(err));
+    failed = 1;
+}
+
+/* Copy in to out through a heap buffer until in's end: 0 or -errno. */
+static int copy_rw(int in, int out, int in_is_sock) {
+    char* buf = malloc(BUF);
+    if (buf == NULL) return -ENOMEM;
+    int r = 0;
+    for (;;) {
+        ssize_t n = in_is_sock ? aco_rt_recv(in, buf, BUF, 0, -1) : aco_rt_read(in, buf, BUF, -1);
+        if (n <= 0) { r = (int)n; break; }
+        ssize_t w = aco_rt_write(out, buf, (size_t)n, -1);
+        if (w != n) { r = w < 0 ? (int)w : -EIO; break; }
+    }
+    free(buf);
+    return r;
+}
+
+/* stdin (a regular file) to the socket by sendfile: 0, -errno, or 1 if
+ * sendfile cannot do it (then nothing was sent). */
+static int send_file(int in) {
+    int sent_any = 0;
+    for (;;) {
+        ssize_t n = sendfile(sock, in, NULL, 1 << 30);
+        if (n > 0) { sent_any = 1; continue; }
+        if (n == 0) return 0;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+            int r = aco_rt_wait(sock, POLLOUT, -1);
+            if (r < 0) return r;
+            continue;
+        }
+        if (!sent_any && (errno == EINVAL || errno == ENOSYS)) return 1;
+        return -errno;
+    }
+}
+
+/* The socket to out (a pipe or file) by splice: 0, -errno, or 1 if splice
+ * cannot do it (nothing moved). */
+static int recv_splice(int out) {
+    int p[2];
+    if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0) return 1;
+    fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+    int r = 0, moved = 0;
+    for (;;) {
+        ssize_t n = splice(sock, NULL, p[1], NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) {
+                if ((r = aco_rt_wait(sock, POLLIN, -1)) < 0) break;
+                r = 0;
+                continue;
+            }
+            r = (!moved && errno == EINVAL) ? 1 : -errno;
+            break;
+        }
+        moved = 1;
+        while (n > 0) {     /* drain the pipe into out */
+            ssize_t m = splice(p[0], NULL, out, NULL, (size_t)n, SPLICE_F_MOVE);
+            if (m < 0 && errno == EINTR) continue;
+            if (m < 0 && errno == EAGAIN) {     /* out is a full pipe */
+                if ((r = aco_rt_wait(out, POLLOUT, -1)) < 0) goto out;
+                r = 0;
+                continue;
+            }
+            if (m <= 0) { r = m < 0 ? -errno : -EIO; goto out; }
+            n -= m;
+        }
+    }
+out:
+    close(p[0]);
+    close(p[1]);
+    return r;
+}
+
+static void send_co(void* arg) {
+    (void)arg;
+    struct stat st;
+    int r = 1;
+    if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) r = send_file(0);
+    if (r == 1) r = copy_rw(0, sock, 0);
+    if (r < 0) fail("sending", -r);
+    shutdown(sock, SHUT_WR);
+}
+
+static void recv_co(void* arg) {
+    (void)arg;
+    struct stat st;
+    int r = 1;
+    if (fstat(1, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+        r = recv_splice(1);
+    if (r == 1) r = copy_rw(sock, 1, 1);
+    if (r < 0) fail("receiving", -r);
+}
+
+static int listen_port = -1;
+static const char* listen_addr = "0.0.0.0";
+static const char* host;
+static const char* port;
+
+static void main_co(void* arg) {
+    (void)arg;
+    if (listen_port >= 0) {
+        struct sockaddr_in sa = {0};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons((uint16_t)listen_port);
+        if (inet_pton(AF_INET, listen_addr, &sa.sin_addr) != 1) { fail(listen_addr, EINVAL); return; }
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+        if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(l, (struct sockaddr*)&sa, sizeof(sa)) < 0 || listen(l, 1) < 0) {
+            fail("listen", errno);
+            return;
+        }
+        sock = aco_rt_accept(l, NULL, NULL, SOCK_CLOEXEC, -1);
+        aco_rt_close(l);
+        if (sock < 0) { fail("accept", -sock); return; }
+    } else {
+        struct addrinfo hints = {0}, *ai;
+        hints.ai_socktype = SOCK_STREAM;
+        int e = getaddrinfo(host, port, &hints, &ai);
+        if (e) { fprintf(stderr, "aco_nc: %s: %s\n", host, gai_strerror(e)); failed = 1; return; }
+        int r = -ECONNREFUSED;
+        for (struct addrinfo* a = ai; a; a = a->ai_next) {
+            sock = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (sock < 0) continue;
+            if ((r = aco_rt_connect(sock, a->ai_addr, a->ai_addrlen, -1)) == 0) break;
+            aco_rt_close(sock);
+            sock = -1;
+        }
+        freeaddrinfo(ai);
+        if (sock < 0) { fail("connect", -r); return; }
+    }
+    aco_rt_co_t* s = aco_rt_spawn(NULL, send_co, NULL);
+    aco_rt_co_t* rcv = aco_rt_spawn(NULL, recv_co, NULL);
+    if (s == NULL || rcv == NULL) { fail("spawn", ENOMEM); return; }
+    /* Both directions to their ends: the peer shutting its side down does
+     * not end ours (it may still be reading). */
+    aco_rt_join(rcv, -1);
+    aco_rt_join(s, -1);
+    aco_rt_close(sock);
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: aco_nc [--backend uring|epoll] HOST PORT\n"
+                    "       aco_nc [--backend uring|epoll] -l [-p] PORT [ADDR]\n");
+    return 2;
+}
+
+int main(int argc, char** argv) {
+    aco_rt_opts_t o = {0};
+    int listen = 0, i = 1;
+    const char* pos[2] = {NULL, NULL};
+    int npos = 0;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            const char* b = argv[++i];
+            if (strcmp(b, "uring") == 0) o.backend = ACO_RT_BACKEND_URING;
+            else if (strcmp(b, "epoll") == 0) o.backend = ACO_RT_BACKEND_EPOLL;
+            else return usage();
+        } else if (strcmp(argv[i], "-l") == 0) {
+            listen = 1;
+        } else if (strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "-N") == 0) {
+            /* -p: the port follows anyway; -N: what we always do */
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage();
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            return usage();
+        }
+    }
+    if (listen) {
+        if (npos < 1) return usage();
+        listen_port = atoi(pos[0]);
+        if (npos == 2) listen_addr = pos[1];
+    } else {
+        if (npos != 2) return usage();
+        host = pos[0];
+        port = pos[1];
+    }
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    if (s == NULL) { fprintf(stderr, "aco_nc: scheduler: %s\n", strerror(errno)); return 1; }
+    aco_rt_detach(aco_rt_spawn(s, main_co, NULL));
+    int r = aco_rt_sched_run(s);
+    if (r < 0) { fprintf(stderr, "aco_nc: scheduler: %s\n", strerror(-r)); return 1; }
+    aco_rt_sched_free(s);
+    return failed;
+}

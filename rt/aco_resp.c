@@ -1,0 +1,163 @@
+/* aco_resp - a RESP (redis protocol) server on the runtime: PING, ECHO, SET,
+ * GET, DEL, INCR (and what clients send when they connect: CONFIG GET,
+ * COMMAND, SELECT 0, QUIT) over an in-memory store without expiry.
+ *
+ *   aco_resp [--port N] [--backend uring|epoll] [--bind ADDR]
+ *
+ * One co per connection.  It receives into the connection's input buffer
+ * (heap: io_uring may fill it while the co is parked), executes every
+ * complete command there (pipelining) appending the replies to the
+ * connection's output buffer, sends that, and goes on.  A protocol error
+ * gets "-ERR <what>" and the connection closed, as redis does; so does an
+ * input buffer over 1 GiB (redis' client-query-buffer-limit) and running
+ * out of memory for a reply.  A SET is in the store before its +OK is
+ * sent.
+ */
+#define _GNU_SOURCE
+#include "aco_rt.h"
+#include "kv.h"
+#include "resp.h"
+#include "rt_cli.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define READ_CHUNK (16 * 1024)
+#define QUERY_LIMIT ((size_t)1 << 30)
+
+static kv_t* store;
+static int listen_fd;
+
+typedef struct {
+    int fd;
+    resp_buf_t in;
+    resp_buf_t out;
+    resp_parser_t p;
+} conn_t;
+
+/* Send what is in c->out: 0, or -1 if the connection is done for. */
+static int flush_out(conn_t* c) {
+    if (c->out.oom) return -1;
+    if (c->out.len == 0) return 0;
+    ssize_t w = aco_rt_send(c->fd, c->out.ptr, c->out.len, 0, -1);
+    if (w != (ssize_t)c->out.len) return -1;
+    c->out.len = 0;
+    resp_buf_shrink(&c->out, 1 << 20);
+    return 0;
+}
+
+/* Execute the complete commands in c->in: 0 to go on, -1 to close (after
+ * flushing what the replies say). */
+static int serve_input(conn_t* c) {
+    size_t off = 0, used = 0;
+    int r;
+    while ((r = resp_parse(&c->p, c->in.ptr + off, c->in.len - off, &used)) == RESP_OK) {
+        off += used;
+        int e = kv_exec(store, c->p.argc, c->p.argv, &c->out);
+        if (e == KV_CLOSE || e < 0) {   /* QUIT, or no memory for the reply */
+            resp_buf_consume(&c->in, off);
+            return -1;
+        }
+    }
+    if (r < 0) {
+        const char* e = resp_parser_error(&c->p);
+        char msg[128];
+        int n = snprintf(msg, sizeof(msg), "ERR %s", e);
+        resp_add_error(&c->out, msg, (size_t)n);
+        return -1;
+    }
+    off += used;
+    resp_buf_consume(&c->in, off);
+    return 0;
+}
+
+static void conn_co(void* arg) {
+    conn_t* c = (conn_t*)arg;
+    for (;;) {
+        /* Room for the next read: what the parser says a pending command
+         * needs, at least a chunk. */
+        size_t need = resp_parser_need(&c->p);
+        size_t want = need > c->in.len ? need - c->in.len : 0;
+        if (want < READ_CHUNK) want = READ_CHUNK;
+        if (c->in.len + want > QUERY_LIMIT) {
+            resp_add_error(&c->out, "ERR query buffer limit exceeded", 31);
+            break;
+        }
+        if (resp_buf_reserve(&c->in, want) < 0) {
+            resp_add_error(&c->out, "ERR out of memory", 17);
+            break;
+        }
+        ssize_t n = aco_rt_recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len, 0, -1);
+        if (n <= 0) goto done;          /* peer closed or reset */
+        c->in.len += (size_t)n;
+        if (c->in.len < need) continue; /* a big argument still arriving */
+        int stop = serve_input(c);
+        if (flush_out(c) < 0 || stop) goto done;
+        resp_buf_shrink(&c->in, 1 << 20);
+    }
+    flush_out(c);
+done:
+    aco_rt_close(c->fd);
+    resp_buf_free(&c->in);
+    resp_buf_free(&c->out);
+    resp_parser_free(&c->p);
+    free(c);
+}
+
+static void accept_co(void* arg) {
+    (void)arg;
+    for (;;) {
+        int fd = aco_rt_accept(listen_fd, NULL, NULL, SOCK_CLOEXEC, -1);
+        if (fd < 0) {
+            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
+                aco_rt_sleep(10 * 1000000);     /* let connections end */
+                continue;
+            }
+            if (fd == -ECANCELED) break;
+            fprintf(stderr, "aco_resp: accept: %s\n", strerror(-fd));
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        conn_t* c = calloc(1, sizeof(*c));
+        aco_rt_co_t* co = c ? aco_rt_spawn(NULL, conn_co, c) : NULL;
+        if (co == NULL) {
+            free(c);
+            aco_rt_close(fd);
+            continue;
+        }
+        c->fd = fd;
+        resp_parser_init(&c->p);
+        aco_rt_detach(co);
+    }
+}
+
+int main(int argc, char** argv) {
+    rt_cli_t cli;
+    if (rt_cli_parse(&cli, "aco_resp", argc, argv) < 0) return 2;
+    signal(SIGPIPE, SIG_IGN);
+    aco_rt_opts_t o = {.backend = cli.backend};
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    if (s == NULL) {
+        fprintf(stderr, "aco_resp: cannot start the scheduler: %s\n", strerror(errno));
+        return 1;
+    }
+    if ((store = kv_new(NULL)) == NULL) {
+        fprintf(stderr, "aco_resp: out of memory\n");
+        return 1;
+    }
+    if ((listen_fd = rt_cli_listen(&cli, "aco_resp")) < 0) return 1;
+    fprintf(stderr, "aco_resp: listening on %s:%d (%s)\n", cli.bind, cli.port,
+            aco_rt_backend_name(s));
+    aco_rt_detach(aco_rt_spawn(s, accept_co, NULL));
+    int r = aco_rt_sched_run(s);
+    fprintf(stderr, "aco_resp: scheduler stopped: %s\n", strerror(-r));
+    return 1;
+}

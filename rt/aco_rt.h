@@ -1,0 +1,323 @@
+/* aco_rt.h - a coroutine runtime on libaco: one scheduler per thread, timers,
+ * io_uring / epoll I/O, mutex, condition variable, semaphore, wait group and
+ * channels.
+ *
+ * The model.  A scheduler (aco_rt_sched_t) belongs to the thread that
+ * created it and runs there, in that thread's libaco main co, inside
+ * aco_rt_sched_run().  Cos (aco_rt_co_t) are libaco cos on the scheduler's
+ * share stacks (or on a stack of their own when asked): the scheduler
+ * resumes each ready co in turn; a co runs until it blocks in a call of this
+ * header (or aco_rt_yield()), and a blocked co costs its object, its live
+ * stack bytes and nothing else.  Nothing here is thread-safe across
+ * schedulers yet, except where a function says so: use a scheduler's objects
+ * (cos, mutexes, channels, ...) from its own thread.
+ *
+ * Blocking calls.  Every call that can block takes `deadline`, an absolute
+ * time on aco_rt_now()'s clock in ns: -1 waits without limit, a time in the
+ * past (e.g. 0) does not wait at all.  They return a negative errno:
+ *   -ETIMEDOUT  the deadline passed first;
+ *   -ECANCELED  the co was cancelled (aco_rt_cancel): this call and every
+ *               later blocking call of the co fail so, at once;
+ *   -EPERM      called outside a co of a running scheduler.
+ * They never lose data: a call that returns an error transferred nothing
+ * (I/O calls: or returns the byte count it did transfer).
+ *
+ * The share-stack rule.  A co's stack may be a share stack that other cos
+ * use while it is blocked, so nothing that is written while the co is
+ * blocked may point into its stack.  The runtime keeps to it itself: its
+ * waiter records live in the co's heap object, a channel element passes
+ * through a heap mailbox, and io_uring never gets a buffer that lies on a
+ * share stack (such a call waits for readiness instead and then does a plain
+ * system call).  What the program must keep to: objects that other cos use
+ * (aco_rt_mutex_t, aco_rt_chan_t, aco_rt_timer_t, ...) must not live on a
+ * co's stack; put them in static or heap memory, or on the stack of the
+ * thread that runs the scheduler (outside any co).
+ */
+#ifndef ACO_RT_H
+#define ACO_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACO_RT_VERSION_MAJOR 0
+#define ACO_RT_VERSION_MINOR 1
+
+typedef struct aco_rt_sched aco_rt_sched_t;
+typedef struct aco_rt_co aco_rt_co_t;
+typedef void (*aco_rt_fn_t)(void* arg);
+
+/* ======================================================================== */
+/* Scheduler                                                                */
+/* ======================================================================== */
+
+enum aco_rt_backend {
+    ACO_RT_BACKEND_AUTO = 0,    /* $ACO_RT_BACKEND (uring|epoll), else io_uring
+                                   where the kernel allows it, else epoll */
+    ACO_RT_BACKEND_URING,
+    ACO_RT_BACKEND_EPOLL
+};
+
+typedef struct {
+    int      backend;           /* enum aco_rt_backend */
+    unsigned share_stacks;      /* share stacks for the cos (0: 4); new cos
+                                   take them in turn */
+    size_t   stack_size;        /* bytes of each share stack, and the default
+                                   of a standalone co's stack (0: 256 KiB) */
+    unsigned uring_entries;     /* io_uring submission queue size (0: 512) */
+} aco_rt_opts_t;
+
+/* A scheduler for the calling thread (at most one per thread), with opts
+ * (NULL: all defaults).  Calls aco_thread_init() for the thread if nothing
+ * has.  NULL with errno set on failure: ENOMEM, EBUSY (the thread has one),
+ * ENOSYS or the kernel's error (a forced backend that cannot start), EINVAL
+ * (bad opts, or an unknown $ACO_RT_BACKEND). */
+aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
+
+/* Run the scheduler until no co is left (joined, detached and finished, or
+ * never to be joined and finished) or aco_rt_sched_stop().  Call it from
+ * the scheduler's thread, outside any co.  0, or -errno if the backend
+ * failed (the cos are then left as they are). */
+int aco_rt_sched_run(aco_rt_sched_t* s);
+
+/* Make aco_rt_sched_run() return after the current round; the cos stay as
+ * they are and a later aco_rt_sched_run() goes on with them. */
+void aco_rt_sched_stop(aco_rt_sched_t* s);
+
+/* Free the scheduler and every co it still has (a co that has not finished
+ * is destroyed without running any more of its code).  Not from a co. */
+void aco_rt_sched_free(aco_rt_sched_t* s);
+
+/* The calling thread's scheduler, or NULL. */
+aco_rt_sched_t* aco_rt_sched_current(void);
+
+/* "uring" or "epoll". */
+const char* aco_rt_backend_name(const aco_rt_sched_t* s);
+
+/* ======================================================================== */
+/* Cos                                                                      */
+/* ======================================================================== */
+
+typedef struct {
+    size_t stack_size;          /* standalone: its stack's bytes (0: the
+                                   scheduler's stack_size) */
+    int    standalone;          /* non-zero: a stack of its own instead of a
+                                   share stack (nothing is copied when it
+                                   switches; costs the stack's memory) */
+    const char* name;           /* shown by aco_rt_dump (not copied) */
+} aco_rt_spawn_opts_t;
+
+/* A new co of scheduler s (NULL: the calling thread's) that runs fn(arg); it
+ * is ready at once and starts when the scheduler comes to it.  From a co or
+ * from the scheduler's thread before or between aco_rt_sched_run()s.  The
+ * handle stays valid until aco_rt_join() returned 0 for it or it was
+ * detached.  NULL with errno: ENOMEM, EPERM (no scheduler). */
+aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg);
+aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                           const aco_rt_spawn_opts_t* opts);
+
+/* Wait until co finished, then free its handle: 0.  -ETIMEDOUT or
+ * -ECANCELED: co goes on and the handle stays valid.  -EINVAL: co is the
+ * caller, or already has a joiner.  One joiner per co. */
+int aco_rt_join(aco_rt_co_t* co, int64_t deadline);
+
+/* Let co's handle go: freed as soon as co finishes.  -EINVAL if co already
+ * has a joiner. */
+int aco_rt_detach(aco_rt_co_t* co);
+
+/* Ask co to stop: its blocking call (now or next) returns -ECANCELED, and so
+ * does every later one; nothing is unwound by force.  0; cancelling a co
+ * twice, or one that finished, does nothing. */
+int aco_rt_cancel(aco_rt_co_t* co);
+
+/* The calling co, or NULL outside cos. */
+aco_rt_co_t* aco_rt_self(void);
+
+/* Non-zero if the calling co has been cancelled. */
+int aco_rt_cancelled(void);
+
+/* Let every other ready co run once, then come back: 0 or -ECANCELED. */
+int aco_rt_yield(void);
+
+/* Sleep ns nanoseconds / until the deadline: 0, or -ECANCELED. */
+int aco_rt_sleep(int64_t ns);
+int aco_rt_sleep_until(int64_t deadline);
+
+/* CLOCK_MONOTONIC in ns: the clock of every deadline. */
+int64_t aco_rt_now(void);
+
+/* ======================================================================== */
+/* Timers                                                                   */
+/* ======================================================================== */
+
+/* A callback timer, for code that runs in the scheduler rather than in a co.
+ * The struct is the program's (no allocation); its fields are private.
+ * Insert and cancel are O(1) (a hierarchical timing wheel of 2^14 ns ticks:
+ * a timer never fires early, and late by at most a tick plus the time the
+ * scheduler needs to come round). */
+typedef struct aco_rt_timer {
+    struct aco_rt_timer* next_;
+    struct aco_rt_timer* prev_;
+    int64_t expiry_;            /* in ticks */
+    void (*fn_)(struct aco_rt_timer*);
+} aco_rt_timer_t;
+
+/* Arm t (not armed) to call fn(t) from the scheduler (not in a co: fn must
+ * not block) when aco_rt_now() >= deadline.  A deadline already passed fires
+ * in the scheduler's next round.  0, -EPERM (no scheduler), -EINVAL (t lies
+ * on a share stack, or is armed). */
+int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
+                       void (*fn)(aco_rt_timer_t*));
+
+/* Disarm t: 1 if it was armed, 0 if not (it fired, or never started). */
+int aco_rt_timer_stop(aco_rt_timer_t* t);
+
+/* ======================================================================== */
+/* I/O                                                                      */
+/* ======================================================================== */
+
+/* POSIX shapes plus a deadline; the result or -errno.  The descriptor is
+ * made non-blocking the first time a call here waits on it (it stays so;
+ * other processes sharing the open file see it too).  read/recv return as
+ * soon as some bytes are there; write/send/writev send everything (like a
+ * blocking socket) and return less than asked only when an error or the
+ * deadline comes after part was sent.  Buffers may lie anywhere, on the
+ * co's share stack too (see the share-stack rule above). */
+ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline);
+ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline);
+ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline);
+ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadline);
+ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline);
+ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadline);
+
+/* accept4(2): the new descriptor (flags: SOCK_NONBLOCK, SOCK_CLOEXEC). */
+int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
+                  int64_t deadline);
+
+/* connect(2) on a socket, waiting for the connection: 0 or -errno. */
+int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
+                   int64_t deadline);
+
+/* Wait until fd is ready for events (POLLIN, POLLOUT): the poll(2) revents
+ * (POLLIN, POLLOUT, POLLERR, POLLHUP, POLLRDHUP), or -errno. */
+int aco_rt_wait(int fd, int events, int64_t deadline);
+
+/* Close fd: calls of other cos blocked on it return -EBADF first. */
+int aco_rt_close(int fd);
+
+/* ======================================================================== */
+/* Sync (among the cos of one scheduler).  FIFO: the longest waiter goes    */
+/* first.  No allocation per wait.  Each object is zero-initialisable        */
+/* (all-zero = ready to use, as after _init); none needs destroying.        */
+/* ======================================================================== */
+
+typedef struct aco_rt_waitq { void* head_; void* tail_; } aco_rt_waitq_t;
+
+typedef struct { aco_rt_co_t* owner_; aco_rt_waitq_t q_; } aco_rt_mutex_t;
+void aco_rt_mutex_init(aco_rt_mutex_t* m);
+/* 0, -ETIMEDOUT, -ECANCELED; -EDEADLK if the caller holds it. */
+int  aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline);
+/* 0, or -EBUSY. */
+int  aco_rt_mutex_trylock(aco_rt_mutex_t* m);
+/* 0; -EPERM if the caller does not hold it.  Hands m to the first waiter. */
+int  aco_rt_mutex_unlock(aco_rt_mutex_t* m);
+
+typedef struct { aco_rt_waitq_t q_; } aco_rt_cond_t;
+void aco_rt_cond_init(aco_rt_cond_t* c);
+/* Unlock m, wait for a signal, lock m again (also when the wait failed):
+ * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held). */
+int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
+void aco_rt_cond_signal(aco_rt_cond_t* c);
+void aco_rt_cond_broadcast(aco_rt_cond_t* c);
+
+typedef struct { int64_t count_; aco_rt_waitq_t q_; } aco_rt_sem_t;
+void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count);
+/* Take one: 0, -ETIMEDOUT, -ECANCELED. */
+int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);
+/* 0, or -EAGAIN if none is free. */
+int  aco_rt_sem_trywait(aco_rt_sem_t* s);
+void aco_rt_sem_post(aco_rt_sem_t* s);
+
+typedef struct { int64_t count_; aco_rt_waitq_t q_; } aco_rt_wg_t;
+void aco_rt_wg_init(aco_rt_wg_t* wg);
+/* Add n (may be negative) to the counter; at 0 the waiters go on.
+ * -EINVAL if it would go below 0 (nothing changes). */
+int  aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n);
+int  aco_rt_wg_done(aco_rt_wg_t* wg);           /* aco_rt_wg_add(wg, -1) */
+/* Wait for the counter to be 0: 0, -ETIMEDOUT, -ECANCELED. */
+int  aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline);
+
+/* ======================================================================== */
+/* Channels: bounded FIFO of fixed-size elements.  Capacity 0: rendezvous   */
+/* (send returns once a receiver has the element).                          */
+/* ======================================================================== */
+
+typedef struct aco_rt_chan aco_rt_chan_t;
+
+/* A channel of cap elements of elem_size bytes (>= 1): NULL with errno
+ * ENOMEM or EINVAL. */
+aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap);
+/* Free it: no co may be waiting on it (-EBUSY, nothing freed). */
+int  aco_rt_chan_free(aco_rt_chan_t* ch);
+/* Copy elem (elem_size bytes) in: 0, -EPIPE (closed), -ETIMEDOUT,
+ * -ECANCELED. */
+int  aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline);
+/* Copy an element out into elem: 0; -EPIPE once closed and empty;
+ * -ETIMEDOUT, -ECANCELED. */
+int  aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline);
+/* No more sends: waiting senders get -EPIPE, receivers drain what is
+ * buffered and then get -EPIPE.  0, or -EPIPE if already closed. */
+int  aco_rt_chan_close(aco_rt_chan_t* ch);
+/* Elements buffered now. */
+size_t aco_rt_chan_len(const aco_rt_chan_t* ch);
+
+/* One case of aco_rt_chan_select: send *elem on ch, or receive into elem. */
+enum { ACO_RT_SEND = 1, ACO_RT_RECV = 2 };
+typedef struct {
+    aco_rt_chan_t* ch;
+    int            op;          /* ACO_RT_SEND or ACO_RT_RECV */
+    void*          elem;
+} aco_rt_case_t;
+
+/* Do the first case that can go on (in case order when several can now;
+ * else the first to become possible): its index, with the element sent or
+ * received.  A case on a closed channel can go on and fails: its index is
+ * returned and *err (if not NULL) is -EPIPE, else 0.  -ETIMEDOUT,
+ * -ECANCELED, -EINVAL (n < 1 or a bad case), -ENOMEM. */
+int  aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline);
+
+/* ======================================================================== */
+/* Seeing inside                                                            */
+/* ======================================================================== */
+
+typedef struct {
+    uint64_t switches;          /* co resumes by the scheduler */
+    uint64_t cos_alive;         /* spawned, not yet finished */
+    uint64_t cos_parked;        /* blocked in a call */
+    uint64_t cos_ready;         /* waiting for their turn */
+    uint64_t timers;            /* armed timers (deadlines included) */
+    uint64_t io_inflight;       /* io_uring operations in the kernel, or
+                                   cos waiting on epoll readiness */
+    uint64_t spawned;           /* cos spawned so far */
+    uint64_t polls;             /* backend waits (syscalls that block) */
+} aco_rt_stats_t;
+
+/* Counters of s (NULL: the calling thread's scheduler). */
+void aco_rt_stats(const aco_rt_sched_t* s, aco_rt_stats_t* out);
+
+/* Write one line per co of s (NULL: the current) to fd: its id, name, state
+ * and what it waits on (object address, deadline).  Async-signal-unsafe but
+ * lock-free: callable from gdb (`call aco_rt_dump(0, 2)`). */
+void aco_rt_dump(const aco_rt_sched_t* s, int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACO_RT_H */

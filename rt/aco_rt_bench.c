@@ -1,0 +1,237 @@
+/* aco_rt_bench - the runtime's micro-benchmarks, one per run:
+ *
+ *   aco_rt_bench pingpong [N]       chan_pingpong_ns: two cos, two unbuffered
+ *                                   int channels, one send each way a round
+ *   aco_rt_bench spawn_join [N]     spawn_join_ns: spawn an empty co, join it
+ *   aco_rt_bench wake [N]           wake_ns: from a semaphore post in one co
+ *                                   to the waiting co running (clock reads
+ *                                   included: clock_ns says their cost)
+ *   aco_rt_bench timer [N]          timer_ns: aco_rt_timer_start + _stop
+ *   aco_rt_bench mutex [N]          mutex_ns: lock + unlock, uncontended
+ *   aco_rt_bench mutex_handoff [N]  mutex_handoff_ns: two cos that each lock,
+ *                                   yield, unlock: every lock waits and is
+ *                                   handed over; ns per lock+unlock
+ *   aco_rt_bench parked [N]         parked_bytes_per_co: RSS growth per co
+ *                                   of N cos parked in aco_rt_sleep
+ *
+ * Each timed figure is the median of 7 segments of N operations after a
+ * warm-up segment.  The scheduler's backend is $ACO_RT_BACKEND's (none of
+ * these do I/O).  Pin it (taskset) for stable figures.
+ */
+#define _GNU_SOURCE
+#include "aco_rt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <string.h>
+
+#define SEGMENTS 7
+
+static long n_ops;
+static double seg[SEGMENTS + 1];
+
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double* v, int n) {
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Run body(n_ops) SEGMENTS+1 times in a co, the first as warm-up; print the
+ * median ns per operation under name. */
+typedef void (*body_fn)(long n);
+static body_fn body;
+static const char* body_name;
+
+static void timed_co(void* arg) {
+    (void)arg;
+    for (int i = 0; i <= SEGMENTS; i++) {
+        int64_t t0 = aco_rt_now();
+        body(n_ops);
+        seg[i] = (double)(aco_rt_now() - t0) / (double)n_ops;
+    }
+    printf("%s %.2f\n", body_name, median(seg + 1, SEGMENTS));
+}
+
+static void run_timed(const char* name, body_fn fn) {
+    body = fn;
+    body_name = name;
+    aco_rt_detach(aco_rt_spawn(NULL, timed_co, NULL));
+}
+
+/* ---- pingpong ---- */
+static aco_rt_chan_t *ch_ping, *ch_pong;
+static void pong_co(void* arg) {
+    (void)arg;
+    int v;
+    while (aco_rt_chan_recv(ch_ping, &v, -1) == 0) aco_rt_chan_send(ch_pong, &v, -1);
+}
+static void pingpong_body(long n) {
+    for (int i = 0; i < n; i++) {
+        int v = i;
+        aco_rt_chan_send(ch_ping, &v, -1);
+        aco_rt_chan_recv(ch_pong, &v, -1);
+    }
+}
+
+/* ---- spawn_join ---- */
+static void empty_co(void* arg) { (void)arg; }
+static void spawn_join_body(long n) {
+    for (long i = 0; i < n; i++) aco_rt_join(aco_rt_spawn(NULL, empty_co, NULL), -1);
+}
+
+/* ---- wake ---- */
+static aco_rt_sem_t sem_a, sem_b;
+static int64_t wake_t0, wake_sum;
+static void waker_peer_co(void* arg) {
+    (void)arg;
+    while (aco_rt_sem_wait(&sem_b, -1) == 0) {
+        wake_sum += aco_rt_now() - wake_t0;
+        aco_rt_sem_post(&sem_a);
+    }
+}
+static void wake_body(long n) {
+    for (long i = 0; i < n; i++) {
+        wake_t0 = aco_rt_now();
+        aco_rt_sem_post(&sem_b);
+        aco_rt_sem_wait(&sem_a, -1);
+    }
+}
+static void wake_co(void* arg) {
+    (void)arg;
+    for (int i = 0; i <= SEGMENTS; i++) {
+        wake_sum = 0;
+        wake_body(n_ops);
+        seg[i] = (double)wake_sum / (double)n_ops;
+    }
+    printf("wake_ns %.2f\n", median(seg + 1, SEGMENTS));
+    for (int i = 0; i < SEGMENTS; i++) {
+        int64_t t0 = aco_rt_now();
+        for (long k = 0; k < n_ops; k++) wake_t0 = aco_rt_now();
+        seg[i] = (double)(aco_rt_now() - t0) / (double)n_ops;
+    }
+    printf("clock_ns %.2f\n", median(seg, SEGMENTS));
+}
+
+/* ---- timer ---- */
+static aco_rt_timer_t* timers;
+static void timer_cb(aco_rt_timer_t* t) { (void)t; }
+static void timer_body(long n) {
+    int64_t d = aco_rt_now() + 3600LL * 1000000000;
+    for (long i = 0; i < n; i++) {
+        aco_rt_timer_t* t = &timers[i & 1023];
+        aco_rt_timer_start(t, d + i, timer_cb);
+        aco_rt_timer_stop(t);
+    }
+}
+
+/* ---- mutex ---- */
+static aco_rt_mutex_t mu;
+static void mutex_body(long n) {
+    for (long i = 0; i < n; i++) {
+        aco_rt_mutex_lock(&mu, -1);
+        aco_rt_mutex_unlock(&mu);
+    }
+}
+static volatile int handoff_stop;
+static void handoff_peer_co(void* arg) {
+    (void)arg;
+    while (!handoff_stop) {
+        aco_rt_mutex_lock(&mu, -1);
+        aco_rt_yield();
+        aco_rt_mutex_unlock(&mu);
+    }
+}
+static void handoff_body(long n) {
+    /* n lock+unlock pairs: half here, half in the peer */
+    for (long i = 0; i < n / 2; i++) {
+        aco_rt_mutex_lock(&mu, -1);
+        aco_rt_yield();
+        aco_rt_mutex_unlock(&mu);
+    }
+}
+static void handoff_co(void* arg) {
+    (void)arg;
+    timed_co(NULL);
+    handoff_stop = 1;
+}
+
+/* ---- parked ---- */
+static long rss_kib(void) {
+    FILE* f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0) v = atol(line + 6);
+    if (f) fclose(f);
+    return v;
+}
+static long rss_before;
+static void sleeper_co(void* arg) { (void)arg; aco_rt_sleep(3600LL * 1000000000); }
+static void measure_co(void* arg) {
+    (void)arg;
+    long after = rss_kib();
+    printf("parked_bytes_per_co %.1f\n", (double)(after - rss_before) * 1024.0 / (double)n_ops);
+    fflush(stdout);
+    _exit(0);   /* the sleepers would sleep for an hour */
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: aco_rt_bench pingpong|spawn_join|wake|timer|mutex|"
+                        "mutex_handoff|parked [N]\n");
+        return 2;
+    }
+    const char* what = argv[1];
+    n_ops = argc > 2 ? atol(argv[2]) : 0;
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    if (s == NULL) { perror("aco_rt_sched_new"); return 1; }
+    if (strcmp(what, "pingpong") == 0) {
+        if (!n_ops) n_ops = 1000000;
+        ch_ping = aco_rt_chan_new(sizeof(int), 0);
+        ch_pong = aco_rt_chan_new(sizeof(int), 0);
+        aco_rt_co_t* p = aco_rt_spawn(s, pong_co, NULL);
+        run_timed("chan_pingpong_ns", pingpong_body);
+        aco_rt_detach(p);
+        aco_rt_sched_run(s);        /* ends in -EDEADLK: pong waits */
+        aco_rt_chan_close(ch_ping); /* and the run below ends it */
+    } else if (strcmp(what, "spawn_join") == 0) {
+        if (!n_ops) n_ops = 1000000;
+        run_timed("spawn_join_ns", spawn_join_body);
+    } else if (strcmp(what, "wake") == 0) {
+        if (!n_ops) n_ops = 1000000;
+        aco_rt_spawn(s, waker_peer_co, NULL);
+        aco_rt_detach(aco_rt_spawn(s, wake_co, NULL));
+        aco_rt_sched_run(s);        /* -EDEADLK at the end: the peer waits */
+        return 0;
+    } else if (strcmp(what, "timer") == 0) {
+        if (!n_ops) n_ops = 10000000;
+        timers = calloc(1024, sizeof(*timers));
+        run_timed("timer_ns", timer_body);
+    } else if (strcmp(what, "mutex") == 0) {
+        if (!n_ops) n_ops = 10000000;
+        run_timed("mutex_ns", mutex_body);
+    } else if (strcmp(what, "mutex_handoff") == 0) {
+        if (!n_ops) n_ops = 1000000;
+        body = handoff_body;
+        body_name = "mutex_handoff_ns";
+        aco_rt_detach(aco_rt_spawn(s, handoff_co, NULL));
+        aco_rt_detach(aco_rt_spawn(s, handoff_peer_co, NULL));
+    } else if (strcmp(what, "parked") == 0) {
+        if (!n_ops) n_ops = 1000000;
+        rss_before = rss_kib();
+        for (long i = 0; i < n_ops; i++) aco_rt_detach(aco_rt_spawn(s, sleeper_co, NULL));
+        aco_rt_detach(aco_rt_spawn(s, measure_co, NULL));
+    } else {
+        fprintf(stderr, "aco_rt_bench: unknown benchmark '%s'\n", what);
+        return 2;
+    }
+    int r = aco_rt_sched_run(s);
+    if (r < 0 && r != -EDEADLK) { fprintf(stderr, "aco_rt_bench: run: %d\n", r); return 1; }
+    return 0;
+}

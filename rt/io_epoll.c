@@ -1,0 +1,119 @@
+/* io_epoll.c - the epoll backend: readiness, edge-triggered.
+ *
+ * A descriptor is added once, for input and output at the same time
+ * (EPOLLET), the first time a co has to wait on it.  Edge-triggered is
+ * enough because a co waits only after its system call said EAGAIN: the
+ * next edge comes after that, and epoll keeps an edge that arrives before
+ * the co parks (the scheduler is this thread: it cannot wait in epoll
+ * before the co has parked).  Descriptors that epoll refuses (EPERM:
+ * regular files) are always ready.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define EVENTS 256
+
+typedef struct {
+    int epfd;
+    struct epoll_event ev[EVENTS];
+} ep_t;
+
+static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
+    (void)o;
+    ep_t* e = malloc(sizeof(*e));
+    if (e == NULL) return -ENOMEM;
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (e->epfd < 0) { int r = -errno; free(e); return r; }
+    s->be_data = e;
+    return 0;
+}
+
+static void ep_fini(aco_rt_sched_t* s) {
+    ep_t* e = (ep_t*)s->be_data;
+    close(e->epfd);
+    free(e);
+}
+
+/* Wake the waiters of fd that events concern. */
+static void wake_fd(aco_rt_sched_t* s, rt_fd_t* f, uint32_t events) {
+    rt_waiter_t* w = rt_wq_first(&f->q);
+    while (w) {
+        rt_waiter_t* next = w->next;
+        int want = w->events | POLLERR | POLLHUP;
+        if ((int)events & want) {
+            rt_wq_remove(w);
+            s->st.io_inflight--;
+            rt_wake(w->co, (int)events & (want | POLLRDHUP));
+        }
+        w = next;
+    }
+}
+
+static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
+    ep_t* e = (ep_t*)s->be_data;
+    struct timespec ts, *tsp = NULL;
+    if (timeout >= 0) {
+        ts.tv_sec = timeout / 1000000000;
+        ts.tv_nsec = timeout % 1000000000;
+        tsp = &ts;
+    }
+    if (timeout != 0) s->st.polls++;
+    int n = epoll_pwait2(e->epfd, e->ev, EVENTS, tsp, NULL);
+    if (n < 0) return errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < n; i++) {
+        int fd = e->ev[i].data.fd;
+        rt_fd_t* f = rt_fd_peek(s, fd);
+        if (f) wake_fd(s, f, e->ev[i].events);
+    }
+    return 0;
+}
+
+static void ep_abort(aco_rt_co_t* co, int err) {
+    co->s->st.io_inflight--;
+    rt_abort_waitq(co, err);
+}
+
+static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
+    aco_rt_sched_t* s = co->s;
+    ep_t* e = (ep_t*)s->be_data;
+    rt_fd_t* f = rt_fd_get(s, fd);
+    if (f == NULL) return fd < 0 ? -EBADF : -ENOMEM;
+    if (f->unpollable) return events;
+    if (!f->registered) {
+        struct epoll_event ev = {0};
+        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+        ev.data.fd = fd;
+        if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            if (errno == EPERM) { f->unpollable = 1; return events; }
+            if (errno != EEXIST) return -errno;
+        }
+        f->registered = 1;
+    }
+    co->w.events = events;
+    rt_wq_push(&f->q, &co->w);
+    s->st.io_inflight++;
+    return rt_park(co, events & POLLOUT ? "fd_out" : "fd_in", (void*)(intptr_t)fd,
+                   deadline, ep_abort);
+}
+
+static void ep_closing(aco_rt_sched_t* s, int fd) {
+    ep_t* e = (ep_t*)s->be_data;
+    rt_fd_t* f = rt_fd_peek(s, fd);
+    if (f == NULL) return;
+    if (f->registered) epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+    f->registered = 0;
+    rt_waiter_t* w;
+    while ((w = rt_wq_pop(&f->q)) != NULL) {
+        s->st.io_inflight--;
+        rt_wake(w->co, -EBADF);
+    }
+}
+
+const rt_backend_t rt_backend_epoll = {
+    "epoll", ep_init, ep_fini, ep_poll, ep_wait_fd, ep_closing,
+};

@@ -1,0 +1,210 @@
+/* io_uring.c - the io_uring backend.
+ *
+ * One ring per scheduler, set up SINGLE_ISSUER | DEFER_TASKRUN where the
+ * kernel has them (completions are then run in our io_uring_enter, never
+ * interrupting the thread).  A co's operation is an SQE whose user_data is
+ * the co: one operation per co at a time, its record (in the heap) is the
+ * per-operation state.  SQEs wait in the ring until the scheduler's next
+ * poll, which submits them all and reaps completions in one system call.
+ *
+ * Deadlines and cancels ask the kernel to cancel the operation
+ * (ASYNC_CANCEL by user_data) and keep the co parked until the operation's
+ * own completion arrives: the kernel may still write the buffer until then.
+ * If the operation completed anyway, its result stands (no data is lost).
+ *
+ * Buffers on a share stack never get here (io.c): SQEs are submitted later,
+ * when another co may own that stack.  For those, and for descriptors
+ * somebody made non-blocking (the operation then fails with EAGAIN),
+ * RT_OP_POLL waits for readiness.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <stdlib.h>
+
+#ifdef ACO_RT_HAVE_URING
+#include <liburing.h>
+
+typedef struct {
+    struct io_uring ring;
+} ur_t;
+
+static int ur_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
+    ur_t* u = calloc(1, sizeof(*u));
+    if (u == NULL) return -ENOMEM;
+    struct io_uring_params p;
+    unsigned flags[] = {
+        IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE |
+            IORING_SETUP_SUBMIT_ALL,
+        IORING_SETUP_CQSIZE,
+    };
+    int r = -EINVAL;
+    for (unsigned i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        memset(&p, 0, sizeof(p));
+        p.flags = flags[i];
+        p.cq_entries = o->uring_entries * 4;
+        r = io_uring_queue_init_params(o->uring_entries, &u->ring, &p);
+        if (r != -EINVAL) break;
+    }
+    if (r < 0) { free(u); return r; }
+    if (!(p.features & IORING_FEAT_EXT_ARG) || !(p.features & IORING_FEAT_NODROP)) {
+        io_uring_queue_exit(&u->ring);
+        free(u);
+        return -ENOSYS;     /* kernel older than 5.11: use epoll */
+    }
+    s->be_data = u;
+    return 0;
+}
+
+static void ur_fini(aco_rt_sched_t* s) {
+    ur_t* u = (ur_t*)s->be_data;
+    io_uring_queue_exit(&u->ring);
+    free(u);
+}
+
+static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
+    ur_t* u = (ur_t*)s->be_data;
+    struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
+    while (sqe == NULL) {       /* the ring is full: hand it to the kernel */
+        io_uring_submit(&u->ring);
+        sqe = io_uring_get_sqe(&u->ring);
+    }
+    return sqe;
+}
+
+static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
+    aco_rt_co_t* co = (aco_rt_co_t*)io_uring_cqe_get_data(cqe);
+    if (co == NULL) return;                     /* a cancel's own completion */
+    int res = cqe->res;
+    co->flags &= (uint8_t)~RT_IO_OP;
+    s->st.io_inflight--;
+    if (res == -ECANCELED)      /* ours (deadline, cancel), else a close */
+        res = co->io_abort ? co->io_abort : -EBADF;
+    co->io_abort = 0;
+    rt_wake(co, res);
+}
+
+static int ur_poll(aco_rt_sched_t* s, int64_t timeout) {
+    ur_t* u = (ur_t*)s->be_data;
+    int r;
+    if (timeout == 0) {
+        r = io_uring_submit_and_get_events(&u->ring);
+    } else {
+        struct io_uring_cqe* cqe;
+        struct __kernel_timespec ts, *tsp = NULL;
+        if (timeout > 0) {
+            ts.tv_sec = timeout / 1000000000;
+            ts.tv_nsec = timeout % 1000000000;
+            tsp = &ts;
+        }
+        s->st.polls++;
+        r = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, tsp, NULL);
+    }
+    if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY) return r;
+    unsigned head, n = 0;
+    struct io_uring_cqe* cqe;
+    io_uring_for_each_cqe(&u->ring, head, cqe) {
+        complete(s, cqe);
+        n++;
+    }
+    io_uring_cq_advance(&u->ring, n);
+    return 0;
+}
+
+static void ur_abort(aco_rt_co_t* co, int err) {
+    if (co->io_abort) return;                   /* already asked */
+    co->io_abort = err;
+    if (rt_wheel_del(&co->s->wheel, &co->tmo)) co->s->st.timers--;
+    struct io_uring_sqe* sqe = get_sqe(co->s);
+    io_uring_prep_cancel(sqe, co, 0);
+    io_uring_sqe_set_data(sqe, NULL);
+}
+
+/* Submit sqe for co (prepared by the caller) and park until it completes. */
+static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, const char* what, int fd,
+                   int64_t deadline) {
+    io_uring_sqe_set_data(sqe, co);
+    co->flags |= RT_IO_OP;
+    co->io_abort = 0;
+    co->s->st.io_inflight++;
+    return rt_park(co, what, (void*)(intptr_t)fd, deadline, ur_abort);
+}
+
+static const char* const op_name[] = {
+    "read", "write", "readv", "writev", "recv", "send", "poll",
+};
+
+ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
+                    int64_t deadline) {
+    for (;;) {
+        int r = rt_may_block(co, deadline);
+        if (r) return r;
+        struct io_uring_sqe* sqe = get_sqe(co->s);
+        unsigned len = n > (1u << 30) ? (1u << 30) : (unsigned)n;
+        switch (op) {
+        case RT_OP_READ:   io_uring_prep_read(sqe, fd, buf, len, (uint64_t)-1); break;
+        case RT_OP_WRITE:  io_uring_prep_write(sqe, fd, buf, len, (uint64_t)-1); break;
+        case RT_OP_READV:  io_uring_prep_readv(sqe, fd, buf, len, (uint64_t)-1); break;
+        case RT_OP_WRITEV: io_uring_prep_writev(sqe, fd, buf, len, (uint64_t)-1); break;
+        case RT_OP_RECV:   io_uring_prep_recv(sqe, fd, buf, len, flags); break;
+        case RT_OP_SEND:   io_uring_prep_send(sqe, fd, buf, len, flags | MSG_NOSIGNAL); break;
+        default:           io_uring_prep_poll_add(sqe, fd, (unsigned)flags); break;
+        }
+        r = op_wait(co, sqe, op_name[op], fd, deadline);
+        if (r != -EAGAIN || op == RT_OP_POLL) return r;
+        /* A non-blocking descriptor had nothing: wait for it, go again. */
+        int ev = (op == RT_OP_READ || op == RT_OP_READV || op == RT_OP_RECV) ? POLLIN : POLLOUT;
+        if ((r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, ev, deadline)) < 0) return r;
+    }
+}
+
+int rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr, socklen_t* addrlen,
+                    int flags, int64_t deadline) {
+    for (;;) {
+        int r = rt_may_block(co, deadline);
+        if (r) return r;
+        struct io_uring_sqe* sqe = get_sqe(co->s);
+        io_uring_prep_accept(sqe, fd, addr, addrlen, flags);
+        r = op_wait(co, sqe, "accept", fd, deadline);
+        if (r != -EAGAIN && r != -ECONNABORTED && r != -EINTR) return r;
+        if (r == -EAGAIN && (r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, POLLIN, deadline)) < 0)
+            return r;
+    }
+}
+
+static int ur_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
+    return (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, events, deadline);
+}
+
+static void ur_closing(aco_rt_sched_t* s, int fd) {
+    ur_t* u = (ur_t*)s->be_data;
+    if (fd < 0 || s->st.io_inflight == 0) return;
+    struct io_uring_sqe* sqe = get_sqe(s);
+    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data(sqe, NULL);
+    io_uring_submit(&u->ring);          /* before the descriptor goes */
+}
+
+const rt_backend_t rt_backend_uring = {
+    "uring", ur_init, ur_fini, ur_poll, ur_wait_fd, ur_closing,
+};
+
+#else /* !ACO_RT_HAVE_URING: built without liburing */
+
+const rt_backend_t rt_backend_uring = {0};
+
+ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
+                    int64_t deadline) {
+    (void)co; (void)op; (void)fd; (void)buf; (void)n; (void)flags; (void)deadline;
+    return -ENOSYS;
+}
+
+int rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr, socklen_t* addrlen,
+                    int flags, int64_t deadline) {
+    (void)co; (void)fd; (void)addr; (void)addrlen; (void)flags; (void)deadline;
+    return -ENOSYS;
+}
+
+#endif

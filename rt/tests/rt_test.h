@@ -1,0 +1,208 @@
+/* rt_test.h - what the runtime's tests share: checks that print both sides
+ * and abort, the backends a test runs on, and small helpers.
+ *
+ * Backends.  A test runs its checks on every backend named in
+ * $ACO_RT_TEST_BACKENDS (space-separated: uring, epoll; default
+ * "uring epoll"), one after the other: test_on_backends() creates the
+ * scheduler on each (opts.backend forced), runs the body and frees it.  A
+ * named backend that cannot start is a failure, never a skip.  test_sched()
+ * (the old way) makes a scheduler with the given opts as they are (AUTO:
+ * $ACO_RT_BACKEND, else io_uring where it works).
+ *
+ * Checks.  CHECK(cond), CHECK_EQ/NE/LT/LE/GT/GE(a, b) (integers: both values
+ * printed) abort with file:line and, inside test_on_backends, the backend.
+ */
+#ifndef RT_TEST_H
+#define RT_TEST_H
+
+#include "../aco_rt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The backend being tested ("" outside test_on_backends). */
+static const char* test_backend_label __attribute__((unused)) = "";
+static int test_backend_id __attribute__((unused));
+
+#define TEST_FAIL_AT(file, line, ...)                                         \
+    do {                                                                      \
+        fprintf(stderr, "%s:%d: %s%s%s", file, line,                          \
+                test_backend_label[0] ? "[" : "", test_backend_label,         \
+                test_backend_label[0] ? "] " : "");                           \
+        fprintf(stderr, __VA_ARGS__);                                         \
+        fputc('\n', stderr);                                                  \
+        abort();                                                              \
+    } while (0)
+
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) TEST_FAIL_AT(__FILE__, __LINE__, "CHECK(%s) failed", #cond); \
+    } while (0)
+
+#define CHECK_OP_(a, op, b)                                                   \
+    do {                                                                      \
+        long long a_ = (long long)(a), b_ = (long long)(b);                   \
+        if (!(a_ op b_))                                                      \
+            TEST_FAIL_AT(__FILE__, __LINE__, "%s %s %s failed: %lld vs %lld", \
+                         #a, #op, #b, a_, b_);                                \
+    } while (0)
+
+#define CHECK_EQ(a, b) CHECK_OP_(a, ==, b)
+#define CHECK_NE(a, b) CHECK_OP_(a, !=, b)
+#define CHECK_LT(a, b) CHECK_OP_(a, <, b)
+#define CHECK_LE(a, b) CHECK_OP_(a, <=, b)
+#define CHECK_GT(a, b) CHECK_OP_(a, >, b)
+#define CHECK_GE(a, b) CHECK_OP_(a, >=, b)
+
+#define MS (1000000LL)
+
+/* A scheduler for the test with opts as given. */
+static inline aco_rt_sched_t* test_sched(const aco_rt_opts_t* o) {
+    aco_rt_sched_t* s = aco_rt_sched_new(o);
+    if (s == NULL) {
+        fprintf(stderr, "aco_rt_sched_new: %s\n", strerror(errno));
+        exit(1);
+    }
+    return s;
+}
+
+/* Run s; a non-zero result is a failure (with the dump). */
+static inline void test_run(aco_rt_sched_t* s) {
+    int r = aco_rt_sched_run(s);
+    if (r != 0) {
+        fprintf(stderr, "%s%s%saco_rt_sched_run: %d (%s)\n",
+                test_backend_label[0] ? "[" : "", test_backend_label,
+                test_backend_label[0] ? "] " : "", r, strerror(-r));
+        aco_rt_dump(s, 2);
+        abort();
+    }
+}
+
+/* The backends of $ACO_RT_TEST_BACKENDS into out[] (ACO_RT_BACKEND_*):
+ * their number.  An unknown name fails the test. */
+static inline int test_backends(int* out, int max) {
+    const char* e = getenv("ACO_RT_TEST_BACKENDS");
+    if (e == NULL || *e == '\0') e = "uring epoll";
+    int n = 0;
+    while (*e) {
+        while (*e == ' ' || *e == '\t' || *e == ',') e++;
+        if (!*e) break;
+        size_t len = strcspn(e, " \t,");
+        int b;
+        if (len == 5 && strncmp(e, "uring", 5) == 0) b = ACO_RT_BACKEND_URING;
+        else if (len == 5 && strncmp(e, "epoll", 5) == 0) b = ACO_RT_BACKEND_EPOLL;
+        else {
+            fprintf(stderr, "ACO_RT_TEST_BACKENDS: unknown backend '%.*s'\n", (int)len, e);
+            abort();
+        }
+        if (n < max) out[n++] = b;
+        e += len;
+    }
+    if (n == 0) {
+        fprintf(stderr, "ACO_RT_TEST_BACKENDS names no backend\n");
+        abort();
+    }
+    return n;
+}
+
+static inline const char* test_backend_str(int b) {
+    return b == ACO_RT_BACKEND_URING ? "uring" : b == ACO_RT_BACKEND_EPOLL ? "epoll" : "auto";
+}
+
+/* A scheduler on backend b (opts from base, NULL: defaults): a backend that
+ * cannot start fails the test. */
+static inline aco_rt_sched_t* test_sched_on(int b, const aco_rt_opts_t* base) {
+    aco_rt_opts_t o = {0};
+    if (base) o = *base;
+    o.backend = b;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    if (s == NULL) {
+        fprintf(stderr, "FAIL: backend %s cannot start: %s\n", test_backend_str(b),
+                strerror(errno));
+        abort();
+    }
+    if (strcmp(aco_rt_backend_name(s), test_backend_str(b)) != 0) {
+        fprintf(stderr, "FAIL: asked for backend %s, got %s\n", test_backend_str(b),
+                aco_rt_backend_name(s));
+        abort();
+    }
+    return s;
+}
+
+/* body(s, arg) on each backend of $ACO_RT_TEST_BACKENDS, each on a fresh
+ * scheduler made with base (NULL: defaults), freed after. */
+static inline void test_on_backends(const aco_rt_opts_t* base,
+                                    void (*body)(aco_rt_sched_t* s, void* arg), void* arg) {
+    int bs[8];
+    int n = test_backends(bs, 8);
+    for (int i = 0; i < n; i++) {
+        test_backend_id = bs[i];
+        test_backend_label = test_backend_str(bs[i]);
+        aco_rt_sched_t* s = test_sched_on(bs[i], base);
+        body(s, arg);
+        aco_rt_sched_free(s);
+        test_backend_label = "";
+    }
+}
+
+/* Spawn fn(arg) as a detached co of s, run s to the end (0 required). */
+static inline void test_go(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
+    aco_rt_co_t* co = aco_rt_spawn(s, fn, arg);
+    CHECK(co != NULL);
+    CHECK_EQ(aco_rt_detach(co), 0);
+    test_run(s);
+}
+
+/* Run fn(arg) in a child process: the signal that ended it (0 if it
+ * exited; exit status in *status if status). */
+static inline int test_in_child(void (*fn)(void*), void* arg, int* status) {
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        /* the expected crash needs no core file */
+        struct rlimit rl = {0, 0};
+        setrlimit(RLIMIT_CORE, &rl);
+        fn(arg);
+        _exit(0);
+    }
+    int st = 0;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    if (WIFSIGNALED(st)) return WTERMSIG(st);
+    if (status) *status = WEXITSTATUS(st);
+    return 0;
+}
+
+/* Small deterministic PRNG (xorshift64*). */
+static inline uint64_t test_rand(uint64_t* st) {
+    uint64_t x = *st;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *st = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Raise RLIMIT_NOFILE to at least want (the hard limit too where allowed):
+ * the soft limit reached. */
+static inline long test_raise_nofile(long want) {
+    struct rlimit rl;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if ((long)rl.rlim_cur >= want) return (long)rl.rlim_cur;
+    if ((long)rl.rlim_max < want) {
+        struct rlimit r2 = {(rlim_t)want, (rlim_t)want};
+        if (setrlimit(RLIMIT_NOFILE, &r2) == 0) return want;
+    }
+    rl.rlim_cur = (long)rl.rlim_max < want ? rl.rlim_max : (rlim_t)want;
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    return (long)rl.rlim_cur;
+}
+
+#endif

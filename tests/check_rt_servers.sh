@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# check_rt_servers.sh - the runtime's programs against real clients, on both
+# backends: aco_resp with redis-cli and redis-benchmark (every command, its
+# errors, pipelining, malformed and oversized input, acknowledged SETs kept,
+# many clients), aco_echo with OpenBSD nc, aco_nc against itself and nc
+# (byte-exact transfers both ways).  Exit status: the verdict.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUTPUT:-output}
+for p in aco_resp aco_echo aco_nc; do
+    [ -x "$OUT/$p" ] || { echo "check_rt_servers: $OUT/$p not built (bash make.sh)"; exit 1; }
+done
+for c in redis-cli redis-benchmark nc; do
+    command -v $c > /dev/null ||
+        { echo "check_rt_servers: $c not found: install redis-tools and netcat-openbsd"; exit 1; }
+done
+backends=${ACO_RT_TEST_BACKENDS:-uring epoll}
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+expect() {   # expect <what> <want> <got>
+    if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: want '$2', got '$3'"; fi
+}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {   # wait_port <port>: until something accepts there (5 s)
+    for _ in $(seq 100); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+for be in $backends; do
+    # ---- aco_resp ---------------------------------------------------------
+    port=$(free_port)
+    "$OUT/aco_resp" --port "$port" --backend "$be" 2> "$tmp/resp-$be.log" &
+    rpid=$!; pids+=($rpid)
+    wait_port "$port" || { bad "$be: aco_resp did not start: $(cat "$tmp/resp-$be.log")"; continue; }
+    cli() { timeout 20 redis-cli -p "$port" "$@" 2>&1; }
+    expect "$be: PING" PONG "$(cli PING)"
+    expect "$be: PING msg" hello "$(cli PING hello)"
+    expect "$be: ECHO" "a b" "$(cli ECHO 'a b')"
+    expect "$be: SET" OK "$(cli SET k1 v1)"
+    expect "$be: GET" v1 "$(cli GET k1)"
+    expect "$be: GET missing" "" "$(cli GET nosuch)"
+    expect "$be: INCR new" 1 "$(cli INCR n)"
+    expect "$be: INCR" 2 "$(cli INCR n)"
+    expect "$be: INCR not integer" "ERR value is not an integer or out of range" "$(cli INCR k1)"
+    expect "$be: DEL" 2 "$(cli DEL k1 n nosuch)"
+    expect "$be: GET deleted" "" "$(cli GET k1)"
+    expect "$be: arity" "ERR wrong number of arguments for 'get' command" "$(cli GET)"
+    expect "$be: unknown" "ERR unknown command 'FOO', with args beginning with: 'x' " "$(cli FOO x)"
+    # binary-safe values through redis-cli -x (stdin as the last argument)
+    head -c 100000 /dev/urandom > "$tmp/blob"
+    cli -x SET blob < "$tmp/blob" > /dev/null
+    timeout 20 redis-cli -p "$port" --no-raw GET blob > /dev/null 2>&1
+    # pipelining: 10000 commands in one stream, every reply in order
+    for i in $(seq 10000); do printf 'SET key:%d %d\r\n' "$i" "$i"; done > "$tmp/pipe"
+    expect "$be: --pipe 10000 SETs" "errors: 0, replies: 10000" \
+        "$(timeout 30 redis-cli -p "$port" --pipe < "$tmp/pipe" | grep -o 'errors: [0-9]*, replies: [0-9]*')"
+    # every acknowledged SET is there
+    for i in 1 777 5000 10000; do expect "$be: GET key:$i" "$i" "$(cli GET key:$i)"; done
+    # redis-benchmark, real load: no error, every request answered
+    if out=$(timeout 120 redis-benchmark -p "$port" -t ping_inline,set,get,incr -n 20000 -c 50 -P 16 -q 2>&1) &&
+       [ "$(echo "$out" | grep -c 'requests per second')" = 4 ]; then
+        ok "$be: redis-benchmark -P 16 ($(echo "$out" | tr '\r' '\n' | grep -c 'per second') tests)"
+    else
+        bad "$be: redis-benchmark: $out"
+    fi
+    if timeout 120 redis-benchmark -p "$port" -t set,get -n 20000 -c 200 -q > "$tmp/b2" 2>&1; then
+        ok "$be: redis-benchmark 200 clients"
+    else
+        bad "$be: redis-benchmark 200 clients: $(cat "$tmp/b2")"
+    fi
+    # malformed input: an error reply, then the connection closes
+    got=$(printf '*1\r\n$abc\r\n' | timeout 5 nc -q 2 127.0.0.1 "$port" | tr -d '\r')
+    expect "$be: bad bulk length" "-ERR Protocol error: invalid bulk length" "$got"
+    got=$(printf '*99999999999\r\n' | timeout 5 nc -q 2 127.0.0.1 "$port" | tr -d '\r')
+    expect "$be: bad multibulk" "-ERR Protocol error: invalid multibulk length" "$got"
+    got=$(printf 'SET "abc def\r\n' | timeout 5 nc -q 2 127.0.0.1 "$port" | tr -d '\r')
+    expect "$be: unbalanced quotes" "-ERR Protocol error: unbalanced quotes in request" "$got"
+    got=$( (head -c 70000 /dev/zero | tr '\0' a; printf '\r\n') | timeout 5 nc -q 2 127.0.0.1 "$port" | tr -d '\r')
+    expect "$be: inline too big" "-ERR Protocol error: too big inline request" "$got"
+    head -c 2000000 /dev/urandom > "$tmp/junk"
+    timeout 10 nc -q 1 127.0.0.1 "$port" < "$tmp/junk" > /dev/null 2>&1
+    # a client that resets mid-request
+    python3 - "$port" <<'EOF'
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$100000\r\nabc")
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()
+EOF
+    expect "$be: alive after bad clients" PONG "$(cli PING)"
+    expect "$be: QUIT" OK "$(cli QUIT)"
+    kill -0 $rpid 2>/dev/null && ok "$be: aco_resp still running" || bad "$be: aco_resp died: $(cat "$tmp/resp-$be.log")"
+    kill $rpid; wait $rpid 2>/dev/null
+
+    # ---- aco_echo with nc -------------------------------------------------
+    port=$(free_port)
+    "$OUT/aco_echo" --port "$port" --backend "$be" 2> "$tmp/echo-$be.log" &
+    epid=$!; pids+=($epid)
+    wait_port "$port" || { bad "$be: aco_echo did not start"; continue; }
+    head -c 5000000 /dev/urandom > "$tmp/e.in"
+    timeout 30 nc -N 127.0.0.1 "$port" < "$tmp/e.in" > "$tmp/e.out"
+    if cmp -s "$tmp/e.in" "$tmp/e.out"; then ok "$be: aco_echo echoes 5 MB to nc"; else bad "$be: aco_echo: output differs"; fi
+    kill $epid; wait $epid 2>/dev/null
+
+    # ---- aco_nc: to itself and to/from OpenBSD nc --------------------------
+    head -c 30000000 /dev/urandom > "$tmp/n.in"
+    # (aco_nc -l takes one connection: no wait_port probe, a pause)
+    port=$(free_port)
+    timeout 60 "$OUT/aco_nc" --backend "$be" -l "$port" > "$tmp/n.out" < /dev/null &
+    lpid=$!
+    sleep 0.3
+    timeout 60 "$OUT/aco_nc" --backend "$be" 127.0.0.1 "$port" < "$tmp/n.in" > /dev/null
+    wait $lpid
+    if cmp -s "$tmp/n.in" "$tmp/n.out"; then ok "$be: aco_nc -> aco_nc 30 MB (file stdin)"; else bad "$be: aco_nc -> aco_nc differs"; fi
+    port=$(free_port)
+    timeout 60 nc -l 127.0.0.1 "$port" > "$tmp/n2.out" < /dev/null &
+    lpid=$!
+    sleep 0.3
+    cat "$tmp/n.in" | timeout 60 "$OUT/aco_nc" --backend "$be" 127.0.0.1 "$port" > /dev/null
+    wait $lpid
+    if cmp -s "$tmp/n.in" "$tmp/n2.out"; then ok "$be: aco_nc (pipe stdin) -> nc"; else bad "$be: aco_nc -> nc differs"; fi
+    port=$(free_port)
+    timeout 60 "$OUT/aco_nc" --backend "$be" -l "$port" < /dev/null | cat > "$tmp/n3.out" &
+    lpid=$!
+    sleep 0.3
+    timeout 60 nc -N 127.0.0.1 "$port" < "$tmp/n.in"
+    wait $lpid
+    if cmp -s "$tmp/n.in" "$tmp/n3.out"; then ok "$be: nc -> aco_nc (pipe stdout)"; else bad "$be: nc -> aco_nc differs"; fi
+done
+echo "check_rt_servers: $fails failed"
+[ $fails = 0 ]
