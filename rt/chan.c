@@ -55,7 +55,7 @@ static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
 
 /* Wake the co of waiter w, which won with result res: for a select waiter,
  * its other cases leave their queues and the co learns the index. */
-static void fire(rt_waiter_t* w, int err) {
+static inline void fire(rt_waiter_t* w, int err) {
     aco_rt_co_t* co = w->co;
     if (w->idx < 0) { rt_wake(co, err); return; }
     rt_extra_t* x = co->x;
@@ -67,7 +67,7 @@ static void fire(rt_waiter_t* w, int err) {
 
 /* Waiting receiver gets elem; a waiting sender gives its element: both
  * done without blocking.  Return 1 if it happened. */
-static int send_now(aco_rt_chan_t* ch, const void* elem) {
+static inline int send_now(aco_rt_chan_t* ch, const void* elem) {
     rt_waiter_t* w = rt_wq_pop(&ch->recvq);
     if (w) {
         rt_copy(w->slot, elem, ch->elem_size);
@@ -82,7 +82,7 @@ static int send_now(aco_rt_chan_t* ch, const void* elem) {
     return 0;
 }
 
-static int recv_now(aco_rt_chan_t* ch, void* elem) {
+static inline int recv_now(aco_rt_chan_t* ch, void* elem) {
     if (ch->len) {
         rt_copy(elem, ring_at(ch, 0), ch->elem_size);
         ch->head = ch->head + 1 == ch->cap ? 0 : ch->head + 1;

@@ -51,7 +51,7 @@ static inline aco_rt_co_t* rq_pop(aco_rt_sched_t* s) {
     return co;
 }
 
-static void tmo_fire(aco_rt_timer_t* t) {
+void rt_tmo_fire(aco_rt_timer_t* t) {
     aco_rt_co_t* co = rt_container_of(t, aco_rt_co_t, tmo);
     co->s->st.timers--;
     if (co->state == RT_PARKED) co->abort(co, -ETIMEDOUT);
@@ -60,23 +60,6 @@ static void tmo_fire(aco_rt_timer_t* t) {
 void rt_abort_waitq(aco_rt_co_t* co, int err) {
     if (co->w.q) rt_wq_remove(&co->w);
     rt_wake(co, err);
-}
-
-int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
-            int64_t deadline, void (*abort)(aco_rt_co_t*, int)) {
-    aco_rt_sched_t* s = co->s;
-    co->state = RT_PARKED;
-    co->abort = abort;
-    co->wait_obj = obj;
-    co->wait_what = what;
-    s->st.cos_parked++;
-    if (deadline >= 0) {
-        co->tmo.fn_ = tmo_fire;
-        rt_wheel_add(&s->wheel, &co->tmo, deadline);
-        s->st.timers++;
-    }
-    aco_yield();
-    return co->res;
 }
 
 /* ------------------------------------------------------------------------ */
