@@ -340,7 +340,8 @@ variant_rules() {   # variant
 # variant's libaco objects), and its tests for the x86-64 standaloneFPUenv
 # variants (the valgrind one: valgrind runs them).
 rt_rules() {
-    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11" f objs="" libs="-lpthread"
+    # DWARF 4: the valgrind variants' programs link these objects too
+    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4" f objs="" libs="-lpthread"
     [ -n "$RT_URING" ] && { c="$c -DACO_RT_HAVE_URING"; libs="-luring $libs"; }
     mkdir -p "$obj"
     put_if_changed "$obj/flags" "$c / $libs"

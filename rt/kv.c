@@ -1,6 +1,7 @@
 /*
  * kv.c - in-memory key-value store and redis command execution.  See kv.h.
  */
+#define _DEFAULT_SOURCE /* clock_gettime, getpid under -std=c11 too */
 #include "kv.h"
 
 #include <errno.h>

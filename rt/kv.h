@@ -11,7 +11,8 @@
  * most KV_MAX_LEN bytes.  Each key and its value live in ONE allocation;
  * overwriting a value with one that fits the allocation's spare room (it is
  * rounded up to 16 bytes) rewrites it in place without allocating, so
- * "SET existing-key same-size-value" and INCR never allocate.
+ * "SET existing-key same-size-value" and INCR of an existing counter do
+ * not allocate (the latter unless its number of digits outgrows the room).
  *
  * The index is an open-addressing table (linear probing, power-of-two size,
  * the full 64-bit hash kept beside each entry pointer so a probe touches
@@ -88,6 +89,9 @@
  *     to what remains of the 128; cut at a NUL byte as redis's %s does;
  *     '\r' and '\n' shown as blanks)
  *   "-ERR syntax error"
+ *   "-ERR out of memory", "-OOM command not allowed ..." (see Memory)
+ *   "-ERR string exceeds maximum allowed size" (a key or value longer than
+ *     KV_MAX_LEN, only possible through a caller other than resp_parse())
  */
 #ifndef KV_H
 #define KV_H
@@ -106,10 +110,9 @@
 
 typedef struct kv kv_t;
 
-/* A realloc-like allocator: (ud, NULL, n) allocates, (ud, p, n) resizes,
- * (ud, p, 0) frees and returns NULL.  Returns NULL on failure (the old
- * block stays valid).  Used for every allocation the store makes. */
-typedef void *(*kv_alloc_fn)(void *ud, void *ptr, size_t size);
+/* The realloc-like allocator of resp.h (resp_alloc_fn); a custom one is
+ * used for every allocation the store makes. */
+typedef resp_alloc_fn kv_alloc_fn;
 
 typedef struct kv_opts {
     uint64_t seed;              /* hash seed; 0: from getrandom() */
@@ -149,7 +152,9 @@ size_t kv_used_memory(const kv_t *kv);
  * of the same name without the protocol. */
 
 /* Set key to value (replacing any value).  0, or -ENOMEM (store unchanged)
- * or -E2BIG (key or value longer than KV_MAX_LEN). */
+ * or -E2BIG (key or value longer than KV_MAX_LEN).  val may point into the
+ * store itself (a kv_get() result).  maxmemory is not consulted here, only
+ * by kv_exec(). */
 int kv_set(kv_t *kv, const char *key, size_t klen, const char *val,
            size_t vlen);
 

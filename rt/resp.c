@@ -305,6 +305,21 @@ int resp_add_ok(resp_buf_t *b)
  * command parsed in one call never pays for it.
  * ====================================================================== */
 
+static void *p_realloc(resp_parser_t *p, void *ptr, size_t n)
+{
+    return p->alloc ? p->alloc(p->alloc_ud, ptr, n) : realloc(ptr, n);
+}
+
+static void p_free(resp_parser_t *p, void *ptr)
+{
+    if (ptr == NULL)
+        return;
+    if (p->alloc)
+        p->alloc(p->alloc_ud, ptr, 0);
+    else
+        free(ptr);
+}
+
 static void cmd_begin(resp_parser_t *p)
 {
     p->argc = 0;
@@ -331,10 +346,16 @@ void resp_parser_init(resp_parser_t *p)
     parser_restart(p);
 }
 
+void resp_parser_set_alloc(resp_parser_t *p, resp_alloc_fn alloc, void *ud)
+{
+    p->alloc = alloc;
+    p->alloc_ud = ud;
+}
+
 void resp_parser_free(resp_parser_t *p)
 {
-    free(p->heap);
-    free(p->scratch);
+    p_free(p, p->heap);
+    p_free(p, p->scratch);
     memset(p, 0, sizeof(*p));
 }
 
@@ -382,7 +403,7 @@ static int argv_grow(resp_parser_t *p)
     if (p->state == ST_MBULK && want > p->mbcount)
         want = p->mbcount;
     if (want > p->heap_cap) {
-        resp_arg_t *h = realloc(p->heap, (size_t)want * sizeof(*h));
+        resp_arg_t *h = p_realloc(p, p->heap, (size_t)want * sizeof(*h));
         if (h == NULL)
             return -1;
         p->heap = h;
@@ -600,7 +621,7 @@ static int scratch_reserve(resp_parser_t *p, size_t n)
         return 0;
     if (n < 2 * p->scratch_cap)
         n = 2 * p->scratch_cap;
-    s = realloc(p->scratch, n);
+    s = p_realloc(p, p->scratch, n);
     if (s == NULL)
         return -1;
     p->scratch = s;
@@ -611,15 +632,15 @@ static int scratch_reserve(resp_parser_t *p, size_t n)
 /*
  * Split an inline line b[0..n) into words the way redis's sdssplitargs()
  * does, but binary safe (a NUL is an ordinary byte).  Plain words point into
- * b; a word with quotes is unescaped into p->scratch, which is sized for the
- * whole line up front (unescaping never lengthens), so pointers into it stay
- * valid while later words are added.
+ * b.  A word with a quote in it is unescaped into p->scratch, which is sized
+ * for the whole line up front (unescaping never lengthens), so pointers into
+ * it stay valid while later words are added.  A word holds at most one
+ * quoted part, at its end: the closing quote must end the word.
  */
 static int split_inline(resp_parser_t *p, const char *b, size_t n)
 {
     size_t i = 0, start;
-    char *out = NULL, *w;
-    char c;
+    char *out = NULL, *w, c;
     int hi, lo;
 
     for (;;) {
@@ -643,66 +664,54 @@ static int split_inline(resp_parser_t *p, const char *b, size_t n)
         w = out;
         memcpy(out, b + start, i - start);
         out += i - start;
-        for (;;) {
-            if (i == n || is_blank(b[i]))
-                break;
-            c = b[i++];
-            if (c == '"') {
-                for (;;) {
-                    if (i == n)
-                        goto unbalanced;
-                    c = b[i];
-                    if (c == '\\' && i + 3 < n && b[i + 1] == 'x' &&
-                        (hi = hex_val(b[i + 2])) >= 0 &&
-                        (lo = hex_val(b[i + 3])) >= 0) {
-                        *out++ = (char)(hi << 4 | lo);
-                        i += 4;
-                    } else if (c == '\\' && i + 1 < n) {
-                        switch (b[i + 1]) {
-                        case 'n': c = '\n'; break;
-                        case 'r': c = '\r'; break;
-                        case 't': c = '\t'; break;
-                        case 'b': c = '\b'; break;
-                        case 'a': c = '\a'; break;
-                        default: c = b[i + 1]; break;
-                        }
-                        *out++ = c;
-                        i += 2;
-                    } else if (c == '"') {
-                        i++;
-                        break;
-                    } else {
-                        *out++ = c;
-                        i++;
+        if (b[i++] == '"') {
+            for (;;) {
+                if (i == n)
+                    goto unbalanced;
+                c = b[i];
+                if (c == '\\' && i + 3 < n && b[i + 1] == 'x' &&
+                    (hi = hex_val(b[i + 2])) >= 0 &&
+                    (lo = hex_val(b[i + 3])) >= 0) {
+                    *out++ = (char)(hi << 4 | lo);
+                    i += 4;
+                } else if (c == '\\' && i + 1 < n) {
+                    switch (b[i + 1]) {
+                    case 'n': c = '\n'; break;
+                    case 'r': c = '\r'; break;
+                    case 't': c = '\t'; break;
+                    case 'b': c = '\b'; break;
+                    case 'a': c = '\a'; break;
+                    default: c = b[i + 1]; break;
                     }
+                    *out++ = c;
+                    i += 2;
+                } else if (c == '"') {
+                    i++;
+                    break;
+                } else {
+                    *out++ = c;
+                    i++;
                 }
-                goto closed;
-            } else if (c == '\'') {
-                for (;;) {
-                    if (i == n)
-                        goto unbalanced;
-                    c = b[i];
-                    if (c == '\\' && i + 1 < n && b[i + 1] == '\'') {
-                        *out++ = '\'';
-                        i += 2;
-                    } else if (c == '\'') {
-                        i++;
-                        break;
-                    } else {
-                        *out++ = c;
-                        i++;
-                    }
-                }
-                goto closed;
             }
-            *out++ = c;
+        } else {
+            for (;;) {
+                if (i == n)
+                    goto unbalanced;
+                c = b[i];
+                if (c == '\\' && i + 1 < n && b[i + 1] == '\'') {
+                    *out++ = '\'';
+                    i += 2;
+                } else if (c == '\'') {
+                    i++;
+                    break;
+                } else {
+                    *out++ = c;
+                    i++;
+                }
+            }
         }
-        goto word;
-closed:
-        /* A closing quote must end the word. */
         if (i < n && !is_blank(b[i]))
             goto unbalanced;
-word:
         if (push_arg(p, w, (size_t)(out - w)))
             return fail_nomem(p);
     }
@@ -761,6 +770,11 @@ int resp_parse(resp_parser_t *p, const char *buf, size_t len,
      * progress would point past the data, so start over. */
     if ((p->state == ST_MBULK && p->pos > len) || p->scanned > len)
         parser_restart(p);
+    if (len == 0) {
+        /* Also keeps an empty buffer's NULL pointer out of arithmetic. */
+        p->need = 1;
+        return RESP_AGAIN;
+    }
     for (;;) {
         b = buf + off;
         n = len - off;

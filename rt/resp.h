@@ -2,7 +2,8 @@
  * resp.h - RESP2 (Redis protocol) request parser and reply builder.
  *
  * Pure C11 + glibc, no dependency on the coroutine runtime, no global
- * mutable state.  Every object is used by one thread at a time.
+ * mutable state.  Thread-compatible: each object must be used by one thread
+ * at a time.
  *
  * What it does
  * ------------
@@ -16,7 +17,9 @@
  *                  "double quotes" (escapes \n \r \t \b \a \xHH, and \c
  *                  for any other c) and 'single quotes' (only \' escapes);
  *                  a closing quote must be followed by a blank or the end
- *                  of the line)
+ *                  of the line; a line ends at '\n', a '\r' just before
+ *                  it is dropped; blank lines are skipped; unlike redis a
+ *                  NUL byte is an ordinary character, not the line's end)
  *     The arguments are returned as pointer+length pairs pointing INTO the
  *     caller's buffer (inline arguments that needed unquoting point into a
  *     scratch buffer owned by the parser): nothing is copied.
@@ -111,10 +114,10 @@ void resp_buf_shrink(resp_buf_t *b, size_t keep);
 /* Slow path of resp_buf_reserve(); do not call directly. */
 int resp_buf_grow_(resp_buf_t *b, size_t extra);
 
-/* Ensure cap - len >= extra.  0 on success; -ENOMEM if oom is already set,
- * if len + extra would exceed PTRDIFF_MAX, or if realloc fails (then oom is
- * set).  Growth at least doubles the capacity, so appends are amortised
- * O(1). */
+/* Ensure cap - len >= extra.  0 on success.  -ENOMEM, with oom set, if oom
+ * was already set, if len + extra would exceed PTRDIFF_MAX (refused without
+ * calling realloc), or if realloc fails.  Growth at least doubles the
+ * capacity, so appends are amortised O(1). */
 static inline int resp_buf_reserve(resp_buf_t *b, size_t extra)
 {
     if (__builtin_expect(!b->oom && b->cap - b->len >= extra, 1))
@@ -176,6 +179,11 @@ size_t resp_ll2str(char *dst, long long v);
 /* ------------------------------------------------------------------------
  * Request parser.
  * ---------------------------------------------------------------------- */
+/* A realloc-like allocator: (ud, NULL, n) allocates, (ud, ptr, n) resizes,
+ * (ud, ptr, 0) frees and returns NULL.  NULL on failure, the old block
+ * staying valid. */
+typedef void *(*resp_alloc_fn)(void *ud, void *ptr, size_t size);
+
 typedef struct resp_arg {
     const char *ptr;
     size_t len;
@@ -200,8 +208,10 @@ typedef struct resp_parser {
     int argv_cap;               /* room in argv */
     resp_arg_t *heap;           /* argv beyond RESP_ARGV_INLINE, kept */
     int heap_cap;
-    char *scratch;              /* unquoted inline arguments, kept */
+    char *scratch;              /* unescaped quoted inline words, kept */
     size_t scratch_cap;
+    resp_alloc_fn alloc;        /* NULL: realloc()/free() */
+    void *alloc_ud;
     const char *err;
     char errbuf[48];
     resp_arg_t argv_inline[RESP_ARGV_INLINE];
@@ -209,6 +219,9 @@ typedef struct resp_parser {
 
 /* Prepare p (any memory contents) for use. */
 void resp_parser_init(resp_parser_t *p);
+/* Allocate p's argv and scratch memory with alloc (NULL: realloc/free)
+ * instead.  Call right after resp_parser_init(), before p owns memory. */
+void resp_parser_set_alloc(resp_parser_t *p, resp_alloc_fn alloc, void *ud);
 /* Free the memory p owns; p must be re-initialised before reuse. */
 void resp_parser_free(resp_parser_t *p);
 /* Forget any partially parsed command (and a previous error); keeps the
