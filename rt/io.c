@@ -60,6 +60,10 @@ static void fd_fresh(aco_rt_sched_t* s, int fd, int nonblock) {
     if (e->registered || !rt_wq_empty(&e->q)) s->be->closing(s, fd);
     memset(e, 0, sizeof(*e));
     e->nonblock = (uint8_t)nonblock;
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM)
+        e->stream = 1;
 }
 
 int rt_fd_nonblock(aco_rt_sched_t* s, int fd) {
@@ -114,17 +118,28 @@ static ssize_t sys_once(const rq_t* q) {
 
 static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
-    int r, events = (q->kind == K_READ || q->kind == K_READV || q->kind == K_RECV)
-                    ? POLLIN : POLLOUT;
+    int rd = q->kind == K_READ || q->kind == K_READV || q->kind == K_RECV;
+    int r, events = rd ? POLLIN : POLLOUT;
     if (q->kind != K_RECV && q->kind != K_SEND && (r = rt_fd_nonblock(s, q->fd)) < 0)
         return r;
+    /* epoll: a stream socket that a short read drained has nothing until
+     * its next edge, which wakes us: wait first, skip the EAGAIN. */
+    rt_fd_t* e = (rd && s->be == &rt_backend_epoll && q->kind != K_READV &&
+                  !(q->flags & MSG_PEEK)) ? rt_fd_peek(s, q->fd) : NULL;
+    if (e && !e->stream) e = NULL;
+    if (e && e->rd_empty && deadline != 0) goto wait;
     for (;;) {
         ssize_t n = sys_once(q);
-        if (n >= 0) return n;
+        if (n >= 0) {
+            if (e && n > 0 && (size_t)n < q->n) e->rd_empty = 1;
+            return n;
+        }
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+    wait:
         if ((r = rt_may_block(co, deadline)) != 0) return r;
         if ((r = s->be->wait_fd(co, q->fd, events, deadline)) < 0) return r;
+        if (e) e->rd_empty = 0;
     }
 }
 

@@ -41,6 +41,7 @@ static void ep_fini(aco_rt_sched_t* s) {
 
 /* Wake the waiters of fd that events concern. */
 static void wake_fd(aco_rt_sched_t* s, rt_fd_t* f, uint32_t events) {
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) f->rd_empty = 0;
     rt_waiter_t* w = rt_wq_first(&f->q);
     while (w) {
         rt_waiter_t* next = w->next;

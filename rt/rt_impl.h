@@ -137,6 +137,11 @@ typedef struct rt_fd {
     uint8_t        nonblock;    /* O_NONBLOCK set by us (or found set) */
     uint8_t        registered;  /* epoll: added */
     uint8_t        unpollable;  /* epoll: EPERM (a regular file): always ready */
+    uint8_t        stream;      /* a SOCK_STREAM socket (accept, connect) */
+    uint8_t        rd_empty;    /* epoll, stream: a read came back short, so
+                                   the socket was drained: wait for the next
+                                   edge before reading again (saves the
+                                   read that would say EAGAIN) */
     aco_rt_waitq_t q;           /* epoll: cos waiting for readiness
                                    (w.events says for what) */
 } rt_fd_t;
