@@ -17,7 +17,9 @@
  * past (e.g. 0) does not wait at all.  They return a negative errno:
  *   -ETIMEDOUT  the deadline passed first;
  *   -ECANCELED  the co was cancelled (aco_rt_cancel): this call and every
- *               later blocking call of the co fail so, at once;
+ *               later blocking call of the co fail so, at once, whether
+ *               or not they would have had to wait (a cancelled co cannot
+ *               go on looping through calls that happen not to block);
  *   -EPERM      called outside a co of a running scheduler.
  * They never lose data: a call that returns an error transferred nothing
  * (I/O calls: or returns the byte count it did transfer).
@@ -91,7 +93,9 @@ int aco_rt_sched_run(aco_rt_sched_t* s);
 void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished
- * is destroyed without running any more of its code).  Not from a co. */
+ * is destroyed without running any more of its code, and leaves the wait
+ * queues of the objects it waited on; a mutex it held stays locked).  Not
+ * from a co. */
 void aco_rt_sched_free(aco_rt_sched_t* s);
 
 /* The calling thread's scheduler, or NULL. */

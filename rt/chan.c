@@ -108,6 +108,7 @@ static inline int recv_now(aco_rt_chan_t* ch, void* elem) {
 int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
+    if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
     if (ch->closed) return -EPIPE;
     if (send_now(ch, elem)) return 0;
     int r = rt_may_block(me, deadline);
@@ -123,6 +124,7 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
+    if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
     if (recv_now(ch, elem)) return 0;
     if (ch->closed) return -EPIPE;
     int r = rt_may_block(me, deadline);
@@ -160,6 +162,7 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     if (cases == NULL || n < 1) return -EINVAL;
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
     size_t send_bytes = 0, recv_max = 0;
     for (int i = 0; i < n; i++) {
         aco_rt_case_t* c = &cases[i];

@@ -86,9 +86,14 @@ int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
     return a < hi && a + n > lo;
 }
 
+/* A deadline that has passed means one non-blocking try: the readiness way. */
+static inline int passed(int64_t deadline) {
+    return deadline == 0 || (deadline > 0 && deadline <= rt_now());
+}
+
 static inline int use_uring(const aco_rt_co_t* co, const void* buf, size_t n, int64_t deadline) {
-    return co->s->be == &rt_backend_uring && deadline != 0 &&
-           !rt_on_share_stack(co, buf, n);
+    return co->s->be == &rt_backend_uring && !rt_on_share_stack(co, buf, n) &&
+           !passed(deadline);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -126,7 +131,8 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
      * its next edge, which wakes us: wait first, skip the EAGAIN. */
     rt_fd_t* e = (rd && s->be == &rt_backend_epoll && q->kind != K_READV &&
                   !(q->flags & MSG_PEEK)) ? rt_fd_peek(s, q->fd) : NULL;
-    if (e && !e->stream) e = NULL;
+    if (e && (!e->stream || e->rd_hup)) e = NULL;
+
     if (e && e->rd_empty && deadline != 0) goto wait;
     for (;;) {
         ssize_t n = sys_once(q);
@@ -147,9 +153,11 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
 /* The calls                                                                */
 /* ------------------------------------------------------------------------ */
 
-#define CO_OR_EPERM(co)                         \
-    aco_rt_co_t* co = rt_self();                \
-    if (rt_unlikely(co == NULL)) return -EPERM
+/* The running co, or return -EPERM; a cancelled co's calls fail at once. */
+#define CO_OR_EPERM(co)                                         \
+    aco_rt_co_t* co = rt_self();                                \
+    if (rt_unlikely(co == NULL)) return -EPERM;                 \
+    if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED
 
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_OR_EPERM(co);
@@ -201,7 +209,7 @@ ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadli
  * (the array itself may be on the stack); no buffer may be on it. */
 static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int cnt,
                                    int64_t deadline) {
-    if (co->s->be != &rt_backend_uring || deadline == 0 || cnt <= 0 || cnt > IOV_MAX)
+    if (co->s->be != &rt_backend_uring || passed(deadline) || cnt <= 0 || cnt > IOV_MAX)
         return NULL;
     for (int i = 0; i < cnt; i++)
         if (rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len)) return NULL;
@@ -233,7 +241,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     int cnt = iovcnt;
     while (done < total || total == 0) {
         ssize_t r;
-        int heap = co->s->be == &rt_backend_uring && deadline != 0;
+        int heap = co->s->be == &rt_backend_uring && !passed(deadline);
         for (int i = 0; heap && i < cnt; i++)
             if (rt_on_share_stack(co, v[i].iov_base, v[i].iov_len)) heap = 0;
         if (heap) {

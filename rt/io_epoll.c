@@ -20,12 +20,13 @@
 
 typedef struct {
     int epfd;
+    int no_pwait2;              /* kernel < 5.11: epoll_wait, ms timeouts */
     struct epoll_event ev[EVENTS];
 } ep_t;
 
 static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     (void)o;
-    ep_t* e = malloc(sizeof(*e));
+    ep_t* e = calloc(1, sizeof(*e));
     if (e == NULL) return -ENOMEM;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (e->epfd < 0) { int r = -errno; free(e); return r; }
@@ -42,6 +43,7 @@ static void ep_fini(aco_rt_sched_t* s) {
 /* Wake the waiters of fd that events concern. */
 static void wake_fd(aco_rt_sched_t* s, rt_fd_t* f, uint32_t events) {
     if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) f->rd_empty = 0;
+    if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) f->rd_hup = 1;
     rt_waiter_t* w = rt_wq_first(&f->q);
     while (w) {
         rt_waiter_t* next = w->next;
@@ -64,7 +66,15 @@ static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
         tsp = &ts;
     }
     if (timeout != 0) s->st.polls++;
-    int n = epoll_pwait2(e->epfd, e->ev, EVENTS, tsp, NULL);
+    int n = e->no_pwait2 ? -1 : epoll_pwait2(e->epfd, e->ev, EVENTS, tsp, NULL);
+    if (n < 0 && (e->no_pwait2 || errno == ENOSYS)) {
+        /* Rounded up to whole ms: a deadline must not fire early. */
+        e->no_pwait2 = 1;
+        int ms = timeout < 0 ? -1
+               : timeout > (int64_t)INT32_MAX * 1000000 ? INT32_MAX
+               : (int)((timeout + 999999) / 1000000);
+        n = epoll_wait(e->epfd, e->ev, EVENTS, ms);
+    }
     if (n < 0) return errno == EINTR ? 0 : -errno;
     for (int i = 0; i < n; i++) {
         int fd = e->ev[i].data.fd;

@@ -142,13 +142,18 @@ typedef struct rt_fd {
                                    the socket was drained: wait for the next
                                    edge before reading again (saves the
                                    read that would say EAGAIN) */
+    uint8_t        rd_hup;      /* epoll: the peer's end (or an error) was
+                                   seen: a short read does not mean drained
+                                   then, the end may still be pending, its
+                                   edge gone */
     aco_rt_waitq_t q;           /* epoll: cos waiting for readiness
                                    (w.events says for what) */
 } rt_fd_t;
 
-/* The timing wheel: 8 levels of 64 slots, 2^14 ns ticks. */
+/* The timing wheel: 9 levels of 64 slots, 2^14 ns ticks (timer.c). */
 #define RT_TICK_SHIFT 14
-#define RT_WHEEL_LEVELS 8
+#define RT_WHEEL_LEVELS 9
+_Static_assert(6 * RT_WHEEL_LEVELS + RT_TICK_SHIFT > 63, "every int64_t deadline has a level");
 typedef struct rt_wheel {
     int64_t         now;        /* current tick: every armed timer is later */
     uint64_t        armed;

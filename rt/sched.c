@@ -319,6 +319,13 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
      * suspended co's frames); their timers go with the wheel. */
     while (s->ncos) {
         aco_rt_co_t* co = s->cos[s->ncos - 1];
+        /* Parked: off the program's objects' wait queues, which outlive
+         * it (a mutex it holds stays held: nothing records what it holds). */
+        if (co->state == RT_PARKED) {
+            if (co->w.q) rt_wq_remove(&co->w);
+            for (int i = 0; co->x && i < co->x->selw_cap; i++)
+                if (co->x->selw[i].q) rt_wq_remove(&co->x->selw[i]);
+        }
         co->flags &= RT_STANDALONE;
         s->nfree = FREE_RECS_MAX;       /* record_free frees, not keeps */
         record_free(s, co);
@@ -362,6 +369,7 @@ int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     if (co == NULL || co == me || co->joiner || (co->flags & RT_DETACHED)) return -EINVAL;
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
     if (co->state != RT_DONE) {
         int r = rt_may_block(me, deadline);
         if (r) return r;

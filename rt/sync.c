@@ -18,11 +18,12 @@ void aco_rt_mutex_init(aco_rt_mutex_t* m) { memset(m, 0, sizeof(*m)); }
 int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
-    if (rt_likely(m->owner_ == NULL)) {
+    if (rt_likely(m->owner_ == NULL && !(me->flags & RT_CANCELLED))) {
         m->owner_ = me;
         return 0;
     }
     if (m->owner_ == me) return -EDEADLK;
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
     int r = rt_may_block(me, deadline);
     if (r) return r;
     rt_wq_push(&m->q_, &me->w);
@@ -66,6 +67,7 @@ void aco_rt_cond_init(aco_rt_cond_t* c) { memset(c, 0, sizeof(*c)); }
 int aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL || m->owner_ != me) return -EPERM;
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
     int r = rt_may_block(me, deadline);
     if (r) return r;
     aco_rt_mutex_unlock(m);
@@ -97,6 +99,7 @@ void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count) {
 int aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
     if (s->count_ > 0) {
         s->count_--;
         return 0;
@@ -126,7 +129,8 @@ void aco_rt_sem_post(aco_rt_sem_t* s) {
 void aco_rt_wg_init(aco_rt_wg_t* wg) { memset(wg, 0, sizeof(*wg)); }
 
 int aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n) {
-    if (n < 0 ? wg->count_ < -n : wg->count_ > INT64_MAX - n) return -EINVAL;
+    if (n < 0 ? (n == INT64_MIN || wg->count_ < -n) : wg->count_ > INT64_MAX - n)
+        return -EINVAL;
     wg->count_ += n;
     if (wg->count_ == 0) {
         rt_waiter_t* w;
@@ -140,6 +144,7 @@ int aco_rt_wg_done(aco_rt_wg_t* wg) { return aco_rt_wg_add(wg, -1); }
 int aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
     if (wg->count_ == 0) return 0;
     int r = rt_may_block(me, deadline);
     if (r) return r;

@@ -1,7 +1,8 @@
 /* timer.c - a hierarchical timing wheel: O(1) insert and cancel.
  *
  * Time is counted in ticks of 2^14 ns (16.4 us).  Level L has 64 slots of
- * 64^L ticks each; 8 levels reach 2^48 ticks (146 years).  A timer due at
+ * 64^L ticks each; 9 levels reach 2^54 ticks, beyond any int64_t deadline
+ * (2^49 ticks): every deadline has a place, none is clamped.  A timer due at
  * tick e sits on the level of the highest 6-bit group in which e differs
  * from the wheel's current tick `now`, in the slot that group of e selects.
  * So level 0 holds the timers of the current 64-tick block, each in the
@@ -73,8 +74,6 @@ static void unlink_timer(rt_wheel_t* w, aco_rt_timer_t* t) {
 void rt_wheel_add(rt_wheel_t* w, aco_rt_timer_t* t, int64_t deadline_ns) {
     int64_t e = to_tick_ceil(deadline_ns);
     if (e <= w->now) e = w->now + 1;            /* due: the next tick */
-    if (e - w->now >= (int64_t)1 << (GROUP * RT_WHEEL_LEVELS))
-        e = w->now + ((int64_t)1 << (GROUP * RT_WHEEL_LEVELS)) - 1;
     t->expiry_ = e;
     link_timer(w, t);
     w->armed++;
@@ -92,9 +91,7 @@ static int64_t next_event(const rt_wheel_t* w, int* lvl_out) {
     for (int l = 0; l < RT_WHEEL_LEVELS; l++) {
         if (w->bits[l] == 0) continue;
         int idx = __builtin_ctzll(w->bits[l]);
-        int64_t above = (l + 1 < RT_WHEEL_LEVELS)
-                      ? w->now & ~(((int64_t)1 << (GROUP * (l + 1))) - 1)
-                      : w->now & ~(((int64_t)1 << (GROUP * RT_WHEEL_LEVELS)) - 1);
+        int64_t above = w->now & ~(((int64_t)1 << (GROUP * (l + 1))) - 1);
         *lvl_out = l;
         return above | ((int64_t)idx << (GROUP * l));
     }
