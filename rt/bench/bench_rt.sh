@@ -1,0 +1,853 @@
+#!/usr/bin/env bash
+# bench_rt.sh - the coroutine runtime (rt/) side by side with its peers.
+#
+#   bash rt/bench/bench_rt.sh [--quick] [OUTPUT_DIR]
+#
+# OUTPUT_DIR (default output) is where the runtime's programs are
+# (aco_rt_bench, aco_resp, aco_nc); the peers are built into
+# OUTPUT_DIR/bench-peers.  Every figure is the median of interleaved rounds
+# (5, --quick 2; the memory figure is one run each), each run pinned with
+# taskset.  Sections, each ending with `headline` lines:
+#
+#   a. resp    redis-benchmark -c 50 -P 1 and -P 16, one test (ping_inline,
+#              set, get) per run, against redis-server 7.0 (--save ""
+#              --appendonly no) and aco_resp --backend uring / epoll; server
+#              on CPU 1, redis-benchmark on CPU 0: requests/s and p99 (ms)
+#              from its --csv line, server CPU ns per request from the
+#              server's utime+stime (/proc/PID/stat) across the run.
+#   b. chan    ping-pong over unbuffered channels, one CPU: aco_rt_bench
+#              pingpong vs Go (go/pingpong.go) and Boost.Fiber
+#              (fiber_pingpong.cpp).
+#   c. spawn   aco_rt_bench spawn_join vs Go (go/spawn.go), and the runtime's
+#              own wake / timer / mutex / mutex_handoff figures.
+#   d. parked  memory per parked coroutine: aco_rt_bench parked N vs Go
+#              (go/parked.go -mode sleep; -mode chan as an extra row).
+#   e. nc      a 4 GiB (--quick 512 MiB) loopback transfer, aco_nc vs
+#              OpenBSD nc, same sparse source file, sink /dev/null.
+#
+# A peer whose toolchain is missing is left out with one line naming the
+# Debian package; a program of ours not built yet gives ours=n/a.  The exit
+# status is non-zero only when a peer that should work fails.
+#
+# Sizes: -P 16 runs use -n 1000000 (--quick 200000); -P 1 runs use
+# -n 500000 (--quick 200000): at -P 1 this machine does ~80k requests/s, so
+# -n 1000000 at -P 1 alone would take 3 servers x 3 tests x 5 rounds x 12.5 s
+# = 9.5 minutes.  Measured on an idle 2-vCPU KVM guest: a full run 430 s,
+# --quick 84 s (Go's build cache warm).
+#
+# Every headline's ratio is ours/peer (or ours/target): above 1 is better
+# for rps and MiB/s, worse for ns, bytes and ms.  The machine must be idle:
+# the script says how busy it is before and after the run, and after each
+# section how much CPU other work took meanwhile (a warning from 10%).
+#
+# Environment:
+#   BENCH_RT_ROUNDS=N          rounds instead of 5 (--quick: 2)
+#   BENCH_RT_REDIS_N_P1=N      requests per -P 1 run (see Sizes)
+#   BENCH_RT_REDIS_N_P16=N     requests per -P 16 run
+#   BENCH_RT_NC_MIB=N          transfer size in MiB (4096, --quick 512)
+#   BENCH_RT_NC_SOURCE=data    the nc source holds random data (a 1 MiB
+#                              random block repeated, written to /dev/shm
+#                              first: it takes the transfer's size in RAM)
+#                              instead of sparse (the default; see e. below)
+#   BENCH_RT_SECTIONS="a b c d e"   the sections to run
+#   BENCH_RT_SERVER_CPU=1, BENCH_RT_CLIENT_CPU=0   the CPUs to pin to: the
+#                              servers and the single-CPU programs to the
+#                              first, redis-benchmark and nc's client to the
+#                              second
+#   BENCH_RT_GO=/path/to/go    the Go toolchain (default /usr/local/go/bin/go
+#                              when present, else `go` in PATH, Debian's);
+#                              a second one (Debian's /usr/lib/go-1.19 or
+#                              `go` in PATH) if different gives extra,
+#                              non-headline rows in b and c
+#   BENCH_RT_OURS_RESP_CMD     the command line of our RESP server, {port}
+#                              and {backend} replaced (uring, epoll), run
+#                              with eval; default
+#                              "OUTPUT_DIR/aco_resp --port {port} --backend {backend}".
+#                              To check the harness with redis as "ours":
+#                              BENCH_RT_OURS_RESP_CMD='redis-server --save "" --appendonly no --port {port}'
+#   BENCH_RT_OURS_NC_CMD       our netcat, run as `CMD -l PORT` (server,
+#                              stdin /dev/null, stdout the sink) and
+#                              `CMD 127.0.0.1 PORT` (client, stdin the
+#                              source); default OUTPUT_DIR/aco_nc.  To check
+#                              with OpenBSD nc as "ours": BENCH_RT_OURS_NC_CMD='nc -N'
+#   BENCH_RT_OURS_BENCH_CMD    our micro-benchmark program (default
+#                              OUTPUT_DIR/aco_rt_bench), given a subcommand:
+#                              pingpong N, spawn_join N (N: the peers'
+#                              segment size, 1000000, --quick 200000), wake,
+#                              timer, mutex, mutex_handoff print
+#                              `<metric> <ns>`; parked N prints
+#                              `parked_bytes_per_co <B>`
+set -uo pipefail
+
+usage() {
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+}
+
+quick=0
+OUT=output
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) quick=1 ;;
+        -h|--help) usage; exit 0 ;;
+        -*) echo "bench_rt: unknown option $1" >&2; usage >&2; exit 2 ;;
+        *) OUT=$1 ;;
+    esac
+    shift
+done
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT" || exit 2
+OUT=$(cd "$OUT" && pwd)
+PEERS=$OUT/bench-peers
+mkdir -p "$PEERS" || exit 2
+TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench_rt.XXXXXX") || exit 2
+
+if [ $quick = 1 ]; then
+    ROUNDS=${BENCH_RT_ROUNDS:-2}
+    REDIS_N_P1=${BENCH_RT_REDIS_N_P1:-200000}
+    REDIS_N_P16=${BENCH_RT_REDIS_N_P16:-200000}
+    NC_MIB=${BENCH_RT_NC_MIB:-512}
+    PARKED_N=100000
+    # the peers' own loop sizes: per segment, segments, warm-up
+    LOOP_N=200000 LOOP_SEG=5 LOOP_WARM=50000
+else
+    ROUNDS=${BENCH_RT_ROUNDS:-5}
+    REDIS_N_P1=${BENCH_RT_REDIS_N_P1:-500000}
+    REDIS_N_P16=${BENCH_RT_REDIS_N_P16:-1000000}
+    NC_MIB=${BENCH_RT_NC_MIB:-4096}
+    PARKED_N=1000000
+    LOOP_N=1000000 LOOP_SEG=7 LOOP_WARM=200000
+fi
+SECTIONS=" ${BENCH_RT_SECTIONS:-a b c d e} "
+SERVER_CPU=${BENCH_RT_SERVER_CPU:-1}
+CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
+if [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ]; then
+    SERVER_CPU=0
+    echo "bench_rt: one CPU only: servers and clients share CPU 0"
+fi
+CLK_TCK=$(getconf CLK_TCK)
+
+peer_fail=0
+PIDS=()          # every server/process we started in the background
+SRC_FILE=""      # the sparse source of the nc transfer
+
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do
+        kill "$p" 2>/dev/null
+    done
+    for p in "${PIDS[@]}"; do
+        wait "$p" 2>/dev/null
+    done
+    [ -n "$SRC_FILE" ] && rm -f "$SRC_FILE" "$SRC_FILE.chunk"
+    rm -rf "$TMPD"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# forget_pid PID: it has been waited for: cleanup must not signal the number
+forget_pid() {
+    local i
+    for i in "${!PIDS[@]}"; do
+        [ "${PIDS[$i]}" = "$1" ] && unset 'PIDS[i]'
+    done
+}
+# stop_pid PID: end one process we started and reap it
+stop_pid() {
+    kill "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    forget_pid "$1"
+}
+
+say() { echo "bench_rt: $*"; }
+peer_failed() { say "PEER FAILED: $*"; peer_fail=1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# ---- numbers ---------------------------------------------------------------
+declare -A V   # V[key] = the rounds' values, space separated ("n/a" kept)
+
+addv() { V[$1]+="$2 "; }
+# median KEY: the median of the numeric values of KEY, n/a if none.
+median() {
+    printf '%s\n' ${V[$1]:-} | awk '$1 ~ /^[0-9.eE+-]+$/' | sort -g |
+        awk '{a[NR] = $1} END {
+            if (NR == 0) print "n/a";
+            else if (NR % 2) print a[(NR + 1) / 2];
+            else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+# fmt FORMAT VALUE: printf unless n/a
+fmt() { if [ "$2" = n/a ]; then echo n/a; else LC_ALL=C printf "$1" "$2"; fi; }
+# med FORMAT KEY: the median, formatted
+med() { fmt "$1" "$(median "$2")"; }
+# ratio A B: A/B to 3 decimals, n/a when either is n/a or B is 0
+ratio() {
+    if [ "$1" = n/a ] || [ "$2" = n/a ]; then echo n/a; return; fi
+    LC_ALL=C awk -v a="$1" -v b="$2" 'BEGIN {
+        if (b == 0) print "n/a"; else printf "%.3f\n", a / b }'
+}
+# rounds KEY: the values of every round, for the tables
+rounds() { echo "${V[$1]:-}" | sed 's/ *$//'; }
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+# FREE_PORT: a TCP port nobody uses (and we have not handed out), below the
+# ephemeral range.
+PORTS_TAKEN=" "
+free_port() {
+    local used=" " h p i
+    for h in $(awk 'FNR > 1 {n = split($2, a, ":"); print a[n]}' \
+            /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+        used+="$((16#$h)) "
+    done
+    for i in $(seq 1 500); do
+        p=$((20000 + RANDOM % 12000))
+        case "$used$PORTS_TAKEN" in *" $p "*) continue ;; esac
+        PORTS_TAKEN+="$p "
+        FREE_PORT=$p
+        return 0
+    done
+    echo "bench_rt: no free port found" >&2
+    exit 2
+}
+
+# cpu_ticks PID: utime + stime of the whole process (all its threads,
+# io_uring's io-wq/sqpoll workers included), in clock ticks
+cpu_ticks() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo n/a; return; }
+    s=${s##*) }
+    # shellcheck disable=SC2086
+    set -- $s   # $1 is field 3 (state): utime is field 14, stime field 15
+    echo $(( ${12} + ${13} ))
+}
+
+# ---- the machine -----------------------------------------------------------
+echo "== bench_rt $(date -u '+%Y-%m-%d %H:%M:%S UTC')$( [ $quick = 1 ] && echo ' (--quick)')"
+echo "machine: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), nproc $(nproc), kernel $(uname -r)"
+echo "rounds: $ROUNDS (interleaved, medians), server CPU $SERVER_CPU, client CPU $CLIENT_CPU, CLK_TCK $CLK_TCK"
+# busy_pct: how busy the machine is over 1 s (all CPUs, as % of them all)
+busy_pct() {
+    local a b
+    a=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat)
+    awk -v a="$a" -v b="$b" 'BEGIN {split(a, x, " "); split(b, y, " ");
+        busy = y[1] - x[1]; idle = y[2] - x[2];
+        printf "%.0f\n", (busy + idle > 0) ? 100 * busy / (busy + idle) : 0}'
+}
+check_idle() {   # check_idle WHEN: one line if others use the CPUs
+    local b
+    b=$(busy_pct)
+    if [ "$b" -ge 10 ]; then
+        say "warning: $1 the machine is ${b}% busy with other work (load $(cut -d' ' -f1-3 /proc/loadavg)): the figures will be noisy"
+    else
+        echo "idle check ($1): ${b}% busy, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    fi
+}
+check_idle "before the run"
+# others_start / others_end NAME: the CPU time the machine spent on other
+# work than this script and its children (all reaped by then) during a
+# section: /proc/stat's busy ticks less our own and our children's
+others_ticks() {
+    local all mine s
+    all=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)
+    s=$(cat /proc/$$/stat)
+    s=${s##*) }
+    # shellcheck disable=SC2086
+    set -- $s
+    mine=$(( ${12} + ${13} + ${14} + ${15} ))
+    echo $((all - mine))
+}
+others_start() { OTHERS0=$(others_ticks); SECTION_T0=$(now_us); }
+others_end() {
+    local d w pct
+    d=$(( $(others_ticks) - OTHERS0 ))
+    w=$(( $(now_us) - SECTION_T0 ))
+    pct=$(awk -v d="$d" -v hz="$CLK_TCK" -v w="$w" -v n="$(nproc)" \
+        'BEGIN {printf "%.0f\n", (w > 0) ? 100 * d / hz / (w / 1e6) / n : 0}')
+    [ "$pct" -lt 0 ] && pct=0   # tick rounding
+    if [ "$w" -lt 2000000 ]; then
+        return 0                # too short to tell
+    elif [ "$pct" -ge 10 ]; then
+        say "warning: during $1 ($((w / 1000000)) s) other work used ${pct}% of the machine's CPUs: its figures are suspect"
+    else
+        echo "($1 took $((w / 1000000)) s; other work used ${pct}% of the CPUs meanwhile)"
+    fi
+}
+
+# ---- the peers -------------------------------------------------------------
+# Go: /usr/local/go when present, else Debian's (golang-go) in PATH.
+GO=${BENCH_RT_GO:-}
+if [ -z "$GO" ]; then
+    if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go
+    elif have go; then GO=$(command -v go)
+    fi
+fi
+GO_ALT=""
+if [ -n "$GO" ]; then
+    for g in "$(command -v go 2>/dev/null)" /usr/lib/go-1.19/bin/go /usr/lib/go/bin/go; do
+        if [ -n "$g" ] && [ -x "$g" ] && [ "$(readlink -f "$g")" != "$(readlink -f "$GO")" ]; then
+            GO_ALT=$g
+            break
+        fi
+    done
+fi
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local GOPROXY=off GO111MODULE=on
+if [ -z "${HOME:-}" ] && [ -z "${GOCACHE:-}" ]; then
+    export GOCACHE=$PEERS/go-cache GOPATH=$PEERS/go-path
+fi
+
+GO_VER="" GO_ALT_VER=""
+go_build() {   # go_build GO SUFFIX PROGRAM...: go_<program>SUFFIX
+    local go=$1 suf=$2 p
+    shift 2
+    for p in "$@"; do
+        echo "build: (cd $HERE/go && GOFLAGS=-mod=mod GOTOOLCHAIN=local $go build -o $PEERS/go_$p$suf $p.go)"
+        (cd "$HERE/go" && "$go" build -o "$PEERS/go_$p$suf" "$p.go") || return 1
+    done
+}
+have_go=0 have_go_alt=0
+if [ -z "$GO" ]; then
+    say "leaving out go: install golang-go"
+elif GO_VER=$("$GO" env GOVERSION 2>/dev/null) && go_build "$GO" "" pingpong spawn parked; then
+    have_go=1
+    if [ -n "$GO_ALT" ] && GO_ALT_VER=$("$GO_ALT" env GOVERSION 2>/dev/null) &&
+            [ "$GO_ALT_VER" != "$GO_VER" ]; then
+        if go_build "$GO_ALT" "_alt" pingpong spawn; then
+            have_go_alt=1
+        else
+            say "the second Go ($GO_ALT) failed to build the peers: no extra rows"
+        fi
+    fi
+else
+    peer_failed "go ($GO) failed to build the peers"
+fi
+
+# Boost.Fiber: linked statically when libboost_fiber.a is there: the shared
+# library reaches its thread_local active-fiber pointer through
+# __tls_get_addr on every switch (~18% of the ping-pong round trip here);
+# linked into the executable, that access becomes a plain %fs load.
+have_fiber=0 FIBER_LINK="" BOOST_VER=n/a
+CXX=${CXX:-g++}
+if [ -r /usr/include/boost/version.hpp ]; then
+    BOOST_VER=$(sed -n 's/^#define BOOST_LIB_VERSION "\(.*\)"/\1/p' /usr/include/boost/version.hpp | tr _ .)
+fi
+if ! have "$CXX"; then
+    say "leaving out boost_fiber: install g++ libboost-fiber-dev"
+elif [ ! -r /usr/include/boost/fiber/all.hpp ]; then
+    say "leaving out boost_fiber: install libboost-fiber-dev"
+else
+    if [ -f "$("$CXX" -print-file-name=libboost_fiber.a)" ] &&
+            [ -f "$("$CXX" -print-file-name=libboost_context.a)" ]; then
+        FIBER_LINK="-Wl,-Bstatic -lboost_fiber -lboost_context -Wl,-Bdynamic"
+        fiber_kind=static
+    else
+        FIBER_LINK="-lboost_fiber -lboost_context"
+        fiber_kind=shared
+    fi
+    cmd="$CXX -O2 -std=c++17 $HERE/fiber_pingpong.cpp $FIBER_LINK -o $PEERS/fiber_pingpong"
+    echo "build: $cmd"
+    # shellcheck disable=SC2086
+    if $cmd; then have_fiber=1
+    else peer_failed "boost_fiber: the build failed"
+    fi
+fi
+
+have_redis=0
+if have redis-server && have redis-benchmark && have redis-cli; then
+    have_redis=1
+else
+    say "leaving out redis: install redis-server redis-tools"
+fi
+
+have_nc=0
+if have nc && nc -h 2>&1 | grep -q OpenBSD; then
+    have_nc=1
+else
+    say "leaving out nc: install netcat-openbsd"
+fi
+
+echo "versions (peers):"
+[ $have_redis = 1 ] && echo "  $(redis-server --version)" && echo "  $(redis-benchmark --version)"
+[ $have_go = 1 ] && echo "  $("$GO" version) ($GO)"
+[ $have_go_alt = 1 ] && echo "  $("$GO_ALT" version) ($GO_ALT, extra rows)"
+[ $have_fiber = 1 ] && echo "  Boost $BOOST_VER (/usr/include/boost/version.hpp), Boost.Fiber linked $fiber_kind, $("$CXX" --version | head -1)"
+[ $have_nc = 1 ] && echo "  $(nc -h 2>&1 | head -1)"
+
+# ---- ours ------------------------------------------------------------------
+OURS_BENCH=${BENCH_RT_OURS_BENCH_CMD:-$OUT/aco_rt_bench}
+OURS_RESP_DEFAULT="$OUT/aco_resp --port {port} --backend {backend}"
+OURS_RESP=${BENCH_RT_OURS_RESP_CMD:-$OURS_RESP_DEFAULT}
+OURS_NC=${BENCH_RT_OURS_NC_CMD:-$OUT/aco_nc}
+# exists CMD: its first word is an executable
+exists() {
+    local w
+    read -r w _ <<< "$1"
+    [ -n "$w" ] && { [ -x "$w" ] && [ -f "$w" ] || { [[ $w != */* ]] && have "$w"; }; }
+}
+have_ours_bench=0 have_ours_resp=0 have_ours_nc=0
+if exists "$OURS_BENCH"; then have_ours_bench=1
+else say "ours: ${OURS_BENCH%% *} is not built yet: its figures are n/a"
+fi
+if exists "$OURS_RESP"; then have_ours_resp=1
+else say "ours: ${OURS_RESP%% *} is not built yet: ours=n/a in the resp section"
+fi
+if exists "$OURS_NC"; then have_ours_nc=1
+else say "ours: ${OURS_NC%% *} is not built yet: ours=n/a in the nc section"
+fi
+echo "ours: bench '$OURS_BENCH', resp '$OURS_RESP', nc '$OURS_NC'"
+
+# run_metric KEY KEYNAME TIMEOUT CMD...: run CMD pinned to the server CPU,
+# add the value of its `KEYNAME <v>` line to V[KEY] (n/a if none); returns 1
+# when it failed.
+run_metric() {
+    local key=$1 name=$2 to=$3 out v
+    shift 3
+    out=$(timeout "$to" taskset -c "$SERVER_CPU" "$@" 2>"$TMPD/metric.err")
+    v=$(awk -v k="$name" '$1 == k && NF >= 2 {print $2; exit}' <<< "$out")
+    if [ -z "$v" ]; then
+        addv "$key" n/a
+        LAST_ERR="$(tail -1 "$TMPD/metric.err" 2>/dev/null)"
+        return 1
+    fi
+    addv "$key" "$v"
+}
+
+# ---- a. resp ---------------------------------------------------------------
+RESP_TESTS="ping_inline set get"
+resp_section() {
+    echo
+    echo "== a. resp: redis-benchmark -c 50, -P 1 -n $REDIS_N_P1, -P 16 -n $REDIS_N_P16, one test per run"
+    echo "commands: taskset -c $SERVER_CPU redis-server --save \"\" --appendonly no --port P"
+    echo "          taskset -c $SERVER_CPU ${OURS_RESP//\{port\}/P}   ({backend}: uring, epoll)"
+    echo "          taskset -c $CLIENT_CPU redis-benchmark -h 127.0.0.1 -p P -t TEST -c 50 -n N -P {1,16} --csv"
+    local -A port pid live label
+    local servers="" s cmd tmpl r t p n
+    label[redis]="redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+    label[uring]="aco_resp uring"
+    label[epoll]="aco_resp epoll"
+    servers="redis uring epoll"
+    for s in $servers; do
+        live[$s]=0
+        if [ $s != redis ] && [ $have_ours_resp = 0 ]; then continue; fi
+        free_port; port[$s]=$FREE_PORT
+        if [ $s = redis ]; then
+            tmpl='redis-server --save "" --appendonly no --port {port}'
+        else
+            tmpl=$OURS_RESP
+        fi
+        cmd=${tmpl//\{port\}/${port[$s]}}
+        cmd=${cmd//\{backend\}/$s}
+        echo "start: taskset -c $SERVER_CPU $cmd"
+        ( cd "$TMPD" && eval "exec taskset -c $SERVER_CPU $cmd" ) \
+            </dev/null >"$TMPD/server.$s.log" 2>&1 &
+        pid[$s]=$!
+        PIDS+=("${pid[$s]}")
+        for _ in $(seq 1 100); do
+            if [ "$(redis-cli -h 127.0.0.1 -p "${port[$s]}" ping 2>/dev/null)" = PONG ]; then
+                live[$s]=1
+                break
+            fi
+            kill -0 "${pid[$s]}" 2>/dev/null || break
+            sleep 0.1
+        done
+        if [ "${live[$s]}" = 0 ]; then
+            local why
+            why=$(grep -v '^\s*$' "$TMPD/server.$s.log" | tail -1)
+            kill -0 "${pid[$s]}" 2>/dev/null && why="no PONG within 10 s${why:+; last output: $why}"
+            if [ $s = uring ] && [ -r /proc/sys/kernel/io_uring_disabled ] &&
+                    [ "$(cat /proc/sys/kernel/io_uring_disabled)" != 0 ]; then
+                why="io_uring is disabled here (kernel.io_uring_disabled=$(cat /proc/sys/kernel/io_uring_disabled)); $why"
+            fi
+            stop_pid "${pid[$s]}"
+            if [ $s = redis ]; then
+                peer_failed "redis-server did not start: ${why:-no output}"
+            else
+                say "ours: ${label[$s]} did not start: ${why:-no output}: its column is n/a"
+            fi
+        fi
+    done
+
+    # one run: the server's CPU ticks around one redis-benchmark of one test
+    resp_run() {   # resp_run SERVER TEST P N
+        local s=$1 t=$2 p=$3 n=$4 key="$1|$2|$3" c0 c1 w0 w1 out line ok=1
+        if [ "${live[$s]}" = 0 ]; then
+            addv "$key|rps" n/a; addv "$key|p50" n/a; addv "$key|p99" n/a
+            addv "$key|cpu" n/a; addv "$key|util" n/a
+            return 0
+        fi
+        c0=$(cpu_ticks "${pid[$s]}")
+        w0=$(now_us)
+        out=$(timeout $((n / 5000 + 60)) taskset -c "$CLIENT_CPU" redis-benchmark \
+            -h 127.0.0.1 -p "${port[$s]}" -t "$t" -c 50 -n "$n" -P "$p" --csv 2>"$TMPD/rb.err")
+        w1=$(now_us)
+        c1=$(cpu_ticks "${pid[$s]}")
+        line=$(grep -i "^\"$t\"," <<< "$out" | tr -d '"')
+        # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
+        # "p95_latency_ms","p99_latency_ms","max_latency_ms"
+        if [ -z "$line" ] || [ "$c0" = n/a ] || [ "$c1" = n/a ]; then
+            ok=0
+        fi
+        if [ $ok = 1 ]; then
+            IFS=, read -r _ rps _ _ p50 _ p99 _ <<< "$line"
+            addv "$key|rps" "$rps"; addv "$key|p50" "$p50"; addv "$key|p99" "$p99"
+            addv "$key|cpu" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" \
+                'BEGIN {printf "%.1f", d * 1e9 / hz / n}')"
+            addv "$key|util" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v w=$((w1 - w0)) \
+                'BEGIN {printf "%.0f", 100 * d / hz / (w / 1e6)}')"
+        else
+            addv "$key|rps" n/a; addv "$key|p50" n/a; addv "$key|p99" n/a
+            addv "$key|cpu" n/a; addv "$key|util" n/a
+            local why
+            why=$( { tail -1 "$TMPD/rb.err"; tail -1 <<< "$out"; } 2>/dev/null | tr '\n\r' '  ')
+            kill -0 "${pid[$s]}" 2>/dev/null || { live[$s]=0; why="the server exited; $why"; }
+            if [ $s = redis ]; then
+                peer_failed "redis-benchmark -t $t -P $p against redis-server: ${why:-no csv line}"
+            else
+                say "ours: redis-benchmark -t $t -P $p against ${label[$s]} failed: ${why:-no csv line}"
+            fi
+        fi
+    }
+
+    local order
+    for r in $(seq 1 "$ROUNDS"); do
+        # rotate the servers' order from round to round
+        case $((r % 3)) in
+            1) order="redis uring epoll" ;;
+            2) order="uring epoll redis" ;;
+            0) order="epoll redis uring" ;;
+        esac
+        for p in 1 16; do
+            if [ $p = 1 ]; then n=$REDIS_N_P1; else n=$REDIS_N_P16; fi
+            for t in $RESP_TESTS; do
+                for s in $order; do
+                    resp_run "$s" "$t" "$p" "$n"
+                done
+            done
+        done
+        echo "round $r/$ROUNDS done ($(date -u +%H:%M:%S))"
+    done
+
+    echo
+    printf '%-12s %3s  %-22s %10s %8s %8s %11s %6s   %s\n' test P server rps p50_ms p99_ms cpu_ns/req srv%cpu "rps of each round"
+    for p in 1 16; do
+        for t in $RESP_TESTS; do
+            for s in $servers; do
+                printf '%-12s %3s  %-22s %10s %8s %8s %11s %6s   %s\n' "$t" "$p" "${label[$s]}" \
+                    "$(fmt %.0f "$(median "$s|$t|$p|rps")")" \
+                    "$(fmt %.3f "$(median "$s|$t|$p|p50")")" \
+                    "$(fmt %.3f "$(median "$s|$t|$p|p99")")" \
+                    "$(fmt %.0f "$(median "$s|$t|$p|cpu")")" \
+                    "$(fmt %.0f "$(median "$s|$t|$p|util")")" \
+                    "$(rounds "$s|$t|$p|rps")"
+            done
+        done
+    done
+    echo "(srv%cpu: the server's CPU time over the run's wall time: near 100 the server is the bottleneck; well below"
+    echo " it redis-benchmark, alone on its CPU, is, and rps and p99 then say more about the client than the server:"
+    echo " cpu_ns/req is the server's own cost.  Its resolution: one clock tick ($((1000000000 / CLK_TCK)) ns) over -n requests)"
+    local suffix m f o q
+    for s in uring epoll; do
+        if [ $s = uring ]; then suffix=""; else suffix=_epoll; fi
+        for p in 1 16; do
+            for t in $RESP_TESTS; do
+                for m in rps cpu_ns_per_req p99_ms; do
+                    case $m in
+                        rps) f=rps; q=%.0f ;;
+                        cpu_ns_per_req) f=cpu; q=%.0f ;;
+                        p99_ms) f=p99; q=%.3f ;;
+                    esac
+                    o=$(median "$s|$t|$p|$f")
+                    q2=$(median "redis|$t|$p|$f")
+                    echo "headline resp_${t}_P${p}_${m}${suffix} ours=$(fmt $q "$o") peer=$(fmt $q "$q2") ratio=$(ratio "$o" "$q2")"
+                done
+            done
+        done
+    done
+    for s in $servers; do
+        [ -n "${pid[$s]:-}" ] && stop_pid "${pid[$s]}"
+    done
+}
+
+# ---- b. channel ping-pong, c. spawn+join and the runtime's own figures ----
+loop_args_go="-n $LOOP_N -segments $LOOP_SEG -warmup $LOOP_WARM"
+chan_section() {
+    echo
+    echo "== b. chan ping-pong over unbuffered channels, one CPU (taskset -c $SERVER_CPU), $ROUNDS interleaved rounds"
+    echo "commands: $OURS_BENCH pingpong $LOOP_N"
+    [ $have_go = 1 ] && echo "          $PEERS/go_pingpong $loop_args_go   ($GO_VER)"
+    [ $have_go_alt = 1 ] && echo "          $PEERS/go_pingpong_alt $loop_args_go   ($GO_ALT_VER, extra row)"
+    [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $LOOP_N $LOOP_SEG $LOOP_WARM   (Boost $BOOST_VER, $fiber_kind)"
+    local r ours_ok=$have_ours_bench
+    for r in $(seq 1 "$ROUNDS"); do
+        if [ $ours_ok = 1 ]; then
+            run_metric ours_pp chan_pingpong_ns 120 $OURS_BENCH pingpong "$LOOP_N" ||
+                { say "ours: '$OURS_BENCH pingpong' gave no chan_pingpong_ns: ${LAST_ERR:-no output}"; ours_ok=0; }
+        else
+            addv ours_pp n/a
+        fi
+        if [ $have_go = 1 ]; then
+            # shellcheck disable=SC2086
+            run_metric go_pp chan_pingpong_ns 120 "$PEERS/go_pingpong" $loop_args_go ||
+                peer_failed "go_pingpong: ${LAST_ERR:-no output}"
+        fi
+        if [ $have_go_alt = 1 ]; then
+            # shellcheck disable=SC2086
+            run_metric go_alt_pp chan_pingpong_ns 120 "$PEERS/go_pingpong_alt" $loop_args_go ||
+                peer_failed "go_pingpong_alt: ${LAST_ERR:-no output}"
+        fi
+        if [ $have_fiber = 1 ]; then
+            run_metric fiber_pp chan_pingpong_ns 120 "$PEERS/fiber_pingpong" $LOOP_N $LOOP_SEG $LOOP_WARM ||
+                peer_failed "fiber_pingpong: ${LAST_ERR:-no output}"
+        fi
+    done
+    printf '%-34s %10s   %s\n' program ns/rtrip "each round"
+    printf '%-34s %10s   %s\n' "aco_rt (ours)" "$(med %.2f ours_pp)" "$(rounds ours_pp)"
+    [ $have_go = 1 ] && printf '%-34s %10s   %s\n' "go $GO_VER" "$(med %.2f go_pp)" "$(rounds go_pp)"
+    [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER (extra)" "$(med %.2f go_alt_pp)" "$(rounds go_alt_pp)"
+    [ $have_fiber = 1 ] && printf '%-34s %10s   %s\n' "boost.fiber $BOOST_VER ($fiber_kind)" "$(med %.2f fiber_pp)" "$(rounds fiber_pp)"
+    local o g f
+    o=$(med %.2f ours_pp); g=$(med %.2f go_pp); f=$(med %.2f fiber_pp)
+    echo "headline chan_pingpong_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+    echo "headline chan_pingpong_vs_boost_fiber_ns ours=$o peer=$f ratio=$(ratio "$o" "$f")"
+}
+
+OURS_MICRO="spawn_join:spawn_join_ns wake:wake_ns timer:timer_ns mutex:mutex_ns mutex_handoff:mutex_handoff_ns"
+spawn_section() {
+    echo
+    echo "== c. spawn+join one at a time, and the runtime's own figures, one CPU (taskset -c $SERVER_CPU), $ROUNDS interleaved rounds"
+    echo "commands: $OURS_BENCH spawn_join $LOOP_N; $OURS_BENCH {wake,timer,mutex,mutex_handoff}"
+    [ $have_go = 1 ] && echo "          $PEERS/go_spawn $loop_args_go   ($GO_VER)"
+    [ $have_go_alt = 1 ] && echo "          $PEERS/go_spawn_alt $loop_args_go   ($GO_ALT_VER, extra row)"
+    local r sm sub name
+    local -A ok
+    for sm in $OURS_MICRO; do ok[${sm%%:*}]=$have_ours_bench; done
+    for r in $(seq 1 "$ROUNDS"); do
+        for sm in $OURS_MICRO; do
+            sub=${sm%%:*} name=${sm#*:}
+            if [ "${ok[$sub]}" = 1 ]; then
+                # spawn_join gets the Go peer's segment size; the others
+                # keep aco_rt_bench's own
+                # shellcheck disable=SC2046
+                run_metric "ours_$sub" "$name" 120 $OURS_BENCH "$sub" $( [ $sub = spawn_join ] && echo "$LOOP_N") ||
+                    { say "ours: '$OURS_BENCH $sub' gave no $name: ${LAST_ERR:-no output}"; ok[$sub]=0; }
+            else
+                addv "ours_$sub" n/a
+            fi
+            if [ $sub = spawn_join ]; then
+                if [ $have_go = 1 ]; then
+                    # shellcheck disable=SC2086
+                    run_metric go_spawn spawn_join_ns 120 "$PEERS/go_spawn" $loop_args_go ||
+                        peer_failed "go_spawn: ${LAST_ERR:-no output}"
+                fi
+                if [ $have_go_alt = 1 ]; then
+                    # shellcheck disable=SC2086
+                    run_metric go_alt_spawn spawn_join_ns 120 "$PEERS/go_spawn_alt" $loop_args_go ||
+                        peer_failed "go_spawn_alt: ${LAST_ERR:-no output}"
+                fi
+            fi
+        done
+    done
+    printf '%-34s %10s   %s\n' figure ns "each round"
+    for sm in $OURS_MICRO; do
+        printf '%-34s %10s   %s\n' "aco_rt (ours) ${sm#*:}" "$(med %.2f "ours_${sm%%:*}")" "$(rounds "ours_${sm%%:*}")"
+    done
+    [ $have_go = 1 ] && printf '%-34s %10s   %s\n' "go $GO_VER spawn_join_ns" "$(med %.2f go_spawn)" "$(rounds go_spawn)"
+    [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER spawn_join_ns (extra)" "$(med %.2f go_alt_spawn)" "$(rounds go_alt_spawn)"
+    local o g
+    o=$(med %.2f ours_spawn_join); g=$(med %.2f go_spawn)
+    echo "headline spawn_join_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+    echo "headline spawn_join_ns ours=$o target=100 ratio=$(ratio "$o" 100)"
+    o=$(med %.2f ours_wake)
+    echo "headline wake_to_run_ns ours=$o"
+    o=$(med %.2f ours_timer)
+    echo "headline timer_insert_cancel_ns ours=$o target=25 ratio=$(ratio "$o" 25)"
+    o=$(med %.2f ours_mutex)
+    echo "headline mutex_uncontended_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
+    o=$(med %.2f ours_mutex_handoff)
+    echo "headline mutex_handoff_ns ours=$o"
+}
+
+# ---- d. parked memory ------------------------------------------------------
+parked_section() {
+    echo
+    echo "== d. parked memory: $PARKED_N coroutines each blocked for good, VmRSS growth / N, one run each (taskset -c $SERVER_CPU)"
+    echo "commands: $OURS_BENCH parked $PARKED_N"
+    [ $have_go = 1 ] && echo "          $PEERS/go_parked -mode sleep $PARKED_N; $PEERS/go_parked -mode chan $PARKED_N (extra row)"
+    if [ $have_ours_bench = 1 ]; then
+        run_metric ours_parked parked_bytes_per_co 300 $OURS_BENCH parked "$PARKED_N" ||
+            say "ours: '$OURS_BENCH parked $PARKED_N' gave no parked_bytes_per_co: ${LAST_ERR:-no output}"
+    fi
+    if [ $have_go = 1 ]; then
+        run_metric go_parked parked_bytes_per_co 300 "$PEERS/go_parked" -mode sleep "$PARKED_N" ||
+            peer_failed "go_parked -mode sleep: ${LAST_ERR:-no output}"
+        run_metric go_parked_chan parked_bytes_per_co 300 "$PEERS/go_parked" -mode chan "$PARKED_N" ||
+            peer_failed "go_parked -mode chan: ${LAST_ERR:-no output}"
+    fi
+    printf '%-34s %10s\n' program bytes/co
+    printf '%-34s %10s\n' "aco_rt (ours)" "$(med %.1f ours_parked)"
+    [ $have_go = 1 ] && printf '%-34s %10s\n' "go $GO_VER time.Sleep" "$(med %.1f go_parked)"
+    [ $have_go = 1 ] && printf '%-34s %10s\n' "go $GO_VER chan receive (extra)" "$(med %.1f go_parked_chan)"
+    local o g
+    o=$(med %.1f ours_parked); g=$(med %.1f go_parked)
+    echo "headline parked_bytes_per_co ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+}
+
+# ---- e. nc -----------------------------------------------------------------
+# Both tools read the same sparse file (truncate -s, on /dev/shm when it is
+# there): reads of a tmpfs hole come from the zero page, so the source costs
+# one copy to user space (or nothing, for a tool that splices/sendfiles it)
+# and never touches a disk.  The server's stdout is /dev/null: writes to it
+# are free, so the tool and the loopback TCP path are what is measured.  The
+# time runs from the client's start to the server's exit.  Once per tool, a
+# checking run sends the server's stdout through a FIFO into `wc -c` and must
+# count every byte; its MiB/s (a real pipe as the sink) is shown too.
+#
+# OpenBSD nc (netcat-openbsd 1.219): one poll() loop over stdin, stdout and
+# the socket, read()/write() of at most 16384 bytes (BUFSIZE) at a time, a
+# poll() before each read and each write; no splice, sendfile or
+# zero-copy; socket buffers left at the kernel's defaults (autotuning) unless
+# -I/-O are given.  -N: shutdown(SHUT_WR) the socket at EOF on stdin; the
+# listening side exits when the peer has closed and stdin (here /dev/null)
+# is at EOF.
+# aco_nc (rt/aco_nc.c as written): sendfile(2) from stdin to the socket when
+# stdin is a regular file (so here the sender copies nothing: the pages it
+# sends are the tmpfs hole's zero page, or the data file's page-cache
+# pages), splice(2) socket -> pipe -> stdout when stdout is a pipe or a file
+# (the wc -c check), read()/write() through a 256 KiB buffer otherwise: so
+# /dev/null, a character device, gets read() copies on the receiving side,
+# as nc's does.  Measured here (4 GiB, 2 vCPU KVM): the sparse source
+# flatters nc a little more than aco_nc (nc ~2080 MiB/s sparse vs ~1690 with
+# BENCH_RT_NC_SOURCE=data; aco_nc ~6300 vs ~6050).
+nc_section() {
+    echo
+    local dir=/dev/shm
+    { [ -d "$dir" ] && [ -w "$dir" ]; } || dir=$TMPD
+    SRC_FILE=$dir/bench_rt.$$.src
+    local bytes=$((NC_MIB * 1024 * 1024)) kind=sparse
+    if [ "${BENCH_RT_NC_SOURCE:-sparse}" = data ]; then
+        kind="random-data"
+        # a 1 MiB random block doubled up to a chunk, the chunk repeated
+        local chunk=1 i
+        head -c 1048576 /dev/urandom >"$SRC_FILE.chunk" || { peer_failed "no room for $SRC_FILE"; return; }
+        while [ $((NC_MIB % (chunk * 2))) = 0 ] && [ $chunk -lt 64 ]; do
+            cat "$SRC_FILE.chunk" "$SRC_FILE.chunk" >"$SRC_FILE" && mv "$SRC_FILE" "$SRC_FILE.chunk"
+            chunk=$((chunk * 2))
+        done
+        for ((i = 0; i < NC_MIB / chunk; i++)); do cat "$SRC_FILE.chunk"; done >"$SRC_FILE" ||
+            { rm -f "$SRC_FILE.chunk"; peer_failed "could not write $SRC_FILE"; return; }
+        rm -f "$SRC_FILE.chunk"
+    else
+        truncate -s "${NC_MIB}M" "$SRC_FILE" || { peer_failed "truncate -s ${NC_MIB}M $SRC_FILE"; return; }
+    fi
+    echo "== e. nc: ${NC_MIB} MiB over loopback TCP, $kind source $SRC_FILE, server on CPU $SERVER_CPU, client on CPU $CLIENT_CPU, $ROUNDS interleaved rounds"
+    echo "commands: taskset -c $SERVER_CPU nc -l PORT </dev/null >/dev/null;  taskset -c $CLIENT_CPU nc -N 127.0.0.1 PORT <$SRC_FILE >/dev/null"
+    echo "          taskset -c $SERVER_CPU $OURS_NC -l PORT </dev/null >/dev/null;  taskset -c $CLIENT_CPU $OURS_NC 127.0.0.1 PORT <$SRC_FILE >/dev/null"
+
+    # nc_run KEY SERVERCMD CLIENTCMD SINK: one transfer; SINK is /dev/null or
+    # "count" (FIFO into wc -c); sets NC_ERR on failure
+    nc_run() {
+        local key=$1 scmd=$2 ccmd=$3 sink=$4 port spid wpid=0 t0 t1 to got
+        free_port; port=$FREE_PORT
+        to=$((NC_MIB / 20 + 30))
+        NC_ERR=""
+        if [ "$sink" = count ]; then
+            rm -f "$TMPD/nc.fifo" "$TMPD/nc.count"
+            mkfifo "$TMPD/nc.fifo"
+            wc -c <"$TMPD/nc.fifo" >"$TMPD/nc.count" &
+            wpid=$!
+            PIDS+=("$wpid")
+            # shellcheck disable=SC2086
+            timeout "$to" taskset -c "$SERVER_CPU" $scmd -l "$port" </dev/null >"$TMPD/nc.fifo" 2>"$TMPD/nc.srv.err" &
+        else
+            # shellcheck disable=SC2086
+            timeout "$to" taskset -c "$SERVER_CPU" $scmd -l "$port" </dev/null >/dev/null 2>"$TMPD/nc.srv.err" &
+        fi
+        spid=$!
+        PIDS+=("$spid")
+        for _ in $(seq 1 200); do
+            [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && break
+            kill -0 "$spid" 2>/dev/null || break
+            sleep 0.025
+        done
+        if [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+            NC_ERR="the server ($scmd -l $port) is not listening: $(tail -1 "$TMPD/nc.srv.err")"
+            stop_pid "$spid"
+            [ $wpid != 0 ] && stop_pid "$wpid"
+            addv "$key" n/a
+            return 1
+        fi
+        t0=$(now_us)
+        # shellcheck disable=SC2086
+        timeout "$to" taskset -c "$CLIENT_CPU" $ccmd 127.0.0.1 "$port" <"$SRC_FILE" >/dev/null 2>"$TMPD/nc.cli.err"
+        local crc=$?
+        wait "$spid"
+        local src=$?
+        t1=$(now_us)
+        forget_pid "$spid"
+        if [ $wpid != 0 ]; then
+            wait "$wpid"
+            forget_pid "$wpid"
+            got=$(tr -d ' ' <"$TMPD/nc.count")
+            if [ "$got" != "$bytes" ]; then
+                NC_ERR="the server wrote $got bytes, not $bytes"
+            fi
+        fi
+        [ $crc != 0 ] && NC_ERR="the client exited with $crc: $(tail -1 "$TMPD/nc.cli.err") $NC_ERR"
+        [ $src != 0 ] && NC_ERR="the server exited with $src: $(tail -1 "$TMPD/nc.srv.err") $NC_ERR"
+        if [ -n "$NC_ERR" ]; then
+            addv "$key" n/a
+            return 1
+        fi
+        addv "$key" "$(awk -v b="$bytes" -v us=$((t1 - t0)) 'BEGIN {printf "%.0f", b / 1048576 / (us / 1e6)}')"
+    }
+
+    local ours_ok=$have_ours_nc r
+    if [ $have_nc = 1 ]; then
+        nc_run peer_check "nc" "nc -N" count ||
+            peer_failed "nc checking run: $NC_ERR"
+    fi
+    if [ $ours_ok = 1 ]; then
+        nc_run ours_check "$OURS_NC" "$OURS_NC" count ||
+            { say "ours: checking run of $OURS_NC: $NC_ERR: ours=n/a"; ours_ok=0; }
+    fi
+    for r in $(seq 1 "$ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then
+            [ $have_nc = 1 ] && { nc_run peer "nc" "nc -N" /dev/null || peer_failed "nc: $NC_ERR"; }
+        fi
+        if [ $ours_ok = 1 ]; then
+            nc_run ours "$OURS_NC" "$OURS_NC" /dev/null ||
+                { say "ours: $OURS_NC: $NC_ERR: ours=n/a"; ours_ok=0; }
+        else
+            addv ours n/a
+        fi
+        if [ $((r % 2)) = 0 ]; then
+            [ $have_nc = 1 ] && { nc_run peer "nc" "nc -N" /dev/null || peer_failed "nc: $NC_ERR"; }
+        fi
+    done
+    printf '%-34s %10s %14s   %s\n' program MiB/s "MiB/s to wc-c" "each round (/dev/null)"
+    printf '%-34s %10s %14s   %s\n' "aco_nc (ours)" "$(med %.0f ours)" "$(med %.0f ours_check)" "$(rounds ours)"
+    [ $have_nc = 1 ] && printf '%-34s %10s %14s   %s\n' "OpenBSD nc" "$(med %.0f peer)" "$(med %.0f peer_check)" "$(rounds peer)"
+    local o p
+    o=$(med %.0f ours); p=$(med %.0f peer)
+    echo "headline nc_$( [ "$NC_MIB" = 4096 ] && echo 4GiB || echo "${NC_MIB}MiB")_MiBps ours=$o peer=$p ratio=$(ratio "$o" "$p")"
+    rm -f "$SRC_FILE"
+    SRC_FILE=""
+}
+
+T_START=$(now_us)
+case $SECTIONS in *" a "*)
+    if [ $have_redis = 1 ]; then others_start; resp_section; others_end "a. resp"; fi ;;
+esac
+case $SECTIONS in *" b "*) others_start; chan_section; others_end "b. chan" ;; esac
+case $SECTIONS in *" c "*) others_start; spawn_section; others_end "c. spawn" ;; esac
+case $SECTIONS in *" d "*) others_start; parked_section; others_end "d. parked" ;; esac
+case $SECTIONS in *" e "*)
+    if [ $have_nc = 1 ] || [ $have_ours_nc = 1 ]; then
+        others_start; nc_section; others_end "e. nc"
+    fi ;;
+esac
+echo
+check_idle "after the run"
+echo "bench_rt: done in $(( ($(now_us) - T_START) / 1000000 )) s$( [ $peer_fail = 1 ] && echo ', a peer FAILED')"
+exit $peer_fail

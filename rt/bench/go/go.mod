@@ -1,0 +1,3 @@
+module local
+
+go 1.19

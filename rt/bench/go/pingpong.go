@@ -1,0 +1,65 @@
+//go:build ignore
+
+// pingpong.go - the Go peer of aco_rt_bench's channel ping-pong
+// (rt/bench/bench_rt.sh builds and runs it).
+//
+// Two goroutines on one P (GOMAXPROCS=1) bounce an int over two unbuffered
+// channels: A (the main goroutine) sends on ch1 and receives on ch2, B
+// receives on ch1 and sends on ch2.  Nothing else is in either loop.  One
+// round trip is one send each way, so two goroutine switches.
+//
+//	pingpong [-n round trips per segment] [-segments S] [-warmup W]
+//
+// prints `chan_pingpong_ns <median ns per round trip over the S segments>`,
+// each segment's figure going to stderr.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"time"
+)
+
+func main() {
+	n := flag.Int("n", 1000000, "round trips per timed segment")
+	segments := flag.Int("segments", 7, "timed segments (the median is printed)")
+	warmup := flag.Int("warmup", 200000, "untimed round trips first")
+	flag.Parse()
+	if *n < 1 || *segments < 1 || *warmup < 0 {
+		fmt.Fprintln(os.Stderr, "pingpong: -n and -segments must be >= 1, -warmup >= 0")
+		os.Exit(2)
+	}
+	runtime.GOMAXPROCS(1)
+
+	ch1 := make(chan int)
+	ch2 := make(chan int)
+	total := *warmup + *n**segments
+
+	go func() { // B
+		for i := 0; i < total; i++ {
+			v := <-ch1
+			ch2 <- v
+		}
+	}()
+
+	// A: the main goroutine.
+	for i := 0; i < *warmup; i++ {
+		ch1 <- i
+		<-ch2
+	}
+	per := make([]float64, *segments)
+	for s := range per {
+		t0 := time.Now()
+		for i := 0; i < *n; i++ {
+			ch1 <- i
+			<-ch2
+		}
+		per[s] = float64(time.Since(t0).Nanoseconds()) / float64(*n)
+		fmt.Fprintf(os.Stderr, "pingpong: segment %d: %.2f ns\n", s, per[s])
+	}
+	sort.Float64s(per)
+	fmt.Printf("chan_pingpong_ns %.2f\n", per[len(per)/2])
+}
