@@ -344,7 +344,7 @@ rt_rules() {
     local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4" f objs="" libs="-lpthread"
     [ -n "$RT_URING" ] && { c="$c -DACO_RT_HAVE_URING"; libs="-luring $libs"; }
     mkdir -p "$obj"
-    put_if_changed "$obj/flags" "$c / $libs"
+    put_if_changed "$obj/flags" "$c / $libs / so: rpath \$ORIGIN"
     for f in $(rt_lib_srcs); do
         cc_rule "$obj/$f.o" "rt/$f.c" "$obj" "$c -c rt/$f.c -o $obj/$f.o"
         objs="$objs $obj/$f.o"
@@ -355,7 +355,7 @@ rt_rules() {
     rule "$OUTPUT/libaco_rt.a" "$objs" "rm -f $OUTPUT/libaco_rt.a && ar rcs $OUTPUT/libaco_rt.a$objs"
     put_if_changed "$obj/libaco_rt.map" "$(printf '{\n  global: aco_rt_*;\n  local: *;\n};')"
     rule "$OUTPUT/libaco_rt.so" "$objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
-         "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack$objs -L$OUTPUT -laco $libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
+         "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN'$objs -L$OUTPUT -laco $libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
     local v=no_valgrind.standaloneFPUenv vo p extra
     vo="$OUTPUT/obj/$v"
     for p in $(rt_programs); do
