@@ -133,7 +133,7 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
                   !(q->flags & MSG_PEEK)) ? rt_fd_peek(s, q->fd) : NULL;
     if (e && (!e->stream || e->rd_hup)) e = NULL;
 
-    if (e && e->rd_empty && deadline != 0) goto wait;
+    if (e && e->rd_empty && !passed(deadline)) goto wait;
     for (;;) {
         ssize_t n = sys_once(q);
         if (n >= 0) {

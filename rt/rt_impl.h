@@ -217,6 +217,8 @@ void rt_abort_waitq(aco_rt_co_t* co, int err);
 void    rt_wheel_init(rt_wheel_t* w, int64_t now_ns);
 void    rt_wheel_add(rt_wheel_t* w, aco_rt_timer_t* t, int64_t deadline_ns);
 int     rt_wheel_del(rt_wheel_t* w, aco_rt_timer_t* t);
+/* Disarm every timer (the program's may outlive the scheduler). */
+void    rt_wheel_clear(rt_wheel_t* w);
 /* ns until the first timer can fire (from now_ns), -1 if none armed. */
 int64_t rt_wheel_timeout(const rt_wheel_t* w, int64_t now_ns);
 /* Fire every timer due at now_ns. */

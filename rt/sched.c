@@ -21,6 +21,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +73,17 @@ const char* aco_rt_backend_name(const aco_rt_sched_t* s) {
     return s ? s->be->name : NULL;
 }
 
+/* libaco aborts when a share stack cannot be mapped; the runtime says
+ * ENOMEM instead: can the address space take sz bytes (and a guard page)? */
+static int stack_possible(size_t sz) {
+    if (sz > SIZE_MAX / 2) return 0;
+    void* p = mmap(NULL, sz + 2 * 65536, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    munmap(p, sz + 2 * 65536);
+    return 1;
+}
+
 static const rt_backend_t* pick_backend(int want) {
     if (want == ACO_RT_BACKEND_AUTO) {
         const char* e = getenv("ACO_RT_BACKEND");
@@ -102,6 +114,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     if (o.stack_size == 0) o.stack_size = 256 * 1024;
     if (o.uring_entries == 0) o.uring_entries = 512;
     if (o.share_stacks > 1024) { errno = EINVAL; return NULL; }
+    if (!stack_possible(o.stack_size)) { errno = ENOMEM; return NULL; }
 
     aco_rt_sched_t* s = calloc(1, sizeof(*s));
     if (s == NULL) return NULL;
@@ -153,8 +166,9 @@ static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
     if (s->cur && s->nstacks > 1 && s->cur->aco->share_stack == s->stacks[i] &&
         !(s->cur->flags & RT_STANDALONE))
         i = s->next_stack++ % s->nstacks;
-    if (s->stacks[i] == NULL) s->stacks[i] = aco_share_stack_new2(s->stack_size, 1);
-    return s->stacks[i];
+    if (s->stacks[i] == NULL && stack_possible(s->stack_size))
+        s->stacks[i] = aco_share_stack_new2(s->stack_size, 1);
+    return s->stacks[i];        /* NULL: ENOMEM */
 }
 
 static void co_main(void) {
@@ -206,13 +220,18 @@ aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         co->s = s;
         co->w.co = co;
         co->w.idx = -1;
-        aco_share_stack_t* st;
+        aco_share_stack_t* st = NULL;
         if (standalone) {
             size_t sz = opts->stack_size ? opts->stack_size : s->stack_size;
-            st = aco_share_stack_new2(sz, 1);
+            if (stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
             co->flags = RT_STANDALONE;
         } else {
             st = next_share_stack(s);
+        }
+        if (st == NULL) {
+            free(co);
+            errno = ENOMEM;
+            return NULL;
         }
         co->aco = aco_create(s->main_co, st, 0, co_main, co);
     }
@@ -337,6 +356,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
         if (co->x) { free(co->x->selw); free(co->x->buf); free(co->x); }
         free(co);
     }
+    rt_wheel_clear(&s->wheel);
     s->be->fini(s);
     rt_fd_free_all(s);
     for (unsigned i = 0; i < s->nstacks; i++)

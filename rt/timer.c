@@ -79,6 +79,21 @@ void rt_wheel_add(rt_wheel_t* w, aco_rt_timer_t* t, int64_t deadline_ns) {
     w->armed++;
 }
 
+void rt_wheel_clear(rt_wheel_t* w) {
+    for (int l = 0; l < RT_WHEEL_LEVELS; l++)
+        for (int i = 0; i < SLOTS; i++) {
+            aco_rt_timer_t* h = &w->slot[l][i];
+            while (h->next_ != h) {
+                aco_rt_timer_t* t = h->next_;
+                h->next_ = t->next_;
+                t->next_ = t->prev_ = NULL;
+            }
+            h->prev_ = h;
+        }
+    memset(w->bits, 0, sizeof(w->bits));
+    w->armed = 0;
+}
+
 int rt_wheel_del(rt_wheel_t* w, aco_rt_timer_t* t) {
     if (t->next_ == NULL) return 0;
     unlink_timer(w, t);
