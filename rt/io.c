@@ -58,7 +58,9 @@ static void fd_fresh(aco_rt_sched_t* s, int fd, int nonblock) {
     rt_fd_t* e = rt_fd_get(s, fd);
     if (e == NULL) return;
     if (e->registered || !rt_wq_empty(&e->q)) s->be->closing(s, fd);
+    uint32_t gen = e->gen + 1;
     memset(e, 0, sizeof(*e));
+    e->gen = gen;
     e->nonblock = (uint8_t)nonblock;
     int type = 0;
     socklen_t len = sizeof(type);
@@ -325,7 +327,11 @@ int aco_rt_close(int fd) {
     if (s) {
         s->be->closing(s, fd);
         rt_fd_t* e = rt_fd_peek(s, fd);
-        if (e) memset(e, 0, sizeof(*e));
+        if (e) {
+            uint32_t gen = e->gen + 1;
+            memset(e, 0, sizeof(*e));
+            e->gen = gen;
+        }
     }
     return close(fd) == 0 ? 0 : -errno;
 }

@@ -80,6 +80,8 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     int res = cqe->res;
     co->flags &= (uint8_t)~RT_IO_OP;
     s->st.io_inflight--;
+    rt_fd_t* f = rt_fd_peek(s, co->io_fd);
+    if (f && f->gen == co->io_gen && f->ops) f->ops--;
     if (res == -ECANCELED)      /* ours (deadline, cancel), else a close */
         res = co->io_abort ? co->io_abort : -EBADF;
     co->io_abort = 0;
@@ -129,6 +131,12 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, const char* what, 
     co->flags |= RT_IO_OP;
     co->io_abort = 0;
     co->s->st.io_inflight++;
+    /* per descriptor, so that closing one without operations costs no
+     * cancel (the kernel scans every operation in flight for it) */
+    rt_fd_t* f = rt_fd_get(co->s, fd);
+    co->io_fd = fd;
+    co->io_gen = f ? f->gen : 0;
+    if (f) f->ops++;
     return rt_park(co, what, (void*)(intptr_t)fd, deadline, ur_abort);
 }
 
@@ -180,7 +188,8 @@ static int ur_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
 
 static void ur_closing(aco_rt_sched_t* s, int fd) {
     ur_t* u = (ur_t*)s->be_data;
-    if (fd < 0 || s->st.io_inflight == 0) return;
+    rt_fd_t* f = rt_fd_peek(s, fd);
+    if (f == NULL || f->ops == 0) return;
     struct io_uring_sqe* sqe = get_sqe(s);
     io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
     io_uring_sqe_set_data(sqe, NULL);

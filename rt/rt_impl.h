@@ -110,6 +110,8 @@ struct aco_rt_co {
     uint64_t         id;
     uint32_t         slot;      /* index in s->cos */
     int32_t          io_abort;  /* io_uring: why the op was cancelled */
+    int32_t          io_fd;     /* io_uring: the op's descriptor, */
+    uint32_t         io_gen;    /* and its table generation */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -142,6 +144,8 @@ typedef struct rt_fd {
                                    the socket was drained: wait for the next
                                    edge before reading again (saves the
                                    read that would say EAGAIN) */
+    uint32_t       ops;         /* io_uring: operations in the kernel */
+    uint32_t       gen;         /* bumped when the number gets a new file */
     uint8_t        rd_hup;      /* epoll: the peer's end (or an error) was
                                    seen: a short read does not mean drained
                                    then, the end may still be pending, its

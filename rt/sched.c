@@ -334,6 +334,9 @@ void aco_rt_sched_stop(aco_rt_sched_t* s) {
 
 void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running) return;
+    /* First the wheel: the parked cos' deadline timers are in their
+     * records, freed below; the program's timers outlive us disarmed. */
+    rt_wheel_clear(&s->wheel);
     /* Unfinished cos: destroy them where they stand (aco_destroy drops a
      * suspended co's frames); their timers go with the wheel. */
     while (s->ncos) {
@@ -356,7 +359,6 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
         if (co->x) { free(co->x->selw); free(co->x->buf); free(co->x); }
         free(co);
     }
-    rt_wheel_clear(&s->wheel);
     s->be->fini(s);
     rt_fd_free_all(s);
     for (unsigned i = 0; i < s->nstacks; i++)

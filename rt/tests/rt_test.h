@@ -9,6 +9,9 @@
  * (the old way) makes a scheduler with the given opts as they are (AUTO:
  * $ACO_RT_BACKEND, else io_uring where it works).
  *
+ * A watchdog (SIGALRM, $ACO_RT_TEST_WATCHDOG s, default 300) turns a hang
+ * into a failure with aco_rt_dump's report.
+ *
  * Checks.  CHECK(cond), CHECK_EQ/NE/LT/LE/GT/GE(a, b) (integers: both values
  * printed) abort with file:line and, inside test_on_backends, the backend.
  */
@@ -136,10 +139,28 @@ static inline aco_rt_sched_t* test_sched_on(int b, const aco_rt_opts_t* base) {
     return s;
 }
 
+/* A test that hangs (a lost wakeup) fails after a while, with the dump of
+ * the thread's scheduler: $ACO_RT_TEST_WATCHDOG seconds (default 300). */
+static inline void test_watchdog_fire(int sig) {
+    (void)sig;
+    static const char m[] = "test watchdog: no end in sight (a lost wakeup?); the scheduler:\n";
+    ssize_t r = write(2, m, sizeof(m) - 1);
+    (void)r;
+    aco_rt_dump(NULL, 2);
+    abort();
+}
+static inline void test_watchdog(void) {
+    const char* e = getenv("ACO_RT_TEST_WATCHDOG");
+    unsigned sec = e && *e ? (unsigned)atoi(e) : 300;
+    signal(SIGALRM, test_watchdog_fire);
+    alarm(sec);
+}
+
 /* body(s, arg) on each backend of $ACO_RT_TEST_BACKENDS, each on a fresh
  * scheduler made with base (NULL: defaults), freed after. */
 static inline void test_on_backends(const aco_rt_opts_t* base,
                                     void (*body)(aco_rt_sched_t* s, void* arg), void* arg) {
+    test_watchdog();
     int bs[8];
     int n = test_backends(bs, 8);
     for (int i = 0; i < n; i++) {
