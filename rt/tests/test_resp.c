@@ -1016,8 +1016,10 @@ static void test_big_bulk(void)
     CHECK_INT(res.len, 18 + BIG + 2 + 6);
     CHECK_MEM(res.ptr + 18, BIG, data, BIG);
     CHECK_INT(hdr, 25);
-    /* 4096 calls over 16 MiB: a quadratic parser would take minutes. */
-    CHECK(now_ms() - t0 < 10000);
+    /* 4096 calls over 16 MiB: a quadratic parser would take minutes (and
+     * test.sh's time limit fails it); no wall-clock bound here, which
+     * sanitizers and a busy machine would break. */
+    (void)t0;
 
     /* Many small arguments trickling in: resumes argument by argument. */
     resp_buf_clear(&in);
