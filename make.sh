@@ -260,11 +260,14 @@ bench_flags() {   # variant -> extra arguments for test_aco_benchmark
 
 # The runtime's io_uring backend needs liburing (liburing-dev).
 RT_URING=""
-if [ $no_uring = 0 ] && [ $action != install ]; then
+if [ $no_uring = 0 ]; then
     printf '#include <liburing.h>\nint main(void){struct io_uring r; return io_uring_queue_init(8, &r, 0) & 0;}\n' \
         > "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
     if $CC $SANFLAGS "${TMPDIR:-/tmp}/aco_uring_probe.$$.c" -luring -o /dev/null > /dev/null 2>&1; then
         RT_URING=1
+    elif [ $action = install ]; then
+        echo "make.sh: installing the runtime without its io_uring backend:" \
+             "<liburing.h> or -luring not found (install liburing-dev)" >&2
     else
         leave_out uring "the runtime's io_uring backend" "<liburing.h> or -luring not found:" \
             "install liburing-dev (the runtime then has epoll only)"
@@ -339,23 +342,38 @@ variant_rules() {   # variant
 # aco.h's API), the libraries, the programs (linked with the default
 # variant's libaco objects), and its tests for the x86-64 standaloneFPUenv
 # variants (the valgrind one: valgrind runs them).
-rt_rules() {
+# The runtime's library: objects, libaco_rt.a, libaco_rt.so (rt_objs and
+# rt_libs say what the programs link).
+rt_objs=""
+rt_libs=""
+rt_lib_rules() {
     # DWARF 4: the valgrind variants' programs link these objects too
-    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4" f objs="" libs="-lpthread"
-    [ -n "$RT_URING" ] && { c="$c -DACO_RT_HAVE_URING"; libs="-luring $libs"; }
+    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4" f
+    rt_libs="-lpthread"
+    [ -n "$RT_URING" ] && { c="$c -DACO_RT_HAVE_URING"; rt_libs="-luring $rt_libs"; }
     mkdir -p "$obj"
-    put_if_changed "$obj/flags" "$c / $libs / so: rpath \$ORIGIN"
+    put_if_changed "$obj/flags" "$c / $rt_libs / so: rpath \$ORIGIN"
+    rt_objs=""
     for f in $(rt_lib_srcs); do
         cc_rule "$obj/$f.o" "rt/$f.c" "$obj" "$c -c rt/$f.c -o $obj/$f.o"
-        objs="$objs $obj/$f.o"
+        rt_objs="$rt_objs $obj/$f.o"
     done
+    rule "$OUTPUT/libaco_rt.a" "$rt_objs" "rm -f $OUTPUT/libaco_rt.a && ar rcs $OUTPUT/libaco_rt.a$rt_objs"
+    put_if_changed "$obj/libaco_rt.map" "$(printf '{\n  global: aco_rt_*;\n  local: *;\n};')"
+    rule "$OUTPUT/libaco_rt.so" "$rt_objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
+         "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN'$rt_objs -L$OUTPUT -laco $rt_libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
+}
+
+# The runtime's programs and tests, linked with the default variant's (and
+# for the tests also the valgrind variant's) libaco objects.
+rt_rules() {
+    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4" f
+    [ -n "$RT_URING" ] && c="$c -DACO_RT_HAVE_URING"
+    rt_lib_rules
+    local objs=$rt_objs libs=$rt_libs
     for f in resp kv; do
         cc_rule "$obj/$f.o" "rt/$f.c" "$obj" "$c -c rt/$f.c -o $obj/$f.o"
     done
-    rule "$OUTPUT/libaco_rt.a" "$objs" "rm -f $OUTPUT/libaco_rt.a && ar rcs $OUTPUT/libaco_rt.a$objs"
-    put_if_changed "$obj/libaco_rt.map" "$(printf '{\n  global: aco_rt_*;\n  local: *;\n};')"
-    rule "$OUTPUT/libaco_rt.so" "$objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
-         "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN'$objs -L$OUTPUT -laco $libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
     local v=no_valgrind.standaloneFPUenv vo p extra
     vo="$OUTPUT/obj/$v"
     for p in $(rt_programs); do
@@ -451,9 +469,10 @@ do_install() {
     local inc="$DESTDIR$PREFIX/include" lib="$DESTDIR$PREFIX/lib"
     mkdir -p "$OUTPUT"
     lib_rules
+    rt_lib_rules
     run_build
     install -d "$inc" "$lib" "$lib/pkgconfig"
-    install -m 644 aco.h aco_assert_override.h "$inc/"
+    install -m 644 aco.h aco_assert_override.h rt/aco_rt.h "$inc/"
     install -m 644 "$OUTPUT/libaco.a" "$lib/"
     install -m 755 "$OUTPUT/libaco.so" "$lib/libaco.so.$VERSION"
     ln -sf "libaco.so.$VERSION" "$lib/libaco.so.$SOMAJOR"
@@ -470,7 +489,12 @@ Version: $VERSION
 Libs: -L\${libdir} -laco
 Cflags: -I\${includedir}
 EOF
-    echo "installed libaco $VERSION under $DESTDIR$PREFIX"
+    install -m 644 "$OUTPUT/libaco_rt.a" "$lib/"
+    install -m 755 "$OUTPUT/libaco_rt.so" "$lib/libaco_rt.so.$VERSION"
+    ln -sf "libaco_rt.so.$VERSION" "$lib/libaco_rt.so.$SOMAJOR"
+    ln -sf "libaco_rt.so.$SOMAJOR" "$lib/libaco_rt.so"
+    rt_pc "$PREFIX/lib" "$PREFIX/include" "$PREFIX/include" > "$lib/pkgconfig/libaco_rt.pc"
+    echo "installed libaco and its runtime (libaco_rt) $VERSION under $DESTDIR$PREFIX"
 }
 
 if [ $action = install ]; then do_install; exit 0; fi
