@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make.sh install` lays out headers, libaco.a, libaco.so (SONAME symlinks)
 # and libaco.pc; a program builds with pkg-config against it and runs, linked
-# dynamically and statically.
+# dynamically and statically.  The same for the runtime (aco_rt.h,
+# libaco_rt.*, libaco_rt.pc) with the README's echo server, which must echo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -22,4 +23,28 @@ ldd_out=$(LD_LIBRARY_PATH="$root/lib" ldd "$tmp/dyn")
 echo "$ldd_out" | grep -q 'libaco.so.1 =>' || { echo "FAIL: not linked against libaco.so.1"; echo "$ldd_out"; exit 1; }
 gcc -Wall -Wextra -Werror test_aco_synopsis.c -I"$root/include" "$root/lib/libaco.a" -o "$tmp/static"
 "$tmp/static" > /dev/null
+
+# The runtime, with the README's example program.
+for f in include/aco_rt.h lib/libaco_rt.a lib/libaco_rt.so lib/libaco_rt.so.1 lib/pkgconfig/libaco_rt.pc; do
+    [ -e "$root/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
+done
+awk '/^## Runtime/,/^### The runtime.s benchmark/' README.md | awk '/^```c$/{f=1;next}/^```$/{f=0}f' > "$tmp/echo.c"
+grep -q aco_rt_sched_new "$tmp/echo.c" || { echo "FAIL: no example in the README's runtime section"; exit 1; }
+sed -i 's/htons(7000)/htons((uint16_t)atoi(getenv("PORT")))/; 1i #include <stdlib.h>' "$tmp/echo.c"
+rtflags=$(pkg-config --cflags --libs libaco_rt)
+echo "pkg-config: $rtflags"
+gcc -Wall -Wextra -Werror "$tmp/echo.c" $rtflags -o "$tmp/echo_dyn"
+gcc -Wall -Wextra -Werror "$tmp/echo.c" -I"$root/include" "$root/lib/libaco_rt.a" "$root/lib/libaco.a" \
+    $(pkg-config --static --libs-only-l libaco_rt | sed 's/-laco_rt//; s/-laco//') -o "$tmp/echo_static"
+for prog in echo_dyn echo_static; do
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    PORT=$port LD_LIBRARY_PATH="$root/lib" "$tmp/$prog" & pid=$!
+    got=""
+    for _ in $(seq 50); do
+        got=$(echo "hello $prog" | timeout 5 nc -N 127.0.0.1 "$port" 2>/dev/null) && [ -n "$got" ] && break
+        sleep 0.1
+    done
+    kill $pid 2>/dev/null; wait $pid 2>/dev/null || true
+    [ "$got" = "hello $prog" ] || { echo "FAIL: $prog echoed '$got'"; exit 1; }
+done
 echo "install ok"
