@@ -109,8 +109,10 @@ const char* aco_rt_backend_name(const aco_rt_sched_t* s);
 /* ======================================================================== */
 
 typedef struct {
-    size_t stack_size;          /* standalone: its stack's bytes (0: the
-                                   scheduler's stack_size) */
+    size_t stack_size;          /* bytes of stack the co needs (0: the
+                                   scheduler's stack_size); more than the
+                                   share stacks have gives the co a stack
+                                   of its own of this size */
     int    standalone;          /* non-zero: a stack of its own instead of a
                                    share stack (nothing is copied when it
                                    switches; costs the stack's memory) */

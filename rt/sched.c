@@ -203,7 +203,8 @@ aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     if (s == NULL) s = rt_tls_sched;
     if (s == NULL || s != rt_tls_sched) { errno = EPERM; return NULL; }
     if (fn == NULL) { errno = EINVAL; return NULL; }
-    int standalone = opts && opts->standalone;
+    /* A co that needs more stack than the share stacks have gets its own. */
+    int standalone = opts && (opts->standalone || opts->stack_size > s->stack_size);
     aco_rt_co_t* co = NULL;
     if (!standalone && s->free_recs) {
         co = s->free_recs;

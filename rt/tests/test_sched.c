@@ -752,6 +752,17 @@ static void standalone_main(void* arg) {
         CHECK_EQ(aco_rt_join(c[i], -1), 0);
         CHECK_EQ(deep_res[i], deep_expect(3000, (uint64_t)i * 100000));
     }
+    /* a stack size beyond the share stacks' (256 KiB by default), without
+     * asking for standalone: the co gets a stack of its own that big */
+    aco_rt_spawn_opts_t big = {8u << 20, 0, "big"};
+    for (int i = 0; i < 2; i++) {
+        c[i] = aco_rt_spawn2(NULL, deep_co, (void*)(intptr_t)i, &big);
+        CHECK(c[i] != NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(aco_rt_join(c[i], -1), 0);
+        CHECK_EQ(deep_res[i], deep_expect(3000, (uint64_t)i * 100000));
+    }
 }
 
 /* ------------------------------------------------------------------------ */
