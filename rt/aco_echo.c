@@ -31,27 +31,11 @@ static void conn_co(void* arg) {
     aco_rt_close(fd);
 }
 
-static int listen_fd;
-
-static void accept_co(void* arg) {
-    (void)arg;
-    for (;;) {
-        int fd = aco_rt_accept(listen_fd, NULL, NULL, SOCK_CLOEXEC, -1);
-        if (fd < 0) {
-            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
-                aco_rt_sleep(10 * 1000000);     /* let connections end */
-                continue;
-            }
-            if (fd == -ECANCELED) break;
-            fprintf(stderr, "aco_echo: accept: %s\n", strerror(-fd));
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        aco_rt_co_t* co = aco_rt_spawn(NULL, conn_co, (void*)(intptr_t)fd);
-        if (co == NULL) { aco_rt_close(fd); continue; }
-        aco_rt_detach(co);
-    }
+static int start_conn(int fd) {
+    aco_rt_co_t* co = aco_rt_spawn(NULL, conn_co, (void*)(intptr_t)fd);
+    if (co == NULL) return -1;
+    aco_rt_detach(co);
+    return 0;
 }
 
 int main(int argc, char** argv) {
@@ -63,10 +47,11 @@ int main(int argc, char** argv) {
         fprintf(stderr, "aco_echo: cannot start the scheduler: %s\n", strerror(errno));
         return 1;
     }
-    if ((listen_fd = rt_cli_listen(&cli, "aco_echo")) < 0) return 1;
+    static rt_cli_serve_t sv = {-1, "aco_echo", start_conn};
+    if ((sv.lfd = rt_cli_listen(&cli, "aco_echo")) < 0) return 1;
     fprintf(stderr, "aco_echo: listening on %s:%d (%s)\n", cli.bind, cli.port,
             aco_rt_backend_name(s));
-    aco_rt_detach(aco_rt_spawn(s, accept_co, NULL));
+    aco_rt_detach(aco_rt_spawn(s, rt_cli_accept_co, &sv));
     int r = aco_rt_sched_run(s);
     fprintf(stderr, "aco_echo: scheduler stopped: %s\n", strerror(-r));
     return 1;

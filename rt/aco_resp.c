@@ -33,7 +33,6 @@
 #define QUERY_LIMIT ((size_t)1 << 30)
 
 static kv_t* store;
-static int listen_fd;
 
 typedef struct {
     int fd;
@@ -111,32 +110,17 @@ done:
     free(c);
 }
 
-static void accept_co(void* arg) {
-    (void)arg;
-    for (;;) {
-        int fd = aco_rt_accept(listen_fd, NULL, NULL, SOCK_CLOEXEC, -1);
-        if (fd < 0) {
-            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
-                aco_rt_sleep(10 * 1000000);     /* let connections end */
-                continue;
-            }
-            if (fd == -ECANCELED) break;
-            fprintf(stderr, "aco_resp: accept: %s\n", strerror(-fd));
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        conn_t* c = calloc(1, sizeof(*c));
-        aco_rt_co_t* co = c ? aco_rt_spawn(NULL, conn_co, c) : NULL;
-        if (co == NULL) {
-            free(c);
-            aco_rt_close(fd);
-            continue;
-        }
-        c->fd = fd;
-        resp_parser_init(&c->p);
-        aco_rt_detach(co);
+static int start_conn(int fd) {
+    conn_t* c = calloc(1, sizeof(*c));
+    aco_rt_co_t* co = c ? aco_rt_spawn(NULL, conn_co, c) : NULL;
+    if (co == NULL) {
+        free(c);
+        return -1;
     }
+    c->fd = fd;
+    resp_parser_init(&c->p);
+    aco_rt_detach(co);
+    return 0;
 }
 
 int main(int argc, char** argv) {
@@ -153,10 +137,11 @@ int main(int argc, char** argv) {
         fprintf(stderr, "aco_resp: out of memory\n");
         return 1;
     }
-    if ((listen_fd = rt_cli_listen(&cli, "aco_resp")) < 0) return 1;
+    static rt_cli_serve_t sv = {-1, "aco_resp", start_conn};
+    if ((sv.lfd = rt_cli_listen(&cli, "aco_resp")) < 0) return 1;
     fprintf(stderr, "aco_resp: listening on %s:%d (%s)\n", cli.bind, cli.port,
             aco_rt_backend_name(s));
-    aco_rt_detach(aco_rt_spawn(s, accept_co, NULL));
+    aco_rt_detach(aco_rt_spawn(s, rt_cli_accept_co, &sv));
     int r = aco_rt_sched_run(s);
     fprintf(stderr, "aco_resp: scheduler stopped: %s\n", strerror(-r));
     return 1;

@@ -1,5 +1,5 @@
-/* rt_cli.h - the command line and listening socket that aco_echo and
- * aco_resp share: --port N, --backend uring|epoll, --bind ADDR. */
+/* rt_cli.h - the command line, listening socket and accept loop that
+ * aco_echo and aco_resp share: --port N, --backend uring|epoll, --bind ADDR. */
 #ifndef RT_CLI_H
 #define RT_CLI_H
 
@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,35 @@ static inline int rt_cli_parse(rt_cli_t* c, const char* prog, int argc, char** a
         }
     }
     return 0;
+}
+
+/* The accepting co's loop (its arg: a rt_cli_serve_t): for each connection
+ * (TCP_NODELAY set), start(fd) spawns what serves it, or returns -1 and the
+ * connection is closed.  Out of descriptors or memory: wait 10 ms for
+ * connections to end and go on serving the others. */
+typedef struct {
+    int lfd;
+    const char* prog;
+    int (*start)(int fd);
+} rt_cli_serve_t;
+
+static inline void rt_cli_accept_co(void* arg) {
+    const rt_cli_serve_t* sv = (const rt_cli_serve_t*)arg;
+    for (;;) {
+        int fd = aco_rt_accept(sv->lfd, NULL, NULL, SOCK_CLOEXEC, -1);
+        if (fd < 0) {
+            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
+                aco_rt_sleep(10 * 1000000);
+                continue;
+            }
+            if (fd == -ECANCELED) break;
+            fprintf(stderr, "%s: accept: %s\n", sv->prog, strerror(-fd));
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (sv->start(fd) < 0) aco_rt_close(fd);
+    }
 }
 
 /* A listening TCP socket (IPv4) as the options say, or -1 (said why). */
