@@ -76,8 +76,11 @@ typedef struct {
 } aco_rt_opts_t;
 
 /* A scheduler for the calling thread (at most one per thread), with opts
- * (NULL: all defaults).  Calls aco_thread_init() for the thread if nothing
- * has.  NULL with errno set on failure: ENOMEM, EBUSY (the thread has one),
+ * (NULL: all defaults).  It runs in the thread's libaco main co if the
+ * program made one (aco_create(NULL, ...)); else it calls
+ * aco_thread_init(NULL) and makes its own.  NULL with errno set on failure:
+ * ENOMEM (also: a stack_size the address space cannot take), EBUSY (the
+ * thread has one),
  * ENOSYS or the kernel's error (a forced backend that cannot start), EINVAL
  * (bad opts, or an unknown $ACO_RT_BACKEND). */
 aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
