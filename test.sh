@@ -170,6 +170,9 @@ excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
         test_aco_benchmark:asan-*|test_aco_benchmark:tsan)
             echo "it measures glibc's allocator (mallopt, RSS per co) and times switches:" \
                  "the sanitizer's allocator replaces the one, instrumentation the other" ;;
+        rt_test_resp:tsan|rt_test_kv:tsan)
+            echo "the RESP parser and store are single-threaded code without cos: TSan has" \
+                 "nothing to check there, and takes a minute over their million-key cases" ;;
         test_aco_tutorial_1:asan-uar1)
             echo "it asserts the copy size of a 4 KiB array, which detect_stack_use_after_return=1" \
                  "moves to ASan's fake stack, off the share stack" ;;
