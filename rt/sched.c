@@ -126,9 +126,9 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     s->nstacks = o.share_stacks;
     s->stacks = calloc(s->nstacks, sizeof(*s->stacks));
     if (s->stacks == NULL) { free(s); errno = ENOMEM; return NULL; }
-    /* libaco aborts when memory runs out; the share stacks are created
-     * lazily, on first use, and so are the cos (see new_record). */
-    /* The thread's main co if the program made one, else our own. */
+    /* The share stacks are mapped lazily, when a co first needs one
+     * (next_share_stack).  The thread's main co if the program made one,
+     * else our own. */
     if (aco_gtls_co != NULL && aco_is_main_co(aco_gtls_co)) {
         s->main_co = aco_gtls_co;
     } else {
