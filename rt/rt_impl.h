@@ -262,8 +262,7 @@ static inline int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
     co->wait_obj = obj;
     co->wait_what = what;
     s->st.cos_parked++;
-    if (deadline >= 0) {
-        co->tmo.fn_ = rt_tmo_fire;
+    if (deadline >= 0) {             /* co->tmo.fn_ is rt_tmo_fire */
         rt_wheel_add(&s->wheel, &co->tmo, deadline);
         s->st.timers++;
     }

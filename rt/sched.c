@@ -221,6 +221,7 @@ aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         co->s = s;
         co->w.co = co;
         co->w.idx = -1;
+        co->tmo.fn_ = rt_tmo_fire;      /* its deadlines, set once */
         aco_share_stack_t* st = NULL;
         if (standalone) {
             size_t sz = opts->stack_size ? opts->stack_size : s->stack_size;
