@@ -6,7 +6,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 static unsigned long checks;
 
@@ -68,5 +70,31 @@ static void dump(const char *what, const void *p, size_t n)
             exit(1);                                                         \
         }                                                                    \
     } while (0)
+
+/* The random parts: a test defines RESP_CHECK_SEED (its default seed)
+ * before including this; rng_state may be reseeded. */
+static uint64_t rng_state = RESP_CHECK_SEED;
+
+static uint64_t rnd(void)
+{
+    /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+static size_t rnd_below(size_t n)
+{
+    return n ? (size_t)(rnd() % n) : 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 #endif

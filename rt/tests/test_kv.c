@@ -21,30 +21,9 @@
 #include <string.h>
 #include <time.h>
 
+#define RESP_CHECK_SEED 0x51f15eedu
 #include "resp_check.h"
 
-static uint64_t rng_state = 0x51f15eedu;
-
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t rnd_below(size_t n)
-{
-    return n ? (size_t)(rnd() % n) : 0;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- driving the store through the protocol ---------------------------- */
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#define RESP_CHECK_SEED 0x9d2c5680u
 #include "resp_check.h"
 
 #define CHECK_STR(s, lit) CHECK_MEM((s), strlen(s), (lit), strlen(lit))
@@ -28,29 +29,6 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static uint64_t rng_state = 0x9d2c5680u;
-
-static uint64_t rnd(void)
-{
-    /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t rnd_below(size_t n)
-{
-    return n ? (size_t)(rnd() % n) : 0;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Append a multibulk command built from NUL-terminated strings. */
 static void mb(resp_buf_t *b, int argc, const char *const *argv)
