@@ -49,7 +49,7 @@ extern "C" {
 #endif
 
 #define ACO_RT_VERSION_MAJOR 0
-#define ACO_RT_VERSION_MINOR 1
+#define ACO_RT_VERSION_MINOR 2
 
 typedef struct aco_rt_sched aco_rt_sched_t;
 typedef struct aco_rt_co aco_rt_co_t;
@@ -221,14 +221,18 @@ int aco_rt_wait(int fd, int events, int64_t deadline);
 int aco_rt_close(int fd);
 
 /* ======================================================================== */
-/* Sync (among the cos of one scheduler).  FIFO: the longest waiter goes    */
-/* first.  No allocation per wait.  Each object is zero-initialisable        */
-/* (all-zero = ready to use, as after _init); none needs destroying.        */
+/* Sync, among the cos of any schedulers and threads.  FIFO: the longest    */
+/* waiter goes first.  No allocation per wait.  Each object is zero-         */
+/* initialisable (all-zero = ready to use, as after _init); none needs       */
+/* destroying.  A spin lock guards each object's wait queue for a few        */
+/* instructions; the uncontended mutex lock/unlock and semaphore wait are    */
+/* one atomic instruction each.                                             */
 /* ======================================================================== */
 
 typedef struct aco_rt_waitq { void* head_; void* tail_; } aco_rt_waitq_t;
 
-typedef struct { aco_rt_co_t* owner_; aco_rt_waitq_t q_; } aco_rt_mutex_t;
+/* owner_: the holder, its low bit set while others may wait. */
+typedef struct { uintptr_t owner_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_mutex_t;
 void aco_rt_mutex_init(aco_rt_mutex_t* m);
 /* 0, -ETIMEDOUT, -ECANCELED; -EDEADLK if the caller holds it. */
 int  aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline);
@@ -237,7 +241,7 @@ int  aco_rt_mutex_trylock(aco_rt_mutex_t* m);
 /* 0; -EPERM if the caller does not hold it.  Hands m to the first waiter. */
 int  aco_rt_mutex_unlock(aco_rt_mutex_t* m);
 
-typedef struct { aco_rt_waitq_t q_; } aco_rt_cond_t;
+typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;
 void aco_rt_cond_init(aco_rt_cond_t* c);
 /* Unlock m, wait for a signal, lock m again (also when the wait failed):
  * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held). */
@@ -245,7 +249,7 @@ int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
 void aco_rt_cond_signal(aco_rt_cond_t* c);
 void aco_rt_cond_broadcast(aco_rt_cond_t* c);
 
-typedef struct { int64_t count_; aco_rt_waitq_t q_; } aco_rt_sem_t;
+typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_sem_t;
 void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count);
 /* Take one: 0, -ETIMEDOUT, -ECANCELED. */
 int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);
@@ -253,7 +257,7 @@ int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);
 int  aco_rt_sem_trywait(aco_rt_sem_t* s);
 void aco_rt_sem_post(aco_rt_sem_t* s);
 
-typedef struct { int64_t count_; aco_rt_waitq_t q_; } aco_rt_wg_t;
+typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_wg_t;
 void aco_rt_wg_init(aco_rt_wg_t* wg);
 /* Add n (may be negative) to the counter; at 0 the waiters go on.
  * -EINVAL if it would go below 0 (nothing changes). */
@@ -300,6 +304,82 @@ typedef struct {
  * returned and *err (if not NULL) is -EPIPE, else 0.  -ETIMEDOUT,
  * -ECANCELED, -EINVAL (n < 1 or a bad case), -ENOMEM. */
 int  aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline);
+
+/* ======================================================================== */
+/* Pools: a scheduler thread per core                                       */
+/* ======================================================================== */
+
+typedef struct aco_rt_pool aco_rt_pool_t;
+
+typedef struct {
+    unsigned      threads;      /* 0: one per online CPU */
+    int           pin;          /* non-zero: thread i runs on CPU i only */
+    aco_rt_opts_t sched;        /* every thread's scheduler */
+} aco_rt_pool_opts_t;
+
+/* Start a pool of threads, each running a scheduler that waits for cos
+ * (asleep in the kernel while it has nothing to do).  NULL with errno
+ * (ENOMEM, EINVAL, ENOSYS in the single-thread build, or what a thread's
+ * aco_rt_sched_new said). */
+aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts);
+
+/* A new co on the pool's thread with the fewest cos (the caller's own on
+ * a tie), from any thread, in a co or not.  A co stays on the thread it
+ * was given (its stack is one of that thread's share stacks).  The handle
+ * is as aco_rt_spawn's.  NULL with errno: ENOMEM, EINVAL, EPIPE (the pool
+ * is being freed). */
+aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
+                               const aco_rt_spawn_opts_t* opts);
+
+/* Number of threads, and thread i's scheduler (for aco_rt_spawn,
+ * aco_rt_group_new): NULL past the end. */
+unsigned        aco_rt_pool_threads(const aco_rt_pool_t* p);
+aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i);
+
+/* Wait, outside the pool's threads, until every co of the pool has
+ * finished: ACO_RT_POOL_DRAIN lets them run to their end,
+ * ACO_RT_POOL_CANCEL first cancels each (aco_rt_cancel: their blocking
+ * calls fail with -ECANCELED from then on; cos spawned later are not).
+ * 0, -ETIMEDOUT (they go on), -EDEADLK (called from one of its threads),
+ * -EINVAL. */
+enum { ACO_RT_POOL_DRAIN = 0, ACO_RT_POOL_CANCEL = 1 };
+int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline);
+
+/* Stop the threads and free the pool, outside the pool's threads.  Cos
+ * still there are destroyed where they stand, as by aco_rt_sched_free:
+ * call aco_rt_pool_wait first to drain or cancel them. */
+void aco_rt_pool_free(aco_rt_pool_t* p);
+
+/* ======================================================================== */
+/* Groups: cos of one scheduler, joined or cancelled together               */
+/* ======================================================================== */
+
+typedef struct aco_rt_group aco_rt_group_t;
+
+/* A group bound to scheduler s (NULL: the calling thread's), or to the
+ * pool's thread with the fewest cos.  NULL with errno ENOMEM, EPERM. */
+aco_rt_group_t* aco_rt_group_new(aco_rt_sched_t* s);
+aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p);
+aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g);
+
+/* A new co in g, on g's scheduler (from any thread).  Members are
+ * detached: the group is how one waits for them.  0, -ENOMEM, -EINVAL. */
+int aco_rt_group_spawn(aco_rt_group_t* g, aco_rt_fn_t fn, void* arg,
+                       const aco_rt_spawn_opts_t* opts);
+
+/* Members alive now. */
+size_t aco_rt_group_size(aco_rt_group_t* g);
+
+/* Wait until g has no member: 0, -ETIMEDOUT, -ECANCELED, -EDEADLK (the
+ * caller is a member), -EPERM (not in a co). */
+int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline);
+
+/* Cancel every member (and those spawned until it is empty), then wait as
+ * aco_rt_group_join. */
+int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline);
+
+/* Free g: -EBUSY (nothing freed) while it has members or joiners. */
+int aco_rt_group_free(aco_rt_group_t* g);
 
 /* ======================================================================== */
 /* Seeing inside                                                            */

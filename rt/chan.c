@@ -10,7 +10,13 @@
  *
  * Select puts one waiter per case on the channels' queues (the waiters are
  * in the co's rt_extra, allocated once and kept); the first case to go on
- * takes the others off their queues before waking the co with its index.
+ * claims the co and wakes it with its index; the co then takes its other
+ * waiters off their queues.
+ *
+ * Threads.  A spin lock guards each channel.  A send or receive holds its
+ * channel's; select holds those of all its channels at once, taken in
+ * address order (nothing else holds two), so that no case can become ready
+ * between its check and its waiter going on the queue.
  */
 #include "rt_impl.h"
 
@@ -22,6 +28,7 @@ struct aco_rt_chan {
     size_t         head;        /* index of the oldest element */
     size_t         len;
     int            closed;
+    uint32_t       lock;
     aco_rt_waitq_t sendq;
     aco_rt_waitq_t recvq;
     char*          ring;
@@ -39,13 +46,22 @@ aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
 
 int aco_rt_chan_free(aco_rt_chan_t* ch) {
     if (ch == NULL) return 0;
-    if (!rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq)) return -EBUSY;
+    rt_lock(&ch->lock);
+    int busy = !rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq);
+    rt_unlock(&ch->lock);
+    if (busy) return -EBUSY;
     free(ch->ring);
     free(ch);
     return 0;
 }
 
-size_t aco_rt_chan_len(const aco_rt_chan_t* ch) { return ch->len; }
+size_t aco_rt_chan_len(const aco_rt_chan_t* ch) {
+    aco_rt_chan_t* c = (aco_rt_chan_t*)(uintptr_t)ch;
+    rt_lock(&c->lock);
+    size_t n = c->len;
+    rt_unlock(&c->lock);
+    return n;
+}
 
 static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
     size_t k = ch->head + i;
@@ -53,25 +69,23 @@ static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
     return ch->ring + k * ch->elem_size;
 }
 
-/* Wake the co of waiter w, which won with result res: for a select waiter,
- * its other cases leave their queues and the co learns the index. */
+/* Wake the co of waiter w, claimed, with result err: a select's co learns
+ * the index (and takes its other waiters off their queues itself). */
 static inline void fire(rt_waiter_t* w, int err) {
     aco_rt_co_t* co = w->co;
-    if (w->idx < 0) { rt_wake(co, err); return; }
-    rt_extra_t* x = co->x;
-    for (int i = 0; i < x->selw_cap; i++)
-        if (x->selw[i].q) rt_wq_remove(&x->selw[i]);
-    x->sel_err = err;
-    rt_wake(co, w->idx);
+    if (w->idx < 0) { rt_wake_any(co, err); return; }
+    co->x->sel_err = err;
+    rt_wake_any(co, w->idx);
 }
 
-/* Waiting receiver gets elem; a waiting sender gives its element: both
- * done without blocking.  Return 1 if it happened. */
-static inline int send_now(aco_rt_chan_t* ch, const void* elem) {
-    rt_waiter_t* w = rt_wq_pop(&ch->recvq);
+/* With ch locked: a waiting receiver gets elem, or the ring takes it;
+ * a waiting sender gives its element, or the ring does.  Return 1 if it
+ * happened.  The woken co is woken after the unlock: *wk. */
+static inline int send_now(aco_rt_chan_t* ch, const void* elem, rt_waiter_t** wk) {
+    rt_waiter_t* w = rt_wq_take(&ch->recvq);
     if (w) {
         rt_copy(w->slot, elem, ch->elem_size);
-        fire(w, 0);
+        *wk = w;
         return 1;
     }
     if (ch->len < ch->cap) {
@@ -82,24 +96,24 @@ static inline int send_now(aco_rt_chan_t* ch, const void* elem) {
     return 0;
 }
 
-static inline int recv_now(aco_rt_chan_t* ch, void* elem) {
+static inline int recv_now(aco_rt_chan_t* ch, void* elem, rt_waiter_t** wk) {
     if (ch->len) {
         rt_copy(elem, ring_at(ch, 0), ch->elem_size);
         ch->head = ch->head + 1 == ch->cap ? 0 : ch->head + 1;
         ch->len--;
         /* room now: the first waiting sender's element joins the ring */
-        rt_waiter_t* w = rt_wq_pop(&ch->sendq);
+        rt_waiter_t* w = rt_wq_take(&ch->sendq);
         if (w) {
             rt_copy(ring_at(ch, ch->len), w->slot, ch->elem_size);
             ch->len++;
-            fire(w, 0);
+            *wk = w;
         }
         return 1;
     }
-    rt_waiter_t* w = rt_wq_pop(&ch->sendq);     /* rendezvous */
+    rt_waiter_t* w = rt_wq_take(&ch->sendq);    /* rendezvous */
     if (w) {
         rt_copy(elem, w->slot, ch->elem_size);
-        fire(w, 0);
+        *wk = w;
         return 1;
     }
     return 0;
@@ -109,41 +123,63 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
-    if (ch->closed) return -EPIPE;
-    if (send_now(ch, elem)) return 0;
+    rt_waiter_t* wk = NULL;
+    rt_lock(&ch->lock);
+    if (ch->closed) { rt_unlock(&ch->lock); return -EPIPE; }
+    if (send_now(ch, elem, &wk)) {
+        rt_unlock(&ch->lock);
+        if (wk) fire(wk, 0);
+        return 0;
+    }
     int r = rt_may_block(me, deadline);
-    if (r) return r;
-    rt_extra_t* x = rt_extra(me, ch->elem_size);
-    if (x == NULL) return -ENOMEM;
+    rt_extra_t* x = r ? NULL : rt_extra(me, ch->elem_size);
+    if (r == 0 && x == NULL) r = -ENOMEM;
+    if (r) { rt_unlock(&ch->lock); return r; }
     rt_copy(x->buf, elem, ch->elem_size);
     me->w.slot = x->buf;
-    rt_wq_push(&ch->sendq, &me->w);
-    return rt_park(me, "chan_send", ch, deadline, rt_abort_waitq);
+    rt_claim_reset(me);
+    rt_wq_push_locked(&ch->sendq, &me->w, &ch->lock);
+    rt_unlock(&ch->lock);
+    return rt_park(me, "chan_send", ch, deadline, rt_abort_shared);
 }
 
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
-    if (recv_now(ch, elem)) return 0;
-    if (ch->closed) return -EPIPE;
-    int r = rt_may_block(me, deadline);
-    if (r) return r;
-    rt_extra_t* x = rt_extra(me, ch->elem_size);
-    if (x == NULL) return -ENOMEM;
+    rt_waiter_t* wk = NULL;
+    rt_lock(&ch->lock);
+    if (recv_now(ch, elem, &wk)) {
+        rt_unlock(&ch->lock);
+        if (wk) fire(wk, 0);
+        return 0;
+    }
+    int r = ch->closed ? -EPIPE : rt_may_block(me, deadline);
+    rt_extra_t* x = r ? NULL : rt_extra(me, ch->elem_size);
+    if (r == 0 && x == NULL) r = -ENOMEM;
+    if (r) { rt_unlock(&ch->lock); return r; }
     me->w.slot = x->buf;
-    rt_wq_push(&ch->recvq, &me->w);
-    r = rt_park(me, "chan_recv", ch, deadline, rt_abort_waitq);
+    rt_claim_reset(me);
+    rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
+    rt_unlock(&ch->lock);
+    r = rt_park(me, "chan_recv", ch, deadline, rt_abort_shared);
     if (r == 0) rt_copy(elem, x->buf, ch->elem_size);
     return r;
 }
 
 int aco_rt_chan_close(aco_rt_chan_t* ch) {
-    if (ch->closed) return -EPIPE;
+    rt_lock(&ch->lock);
+    if (ch->closed) { rt_unlock(&ch->lock); return -EPIPE; }
     ch->closed = 1;
-    rt_waiter_t* w;
-    while ((w = rt_wq_pop(&ch->sendq)) != NULL) fire(w, -EPIPE);
-    while ((w = rt_wq_pop(&ch->recvq)) != NULL) fire(w, -EPIPE);
+    for (;;) {
+        rt_waiter_t* w = rt_wq_take(&ch->sendq);
+        if (w == NULL) w = rt_wq_take(&ch->recvq);
+        if (w == NULL) break;
+        /* fire after the unlock would need a list: the wake of another
+         * thread's co only queues a message, so do it here */
+        fire(w, -EPIPE);
+    }
+    rt_unlock(&ch->lock);
     return 0;
 }
 
@@ -151,11 +187,38 @@ int aco_rt_chan_close(aco_rt_chan_t* ch) {
 /* Select                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* The distinct locks of a select's channels, sorted (at most n). */
+static int select_locks(aco_rt_case_t* cases, int n, uint32_t** out) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t* l = &cases[i].ch->lock;
+        int j = k;
+        while (j > 0 && out[j - 1] > l) j--;
+        if (j > 0 && out[j - 1] == l) continue;     /* already there */
+        memmove(&out[j + 1], &out[j], (size_t)(k - j) * sizeof(*out));
+        out[j] = l;
+        k++;
+    }
+    return k;
+}
+
+static void lock_all(uint32_t** l, int k) { for (int i = 0; i < k; i++) rt_lock(l[i]); }
+static void unlock_all(uint32_t** l, int k) { for (int i = k; i-- > 0; ) rt_unlock(l[i]); }
+
+/* Take the select's waiters that are still queued off their queues (their
+ * channels locked). */
+static void unqueue(rt_extra_t* x) {
+    for (int i = 0; i < x->seln; i++)
+        if (x->selw[i].q) rt_wq_remove(&x->selw[i]);
+}
+
 static void select_abort(aco_rt_co_t* co, int err) {
     rt_extra_t* x = co->x;
-    for (int i = 0; i < x->selw_cap; i++)
-        if (x->selw[i].q) rt_wq_remove(&x->selw[i]);
-    rt_wake(co, err);
+    lock_all(x->sellocks, x->selk);
+    int won = rt_claim(co);
+    if (won) unqueue(x);
+    unlock_all(x->sellocks, x->selk);
+    if (won) rt_wake(co, err);
 }
 
 int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) {
@@ -171,31 +234,48 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
         if (c->op == ACO_RT_SEND) send_bytes += c->ch->elem_size;
         else if (c->ch->elem_size > recv_max) recv_max = c->ch->elem_size;
     }
-    /* A case that can go on now, in order. */
-    for (int i = 0; i < n; i++) {
-        aco_rt_case_t* c = &cases[i];
-        if (c->op == ACO_RT_SEND) {
-            if (c->ch->closed) { if (err) *err = -EPIPE; return i; }
-            if (send_now(c->ch, c->elem)) { if (err) *err = 0; return i; }
-        } else {
-            if (recv_now(c->ch, c->elem)) { if (err) *err = 0; return i; }
-            if (c->ch->closed) { if (err) *err = -EPIPE; return i; }
-        }
-    }
-    int r = rt_may_block(me, deadline);
-    if (r) return r;
-    /* Wait on every case: send elements and the receive slot in the heap. */
+    /* Room for the waiters, the locks, the send elements and the receive
+     * slot, in the co's heap block (kept: no allocation next time). */
     rt_extra_t* x = rt_extra(me, send_bytes + recv_max);
     if (x == NULL) return -ENOMEM;
     if (x->selw_cap < n) {
         rt_waiter_t* ws = realloc(x->selw, (size_t)n * sizeof(*ws));
         if (ws == NULL) return -ENOMEM;
         x->selw = ws;
+        uint32_t** ls = realloc(x->sellocks, (size_t)n * sizeof(*ls));
+        if (ls == NULL) return -ENOMEM;
+        x->sellocks = ls;
         x->selw_cap = n;
     }
-    memset(x->selw, 0, (size_t)x->selw_cap * sizeof(*x->selw));
+    int k = select_locks(cases, n, x->sellocks);
+    lock_all(x->sellocks, k);
+    /* A case that can go on now, in order. */
+    rt_waiter_t* wk = NULL;
+    int got = -1, e = 0;
+    for (int i = 0; i < n && got < 0; i++) {
+        aco_rt_case_t* c = &cases[i];
+        if (c->op == ACO_RT_SEND) {
+            if (c->ch->closed) { got = i; e = -EPIPE; }
+            else if (send_now(c->ch, c->elem, &wk)) got = i;
+        } else {
+            if (recv_now(c->ch, c->elem, &wk)) got = i;
+            else if (c->ch->closed) { got = i; e = -EPIPE; }
+        }
+    }
+    int r = got >= 0 ? got : rt_may_block(me, deadline);
+    if (r != 0 || got == 0) {
+        unlock_all(x->sellocks, k);
+        if (wk) fire(wk, 0);
+        if (got >= 0 && err) *err = e;
+        return r;
+    }
+    /* Wait on every case: send elements and the receive slot in the heap. */
+    memset(x->selw, 0, (size_t)n * sizeof(*x->selw));
+    x->seln = n;
+    x->selk = k;
     char* p = (char*)x->buf;
     char* rslot = p + send_bytes;
+    rt_claim_reset(me);
     for (int i = 0; i < n; i++) {
         aco_rt_case_t* c = &cases[i];
         rt_waiter_t* w = &x->selw[i];
@@ -205,13 +285,18 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
             rt_copy(p, c->elem, c->ch->elem_size);
             w->slot = p;
             p += c->ch->elem_size;
-            rt_wq_push(&c->ch->sendq, w);
+            rt_wq_push_locked(&c->ch->sendq, w, &c->ch->lock);
         } else {
             w->slot = rslot;
-            rt_wq_push(&c->ch->recvq, w);
+            rt_wq_push_locked(&c->ch->recvq, w, &c->ch->lock);
         }
     }
+    unlock_all(x->sellocks, k);
     r = rt_park(me, "select", cases, deadline, select_abort);
+    /* The case that fired took its waiter; the others go now. */
+    lock_all(x->sellocks, k);
+    unqueue(x);
+    unlock_all(x->sellocks, k);
     if (r < 0) return r;
     if (err) *err = x->sel_err;
     if (cases[r].op == ACO_RT_RECV && x->sel_err == 0)

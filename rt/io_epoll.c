@@ -30,6 +30,17 @@ static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     if (e == NULL) return -ENOMEM;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (e->epfd < 0) { int r = -errno; free(e); return r; }
+    /* The scheduler's eventfd: other threads' messages (level-triggered:
+     * read when seen). */
+    struct epoll_event ev = {0};
+    ev.events = EPOLLIN;
+    ev.data.fd = s->evfd;
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s->evfd, &ev) < 0) {
+        int r = -errno;
+        close(e->epfd);
+        free(e);
+        return r;
+    }
     s->be_data = e;
     return 0;
 }
@@ -78,6 +89,11 @@ static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
     if (n < 0) return errno == EINTR ? 0 : -errno;
     for (int i = 0; i < n; i++) {
         int fd = e->ev[i].data.fd;
+        if (fd == s->evfd) {
+            uint64_t v;
+            if (read(fd, &v, sizeof(v)) < 0) { /* EINTR: the next poll says again */ }
+            continue;
+        }
         rt_fd_t* f = rt_fd_peek(s, fd);
         if (f) wake_fd(s, f, e->ev[i].events);
     }

@@ -29,7 +29,20 @@
 
 typedef struct {
     struct io_uring ring;
+    uint64_t        evbuf;      /* the eventfd's count, read by the kernel */
 } ur_t;
+
+/* user_data of the read on the scheduler's eventfd (other threads'
+ * messages): a read, re-armed when it completes.  Its buffer is in the
+ * heap (ur_t). */
+#define EV_DATA ((void*)&rt_backend_uring)
+
+static void arm_evfd(aco_rt_sched_t* s, ur_t* u) {
+    struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
+    if (sqe == NULL) { io_uring_submit(&u->ring); sqe = io_uring_get_sqe(&u->ring); }
+    io_uring_prep_read(sqe, s->evfd, &u->evbuf, sizeof(u->evbuf), 0);
+    io_uring_sqe_set_data(sqe, EV_DATA);
+}
 
 static int ur_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     ur_t* u = calloc(1, sizeof(*u));
@@ -55,6 +68,7 @@ static int ur_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
         return -ENOSYS;     /* kernel older than 5.11: use epoll */
     }
     s->be_data = u;
+    arm_evfd(s, u);
     return 0;
 }
 
@@ -75,8 +89,13 @@ static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
 }
 
 static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
-    aco_rt_co_t* co = (aco_rt_co_t*)io_uring_cqe_get_data(cqe);
-    if (co == NULL) return;                     /* a cancel's own completion */
+    void* data = io_uring_cqe_get_data(cqe);
+    if (data == NULL) return;                   /* a cancel's own completion */
+    if (data == EV_DATA) {                      /* a message came: read again */
+        if (cqe->res != -ECANCELED) arm_evfd(s, (ur_t*)s->be_data);
+        return;
+    }
+    aco_rt_co_t* co = (aco_rt_co_t*)data;
     int res = cqe->res;
     co->flags &= (uint8_t)~RT_IO_OP;
     s->st.io_inflight--;

@@ -9,6 +9,16 @@
  *   io_epoll.c  epoll backend: readiness
  *   io_uring.c  io_uring backend: operations, and readiness for buffers
  *               that lie on a share stack
+ *   pool.c      pools of scheduler threads, groups
+ *
+ * Threads.  Everything of a scheduler (its ready queue, wheel, descriptor
+ * table, backend, records) is touched by its own thread only.  Another
+ * thread reaches it through its inbox (an intrusive MPSC queue of rt_msg_t,
+ * below) and its eventfd.  The objects that cos of several threads may
+ * share (mutex, cond, sem, wait group, channel) have a spin lock over their
+ * wait queues; a waiter is taken by exactly one party, whoever first flips
+ * its co's claim word (rt_claim): a waker of any thread, or the co's own
+ * deadline or cancel.
  */
 #ifndef ACO_RT_IMPL_H
 #define ACO_RT_IMPL_H
@@ -17,6 +27,7 @@
 #include "../aco.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -24,6 +35,69 @@
 #define rt_unlikely(x) __builtin_expect(!!(x), 0)
 #define rt_container_of(p, type, field) \
     ((type*)(void*)((char*)(p) - offsetof(type, field)))
+
+/* ------------------------------------------------------------------------ */
+/* Locks and atomics                                                        */
+/* ------------------------------------------------------------------------ */
+
+static inline void rt_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ACO_RT_NO_THREADS: the single-thread build, for programs with one
+ * scheduler: no atomics, no locks (objects must not be shared by the cos of
+ * two threads, and there is no pool). */
+#ifdef ACO_RT_NO_THREADS
+#define rt_load(p)         (*(p))
+#define rt_store(p, v)     (*(p) = (v))
+#define rt_xchg(p, v)      __extension__({ __typeof__(*(p)) o_ = *(p); *(p) = (v); o_; })
+#define rt_cas(p, e, d)    (*(p) == *(e) ? (*(p) = (d), 1) : (*(e) = *(p), 0))
+#define rt_fetch_add(p, v) __extension__({ __typeof__(*(p)) o_ = *(p); *(p) += (v); o_; })
+static inline void rt_lock(uint32_t* l) { (void)l; }
+static inline void rt_unlock(uint32_t* l) { (void)l; }
+#else
+#define rt_load(p)         __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define rt_store(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define rt_xchg(p, v)      __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
+#define rt_cas(p, e, d)    __atomic_compare_exchange_n((p), (e), (d), 0, \
+                                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#define rt_fetch_add(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+
+
+/* A test-and-test-and-set spin lock: the sections it guards are a few
+ * pointer moves, never a call that blocks.  A holder that was preempted is
+ * waited for with sched_yield. */
+static inline void rt_lock(uint32_t* l) {
+    while (rt_unlikely(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))) {
+        for (unsigned i = 0; __atomic_load_n(l, __ATOMIC_RELAXED); i++) {
+            if (i < 64) rt_pause(); else sched_yield();
+        }
+    }
+}
+static inline void rt_unlock(uint32_t* l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+#endif
+
+/* A message to a scheduler's inbox: a node inside a co's record. */
+typedef struct rt_msg {
+    struct rt_msg* next;
+    uint8_t        kind;
+} rt_msg_t;
+enum { RT_MSG_WAKE = 1, RT_MSG_SPAWN, RT_MSG_CANCEL, RT_MSG_FREE };
+
+/* Intrusive MPSC queue (Vyukov's): producers swap the tail, the owner pops
+ * at the head.  Push is wait-free; pop may see a push half done (the tail
+ * swapped, the link not yet written) and then says RT_INBOX_BUSY. */
+typedef struct rt_inbox {
+    rt_msg_t* head;             /* the owner's */
+    char      pad_[64 - sizeof(rt_msg_t*)];
+    rt_msg_t* tail;             /* the producers' */
+    rt_msg_t  stub;
+} rt_inbox_t;
+#define RT_INBOX_BUSY ((rt_msg_t*)1)
 
 /* ------------------------------------------------------------------------ */
 /* Waiting                                                                  */
@@ -36,6 +110,7 @@ typedef struct rt_waiter {
     struct rt_waiter* prev;
     aco_rt_co_t*      co;
     aco_rt_waitq_t*   q;        /* the queue it is on, NULL if none */
+    uint32_t*         lock;     /* the lock of the object whose queue it is on */
     void*             slot;     /* channels: the element (heap), see chan.c */
     int               idx;      /* select: the case index; else -1 */
     int               events;   /* epoll readiness: the events it waits for */
@@ -50,6 +125,7 @@ static inline void rt_wq_push(aco_rt_waitq_t* q, rt_waiter_t* w) {
     w->next = NULL;
     w->prev = tail;
     w->q = q;
+    w->lock = NULL;
     if (tail) tail->next = w; else q->head_ = w;
     q->tail_ = w;
 }
@@ -68,6 +144,11 @@ static inline rt_waiter_t* rt_wq_pop(aco_rt_waitq_t* q) {  /* NULL if empty */
     return w;
 }
 
+static inline void rt_wq_push_locked(aco_rt_waitq_t* q, rt_waiter_t* w, uint32_t* lock) {
+    rt_wq_push(q, w);
+    w->lock = lock;
+}
+
 /* Co states. */
 enum { RT_READY = 1, RT_RUNNING, RT_PARKED, RT_DONE };
 /* Co flags. */
@@ -76,13 +157,22 @@ enum {
     RT_DETACHED   = 1 << 1,
     RT_STANDALONE = 1 << 2,
     RT_IO_OP      = 1 << 3,     /* an io_uring operation is in the kernel */
+    RT_REMOTE     = 1 << 4,     /* spawned by another thread: no aco yet */
+    RT_FREE_LATER = 1 << 5,     /* free it when its cancel message came */
+    RT_NO_START   = 1 << 6,     /* a remote spawn that found no memory */
 };
+/* co->joiner besides a joiner co: */
+#define RT_JOIN_DONE   ((aco_rt_co_t*)1)    /* finished (set by the co) */
+#define RT_JOIN_DETACH ((aco_rt_co_t*)2)    /* detached */
 
 /* What a co has only once it needs it (select, bigger channel elements,
  * an iovec copy): allocated once per record, kept while the record lives. */
 typedef struct rt_extra {
     rt_waiter_t*  selw;         /* select's waiters */
-    int           selw_cap;
+    uint32_t**    sellocks;     /* select: its channels' locks, sorted */
+    int           selw_cap;     /* of both */
+    int           seln;         /* select: cases waited on, */
+    int           selk;         /* and distinct locks */
     int           sel_err;      /* select: the fired case's error */
     void*         buf;          /* channel mailbox / select slots / iovecs */
     size_t        buf_cap;
@@ -96,22 +186,31 @@ struct aco_rt_co {
     aco_rt_co_t*     next;      /* ready queue / free list */
     uint8_t          state;
     uint8_t          flags;
-    uint16_t         pad_;
+    uint8_t          cancel_sent;   /* a cancel message was sent (atomic) */
+    uint8_t          pad_;
     int32_t          res;       /* what the waker says: the parked call's result */
+    uint32_t         claim;     /* 0 while its waiters may be taken, 1 once
+                                   one was (atomic; see rt_claim) */
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
     rt_waiter_t      w;
     /* Leave the current wait early (deadline or cancel, with that error). */
     void           (*abort)(aco_rt_co_t* co, int err);
     const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
     const char*      wait_what;
-    aco_rt_co_t*     joiner;
+    aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
     rt_extra_t*      x;
+    struct aco_rt_group* group; /* the group it belongs to, or NULL */
+    aco_rt_co_t*     gnext;     /* the group's list (under its lock) */
+    aco_rt_co_t*     gprev;
+    rt_msg_t         msg;       /* wake / spawn / free message */
+    rt_msg_t         cmsg;      /* cancel message */
     const char*      name;
     uint64_t         id;
     uint32_t         slot;      /* index in s->cos */
     int32_t          io_abort;  /* io_uring: why the op was cancelled */
     int32_t          io_fd;     /* io_uring: the op's descriptor, */
     uint32_t         io_gen;    /* and its table generation */
+    size_t           stack_req; /* remote spawn: the stack asked for */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -177,7 +276,7 @@ struct aco_rt_sched {
     unsigned            next_stack;
     size_t              stack_size;
     int                 own_main;       /* main_co is ours to destroy */
-    int                 stop;
+    int                 stop;           /* atomic */
     int                 running;
     aco_rt_co_t**       cos;            /* every live record, for dump/free */
     uint32_t            ncos, cos_cap;
@@ -188,7 +287,20 @@ struct aco_rt_sched {
     rt_wheel_t          wheel;
     rt_fd_t**           fdc;            /* descriptor table chunks (io.c) */
     int                 nfdc;
+    /* Reached from other threads: */
+    rt_inbox_t          inbox;          /* wakes, spawns, cancels, frees */
+    int                 evfd;           /* eventfd: wakes the thread asleep */
+    uint32_t            sleeping;       /* atomic: 1 while it may sleep */
+    uint32_t            load;           /* atomic: cos alive, spawns sent */
+    struct aco_rt_pool* pool;           /* its pool, or NULL */
+    uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
+    uint32_t            cancel_seen;
+    int                 spin_ns;        /* how long an idle loop spins */
 };
+
+/* Schedulers alive in the process (atomic): with one, a co that waits on
+ * another co while nothing else can wake it is a deadlock (-EDEADLK). */
+extern uint32_t rt_nsched;
 
 extern __thread aco_rt_sched_t* rt_tls_sched;
 
@@ -214,8 +326,14 @@ static inline int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
                           int64_t deadline, void (*abort)(aco_rt_co_t*, int));
 static inline void rt_wake(aco_rt_co_t* co, int res);
 void rt_tmo_fire(aco_rt_timer_t* t);        /* a co's deadline passed */
-/* abort for cos on a wait queue (co->w): unlink and wake with err. */
+/* abort for cos on a wait queue of their own scheduler (co->w): unlink
+ * and wake with err. */
 void rt_abort_waitq(aco_rt_co_t* co, int err);
+/* abort for cos on the queue of a shared object (co->w, under w.lock):
+ * claim, unlink, wake with err; nothing if a waker claimed it first. */
+void rt_abort_shared(aco_rt_co_t* co, int err);
+/* Push co's waiter w on q of the object locked by lock (held). */
+static inline void rt_wq_push_locked(aco_rt_waitq_t* q, rt_waiter_t* w, uint32_t* lock);
 
 /* Timers (timer.c). */
 void    rt_wheel_init(rt_wheel_t* w, int64_t now_ns);
@@ -236,7 +354,33 @@ static inline void rt_rq_push(aco_rt_sched_t* s, aco_rt_co_t* co) {
     s->st.cos_ready++;
 }
 
-/* Make a parked co ready, res the result of its call. */
+/* Take co's current wait: 1 if the caller won it (and must wake co), 0 if
+ * someone else did.  The winner wakes it; the others leave it alone. */
+static inline int rt_claim(aco_rt_co_t* co) {
+    return rt_xchg(&co->claim, 1u) == 0;
+}
+/* Before a co puts its waiter(s) where other threads can take them. */
+static inline void rt_claim_reset(aco_rt_co_t* co) {
+#ifdef ACO_RT_NO_THREADS
+    co->claim = 0;
+#else
+    __atomic_store_n(&co->claim, 0, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Pop the first waiter of q that the caller can claim (lock held): the
+ * others were taken by their deadline or another case of their select. */
+static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
+    rt_waiter_t* w;
+    while ((w = rt_wq_pop(q)) != NULL)
+        if (rt_claim(w->co)) return w;
+    return NULL;
+}
+
+void rt_wake_remote(aco_rt_co_t* co, int res);
+
+/* Make a parked co ready, res the result of its call.  From co's own
+ * thread only (rt_wake_any from any). */
 static inline void rt_wake(aco_rt_co_t* co, int res) {
     aco_rt_sched_t* s = co->s;
     if (rt_unlikely(co->state != RT_PARKED)) return;
@@ -250,6 +394,12 @@ static inline void rt_wake(aco_rt_co_t* co, int res) {
     co->wait_what = NULL;
     s->st.cos_parked--;
     rt_rq_push(s, co);
+}
+
+/* Wake co, which the caller claimed, from any thread. */
+static inline void rt_wake_any(aco_rt_co_t* co, int res) {
+    if (rt_likely(co->s == rt_tls_sched)) rt_wake(co, res);
+    else rt_wake_remote(co, res);
 }
 
 /* Inline (as aco_yield is): the co continues right here when resumed, one
@@ -278,6 +428,21 @@ static inline void rt_copy(void* d, const void* src, size_t n) {
     else if (n == 16) memcpy(d, src, 16);
     else memcpy(d, src, n);
 }
+
+/* sched.c: spawn on s (NULL: the calling thread's), any thread's; a
+ * member of group g if not NULL (pool.c links it). */
+aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                      const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g);
+/* pool.c: co joins g as it is made (-ECANCELED: g is being cancelled), and
+ * leaves it when it ends (on its thread). */
+int  rt_group_join_new(struct aco_rt_group* g, aco_rt_co_t* co);
+void rt_group_leave(aco_rt_co_t* co);
+/* pool.c: a co of pool p's scheduler ended and it has none left. */
+void rt_pool_idle(struct aco_rt_pool* p);
+/* sched.c: send co a cancel through its scheduler's inbox (any thread). */
+void rt_cancel_async(aco_rt_co_t* co);
+/* sched.c: wake s's thread if it sleeps (after something was sent). */
+void rt_notify(aco_rt_sched_t* s);
 
 /* io.c */
 #define RT_FD_CHUNK 256

@@ -21,11 +21,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 __thread aco_rt_sched_t* rt_tls_sched;
+uint32_t rt_nsched;
 
 #define FREE_RECS_MAX 4096
 #define POLL_EVERY 64
@@ -61,6 +63,79 @@ void rt_tmo_fire(aco_rt_timer_t* t) {
 void rt_abort_waitq(aco_rt_co_t* co, int err) {
     if (co->w.q) rt_wq_remove(&co->w);
     rt_wake(co, err);
+}
+
+void rt_abort_shared(aco_rt_co_t* co, int err) {
+    uint32_t* lock = co->w.lock;
+    rt_lock(lock);
+    int won = rt_claim(co);
+    if (won && co->w.q) rt_wq_remove(&co->w);
+    rt_unlock(lock);
+    if (won) rt_wake(co, err);
+    /* else a waker took it: its wake is on the way (maybe via the inbox) */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Inbox: what other threads send                                           */
+/* ------------------------------------------------------------------------ */
+
+static void inbox_init(rt_inbox_t* q) {
+    q->stub.next = NULL;
+    q->head = q->tail = &q->stub;
+}
+
+static void inbox_push(rt_inbox_t* q, rt_msg_t* m) {
+    __atomic_store_n(&m->next, NULL, __ATOMIC_RELAXED);
+    /* seq_cst: ordered before the sleeping flag's load in rt_send */
+    rt_msg_t* prev = __atomic_exchange_n(&q->tail, m, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&prev->next, m, __ATOMIC_RELEASE);
+}
+
+/* The oldest message, NULL if none, RT_INBOX_BUSY if a push is half done. */
+static rt_msg_t* inbox_pop(rt_inbox_t* q) {
+    rt_msg_t* head = q->head;
+    rt_msg_t* next = __atomic_load_n(&head->next, __ATOMIC_ACQUIRE);
+    if (head == &q->stub) {
+        if (next == NULL)
+            return __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) == head ? NULL : RT_INBOX_BUSY;
+        q->head = head = next;
+        next = __atomic_load_n(&next->next, __ATOMIC_ACQUIRE);
+    }
+    if (next) { q->head = next; return head; }
+    if (__atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) != head) return RT_INBOX_BUSY;
+    inbox_push(q, &q->stub);            /* head is the last: put the stub behind */
+    next = __atomic_load_n(&head->next, __ATOMIC_ACQUIRE);
+    if (next) { q->head = next; return head; }
+    return RT_INBOX_BUSY;
+}
+
+static inline int inbox_empty(rt_inbox_t* q) {
+    return q->head == &q->stub &&
+           __atomic_load_n(&q->tail, __ATOMIC_SEQ_CST) == &q->stub;
+}
+
+/* Wake s's thread if it sleeps (or is about to). */
+void rt_notify(aco_rt_sched_t* s) {
+    /* What was asked (message, stop, cancel_gen) is stored before the
+     * flag is read; idle() stores the flag before it looks (Dekker). */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) &&
+        __atomic_exchange_n(&s->sleeping, 0, __ATOMIC_SEQ_CST)) {
+        uint64_t one = 1;
+        ssize_t r;
+        do r = write(s->evfd, &one, sizeof(one)); while (r < 0 && errno == EINTR);
+    }
+}
+
+static void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
+    m->kind = (uint8_t)kind;
+    inbox_push(&s->inbox, m);
+    rt_notify(s);
+}
+
+void rt_wake_remote(aco_rt_co_t* co, int res) {
+    co->res = res;
+    rt_send(co->s, &co->msg, RT_MSG_WAKE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -118,6 +193,10 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
 
     aco_rt_sched_t* s = calloc(1, sizeof(*s));
     if (s == NULL) return NULL;
+    s->evfd = eventfd(0, EFD_CLOEXEC);    /* blocking: io_uring reads it asynchronously */
+    if (s->evfd < 0) { int e = errno; free(s); errno = e; return NULL; }
+    inbox_init(&s->inbox);
+    s->spin_ns = 50000;
     if (!rt_thread_inited && aco_gtls_co == NULL) {
         aco_thread_init(NULL);
         rt_thread_inited = 1;
@@ -150,12 +229,14 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     }
     if (r < 0) {
         if (s->own_main) aco_destroy(s->main_co);
+        close(s->evfd);
         free(s->stacks);
         free(s);
         errno = -r;
         return NULL;
     }
     rt_tls_sched = s;
+    rt_fetch_add(&rt_nsched, 1u);
     return s;
 }
 
@@ -171,11 +252,23 @@ static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
     return s->stacks[i];        /* NULL: ENOMEM */
 }
 
+
+static void extra_free(rt_extra_t* x) {
+    if (x == NULL) return;
+    free(x->selw);
+    free(x->sellocks);
+    free(x->buf);
+    free(x);
+}
+
 static void co_main(void) {
     aco_rt_co_t* co = (aco_rt_co_t*)aco_get_arg();
     co->fn(co->arg);
     co->state = RT_DONE;
-    if (co->joiner) rt_wake(co->joiner, 0);
+    if (co->group) rt_group_leave(co);
+    aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
+    if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) rt_wake_any(j, 0);
+    if (j == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
     aco_exit();
 }
 
@@ -198,11 +291,43 @@ static void cos_del(aco_rt_sched_t* s, aco_rt_co_t* co) {
     last->slot = co->slot;
 }
 
-aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
-                           const aco_rt_spawn_opts_t* opts) {
-    if (s == NULL) s = rt_tls_sched;
-    if (s == NULL || s != rt_tls_sched) { errno = EPERM; return NULL; }
-    if (fn == NULL) { errno = EINVAL; return NULL; }
+/* Give record co (state, fn and arg set) its libaco co, on this thread:
+ * a finished record's when one is kept, else a new one.  0 or -ENOMEM. */
+static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack) {
+    if (!standalone && s->free_recs) {
+        aco_rt_co_t* old = s->free_recs;
+        s->free_recs = old->next;
+        s->nfree--;
+        co->aco = old->aco;
+        aco_reset2(co->aco, co_main, co);
+        if (co->x == NULL) { co->x = old->x; old->x = NULL; }
+        extra_free(old->x);
+        free(old);
+        return 0;
+    }
+    aco_share_stack_t* st = NULL;
+    if (standalone) {
+        size_t sz = stack ? stack : s->stack_size;
+        if (stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
+        co->flags |= RT_STANDALONE;
+    } else {
+        st = next_share_stack(s);
+    }
+    if (st == NULL) return -ENOMEM;
+    co->aco = aco_create(s->main_co, st, 0, co_main, co);
+    return 0;
+}
+
+static void rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    co->s = s;
+    co->w.co = co;
+    co->w.idx = -1;
+    co->tmo.fn_ = rt_tmo_fire;      /* its deadlines, set once */
+}
+
+/* A new co of this thread's scheduler s, ready. */
+static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                                const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
     /* A co that needs more stack than the share stacks have gets its own. */
     int standalone = opts && (opts->standalone || opts->stack_size > s->stack_size);
     aco_rt_co_t* co = NULL;
@@ -218,24 +343,12 @@ aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     } else {
         co = calloc(1, sizeof(*co));
         if (co == NULL) return NULL;
-        co->s = s;
-        co->w.co = co;
-        co->w.idx = -1;
-        co->tmo.fn_ = rt_tmo_fire;      /* its deadlines, set once */
-        aco_share_stack_t* st = NULL;
-        if (standalone) {
-            size_t sz = opts->stack_size ? opts->stack_size : s->stack_size;
-            if (stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
-            co->flags = RT_STANDALONE;
-        } else {
-            st = next_share_stack(s);
-        }
-        if (st == NULL) {
+        rec_init(s, co);
+        if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0) < 0) {
             free(co);
             errno = ENOMEM;
             return NULL;
         }
-        co->aco = aco_create(s->main_co, st, 0, co_main, co);
     }
     if (cos_add(s, co) < 0) {
         co->next = s->free_recs;        /* keep it for later */
@@ -247,14 +360,85 @@ aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->fn = fn;
     co->arg = arg;
     co->flags &= RT_STANDALONE;
+    co->cancel_sent = 0;
     co->joiner = NULL;
     co->name = opts ? opts->name : NULL;
     co->id = ++s->next_id;
     co->state = RT_READY;
     s->st.cos_alive++;
     s->st.spawned++;
+    rt_fetch_add(&s->load, 1u);
+    if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
     rt_rq_push(s, co);
     return co;
+}
+
+/* A new co of another thread's scheduler s: a bare record now, its libaco
+ * co made by s's thread when the message comes (share stacks are its). */
+static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                                 const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
+    aco_rt_co_t* co = calloc(1, sizeof(*co));
+    if (co == NULL) return NULL;
+    rec_init(s, co);
+    co->fn = fn;
+    co->arg = arg;
+    co->flags = RT_REMOTE;
+    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
+    co->stack_req = opts ? opts->stack_size : 0;
+    co->name = opts ? opts->name : NULL;
+    co->state = RT_READY;
+    rt_fetch_add(&s->load, 1u);
+    if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
+    rt_send(s, &co->msg, RT_MSG_SPAWN);
+    return co;
+}
+
+/* The message of spawn_remote came: make the co and queue it. */
+static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    int standalone = (co->flags & RT_STANDALONE) != 0;
+    co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
+    if (attach_aco(s, co, standalone, co->stack_req) == 0) {
+        if (cos_add(s, co) == 0) {
+            co->id = ++s->next_id;
+            s->st.cos_alive++;
+            s->st.spawned++;
+            rt_rq_push(s, co);
+            return;
+        }
+        aco_share_stack_t* st = co->aco->share_stack;
+        aco_destroy(co->aco);
+        if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
+        co->aco = NULL;
+        co->flags &= (uint8_t)~RT_STANDALONE;
+    }
+    /* Nobody to tell but its joiner: it ends at once, never started. */
+    fprintf(stderr, "aco_rt_spawn: out of memory making a co sent from another "
+            "thread: it ends without running (aco_rt_join says -ENOMEM)\n");
+    co->flags |= RT_NO_START;
+    co->state = RT_DONE;
+    if (rt_fetch_add(&s->load, (uint32_t)-1) == 1 && s->pool) rt_pool_idle(s->pool);
+    if (co->group) rt_group_leave(co);
+    aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
+    if (j == RT_JOIN_DETACH) free(co);
+    else if (j != NULL && rt_claim(j)) rt_wake_any(j, 0);
+}
+
+aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                      const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
+    if (s == NULL) s = rt_tls_sched;
+    if (s == NULL) { errno = EPERM; return NULL; }
+    if (fn == NULL) { errno = EINVAL; return NULL; }
+#ifdef ACO_RT_NO_THREADS
+    if (s != rt_tls_sched) { errno = EPERM; return NULL; }
+#else
+    if (s != rt_tls_sched) return spawn_remote(s, fn, arg, opts, g);
+#endif
+    return spawn_local(s, fn, arg, opts, g);
+}
+
+aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                           const aco_rt_spawn_opts_t* opts) {
+    return rt_spawn(s, fn, arg, opts, NULL);
 }
 
 aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
@@ -262,6 +446,11 @@ aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
 }
 
 static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    if (co->flags & RT_NO_START) { free(co); return; }     /* no aco, not listed */
+    if (rt_load(&co->cancel_sent) == 1) {
+        co->flags |= RT_FREE_LATER;     /* its cancel message is on the way */
+        return;
+    }
     cos_del(s, co);
     if (!(co->flags & RT_STANDALONE) && s->nfree < FREE_RECS_MAX) {
         co->next = s->free_recs;
@@ -272,15 +461,52 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
     aco_share_stack_t* st = co->aco->share_stack;
     aco_destroy(co->aco);
     if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
-    if (co->x) { free(co->x->selw); free(co->x->buf); free(co->x); }
+    extra_free(co->x);
     free(co);
+}
+
+/* Free a finished record of any thread's scheduler. */
+static void record_free_any(aco_rt_co_t* co) {
+    if (co->s == rt_tls_sched) record_free(co->s, co);
+    else rt_send(co->s, &co->msg, RT_MSG_FREE);
 }
 
 /* A co ended: free it if nobody will join it. */
 static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
     s->st.cos_alive--;
+    if (rt_fetch_add(&s->load, (uint32_t)-1) == 1 && s->pool) rt_pool_idle(s->pool);
     co->state = RT_DONE;
     if (co->flags & RT_DETACHED) record_free(s, co);
+}
+
+static void cancel_local(aco_rt_co_t* co);
+static void cancel_all(aco_rt_sched_t* s);
+
+/* Everything other threads sent.  Non-zero if there was something. */
+static int drain(aco_rt_sched_t* s) {
+    int got = 0;
+    for (;;) {
+        rt_msg_t* m = inbox_pop(&s->inbox);
+        if (m == NULL) return got;
+        if (m == RT_INBOX_BUSY) {       /* a sender between its two steps */
+            sched_yield();
+            continue;
+        }
+        got = 1;
+        int kind = m->kind;
+        aco_rt_co_t* co = kind == RT_MSG_CANCEL ? rt_container_of(m, aco_rt_co_t, cmsg)
+                                                : rt_container_of(m, aco_rt_co_t, msg);
+        switch (kind) {
+        case RT_MSG_WAKE:   rt_wake(co, co->res); break;
+        case RT_MSG_SPAWN:  spawn_arrived(s, co); break;
+        case RT_MSG_FREE:   record_free(s, co); break;
+        case RT_MSG_CANCEL:
+            cancel_local(co);
+            rt_store(&co->cancel_sent, (uint8_t)2);
+            if (co->flags & RT_FREE_LATER) record_free(s, co);
+            break;
+        }
+    }
 }
 
 static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
@@ -298,32 +524,67 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
     return r;
 }
 
+/* Nothing is ready: spin a little if other threads have been sending (the
+ * next message is likely soon, and a sleep and a wake cost microseconds);
+ * then sleep in the backend until I/O, a timer or an eventfd write from a
+ * sender (notify) comes. */
+/* Has another thread asked something of s? */
+static inline int asked(aco_rt_sched_t* s) {
+    return !inbox_empty(&s->inbox) || rt_load(&s->stop) ||
+           rt_load(&s->cancel_gen) != s->cancel_seen;
+}
+
+static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
+    if (*hot && timeout != 0 && s->spin_ns > 0) {
+        *hot = 0;
+        int64_t end = rt_now() + s->spin_ns;
+        for (unsigned i = 1; inbox_empty(&s->inbox); i++) {
+            rt_pause();
+            if ((i & 63) == 0 && (asked(s) || rt_now() > end)) break;
+        }
+        if (asked(s)) return 0;
+    }
+    __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+    if (asked(s)) {
+        __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
+    int r = poll_once(s, timeout);
+    __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+    return r;
+}
+
 int aco_rt_sched_run(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running || aco_gtls_co != s->main_co)
         return -EPERM;
     s->running = 1;
-    s->stop = 0;
-    int r = 0;
+    rt_store(&s->stop, 0);
+    int r = 0, hot = 0;
     unsigned n = 0;
-    while (!s->stop) {
+    while (!rt_load(&s->stop)) {
         aco_rt_co_t* co;
         while ((co = rq_pop(s)) != NULL) {
             run_co(s, co);
-            /* I/O and timers get their turn among busy cos too. */
-            if (++n >= POLL_EVERY && (s->st.io_inflight || s->wheel.armed)) {
+            /* I/O, timers and other threads get their turn among busy cos. */
+            if (++n >= POLL_EVERY) {
                 n = 0;
-                if ((r = poll_once(s, 0)) < 0) goto out;
+                if ((s->st.io_inflight || s->wheel.armed) && (r = poll_once(s, 0)) < 0) goto out;
+                drain(s);
+                if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) cancel_all(s);
             }
-            if (s->stop) goto out;
+            if (rt_load(&s->stop)) goto out;
         }
-        if (s->st.cos_alive == 0) break;
+        if (drain(s)) { hot = 1; continue; }
+        if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { cancel_all(s); continue; }
+        if (s->st.cos_alive == 0 && s->pool == NULL) break;
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
-        if (timeout < 0 && s->st.io_inflight == 0) {
+        if (timeout < 0 && s->st.io_inflight == 0 && s->pool == NULL &&
+            rt_load(&rt_nsched) == 1) {
             /* Every co waits on another co, and nothing else can wake one. */
             r = -EDEADLK;
             break;
         }
-        if ((r = poll_once(s, timeout)) < 0) break;
+        if ((r = idle(s, timeout, &hot)) < 0) break;
     }
 out:
     s->running = 0;
@@ -331,11 +592,23 @@ out:
 }
 
 void aco_rt_sched_stop(aco_rt_sched_t* s) {
-    if (s) s->stop = 1;
+    if (s == NULL) return;
+    rt_store(&s->stop, 1);
+    if (s != rt_tls_sched) rt_notify(s);
+}
+
+/* Take waiter w off its queue, under its object's lock if it has one. */
+static void unqueue(rt_waiter_t* w) {
+    if (w->q == NULL) return;       /* (then its lock may be long gone) */
+    uint32_t* lock = w->lock;
+    if (lock) rt_lock(lock);
+    if (w->q) rt_wq_remove(w);
+    if (lock) rt_unlock(lock);
 }
 
 void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running) return;
+    drain(s);       /* spawns become cos (freed below), frees are done */
     /* First the wheel: the parked cos' deadline timers are in their
      * records, freed below; the program's timers outlive us disarmed. */
     rt_wheel_clear(&s->wheel);
@@ -346,11 +619,11 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
         /* Parked: off the program's objects' wait queues, which outlive
          * it (a mutex it holds stays held: nothing records what it holds). */
         if (co->state == RT_PARKED) {
-            if (co->w.q) rt_wq_remove(&co->w);
-            for (int i = 0; co->x && i < co->x->selw_cap; i++)
-                if (co->x->selw[i].q) rt_wq_remove(&co->x->selw[i]);
+            unqueue(&co->w);
+            for (int i = 0; co->x && i < co->x->seln; i++) unqueue(&co->x->selw[i]);
         }
         co->flags &= RT_STANDALONE;
+        co->cancel_sent = 0;            /* a late message would be the program's bug */
         s->nfree = FREE_RECS_MAX;       /* record_free frees, not keeps */
         record_free(s, co);
     }
@@ -358,7 +631,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
         aco_rt_co_t* co = s->free_recs;
         s->free_recs = co->next;
         aco_destroy(co->aco);
-        if (co->x) { free(co->x->selw); free(co->x->buf); free(co->x); }
+        extra_free(co->x);
         free(co);
     }
     s->be->fini(s);
@@ -368,6 +641,8 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     free(s->stacks);
     free(s->cos);
     if (s->own_main) aco_destroy(s->main_co);
+    close(s->evfd);
+    rt_fetch_add(&rt_nsched, (uint32_t)-1);
     rt_tls_sched = NULL;
     free(s);
 }
@@ -384,40 +659,68 @@ int aco_rt_cancelled(void) {
 }
 
 static void join_abort(aco_rt_co_t* me, int err) {
+    if (!rt_claim(me)) return;          /* it ended: its wake is coming */
     aco_rt_co_t* target = (aco_rt_co_t*)me->wait_obj;
-    target->joiner = NULL;
+    aco_rt_co_t* e = me;
+    rt_cas(&target->joiner, &e, NULL);  /* fails only if it ended meanwhile */
     rt_wake(me, err);
 }
 
 int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
-    if (co == NULL || co == me || co->joiner || (co->flags & RT_DETACHED)) return -EINVAL;
+    if (co == NULL || co == me) return -EINVAL;
+    aco_rt_co_t* j = rt_load(&co->joiner);
+    if (j != NULL && j != RT_JOIN_DONE) return -EINVAL;     /* a joiner, or detached */
     if (me->flags & RT_CANCELLED) return -ECANCELED;
-    if (co->state != RT_DONE) {
+    if (j == NULL) {
         int r = rt_may_block(me, deadline);
         if (r) return r;
-        co->joiner = me;
-        r = rt_park(me, "join", co, deadline, join_abort);
-        if (r) return r;
+        rt_claim_reset(me);
+        if (rt_cas(&co->joiner, &j, me)) {
+            r = rt_park(me, "join", co, deadline, join_abort);
+            if (r) return r;
+        } else if (j != RT_JOIN_DONE) {
+            return -EINVAL;             /* another joiner, or a detach, came first */
+        }
     }
-    record_free(me->s, co);
-    return 0;
+    int r = (co->flags & RT_NO_START) ? -ENOMEM : 0;
+    record_free_any(co);
+    return r;
 }
 
 int aco_rt_detach(aco_rt_co_t* co) {
-    if (co == NULL || co->joiner || (co->flags & RT_DETACHED)) return -EINVAL;
-    co->flags |= RT_DETACHED;
-    if (co->state == RT_DONE) record_free(co->s, co);
+    if (co == NULL) return -EINVAL;
+    aco_rt_co_t* j = NULL;
+    if (rt_cas(&co->joiner, &j, RT_JOIN_DETACH)) return 0;  /* freed when it ends */
+    if (j != RT_JOIN_DONE) return -EINVAL;
+    record_free_any(co);
     return 0;
+}
+
+static void cancel_local(aco_rt_co_t* co) {
+    if (co->state == RT_DONE || (co->flags & RT_CANCELLED)) return;
+    co->flags |= RT_CANCELLED;
+    if (co->state == RT_PARKED) co->abort(co, -ECANCELED);
+}
+
+void rt_cancel_async(aco_rt_co_t* co) {
+    uint8_t none = 0;
+    if (rt_cas(&co->cancel_sent, &none, (uint8_t)1))
+        rt_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
 }
 
 int aco_rt_cancel(aco_rt_co_t* co) {
     if (co == NULL) return -EINVAL;
-    if (co->state == RT_DONE || (co->flags & RT_CANCELLED)) return 0;
-    co->flags |= RT_CANCELLED;
-    if (co->state == RT_PARKED) co->abort(co, -ECANCELED);
+    if (co->s == rt_tls_sched) cancel_local(co);
+    else rt_cancel_async(co);
     return 0;
+}
+
+/* Every co of s, at a pool's request (aco_rt_pool_wait). */
+static void cancel_all(aco_rt_sched_t* s) {
+    s->cancel_seen = rt_load(&s->cancel_gen);
+    for (uint32_t i = 0; i < s->ncos; i++) cancel_local(s->cos[i]);
 }
 
 int aco_rt_yield(void) {

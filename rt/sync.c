@@ -1,11 +1,18 @@
-/* sync.c - mutex, condition variable, semaphore and wait group among the cos
- * of one scheduler.
+/* sync.c - mutex, condition variable, semaphore and wait group, for cos of
+ * any threads.
  *
- * All of them are a word of state and a FIFO wait queue of waiters that
- * live in the cos' records.  Whoever releases hands over directly: unlock
- * makes the first waiter the owner before waking it, post gives the unit to
- * the first waiter, so a co that comes later cannot overtake one that
- * waits (FIFO fairness), and a woken co never has to try again.
+ * Each is a word of state, a spin lock and a FIFO wait queue of waiters
+ * that live in the cos' records.  Whoever releases hands over directly:
+ * unlock makes the first waiter the owner before waking it, post gives the
+ * unit to the first waiter, so a co that comes later cannot overtake one
+ * that waits (FIFO fairness), and a woken co never has to try again.  A
+ * waiter is handed something only if its claim is won (rt_wq_take): one
+ * whose deadline or cancel came first is skipped.
+ *
+ * Lock-free fast paths: an uncontended mutex is a compare-and-swap of
+ * owner_ from 0 to the co and back; its low bit says "go the slow way, there
+ * may be waiters".  A semaphore with units left is a compare-and-swap of
+ * the count.  A wait group's add that does not reach 0 is one atomic add.
  */
 #include "rt_impl.h"
 
@@ -13,49 +20,76 @@
 /* Mutex                                                                    */
 /* ------------------------------------------------------------------------ */
 
+#define MUTEX_WAITERS ((uintptr_t)1)
+
 void aco_rt_mutex_init(aco_rt_mutex_t* m) { memset(m, 0, sizeof(*m)); }
+
+static inline aco_rt_co_t* owner_of(uintptr_t o) {
+    return (aco_rt_co_t*)(o & ~MUTEX_WAITERS);
+}
+
+/* Queue me on m unless it is free (then take it): 1 if queued (lock
+ * released, park next), 0 if taken. */
+static int lock_or_queue(aco_rt_mutex_t* m, aco_rt_co_t* me) {
+    rt_lock(&m->lock_);
+    uintptr_t o = rt_load(&m->owner_);
+    for (;;) {
+        if (o == 0) {
+            if (rt_cas(&m->owner_, &o, (uintptr_t)me)) { rt_unlock(&m->lock_); return 0; }
+        } else if ((o & MUTEX_WAITERS) || rt_cas(&m->owner_, &o, o | MUTEX_WAITERS)) {
+            break;
+        }
+    }
+    rt_claim_reset(me);
+    rt_wq_push_locked(&m->q_, &me->w, &m->lock_);
+    rt_unlock(&m->lock_);
+    return 1;
+}
 
 int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
-    if (rt_likely(m->owner_ == NULL && !(me->flags & RT_CANCELLED))) {
-        m->owner_ = me;
+    uintptr_t o = 0;
+    if (rt_likely(!(me->flags & RT_CANCELLED)) && rt_cas(&m->owner_, &o, (uintptr_t)me))
         return 0;
-    }
-    if (m->owner_ == me) return -EDEADLK;
+    if (owner_of(rt_load(&m->owner_)) == me) return -EDEADLK;
     if (me->flags & RT_CANCELLED) return -ECANCELED;
     int r = rt_may_block(me, deadline);
     if (r) return r;
-    rt_wq_push(&m->q_, &me->w);
-    return rt_park(me, "mutex", m, deadline, rt_abort_waitq);
+    if (!lock_or_queue(m, me)) return 0;
+    return rt_park(me, "mutex", m, deadline, rt_abort_shared);
     /* 0: unlock made us the owner */
 }
 
 int aco_rt_mutex_trylock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
-    if (m->owner_ != NULL) return -EBUSY;
-    m->owner_ = me;
-    return 0;
+    uintptr_t o = 0;
+    return rt_cas(&m->owner_, &o, (uintptr_t)me) ? 0 : -EBUSY;
 }
 
 int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
-    if (rt_unlikely(me == NULL || m->owner_ != me)) return -EPERM;
-    rt_waiter_t* w = rt_wq_pop(&m->q_);
-    m->owner_ = w ? w->co : NULL;
-    if (w) rt_wake(w->co, 0);
+    uintptr_t o = (uintptr_t)me;
+    if (rt_likely(me != NULL) && rt_cas(&m->owner_, &o, 0)) return 0;
+    if (rt_unlikely(me == NULL || owner_of(o) != me)) return -EPERM;
+    /* Waiters may be queued: hand m to the first that can take it. */
+    rt_lock(&m->lock_);
+    rt_waiter_t* w = rt_wq_take(&m->q_);
+    rt_store(&m->owner_, w ? (uintptr_t)w->co | (rt_wq_empty(&m->q_) ? 0 : MUTEX_WAITERS) : 0);
+    rt_unlock(&m->lock_);
+    if (w) rt_wake_any(w->co, 0);
     return 0;
 }
 
-/* Take m back after a condition wait, whatever happened to the co. */
+/* Take m back after a condition wait, whatever happened to the co: no
+ * deadline, and a cancel does not make it give up (the caller is owed m). */
 static void relock(aco_rt_co_t* me, aco_rt_mutex_t* m) {
-    if (m->owner_ == NULL) { m->owner_ = me; return; }
-    rt_wq_push(&m->q_, &me->w);
-    /* No deadline, and a cancel must not make us leave the queue:
-     * the caller is owed the mutex. */
-    while (rt_park(me, "mutex", m, -1, rt_abort_waitq) != 0)
-        if (m->owner_ != me) rt_wq_push(&m->q_, &me->w);
+    uintptr_t o = 0;
+    if (rt_cas(&m->owner_, &o, (uintptr_t)me)) return;
+    while (lock_or_queue(m, me) && rt_park(me, "mutex", m, -1, rt_abort_shared) != 0) {
+        /* a cancel took us off the queue: queue again */
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -66,25 +100,36 @@ void aco_rt_cond_init(aco_rt_cond_t* c) { memset(c, 0, sizeof(*c)); }
 
 int aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
-    if (me == NULL || m->owner_ != me) return -EPERM;
+    if (me == NULL || owner_of(rt_load(&m->owner_)) != me) return -EPERM;
     if (me->flags & RT_CANCELLED) return -ECANCELED;
     int r = rt_may_block(me, deadline);
     if (r) return r;
+    /* On c's queue before m is let go: a signal after the unlock finds us. */
+    rt_lock(&c->lock_);
+    rt_claim_reset(me);
+    rt_wq_push_locked(&c->q_, &me->w, &c->lock_);
+    rt_unlock(&c->lock_);
     aco_rt_mutex_unlock(m);
-    rt_wq_push(&c->q_, &me->w);
-    r = rt_park(me, "cond", c, deadline, rt_abort_waitq);
+    r = rt_park(me, "cond", c, deadline, rt_abort_shared);
     relock(me, m);
     return r;
 }
 
 void aco_rt_cond_signal(aco_rt_cond_t* c) {
-    rt_waiter_t* w = rt_wq_pop(&c->q_);
-    if (w) rt_wake(w->co, 0);
+    rt_lock(&c->lock_);
+    rt_waiter_t* w = rt_wq_take(&c->q_);
+    rt_unlock(&c->lock_);
+    if (w) rt_wake_any(w->co, 0);
 }
 
 void aco_rt_cond_broadcast(aco_rt_cond_t* c) {
-    rt_waiter_t* w;
-    while ((w = rt_wq_pop(&c->q_)) != NULL) rt_wake(w->co, 0);
+    for (;;) {
+        rt_lock(&c->lock_);
+        rt_waiter_t* w = rt_wq_take(&c->q_);
+        rt_unlock(&c->lock_);
+        if (w == NULL) return;
+        rt_wake_any(w->co, 0);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -96,30 +141,40 @@ void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count) {
     s->count_ = count;
 }
 
+/* A unit if there is one (lock-free): 1, else 0. */
+static inline int sem_take(aco_rt_sem_t* s) {
+    int64_t c = rt_load(&s->count_);
+    while (c > 0)
+        if (rt_cas(&s->count_, &c, c - 1)) return 1;
+    return 0;
+}
+
 int aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     if (me->flags & RT_CANCELLED) return -ECANCELED;
-    if (s->count_ > 0) {
-        s->count_--;
-        return 0;
-    }
+    if (sem_take(s)) return 0;
     int r = rt_may_block(me, deadline);
     if (r) return r;
-    rt_wq_push(&s->q_, &me->w);
-    return rt_park(me, "sem", s, deadline, rt_abort_waitq);
+    rt_lock(&s->lock_);
+    if (sem_take(s)) { rt_unlock(&s->lock_); return 0; }    /* a post came */
+    rt_claim_reset(me);
+    rt_wq_push_locked(&s->q_, &me->w, &s->lock_);
+    rt_unlock(&s->lock_);
+    return rt_park(me, "sem", s, deadline, rt_abort_shared);
 }
 
 int aco_rt_sem_trywait(aco_rt_sem_t* s) {
-    if (s->count_ <= 0) return -EAGAIN;
-    s->count_--;
-    return 0;
+    return sem_take(s) ? 0 : -EAGAIN;
 }
 
 void aco_rt_sem_post(aco_rt_sem_t* s) {
-    rt_waiter_t* w = rt_wq_pop(&s->q_);
-    if (w) rt_wake(w->co, 0);       /* the unit goes straight to it */
-    else s->count_++;
+    /* Under the lock: a waiter queues only after it saw count 0 there. */
+    rt_lock(&s->lock_);
+    rt_waiter_t* w = rt_wq_take(&s->q_);
+    if (w == NULL) rt_fetch_add(&s->count_, 1);
+    rt_unlock(&s->lock_);
+    if (w) rt_wake_any(w->co, 0);   /* the unit goes straight to it */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -129,12 +184,21 @@ void aco_rt_sem_post(aco_rt_sem_t* s) {
 void aco_rt_wg_init(aco_rt_wg_t* wg) { memset(wg, 0, sizeof(*wg)); }
 
 int aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n) {
-    if (n < 0 ? (n == INT64_MIN || wg->count_ < -n) : wg->count_ > INT64_MAX - n)
-        return -EINVAL;
-    wg->count_ += n;
-    if (wg->count_ == 0) {
-        rt_waiter_t* w;
-        while ((w = rt_wq_pop(&wg->q_)) != NULL) rt_wake(w->co, 0);
+    int64_t c = rt_load(&wg->count_), to;
+    do {
+        if (n < 0 ? (n == INT64_MIN || c < -n) : c > INT64_MAX - n) return -EINVAL;
+        to = c + n;
+    } while (!rt_cas(&wg->count_, &c, to));
+    if (to == 0 && n != 0) {
+        /* Waiters checked the count under the lock: they are queued now. */
+        for (;;) {
+            rt_lock(&wg->lock_);
+            /* (a later add may have raised it again: its waiters stay) */
+            rt_waiter_t* w = rt_load(&wg->count_) == 0 ? rt_wq_take(&wg->q_) : NULL;
+            rt_unlock(&wg->lock_);
+            if (w == NULL) break;
+            rt_wake_any(w->co, 0);
+        }
     }
     return 0;
 }
@@ -145,9 +209,13 @@ int aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     if (me->flags & RT_CANCELLED) return -ECANCELED;
-    if (wg->count_ == 0) return 0;
+    if (rt_load(&wg->count_) == 0) return 0;
     int r = rt_may_block(me, deadline);
     if (r) return r;
-    rt_wq_push(&wg->q_, &me->w);
-    return rt_park(me, "waitgroup", wg, deadline, rt_abort_waitq);
+    rt_lock(&wg->lock_);
+    if (rt_load(&wg->count_) == 0) { rt_unlock(&wg->lock_); return 0; }
+    rt_claim_reset(me);
+    rt_wq_push_locked(&wg->q_, &me->w, &wg->lock_);
+    rt_unlock(&wg->lock_);
+    return rt_park(me, "waitgroup", wg, deadline, rt_abort_shared);
 }

@@ -1,0 +1,328 @@
+/* pool.c - pools of scheduler threads, and groups of cos.
+ *
+ * A pool is T threads, each running its own scheduler (aco_rt_sched_run)
+ * until the pool is freed; an idle one sleeps in its backend.  A co stays
+ * on the thread that made it: aco_rt_pool_spawn picks the scheduler with
+ * the fewest cos (its own on a tie), and a spawn on another thread's
+ * scheduler travels as a message to that thread's inbox (sched.c).  Work
+ * is not stolen: cos do not move, so the balance is made at spawn time.
+ *
+ * A group is a set of cos on one scheduler: spawned into it, detached, and
+ * joined or cancelled together.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+struct aco_rt_pool {
+    unsigned          n;
+    aco_rt_sched_t**  s;
+    pthread_t*        th;
+    aco_rt_opts_t     o;
+    int               pin;
+    /* start-up, idle waits (aco_rt_pool_wait) */
+    pthread_mutex_t   mu;
+    pthread_cond_t    cv;
+    unsigned          started;
+    int               err;
+    int               go;               /* 1: run, -1: the pool failed to start */
+    int               closing;          /* atomic: no more spawns */
+    pthread_barrier_t stopped;          /* every loop ended: free the schedulers */
+};
+
+typedef struct { aco_rt_pool_t* p; unsigned i; } start_t;
+
+static void* pool_thread(void* arg) {
+    start_t st = *(start_t*)arg;
+    aco_rt_pool_t* p = st.p;
+    free(arg);
+    if (p->pin) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)(st.i % (unsigned)(ncpu > 0 ? ncpu : 1)), &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    aco_rt_sched_t* s = aco_rt_sched_new(&p->o);
+    pthread_mutex_lock(&p->mu);
+    if (s == NULL) p->err = errno;
+    else { s->pool = p; p->s[st.i] = s; }
+    p->started++;
+    pthread_cond_broadcast(&p->cv);
+    while (p->go == 0) pthread_cond_wait(&p->cv, &p->mu);
+    int go = p->go;
+    pthread_mutex_unlock(&p->mu);
+    if (s == NULL) return NULL;
+    if (go < 0) { aco_rt_sched_free(s); return NULL; }
+    for (;;) {
+        int r = aco_rt_sched_run(s);
+        if (rt_load(&p->closing)) break;
+        if (r == 0) continue;       /* (a stray aco_rt_sched_stop) */
+        /* a backend error: say so, keep serving (the cos are still there) */
+        char msg[96];
+        int len = snprintf(msg, sizeof(msg), "aco_rt pool thread %u: backend error %d\n", st.i, -r);
+        if (write(2, msg, (size_t)len) < 0) { /* nothing better to do */ }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    /* No co of any thread runs after this: none can send to us any more. */
+    pthread_barrier_wait(&p->stopped);
+    aco_rt_sched_free(s);
+    return NULL;
+}
+
+aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
+#ifdef ACO_RT_NO_THREADS
+    (void)opts;
+    errno = ENOSYS;
+    return NULL;
+#else
+    aco_rt_pool_opts_t o = {0};
+    if (opts) o = *opts;
+    if (o.threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        o.threads = n > 0 ? (unsigned)n : 1;
+    }
+    if (o.threads > 1024) { errno = EINVAL; return NULL; }
+    aco_rt_pool_t* p = calloc(1, sizeof(*p));
+    if (p == NULL) return NULL;
+    p->n = o.threads;
+    p->o = o.sched;
+    p->pin = o.pin;
+    p->s = calloc(p->n, sizeof(*p->s));
+    p->th = calloc(p->n, sizeof(*p->th));
+    if (p->s == NULL || p->th == NULL) goto nomem;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_barrier_init(&p->stopped, NULL, p->n);
+    unsigned made = 0;
+    int err = 0;
+    for (; made < p->n; made++) {
+        start_t* st = malloc(sizeof(*st));
+        if (st == NULL) { err = ENOMEM; break; }
+        st->p = p;
+        st->i = made;
+        if ((err = pthread_create(&p->th[made], NULL, pool_thread, st)) != 0) { free(st); break; }
+    }
+    pthread_mutex_lock(&p->mu);
+    while (p->started < made) pthread_cond_wait(&p->cv, &p->mu);
+    if (err == 0) err = p->err;
+    p->go = err ? -1 : 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (err == 0) return p;
+    for (unsigned i = 0; i < made; i++) pthread_join(p->th[i], NULL);
+    pthread_barrier_destroy(&p->stopped);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->s);
+    free(p->th);
+    free(p);
+    errno = err;
+    return NULL;
+nomem:
+    free(p->s);
+    free(p->th);
+    free(p);
+    errno = ENOMEM;
+    return NULL;
+#endif
+}
+
+unsigned aco_rt_pool_threads(const aco_rt_pool_t* p) { return p ? p->n : 0; }
+
+aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i) {
+    return p && i < p->n ? p->s[i] : NULL;
+}
+
+/* The scheduler with the fewest cos; the caller's own on a tie. */
+static aco_rt_sched_t* least_loaded(aco_rt_pool_t* p) {
+    aco_rt_sched_t* best = rt_tls_sched && rt_tls_sched->pool == p ? rt_tls_sched : p->s[0];
+    uint32_t min = rt_load(&best->load);
+    for (unsigned i = 0; i < p->n && min > 0; i++) {
+        uint32_t l = rt_load(&p->s[i]->load);
+        if (l < min) { min = l; best = p->s[i]; }
+    }
+    return best;
+}
+
+aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
+                               const aco_rt_spawn_opts_t* opts) {
+    if (p == NULL || fn == NULL) { errno = EINVAL; return NULL; }
+    if (rt_load(&p->closing)) { errno = EPIPE; return NULL; }
+    return rt_spawn(least_loaded(p), fn, arg, opts, NULL);
+}
+
+void rt_pool_idle(aco_rt_pool_t* p) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int pool_busy(aco_rt_pool_t* p) {
+    for (unsigned i = 0; i < p->n; i++)
+        if (rt_load(&p->s[i]->load)) return 1;
+    return 0;
+}
+
+int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
+    if (p == NULL || (how != ACO_RT_POOL_DRAIN && how != ACO_RT_POOL_CANCEL)) return -EINVAL;
+    if (rt_tls_sched && rt_tls_sched->pool == p) return -EDEADLK;
+    if (how == ACO_RT_POOL_CANCEL) {
+        for (unsigned i = 0; i < p->n; i++) {
+            rt_fetch_add(&p->s[i]->cancel_gen, 1u);
+            rt_notify(p->s[i]);
+        }
+    }
+    struct timespec ts;
+    if (deadline >= 0) {
+        ts.tv_sec = deadline / 1000000000;
+        ts.tv_nsec = deadline % 1000000000;
+    }
+    int r = 0;
+    pthread_mutex_lock(&p->mu);
+    while (pool_busy(p)) {
+        if (deadline < 0) {
+            pthread_cond_wait(&p->cv, &p->mu);
+        } else if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT) {
+            if (pool_busy(p)) r = -ETIMEDOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return r;
+}
+
+void aco_rt_pool_free(aco_rt_pool_t* p) {
+    if (p == NULL) return;
+    rt_store(&p->closing, 1);
+    for (unsigned i = 0; i < p->n; i++) aco_rt_sched_stop(p->s[i]);
+    for (unsigned i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
+    pthread_barrier_destroy(&p->stopped);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->s);
+    free(p->th);
+    free(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Groups                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct aco_rt_group {
+    aco_rt_sched_t* s;
+    uint32_t        lock;
+    int             cancelling;
+    size_t          n;              /* members alive */
+    aco_rt_co_t*    head;           /* their list (gnext, gprev) */
+    aco_rt_waitq_t  q;              /* cos in aco_rt_group_join */
+};
+
+aco_rt_group_t* aco_rt_group_new(aco_rt_sched_t* s) {
+    if (s == NULL) s = rt_tls_sched;
+    if (s == NULL) { errno = EPERM; return NULL; }
+    aco_rt_group_t* g = calloc(1, sizeof(*g));
+    if (g == NULL) return NULL;
+    g->s = s;
+    return g;
+}
+
+aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p) {
+    if (p == NULL) { errno = EINVAL; return NULL; }
+    return aco_rt_group_new(least_loaded(p));
+}
+
+aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g) { return g->s; }
+
+int rt_group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
+    co->group = g;
+    rt_lock(&g->lock);
+    co->gprev = NULL;
+    co->gnext = g->head;
+    if (g->head) g->head->gprev = co;
+    g->head = co;
+    g->n++;
+    int c = g->cancelling;
+    rt_unlock(&g->lock);
+    return c ? -ECANCELED : 0;
+}
+
+void rt_group_leave(aco_rt_co_t* co) {
+    aco_rt_group_t* g = co->group;
+    rt_lock(&g->lock);
+    if (co->gprev) co->gprev->gnext = co->gnext; else g->head = co->gnext;
+    if (co->gnext) co->gnext->gprev = co->gprev;
+    co->group = NULL;
+    if (--g->n == 0) {
+        g->cancelling = 0;
+        rt_waiter_t* w;
+        while ((w = rt_wq_take(&g->q)) != NULL) rt_wake_any(w->co, 0);
+    }
+    rt_unlock(&g->lock);
+}
+
+int aco_rt_group_spawn(aco_rt_group_t* g, aco_rt_fn_t fn, void* arg,
+                       const aco_rt_spawn_opts_t* opts) {
+    if (g == NULL || fn == NULL) return -EINVAL;
+    aco_rt_co_t* co = rt_spawn(g->s, fn, arg, opts, g);
+    if (co == NULL) return -errno;
+    aco_rt_detach(co);
+    return 0;
+}
+
+size_t aco_rt_group_size(aco_rt_group_t* g) {
+    rt_lock(&g->lock);
+    size_t n = g->n;
+    rt_unlock(&g->lock);
+    return n;
+}
+
+int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return -EPERM;
+    if (g == NULL) return -EINVAL;
+    if (me->group == g) return -EDEADLK;
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    rt_lock(&g->lock);
+    if (g->n == 0) { rt_unlock(&g->lock); return 0; }
+    int r = rt_may_block(me, deadline);
+    if (r) { rt_unlock(&g->lock); return r; }
+    rt_claim_reset(me);
+    rt_wq_push_locked(&g->q, &me->w, &g->lock);
+    rt_unlock(&g->lock);
+    return rt_park(me, "group", g, deadline, rt_abort_shared);
+}
+
+int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return -EPERM;
+    if (g == NULL) return -EINVAL;
+    if (me->group == g) return -EDEADLK;
+    rt_lock(&g->lock);
+    g->cancelling = 1;
+    /* Through the inbox, also for cos of this thread: a cancel runs the
+     * co's abort, which takes other locks; none is taken under ours. */
+    for (aco_rt_co_t* c = g->head; c; c = c->gnext) rt_cancel_async(c);
+    rt_unlock(&g->lock);
+    return aco_rt_group_join(g, deadline);
+}
+
+int aco_rt_group_free(aco_rt_group_t* g) {
+    if (g == NULL) return 0;
+    rt_lock(&g->lock);
+    int busy = g->n != 0 || !rt_wq_empty(&g->q);
+    rt_unlock(&g->lock);
+    if (busy) return -EBUSY;
+    free(g);
+    return 0;
+}
