@@ -32,7 +32,8 @@ struct aco_rt_pool {
     int               err;
     int               go;               /* 1: run, -1: the pool failed to start */
     int               closing;          /* atomic: no more spawns */
-    pthread_barrier_t stopped;          /* every loop ended: free the schedulers */
+    pthread_barrier_t stopped;          /* every loop ended and aco_rt_pool_free
+                                           is done with them: free them */
 };
 
 typedef struct { aco_rt_pool_t* p; unsigned i; } start_t;
@@ -70,7 +71,8 @@ static void* pool_thread(void* arg) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
-    /* No co of any thread runs after this: none can send to us any more. */
+    /* Past the barrier no co of any thread runs, and aco_rt_pool_free has
+     * stopped them all: nobody sends to us or touches our scheduler. */
     pthread_barrier_wait(&p->stopped);
     aco_rt_sched_free(s);
     return NULL;
@@ -103,7 +105,7 @@ aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
     pthread_cond_init(&p->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&p->mu, NULL);
-    pthread_barrier_init(&p->stopped, NULL, p->n);
+    pthread_barrier_init(&p->stopped, NULL, p->n + 1);     /* + aco_rt_pool_free */
     unsigned made = 0;
     int err = 0;
     for (; made < p->n; made++) {
@@ -179,7 +181,7 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
     if (rt_tls_sched && rt_tls_sched->pool == p) return -EDEADLK;
     if (how == ACO_RT_POOL_CANCEL) {
         for (unsigned i = 0; i < p->n; i++) {
-            rt_fetch_add(&p->s[i]->cancel_gen, 1u);
+            __atomic_fetch_add(&p->s[i]->cancel_gen, 1u, __ATOMIC_SEQ_CST);
             rt_notify(p->s[i]);
         }
     }
@@ -206,6 +208,7 @@ void aco_rt_pool_free(aco_rt_pool_t* p) {
     if (p == NULL) return;
     rt_store(&p->closing, 1);
     for (unsigned i = 0; i < p->n; i++) aco_rt_sched_stop(p->s[i]);
+    pthread_barrier_wait(&p->stopped);
     for (unsigned i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
     pthread_barrier_destroy(&p->stopped);
     pthread_cond_destroy(&p->cv);

@@ -116,9 +116,9 @@ static inline int inbox_empty(rt_inbox_t* q) {
 
 /* Wake s's thread if it sleeps (or is about to). */
 void rt_notify(aco_rt_sched_t* s) {
-    /* What was asked (message, stop, cancel_gen) is stored before the
-     * flag is read; idle() stores the flag before it looks (Dekker). */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* Dekker: what was asked (the inbox's tail, stop, cancel_gen) is
+     * stored seq_cst before the flag is read; idle() stores the flag before
+     * it looks at them, seq_cst too: one of the two sees the other. */
     if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) &&
         __atomic_exchange_n(&s->sleeping, 0, __ATOMIC_SEQ_CST)) {
         uint64_t one = 1;
@@ -530,8 +530,8 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
  * sender (notify) comes. */
 /* Has another thread asked something of s? */
 static inline int asked(aco_rt_sched_t* s) {
-    return !inbox_empty(&s->inbox) || rt_load(&s->stop) ||
-           rt_load(&s->cancel_gen) != s->cancel_seen;
+    return !inbox_empty(&s->inbox) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen;
 }
 
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
@@ -593,7 +593,7 @@ out:
 
 void aco_rt_sched_stop(aco_rt_sched_t* s) {
     if (s == NULL) return;
-    rt_store(&s->stop, 1);
+    __atomic_store_n(&s->stop, 1, __ATOMIC_SEQ_CST);
     if (s != rt_tls_sched) rt_notify(s);
 }
 

@@ -1,0 +1,583 @@
+/* test_pool.c - the runtime across threads: pools, cross-thread spawn, join,
+ * detach and cancel, channels, select, mutex, cond, semaphore and wait group
+ * between cos of different threads, groups, stopping a busy pool, fork with
+ * a running pool, and a stress of 10 million cross-thread hand-offs (fewer
+ * under valgrind and the sanitizers).  Every figure is checked: nothing
+ * lost, nothing twice, nothing early.
+ */
+#define _GNU_SOURCE
+#include "rt_test.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#if defined(ACO_USE_VALGRIND) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SLOW 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SLOW 1
+#endif
+#endif
+#ifndef SLOW
+#define SLOW 0
+#endif
+
+static aco_rt_pool_t* pool;
+
+static aco_rt_pool_t* new_pool(unsigned n) {
+    aco_rt_pool_opts_t o = {0};
+    o.threads = n;
+    const char* b = getenv("ACO_RT_TEST_BACKENDS");
+    if (b && strstr(b, "uring") == NULL) o.sched.backend = ACO_RT_BACKEND_EPOLL;
+    aco_rt_pool_t* p = aco_rt_pool_new(&o);
+    if (p == NULL) {
+        fprintf(stderr, "aco_rt_pool_new: %s\n", strerror(errno));
+        abort();
+    }
+    CHECK_EQ(aco_rt_pool_threads(p), n);
+    return p;
+}
+
+static aco_rt_sched_t* T(unsigned i) { return aco_rt_pool_sched(pool, i); }
+
+/* Run fn(arg) as a co of pool thread i and wait (from main) until every
+ * co of the pool finished. */
+static void run_on(unsigned i, aco_rt_fn_t fn, void* arg) {
+    aco_rt_co_t* co = aco_rt_spawn(T(i), fn, arg);
+    CHECK(co != NULL);
+    CHECK_EQ(aco_rt_detach(co), 0);
+    CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 120000 * MS), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Spawning into the pool from outside                                      */
+/* ------------------------------------------------------------------------ */
+
+static atomic_long spawned_ran;
+static atomic_long on_thread[2];
+
+static void count_fn(void* arg) {
+    (void)arg;
+    atomic_fetch_add(&spawned_ran, 1);
+    atomic_fetch_add(&on_thread[aco_rt_sched_current() == T(1)], 1);
+    aco_rt_yield();
+}
+
+static void test_spawn_from_outside(void) {
+    for (int i = 0; i < 1000; i++) {
+        aco_rt_co_t* co = aco_rt_pool_spawn(pool, count_fn, NULL, NULL);
+        CHECK(co != NULL);
+        CHECK_EQ(aco_rt_detach(co), 0);
+    }
+    CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 60000 * MS), 0);
+    CHECK_EQ(atomic_load(&spawned_ran), 1000);
+    /* both threads were given cos (least loaded first) */
+    CHECK_GT(atomic_load(&on_thread[0]), 0);
+    CHECK_GT(atomic_load(&on_thread[1]), 0);
+    CHECK(aco_rt_pool_spawn(pool, NULL, NULL, NULL) == NULL && errno == EINVAL);
+    CHECK_EQ(aco_rt_pool_wait(pool, 7, -1), -EINVAL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Channels between threads                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    aco_rt_chan_t* ping;
+    aco_rt_chan_t* pong;
+    long n;
+} pp_t;
+
+static void pong_fn(void* arg) {
+    pp_t* p = arg;
+    CHECK(aco_rt_sched_current() == T(1));
+    for (long i = 0; i < p->n; i++) {
+        long v = -1;
+        CHECK_EQ(aco_rt_chan_recv(p->ping, &v, -1), 0);
+        CHECK_EQ(v, i);
+        v = -v;
+        CHECK_EQ(aco_rt_chan_send(p->pong, &v, -1), 0);
+    }
+}
+
+static void ping_fn(void* arg) {
+    pp_t* p = arg;
+    aco_rt_co_t* other = aco_rt_spawn(T(1), pong_fn, p);
+    CHECK(other != NULL);
+    for (long i = 0; i < p->n; i++) {
+        CHECK_EQ(aco_rt_chan_send(p->ping, &i, -1), 0);
+        long v = 0;
+        CHECK_EQ(aco_rt_chan_recv(p->pong, &v, -1), 0);
+        CHECK_EQ(v, -i);
+    }
+    CHECK_EQ(aco_rt_join(other, -1), 0);        /* a co of the other thread */
+}
+
+static void stream_fn(void* arg) {      /* t1: receives 0..n-1 in order */
+    pp_t* p = arg;
+    for (long i = 0; i < p->n; i++) {
+        long v = -1;
+        CHECK_EQ(aco_rt_chan_recv(p->ping, &v, -1), 0);
+        CHECK_EQ(v, i);
+    }
+    long v;
+    CHECK_EQ(aco_rt_chan_recv(p->ping, &v, -1), -EPIPE);
+}
+
+static void stream_src(void* arg) {
+    pp_t* p = arg;
+    aco_rt_co_t* c = aco_rt_spawn(T(1), stream_fn, p);
+    for (long i = 0; i < p->n; i++) CHECK_EQ(aco_rt_chan_send(p->ping, &i, -1), 0);
+    CHECK_EQ(aco_rt_chan_close(p->ping), 0);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+}
+
+static void test_channels(void) {
+    for (size_t cap = 0; cap <= 1; cap++) {
+        pp_t p = {aco_rt_chan_new(sizeof(long), cap), aco_rt_chan_new(sizeof(long), cap),
+                  SLOW ? 2000 : 100000};
+        run_on(0, ping_fn, &p);
+        CHECK_EQ(aco_rt_chan_free(p.ping), 0);
+        CHECK_EQ(aco_rt_chan_free(p.pong), 0);
+    }
+    pp_t s = {aco_rt_chan_new(sizeof(long), 16), NULL, SLOW ? 5000 : 200000};
+    run_on(0, stream_src, &s);
+    CHECK_EQ(aco_rt_chan_free(s.ping), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Exactly once, with deadlines racing the other thread                     */
+/* ------------------------------------------------------------------------ */
+
+#define EO_N (SLOW ? 3000 : 60000)
+static aco_rt_chan_t* eo_ch[2];
+static unsigned char eo_sent[EO_N], eo_got[EO_N];
+static atomic_int eo_senders;
+
+static int64_t short_deadline(unsigned* seed) {
+    return aco_rt_now() + (int64_t)(rand_r(seed) % 200) * 1000;     /* 0-200 us */
+}
+
+static void eo_sender(void* arg) {
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    for (long v = (long)(uintptr_t)arg; v < EO_N; v += 4) {
+        int r;
+        do r = aco_rt_chan_send(eo_ch[v & 1], &v, short_deadline(&seed));
+        while (r == -ETIMEDOUT);
+        CHECK_EQ(r, 0);
+        eo_sent[v]++;
+    }
+    if (atomic_fetch_sub(&eo_senders, 1) == 1) {
+        aco_rt_chan_close(eo_ch[0]);
+        aco_rt_chan_close(eo_ch[1]);
+    }
+}
+
+static void eo_receiver(void* arg) {
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    aco_rt_chan_t* open[2] = {eo_ch[0], eo_ch[1]};
+    int nopen = 2;
+    long got[2];
+    while (nopen) {
+        aco_rt_case_t cs[2];
+        for (int i = 0; i < nopen; i++) cs[i] = (aco_rt_case_t){open[i], ACO_RT_RECV, &got[i]};
+        int err = 0;
+        int i = aco_rt_chan_select(cs, nopen, &err, short_deadline(&seed));
+        if (i == -ETIMEDOUT) continue;
+        CHECK_GE(i, 0);
+        CHECK_LT(i, nopen);
+        if (err == -EPIPE) {                /* closed and empty */
+            open[i] = open[--nopen];
+            continue;
+        }
+        CHECK_EQ(err, 0);
+        CHECK(got[i] >= 0 && got[i] < EO_N);
+        eo_got[got[i]]++;
+    }
+}
+
+static void eo_main(void* arg) {
+    (void)arg;
+    atomic_store(&eo_senders, 4);
+    aco_rt_co_t* cos[6];
+    for (int i = 0; i < 4; i++) cos[i] = aco_rt_spawn(T(1), eo_sender, (void*)(uintptr_t)i);
+    for (int i = 4; i < 6; i++) cos[i] = aco_rt_spawn(T(i & 1), eo_receiver, (void*)(uintptr_t)i);
+    for (int i = 0; i < 6; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
+}
+
+static void test_exactly_once(void) {
+    eo_ch[0] = aco_rt_chan_new(sizeof(long), 0);
+    eo_ch[1] = aco_rt_chan_new(sizeof(long), 3);
+    run_on(0, eo_main, NULL);
+    for (long v = 0; v < EO_N; v++) {
+        CHECK_EQ(eo_sent[v], 1);
+        CHECK_EQ(eo_got[v], 1);
+    }
+    CHECK_EQ(aco_rt_chan_free(eo_ch[0]), 0);
+    CHECK_EQ(aco_rt_chan_free(eo_ch[1]), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mutex, cond, semaphore, wait group between threads                       */
+/* ------------------------------------------------------------------------ */
+
+static aco_rt_mutex_t mu;
+static aco_rt_cond_t not_empty, not_full;
+static long buf[8], head, len, counter;
+static aco_rt_sem_t sem;
+static aco_rt_wg_t wg;
+#define SYNC_N (SLOW ? 2000 : 100000)
+
+static void bb_producer(void* arg) {
+    (void)arg;
+    for (long i = 0; i < SYNC_N; i++) {
+        CHECK_EQ(aco_rt_mutex_lock(&mu, -1), 0);
+        while (len == 8) CHECK_EQ(aco_rt_cond_wait(&not_full, &mu, -1), 0);
+        buf[(head + len++) % 8] = i;
+        aco_rt_cond_signal(&not_empty);
+        CHECK_EQ(aco_rt_mutex_unlock(&mu), 0);
+    }
+}
+
+static void bb_consumer(void* arg) {
+    (void)arg;
+    for (long i = 0; i < SYNC_N; i++) {
+        CHECK_EQ(aco_rt_mutex_lock(&mu, -1), 0);
+        while (len == 0) CHECK_EQ(aco_rt_cond_wait(&not_empty, &mu, -1), 0);
+        CHECK_EQ(buf[head], i);
+        head = (head + 1) % 8;
+        len--;
+        aco_rt_cond_signal(&not_full);
+        CHECK_EQ(aco_rt_mutex_unlock(&mu), 0);
+    }
+}
+
+static void lock_adder(void* arg) {
+    (void)arg;
+    for (int i = 0; i < SYNC_N / 10; i++) {
+        CHECK_EQ(aco_rt_mutex_lock(&mu, -1), 0);
+        counter++;
+        if (i % 7 == 0) aco_rt_yield();     /* held across a switch */
+        CHECK_EQ(aco_rt_mutex_unlock(&mu), 0);
+    }
+    aco_rt_wg_done(&wg);
+}
+
+static void sem_poster(void* arg) {
+    (void)arg;
+    for (int i = 0; i < SYNC_N; i++) {
+        aco_rt_sem_post(&sem);
+        if (i % 16 == 0) aco_rt_yield();
+    }
+}
+
+static void sem_waiter(void* arg) {
+    (void)arg;
+    for (int i = 0; i < SYNC_N; i++) CHECK_EQ(aco_rt_sem_wait(&sem, -1), 0);
+    CHECK_EQ(aco_rt_sem_trywait(&sem), -EAGAIN);
+}
+
+static void timed_waiter(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_mutex_lock(&mu, -1), 0);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_cond_wait(&not_empty, &mu, t0 + 20 * MS), -ETIMEDOUT);
+    CHECK_GE(aco_rt_now() - t0, 20 * MS);
+    CHECK(aco_rt_mutex_trylock(&mu) == -EBUSY);     /* relocked: ours */
+    CHECK_EQ(aco_rt_mutex_unlock(&mu), 0);
+}
+
+static void sync_main(void* arg) {
+    (void)arg;
+    aco_rt_co_t* c[2];
+    c[0] = aco_rt_spawn(T(0), bb_producer, NULL);
+    c[1] = aco_rt_spawn(T(1), bb_consumer, NULL);
+    for (int i = 0; i < 2; i++) CHECK_EQ(aco_rt_join(c[i], -1), 0);
+    CHECK_EQ(len, 0);
+    /* 40 adders on both threads, a wait group over them */
+    CHECK_EQ(aco_rt_wg_add(&wg, 40), 0);
+    for (int i = 0; i < 40; i++) CHECK(aco_rt_spawn(T(i & 1), lock_adder, NULL) != NULL);
+    CHECK_EQ(aco_rt_wg_wait(&wg, -1), 0);
+    CHECK_EQ(counter, 40L * (SYNC_N / 10));
+    c[0] = aco_rt_spawn(T(1), sem_poster, NULL);
+    c[1] = aco_rt_spawn(T(0), sem_waiter, NULL);
+    for (int i = 0; i < 2; i++) CHECK_EQ(aco_rt_join(c[i], -1), 0);
+    c[0] = aco_rt_spawn(T(1), timed_waiter, NULL);
+    CHECK_EQ(aco_rt_join(c[0], -1), 0);
+}
+
+static void test_sync(void) {
+    run_on(0, sync_main, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Join, detach, cancel across threads                                      */
+/* ------------------------------------------------------------------------ */
+
+static aco_rt_chan_t* never;
+static atomic_int cancel_seen;
+
+static void sleeper(void* arg) { aco_rt_sleep((int64_t)(uintptr_t)arg * MS); }
+
+static void blocked(void* arg) {
+    (void)arg;
+    long v;
+    int r = aco_rt_chan_recv(never, &v, -1);
+    CHECK_EQ(r, -ECANCELED);
+    CHECK_EQ(aco_rt_yield(), -ECANCELED);   /* sticky */
+    atomic_fetch_add(&cancel_seen, 1);
+}
+
+static void xjoin_main(void* arg) {
+    (void)arg;
+    aco_rt_co_t* c = aco_rt_spawn(T(1), sleeper, (void*)30);
+    CHECK(c != NULL);
+    CHECK_EQ(aco_rt_join(c, aco_rt_now() + 5 * MS), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    /* detach before and after it ends */
+    c = aco_rt_spawn(T(1), sleeper, (void*)5);
+    CHECK_EQ(aco_rt_detach(c), 0);
+    c = aco_rt_spawn(T(1), sleeper, (void*)0);
+    aco_rt_sleep(20 * MS);
+    CHECK_EQ(aco_rt_detach(c), 0);
+    /* cancel a co of the other thread that waits without limit */
+    never = aco_rt_chan_new(sizeof(long), 0);
+    aco_rt_co_t* b[50];
+    for (int i = 0; i < 50; i++) b[i] = aco_rt_spawn(T(1 - (i & 1)), blocked, NULL);
+    aco_rt_sleep(5 * MS);
+    for (int i = 0; i < 50; i++) CHECK_EQ(aco_rt_cancel(b[i]), 0);
+    for (int i = 0; i < 50; i++) CHECK_EQ(aco_rt_join(b[i], -1), 0);
+    CHECK_EQ(atomic_load(&cancel_seen), 50);
+    /* a cancel that races the co's end, and a join that races both */
+    for (int i = 0; i < 2000; i++) {
+        c = aco_rt_spawn(T(1), sleeper, (void*)0);
+        if (i & 1) aco_rt_yield();
+        CHECK_EQ(aco_rt_cancel(c), 0);
+        CHECK_EQ(aco_rt_join(c, -1), 0);
+    }
+    CHECK_EQ(aco_rt_chan_free(never), 0);
+}
+
+static void test_join_cancel(void) {
+    run_on(0, xjoin_main, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Groups                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static aco_rt_group_t* grp;
+static atomic_int grp_done;
+
+static void member(void* arg) {
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    CHECK(aco_rt_sched_current() == aco_rt_group_sched(grp));
+    aco_rt_sleep((int64_t)(rand_r(&seed) % 5000) * 1000);
+    atomic_fetch_add(&grp_done, 1);
+}
+
+static void self_join(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_group_join(grp, 0), -EDEADLK);
+    CHECK_EQ(aco_rt_group_cancel(grp, 0), -EDEADLK);
+}
+
+static void group_main(void* arg) {
+    (void)arg;
+    grp = aco_rt_group_new(T(1));           /* bound to the other thread */
+    CHECK(grp != NULL);
+    for (int i = 0; i < 100; i++) CHECK_EQ(aco_rt_group_spawn(grp, member, (void*)(uintptr_t)i, NULL), 0);
+    CHECK_EQ(aco_rt_group_spawn(grp, self_join, NULL, NULL), 0);
+    CHECK_EQ(aco_rt_group_join(grp, -1), 0);
+    CHECK_EQ(atomic_load(&grp_done), 100);
+    CHECK_EQ(aco_rt_group_size(grp), 0);
+    never = aco_rt_chan_new(sizeof(long), 0);
+    atomic_store(&cancel_seen, 0);
+    for (int i = 0; i < 100; i++) CHECK_EQ(aco_rt_group_spawn(grp, blocked, NULL, NULL), 0);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_group_join(grp, t0 + 10 * MS), -ETIMEDOUT);
+    CHECK_GE(aco_rt_now() - t0, 10 * MS);
+    CHECK_EQ(aco_rt_group_size(grp), 100);
+    CHECK_EQ(aco_rt_group_free(grp), -EBUSY);
+    CHECK_EQ(aco_rt_group_cancel(grp, -1), 0);
+    CHECK_EQ(atomic_load(&cancel_seen), 100);
+    CHECK_EQ(aco_rt_group_free(grp), 0);
+    CHECK_EQ(aco_rt_chan_free(never), 0);
+    /* a group of this thread, cancelled while its members are busy */
+    aco_rt_group_t* g = aco_rt_group_new(NULL);
+    for (int i = 0; i < 10; i++) CHECK_EQ(aco_rt_group_spawn(g, sleeper, (void*)10000, NULL), 0);
+    CHECK_EQ(aco_rt_group_cancel(g, -1), 0);
+    CHECK_EQ(aco_rt_group_free(g), 0);
+}
+
+static void test_groups(void) {
+    run_on(0, group_main, NULL);
+    CHECK(aco_rt_group_new(NULL) == NULL && errno == EPERM);    /* main: no scheduler */
+}
+
+/* ------------------------------------------------------------------------ */
+/* 10 million hand-offs between threads, through channels and mutexes      */
+/* ------------------------------------------------------------------------ */
+
+#define RING 2000                       /* cos, alternately on each thread */
+#define TOKENS 64
+#define LOCKS 8
+static aco_rt_chan_t* ring[RING];
+static aco_rt_chan_t* finished;
+static aco_rt_mutex_t locks[LOCKS];
+static long locked_count[LOCKS];
+static long hops_per_token;
+
+typedef struct { long id, hops; } token_t;
+
+static void ring_co(void* arg) {
+    long i = (long)(uintptr_t)arg;
+    token_t t;
+    while (aco_rt_chan_recv(ring[i], &t, -1) == 0) {
+        aco_rt_mutex_t* m = &locks[(i + t.hops) % LOCKS];
+        CHECK_EQ(aco_rt_mutex_lock(m, -1), 0);
+        locked_count[(i + t.hops) % LOCKS]++;
+        CHECK_EQ(aco_rt_mutex_unlock(m), 0);
+        if (++t.hops == hops_per_token) CHECK_EQ(aco_rt_chan_send(finished, &t, -1), 0);
+        else CHECK_EQ(aco_rt_chan_send(ring[(i + 1) % RING], &t, -1), 0);
+    }
+}
+
+static void stress_main(void* arg) {
+    (void)arg;
+    aco_rt_co_t* cos[RING];
+    for (long i = 0; i < RING; i++) cos[i] = aco_rt_spawn(T(i & 1), ring_co, (void*)(uintptr_t)i);
+    for (long k = 0; k < TOKENS; k++) {
+        token_t t = {k, 0};
+        CHECK_EQ(aco_rt_chan_send(ring[(k * (RING / TOKENS)) % RING], &t, -1), 0);
+    }
+    unsigned char seen[TOKENS] = {0};
+    for (int k = 0; k < TOKENS; k++) {
+        token_t t;
+        CHECK_EQ(aco_rt_chan_recv(finished, &t, -1), 0);
+        CHECK(t.id >= 0 && t.id < TOKENS && !seen[t.id]);
+        CHECK_EQ(t.hops, hops_per_token);
+        seen[t.id] = 1;
+    }
+    for (int i = 0; i < RING; i++) aco_rt_chan_close(ring[i]);
+    for (int i = 0; i < RING; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
+}
+
+static void test_stress(void) {
+    long total = SLOW ? 200000 : 10000000;
+    hops_per_token = total / TOKENS;
+    for (int i = 0; i < RING; i++) ring[i] = aco_rt_chan_new(sizeof(token_t), 1);
+    finished = aco_rt_chan_new(sizeof(token_t), TOKENS);
+    int64_t t0 = aco_rt_now();
+    run_on(0, stress_main, NULL);
+    long sum = 0;
+    for (int i = 0; i < LOCKS; i++) sum += locked_count[i];
+    CHECK_EQ(sum, hops_per_token * TOKENS);
+    printf("stress: %ld hand-offs between %d cos on 2 threads in %.2f s\n",
+           sum, RING, (double)(aco_rt_now() - t0) / 1e9);
+    for (int i = 0; i < RING; i++) CHECK_EQ(aco_rt_chan_free(ring[i]), 0);
+    CHECK_EQ(aco_rt_chan_free(finished), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stopping a busy pool; fork with a running pool                           */
+/* ------------------------------------------------------------------------ */
+
+static atomic_int stopped_ok;
+
+static void spinner(void* arg) {
+    (void)arg;
+    while (aco_rt_yield() == 0) {}
+    atomic_fetch_add(&stopped_ok, 1);
+}
+
+static void parked(void* arg) {
+    (void)arg;
+    long v;
+    if (aco_rt_chan_recv(never, &v, -1) == -ECANCELED) atomic_fetch_add(&stopped_ok, 1);
+}
+
+static void test_cancel_busy(void) {
+    never = aco_rt_chan_new(sizeof(long), 0);
+    for (int i = 0; i < 200; i++) {
+        aco_rt_co_t* c = aco_rt_pool_spawn(pool, i & 1 ? spinner : parked, NULL, NULL);
+        CHECK(c != NULL);
+        CHECK_EQ(aco_rt_detach(c), 0);
+    }
+    /* the spinners never end by themselves */
+    CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 20 * MS), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_CANCEL, aco_rt_now() + 60000 * MS), 0);
+    CHECK_EQ(atomic_load(&stopped_ok), 200);
+    CHECK_EQ(aco_rt_chan_free(never), 0);
+}
+
+static void child_co(void* arg) {
+    int* ok = arg;
+    aco_rt_chan_t* ch = aco_rt_chan_new(sizeof(int), 1);
+    int v = 42, w = 0;
+    CHECK_EQ(aco_rt_sleep(MS), 0);
+    CHECK_EQ(aco_rt_chan_send(ch, &v, -1), 0);
+    CHECK_EQ(aco_rt_chan_recv(ch, &w, -1), 0);
+    *ok = w == 42;
+    aco_rt_chan_free(ch);
+}
+
+static void fork_child(void* arg) {
+    (void)arg;
+    /* Only this thread exists here: the pool's are gone.  A scheduler of
+     * its own works. */
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK(s != NULL);
+    int ok = 0;
+    aco_rt_co_t* c = aco_rt_spawn(s, child_co, &ok);
+    CHECK(c != NULL);
+    CHECK_EQ(aco_rt_detach(c), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    _exit(ok ? 0 : 3);
+}
+
+static void test_fork(void) {
+    pp_t p = {aco_rt_chan_new(sizeof(long), 0), aco_rt_chan_new(sizeof(long), 0),
+              SLOW ? 3000 : 200000};
+    aco_rt_co_t* c = aco_rt_spawn(T(0), ping_fn, &p);
+    CHECK_EQ(aco_rt_detach(c), 0);
+    for (int i = 0; i < 20; i++) {          /* forks while the pool runs */
+        int st = -1;
+        CHECK_EQ(test_in_child(fork_child, NULL, &st), 0);
+        CHECK_EQ(st, 0);
+    }
+    CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 60000 * MS), 0);
+    aco_rt_chan_free(p.ping);
+    aco_rt_chan_free(p.pong);
+}
+
+/* Freeing a pool whose cos are still parked destroys them. */
+static void test_free_busy(void) {
+    aco_rt_pool_t* p = new_pool(2);
+    aco_rt_chan_t* ch = aco_rt_chan_new(sizeof(long), 0);
+    never = ch;
+    for (int i = 0; i < 100; i++) CHECK(aco_rt_pool_spawn(p, parked, NULL, NULL) != NULL);
+    CHECK_EQ(aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_now() + 10 * MS), -ETIMEDOUT);
+    aco_rt_pool_free(p);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);      /* its waiters left with their cos */
+}
+
+int main(void) {
+    test_watchdog();
+    pool = new_pool(2);
+    test_spawn_from_outside();
+    test_channels();
+    test_exactly_once();
+    test_sync();
+    test_join_cancel();
+    test_groups();
+    test_stress();
+    test_cancel_busy();
+    test_fork();
+    aco_rt_pool_free(pool);
+    test_free_busy();
+    printf("test_pool: all passed\n");
+    return 0;
+}
