@@ -277,6 +277,7 @@ fi
 rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring pool; }
 rt_tests() { grep -v '^[[:space:]]*\(#\|$\)' rt/tests/tests.list | awk '{print $1}'; }
 rt_programs() { echo aco_echo aco_resp aco_nc aco_rt_bench; }
+rt_st_tests() { echo test_sched test_sync test_chan test_timer; }  # also in the single-thread build
 
 # ---------------------------------------------------------------------------
 # The build proper: make.sh writes every output's rule (what it is built
@@ -391,6 +392,24 @@ rt_rules() {
             cc_rule "$OUTPUT/rt_$p..$v" "rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
                 "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_$p..$v"
         done
+    done
+    # The single-thread build (ACO_RT_NO_THREADS: no atomics, no locks, no
+    # pools): libaco_rt_st.a, the benchmarks and four tests linked with it.
+    local sto="$OUTPUT/obj/rt_st" stc="$c -DACO_RT_NO_THREADS" st_objs=""
+    mkdir -p "$sto"
+    put_if_changed "$sto/flags" "$stc"
+    for f in $(rt_lib_srcs); do
+        cc_rule "$sto/$f.o" "rt/$f.c" "$sto" "$stc -c rt/$f.c -o $sto/$f.o"
+        st_objs="$st_objs $sto/$f.o"
+    done
+    rule "$OUTPUT/libaco_rt_st.a" "$st_objs" "rm -f $OUTPUT/libaco_rt_st.a && ar rcs $OUTPUT/libaco_rt_st.a$st_objs"
+    v=no_valgrind.standaloneFPUenv
+    vo="$OUTPUT/obj/$v"
+    cc_rule "$OUTPUT/aco_rt_bench_st" "rt/aco_rt_bench.c$st_objs $vo/aco.o $vo/acosw.o" "$sto" \
+        "$stc -Irt rt/aco_rt_bench.c$st_objs $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/aco_rt_bench_st"
+    for p in $(rt_st_tests); do
+        cc_rule "$OUTPUT/rt_${p}_st..$v" "rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o" "$sto" \
+            "$stc $(variant_flags $v) -Irt rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_${p}_st..$v"
     done
     # pkg-config file for the build tree's libraries (install writes its own)
     put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "$(pwd)/$OUTPUT" "$(pwd)/rt" "$(pwd)")"
@@ -521,7 +540,7 @@ fi
 run_build
 # Programs no longer built (a test renamed or removed) go: test.sh runs what
 # it finds in $OUTPUT, and must not run a stale one.
-names=" $(programs | sed 's|.*/||' | tr '\n' ' ') $(rt_tests | sed 's|^|rt_|' | tr '\n' ' ')"
+names=" $(programs | sed 's|.*/||' | tr '\n' ' ') $(rt_tests | sed 's|^|rt_|' | tr '\n' ' ') $(for p in $(rt_st_tests); do printf 'rt_%s_st ' $p; done)"
 for v in "${variants[@]}"; do
     for f in "$OUTPUT"/*.."$v"; do
         [ -e "$f" ] || continue

@@ -81,6 +81,7 @@ static void* pool_thread(void* arg) {
 aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
 #ifdef ACO_RT_NO_THREADS
     (void)opts;
+    (void)pool_thread;
     errno = ENOSYS;
     return NULL;
 #else
@@ -146,12 +147,19 @@ aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i) {
     return p && i < p->n ? p->s[i] : NULL;
 }
 
+/* Its cos, and those on their way to it (sent first: an arrival counts in
+ * load before it leaves sent). */
+static inline uint32_t load_of(aco_rt_sched_t* s) {
+    uint32_t n = rt_load(&s->sent);
+    return n + rt_load(&s->load);
+}
+
 /* The scheduler with the fewest cos; the caller's own on a tie. */
 static aco_rt_sched_t* least_loaded(aco_rt_pool_t* p) {
     aco_rt_sched_t* best = rt_tls_sched && rt_tls_sched->pool == p ? rt_tls_sched : p->s[0];
-    uint32_t min = rt_load(&best->load);
+    uint32_t min = load_of(best);
     for (unsigned i = 0; i < p->n && min > 0; i++) {
-        uint32_t l = rt_load(&p->s[i]->load);
+        uint32_t l = load_of(p->s[i]);
         if (l < min) { min = l; best = p->s[i]; }
     }
     return best;
@@ -172,7 +180,7 @@ void rt_pool_idle(aco_rt_pool_t* p) {
 
 static int pool_busy(aco_rt_pool_t* p) {
     for (unsigned i = 0; i < p->n; i++)
-        if (rt_load(&p->s[i]->load)) return 1;
+        if (load_of(p->s[i])) return 1;
     return 0;
 }
 

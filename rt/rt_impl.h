@@ -291,7 +291,9 @@ struct aco_rt_sched {
     rt_inbox_t          inbox;          /* wakes, spawns, cancels, frees */
     int                 evfd;           /* eventfd: wakes the thread asleep */
     uint32_t            sleeping;       /* atomic: 1 while it may sleep */
-    uint32_t            load;           /* atomic: cos alive, spawns sent */
+    uint32_t            load;           /* atomic: cos alive (written by its
+                                           thread only) */
+    uint32_t            sent;           /* atomic: spawns on their way here */
     struct aco_rt_pool* pool;           /* its pool, or NULL */
     uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
     uint32_t            cancel_seen;

@@ -236,7 +236,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
         return NULL;
     }
     rt_tls_sched = s;
-    rt_fetch_add(&rt_nsched, 1u);
+    __atomic_fetch_add(&rt_nsched, 1u, __ATOMIC_ACQ_REL);   /* atomic in every build */
     return s;
 }
 
@@ -318,6 +318,15 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
     return 0;
 }
 
+/* cos_alive for other threads (a plain store: only this thread writes). */
+static inline void publish_load(aco_rt_sched_t* s) {
+#ifdef ACO_RT_NO_THREADS
+    s->load = (uint32_t)s->st.cos_alive;
+#else
+    __atomic_store_n(&s->load, (uint32_t)s->st.cos_alive, __ATOMIC_RELEASE);
+#endif
+}
+
 static void rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->s = s;
     co->w.co = co;
@@ -367,12 +376,13 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->state = RT_READY;
     s->st.cos_alive++;
     s->st.spawned++;
-    rt_fetch_add(&s->load, 1u);
+    publish_load(s);
     if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
     rt_rq_push(s, co);
     return co;
 }
 
+#ifndef ACO_RT_NO_THREADS
 /* A new co of another thread's scheduler s: a bare record now, its libaco
  * co made by s's thread when the message comes (share stacks are its). */
 static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
@@ -387,11 +397,12 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->stack_req = opts ? opts->stack_size : 0;
     co->name = opts ? opts->name : NULL;
     co->state = RT_READY;
-    rt_fetch_add(&s->load, 1u);
+    rt_fetch_add(&s->sent, 1u);
     if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
     rt_send(s, &co->msg, RT_MSG_SPAWN);
     return co;
 }
+#endif
 
 /* The message of spawn_remote came: make the co and queue it. */
 static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
@@ -402,6 +413,8 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
             co->id = ++s->next_id;
             s->st.cos_alive++;
             s->st.spawned++;
+            publish_load(s);
+            rt_fetch_add(&s->sent, (uint32_t)-1);     /* after: never both 0 */
             rt_rq_push(s, co);
             return;
         }
@@ -416,7 +429,8 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
             "thread: it ends without running (aco_rt_join says -ENOMEM)\n");
     co->flags |= RT_NO_START;
     co->state = RT_DONE;
-    if (rt_fetch_add(&s->load, (uint32_t)-1) == 1 && s->pool) rt_pool_idle(s->pool);
+    if (rt_fetch_add(&s->sent, (uint32_t)-1) == 1 && s->st.cos_alive == 0 && s->pool)
+        rt_pool_idle(s->pool);
     if (co->group) rt_group_leave(co);
     aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
     if (j == RT_JOIN_DETACH) free(co);
@@ -474,7 +488,8 @@ static void record_free_any(aco_rt_co_t* co) {
 /* A co ended: free it if nobody will join it. */
 static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
     s->st.cos_alive--;
-    if (rt_fetch_add(&s->load, (uint32_t)-1) == 1 && s->pool) rt_pool_idle(s->pool);
+    publish_load(s);
+    if (s->st.cos_alive == 0 && s->pool) rt_pool_idle(s->pool);
     co->state = RT_DONE;
     if (co->flags & RT_DETACHED) record_free(s, co);
 }
@@ -579,7 +594,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if (s->st.cos_alive == 0 && s->pool == NULL) break;
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
         if (timeout < 0 && s->st.io_inflight == 0 && s->pool == NULL &&
-            rt_load(&rt_nsched) == 1) {
+            __atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE) == 1) {
             /* Every co waits on another co, and nothing else can wake one. */
             r = -EDEADLK;
             break;
@@ -642,7 +657,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     free(s->cos);
     if (s->own_main) aco_destroy(s->main_co);
     close(s->evfd);
-    rt_fetch_add(&rt_nsched, (uint32_t)-1);
+    __atomic_fetch_sub(&rt_nsched, 1u, __ATOMIC_ACQ_REL);
     rt_tls_sched = NULL;
     free(s);
 }
