@@ -13,6 +13,13 @@
  *                                   handed over; ns per lock+unlock
  *   aco_rt_bench parked [N]         parked_bytes_per_co: RSS growth per co
  *                                   of N cos parked in aco_rt_sleep
+ *   aco_rt_bench xpingpong [N]      xchan_pingpong_ns: pingpong with the two
+ *                                   cos on two threads of a pool (pinned to
+ *                                   CPUs 0 and 1): every send crosses
+ *   aco_rt_bench pool_spawn [N]     pool_spawn_ns: a co of a 2-thread pool
+ *                                   spawns N empty cos with aco_rt_pool_spawn
+ *                                   (each ends with a wait group's done) and
+ *                                   waits for them all; ns per co
  *
  * Each timed figure is the median of 7 segments of N operations after a
  * warm-up segment.  The scheduler's backend is $ACO_RT_BACKEND's (none of
@@ -161,6 +168,34 @@ static void handoff_co(void* arg) {
     handoff_stop = 1;
 }
 
+/* ---- xpingpong, pool_spawn ---- */
+static aco_rt_pool_t* pool;
+static void xpingpong_co(void* arg) {
+    (void)arg;
+    aco_rt_co_t* p = aco_rt_spawn(aco_rt_pool_sched(pool, 1), pong_co, NULL);
+    timed_co(NULL);
+    aco_rt_chan_close(ch_ping);
+    aco_rt_join(p, -1);
+}
+static aco_rt_wg_t spawn_wg;
+static void wg_done_co(void* arg) { (void)arg; aco_rt_wg_done(&spawn_wg); }
+static void pool_spawn_body(long n) {
+    aco_rt_wg_add(&spawn_wg, n);
+    for (long i = 0; i < n; i++) aco_rt_detach(aco_rt_pool_spawn(pool, wg_done_co, NULL, NULL));
+    aco_rt_wg_wait(&spawn_wg, -1);
+}
+static int run_in_pool(aco_rt_fn_t fn) {
+    aco_rt_pool_opts_t o = {0};
+    o.threads = 2;
+    o.pin = 1;
+    pool = aco_rt_pool_new(&o);
+    if (pool == NULL) { perror("aco_rt_pool_new"); return 1; }
+    aco_rt_detach(aco_rt_spawn(aco_rt_pool_sched(pool, 0), fn, NULL));
+    aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, -1);
+    aco_rt_pool_free(pool);
+    return 0;
+}
+
 /* ---- parked ---- */
 static long rss_kib(void) {
     FILE* f = fopen("/proc/self/status", "r");
@@ -184,11 +219,24 @@ static void measure_co(void* arg) {
 int main(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: aco_rt_bench pingpong|spawn_join|wake|timer|mutex|"
-                        "mutex_handoff|parked [N]\n");
+                        "mutex_handoff|parked|xpingpong|pool_spawn [N]\n");
         return 2;
     }
     const char* what = argv[1];
     n_ops = argc > 2 ? atol(argv[2]) : 0;
+    if (strcmp(what, "xpingpong") == 0 || strcmp(what, "pool_spawn") == 0) {
+        if (!n_ops) n_ops = what[0] == 'x' ? 200000 : 1000000;
+        if (what[0] == 'x') {
+            ch_ping = aco_rt_chan_new(sizeof(int), 0);
+            ch_pong = aco_rt_chan_new(sizeof(int), 0);
+            body = pingpong_body;
+            body_name = "xchan_pingpong_ns";
+            return run_in_pool(xpingpong_co);
+        }
+        body = pool_spawn_body;
+        body_name = "pool_spawn_ns";
+        return run_in_pool(timed_co);
+    }
     aco_rt_sched_t* s = aco_rt_sched_new(NULL);
     if (s == NULL) { perror("aco_rt_sched_new"); return 1; }
     if (strcmp(what, "pingpong") == 0) {

@@ -276,7 +276,6 @@ struct aco_rt_sched {
     unsigned            next_stack;
     size_t              stack_size;
     int                 own_main;       /* main_co is ours to destroy */
-    int                 stop;           /* atomic */
     int                 running;
     aco_rt_co_t**       cos;            /* every live record, for dump/free */
     uint32_t            ncos, cos_cap;
@@ -287,17 +286,20 @@ struct aco_rt_sched {
     rt_wheel_t          wheel;
     rt_fd_t**           fdc;            /* descriptor table chunks (io.c) */
     int                 nfdc;
-    /* Reached from other threads: */
-    rt_inbox_t          inbox;          /* wakes, spawns, cancels, frees */
     int                 evfd;           /* eventfd: wakes the thread asleep */
-    uint32_t            sleeping;       /* atomic: 1 while it may sleep */
-    uint32_t            load;           /* atomic: cos alive (written by its
-                                           thread only) */
-    uint32_t            sent;           /* atomic: spawns on their way here */
     struct aco_rt_pool* pool;           /* its pool, or NULL */
-    uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
     uint32_t            cancel_seen;
     int                 spin_ns;        /* how long an idle loop spins */
+    /* Reached from other threads, apart from what the thread writes all
+     * the time (a shared cache line would move at every switch): */
+    _Alignas(64) rt_inbox_t inbox;      /* wakes, spawns, cancels, frees
+                                           (head and tail 64 bytes apart) */
+    _Alignas(64) uint32_t sleeping;     /* atomic: 1 while it may sleep */
+    _Alignas(64) uint32_t load;         /* atomic: cos alive (written by its
+                                           thread only) */
+    uint32_t            sent;           /* atomic: spawns on their way here */
+    _Alignas(64) int    stop;           /* atomic */
+    uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
 };
 
 /* Schedulers alive in the process (atomic): with one, a co that waits on

@@ -29,7 +29,7 @@
 __thread aco_rt_sched_t* rt_tls_sched;
 uint32_t rt_nsched;
 
-#define FREE_RECS_MAX 4096
+#define FREE_RECS_MAX 16384
 #define POLL_EVERY 64
 
 int64_t rt_now(void) {
@@ -191,8 +191,9 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     if (o.share_stacks > 1024) { errno = EINVAL; return NULL; }
     if (!stack_possible(o.stack_size)) { errno = ENOMEM; return NULL; }
 
-    aco_rt_sched_t* s = calloc(1, sizeof(*s));
+    aco_rt_sched_t* s = aligned_alloc(64, (sizeof(*s) + 63) & ~(size_t)63);
     if (s == NULL) return NULL;
+    memset(s, 0, sizeof(*s));
     s->evfd = eventfd(0, EFD_CLOEXEC);    /* blocking: io_uring reads it asynchronously */
     if (s->evfd < 0) { int e = errno; free(s); errno = e; return NULL; }
     inbox_init(&s->inbox);
@@ -554,7 +555,7 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
         *hot = 0;
         int64_t end = rt_now() + s->spin_ns;
         for (unsigned i = 1; inbox_empty(&s->inbox); i++) {
-            rt_pause();
+            rt_pause();     /* (one: more make a VM deschedule the vCPU) */
             if ((i & 63) == 0 && (asked(s) || rt_now() > end)) break;
         }
         if (asked(s)) return 0;

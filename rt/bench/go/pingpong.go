@@ -3,12 +3,16 @@
 // pingpong.go - the Go peer of aco_rt_bench's channel ping-pong
 // (rt/bench/bench_rt.sh builds and runs it).
 //
-// Two goroutines on one P (GOMAXPROCS=1) bounce an int over two unbuffered
-// channels: A (the main goroutine) sends on ch1 and receives on ch2, B
+// Two goroutines on one P (GOMAXPROCS=1; -procs P for more) bounce an int
+// over two unbuffered channels: A (the main goroutine) sends on ch1 and receives on ch2, B
 // receives on ch1 and sends on ch2.  Nothing else is in either loop.  One
 // round trip is one send each way, so two goroutine switches.
 //
-//	pingpong [-n round trips per segment] [-segments S] [-warmup W]
+//	pingpong [-n round trips per segment] [-segments S] [-warmup W] [-procs P]
+//
+// With -procs 2 Go's scheduler decides where the two goroutines run (a
+// woken goroutine usually goes to the waker's P, so they may well share
+// one): that is Go at its default with two cores.
 //
 // prints `chan_pingpong_ns <median ns per round trip over the S segments>`,
 // each segment's figure going to stderr.
@@ -27,12 +31,13 @@ func main() {
 	n := flag.Int("n", 1000000, "round trips per timed segment")
 	segments := flag.Int("segments", 7, "timed segments (the median is printed)")
 	warmup := flag.Int("warmup", 200000, "untimed round trips first")
+	procs := flag.Int("procs", 1, "GOMAXPROCS")
 	flag.Parse()
 	if *n < 1 || *segments < 1 || *warmup < 0 {
 		fmt.Fprintln(os.Stderr, "pingpong: -n and -segments must be >= 1, -warmup >= 0")
 		os.Exit(2)
 	}
-	runtime.GOMAXPROCS(1)
+	runtime.GOMAXPROCS(*procs)
 
 	ch1 := make(chan int)
 	ch2 := make(chan int)
