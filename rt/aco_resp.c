@@ -2,7 +2,8 @@
  * GET, DEL, INCR (and what clients send when they connect: CONFIG GET,
  * COMMAND, SELECT 0, QUIT) over an in-memory store without expiry.
  *
- *   aco_resp [--port N] [--backend uring|epoll] [--bind ADDR]
+ *   aco_resp [--port N] [--backend uring|epoll] [--bind ADDR] [--threads T]
+ *            [--accept reuseport|handoff]
  *
  * One co per connection.  It receives into the connection's input buffer
  * (heap: io_uring may fill it while the co is parked), executes every
@@ -12,6 +13,11 @@
  * input buffer over 1 GiB (redis' client-query-buffer-limit) and running
  * out of memory for a reply.  A SET is in the store before its +OK is
  * sent.
+ *
+ * With --threads T > 1 the connections are served by T threads (rt_cli.h)
+ * over one store: a spin lock is held while the commands of one read are
+ * executed (never across a wait: they do no I/O), so each command is
+ * atomic, as in redis.
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -20,6 +26,8 @@
 #include "rt_cli.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -33,6 +41,18 @@
 #define QUERY_LIMIT ((size_t)1 << 30)
 
 static kv_t* store;
+static int store_shared;            /* --threads > 1: lock it */
+static atomic_flag store_lock = ATOMIC_FLAG_INIT;
+
+static void store_enter(void) {
+    if (!store_shared) return;
+    for (unsigned i = 0; atomic_flag_test_and_set_explicit(&store_lock, memory_order_acquire); i++)
+        if (i >= 64) sched_yield();     /* its holder lost its CPU */
+}
+
+static void store_leave(void) {
+    if (store_shared) atomic_flag_clear_explicit(&store_lock, memory_order_release);
+}
 
 typedef struct {
     int fd;
@@ -57,14 +77,17 @@ static int flush_out(conn_t* c) {
 static int serve_input(conn_t* c) {
     size_t off = 0, used = 0;
     int r;
+    store_enter();
     while ((r = resp_parse(&c->p, c->in.ptr + off, c->in.len - off, &used)) == RESP_OK) {
         off += used;
         int e = kv_exec(store, c->p.argc, c->p.argv, &c->out);
         if (e == KV_CLOSE || e < 0) {   /* QUIT, or no memory for the reply */
+            store_leave();
             resp_buf_consume(&c->in, off);
             return -1;
         }
     }
+    store_leave();
     if (r < 0) {
         const char* e = resp_parser_error(&c->p);
         char msg[128];
@@ -112,14 +135,14 @@ done:
 
 static int start_conn(int fd) {
     conn_t* c = calloc(1, sizeof(*c));
-    aco_rt_co_t* co = c ? aco_rt_spawn(NULL, conn_co, c) : NULL;
-    if (co == NULL) {
+    if (c == NULL) return -1;
+    c->fd = fd;
+    resp_parser_init(&c->p);
+    if (rt_cli_spawn(conn_co, c) < 0) {
+        resp_parser_free(&c->p);
         free(c);
         return -1;
     }
-    c->fd = fd;
-    resp_parser_init(&c->p);
-    aco_rt_detach(co);
     return 0;
 }
 
@@ -127,22 +150,10 @@ int main(int argc, char** argv) {
     rt_cli_t cli;
     if (rt_cli_parse(&cli, "aco_resp", argc, argv) < 0) return 2;
     signal(SIGPIPE, SIG_IGN);
-    aco_rt_opts_t o = {.backend = cli.backend};
-    aco_rt_sched_t* s = aco_rt_sched_new(&o);
-    if (s == NULL) {
-        fprintf(stderr, "aco_resp: cannot start the scheduler: %s\n", strerror(errno));
-        return 1;
-    }
     if ((store = kv_new(NULL)) == NULL) {
         fprintf(stderr, "aco_resp: out of memory\n");
         return 1;
     }
-    static rt_cli_serve_t sv = {-1, "aco_resp", start_conn};
-    if ((sv.lfd = rt_cli_listen(&cli, "aco_resp")) < 0) return 1;
-    fprintf(stderr, "aco_resp: listening on %s:%d (%s)\n", cli.bind, cli.port,
-            aco_rt_backend_name(s));
-    aco_rt_detach(aco_rt_spawn(s, rt_cli_accept_co, &sv));
-    int r = aco_rt_sched_run(s);
-    fprintf(stderr, "aco_resp: scheduler stopped: %s\n", strerror(-r));
-    return 1;
+    store_shared = cli.threads > 1;
+    return rt_cli_run(&cli, "aco_resp", start_conn);
 }

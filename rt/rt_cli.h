@@ -1,5 +1,17 @@
-/* rt_cli.h - the command line, listening socket and accept loop that
- * aco_echo and aco_resp share: --port N, --backend uring|epoll, --bind ADDR. */
+/* rt_cli.h - the command line, listening sockets, accept loops and threads
+ * that aco_echo and aco_resp share: --port N, --backend uring|epoll,
+ * --bind ADDR, --threads T, --accept reuseport|handoff.
+ *
+ * Threads.  --threads 1 (the default) runs one scheduler in the main
+ * thread.  --threads T > 1 starts a pool of T scheduler threads, and
+ * connections reach them one of two ways (--accept):
+ *   reuseport  every thread has a listening socket of its own on the port
+ *              (SO_REUSEPORT: the kernel spreads connections by hash) and
+ *              serves what it accepts; nothing crosses threads.
+ *   handoff    one listening socket, one accepting co (thread 0), and
+ *              each connection goes to the thread with the fewest cos
+ *              (aco_rt_pool_spawn).
+ * reuseport is the default: it measured better (README, "Threads"). */
 #ifndef RT_CLI_H
 #define RT_CLI_H
 
@@ -15,16 +27,35 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+enum { RT_CLI_REUSEPORT, RT_CLI_HANDOFF };
+
 typedef struct {
     int port;
     int backend;
     const char* bind;
+    unsigned threads;
+    int accept;                 /* RT_CLI_REUSEPORT or RT_CLI_HANDOFF */
 } rt_cli_t;
+
+/* The pool with --threads > 1 and --accept handoff, else NULL. */
+static aco_rt_pool_t* rt_cli_pool;
+
+/* A detached co for a new connection: on this thread, or (handoff) on the
+ * pool's least loaded one.  0, or -1 (errno). */
+static inline int rt_cli_spawn(aco_rt_fn_t fn, void* arg) {
+    aco_rt_co_t* co = rt_cli_pool ? aco_rt_pool_spawn(rt_cli_pool, fn, arg, NULL)
+                                  : aco_rt_spawn(NULL, fn, arg);
+    if (co == NULL) return -1;
+    aco_rt_detach(co);
+    return 0;
+}
 
 static inline int rt_cli_parse(rt_cli_t* c, const char* prog, int argc, char** argv) {
     c->port = 6379;
     c->backend = ACO_RT_BACKEND_AUTO;
     c->bind = "127.0.0.1";
+    c->threads = 1;
+    c->accept = RT_CLI_REUSEPORT;
     for (int i = 1; i < argc; i++) {
         const char* a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -48,8 +79,26 @@ static inline int rt_cli_parse(rt_cli_t* c, const char* prog, int argc, char** a
         } else if (strcmp(a, "--bind") == 0 && v) {
             c->bind = v;
             i++;
+        } else if (strcmp(a, "--threads") == 0 && v) {
+            char* end;
+            long t = strtol(v, &end, 10);
+            if (*end || t < 1 || t > 1024) {
+                fprintf(stderr, "%s: --threads takes 1 to 1024, not '%s'\n", prog, v);
+                return -1;
+            }
+            c->threads = (unsigned)t;
+            i++;
+        } else if (strcmp(a, "--accept") == 0 && v) {
+            if (strcmp(v, "reuseport") == 0) c->accept = RT_CLI_REUSEPORT;
+            else if (strcmp(v, "handoff") == 0) c->accept = RT_CLI_HANDOFF;
+            else {
+                fprintf(stderr, "%s: --accept takes reuseport or handoff, not '%s'\n", prog, v);
+                return -1;
+            }
+            i++;
         } else {
-            fprintf(stderr, "usage: %s [--port N] [--backend uring|epoll] [--bind ADDR]\n", prog);
+            fprintf(stderr, "usage: %s [--port N] [--backend uring|epoll] [--bind ADDR]"
+                    " [--threads T] [--accept reuseport|handoff]\n", prog);
             return -1;
         }
     }
@@ -97,13 +146,63 @@ static inline int rt_cli_listen(const rt_cli_t* c, const char* prog) {
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
+    int reuseport = c->threads > 1 && c->accept == RT_CLI_REUSEPORT;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
         bind(fd, (struct sockaddr*)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
         fprintf(stderr, "%s: cannot listen on %s:%d: %s\n", prog, c->bind, c->port, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
     return fd;
+}
+
+/* Listen and serve with start(fd) for each connection, as the options say;
+ * returns only on failure (the exit status).  start is called in the
+ * accepting co. */
+static inline int rt_cli_run(const rt_cli_t* c, const char* prog, int (*start)(int fd)) {
+    aco_rt_opts_t o = {.backend = c->backend};
+    if (c->threads == 1) {
+        aco_rt_sched_t* s = aco_rt_sched_new(&o);
+        if (s == NULL) {
+            fprintf(stderr, "%s: cannot start the scheduler: %s\n", prog, strerror(errno));
+            return 1;
+        }
+        static rt_cli_serve_t sv;
+        sv.prog = prog;
+        sv.start = start;
+        if ((sv.lfd = rt_cli_listen(c, prog)) < 0) return 1;
+        fprintf(stderr, "%s: listening on %s:%d (%s)\n", prog, c->bind, c->port,
+                aco_rt_backend_name(s));
+        aco_rt_detach(aco_rt_spawn(s, rt_cli_accept_co, &sv));
+        int r = aco_rt_sched_run(s);
+        fprintf(stderr, "%s: scheduler stopped: %s\n", prog, strerror(-r));
+        return 1;
+    }
+    aco_rt_pool_opts_t po = {.threads = c->threads, .sched = o};
+    aco_rt_pool_t* p = aco_rt_pool_new(&po);
+    if (p == NULL) {
+        fprintf(stderr, "%s: cannot start %u threads: %s\n", prog, c->threads, strerror(errno));
+        return 1;
+    }
+    unsigned nl = c->accept == RT_CLI_REUSEPORT ? c->threads : 1;
+    rt_cli_serve_t* sv = calloc(nl, sizeof(*sv));
+    if (sv == NULL) return 1;
+    if (c->accept == RT_CLI_HANDOFF) rt_cli_pool = p;
+    for (unsigned i = 0; i < nl; i++) {
+        sv[i].prog = prog;
+        sv[i].start = start;
+        if ((sv[i].lfd = rt_cli_listen(c, prog)) < 0) return 1;
+        aco_rt_co_t* co = aco_rt_spawn(aco_rt_pool_sched(p, i), rt_cli_accept_co, &sv[i]);
+        if (co == NULL) return 1;
+        aco_rt_detach(co);
+    }
+    fprintf(stderr, "%s: listening on %s:%d (%s, %u threads, %s)\n", prog, c->bind, c->port,
+            aco_rt_backend_name(aco_rt_pool_sched(p, 0)), c->threads,
+            c->accept == RT_CLI_REUSEPORT ? "reuseport" : "handoff");
+    aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, -1);     /* the accept cos never end */
+    fprintf(stderr, "%s: the pool stopped\n", prog);
+    return 1;
 }
 
 #endif
