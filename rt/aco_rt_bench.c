@@ -16,6 +16,10 @@
  *   aco_rt_bench xpingpong [N]      xchan_pingpong_ns: pingpong with the two
  *                                   cos on two threads of a pool (pinned to
  *                                   CPUs 0 and 1): every send crosses
+ *   aco_rt_bench cacheline [N]      cacheline_rtrip_ns: the machine's floor
+ *                                   for the two above: two plain threads on
+ *                                   CPUs 0 and 1 bounce one cache line (a
+ *                                   counter each writes in turn)
  *   aco_rt_bench pool_spawn [N]     pool_spawn_ns: a co of a 2-thread pool
  *                                   spawns N empty cos with aco_rt_pool_spawn
  *                                   (each ends with a wait group's done) and
@@ -29,6 +33,8 @@
 #include "aco_rt.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -196,6 +202,43 @@ static int run_in_pool(aco_rt_fn_t fn) {
     return 0;
 }
 
+/* ---- cacheline ---- */
+static _Alignas(64) long cl_a;
+static _Alignas(64) long cl_b;
+static void pin_to(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+static void* cl_peer(void* arg) {
+    long total = *(long*)arg;
+    pin_to(1);
+    for (long i = 1; i <= total; i++) {
+        while (__atomic_load_n(&cl_a, __ATOMIC_ACQUIRE) != i) {}
+        __atomic_store_n(&cl_b, i, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+static int cacheline(void) {
+    long total = n_ops * (SEGMENTS + 1);
+    pthread_t t;
+    if (pthread_create(&t, NULL, cl_peer, &total) != 0) return 1;
+    pin_to(0);
+    long i = 0;
+    for (int sg = 0; sg <= SEGMENTS; sg++) {
+        int64_t t0 = aco_rt_now();
+        for (long k = 0; k < n_ops; k++) {
+            __atomic_store_n(&cl_a, ++i, __ATOMIC_RELEASE);
+            while (__atomic_load_n(&cl_b, __ATOMIC_ACQUIRE) != i) {}
+        }
+        seg[sg] = (double)(aco_rt_now() - t0) / (double)n_ops;
+    }
+    pthread_join(t, NULL);
+    printf("cacheline_rtrip_ns %.2f\n", median(seg + 1, SEGMENTS));
+    return 0;
+}
+
 /* ---- parked ---- */
 static long rss_kib(void) {
     FILE* f = fopen("/proc/self/status", "r");
@@ -219,11 +262,15 @@ static void measure_co(void* arg) {
 int main(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: aco_rt_bench pingpong|spawn_join|wake|timer|mutex|"
-                        "mutex_handoff|parked|xpingpong|pool_spawn [N]\n");
+                        "mutex_handoff|parked|xpingpong|pool_spawn|cacheline [N]\n");
         return 2;
     }
     const char* what = argv[1];
     n_ops = argc > 2 ? atol(argv[2]) : 0;
+    if (strcmp(what, "cacheline") == 0) {
+        if (!n_ops) n_ops = 200000;
+        return cacheline();
+    }
     if (strcmp(what, "xpingpong") == 0 || strcmp(what, "pool_spawn") == 0) {
         if (!n_ops) n_ops = what[0] == 'x' ? 200000 : 1000000;
         if (what[0] == 'x') {

@@ -24,6 +24,15 @@
 #              (go/parked.go -mode sleep; -mode chan as an extra row).
 #   e. nc      a 4 GiB (--quick 512 MiB) loopback transfer, aco_nc vs
 #              OpenBSD nc, same sparse source file, sink /dev/null.
+#   f. threads both CPUs: channel ping-pong between two threads
+#              (aco_rt_bench xpingpong, pinned to CPUs 0 and 1) vs Go with
+#              GOMAXPROCS=2 and Boost.Fiber on two threads (shared_work);
+#              spawn-to-pool throughput (aco_rt_bench pool_spawn 10000 vs
+#              go/spawn.go -batch -procs 2 -n 10000); redis-benchmark -c 50
+#              -P 16 (set, get; unpinned) against aco_resp --threads 2
+#              (--accept reuseport and handoff) vs redis-server
+#              --io-threads 2 --io-threads-do-reads yes vs aco_resp
+#              --threads 1; and rt/bench/bench_hook.sh when it is there.
 #
 # A peer whose toolchain is missing is left out with one line naming the
 # Debian package; a program of ours not built yet gives ours=n/a.  The exit
@@ -118,7 +127,7 @@ else
     PARKED_N=1000000
     LOOP_N=1000000 LOOP_SEG=7 LOOP_WARM=200000
 fi
-SECTIONS=" ${BENCH_RT_SECTIONS:-a b c d e} "
+SECTIONS=" ${BENCH_RT_SECTIONS:-a b c d e f} "
 SERVER_CPU=${BENCH_RT_SERVER_CPU:-1}
 CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
 if [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ]; then
@@ -666,6 +675,24 @@ spawn_section() {
     echo "headline mutex_uncontended_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
     o=$(med %.2f ours_mutex_handoff)
     echo "headline mutex_handoff_ns ours=$o"
+    # The same figures of the single-thread build (ACO_RT_NO_THREADS), one
+    # run each after the rounds above
+    if [ -x "$OUT/aco_rt_bench_st" ]; then
+        for sm in $OURS_MICRO; do
+            sub=${sm%%:*} name=${sm#*:}
+            # shellcheck disable=SC2046
+            run_metric "st_$sub" "$name" 120 "$OUT/aco_rt_bench_st" "$sub" $( [ $sub = spawn_join ] && echo "$LOOP_N") ||
+                say "ours: 'aco_rt_bench_st $sub' gave no $name: ${LAST_ERR:-no output}"
+        done
+        echo "single-thread build ($OUT/aco_rt_bench_st):"
+        for sm in $OURS_MICRO; do
+            printf '%-34s %10s\n' "aco_rt_st ${sm#*:}" "$(med %.2f "st_${sm%%:*}")"
+        done
+        o=$(med %.2f st_mutex)
+        echo "headline mutex_uncontended_single_thread_build_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
+        o=$(med %.2f st_spawn_join)
+        echo "headline spawn_join_single_thread_build_ns ours=$o target=100 ratio=$(ratio "$o" 100)"
+    fi
 }
 
 # ---- d. parked memory ------------------------------------------------------
@@ -835,6 +862,125 @@ nc_section() {
     SRC_FILE=""
 }
 
+# ---- f. threads ------------------------------------------------------------
+XPP_N=$([ $quick = 1 ] && echo 100000 || echo 200000)
+threads_section() {
+    echo
+    echo "== f. threads: both CPUs, $ROUNDS interleaved rounds"
+    echo "commands: $OURS_BENCH xpingpong $XPP_N; $OURS_BENCH pool_spawn 10000"
+    local out OURS_RESP_BIN="$OUT/aco_resp"
+    [ $have_go = 1 ] && echo "          $PEERS/go_pingpong -procs 2 -n $XPP_N -segments $LOOP_SEG -warmup 50000; $PEERS/go_spawn -batch -procs 2 -n 10000   ($GO_VER)"
+    [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $XPP_N $LOOP_SEG 50000 threads   (Boost $BOOST_VER, $fiber_kind)"
+    local r
+    for r in $(seq 1 "$ROUNDS"); do
+        if [ $have_ours_bench = 1 ]; then
+            # (not pinned to one CPU: the pool pins its two threads itself)
+            out=$(timeout 120 $OURS_BENCH xpingpong "$XPP_N" 2>/dev/null | awk '$1 == "xchan_pingpong_ns" {print $2}')
+            addv ours_xpp "${out:-n/a}"
+            out=$(timeout 120 $OURS_BENCH pool_spawn 10000 2>/dev/null | awk '$1 == "pool_spawn_ns" {print $2}')
+            addv ours_pspawn "${out:-n/a}"
+            out=$(timeout 120 $OURS_BENCH cacheline 2>/dev/null | awk '$1 == "cacheline_rtrip_ns" {print $2}')
+            addv cacheline "${out:-n/a}"
+        fi
+        if [ $have_go = 1 ]; then
+            out=$(timeout 120 "$PEERS/go_pingpong" -procs 2 -n "$XPP_N" -segments "$LOOP_SEG" -warmup 50000 2>/dev/null |
+                awk '$1 == "chan_pingpong_ns" {print $2}')
+            [ -n "$out" ] || peer_failed "go_pingpong -procs 2: no output"
+            addv go_xpp "${out:-n/a}"
+            out=$(timeout 120 "$PEERS/go_spawn" -batch -procs 2 -n 10000 2>/dev/null | awk '$1 == "pool_spawn_ns" {print $2}')
+            [ -n "$out" ] || peer_failed "go_spawn -batch -procs 2: no output"
+            addv go_pspawn "${out:-n/a}"
+        fi
+        if [ $have_fiber = 1 ]; then
+            out=$(timeout 120 "$PEERS/fiber_pingpong" "$XPP_N" "$LOOP_SEG" 50000 threads 2>/dev/null |
+                awk '$1 == "xchan_pingpong_ns" {print $2}')
+            [ -n "$out" ] || peer_failed "fiber_pingpong threads: no output"
+            addv fiber_xpp "${out:-n/a}"
+        fi
+    done
+    printf '%-40s %10s   %s\n' program ns "each round"
+    printf '%-40s %10s   %s\n' "aco_rt xpingpong (ns/round trip)" "$(med %.2f ours_xpp)" "$(rounds ours_xpp)"
+    [ $have_go = 1 ] && printf '%-40s %10s   %s\n' "go $GO_VER GOMAXPROCS=2 pingpong" "$(med %.2f go_xpp)" "$(rounds go_xpp)"
+    [ $have_fiber = 1 ] && printf '%-40s %10s   %s\n' "boost.fiber shared_work, 2 threads" "$(med %.2f fiber_xpp)" "$(rounds fiber_xpp)"
+    printf '%-40s %10s   %s\n' "(floor: one cache line, CPU 0 <-> 1)" "$(med %.2f cacheline)" "$(rounds cacheline)"
+    printf '%-40s %10s   %s\n' "aco_rt pool_spawn (ns/co)" "$(med %.2f ours_pspawn)" "$(rounds ours_pspawn)"
+    [ $have_go = 1 ] && printf '%-40s %10s   %s\n' "go $GO_VER GOMAXPROCS=2 go+WaitGroup" "$(med %.2f go_pspawn)" "$(rounds go_pspawn)"
+    local o g f
+    o=$(med %.2f ours_xpp); g=$(med %.2f go_xpp); f=$(med %.2f fiber_xpp)
+    echo "headline xchan_pingpong_vs_go2_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+    echo "headline xchan_pingpong_vs_boost_fiber_ns ours=$o peer=$f ratio=$(ratio "$o" "$f")"
+    g=$(med %.2f cacheline)
+    echo "headline xchan_pingpong_vs_cacheline_rtrip ours=$o floor=$g ratio=$(ratio "$o" "$g")"
+    o=$(med %.2f ours_pspawn); g=$(med %.2f go_pspawn)
+    # throughput: spawns per second, ours over Go's (above 1 is better)
+    echo "headline pool_spawn_throughput_vs_go2 ours=$(fmt %.0f "$(awk -v x="$o" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") peer=$(fmt %.0f "$(awk -v x="$g" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") ratio=$(ratio "$g" "$o")"
+
+    # redis-benchmark against the threaded servers
+    [ $have_redis = 1 ] || return 0
+    local -A port pid label
+    local s cmd t
+    local servers="t2rp t2ho redis2 t1"
+    label[t2rp]="aco_resp --threads 2 (reuseport)"
+    label[t2ho]="aco_resp --threads 2 --accept handoff"
+    label[redis2]="redis-server --io-threads 2"
+    label[t1]="aco_resp --threads 1"
+    for s in $servers; do
+        free_port; port[$s]=$FREE_PORT
+        case $s in
+            t2rp) cmd="${OURS_RESP_BIN} --port ${port[$s]} --threads 2" ;;
+            t2ho) cmd="${OURS_RESP_BIN} --port ${port[$s]} --threads 2 --accept handoff" ;;
+            t1) cmd="${OURS_RESP_BIN} --port ${port[$s]}" ;;
+            redis2) cmd="redis-server --save '' --appendonly no --io-threads 2 --io-threads-do-reads yes --port ${port[$s]}" ;;
+        esac
+        [ $s != redis2 ] && [ $have_ours_resp = 0 ] && continue
+        echo "start: $cmd"
+        ( cd "$TMPD" && eval "exec $cmd" ) </dev/null >"$TMPD/tserver.$s.log" 2>&1 &
+        pid[$s]=$!
+        PIDS+=("${pid[$s]}")
+        for _ in $(seq 1 100); do
+            [ "$(redis-cli -h 127.0.0.1 -p "${port[$s]}" ping 2>/dev/null)" = PONG ] && break
+            sleep 0.1
+        done
+    done
+    echo "commands: redis-benchmark -h 127.0.0.1 -p P -t TEST -c 50 -n $REDIS_N_P16 -P 16 --csv (client and servers unpinned)"
+    for r in $(seq 1 "$ROUNDS"); do
+        for t in set get; do
+            for s in $servers; do
+                [ -n "${pid[$s]:-}" ] || { addv "thr|$s|$t" n/a; continue; }
+                out=$(timeout $((REDIS_N_P16 / 5000 + 60)) redis-benchmark -h 127.0.0.1 -p "${port[$s]}" \
+                    -t "$t" -c 50 -n "$REDIS_N_P16" -P 16 --csv 2>/dev/null | grep -i "^\"$t\"," | tr -d '"' | cut -d, -f2)
+                if [ -z "$out" ]; then
+                    if [ $s = redis2 ]; then peer_failed "redis-benchmark -t $t against ${label[$s]}"
+                    else say "ours: redis-benchmark -t $t against ${label[$s]} failed"; fi
+                fi
+                addv "thr|$s|$t" "${out:-n/a}"
+            done
+        done
+    done
+    printf '%-40s %6s %12s   %s\n' server test rps "each round"
+    for t in set get; do
+        for s in $servers; do
+            printf '%-40s %6s %12s   %s\n' "${label[$s]}" "$t" "$(med %.0f "thr|$s|$t")" "$(rounds "thr|$s|$t")"
+        done
+    done
+    # ours: the default (--accept reuseport); handoff beside it
+    local a b
+    for t in set get; do
+        a=$(median "thr|t2rp|$t"); b=$(median "thr|t2ho|$t")
+        echo "headline resp_threads2_handoff_vs_reuseport_${t}_P16_rps ours=$(fmt %.0f "$b") peer=$(fmt %.0f "$a") ratio=$(ratio "$b" "$a")"
+        o=$(median "thr|redis2|$t"); g=$(median "thr|t1|$t")
+        echo "headline resp_threads2_vs_redis_io_threads2_${t}_P16_rps ours=$(fmt %.0f "$a") peer=$(fmt %.0f "$o") ratio=$(ratio "$a" "$o")"
+        echo "headline resp_threads2_vs_threads1_${t}_P16_rps ours=$(fmt %.0f "$a") peer=$(fmt %.0f "$g") ratio=$(ratio "$a" "$g")"
+    done
+    for s in $servers; do
+        [ -n "${pid[$s]:-}" ] && stop_pid "${pid[$s]}"
+    done
+    # the hooked hiredis run (rt/bench/bench_hook.sh), when it is there
+    if [ -f "$HERE/bench_hook.sh" ]; then
+        bash "$HERE/bench_hook.sh" "$OUT" || peer_failed "bench_hook.sh"
+    fi
+}
+
 T_START=$(now_us)
 case $SECTIONS in *" a "*)
     if [ $have_redis = 1 ]; then others_start; resp_section; others_end "a. resp"; fi ;;
@@ -842,6 +988,7 @@ esac
 case $SECTIONS in *" b "*) others_start; chan_section; others_end "b. chan" ;; esac
 case $SECTIONS in *" c "*) others_start; spawn_section; others_end "c. spawn" ;; esac
 case $SECTIONS in *" d "*) others_start; parked_section; others_end "d. parked" ;; esac
+case $SECTIONS in *" f "*) others_start; threads_section; others_end "f. threads" ;; esac
 case $SECTIONS in *" e "*)
     if [ $have_nc = 1 ] || [ $have_ours_nc = 1 ]; then
         others_start; nc_section; others_end "e. nc"
