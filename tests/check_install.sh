@@ -2,7 +2,8 @@
 # `make.sh install` lays out headers, libaco.a, libaco.so (SONAME symlinks)
 # and libaco.pc; a program builds with pkg-config against it and runs, linked
 # dynamically and statically.  The same for the runtime (aco_rt.h,
-# libaco_rt.*, libaco_rt.pc) with the README's echo server, which must echo.
+# libaco_rt.*, libaco_rt.pc) with the README's echo server, which must echo,
+# and its pool example, which must print its sum.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -47,4 +48,10 @@ for prog in echo_dyn echo_static; do
     kill $pid 2>/dev/null; wait $pid 2>/dev/null || true
     [ "$got" = "hello $prog" ] || { echo "FAIL: $prog echoed '$got'"; exit 1; }
 done
+# The README's pool example (### Threads): it prints and checks its sum.
+awk '/^### Threads/,/^## Benchmark/' README.md | awk '/^```c$/{f=1;next}/^```$/{f=0}f' > "$tmp/pool.c"
+grep -q aco_rt_pool_new "$tmp/pool.c" || { echo "FAIL: no example in the README's Threads section"; exit 1; }
+gcc -Wall -Wextra -Werror "$tmp/pool.c" $rtflags -o "$tmp/pool_dyn"
+got=$(LD_LIBRARY_PATH="$root/lib" timeout 60 "$tmp/pool_dyn") || { echo "FAIL: the pool example failed ($got)"; exit 1; }
+[ "$got" = 333833500 ] || { echo "FAIL: the pool example printed '$got'"; exit 1; }
 echo "install ok"

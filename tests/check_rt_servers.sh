@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_rt_servers.sh - the runtime's programs against real clients, on both
-# backends: aco_resp with redis-cli and redis-benchmark (every command, its
-# errors, pipelining, malformed and oversized input, acknowledged SETs kept,
+# backends, and with --threads 2 (both --accept modes): aco_resp with
+# redis-cli and redis-benchmark (every command, its errors, pipelining, malformed and oversized input, acknowledged SETs kept,
 # many clients), aco_echo with OpenBSD nc, aco_nc against itself and nc
 # (byte-exact transfers both ways).  Exit status: the verdict.
 set -uo pipefail
@@ -134,6 +134,47 @@ EOF
     timeout 60 nc -N 127.0.0.1 "$port" < "$tmp/n.in"
     wait $lpid
     if cmp -s "$tmp/n.in" "$tmp/n3.out"; then ok "$be: nc -> aco_nc (pipe stdout)"; else bad "$be: nc -> aco_nc differs"; fi
+done
+# ---- threads: aco_resp and aco_echo with --threads 2, both accept modes ----
+for mode in reuseport handoff; do
+    port=$(free_port)
+    "$OUT/aco_resp" --port "$port" --threads 2 --accept $mode 2> "$tmp/resp-t2.log" &
+    rpid=$!; pids+=($rpid)
+    wait_port "$port" || { bad "threads $mode: aco_resp did not start: $(cat "$tmp/resp-t2.log")"; continue; }
+    cli() { timeout 20 redis-cli -p "$port" "$@" 2>&1; }
+    expect "threads $mode: PING" PONG "$(cli PING)"
+    # INCRs from 4 connections at once (on both threads): none lost
+    for i in $(seq 5000); do printf 'INCR counter\r\n'; done > "$tmp/incr"
+    cpids=()
+    for c in 1 2 3 4; do timeout 60 redis-cli -p "$port" --pipe < "$tmp/incr" > "$tmp/incr.$c" & cpids+=($!); done
+    wait_ok=1
+    for c in "${cpids[@]}"; do wait "$c" || wait_ok=0; done
+    expect "threads $mode: 4 x 5000 INCR from 4 clients" 20000 "$(cli GET counter)"
+    for c in 1 2 3 4; do grep -q 'errors: 0, replies: 5000' "$tmp/incr.$c" || wait_ok=0; done
+    [ $wait_ok = 1 ] && ok "threads $mode: every INCR answered" || bad "threads $mode: --pipe: $(cat "$tmp"/incr.*)"
+    if out=$(timeout 120 redis-benchmark -p "$port" -t set,get,incr -n 50000 -c 50 -P 16 -q 2>&1) &&
+       [ "$(echo "$out" | tr '\r' '\n' | grep -c 'requests per second')" -ge 3 ]; then
+        ok "threads $mode: redis-benchmark -c 50 -P 16"
+    else
+        bad "threads $mode: redis-benchmark: $out"
+    fi
+    expect "threads $mode: SET" OK "$(cli SET k v)"
+    expect "threads $mode: GET from another connection" v "$(cli GET k)"
+    kill -0 $rpid 2>/dev/null && ok "threads $mode: aco_resp still running" || bad "threads $mode: aco_resp died: $(cat "$tmp/resp-t2.log")"
+    kill $rpid; wait $rpid 2>/dev/null
+
+    port=$(free_port)
+    "$OUT/aco_echo" --port "$port" --threads 2 --accept $mode 2> "$tmp/echo-t2.log" &
+    epid=$!; pids+=($epid)
+    wait_port "$port" || { bad "threads $mode: aco_echo did not start"; continue; }
+    head -c 1000000 /dev/urandom > "$tmp/e1.in"
+    cpids=()
+    for c in $(seq 20); do timeout 60 nc -N 127.0.0.1 "$port" < "$tmp/e1.in" > "$tmp/e1.out.$c" & cpids+=($!); done
+    wait "${cpids[@]}"
+    same=0
+    for c in $(seq 20); do cmp -s "$tmp/e1.in" "$tmp/e1.out.$c" && same=$((same + 1)); done
+    expect "threads $mode: aco_echo echoes 1 MB to 20 nc at once" 20 "$same"
+    kill $epid; wait $epid 2>/dev/null
 done
 echo "check_rt_servers: $fails failed"
 [ $fails = 0 ]
