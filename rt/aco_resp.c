@@ -121,10 +121,25 @@ static void conn_co(void* arg) {
         c->in.len += (size_t)n;
         if (c->in.len < need) continue; /* a big argument still arriving */
         int stop = serve_input(c);
-        if (flush_out(c) < 0 || stop) goto done;
+        if (flush_out(c) < 0) goto done;
+        if (stop) goto linger;
         resp_buf_shrink(&c->in, 1 << 20);
     }
-    flush_out(c);
+    if (flush_out(c) < 0) goto done;
+linger:
+    /* We close first (an error, QUIT): the client may still be sending.
+     * Closing with unread input would reset the connection, and a reset
+     * makes the client's kernel drop the reply it has not read yet: so
+     * say we are done and read what comes, for up to a second. */
+    shutdown(c->fd, SHUT_WR);
+    {
+        int64_t until = aco_rt_now() + 1000000000;
+        size_t left = 16 << 20;
+        char sink[4096];
+        ssize_t n;
+        while (left && (n = aco_rt_recv(c->fd, sink, sizeof(sink), 0, until)) > 0)
+            left -= (size_t)n < left ? (size_t)n : left;
+    }
 done:
     aco_rt_close(c->fd);
     resp_buf_free(&c->in);
