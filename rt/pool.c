@@ -31,6 +31,7 @@ struct aco_rt_pool {
     unsigned          started;
     int               err;
     int               go;               /* 1: run, -1: the pool failed to start */
+    uint32_t          waiters;          /* atomic: threads in aco_rt_pool_wait */
     int               closing;          /* atomic: no more spawns */
     pthread_barrier_t stopped;          /* every loop ended and aco_rt_pool_free
                                            is done with them: free them */
@@ -52,14 +53,20 @@ static void* pool_thread(void* arg) {
     aco_rt_sched_t* s = aco_rt_sched_new(&p->o);
     pthread_mutex_lock(&p->mu);
     if (s == NULL) p->err = errno;
-    else { s->pool = p; p->s[st.i] = s; }
+    else {
+        s->pool = p;
+        s->pool_idx = st.i;
+        p->s[st.i] = s;
+        /* (NULL: spawns to siblings go one by one) */
+        if ((s->outbox = calloc(p->n, sizeof(*s->outbox))) != NULL) s->noutbox = p->n;
+    }
     p->started++;
     pthread_cond_broadcast(&p->cv);
     while (p->go == 0) pthread_cond_wait(&p->cv, &p->mu);
     int go = p->go;
     pthread_mutex_unlock(&p->mu);
     if (s == NULL) return NULL;
-    if (go < 0) { aco_rt_sched_free(s); return NULL; }
+    if (go < 0) { free(s->outbox); s->outbox = NULL; aco_rt_sched_free(s); return NULL; }
     for (;;) {
         int r = aco_rt_sched_run(s);
         if (rt_load(&p->closing)) break;
@@ -74,7 +81,11 @@ static void* pool_thread(void* arg) {
     /* Past the barrier no co of any thread runs, and aco_rt_pool_free has
      * stopped them all: nobody sends to us or touches our scheduler. */
     pthread_barrier_wait(&p->stopped);
+    rt_outbox_t* ob = s->outbox;
+    s->outbox = NULL;
+    s->noutbox = 0;
     aco_rt_sched_free(s);
+    free(ob);
     return NULL;
 }
 
@@ -150,8 +161,8 @@ aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i) {
 /* Its cos, and those on their way to it (sent first: an arrival counts in
  * load before it leaves sent). */
 static inline uint32_t load_of(aco_rt_sched_t* s) {
-    uint32_t n = rt_load(&s->sent);
-    return n + rt_load(&s->load);
+    uint32_t n = __atomic_load_n(&s->sent, __ATOMIC_SEQ_CST);
+    return n + __atomic_load_n(&s->load, __ATOMIC_SEQ_CST);
 }
 
 /* The scheduler with the fewest cos; the caller's own on a tie. */
@@ -173,6 +184,9 @@ aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
 }
 
 void rt_pool_idle(aco_rt_pool_t* p) {
+    /* (Dekker with aco_rt_pool_wait: it counts itself in, then looks at
+     * the loads; the thread stored its load, then looks here) */
+    if (__atomic_load_n(&p->waiters, __ATOMIC_SEQ_CST) == 0) return;
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
@@ -200,6 +214,7 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
     }
     int r = 0;
     pthread_mutex_lock(&p->mu);
+    __atomic_fetch_add(&p->waiters, 1u, __ATOMIC_SEQ_CST);
     while (pool_busy(p)) {
         if (deadline < 0) {
             pthread_cond_wait(&p->cv, &p->mu);
@@ -208,6 +223,7 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
             break;
         }
     }
+    __atomic_fetch_sub(&p->waiters, 1u, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&p->mu);
     return r;
 }

@@ -82,6 +82,7 @@ static inline void rt_unlock(uint32_t* l) { __atomic_store_n(l, 0, __ATOMIC_RELE
 #endif
 
 /* A message to a scheduler's inbox: a node inside a co's record. */
+struct aco_rt_sched;
 typedef struct rt_msg {
     struct rt_msg* next;
     uint8_t        kind;
@@ -98,6 +99,14 @@ typedef struct rt_inbox {
     rt_msg_t  stub;
 } rt_inbox_t;
 #define RT_INBOX_BUSY ((rt_msg_t*)1)
+
+/* Spawns waiting to go to one sibling scheduler of a pool (sched.c). */
+typedef struct rt_outbox {
+    struct aco_rt_sched* to;
+    rt_msg_t* first;
+    rt_msg_t* last;
+    unsigned  n;
+} rt_outbox_t;
 
 /* ------------------------------------------------------------------------ */
 /* Waiting                                                                  */
@@ -290,6 +299,10 @@ struct aco_rt_sched {
     struct aco_rt_pool* pool;           /* its pool, or NULL */
     uint32_t            cancel_seen;
     int                 spin_ns;        /* how long an idle loop spins */
+    unsigned            pool_idx;       /* its index in its pool */
+    struct rt_outbox*   outbox;         /* pool: spawns for each sibling */
+    unsigned            noutbox;
+    int                 out_pending;    /* an outbox has some */
     /* Reached from other threads, apart from what the thread writes all
      * the time (a shared cache line would move at every switch): */
     _Alignas(64) rt_inbox_t inbox;      /* wakes, spawns, cancels, frees

@@ -133,6 +133,48 @@ static void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
     rt_notify(s);
 }
 
+/* Spawns from one pool thread to another go out in batches: kept in the
+ * sender's outbox for the target until the spawning co parks or yields (the
+ * loop flushes after each co) or RT_OUTBOX_MAX are waiting, then pushed as
+ * one chain: one swap of the target's inbox tail, one wake, instead of one
+ * per co (each moves the inbox's cache line between the CPUs). */
+#define RT_OUTBOX_MAX 32
+
+static void outbox_flush(aco_rt_sched_t* me, unsigned t) {
+    rt_outbox_t* o = &me->outbox[t];
+    aco_rt_sched_t* s = o->to;
+    __atomic_store_n(&o->last->next, NULL, __ATOMIC_RELAXED);
+    rt_msg_t* prev = __atomic_exchange_n(&s->inbox.tail, o->last, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&prev->next, o->first, __ATOMIC_RELEASE);
+    o->first = o->last = NULL;
+    o->n = 0;
+    rt_notify(s);
+}
+
+static void outbox_flush_all(aco_rt_sched_t* me) {
+    for (unsigned t = 0; t < me->noutbox; t++)
+        if (me->outbox[t].n) outbox_flush(me, t);
+    me->out_pending = 0;
+}
+
+#ifndef ACO_RT_NO_THREADS
+static void send_spawn(aco_rt_sched_t* s, rt_msg_t* m) {
+    aco_rt_sched_t* me = rt_tls_sched;
+    if (me == NULL || me->outbox == NULL || s->pool != me->pool || s->pool_idx >= me->noutbox) {
+        rt_send(s, m, RT_MSG_SPAWN);
+        return;
+    }
+    rt_outbox_t* o = &me->outbox[s->pool_idx];
+    m->kind = RT_MSG_SPAWN;
+    __atomic_store_n(&m->next, NULL, __ATOMIC_RELAXED);
+    o->to = s;
+    if (o->last) o->last->next = m; else o->first = m;
+    o->last = m;
+    me->out_pending = 1;
+    if (++o->n >= RT_OUTBOX_MAX) outbox_flush(me, s->pool_idx);
+}
+#endif
+
 void rt_wake_remote(aco_rt_co_t* co, int res) {
     co->res = res;
     rt_send(co->s, &co->msg, RT_MSG_WAKE);
@@ -398,9 +440,9 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->stack_req = opts ? opts->stack_size : 0;
     co->name = opts ? opts->name : NULL;
     co->state = RT_READY;
-    rt_fetch_add(&s->sent, 1u);
+    __atomic_fetch_add(&s->sent, 1u, __ATOMIC_SEQ_CST);
     if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
-    rt_send(s, &co->msg, RT_MSG_SPAWN);
+    send_spawn(s, &co->msg);
     return co;
 }
 #endif
@@ -415,7 +457,7 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
             s->st.cos_alive++;
             s->st.spawned++;
             publish_load(s);
-            rt_fetch_add(&s->sent, (uint32_t)-1);     /* after: never both 0 */
+            __atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST);   /* after: never both 0 */
             rt_rq_push(s, co);
             return;
         }
@@ -430,7 +472,7 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
             "thread: it ends without running (aco_rt_join says -ENOMEM)\n");
     co->flags |= RT_NO_START;
     co->state = RT_DONE;
-    if (rt_fetch_add(&s->sent, (uint32_t)-1) == 1 && s->st.cos_alive == 0 && s->pool)
+    if (__atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pool)
         rt_pool_idle(s->pool);
     if (co->group) rt_group_leave(co);
     aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
@@ -489,8 +531,13 @@ static void record_free_any(aco_rt_co_t* co) {
 /* A co ended: free it if nobody will join it. */
 static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
     s->st.cos_alive--;
-    publish_load(s);
-    if (s->st.cos_alive == 0 && s->pool) rt_pool_idle(s->pool);
+    if (s->st.cos_alive == 0 && s->pool) {
+        /* seq_cst: aco_rt_pool_wait counts itself in, then looks at load */
+        __atomic_exchange_n(&s->load, 0u, __ATOMIC_SEQ_CST);
+        rt_pool_idle(s->pool);
+    } else {
+        publish_load(s);
+    }
     co->state = RT_DONE;
     if (co->flags & RT_DETACHED) record_free(s, co);
 }
@@ -581,6 +628,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         aco_rt_co_t* co;
         while ((co = rq_pop(s)) != NULL) {
             run_co(s, co);
+            if (s->out_pending) outbox_flush_all(s);
             /* I/O, timers and other threads get their turn among busy cos. */
             if (++n >= POLL_EVERY) {
                 n = 0;
