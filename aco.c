@@ -203,10 +203,43 @@ static void fatal(const char* fn, const char* fmt, ...) {
 #define LIVE(co) ((co)->state == aco__state_off || (co)->state == aco__state_on)
 #define STATE_WORD(is_end, state) ((uint16_t)((is_end) | (state) << 8))
 
+/* The program's allocator (aco_set_allocator), NULL: malloc and the pools.
+ * Fixed once anything was allocated (alloc_used). */
+static void* (*user_alloc)(void* cookie, size_t sz);
+static void (*user_free)(void* cookie, void* p, size_t sz);
+static void* user_cookie;
+static int alloc_used;
+
+void aco_set_allocator(void* (*a)(void* cookie, size_t sz),
+                       void (*f)(void* cookie, void* p, size_t sz), void* cookie) {
+    static const char fn[] = "aco_set_allocator";
+    check(fn, (a == NULL) == (f == NULL), "give both alloc and free, or neither");
+    if (a == NULL) return;
+    check(fn, !__atomic_load_n(&alloc_used, __ATOMIC_RELAXED) && user_alloc == NULL,
+          "call it once, before libaco allocates anything (the first co, share "
+          "stack or aco_thread_init)");
+    user_alloc = a;
+    user_free = f;
+    user_cookie = cookie;
+}
+
+static inline void mark_used(void) {
+    if (!__atomic_load_n(&alloc_used, __ATOMIC_RELAXED))
+        __atomic_store_n(&alloc_used, 1, __ATOMIC_RELAXED);
+}
+
 static void* alloc(const char* fn, size_t sz) {
-    void* p = malloc(sz);
-    check(fn, p != NULL, "out of memory (malloc of %zu bytes failed)", sz);
+    mark_used();
+    void* p = user_alloc ? user_alloc(user_cookie, sz) : malloc(sz);
+    check(fn, p != NULL, "out of memory (%s of %zu bytes failed)",
+          user_alloc ? "the program's allocator" : "malloc", sz);
     return p;
+}
+
+/* Give back what alloc(sz) gave. */
+static void dealloc(void* p, size_t sz) {
+    if (user_free) user_free(user_cookie, p, sz);
+    else free(p);
 }
 
 /* Called from aco_protector (acosw.S) when a co function returned: a bug. */
@@ -375,9 +408,9 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
         check(fn, munmap(sstk->real_ptr, sstk->real_sz) == 0, "munmap failed: %s",
               strerror(errno));
     } else {
-        free(sstk->real_ptr);
+        dealloc(sstk->real_ptr, sstk->real_sz);
     }
-    free(sstk);
+    dealloc(sstk, sizeof(*sstk));
 }
 
 /* The overflow report (aco.h), opt-in.  A co that overflows runs on its
@@ -639,9 +672,12 @@ static void pool_free(void* p) {
 }
 
 /* A zeroed co object, with the tools' bytes after it. */
+static size_t co_bytes(void) { return (sizeof(aco_t) + tool_co_extra() + 15) & ~(size_t)15; }
+
 static aco_t* co_alloc(const char* fn) {
     size_t sz = sizeof(aco_t) + tool_co_extra();
-    aco_t* co = pool_alloc(&co_pool, (sz + 15) & ~(size_t)15, fn);
+    mark_used();
+    aco_t* co = user_alloc ? alloc(fn, co_bytes()) : pool_alloc(&co_pool, co_bytes(), fn);
     memset(co, 0, sz);
     return co;
 }
@@ -650,6 +686,11 @@ static aco_t* co_alloc(const char* fn) {
  * links the free slots, so a destroyed co is recognised until the slot is
  * handed out again. */
 static void co_free(aco_t* co) {
+    if (user_free) {
+        co->state = aco__state_dead;    /* (until the program reuses it) */
+        dealloc(co, co_bytes());
+        return;
+    }
     pool_free(co);
 }
 
@@ -660,15 +701,16 @@ static size_t save_capacity(size_t n) {
 }
 
 static void* save_alloc(size_t cap, const char* fn) {
-    if (!tool_wants_malloc() && cap <= SAVE_POOLED)
+    mark_used();
+    if (!user_alloc && !tool_wants_malloc() && cap <= SAVE_POOLED)
         return pool_alloc(&save_pool[cap / SAVE_STEP - 1], cap, fn);
     return alloc(fn, cap + tool_save_extra(cap));
 }
 
 static void save_free(aco_save_stack_t* ss) {
     if (ss->ptr == NULL) return;
-    if (!tool_wants_malloc() && ss->sz <= SAVE_POOLED) pool_free(ss->ptr);
-    else free(ss->ptr);
+    if (!user_free && !tool_wants_malloc() && ss->sz <= SAVE_POOLED) pool_free(ss->ptr);
+    else dealloc(ss->ptr, ss->sz + tool_save_extra(ss->sz));
     ss->ptr = NULL;
 }
 

@@ -185,6 +185,18 @@ void aco_reset2(aco_t* co, aco_cofuncp_t fp, void* arg);
  * the main thread, before creating threads; calling it again does nothing. */
 void aco_overflow_report_install(void);
 
+/* The program's allocator for everything libaco allocates: co objects,
+ * save stacks, share stack records and share stacks without a guard page
+ * (a guard page needs a mapping of its own: those stay mmap'd).  Each call
+ * gets cookie; free gets the size that was asked for.  Then libaco's own
+ * pools are not used: every co object and save stack is an allocation of
+ * the program's.  Call it before libaco allocates anything (before the
+ * first aco_thread_init's co, share stack or co), at most once, with both
+ * functions (or both NULL: no change); alloc must return memory aligned
+ * to 16 bytes, or NULL (libaco then aborts, naming the size). */
+void aco_set_allocator(void* (*alloc)(void* cookie, size_t sz),
+                       void (*free)(void* cookie, void* p, size_t sz), void* cookie);
+
 /* Branch hints and an assert that is never compiled out and says what
  * failed.  aco_assert_override.h maps likely/unlikely/assert/... to these. */
 #define aco_likely(x)   (__builtin_expect(!!(x), 1))
