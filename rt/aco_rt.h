@@ -120,6 +120,9 @@ typedef struct {
                                    share stack (nothing is copied when it
                                    switches; costs the stack's memory) */
     const char* name;           /* shown by aco_rt_dump (not copied) */
+    size_t private_size;        /* bytes of a private buffer, zeroed, in the
+                                   same allocation as the co's record (heap:
+                                   io_uring may fill it); aco_rt_private() */
 } aco_rt_spawn_opts_t;
 
 /* A new co of scheduler s (NULL: the calling thread's) that runs fn(arg); it
@@ -147,6 +150,11 @@ int aco_rt_cancel(aco_rt_co_t* co);
 
 /* The calling co, or NULL outside cos. */
 aco_rt_co_t* aco_rt_self(void);
+
+/* The calling co's private buffer (aco_rt_spawn_opts_t.private_size bytes,
+ * zeroed when it was spawned, freed with it), its size in *size if size;
+ * NULL (and 0) outside a co or when it asked for none. */
+void* aco_rt_private(size_t* size);
 
 /* Non-zero if the calling co has been cancelled. */
 int aco_rt_cancelled(void);

@@ -220,7 +220,14 @@ struct aco_rt_co {
     int32_t          io_fd;     /* io_uring: the op's descriptor, */
     uint32_t         io_gen;    /* and its table generation */
     size_t           stack_req; /* remote spawn: the stack asked for */
+    size_t           priv_cap;  /* the private buffer after the record: room, */
+    size_t           priv_size; /* and what this co asked for (0: none) */
 };
+
+/* The private buffer (aco_rt_spawn_opts_t.private_size) follows the record
+ * in the same allocation. */
+#define RT_PRIV_OFF ((sizeof(aco_rt_co_t) + 15) & ~(size_t)15)
+static inline void* rt_priv(aco_rt_co_t* co) { return (char*)co + RT_PRIV_OFF; }
 
 /* ------------------------------------------------------------------------ */
 /* Backends                                                                 */

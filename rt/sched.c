@@ -370,6 +370,26 @@ static inline void publish_load(aco_rt_sched_t* s) {
 #endif
 }
 
+/* A zeroed record with room for a private buffer of priv bytes after it:
+ * one allocation. */
+static aco_rt_co_t* rec_new(size_t priv) {
+    if (priv > SIZE_MAX - RT_PRIV_OFF - 15) { errno = ENOMEM; return NULL; }
+    priv = (priv + 15) & ~(size_t)15;
+    aco_rt_co_t* co = calloc(1, RT_PRIV_OFF + priv);
+    if (co) co->priv_cap = priv;
+    return co;
+}
+
+void* aco_rt_private(size_t* size) {
+    aco_rt_co_t* co = rt_self();
+    if (co == NULL || co->priv_size == 0) {
+        if (size) *size = 0;
+        return NULL;
+    }
+    if (size) *size = co->priv_size;
+    return rt_priv(co);
+}
+
 static void rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->s = s;
     co->w.co = co;
@@ -382,8 +402,9 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                                 const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
     /* A co that needs more stack than the share stacks have gets its own. */
     int standalone = opts && (opts->standalone || opts->stack_size > s->stack_size);
+    size_t priv = opts ? opts->private_size : 0;
     aco_rt_co_t* co = NULL;
-    if (!standalone && s->free_recs) {
+    if (!standalone && s->free_recs && s->free_recs->priv_cap >= priv) {
         co = s->free_recs;
         s->free_recs = co->next;
         s->nfree--;
@@ -393,8 +414,7 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         co->wait_obj = NULL;
         co->wait_what = NULL;
     } else {
-        co = calloc(1, sizeof(*co));
-        if (co == NULL) return NULL;
+        if ((co = rec_new(priv)) == NULL) return NULL;
         rec_init(s, co);
         if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0) < 0) {
             free(co);
@@ -415,6 +435,8 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->cancel_sent = 0;
     co->joiner = NULL;
     co->name = opts ? opts->name : NULL;
+    co->priv_size = priv;
+    if (priv) memset(rt_priv(co), 0, priv);
     co->id = ++s->next_id;
     co->state = RT_READY;
     s->st.cos_alive++;
@@ -430,8 +452,10 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
  * co made by s's thread when the message comes (share stacks are its). */
 static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                                  const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
-    aco_rt_co_t* co = calloc(1, sizeof(*co));
+    size_t priv = opts ? opts->private_size : 0;
+    aco_rt_co_t* co = rec_new(priv);
     if (co == NULL) return NULL;
+    co->priv_size = priv;
     rec_init(s, co);
     co->fn = fn;
     co->arg = arg;

@@ -1362,7 +1362,7 @@ static void hazard_main(void* arg) {
     /* a standalone co reading into its own stack */
     int sfd[2];
     make_pair(K_UNIX, sfd);
-    aco_rt_spawn_opts_t so = {64 * 1024, 1, "standalone reader"};
+    aco_rt_spawn_opts_t so = {.stack_size = 64 * 1024, .standalone = 1, .name = "standalone reader"};
     aco_rt_co_t* sr = aco_rt_spawn2(NULL, standalone_reader, (void*)(intptr_t)sfd[0], &so);
     aco_rt_co_t* sw = aco_rt_spawn(NULL, standalone_writer, (void*)(intptr_t)sfd[1]);
     for (int i = 0; i < 2 * HZ_PAIRS; i++) CHECK_EQ(aco_rt_join(c[i], -1), 0);

@@ -740,7 +740,7 @@ static void deep_co(void* arg) {
 
 static void standalone_main(void* arg) {
     (void)arg;
-    aco_rt_spawn_opts_t o = {8u << 20, 1, "standalone"};
+    aco_rt_spawn_opts_t o = {.stack_size = 8u << 20, .standalone = 1, .name = "standalone"};
     aco_rt_co_t* c[3];
     for (int i = 0; i < 3; i++) {
         c[i] = aco_rt_spawn2(NULL, deep_co, (void*)(intptr_t)i, &o);
@@ -754,7 +754,7 @@ static void standalone_main(void* arg) {
     }
     /* a stack size beyond the share stacks' (256 KiB by default), without
      * asking for standalone: the co gets a stack of its own that big */
-    aco_rt_spawn_opts_t big = {8u << 20, 0, "big"};
+    aco_rt_spawn_opts_t big = {.stack_size = 8u << 20, .name = "big"};
     for (int i = 0; i < 2; i++) {
         c[i] = aco_rt_spawn2(NULL, deep_co, (void*)(intptr_t)i, &big);
         CHECK(c[i] != NULL);
@@ -797,7 +797,7 @@ static void dump_main(void* arg) {
     aco_rt_mutex_init(&dm);
     CHECK_EQ(aco_rt_mutex_lock(&dm, -1), 0);
     dch = aco_rt_chan_new(sizeof(int), 0);
-    aco_rt_spawn_opts_t o = {0, 0, "dsleeper"};
+    aco_rt_spawn_opts_t o = {.name = "dsleeper"};
     d_sleeper = aco_rt_spawn2(NULL, d_sleep, NULL, &o);
     o.name = "drecv";
     aco_rt_co_t* r = aco_rt_spawn2(NULL, d_recv, NULL, &o);
@@ -1072,6 +1072,60 @@ static void fast_path_main(void* arg) {
 
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------ */
+/* Private buffers: one allocation with the record, zeroed, the co's own    */
+/* ------------------------------------------------------------------------ */
+
+#define PRIV_N 600
+
+static void priv_co(void* arg) {
+    size_t want = (size_t)(uintptr_t)arg, got = 7;
+    unsigned char* p = aco_rt_private(&got);
+    CHECK_EQ(got, want);
+    if (want == 0) { CHECK(p == NULL); return; }
+    CHECK(p != NULL);
+    CHECK_EQ((uintptr_t)p % 16, 0);
+    volatile char here = 0;             /* not on the co's (share) stack */
+    CHECK((uintptr_t)p + want <= (uintptr_t)&here - 4096 || (uintptr_t)p > (uintptr_t)&here + 4096);
+    for (size_t i = 0; i < want; i++) CHECK_EQ(p[i], 0);
+    memset(p, (int)(want & 0xff), want);
+    for (int r = 0; r < 3; r++) {
+        CHECK_EQ(aco_rt_yield(), 0);    /* the others write theirs meanwhile */
+        for (size_t i = 0; i < want; i++) CHECK_EQ(p[i], (unsigned char)(want & 0xff));
+        CHECK(aco_rt_private(NULL) == p);
+    }
+    /* the kernel may fill it (io_uring where the backend is uring) */
+    int fds[2];
+    CHECK_EQ(pipe(fds), 0);
+    CHECK_EQ(write(fds[1], "private", 7), 7);
+    if (want >= 7) {
+        CHECK_EQ(aco_rt_read(fds[0], p, 7, -1), 7);
+        CHECK_EQ(memcmp(p, "private", 7), 0);
+    }
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void priv_main(void* arg) {
+    (void)arg;
+    aco_rt_co_t* cos[PRIV_N];
+    for (int round = 0; round < 2; round++) {   /* the second reuses records */
+        for (int i = 0; i < PRIV_N; i++) {
+            aco_rt_spawn_opts_t o = {.private_size = (size_t)(i % 7 == 0 ? 0 : (i * 37) % 5000 + 1)};
+            cos[i] = aco_rt_spawn2(NULL, priv_co, (void*)(uintptr_t)o.private_size, &o);
+            CHECK(cos[i] != NULL);
+        }
+        for (int i = 0; i < PRIV_N; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
+    }
+    size_t sz = 1;
+    CHECK(aco_rt_private(&sz) == NULL);         /* this co asked for none */
+    CHECK_EQ(sz, 0);
+    aco_rt_spawn_opts_t huge = {.private_size = SIZE_MAX - 8};
+    errno = 0;
+    CHECK(aco_rt_spawn2(NULL, priv_co, NULL, &huge) == NULL);
+    CHECK_EQ(errno, ENOMEM);
+}
+
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     S = s;
@@ -1094,6 +1148,8 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(S, many_main, NULL);
     test_go(S, standalone_main, NULL);
     test_go(S, dump_main, NULL);
+    test_go(S, priv_main, NULL);
+    CHECK(aco_rt_private(NULL) == NULL);        /* outside cos */
     inner_run_rc = 1;
     test_go(S, runs_inside, S);
     CHECK_NE(inner_run_rc, 0);
@@ -1220,7 +1276,7 @@ static void forever_main(void* arg) {
 static void huge_stack_child(void* arg) {
     int b = (int)(intptr_t)arg;
     aco_rt_sched_t* s = test_sched_on(b, NULL);
-    aco_rt_spawn_opts_t o = {HUGE_STACK, 1, "huge"};
+    aco_rt_spawn_opts_t o = {.stack_size = HUGE_STACK, .standalone = 1, .name = "huge"};
     errno = 0;
     aco_rt_co_t* c = aco_rt_spawn2(s, dummy, NULL, &o);
     if (c != NULL || errno != ENOMEM) _exit(3);
