@@ -297,6 +297,8 @@ struct aco_rt_sched {
     uint32_t            ncos, cos_cap;
     aco_rt_co_t*        free_recs;      /* finished records with their aco */
     uint32_t            nfree;
+    aco_rt_co_t*        free_solo;      /* the same, standalone: a stack pool */
+    uint32_t            nsolo;
     aco_rt_stats_t      st;
     uint64_t            next_id;
     rt_wheel_t          wheel;

@@ -30,6 +30,7 @@ __thread aco_rt_sched_t* rt_tls_sched;
 uint32_t rt_nsched;
 
 #define FREE_RECS_MAX 16384
+#define SOLO_MAX 64             /* finished standalone cos kept with their stacks */
 #define POLL_EVERY 64
 
 int64_t rt_now(void) {
@@ -351,8 +352,22 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
     aco_share_stack_t* st = NULL;
     if (standalone) {
         size_t sz = stack ? stack : s->stack_size;
-        if (stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
         co->flags |= RT_STANDALONE;
+        /* A pooled stack of this size (up to twice as big) with its co. */
+        for (aco_rt_co_t** pp = &s->free_solo; *pp; pp = &(*pp)->next) {
+            aco_rt_co_t* old = *pp;
+            size_t have = old->aco->share_stack->sz;
+            if (have < sz || have / 2 > sz) continue;
+            *pp = old->next;
+            s->nsolo--;
+            co->aco = old->aco;
+            aco_reset2(co->aco, co_main, co);
+            if (co->x == NULL) { co->x = old->x; old->x = NULL; }
+            extra_free(old->x);
+            free(old);
+            return 0;
+        }
+        if (stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
     } else {
         st = next_share_stack(s);
     }
@@ -539,6 +554,12 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         s->nfree++;
         return;
     }
+    if ((co->flags & RT_STANDALONE) && s->nsolo < SOLO_MAX) {
+        co->next = s->free_solo;        /* the stack pool */
+        s->free_solo = co;
+        s->nsolo++;
+        return;
+    }
     aco_share_stack_t* st = co->aco->share_stack;
     aco_destroy(co->aco);
     if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
@@ -719,6 +740,15 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
         aco_rt_co_t* co = s->free_recs;
         s->free_recs = co->next;
         aco_destroy(co->aco);
+        extra_free(co->x);
+        free(co);
+    }
+    while (s->free_solo) {
+        aco_rt_co_t* co = s->free_solo;
+        s->free_solo = co->next;
+        aco_share_stack_t* st = co->aco->share_stack;
+        aco_destroy(co->aco);
+        aco_share_stack_destroy(st);
         extra_free(co->x);
         free(co);
     }

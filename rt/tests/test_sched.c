@@ -1106,6 +1106,24 @@ static void priv_co(void* arg) {
     close(fds[1]);
 }
 
+static uintptr_t solo_sp[3];
+static void solo_co(void* arg) {
+    /* (the frame, not a local's address: ASan may put locals elsewhere) */
+    solo_sp[(uintptr_t)arg] = (uintptr_t)__builtin_frame_address(0);
+}
+
+/* A finished standalone co's stack serves the next standalone co of a
+ * size it fits (the stack pool): the same addresses again. */
+static void solo_main(void* arg) {
+    (void)arg;
+    aco_rt_spawn_opts_t o = {.stack_size = 1 << 20, .standalone = 1};
+    for (uintptr_t i = 0; i < 2; i++) CHECK_EQ(aco_rt_join(aco_rt_spawn2(NULL, solo_co, (void*)i, &o), -1), 0);
+    CHECK_EQ(solo_sp[0], solo_sp[1]);
+    o.stack_size = 8 << 20;                     /* too big for it: a new one */
+    CHECK_EQ(aco_rt_join(aco_rt_spawn2(NULL, solo_co, (void*)2, &o), -1), 0);
+    CHECK_NE(solo_sp[2], solo_sp[0]);
+}
+
 static void priv_main(void* arg) {
     (void)arg;
     aco_rt_co_t* cos[PRIV_N];
@@ -1149,6 +1167,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(S, standalone_main, NULL);
     test_go(S, dump_main, NULL);
     test_go(S, priv_main, NULL);
+    test_go(S, solo_main, NULL);
     CHECK(aco_rt_private(NULL) == NULL);        /* outside cos */
     inner_run_rc = 1;
     test_go(S, runs_inside, S);
