@@ -158,10 +158,12 @@ aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i) {
     return p && i < p->n ? p->s[i] : NULL;
 }
 
-/* Its cos, and those on their way to it (sent first: an arrival counts in
- * load before it leaves sent). */
+/* Its cos, and those on their way to it: a co moves from newq_n (waiting
+ * to start) to sent (taken) to load (started), counted in the next before
+ * it leaves the last, so read in that order it is never missed. */
 static inline uint32_t load_of(aco_rt_sched_t* s) {
-    uint32_t n = __atomic_load_n(&s->sent, __ATOMIC_SEQ_CST);
+    uint32_t n = __atomic_load_n(&s->newq_n, __ATOMIC_SEQ_CST);
+    n += __atomic_load_n(&s->sent, __ATOMIC_SEQ_CST);
     return n + __atomic_load_n(&s->load, __ATOMIC_SEQ_CST);
 }
 
@@ -180,6 +182,11 @@ aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
                                const aco_rt_spawn_opts_t* opts) {
     if (p == NULL || fn == NULL) { errno = EINVAL; return NULL; }
     if (rt_load(&p->closing)) { errno = EPIPE; return NULL; }
+    /* From one of its threads: there (an idle sibling may take it before
+     * it starts); from elsewhere: to the thread with the fewest cos. */
+#ifndef ACO_RT_NO_THREADS
+    if (rt_tls_sched && rt_tls_sched->pool == p) return rt_spawn_stealable(fn, arg, opts);
+#endif
     return rt_spawn(least_loaded(p), fn, arg, opts, NULL);
 }
 

@@ -196,7 +196,8 @@ struct aco_rt_co {
     uint8_t          state;
     uint8_t          flags;
     uint8_t          cancel_sent;   /* a cancel message was sent (atomic) */
-    uint8_t          pad_;
+    uint8_t          started;   /* atomic: 0 while it waits in a pool
+                                   thread's newq (others may take it) */
     int32_t          res;       /* what the waker says: the parked call's result */
     uint32_t         claim;     /* 0 while its waiters may be taken, 1 once
                                    one was (atomic; see rt_claim) */
@@ -220,6 +221,7 @@ struct aco_rt_co {
     int32_t          io_fd;     /* io_uring: the op's descriptor, */
     uint32_t         io_gen;    /* and its table generation */
     size_t           stack_req; /* remote spawn: the stack asked for */
+    uint8_t          cancel_req;    /* atomic: cancelled before it started */
     size_t           priv_cap;  /* the private buffer after the record: room, */
     size_t           priv_size; /* and what this co asked for (0: none) */
 };
@@ -311,7 +313,10 @@ struct aco_rt_sched {
     unsigned            pool_idx;       /* its index in its pool */
     struct rt_outbox*   outbox;         /* pool: spawns for each sibling */
     unsigned            noutbox;
-    int                 out_pending;    /* an outbox has some */
+    int                 out_pending;    /* an outbox or nq_priv has some */
+    aco_rt_co_t*        nq_priv_head;   /* new cos not yet in the newq */
+    aco_rt_co_t*        nq_priv_tail;
+    uint32_t            nq_priv_n;
     /* Reached from other threads, apart from what the thread writes all
      * the time (a shared cache line would move at every switch): */
     _Alignas(64) rt_inbox_t inbox;      /* wakes, spawns, cancels, frees
@@ -320,6 +325,12 @@ struct aco_rt_sched {
     _Alignas(64) uint32_t load;         /* atomic: cos alive (written by its
                                            thread only) */
     uint32_t            sent;           /* atomic: spawns on their way here */
+    _Alignas(64) uint32_t newq_lock;    /* pool: cos spawned here, not yet
+                                           started, that idle siblings may
+                                           take (newq_head/tail under it) */
+    uint32_t            newq_n;         /* atomic */
+    aco_rt_co_t*        newq_head;
+    aco_rt_co_t*        newq_tail;
     _Alignas(64) int    stop;           /* atomic */
     uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
 };
@@ -459,6 +470,9 @@ static inline void rt_copy(void* d, const void* src, size_t n) {
  * member of group g if not NULL (pool.c links it). */
 aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                       const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g);
+/* sched.c: a co of the calling pool thread's scheduler that an idle
+ * sibling may take before it starts (aco_rt_pool_spawn from the pool). */
+aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts);
 /* pool.c: co joins g as it is made (-ECANCELED: g is being cancelled), and
  * leaves it when it ends (on its thread). */
 int  rt_group_join_new(struct aco_rt_group* g, aco_rt_co_t* co);

@@ -152,9 +152,12 @@ static void outbox_flush(aco_rt_sched_t* me, unsigned t) {
     rt_notify(s);
 }
 
+static void newq_publish(aco_rt_sched_t* s);
+
 static void outbox_flush_all(aco_rt_sched_t* me) {
     for (unsigned t = 0; t < me->noutbox; t++)
         if (me->outbox[t].n) outbox_flush(me, t);
+    if (me->nq_priv_n) newq_publish(me);
     me->out_pending = 0;
 }
 
@@ -452,6 +455,8 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->name = opts ? opts->name : NULL;
     co->priv_size = priv;
     if (priv) memset(rt_priv(co), 0, priv);
+    rt_store(&co->started, (uint8_t)1);
+    co->cancel_req = 0;
     co->id = ++s->next_id;
     co->state = RT_READY;
     s->st.cos_alive++;
@@ -472,6 +477,7 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     if (co == NULL) return NULL;
     co->priv_size = priv;
     rec_init(s, co);
+    co->started = 1;                    /* (published by the send) */
     co->fn = fn;
     co->arg = arg;
     co->flags = RT_REMOTE;
@@ -489,6 +495,13 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
 /* The message of spawn_remote came: make the co and queue it. */
 static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
     int standalone = (co->flags & RT_STANDALONE) != 0;
+    if (!co->started) {
+        /* From a newq: it is this thread's now.  Dekker with aco_rt_cancel:
+         * started is stored, then cancel_req looked at; the canceller the
+         * other way round. */
+        __atomic_store_n(&co->started, (uint8_t)1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&co->cancel_req, __ATOMIC_SEQ_CST)) co->flags |= RT_CANCELLED;
+    }
     co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
     if (attach_aco(s, co, standalone, co->stack_req) == 0) {
         if (cos_add(s, co) == 0) {
@@ -518,6 +531,106 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (j == RT_JOIN_DETACH) free(co);
     else if (j != NULL && rt_claim(j)) rt_wake_any(j, 0);
 }
+
+#ifndef ACO_RT_NO_THREADS
+/* ---- Stealing: a pool thread's new cos wait in its newq, unstarted; the
+ * thread starts them when it has nothing else, an idle sibling takes half.
+ * While in a newq a co is counted in newq_n, then in its taker's sent
+ * until it is started (load): aco_rt_pool_wait reads them in that order. */
+
+aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    size_t priv = opts ? opts->private_size : 0;
+    aco_rt_co_t* co = rec_new(priv);
+    if (co == NULL) return NULL;
+    co->priv_size = priv;
+    rec_init(s, co);
+    co->fn = fn;
+    co->arg = arg;
+    co->flags = RT_REMOTE;
+    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
+    co->stack_req = opts ? opts->stack_size : 0;
+    co->name = opts ? opts->name : NULL;
+    co->state = RT_READY;
+    /* Kept to this thread first, published by 32 or when the spawning co
+     * stops running (run_co): a thief sees batches, and the newq's cache
+     * line does not move at every spawn. */
+    co->next = NULL;
+    if (s->nq_priv_tail) s->nq_priv_tail->next = co; else s->nq_priv_head = co;
+    s->nq_priv_tail = co;
+    s->out_pending = 1;
+    if (++s->nq_priv_n >= 32) newq_publish(s);
+    return co;
+}
+
+static void newq_publish(aco_rt_sched_t* s) {
+    rt_lock(&s->newq_lock);
+    int was_empty = s->newq_head == NULL;
+    if (s->newq_tail) s->newq_tail->next = s->nq_priv_head; else s->newq_head = s->nq_priv_head;
+    s->newq_tail = s->nq_priv_tail;
+    __atomic_store_n(&s->newq_n, s->newq_n + s->nq_priv_n, __ATOMIC_SEQ_CST);
+    rt_unlock(&s->newq_lock);
+    s->nq_priv_head = s->nq_priv_tail = NULL;
+    s->nq_priv_n = 0;
+    if (was_empty) {
+        /* work for a sleeping sibling (it looks at newq_n before it sleeps) */
+        aco_rt_pool_t* p = s->pool;
+        unsigned n = s->noutbox;
+        for (unsigned i = 1; i < n; i++) {
+            aco_rt_sched_t* t = aco_rt_pool_sched(p, (s->pool_idx + i) % n);
+            if (t && __atomic_load_n(&t->sleeping, __ATOMIC_SEQ_CST)) { rt_notify(t); break; }
+        }
+    }
+}
+
+/* Take up to k cos from victim's newq and start them here. */
+static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t k) {
+    rt_lock(&victim->newq_lock);
+    aco_rt_co_t* first = victim->newq_head;
+    aco_rt_co_t* last = NULL;
+    uint32_t n = 0;
+    for (aco_rt_co_t* c = first; c && n < k; c = c->next) { last = c; n++; }
+    if (n) {
+        victim->newq_head = last->next;
+        if (victim->newq_head == NULL) victim->newq_tail = NULL;
+        last->next = NULL;
+        __atomic_fetch_add(&s->sent, n, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&victim->newq_n, victim->newq_n - n, __ATOMIC_SEQ_CST);
+    }
+    rt_unlock(&victim->newq_lock);
+    for (aco_rt_co_t* c = first, *next; n && c; c = next) {
+        next = c->next;
+        c->s = s;               /* published to others by started (spawn_arrived) */
+        spawn_arrived(s, c);
+        if (c == last) break;
+    }
+    return n;
+}
+
+/* Is there work in a sibling's newq? */
+static int sibling_work(aco_rt_sched_t* s) {
+    for (unsigned i = 1; i < s->noutbox; i++) {
+        aco_rt_sched_t* t = aco_rt_pool_sched(s->pool, (s->pool_idx + i) % s->noutbox);
+        if (t && __atomic_load_n(&t->newq_n, __ATOMIC_SEQ_CST)) return 1;
+    }
+    return 0;
+}
+
+/* Idle: take half of the first sibling's newq that has some. */
+static unsigned steal(aco_rt_sched_t* s) {
+    for (unsigned i = 1; i < s->noutbox; i++) {
+        aco_rt_sched_t* t = aco_rt_pool_sched(s->pool, (s->pool_idx + i) % s->noutbox);
+        uint32_t n = t ? __atomic_load_n(&t->newq_n, __ATOMIC_SEQ_CST) : 0;
+        if (n) return take_new(s, t, (n + 1) / 2);
+    }
+    return 0;
+}
+#else
+static void newq_publish(aco_rt_sched_t* s) { (void)s; }
+static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* v, uint32_t k) { (void)s; (void)v; (void)k; return 0; }
+static int sibling_work(aco_rt_sched_t* s) { (void)s; return 0; }
+static unsigned steal(aco_rt_sched_t* s) { (void)s; return 0; }
+#endif
 
 aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                       const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
@@ -623,6 +736,8 @@ static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
     s->st.switches++;
     aco_resume(co->aco);
     s->cur = NULL;
+    /* What it spawned goes out before it may count as ended (pool_wait). */
+    if (s->out_pending) outbox_flush_all(s);
     if (co->aco->is_end) co_ended(s, co);
 }
 
@@ -639,7 +754,8 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
 /* Has another thread asked something of s? */
 static inline int asked(aco_rt_sched_t* s) {
     return !inbox_empty(&s->inbox) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
-           __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen;
+           __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen ||
+           (s->noutbox && sibling_work(s));
 }
 
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
@@ -673,17 +789,20 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         aco_rt_co_t* co;
         while ((co = rq_pop(s)) != NULL) {
             run_co(s, co);
-            if (s->out_pending) outbox_flush_all(s);
             /* I/O, timers and other threads get their turn among busy cos. */
             if (++n >= POLL_EVERY) {
                 n = 0;
                 if ((s->st.io_inflight || s->wheel.armed) && (r = poll_once(s, 0)) < 0) goto out;
                 drain(s);
                 if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) cancel_all(s);
+                /* (a spawner that never blocks: its new cos get a turn) */
+                if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED)) take_new(s, s, UINT32_MAX);
             }
             if (rt_load(&s->stop)) goto out;
         }
         if (drain(s)) { hot = 1; continue; }
+        if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED) && take_new(s, s, UINT32_MAX)) continue;
+        if (s->noutbox && steal(s)) { hot = 1; continue; }
         if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { cancel_all(s); continue; }
         if (s->st.cos_alive == 0 && s->pool == NULL) break;
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
@@ -718,6 +837,7 @@ static void unqueue(rt_waiter_t* w) {
 void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running) return;
     drain(s);       /* spawns become cos (freed below), frees are done */
+    take_new(s, s, UINT32_MAX);     /* and so do the unstarted ones */
     /* First the wheel: the parked cos' deadline timers are in their
      * records, freed below; the program's timers outlive us disarmed. */
     rt_wheel_clear(&s->wheel);
@@ -830,6 +950,12 @@ void rt_cancel_async(aco_rt_co_t* co) {
 
 int aco_rt_cancel(aco_rt_co_t* co) {
     if (co == NULL) return -EINVAL;
+    if (rt_unlikely(!__atomic_load_n(&co->started, __ATOMIC_SEQ_CST))) {
+        /* In a newq, maybe being taken: whoever starts it sees this (the
+         * Dekker pair of spawn_arrived); if it started meanwhile, on. */
+        __atomic_store_n(&co->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&co->started, __ATOMIC_SEQ_CST)) return 0;
+    }
     if (co->s == rt_tls_sched) cancel_local(co);
     else rt_cancel_async(co);
     return 0;
@@ -839,6 +965,10 @@ int aco_rt_cancel(aco_rt_co_t* co) {
 static void cancel_all(aco_rt_sched_t* s) {
     s->cancel_seen = rt_load(&s->cancel_gen);
     for (uint32_t i = 0; i < s->ncos; i++) cancel_local(s->cos[i]);
+    rt_lock(&s->newq_lock);
+    for (aco_rt_co_t* c = s->newq_head; c; c = c->next)
+        __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
+    rt_unlock(&s->newq_lock);
 }
 
 int aco_rt_yield(void) {

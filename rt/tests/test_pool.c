@@ -80,6 +80,60 @@ static void test_spawn_from_outside(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Spawning from inside: new cos wait on the spawner's thread, an idle      */
+/* sibling takes some before they start                                     */
+/* ------------------------------------------------------------------------ */
+
+#define STEAL_N (SLOW ? 3000 : 20000)
+static unsigned char steal_cancelled[STEAL_N], steal_saw_cancel[STEAL_N], steal_ran[STEAL_N];
+static atomic_long steal_thread[2];
+static aco_rt_wg_t steal_wg;
+
+static void steal_co(void* arg) {
+    long i = (long)(uintptr_t)arg;
+    steal_ran[i]++;
+    steal_saw_cancel[i] = (unsigned char)aco_rt_cancelled();
+    atomic_fetch_add(&steal_thread[aco_rt_sched_current() == T(1)], 1);
+    aco_rt_wg_done(&steal_wg);
+}
+
+static void steal_main(void* arg) {
+    (void)arg;
+    aco_rt_co_t* keep[STEAL_N / 10 + 1];
+    int nkeep = 0;
+    CHECK_EQ(aco_rt_wg_add(&steal_wg, STEAL_N), 0);
+    for (long i = 0; i < STEAL_N; i++) {
+        aco_rt_co_t* c = aco_rt_pool_spawn(pool, steal_co, (void*)(uintptr_t)i, NULL);
+        CHECK(c != NULL);
+        if (i % 7 == 3) {           /* cancelled at once: before it starts, mostly */
+            steal_cancelled[i] = 1;
+            CHECK_EQ(aco_rt_cancel(c), 0);
+        }
+        if (i % 10 == 0) keep[nkeep++] = c;
+        else CHECK_EQ(aco_rt_detach(c), 0);
+        if (i % 1000 == 999) aco_rt_yield();    /* a chance to start some */
+    }
+    CHECK_EQ(aco_rt_wg_wait(&steal_wg, -1), 0);
+    for (int k = 0; k < nkeep; k++) CHECK_EQ(aco_rt_join(keep[k], -1), 0);
+}
+
+static void test_steal(void) {
+    run_on(0, steal_main, NULL);
+    for (long i = 0; i < STEAL_N; i++) {
+        CHECK_EQ(steal_ran[i], 1);
+        /* a co sees a cancel only if it was cancelled; one that was may
+         * have run before the cancel came */
+        CHECK(steal_saw_cancel[i] <= steal_cancelled[i]);
+    }
+    long cancelled_seen = 0;
+    for (long i = 0; i < STEAL_N; i++) cancelled_seen += steal_saw_cancel[i];
+    CHECK_GT(cancelled_seen, 0);
+    if (!SLOW) CHECK_GT(atomic_load(&steal_thread[1]), 0);     /* the idle thread took some */
+    printf("steal: %ld of %d ran on the other thread, %ld saw their cancel\n",
+           (long)atomic_load(&steal_thread[1]), STEAL_N, cancelled_seen);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Channels between threads                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -580,6 +634,7 @@ int main(void) {
     test_watchdog();
     pool = new_pool(2);
     PART(test_spawn_from_outside);
+    PART(test_steal);
     PART(test_channels);
     PART(test_exactly_once);
     PART(test_sync);
