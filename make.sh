@@ -274,7 +274,7 @@ if [ $no_uring = 0 ]; then
     fi
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
-rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring; }
+rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring keys; }
 rt_tests() { grep -v '^[[:space:]]*\(#\|$\)' rt/tests/tests.list | awk '{print $1}'; }
 rt_programs() { echo aco_echo aco_resp aco_nc aco_rt_bench; }
 

@@ -174,9 +174,15 @@ static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
 static void co_main(void) {
     aco_rt_co_t* co = (aco_rt_co_t*)aco_get_arg();
     co->fn(co->arg);
+    rt_co_exit(co);
+}
+
+void rt_co_exit(aco_rt_co_t* co) {
+    if (co->keys) rt_keys_exit(co);     /* in the co: they may block */
     co->state = RT_DONE;
     if (co->joiner) rt_wake(co->joiner, 0);
     aco_exit();
+    __builtin_unreachable();    /* an ended co is never resumed */
 }
 
 static int cos_add(aco_rt_sched_t* s, aco_rt_co_t* co) {
@@ -269,6 +275,7 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         s->nfree++;
         return;
     }
+    rt_keys_free(co);                   /* a co destroyed before its end */
     aco_share_stack_t* st = co->aco->share_stack;
     aco_destroy(co->aco);
     if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
