@@ -26,7 +26,8 @@
 #                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
-#                                   runtime's (aco_rt.h, libaco_rt.*)
+#                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
+#                                   libaco_rt.*)
 #   bash make.sh -o no-uring        the runtime without its io_uring backend
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
@@ -274,7 +275,7 @@ if [ $no_uring = 0 ]; then
     fi
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
-rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring keys; }
+rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring keys pthread; }
 rt_tests() { grep -v '^[[:space:]]*\(#\|$\)' rt/tests/tests.list | awk '{print $1}'; }
 rt_programs() { echo aco_echo aco_resp aco_nc aco_rt_bench; }
 
@@ -473,6 +474,7 @@ do_install() {
     run_build
     install -d "$inc" "$lib" "$lib/pkgconfig"
     install -m 644 aco.h aco_assert_override.h rt/aco_rt.h "$inc/"
+    install -m 644 rt/aco_rt_pthread.h rt/aco_rt_pthread_names.h "$inc/"
     install -m 644 "$OUTPUT/libaco.a" "$lib/"
     install -m 755 "$OUTPUT/libaco.so" "$lib/libaco.so.$VERSION"
     ln -sf "libaco.so.$VERSION" "$lib/libaco.so.$SOMAJOR"

@@ -5,6 +5,7 @@
  *   timer.c     the timing wheel
  *   sync.c      mutex, condition variable, semaphore, wait group
  *   keys.c      co-local keys, aco_rt_exit
+ *   pthread.c   the pthread-like face (aco_rt_pthread.h) over the above
  *   chan.c      channels and select
  *   io.c        the I/O calls, the share-stack check, the descriptor table
  *   io_epoll.c  epoll backend: readiness
