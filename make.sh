@@ -377,6 +377,12 @@ rt_rules() {
     done
     local v=no_valgrind.standaloneFPUenv vo p extra
     vo="$OUTPUT/obj/$v"
+    # test_port: one pthreads program (port_demo.c) built twice, on real
+    # pthreads and renamed onto aco_rt_pthread.h by -include
+    cc_rule "$obj/port_pthreads.o" "rt/tests/port_demo.c" "$obj" \
+        "$c -Dmain=port_main_pthreads -c rt/tests/port_demo.c -o $obj/port_pthreads.o"
+    cc_rule "$obj/port_aco.o" "rt/tests/port_demo.c" "$obj" \
+        "$c -Irt -include rt/aco_rt_pthread_names.h -Dmain=port_main_aco -c rt/tests/port_demo.c -o $obj/port_aco.o"
     for p in $(rt_programs); do
         extra=""
         [ $p = aco_resp ] && extra="$obj/resp.o $obj/kv.o"
@@ -389,6 +395,7 @@ rt_rules() {
         for p in $(rt_tests); do
             extra=""
             case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; esac
+            [ $p = test_port ] && extra="$obj/port_pthreads.o $obj/port_aco.o"
             cc_rule "$OUTPUT/rt_$p..$v" "rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
                 "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_$p..$v"
         done
