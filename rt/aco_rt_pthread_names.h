@@ -1,6 +1,7 @@
 /* aco_rt_pthread_names.h - port a pthreads program to cos without editing
  * it: `cc -include aco_rt_pthread_names.h prog.c ...` maps every pthread_
- * and PTHREAD_ name that aco_rt_pthread.h has to its aco_rt_pthread_ twin.
+ * and PTHREAD_ name that aco_rt_pthread.h has to its aco_rt_pthread_ twin,
+ * and sched_yield to aco_rt_pthread_yield.
  *
  * The system's <pthread.h> (and the headers that declare pthread_ names)
  * are included first, before any mapping, so their own declarations keep
@@ -92,6 +93,7 @@
 #define pthread_equal               aco_rt_pthread_equal
 #define pthread_exit                aco_rt_pthread_exit
 #define pthread_yield               aco_rt_pthread_yield
+#define sched_yield                 aco_rt_pthread_yield   /* in a co: the others run */
 
 /* Mutexes */
 #define pthread_mutexattr_init      aco_rt_pthread_mutexattr_init

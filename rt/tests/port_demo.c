@@ -1,7 +1,7 @@
 /* port_demo.c - a classic pthreads program, as one would find it: producers
  * and consumers around a bounded buffer (a mutex and two conds), a
  * per-thread tally in a key whose destructor adds it up at thread exit,
- * pthread_once, pthread_exit with a value for the joiner.
+ * pthread_once, pthread_exit with a value for the joiner, sched_yield.
  *
  * make.sh builds it twice, unchanged: on real pthreads, and with
  * -include aco_rt_pthread_names.h onto the runtime's cos; test_port runs
@@ -9,6 +9,7 @@
  * that one test program can hold the two.)
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,7 @@ static void* consumer(void* arg) {
         struct tally* mine = pthread_getspecific(tally_key);
         mine->items++;
         mine->sum += v;
+        if (mine->items % 100 == 0) sched_yield();      /* let the others in */
     }
 }
 
