@@ -576,7 +576,8 @@ int aco_rt_pthread_rwlockattr_getpshared(const aco_rt_pthread_rwlockattr_t* a, i
     return 0;
 }
 
-int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l, const aco_rt_pthread_rwlockattr_t* attr) {
+int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l,
+                               const aco_rt_pthread_rwlockattr_t* attr) {
     (void)attr;
     if (on_share_stack(l, sizeof(*l))) return EINVAL;
     memset(l, 0, sizeof(*l));
@@ -625,10 +626,21 @@ static int rw_timed(aco_rt_pthread_rwlock_t* l, int how, const struct timespec* 
     return d < 0 && r == ETIMEDOUT ? EINVAL : r;
 }
 
-int aco_rt_pthread_rwlock_rdlock(aco_rt_pthread_rwlock_t* l) { return rw_lock(l, RW_READ, -1, 0); }
-int aco_rt_pthread_rwlock_tryrdlock(aco_rt_pthread_rwlock_t* l) { return rw_lock(l, RW_READ, 0, 1); }
-int aco_rt_pthread_rwlock_wrlock(aco_rt_pthread_rwlock_t* l) { return rw_lock(l, RW_WRITE, -1, 0); }
-int aco_rt_pthread_rwlock_trywrlock(aco_rt_pthread_rwlock_t* l) { return rw_lock(l, RW_WRITE, 0, 1); }
+int aco_rt_pthread_rwlock_rdlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_READ, -1, 0);
+}
+
+int aco_rt_pthread_rwlock_tryrdlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_READ, 0, 1);
+}
+
+int aco_rt_pthread_rwlock_wrlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_WRITE, -1, 0);
+}
+
+int aco_rt_pthread_rwlock_trywrlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_WRITE, 0, 1);
+}
 
 int aco_rt_pthread_rwlock_timedrdlock(aco_rt_pthread_rwlock_t* l, const struct timespec* abstime) {
     return rw_timed(l, RW_READ, abstime);

@@ -389,7 +389,8 @@ static void keys_multithread(void) {
     CHECK_EQ(aco_rt_key_create(&KM[1], dmt), 0);
     mt_dtors = 0;
     pthread_t t[4];
-    for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&t[i], NULL, mt_thread, (void*)(intptr_t)i), 0);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(pthread_create(&t[i], NULL, mt_thread, (void*)(intptr_t)i), 0);
     for (int i = 0; i < 4; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
     CHECK_EQ(mt_dtors, 4 * 20);
     CHECK_EQ(aco_rt_key_delete(KM[0]), 0);
