@@ -26,7 +26,8 @@
 #                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
-#                                   runtime's (aco_rt.h, libaco_rt.*)
+#                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
+#                                   libaco_rt.*)
 #   bash make.sh -o no-uring        the runtime without its io_uring backend
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
@@ -274,7 +275,7 @@ if [ $no_uring = 0 ]; then
     fi
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
-rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring pool; }
+rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring pool keys pthread; }
 rt_tests() { grep -v '^[[:space:]]*\(#\|$\)' rt/tests/tests.list | awk '{print $1}'; }
 rt_programs() { echo aco_echo aco_resp aco_nc aco_rt_bench; }
 rt_st_tests() { echo test_sched test_sync test_chan test_timer; }  # also in the single-thread build
@@ -377,6 +378,12 @@ rt_rules() {
     done
     local v=no_valgrind.standaloneFPUenv vo p extra
     vo="$OUTPUT/obj/$v"
+    # test_port: one pthreads program (port_demo.c) built twice, on real
+    # pthreads and renamed onto aco_rt_pthread.h by -include
+    cc_rule "$obj/port_pthreads.o" "rt/tests/port_demo.c" "$obj" \
+        "$c -Dmain=port_main_pthreads -c rt/tests/port_demo.c -o $obj/port_pthreads.o"
+    cc_rule "$obj/port_aco.o" "rt/tests/port_demo.c" "$obj" \
+        "$c -Irt -include rt/aco_rt_pthread_names.h -Dmain=port_main_aco -c rt/tests/port_demo.c -o $obj/port_aco.o"
     for p in $(rt_programs); do
         extra=""
         [ $p = aco_resp ] && extra="$obj/resp.o $obj/kv.o"
@@ -389,6 +396,7 @@ rt_rules() {
         for p in $(rt_tests); do
             extra=""
             case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; esac
+            [ $p = test_port ] && extra="$obj/port_pthreads.o $obj/port_aco.o"
             cc_rule "$OUTPUT/rt_$p..$v" "rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
                 "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_$p..$v"
         done
@@ -492,6 +500,7 @@ do_install() {
     run_build
     install -d "$inc" "$lib" "$lib/pkgconfig"
     install -m 644 aco.h aco_assert_override.h rt/aco_rt.h "$inc/"
+    install -m 644 rt/aco_rt_pthread.h rt/aco_rt_pthread_names.h "$inc/"
     install -m 644 "$OUTPUT/libaco.a" "$lib/"
     install -m 755 "$OUTPUT/libaco.so" "$lib/libaco.so.$VERSION"
     ln -sf "libaco.so.$VERSION" "$lib/libaco.so.$SOMAJOR"

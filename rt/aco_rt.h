@@ -170,6 +170,51 @@ int aco_rt_sleep_until(int64_t deadline);
 int64_t aco_rt_now(void);
 
 /* ======================================================================== */
+/* A co's end, co-local keys                                                */
+/* ======================================================================== */
+
+/* End the calling co now, as if its function returned: its key destructors
+ * run, then its joiner goes on.  The frames between are dropped, not
+ * unwound (no cleanup of theirs runs, a mutex they hold stays held).
+ * Outside a co it aborts with a message. */
+__attribute__((noreturn)) void aco_rt_exit(void);
+
+/* pthread_key_t for cos: a key names a value per co, NULL until the co sets
+ * it.  Keys are process-wide and may be made, used and deleted from any
+ * thread, in a co or not; a co's values are its own, wherever the key was
+ * made.  Outside any co a thread has values of its own (like a pthread,
+ * main thread included), kept apart from its cos'.
+ *
+ * When a co ends (its function returns or aco_rt_exit), each value that is
+ * not NULL and whose key has a destructor is set to NULL and passed to it,
+ * in the order of the keys' slots (creation order while none was deleted),
+ * in the co (a destructor may block, and may set values again: rounds go on
+ * while a round called one, at most ACO_RT_KEY_DTOR_ROUNDS).  Then the co's
+ * values are dropped: a record used again by a new co starts with NULLs.  A
+ * co destroyed by aco_rt_sched_free before its end runs no destructor (its
+ * values' memory is freed).  A thread's values outside cos get their
+ * destructors when it exits through pthreads (not at exit(), not for the
+ * main thread: as pthreads).
+ *
+ * Cost: a co that never sets a value has none; the first set allocates a
+ * small array in its record, get and set are an index and (set) an atomic
+ * load. */
+typedef unsigned aco_rt_key_t;
+#define ACO_RT_KEYS_MAX 1024            /* keys alive at once */
+#define ACO_RT_KEY_DTOR_ROUNDS 4        /* PTHREAD_DESTRUCTOR_ITERATIONS */
+
+/* A new key with destructor dtor (may be NULL): 0, or -EAGAIN (all
+ * ACO_RT_KEYS_MAX are taken). */
+int   aco_rt_key_create(aco_rt_key_t* key, void (*dtor)(void*));
+/* Delete key: no destructor runs for its values, which no later key sees.
+ * 0, or -EINVAL (not a key, or deleted). */
+int   aco_rt_key_delete(aco_rt_key_t key);
+/* The caller's value of key (NULL: never set, or key deleted). */
+void* aco_rt_getspecific(aco_rt_key_t key);
+/* Set the caller's value of key: 0, -EINVAL (not a key), -ENOMEM. */
+int   aco_rt_setspecific(aco_rt_key_t key, const void* val);
+
+/* ======================================================================== */
 /* Timers                                                                   */
 /* ======================================================================== */
 

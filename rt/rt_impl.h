@@ -4,6 +4,8 @@
  *   sched.c     scheduler loop, cos (spawn, join, cancel, park/wake), stats
  *   timer.c     the timing wheel
  *   sync.c      mutex, condition variable, semaphore, wait group
+ *   keys.c      co-local keys, aco_rt_exit
+ *   pthread.c   the pthread-like face (aco_rt_pthread.h) over the above
  *   chan.c      channels and select
  *   io.c        the I/O calls, the share-stack check, the descriptor table
  *   io_epoll.c  epoll backend: readiness
@@ -192,6 +194,8 @@ struct aco_rt_co {
     aco_rt_sched_t*  s;
     aco_rt_fn_t      fn;
     void*            arg;
+    void*            keys;      /* its co-local key values (keys.c), NULL
+                                   until it sets one; freed when it ends */
     aco_rt_co_t*     next;      /* ready queue / free list */
     uint8_t          state;
     uint8_t          flags;
@@ -510,5 +514,14 @@ static inline rt_extra_t* rt_extra(aco_rt_co_t* co, size_t buf_min) {
     if (rt_likely(co->x != NULL && co->x->buf_cap >= buf_min)) return co->x;
     return rt_extra_grow(co, buf_min);
 }
+
+/* Co-local keys (keys.c).  rt_keys_exit: the running co's key destructors,
+ * as it ends; then its values go.  rt_keys_free: the values of a record
+ * freed without ending (no destructor runs). */
+void rt_keys_exit(aco_rt_co_t* co);
+void rt_keys_free(aco_rt_co_t* co);
+/* sched.c: the running co ends here: its function returned, or it called
+ * aco_rt_exit (its frames above are dropped, never unwound). */
+__attribute__((noreturn)) void rt_co_exit(aco_rt_co_t* co);
 
 #endif /* ACO_RT_IMPL_H */

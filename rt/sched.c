@@ -311,12 +311,18 @@ static void extra_free(rt_extra_t* x) {
 static void co_main(void) {
     aco_rt_co_t* co = (aco_rt_co_t*)aco_get_arg();
     co->fn(co->arg);
+    rt_co_exit(co);
+}
+
+void rt_co_exit(aco_rt_co_t* co) {
+    if (co->keys) rt_keys_exit(co);     /* in the co: they may block */
     co->state = RT_DONE;
     if (co->group) rt_group_leave(co);
     aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
     if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) rt_wake_any(j, 0);
     if (j == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
     aco_exit();
+    __builtin_unreachable();    /* an ended co is never resumed */
 }
 
 static int cos_add(aco_rt_sched_t* s, aco_rt_co_t* co) {
@@ -661,6 +667,7 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         return;
     }
     cos_del(s, co);
+    rt_keys_free(co);                   /* a co destroyed before its end */
     if (!(co->flags & RT_STANDALONE) && s->nfree < FREE_RECS_MAX) {
         co->next = s->free_recs;
         s->free_recs = co;

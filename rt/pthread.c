@@ -1,0 +1,725 @@
+/* pthread.c - pthreads' shapes over cos (aco_rt_pthread.h).
+ *
+ * Threads.  aco_rt_pthread_create spawns pt_main with a small heap record
+ * (pt_t: the start routine, its argument, the value for the joiner); an id
+ * is the co's handle, so aco_rt_pthread_self() in the co is the id its
+ * creator got.  While the start routine runs, the co's value of an internal
+ * key points to its pt_t: that is how aco_rt_pthread_exit finds where the
+ * joiner's value goes.  When the routine returns or exits, pt_end stores
+ * the value and, if the co was detached, frees the pt_t; otherwise join
+ * does, after aco_rt_join.  Detach and the end race only across threads:
+ * an atomic state word decides which of the two frees it.
+ *
+ * Mutexes and conds are aco_rt_mutex_t / aco_rt_cond_t plus the pthreads
+ * extras: a type, the holder (for RECURSIVE and cond waits) and a count.
+ * Once, rwlock and barrier are a mutex and conds of the runtime, so they
+ * are as thread-safe as those are.
+ *
+ * Deadlines.  An abstime on CLOCK_REALTIME becomes a deadline on
+ * CLOCK_MONOTONIC when the call starts: the wall clock is read first, then
+ * the monotonic one, so the deadline is never early by the time between
+ * the two reads.
+ */
+#define _GNU_SOURCE
+#include "aco_rt_pthread.h"
+#include "rt_impl.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+_Static_assert(CLOCK_REALTIME == 0, "a zeroed cond is on CLOCK_REALTIME");
+_Static_assert(sizeof(unsigned long) >= sizeof(void*), "an id holds a co's address");
+
+#define NS 1000000000LL
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* abstime on clk as a deadline for the runtime (>= 0: a passed one is 0, a
+ * far one INT64_MAX), or -EINVAL. */
+static int64_t deadline_of(clockid_t clk, const struct timespec* abs) {
+    if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC) return -EINVAL;
+    if (abs == NULL || abs->tv_nsec < 0 || abs->tv_nsec >= NS) return -EINVAL;
+    int64_t off = 0;                    /* CLOCK_MONOTONIC minus clk */
+    if (clk == CLOCK_REALTIME) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        off = rt_now() - ((int64_t)now.tv_sec * NS + now.tv_nsec);
+    }
+    if (abs->tv_sec < 0) return 0;
+    int64_t a, d;
+    if (__builtin_mul_overflow((int64_t)abs->tv_sec, NS, &a) ||
+        __builtin_add_overflow(a, (int64_t)abs->tv_nsec, &a) ||
+        __builtin_add_overflow(a, off, &d))
+        return INT64_MAX;
+    return d < 0 ? 0 : d;
+}
+
+/* Would p lie on the share stack of the calling co? */
+static int on_share_stack(const void* p, size_t n) {
+    aco_rt_co_t* co = rt_self();
+    return co != NULL && rt_on_share_stack(co, p, n);
+}
+
+/* Take m even if the caller was cancelled (aco_rt_mutex_lock refuses then):
+ * for the calls that must not fail on a cancel, unlocks and tries.  The
+ * sections these internal mutexes guard never block, so the wait is short;
+ * the cancel is put back after. */
+static void lock_anyway(aco_rt_co_t* me, aco_rt_mutex_t* m) {
+    if (aco_rt_mutex_trylock(m) == 0) return;
+    uint8_t was = me->flags & RT_CANCELLED;
+    for (;;) {
+        me->flags &= (uint8_t)~RT_CANCELLED;
+        if (aco_rt_mutex_lock(m, -1) == 0) break;
+        was = RT_CANCELLED;             /* cancelled while it waited */
+    }
+    me->flags |= was;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attributes                                                               */
+/* ------------------------------------------------------------------------ */
+
+int aco_rt_pthread_attr_init(aco_rt_pthread_attr_t* a) {
+    memset(a, 0, sizeof(*a));
+    return 0;
+}
+
+int aco_rt_pthread_attr_destroy(aco_rt_pthread_attr_t* a) {
+    (void)a;
+    return 0;
+}
+
+int aco_rt_pthread_attr_setstacksize(aco_rt_pthread_attr_t* a, size_t n) {
+    if (n < ACO_RT_PTHREAD_STACK_MIN) return EINVAL;
+    a->stacksize_ = n;
+    return 0;
+}
+
+int aco_rt_pthread_attr_getstacksize(const aco_rt_pthread_attr_t* a, size_t* n) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    *n = a->stacksize_ ? a->stacksize_ : s ? s->stack_size : 256 * 1024;
+    return 0;
+}
+
+int aco_rt_pthread_attr_setdetachstate(aco_rt_pthread_attr_t* a, int st) {
+    if (st != ACO_RT_PTHREAD_CREATE_JOINABLE && st != ACO_RT_PTHREAD_CREATE_DETACHED)
+        return EINVAL;
+    a->detachstate_ = st;
+    return 0;
+}
+
+int aco_rt_pthread_attr_getdetachstate(const aco_rt_pthread_attr_t* a, int* st) {
+    *st = a->detachstate_;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    void* (*fn)(void*);
+    void*    arg;
+    void*    ret;               /* for the joiner */
+    uint32_t state;             /* PT_ENDED | PT_DETACHED (atomic) */
+} pt_t;
+enum { PT_ENDED = 1, PT_DETACHED = 2 };
+
+static aco_rt_key_t pt_key;     /* a co's pt_t while its routine runs */
+static int pt_key_err = -1;
+static pthread_once_t pt_key_once = PTHREAD_ONCE_INIT;
+static void pt_key_make(void) { pt_key_err = aco_rt_key_create(&pt_key, NULL); }
+
+/* p's routine is over with ret: for the joiner, or p goes if detached. */
+static void pt_end(pt_t* p, void* ret) {
+    p->ret = ret;
+    if (__atomic_fetch_or(&p->state, PT_ENDED, __ATOMIC_ACQ_REL) & PT_DETACHED) free(p);
+}
+
+static void pt_main(void* arg) {
+    pt_t* p = (pt_t*)arg;
+    /* Without memory for the key (never in practice) aco_rt_pthread_exit
+     * cannot find p: the co still ends, its value is lost. */
+    int keyed = aco_rt_setspecific(pt_key, p) == 0;
+    void* ret = p->fn(p->arg);
+    if (keyed) aco_rt_setspecific(pt_key, NULL);
+    pt_end(p, ret);
+}
+
+int aco_rt_pthread_create(aco_rt_pthread_t* t, const aco_rt_pthread_attr_t* attr,
+                          void* (*fn)(void*), void* arg) {
+    if (fn == NULL) return EINVAL;
+    if (attr && ((attr->stacksize_ && attr->stacksize_ < ACO_RT_PTHREAD_STACK_MIN) ||
+                 (attr->detachstate_ != ACO_RT_PTHREAD_CREATE_JOINABLE &&
+                  attr->detachstate_ != ACO_RT_PTHREAD_CREATE_DETACHED)))
+        return EINVAL;
+    aco_rt_sched_t* s = rt_tls_sched;
+    if (s == NULL) return EPERM;
+    pthread_once(&pt_key_once, pt_key_make);
+    if (pt_key_err) return EAGAIN;
+    pt_t* p = calloc(1, sizeof(*p));
+    if (p == NULL) return EAGAIN;
+    p->fn = fn;
+    p->arg = arg;
+    aco_rt_spawn_opts_t o = {.stack_size = attr ? attr->stacksize_ : 0};
+    aco_rt_co_t* co = aco_rt_spawn2(s, pt_main, p, &o);
+    if (co == NULL) {
+        int e = errno;
+        free(p);
+        return e == EPERM ? EPERM : EAGAIN;
+    }
+    if (attr && attr->detachstate_ == ACO_RT_PTHREAD_CREATE_DETACHED) {
+        p->state = PT_DETACHED;         /* it has not run yet */
+        aco_rt_detach(co);
+    }
+    *t = (aco_rt_pthread_t)(uintptr_t)co;
+    return 0;
+}
+
+/* The pt_t of id t and its co, NULL if t is no co of ours. */
+static pt_t* pt_of(aco_rt_pthread_t t, aco_rt_co_t** co) {
+    if (t == 0 || (t & 1)) return NULL;         /* a thread's id */
+    aco_rt_co_t* c = (aco_rt_co_t*)(uintptr_t)t;
+    if (c->fn != pt_main) return NULL;          /* a co of aco_rt_spawn */
+    *co = c;
+    return (pt_t*)c->arg;
+}
+
+/* Join t until deadline; busy: the error for a deadline that passed. */
+static int join_until(aco_rt_pthread_t t, void** ret, int64_t deadline, int busy) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return EPERM;
+    if (t == (aco_rt_pthread_t)(uintptr_t)me) return EDEADLK;
+    aco_rt_co_t* co;
+    pt_t* p = pt_of(t, &co);
+    if (p == NULL) return ESRCH;
+    if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) & PT_DETACHED) return EINVAL;
+    int r = aco_rt_join(co, deadline);
+    if (r == -ETIMEDOUT) return busy;
+    if (r) return -r;
+    if (ret) *ret = p->ret;
+    free(p);
+    return 0;
+}
+
+int aco_rt_pthread_join(aco_rt_pthread_t t, void** ret) {
+    return join_until(t, ret, -1, 0);
+}
+
+int aco_rt_pthread_tryjoin_np(aco_rt_pthread_t t, void** ret) {
+    return join_until(t, ret, 0, EBUSY);
+}
+
+int aco_rt_pthread_timedjoin_np(aco_rt_pthread_t t, void** ret, const struct timespec* abstime) {
+    int64_t d = deadline_of(CLOCK_REALTIME, abstime);
+    if (d < 0) return EINVAL;
+    return join_until(t, ret, d, ETIMEDOUT);
+}
+
+int aco_rt_pthread_detach(aco_rt_pthread_t t) {
+    aco_rt_co_t* co;
+    pt_t* p = pt_of(t, &co);
+    if (p == NULL) return ESRCH;
+    int r = aco_rt_detach(co);
+    if (r) return -r;
+    if (__atomic_fetch_or(&p->state, PT_DETACHED, __ATOMIC_ACQ_REL) & PT_ENDED) free(p);
+    return 0;
+}
+
+static __thread int thread_id;  /* outside cos, a thread's id is its address */
+
+aco_rt_pthread_t aco_rt_pthread_self(void) {
+    aco_rt_co_t* co = rt_self();
+    /* odd: never a co's record (malloc's alignment) */
+    return co ? (aco_rt_pthread_t)(uintptr_t)co : (aco_rt_pthread_t)(uintptr_t)&thread_id | 1;
+}
+
+int aco_rt_pthread_equal(aco_rt_pthread_t a, aco_rt_pthread_t b) { return a == b; }
+
+void aco_rt_pthread_exit(void* ret) {
+    if (rt_self() == NULL) {
+        fprintf(stderr, "aco_rt_pthread_exit: called outside a co (a thread that "
+                "runs a scheduler is not a co of it)\n");
+        abort();
+    }
+    pthread_once(&pt_key_once, pt_key_make);
+    pt_t* p = pt_key_err == 0 ? (pt_t*)aco_rt_getspecific(pt_key) : NULL;
+    if (p) {        /* NULL: a co of aco_rt_spawn, or its routine is over */
+        aco_rt_setspecific(pt_key, NULL);
+        pt_end(p, ret);
+    }
+    aco_rt_exit();
+}
+
+int aco_rt_pthread_yield(void) {
+    if (rt_self() == NULL) return sched_yield() ? errno : 0;
+    aco_rt_yield();
+    return 0;
+}
+
+typedef struct {
+    int (*fn)(int, char**);
+    int    argc;
+    char** argv;
+    int    rc;
+    aco_rt_sched_t* s;
+} run_main_t;
+
+static void* main_co(void* arg) {
+    run_main_t* m = (run_main_t*)arg;
+    m->rc = m->fn(m->argc, m->argv);
+    aco_rt_sched_stop(m->s);            /* main returned: the program ends */
+    return NULL;
+}
+
+int aco_rt_pthread_run_main(int (*main_fn)(int, char**), int argc, char** argv) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    int own = s == NULL;
+    if (own && (s = aco_rt_sched_new(NULL)) == NULL) {
+        fprintf(stderr, "aco_rt_pthread_run_main: no scheduler: %s\n", strerror(errno));
+        return 1;
+    }
+    run_main_t m = {main_fn, argc, argv, 0, s};
+    aco_rt_pthread_attr_t a;
+    aco_rt_pthread_attr_init(&a);
+    aco_rt_pthread_attr_setdetachstate(&a, ACO_RT_PTHREAD_CREATE_DETACHED);
+    /* A stack of its own: programs put what their threads share there. */
+    aco_rt_pthread_attr_setstacksize(&a, (size_t)8 << 20);
+    if (s->stack_size >= a.stacksize_) a.stacksize_ = s->stack_size + 4096;
+    aco_rt_pthread_t t;
+    int r = aco_rt_pthread_create(&t, &a, main_co, &m);
+    if (r == 0) {
+        r = aco_rt_sched_run(s);
+        if (r < 0) {
+            fprintf(stderr, "aco_rt_pthread_run_main: the scheduler stopped: %s\n",
+                    r == -EDEADLK ? "every co waits for another (a deadlock)" : strerror(-r));
+            m.rc = 1;
+        }
+    } else {
+        fprintf(stderr, "aco_rt_pthread_run_main: cannot make the main co: %s\n", strerror(r));
+        m.rc = 1;
+    }
+    if (own) aco_rt_sched_free(s);
+    return m.rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mutexes                                                                  */
+/* ------------------------------------------------------------------------ */
+
+int aco_rt_pthread_mutexattr_init(aco_rt_pthread_mutexattr_t* a) {
+    memset(a, 0, sizeof(*a));
+    return 0;
+}
+
+int aco_rt_pthread_mutexattr_destroy(aco_rt_pthread_mutexattr_t* a) {
+    (void)a;
+    return 0;
+}
+
+int aco_rt_pthread_mutexattr_settype(aco_rt_pthread_mutexattr_t* a, int type) {
+    if (type != ACO_RT_PTHREAD_MUTEX_NORMAL && type != ACO_RT_PTHREAD_MUTEX_RECURSIVE &&
+        type != ACO_RT_PTHREAD_MUTEX_ERRORCHECK)
+        return EINVAL;
+    a->type_ = type;
+    return 0;
+}
+
+int aco_rt_pthread_mutexattr_gettype(const aco_rt_pthread_mutexattr_t* a, int* type) {
+    *type = a->type_;
+    return 0;
+}
+
+static int set_pshared(int* field, int ps) {
+    if (ps == ACO_RT_PTHREAD_PROCESS_SHARED) return ENOTSUP;
+    if (ps != ACO_RT_PTHREAD_PROCESS_PRIVATE) return EINVAL;
+    *field = ps;
+    return 0;
+}
+
+int aco_rt_pthread_mutexattr_setpshared(aco_rt_pthread_mutexattr_t* a, int ps) {
+    return set_pshared(&a->pshared_, ps);
+}
+
+int aco_rt_pthread_mutexattr_getpshared(const aco_rt_pthread_mutexattr_t* a, int* ps) {
+    *ps = a->pshared_;
+    return 0;
+}
+
+static inline void* holder(const aco_rt_pthread_mutex_t* m) {
+    return __atomic_load_n(&m->owner_, __ATOMIC_RELAXED);
+}
+static inline void set_holder(aco_rt_pthread_mutex_t* m, void* co) {
+    __atomic_store_n(&m->owner_, co, __ATOMIC_RELAXED);
+}
+static inline int type_ok(int type) { return type >= 0 && type <= 2; }
+
+int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mutexattr_t* attr) {
+    int type = attr ? attr->type_ : ACO_RT_PTHREAD_MUTEX_NORMAL;
+    if (!type_ok(type) || on_share_stack(m, sizeof(*m))) return EINVAL;
+    memset(m, 0, sizeof(*m));
+    m->type_ = type;
+    return 0;
+}
+
+int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m) {
+    if (!type_ok(m->type_)) return EINVAL;
+    /* held or handed to a waiter: the runtime's owner is set */
+    if (__atomic_load_n(&m->m_.owner_, __ATOMIC_RELAXED) != 0) return EBUSY;
+    m->type_ = -1;
+    return 0;
+}
+
+static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return EPERM;
+    if (!type_ok(m->type_)) return EINVAL;
+    if (m->type_ == ACO_RT_PTHREAD_MUTEX_RECURSIVE && holder(m) == me) {
+        if (m->count_ == UINT_MAX) return EAGAIN;
+        m->count_++;
+        return 0;
+    }
+    int r = aco_rt_mutex_lock(&m->m_, deadline);
+    if (r) return -r;
+    set_holder(m, me);
+    m->count_ = 1;
+    return 0;
+}
+
+int aco_rt_pthread_mutex_lock(aco_rt_pthread_mutex_t* m) { return lock_until(m, -1); }
+
+int aco_rt_pthread_mutex_clocklock(aco_rt_pthread_mutex_t* m, clockid_t clk,
+                                   const struct timespec* abstime) {
+    if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC) return EINVAL;
+    int64_t d = deadline_of(clk, abstime);
+    /* a bad abstime matters only when it has to wait (POSIX) */
+    int r = lock_until(m, d < 0 ? 0 : d);
+    return d < 0 && r == ETIMEDOUT ? EINVAL : r;
+}
+
+int aco_rt_pthread_mutex_timedlock(aco_rt_pthread_mutex_t* m, const struct timespec* abstime) {
+    return aco_rt_pthread_mutex_clocklock(m, CLOCK_REALTIME, abstime);
+}
+
+int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return EPERM;
+    if (!type_ok(m->type_)) return EINVAL;
+    if (m->type_ == ACO_RT_PTHREAD_MUTEX_RECURSIVE && holder(m) == me) {
+        if (m->count_ == UINT_MAX) return EAGAIN;
+        m->count_++;
+        return 0;
+    }
+    if (aco_rt_mutex_trylock(&m->m_) != 0) return EBUSY;
+    set_holder(m, me);
+    m->count_ = 1;
+    return 0;
+}
+
+int aco_rt_pthread_mutex_unlock(aco_rt_pthread_mutex_t* m) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL || holder(m) != me) return EPERM;
+    if (--m->count_ > 0) return 0;      /* RECURSIVE, still held */
+    set_holder(m, NULL);
+    return -aco_rt_mutex_unlock(&m->m_);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Condition variables                                                      */
+/* ------------------------------------------------------------------------ */
+
+static inline int clock_ok(clockid_t c) { return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC; }
+
+int aco_rt_pthread_condattr_init(aco_rt_pthread_condattr_t* a) {
+    memset(a, 0, sizeof(*a));
+    a->clock_ = CLOCK_REALTIME;
+    return 0;
+}
+
+int aco_rt_pthread_condattr_destroy(aco_rt_pthread_condattr_t* a) {
+    (void)a;
+    return 0;
+}
+
+int aco_rt_pthread_condattr_setclock(aco_rt_pthread_condattr_t* a, clockid_t clk) {
+    if (!clock_ok(clk)) return EINVAL;
+    a->clock_ = clk;
+    return 0;
+}
+
+int aco_rt_pthread_condattr_getclock(const aco_rt_pthread_condattr_t* a, clockid_t* clk) {
+    *clk = a->clock_;
+    return 0;
+}
+
+int aco_rt_pthread_condattr_setpshared(aco_rt_pthread_condattr_t* a, int ps) {
+    return set_pshared(&a->pshared_, ps);
+}
+
+int aco_rt_pthread_condattr_getpshared(const aco_rt_pthread_condattr_t* a, int* ps) {
+    *ps = a->pshared_;
+    return 0;
+}
+
+int aco_rt_pthread_cond_init(aco_rt_pthread_cond_t* c, const aco_rt_pthread_condattr_t* attr) {
+    clockid_t clk = attr ? attr->clock_ : CLOCK_REALTIME;
+    if (!clock_ok(clk) || on_share_stack(c, sizeof(*c))) return EINVAL;
+    memset(c, 0, sizeof(*c));
+    c->clock_ = clk;
+    return 0;
+}
+
+int aco_rt_pthread_cond_destroy(aco_rt_pthread_cond_t* c) {
+    if (__atomic_load_n(&c->c_.q_.head_, __ATOMIC_RELAXED) != NULL) return EBUSY;
+    return 0;
+}
+
+static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, int64_t deadline) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL || holder(m) != me) return EPERM;
+    /* let go of it fully (RECURSIVE: however often held), take it back so */
+    unsigned n = m->count_;
+    m->count_ = 0;
+    set_holder(m, NULL);
+    int r = aco_rt_cond_wait(&c->c_, &m->m_, deadline);
+    set_holder(m, me);                  /* held again, whatever r says */
+    m->count_ = n;
+    return -r;
+}
+
+int aco_rt_pthread_cond_wait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m) {
+    return wait_until(c, m, -1);
+}
+
+int aco_rt_pthread_cond_clockwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
+                                  clockid_t clk, const struct timespec* abstime) {
+    int64_t d = deadline_of(clk, abstime);
+    if (d < 0) return EINVAL;
+    return wait_until(c, m, d);
+}
+
+int aco_rt_pthread_cond_timedwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
+                                  const struct timespec* abstime) {
+    return aco_rt_pthread_cond_clockwait(c, m, c->clock_, abstime);
+}
+
+int aco_rt_pthread_cond_signal(aco_rt_pthread_cond_t* c) {
+    aco_rt_cond_signal(&c->c_);
+    return 0;
+}
+
+int aco_rt_pthread_cond_broadcast(aco_rt_pthread_cond_t* c) {
+    aco_rt_cond_broadcast(&c->c_);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Once                                                                     */
+/* ------------------------------------------------------------------------ */
+
+int aco_rt_pthread_once(aco_rt_pthread_once_t* o, void (*init)(void)) {
+    if (__atomic_load_n(&o->done_, __ATOMIC_ACQUIRE)) return 0;
+    if (rt_self() == NULL) return EPERM;
+    /* The first to lock runs init holding the mutex; the others queue on it
+     * (FIFO) and find it done. */
+    int r = aco_rt_mutex_lock(&o->m_, -1);
+    if (r) return -r;
+    if (!o->done_) {
+        init();
+        __atomic_store_n(&o->done_, 1, __ATOMIC_RELEASE);
+    }
+    aco_rt_mutex_unlock(&o->m_);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Keys                                                                     */
+/* ------------------------------------------------------------------------ */
+
+int aco_rt_pthread_key_create(aco_rt_pthread_key_t* key, void (*dtor)(void*)) {
+    return -aco_rt_key_create(key, dtor);
+}
+
+int aco_rt_pthread_key_delete(aco_rt_pthread_key_t key) { return -aco_rt_key_delete(key); }
+
+void* aco_rt_pthread_getspecific(aco_rt_pthread_key_t key) { return aco_rt_getspecific(key); }
+
+int aco_rt_pthread_setspecific(aco_rt_pthread_key_t key, const void* val) {
+    return -aco_rt_setspecific(key, val);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Read-write locks                                                         */
+/* ------------------------------------------------------------------------ */
+
+int aco_rt_pthread_rwlockattr_init(aco_rt_pthread_rwlockattr_t* a) {
+    memset(a, 0, sizeof(*a));
+    return 0;
+}
+
+int aco_rt_pthread_rwlockattr_destroy(aco_rt_pthread_rwlockattr_t* a) {
+    (void)a;
+    return 0;
+}
+
+int aco_rt_pthread_rwlockattr_setpshared(aco_rt_pthread_rwlockattr_t* a, int ps) {
+    return set_pshared(&a->pshared_, ps);
+}
+
+int aco_rt_pthread_rwlockattr_getpshared(const aco_rt_pthread_rwlockattr_t* a, int* ps) {
+    *ps = a->pshared_;
+    return 0;
+}
+
+int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l,
+                               const aco_rt_pthread_rwlockattr_t* attr) {
+    (void)attr;
+    if (on_share_stack(l, sizeof(*l))) return EINVAL;
+    memset(l, 0, sizeof(*l));
+    return 0;
+}
+
+int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l) {
+    if (l->writer_ || l->readers_ || l->wwait_ ||
+        __atomic_load_n(&l->readers_q_.q_.head_, __ATOMIC_RELAXED) != NULL)
+        return EBUSY;
+    return 0;
+}
+
+enum { RW_READ, RW_WRITE };
+
+/* Lock l for how until deadline; try: EBUSY instead of waiting. */
+static int rw_lock(aco_rt_pthread_rwlock_t* l, int how, int64_t deadline, int try) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return EPERM;
+    int r = 0;
+    if (try) lock_anyway(me, &l->m_);
+    else if ((r = -aco_rt_mutex_lock(&l->m_, -1)) != 0) return r;
+    if (l->writer_ == me) {
+        r = EDEADLK;
+    } else if (how == RW_READ) {
+        while (l->writer_ && r == 0)
+            r = try ? EBUSY : -aco_rt_cond_wait(&l->readers_q_, &l->m_, deadline);
+        if (r == ETIMEDOUT && l->writer_ == NULL) r = 0;  /* free after all */
+        if (r == 0 && l->readers_ == UINT_MAX) r = EAGAIN;
+        if (r == 0) l->readers_++;
+    } else {
+        l->wwait_++;
+        while ((l->writer_ || l->readers_) && r == 0)
+            r = try ? EBUSY : -aco_rt_cond_wait(&l->writers_q_, &l->m_, deadline);
+        if (r == ETIMEDOUT && l->writer_ == NULL && l->readers_ == 0) r = 0;
+        l->wwait_--;
+        if (r == 0) l->writer_ = me;
+    }
+    aco_rt_mutex_unlock(&l->m_);
+    return r;
+}
+
+static int rw_timed(aco_rt_pthread_rwlock_t* l, int how, const struct timespec* abstime) {
+    int64_t d = deadline_of(CLOCK_REALTIME, abstime);
+    int r = rw_lock(l, how, d < 0 ? 0 : d, 0);
+    return d < 0 && r == ETIMEDOUT ? EINVAL : r;
+}
+
+int aco_rt_pthread_rwlock_rdlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_READ, -1, 0);
+}
+
+int aco_rt_pthread_rwlock_tryrdlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_READ, 0, 1);
+}
+
+int aco_rt_pthread_rwlock_wrlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_WRITE, -1, 0);
+}
+
+int aco_rt_pthread_rwlock_trywrlock(aco_rt_pthread_rwlock_t* l) {
+    return rw_lock(l, RW_WRITE, 0, 1);
+}
+
+int aco_rt_pthread_rwlock_timedrdlock(aco_rt_pthread_rwlock_t* l, const struct timespec* abstime) {
+    return rw_timed(l, RW_READ, abstime);
+}
+
+int aco_rt_pthread_rwlock_timedwrlock(aco_rt_pthread_rwlock_t* l, const struct timespec* abstime) {
+    return rw_timed(l, RW_WRITE, abstime);
+}
+
+int aco_rt_pthread_rwlock_unlock(aco_rt_pthread_rwlock_t* l) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return EPERM;
+    int r = 0;
+    lock_anyway(me, &l->m_);
+    if (l->writer_ == me) {
+        l->writer_ = NULL;
+        aco_rt_cond_broadcast(&l->readers_q_);
+        if (l->wwait_) aco_rt_cond_signal(&l->writers_q_);
+    } else if (l->readers_ > 0 && l->writer_ == NULL) {
+        if (--l->readers_ == 0 && l->wwait_) aco_rt_cond_signal(&l->writers_q_);
+    } else {
+        r = EPERM;
+    }
+    aco_rt_mutex_unlock(&l->m_);
+    return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Barriers                                                                 */
+/* ------------------------------------------------------------------------ */
+
+int aco_rt_pthread_barrierattr_init(aco_rt_pthread_barrierattr_t* a) {
+    memset(a, 0, sizeof(*a));
+    return 0;
+}
+
+int aco_rt_pthread_barrierattr_destroy(aco_rt_pthread_barrierattr_t* a) {
+    (void)a;
+    return 0;
+}
+
+int aco_rt_pthread_barrierattr_setpshared(aco_rt_pthread_barrierattr_t* a, int ps) {
+    return set_pshared(&a->pshared_, ps);
+}
+
+int aco_rt_pthread_barrierattr_getpshared(const aco_rt_pthread_barrierattr_t* a, int* ps) {
+    *ps = a->pshared_;
+    return 0;
+}
+
+int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
+                                const aco_rt_pthread_barrierattr_t* attr, unsigned count) {
+    (void)attr;
+    if (count == 0 || on_share_stack(b, sizeof(*b))) return EINVAL;
+    memset(b, 0, sizeof(*b));
+    b->n_ = count;
+    return 0;
+}
+
+int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b) {
+    return b->arrived_ ? EBUSY : 0;
+}
+
+int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
+    if (rt_self() == NULL) return EPERM;
+    int r = aco_rt_mutex_lock(&b->m_, -1);
+    if (r) return -r;
+    unsigned round = b->round_;
+    if (++b->arrived_ >= b->n_) {
+        b->arrived_ = 0;
+        b->round_++;
+        aco_rt_cond_broadcast(&b->q_);
+        aco_rt_mutex_unlock(&b->m_);
+        return ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD;
+    }
+    do r = aco_rt_cond_wait(&b->q_, &b->m_, -1);
+    while (r == 0 && b->round_ == round);
+    if (b->round_ != round) r = 0;      /* the round ended: it counted */
+    else b->arrived_--;                 /* cancelled: it no longer counts */
+    aco_rt_mutex_unlock(&b->m_);
+    return -r;
+}
