@@ -362,6 +362,11 @@ rt_lib_rules() {
     done
     rule "$OUTPUT/libaco_rt.a" "$rt_objs" "rm -f $OUTPUT/libaco_rt.a && ar rcs $OUTPUT/libaco_rt.a$rt_objs"
     put_if_changed "$obj/libaco_rt.map" "$(printf '{\n  global: aco_rt_*;\n  local: *;\n};')"
+    # The syscall hooks (rt/hook.c): libaco_hook.so, for LD_PRELOAD or
+    # linking ahead of libc; hook.o for programs that link it in.
+    cc_rule "$obj/hook.o" "rt/hook.c" "$obj" "$c -fvisibility=hidden -c rt/hook.c -o $obj/hook.o"
+    rule "$OUTPUT/libaco_hook.so" "$obj/hook.o $OUTPUT/libaco_rt.so" \
+         "$CC $CFLAGS -shared -Wl,-soname,libaco_hook.so -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN' $obj/hook.o -L$OUTPUT -laco_rt -laco -ldl -lpthread -o $OUTPUT/libaco_hook.so"
     rule "$OUTPUT/libaco_rt.so" "$rt_objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN'$rt_objs -L$OUTPUT -laco $rt_libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
 }
@@ -397,10 +402,23 @@ rt_rules() {
             extra=""
             case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; esac
             [ $p = test_port ] && extra="$obj/port_pthreads.o $obj/port_aco.o"
+            [ $p = test_hook ] && extra="$obj/hook.o -ldl"
             cc_rule "$OUTPUT/rt_$p..$v" "rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
                 "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_$p..$v"
         done
     done
+    # hiredis' blocking client in 1000 cos through the hooks (check_rt_hook.sh,
+    # bench_hook.sh): by LD_PRELOAD (linked to the shared runtime, as the
+    # hook library is) and with hook.o linked in.
+    vo="$OUTPUT/obj/no_valgrind.standaloneFPUenv"
+    if echo '#include <hiredis/hiredis.h>' | $CC -E -x c - > /dev/null 2>&1; then
+        cc_rule "$OUTPUT/hook_hiredis" "rt/tests/hook_hiredis.c $OUTPUT/libaco_rt.so" "$obj" \
+            "$c -Irt rt/tests/hook_hiredis.c -L$OUTPUT -laco_rt -laco -lhiredis -lpthread -Wl,-rpath,'\$\$ORIGIN' -o $OUTPUT/hook_hiredis"
+        cc_rule "$OUTPUT/hook_hiredis_linked" "rt/tests/hook_hiredis.c $obj/hook.o$objs $vo/aco.o $vo/acosw.o" "$obj" \
+            "$c -Irt rt/tests/hook_hiredis.c $obj/hook.o$objs $vo/aco.o $vo/acosw.o -lhiredis -ldl $libs -o $OUTPUT/hook_hiredis_linked"
+    else
+        echo "make.sh: leaving out output/hook_hiredis (the hooks with hiredis): install libhiredis-dev"
+    fi
     # The single-thread build (ACO_RT_NO_THREADS: no atomics, no locks, no
     # pools): libaco_rt_st.a, the benchmarks and four tests linked with it.
     local sto="$OUTPUT/obj/rt_st" stc="$c -DACO_RT_NO_THREADS" st_objs=""
@@ -519,6 +537,7 @@ Cflags: -I\${includedir}
 EOF
     install -m 644 "$OUTPUT/libaco_rt.a" "$lib/"
     install -m 755 "$OUTPUT/libaco_rt.so" "$lib/libaco_rt.so.$VERSION"
+    install -m 755 "$OUTPUT/libaco_hook.so" "$lib/libaco_hook.so"
     ln -sf "libaco_rt.so.$VERSION" "$lib/libaco_rt.so.$SOMAJOR"
     ln -sf "libaco_rt.so.$SOMAJOR" "$lib/libaco_rt.so"
     rt_pc "$PREFIX/lib" "$PREFIX/include" "$PREFIX/include" > "$lib/pkgconfig/libaco_rt.pc"

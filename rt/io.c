@@ -22,6 +22,7 @@
 #include "rt_impl.h"
 
 #include <fcntl.h>
+#include "rt_sys.h"
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -72,9 +73,9 @@ int rt_fd_nonblock(aco_rt_sched_t* s, int fd) {
     rt_fd_t* e = rt_fd_get(s, fd);
     if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;
     if (rt_likely(e->nonblock)) return 0;
-    int fl = fcntl(fd, F_GETFL);
+    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
     if (fl < 0) return -errno;
-    if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+    if (!(fl & O_NONBLOCK) && rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
     e->nonblock = 1;
     return 0;
 }
@@ -112,12 +113,12 @@ typedef struct {
 
 static ssize_t sys_once(const rq_t* q) {
     switch (q->kind) {
-    case K_READ:   return read(q->fd, q->buf, q->n);
-    case K_WRITE:  return write(q->fd, q->buf, q->n);
-    case K_READV:  return readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
-    case K_WRITEV: return writev(q->fd, (const struct iovec*)q->buf, (int)q->n);
-    case K_RECV:   return recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
-    default:       return send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+    case K_READ:   return rt_sys_read(q->fd, q->buf, q->n);
+    case K_WRITE:  return rt_sys_write(q->fd, q->buf, q->n);
+    case K_READV:  return rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
+    case K_WRITEV: return rt_sys_writev(q->fd, (const struct iovec*)q->buf, (int)q->n);
+    case K_RECV:   return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
+    default:       return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
     }
 }
 
@@ -273,7 +274,7 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     }
     if ((r = rt_fd_nonblock(s, fd)) < 0) return r;
     for (;;) {
-        int nfd = accept4(fd, addr, addrlen, flags | SOCK_NONBLOCK);
+        int nfd = rt_sys_accept4(fd, addr, addrlen, flags | SOCK_NONBLOCK);
         if (nfd >= 0) {
             /* the caller did not ask for O_NONBLOCK: it gets it anyway, and
              * the table says so (our calls need it there) */
@@ -295,7 +296,7 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
     int r = rt_fd_nonblock(s, fd);
     if (r < 0) return r;
     /* A plain connect: the address is read at once, so it may be anywhere. */
-    if (connect(fd, addr, addrlen) == 0) return 0;
+    if (rt_sys_connect(fd, addr, addrlen) == 0) return 0;
     if (errno != EINPROGRESS && errno != EINTR) return -errno;
     for (;;) {
         if ((r = rt_may_block(co, deadline)) != 0) return r;
@@ -305,14 +306,14 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
         if (err) return -err;
         struct pollfd p = {fd, POLLOUT, 0};
-        if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) return 0;
+        if (rt_sys_poll0(&p, 1) == 1 && (p.revents & POLLOUT)) return 0;
     }
 }
 
 int aco_rt_wait(int fd, int events, int64_t deadline) {
     CO_OR_EPERM(co);
     struct pollfd p = {fd, (short)events, 0};
-    int n = poll(&p, 1, 0);
+    int n = rt_sys_poll0(&p, 1);
     if (n < 0) return -errno;
     if (n == 1) return p.revents & POLLNVAL ? -EBADF : p.revents;
     int r = rt_may_block(co, deadline);
@@ -331,5 +332,5 @@ int aco_rt_close(int fd) {
             e->gen = gen;
         }
     }
-    return close(fd) == 0 ? 0 : -errno;
+    return rt_sys_close(fd) == 0 ? 0 : -errno;
 }

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
+#include "rt_sys.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     ev.data.fd = s->evfd;
     if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s->evfd, &ev) < 0) {
         int r = -errno;
-        close(e->epfd);
+        rt_sys_close(e->epfd);
         free(e);
         return r;
     }
@@ -47,7 +48,7 @@ static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
 
 static void ep_fini(aco_rt_sched_t* s) {
     ep_t* e = (ep_t*)s->be_data;
-    close(e->epfd);
+    rt_sys_close(e->epfd);
     free(e);
 }
 
@@ -91,7 +92,7 @@ static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
         int fd = e->ev[i].data.fd;
         if (fd == s->evfd) {
             uint64_t v;
-            if (read(fd, &v, sizeof(v)) < 0) { /* EINTR: the next poll says again */ }
+            if (rt_sys_read(fd, &v, sizeof(v)) < 0) { /* EINTR: the next poll says again */ }
             continue;
         }
         rt_fd_t* f = rt_fd_peek(s, fd);

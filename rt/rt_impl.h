@@ -9,6 +9,7 @@
  *   chan.c      channels and select
  *   io.c        the I/O calls, the share-stack check, the descriptor table
  *   io_epoll.c  epoll backend: readiness
+ *   rt_sys.h    the system calls on descriptors, past any hooks
  *   io_uring.c  io_uring backend: operations, and readiness for buffers
  *               that lie on a share stack
  *   pool.c      pools of scheduler threads, groups

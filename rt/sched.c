@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
+#include "rt_sys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +125,7 @@ void rt_notify(aco_rt_sched_t* s) {
         __atomic_exchange_n(&s->sleeping, 0, __ATOMIC_SEQ_CST)) {
         uint64_t one = 1;
         ssize_t r;
-        do r = write(s->evfd, &one, sizeof(one)); while (r < 0 && errno == EINTR);
+        do r = rt_sys_write(s->evfd, &one, sizeof(one)); while (r < 0 && errno == EINTR);
     }
 }
 
@@ -276,7 +277,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     }
     if (r < 0) {
         if (s->own_main) aco_destroy(s->main_co);
-        close(s->evfd);
+        rt_sys_close(s->evfd);
         free(s->stacks);
         free(s);
         errno = -r;
@@ -886,7 +887,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     free(s->stacks);
     free(s->cos);
     if (s->own_main) aco_destroy(s->main_co);
-    close(s->evfd);
+    rt_sys_close(s->evfd);
     __atomic_fetch_sub(&rt_nsched, 1u, __ATOMIC_ACQ_REL);
     rt_tls_sched = NULL;
     free(s);

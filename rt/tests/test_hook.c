@@ -1,0 +1,302 @@
+/* test_hook.c - the syscall hooks (rt/hook.c, linked into this program as
+ * a user would link libaco_hook ahead of libc): outside cos every call is
+ * libc's; in cos a call that would block parks the co and the others run;
+ * the program never sees the O_NONBLOCK the runtime sets, and its own
+ * O_NONBLOCK still means EAGAIN; SO_RCVTIMEO, poll and the sleeps time
+ * out, never early; accept/connect through the hooks; a cancelled co's
+ * blocking call fails.  The blocking calls here are plain libc names.
+ */
+#define _GNU_SOURCE
+#include "rt_test.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+static int64_t now(void) { return aco_rt_now(); }
+
+/* ------------------------------------------------------------------------ */
+/* Outside cos: libc                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void outside(void) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "abc", 3), 3);
+    char b[8];
+    CHECK_EQ(read(p[0], b, sizeof(b)), 3);
+    CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+    struct pollfd pf = {p[0], POLLIN, 0};
+    int64_t t0 = now();
+    CHECK_EQ(poll(&pf, 1, 20), 0);
+    CHECK_GE(now() - t0, 20 * MS);
+    t0 = now();
+    CHECK_EQ(usleep(10000), 0);
+    CHECK_GE(now() - t0, 10 * MS);
+    struct timespec ts = {0, 5000000};
+    CHECK_EQ(nanosleep(&ts, NULL), 0);
+    CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+    errno = 0;
+    CHECK_EQ(read(p[0], b, sizeof(b)), -1);
+    CHECK_EQ(errno, EAGAIN);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* In cos                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define SLEEPERS 100
+static int64_t sleep_t0;
+static int slept_ok;
+
+static void sleeper(void* arg) {
+    int kind = (int)(intptr_t)arg % 3;
+    int64_t t0 = now();
+    if (kind == 0) CHECK_EQ(usleep(50000), 0);
+    else if (kind == 1) { struct timespec ts = {0, 50000000}; CHECK_EQ(nanosleep(&ts, NULL), 0); }
+    else CHECK_EQ(poll(NULL, 0, 50), 0);
+    CHECK_GE(now() - t0, 50 * MS);      /* never early */
+    slept_ok++;
+}
+
+static int pipe_fd[2];
+static int reader_done, writer_saw_parked;
+
+static void reader(void* arg) {
+    (void)arg;
+    char b[16];
+    CHECK_EQ(read(pipe_fd[0], b, sizeof(b)), 5);   /* parks: the writer runs */
+    CHECK_EQ(memcmp(b, "hello", 5), 0);
+    reader_done = 1;
+}
+
+static void writer(void* arg) {
+    (void)arg;
+    aco_rt_stats_t st;
+    aco_rt_stats(NULL, &st);
+    writer_saw_parked = st.cos_parked > 0 && !reader_done;
+    CHECK_EQ(write(pipe_fd[1], "hello", 5), 5);
+}
+
+static void flags_co(void* arg) {
+    (void)arg;
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    /* a read that waits makes the runtime set O_NONBLOCK: the program
+     * does not see it */
+    aco_rt_co_t* w = aco_rt_spawn(NULL, writer, NULL);
+    pipe_fd[0] = p[0];
+    pipe_fd[1] = p[1];
+    char b[16];
+    CHECK_EQ(aco_rt_detach(w), 0);
+    CHECK_EQ(read(p[0], b, sizeof(b)), 5);
+    CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+    int real = (int)syscall(SYS_fcntl, p[0], F_GETFL, 0);
+    CHECK(real & O_NONBLOCK);                       /* but it is there */
+    /* the program's own O_NONBLOCK: EAGAIN, no parking */
+    CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+    CHECK(fcntl(p[0], F_GETFL) & O_NONBLOCK);
+    errno = 0;
+    CHECK_EQ(read(p[0], b, sizeof(b)), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_EQ(fcntl(p[0], F_SETFL, 0), 0);           /* blocking again */
+    CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+    int on = 1;
+    CHECK_EQ(ioctl(p[0], FIONBIO, &on), 0);
+    errno = 0;
+    CHECK_EQ(read(p[0], b, sizeof(b)), -1);
+    CHECK_EQ(errno, EAGAIN);
+    on = 0;
+    CHECK_EQ(ioctl(p[0], FIONBIO, &on), 0);
+    CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void timeouts_co(void* arg) {
+    (void)arg;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct timeval tv = {0, 30000};
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    char b[4];
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(recv(sv[0], b, sizeof(b), 0), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_GE(now() - t0, 30 * MS);
+    /* poll with a timeout, then with data */
+    struct pollfd pf = {sv[0], POLLIN, 0};
+    t0 = now();
+    CHECK_EQ(poll(&pf, 1, 20), 0);
+    CHECK_GE(now() - t0, 20 * MS);
+    CHECK_EQ(send(sv[1], "x", 1, 0), 1);
+    CHECK_EQ(poll(&pf, 1, 1000), 1);
+    CHECK(pf.revents & POLLIN);
+    CHECK_EQ(recv(sv[0], b, sizeof(b), 0), 1);
+    /* two descriptors: the polling loop */
+    struct pollfd two[2] = {{sv[0], POLLIN, 0}, {sv[1], POLLIN, 0}};
+    t0 = now();
+    CHECK_EQ(poll(two, 2, 15), 0);
+    CHECK_GE(now() - t0, 15 * MS);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* accept and connect through the hooks, a co each side */
+static int lfd, port;
+
+static void server_co(void* arg) {
+    (void)arg;
+    int c = accept(lfd, NULL, NULL);
+    CHECK_GE(c, 0);
+    CHECK_EQ(fcntl(c, F_GETFL) & O_NONBLOCK, 0);
+    char b[64];
+    ssize_t n = read(c, b, sizeof(b));
+    CHECK_EQ(n, 4);
+    CHECK_EQ(write(c, b, (size_t)n), 4);
+    close(c);
+}
+
+static void client_co(void* arg) {
+    (void)arg;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(connect(s, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(write(s, "ping", 4), 4);
+    char b[8];
+    CHECK_EQ(read(s, b, sizeof(b)), 4);
+    CHECK_EQ(memcmp(b, "ping", 4), 0);
+    CHECK_EQ(read(s, b, sizeof(b)), 0);            /* the server closed */
+    close(s);
+}
+
+static int cancelled_errno;
+
+static void victim(void* arg) {
+    (void)arg;
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    char b[4];
+    errno = 0;
+    CHECK_EQ(read(p[0], b, sizeof(b)), -1);
+    cancelled_errno = errno;
+    close(p[0]);
+    close(p[1]);
+}
+
+static aco_rt_co_t* victim_co;
+
+static void canceller(void* arg) {
+    (void)arg;
+    aco_rt_yield();                     /* the victim parks in its read */
+    aco_rt_yield();
+    CHECK_EQ(aco_rt_cancel(victim_co), 0);
+}
+
+static void body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    /* 100 cos sleep 50 ms each through usleep, nanosleep and poll: at
+     * once, so in far less than the 5 s one after the other takes */
+    slept_ok = 0;
+    sleep_t0 = now();
+    for (int i = 0; i < SLEEPERS; i++) CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, sleeper, (void*)(intptr_t)i)), 0);
+    test_run(s);
+    CHECK_EQ(slept_ok, SLEEPERS);
+    CHECK_LT(now() - sleep_t0, SLEEPERS * 50 * MS / 2);
+    /* a read on an empty pipe parks its co, the writer runs */
+    CHECK_EQ(pipe(pipe_fd), 0);
+    reader_done = writer_saw_parked = 0;
+    aco_rt_detach(aco_rt_spawn(s, reader, NULL));
+    aco_rt_detach(aco_rt_spawn(s, writer, NULL));
+    test_run(s);
+    CHECK(reader_done && writer_saw_parked);
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
+    test_go(s, flags_co, NULL);
+    test_go(s, timeouts_co, NULL);
+    /* TCP */
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof(a);
+    CHECK_EQ(bind(lfd, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(listen(lfd, 16), 0);
+    CHECK_EQ(getsockname(lfd, (struct sockaddr*)&a, &al), 0);
+    port = ntohs(a.sin_port);
+    aco_rt_detach(aco_rt_spawn(s, server_co, NULL));
+    aco_rt_detach(aco_rt_spawn(s, client_co, NULL));
+    test_run(s);
+    close(lfd);
+    /* a cancelled co's blocking read fails with ECANCELED */
+    victim_co = aco_rt_spawn(s, victim, NULL);
+    aco_rt_detach(victim_co);
+    aco_rt_detach(aco_rt_spawn(s, canceller, NULL));
+    test_run(s);
+    CHECK_EQ(cancelled_errno, ECANCELED);
+}
+
+/* Outside cos, on a descriptor the runtime made non-blocking: a read still
+ * blocks until a thread writes. */
+static int late_fd;
+static void* late_writer(void* arg) {
+    (void)arg;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    CHECK_EQ(write(late_fd, "z", 1), 1);
+    return NULL;
+}
+
+static int made_fd[2];
+static void made_reader(void* arg) {
+    (void)arg;
+    char b[2];
+    CHECK_EQ(read(made_fd[0], b, 1), 1);        /* waits: the runtime sets O_NONBLOCK */
+}
+
+static void make_nonblock_co(void* arg) {
+    (void)arg;
+    aco_rt_co_t* r = aco_rt_spawn(NULL, made_reader, NULL);
+    aco_rt_yield();
+    CHECK_EQ(write(made_fd[1], "y", 1), 1);
+    CHECK_EQ(aco_rt_join(r, -1), 0);
+}
+
+static void blocking_after_co(void) {
+    CHECK_EQ(pipe(made_fd), 0);
+    aco_rt_sched_t* s = test_sched(NULL);
+    test_go(s, make_nonblock_co, NULL);
+    aco_rt_sched_free(s);
+    CHECK((int)syscall(SYS_fcntl, made_fd[0], F_GETFL, 0) & O_NONBLOCK);
+    CHECK_EQ(fcntl(made_fd[0], F_GETFL) & O_NONBLOCK, 0);
+    char b[2];
+    late_fd = made_fd[1];
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, late_writer, NULL), 0);
+    int64_t t0 = now();
+    ssize_t n;
+    n = read(made_fd[0], b, 1);                 /* blocks, as the program expects */
+    CHECK_EQ(n, 1);
+    CHECK_EQ(b[0], 'z');
+    CHECK_GE(now() - t0, 15 * MS);
+    pthread_join(t, NULL);
+    close(made_fd[0]);
+    close(made_fd[1]);
+}
+
+int main(void) {
+    outside();
+    test_on_backends(NULL, body, NULL);
+    blocking_after_co();
+    outside();
+    printf("test_hook: all passed\n");
+    return 0;
+}
