@@ -98,8 +98,10 @@ static void flags_co(void* arg) {
     CHECK_EQ(aco_rt_detach(w), 0);
     CHECK_EQ(read(p[0], b, sizeof(b)), 5);
     CHECK_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
-    int real = (int)syscall(SYS_fcntl, p[0], F_GETFL, 0);
-    CHECK(real & O_NONBLOCK);                       /* but it is there */
+    /* (it is there when the read waited for readiness: always on epoll;
+     * io_uring reads into a buffer off the share stack without it) */
+    if (test_backend_id == ACO_RT_BACKEND_EPOLL)
+        CHECK((int)syscall(SYS_fcntl, p[0], F_GETFL, 0) & O_NONBLOCK);
     /* the program's own O_NONBLOCK: EAGAIN, no parking */
     CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
     CHECK(fcntl(p[0], F_GETFL) & O_NONBLOCK);
@@ -272,7 +274,8 @@ static void make_nonblock_co(void* arg) {
 
 static void blocking_after_co(void) {
     CHECK_EQ(pipe(made_fd), 0);
-    aco_rt_sched_t* s = test_sched(NULL);
+    aco_rt_opts_t o = {.backend = ACO_RT_BACKEND_EPOLL};     /* (readiness: O_NONBLOCK) */
+    aco_rt_sched_t* s = test_sched(&o);
     test_go(s, make_nonblock_co, NULL);
     aco_rt_sched_free(s);
     CHECK((int)syscall(SYS_fcntl, made_fd[0], F_GETFL, 0) & O_NONBLOCK);
