@@ -37,9 +37,12 @@
 # Every compile uses -Wall -Wextra -Werror.
 #
 # The runtime (rt/) is built for x86-64 natively: output/libaco_rt.a and .so,
-# output/libaco_rt.pc, the programs output/aco_echo, aco_resp, aco_nc and
-# aco_rt_bench, and its tests as output/rt_test_<name>..<variant> for the
-# variants (no_)valgrind.standaloneFPUenv.
+# output/libaco_rt.pc, the syscall hooks output/libaco_hook.so, the
+# single-thread build output/libaco_rt_st.a, the programs output/aco_echo,
+# aco_resp, aco_nc, aco_rt_bench (and aco_rt_bench_st), hook_hiredis and
+# hook_hiredis_linked (with libhiredis-dev), and its tests as
+# output/rt_test_<name>..<variant> for the variants
+# (no_)valgrind.standaloneFPUenv (and rt_test_<name>_st.. for four of them).
 #
 # Programs are named output/<program>..<variant>, the variant being
 # [m32.]{no_valgrind,valgrind}.{standaloneFPUenv,shareFPUenv} natively and
