@@ -808,6 +808,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
             }
             if (rt_load(&s->stop)) goto out;
         }
+        if (s->out_pending) outbox_flush_all(s);  /* (spawns from a timer callback) */
         if (drain(s)) { hot = 1; continue; }
         if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED) && take_new(s, s, UINT32_MAX)) continue;
         if (s->noutbox && steal(s)) { hot = 1; continue; }
