@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench_rt.sh - the coroutine runtime (rt/) side by side with its peers.
 #
-#   bash rt/bench/bench_rt.sh [--quick] [OUTPUT_DIR]
+#   bash rt/bench/bench_rt.sh [--quick|--smoke] [OUTPUT_DIR]
+#
+# --smoke: one round of tiny runs, every section: not figures, a check that
+# every program and peer builds and runs (tests/check_rt_bench.sh).
 #
 # OUTPUT_DIR (default output) is where the runtime's programs are
 # (aco_rt_bench, aco_resp, aco_nc); the peers are built into
@@ -97,6 +100,7 @@ OUT=output
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=1 ;;
+        --smoke) quick=2 ;;
         -h|--help) usage; exit 0 ;;
         -*) echo "bench_rt: unknown option $1" >&2; usage >&2; exit 2 ;;
         *) OUT=$1 ;;
@@ -111,7 +115,12 @@ PEERS=$OUT/bench-peers
 mkdir -p "$PEERS" || exit 2
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench_rt.XXXXXX") || exit 2
 
-if [ $quick = 1 ]; then
+if [ $quick = 2 ]; then
+    ROUNDS=1
+    export BENCH_RT_ROUNDS=1
+    REDIS_N_P1=5000 REDIS_N_P16=20000 NC_MIB=16 PARKED_N=10000
+    LOOP_N=20000 LOOP_SEG=2 LOOP_WARM=2000
+elif [ $quick = 1 ]; then
     ROUNDS=${BENCH_RT_ROUNDS:-2}
     REDIS_N_P1=${BENCH_RT_REDIS_N_P1:-200000}
     REDIS_N_P16=${BENCH_RT_REDIS_N_P16:-200000}
@@ -863,7 +872,7 @@ nc_section() {
 }
 
 # ---- f. threads ------------------------------------------------------------
-XPP_N=$([ $quick = 1 ] && echo 100000 || echo 200000)
+XPP_N=$(case $quick in 1) echo 100000 ;; 2) echo 10000 ;; *) echo 200000 ;; esac)
 threads_section() {
     echo
     echo "== f. threads: both CPUs, $ROUNDS interleaved rounds"

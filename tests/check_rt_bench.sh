@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# check_rt_bench.sh - `bench_rt.sh --smoke`: every section once, tiny: the
+# runtime's benchmark programs and every peer (Go, Boost.Fiber,
+# redis-server, OpenBSD nc, hiredis through the hooks) build and run, and
+# every headline line has figures (no n/a).  Not a measurement: the
+# figures are not looked at.  Exit status: the verdict.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUTPUT:-output}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! timeout 900 bash rt/bench/bench_rt.sh --smoke "$OUT" > "$log" 2>&1; then
+    cat "$log"
+    echo "check_rt_bench: bench_rt.sh --smoke failed"
+    exit 1
+fi
+n=$(grep -c '^headline ' "$log")
+bad=$(grep '^headline ' "$log" | grep -E '=n/a( |$)')
+if [ "$n" -lt 40 ] || [ -n "$bad" ]; then
+    cat "$log"
+    echo "check_rt_bench: $n headline lines (40 or more expected); without figures:"
+    echo "$bad"
+    exit 1
+fi
+grep -E 'PEER FAILED|warning' "$log" | grep -v 'busy\|noisy\|suspect' && { echo "check_rt_bench: see above"; exit 1; }
+echo "check_rt_bench: $n headline lines, every one with its figures"
