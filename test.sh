@@ -334,7 +334,7 @@ run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, 
     fi
     local start=$SECONDS
     # shellcheck disable=SC2086
-    env $envs timeout 600 "${cmd[@]}" $args > "$log" 2>&1
+    env $envs timeout -k 10 600 "${cmd[@]}" $args > "$log" 2>&1
     local rc=$? got secs=$((SECONDS - start))
     if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then got="SIG$(kill -l $((rc - 128)))"; else got=$rc; fi
     # Reports: sanitizer reports, or memcheck's error count.
