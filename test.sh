@@ -170,10 +170,6 @@ excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
         test_aco_benchmark:asan-*|test_aco_benchmark:tsan)
             echo "it measures glibc's allocator (mallopt, RSS per co) and times switches:" \
                  "the sanitizer's allocator replaces the one, instrumentation the other" ;;
-        rt_test_pthread_threads:memcheck)
-            echo "under memcheck its 40 cos on two pool threads stopped making progress (valgrind" \
-                 "runs one thread at a time; not seen natively, under TSan or ASan): an open issue," \
-                 "test_pool covers the pool under memcheck" ;;
         rt_test_resp:tsan|rt_test_kv:tsan)
             echo "the RESP parser and store are single-threaded code without cos: TSan has" \
                  "nothing to check there, and takes a minute over their million-key cases" ;;

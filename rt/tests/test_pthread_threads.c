@@ -89,6 +89,9 @@ int main(void) {
     CHECK_EQ(aco_rt_pthread_key_create(&K, dt), 0);
     CHECK_EQ(aco_rt_pthread_barrier_init(&B, NULL, N), 0);
     aco_rt_pool_opts_t o = {.threads = 2};
+    /* memcheck runs with epoll only (ACO_RT_TEST_BACKENDS=epoll) */
+    const char* b = getenv("ACO_RT_TEST_BACKENDS");
+    if (b && strstr(b, "uring") == NULL) o.sched.backend = ACO_RT_BACKEND_EPOLL;
     aco_rt_pool_t* p = aco_rt_pool_new(&o);
     CHECK(p != NULL);
     for (int i = 0; i < N; i++) {
