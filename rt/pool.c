@@ -89,6 +89,17 @@ static void* pool_thread(void* arg) {
     return NULL;
 }
 
+/* Join the first n threads and free p. */
+static void pool_end(aco_rt_pool_t* p, unsigned n) {
+    for (unsigned i = 0; i < n; i++) pthread_join(p->th[i], NULL);
+    pthread_barrier_destroy(&p->stopped);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->s);
+    free(p->th);
+    free(p);
+}
+
 aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
 #ifdef ACO_RT_NO_THREADS
     (void)opts;
@@ -134,13 +145,7 @@ aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     if (err == 0) return p;
-    for (unsigned i = 0; i < made; i++) pthread_join(p->th[i], NULL);
-    pthread_barrier_destroy(&p->stopped);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
-    free(p->s);
-    free(p->th);
-    free(p);
+    pool_end(p, made);
     errno = err;
     return NULL;
 nomem:
@@ -240,13 +245,7 @@ void aco_rt_pool_free(aco_rt_pool_t* p) {
     rt_store(&p->closing, 1);
     for (unsigned i = 0; i < p->n; i++) aco_rt_sched_stop(p->s[i]);
     pthread_barrier_wait(&p->stopped);
-    for (unsigned i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
-    pthread_barrier_destroy(&p->stopped);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
-    free(p->s);
-    free(p->th);
-    free(p);
+    pool_end(p, p->n);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -345,6 +345,16 @@ static void cos_del(aco_rt_sched_t* s, aco_rt_co_t* co) {
     last->slot = co->slot;
 }
 
+/* co takes the libaco co (and extra block) of finished record old, which
+ * goes. */
+static void adopt_aco(aco_rt_co_t* co, aco_rt_co_t* old) {
+    co->aco = old->aco;
+    aco_reset2(co->aco, co_main, co);
+    if (co->x == NULL) { co->x = old->x; old->x = NULL; }
+    extra_free(old->x);
+    free(old);
+}
+
 /* Give record co (state, fn and arg set) its libaco co, on this thread:
  * a finished record's when one is kept, else a new one.  0 or -ENOMEM. */
 static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack) {
@@ -352,11 +362,7 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
         aco_rt_co_t* old = s->free_recs;
         s->free_recs = old->next;
         s->nfree--;
-        co->aco = old->aco;
-        aco_reset2(co->aco, co_main, co);
-        if (co->x == NULL) { co->x = old->x; old->x = NULL; }
-        extra_free(old->x);
-        free(old);
+        adopt_aco(co, old);
         return 0;
     }
     aco_share_stack_t* st = NULL;
@@ -370,11 +376,7 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
             if (have < sz || have / 2 > sz) continue;
             *pp = old->next;
             s->nsolo--;
-            co->aco = old->aco;
-            aco_reset2(co->aco, co_main, co);
-            if (co->x == NULL) { co->x = old->x; old->x = NULL; }
-            extra_free(old->x);
-            free(old);
+            adopt_aco(co, old);
             return 0;
         }
         if (stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
