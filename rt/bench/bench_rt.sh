@@ -228,6 +228,15 @@ free_port() {
     exit 2
 }
 
+# listening PORT: a TCP socket listens on PORT (/proc/net/tcp{,6}: iproute2's
+# ss is not on every machine)
+listening() {
+    local hex
+    hex=$(printf '%04X' "$1")
+    awk -v p="$hex" 'FNR > 1 {n = split($2, a, ":"); if (a[n] == p && $4 == "0A") f = 1}
+        END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
 # cpu_ticks PID: utime + stime of the whole process (all its threads,
 # io_uring's io-wq/sqpoll workers included), in clock ticks
 cpu_ticks() {
@@ -802,11 +811,11 @@ nc_section() {
         spid=$!
         PIDS+=("$spid")
         for _ in $(seq 1 200); do
-            [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && break
+            listening "$port" && break
             kill -0 "$spid" 2>/dev/null || break
             sleep 0.025
         done
-        if [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+        if ! listening "$port"; then
             NC_ERR="the server ($scmd -l $port) is not listening: $(tail -1 "$TMPD/nc.srv.err")"
             stop_pid "$spid"
             [ $wpid != 0 ] && stop_pid "$wpid"
