@@ -242,6 +242,16 @@ static void dealloc(void* p, size_t sz) {
     else free(p);
 }
 
+void* aco_alloc(size_t sz) {
+    if (sz == 0) fatal("aco_alloc", "sz must not be 0");
+    mark_used();
+    return user_alloc ? user_alloc(user_cookie, sz) : malloc(sz);
+}
+
+void aco_free(void* p, size_t sz) {
+    if (p != NULL) dealloc(p, sz);
+}
+
 /* Called from aco_protector (acosw.S) when a co function returned: a bug. */
 __attribute__((visibility("hidden"), noreturn))
 void aco__funcp_protector(void);
@@ -671,6 +681,17 @@ static void pool_free(void* p) {
     pool_unlock(locked);
 }
 
+/* A save stack's capacity says where it comes from (save_alloc).  Capacities are multiples of 8, so save_stack.sz has room for
+ * two flags: SS_IN, the co object is the caller's memory (aco_create_in),
+ * and SS_EMBED, its save stack is the rest of that memory.  Live sizes are
+ * multiples of 4 (the stack pointer's alignment on every ABI here), so
+ * "n > sz" is "n > capacity" with the flags in: take's fast path compares
+ * sz as it is. */
+#define SS_IN    1u
+#define SS_EMBED 2u
+#define SS_CAP(ss) ((size_t)((ss)->sz & ~(uint32_t)7))
+#define SAVE_MAX ((size_t)UINT32_MAX & ~(size_t)7)
+
 /* A zeroed co object, with the tools' bytes after it. */
 static size_t co_bytes(void) { return (sizeof(aco_t) + tool_co_extra() + 15) & ~(size_t)15; }
 
@@ -686,6 +707,7 @@ static aco_t* co_alloc(const char* fn) {
  * links the free slots, so a destroyed co is recognised until the slot is
  * handed out again. */
 static void co_free(aco_t* co) {
+    if (co->save_stack.sz & SS_IN) return;     /* the caller's (aco_create_in) */
     if (user_free) {
         co->state = aco__state_dead;    /* (until the program reuses it) */
         dealloc(co, co_bytes());
@@ -694,10 +716,9 @@ static void co_free(aco_t* co) {
     pool_free(co);
 }
 
-/* Save stacks: pooled up to SAVE_POOLED bytes, malloc'd above; the capacity
- * (save_stack.sz) says which. */
+/* Save stacks: pooled up to SAVE_POOLED bytes, malloc'd above (SS_CAP). */
 static size_t save_capacity(size_t n) {
-    return n <= SAVE_POOLED ? (n + SAVE_STEP - 1) & ~(size_t)(SAVE_STEP - 1) : n;
+    return (n + SAVE_STEP - 1) & ~(size_t)(SAVE_STEP - 1);
 }
 
 static void* save_alloc(size_t cap, const char* fn) {
@@ -708,10 +729,16 @@ static void* save_alloc(size_t cap, const char* fn) {
 }
 
 static void save_free(aco_save_stack_t* ss) {
-    if (ss->ptr == NULL) return;
-    if (!user_free && !tool_wants_malloc() && ss->sz <= SAVE_POOLED) pool_free(ss->ptr);
-    else dealloc(ss->ptr, ss->sz + tool_save_extra(ss->sz));
+    size_t cap = SS_CAP(ss);
+    if (ss->ptr == NULL || (ss->sz & SS_EMBED)) {
+        /* nothing, or the caller's */
+    } else if (!user_free && !tool_wants_malloc() && cap <= SAVE_POOLED) {
+        pool_free(ss->ptr);
+    } else {
+        dealloc(ss->ptr, cap + tool_save_extra(cap));
+    }
     ss->ptr = NULL;
+    ss->sz &= SS_IN;
 }
 
 /* ======================================================================== */
@@ -731,6 +758,36 @@ static void init_regs(aco_t* co) {
     fpenv_give(co);
 }
 
+/* The checks of a non-main co's creation. */
+static void check_create(const char* fn, aco_t* main_co, aco_share_stack_t* share_stack,
+                         aco_cofuncp_t fp) {
+    if (aco_unlikely(!LIVE(main_co))) aco__not_a_co(fn, main_co);
+    check(fn, aco_is_main_co(main_co), "main_co %p is not a main co", (void*)main_co);
+    check(fn, aco_gtls_co == main_co || (aco_gtls_co != NULL && aco_gtls_co->main_co == main_co),
+          "main_co %p is not this thread's main co (the running co is %p)",
+          (void*)main_co, (void*)aco_gtls_co);
+    check(fn, share_stack != NULL, "share_stack must not be NULL for a non-main co");
+    /* The share stack is this thread's, or free (aco.h). */
+    check(fn, share_stack->co_ct == 0 || share_stack->thread == &inited,
+          "share stack %p belongs to another thread (%zu co(s) of it use it); a "
+          "share stack passes to another thread only when no co uses it",
+          (void*)share_stack, share_stack->co_ct);
+    check(fn, fp != NULL, "fp must not be NULL for a non-main co");
+}
+
+/* Fill in the zeroed co of a non-main co; its share stack counts it. */
+static void make(aco_t* co, aco_t* main_co, aco_share_stack_t* share_stack,
+                 aco_cofuncp_t fp, void* arg) {
+    co->main_co = main_co;
+    co->arg = arg;
+    co->fp = fp;
+    co->share_stack = share_stack;
+    co->state = aco__state_off;         /* until its first resume takes the stack */
+    init_regs(co);
+    share_stack->co_ct++;
+    share_stack->thread = &inited;
+}
+
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg) {
     static const char fn[] = "aco_create";
@@ -748,27 +805,10 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
         aco_gtls_co = co;
         return co;
     }
-    if (aco_unlikely(!LIVE(main_co))) aco__not_a_co(fn, main_co);
-    check(fn, aco_is_main_co(main_co), "main_co %p is not a main co", (void*)main_co);
-    check(fn, aco_gtls_co == main_co || (aco_gtls_co != NULL && aco_gtls_co->main_co == main_co),
-          "main_co %p is not this thread's main co (the running co is %p)",
-          (void*)main_co, (void*)aco_gtls_co);
-    check(fn, share_stack != NULL, "share_stack must not be NULL for a non-main co");
-    /* The share stack is this thread's, or free (aco.h). */
-    check(fn, share_stack->co_ct == 0 || share_stack->thread == &inited,
-          "share stack %p belongs to another thread (%zu co(s) of it use it); a "
-          "share stack passes to another thread only when no co uses it",
-          (void*)share_stack, share_stack->co_ct);
-    check(fn, fp != NULL, "fp must not be NULL for a non-main co");
-    check(fn, save_stack_sz <= UINT32_MAX, "save_stack_sz %zu exceeds 4 GiB", save_stack_sz);
-
+    check(fn, save_stack_sz <= SAVE_MAX, "save_stack_sz %zu exceeds 4 GiB", save_stack_sz);
+    check_create(fn, main_co, share_stack, fp);
     aco_t* co = co_alloc(fn);
-    co->main_co = main_co;
-    co->arg = arg;
-    co->fp = fp;
-    co->share_stack = share_stack;
-    co->state = aco__state_off;         /* until its first resume takes the stack */
-    init_regs(co);
+    make(co, main_co, share_stack, fp, arg);
     /* The save stack is allocated when first needed, exactly as large as
      * needed, unless the caller asked for an initial size. */
     if (save_stack_sz != 0) {
@@ -776,8 +816,36 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
         co->save_stack.ptr = save_alloc(cap, fn);
         co->save_stack.sz = (uint32_t)cap;
     }
-    share_stack->co_ct++;
-    share_stack->thread = &inited;
+    return co;
+}
+
+size_t aco_co_size(void) {
+    return co_bytes();
+}
+
+aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* share_stack,
+                     aco_cofuncp_t fp, void* arg) {
+    static const char fn[] = "aco_create_in";
+    check(fn, inited, "aco_thread_init() must be called in this thread first");
+    check(fn, main_co != NULL, "main_co must not be NULL: aco_create_in makes non-main "
+          "cos only (aco_create makes the main co)");
+    check(fn, mem != NULL && ((uintptr_t)mem & 15) == 0,
+          "mem %p must be 16-byte aligned memory", mem);
+    check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size() (%zu)", sz, co_bytes());
+    check_create(fn, main_co, share_stack, fp);
+    aco_t* co = mem;
+    memset(co, 0, sizeof(aco_t) + tool_co_extra());
+    make(co, main_co, share_stack, fp, arg);
+    /* The rest of mem: the largest save stack that fits with the bytes the
+     * tools keep after it (ASan: a shadow copy, an eighth of it). */
+    size_t room = sz - co_bytes(), cap = (room < SAVE_MAX ? room : SAVE_MAX) & ~(size_t)7;
+    if (cap + tool_save_extra(cap) > room) cap = (room - room / 8) & ~(size_t)7;
+    while (cap > 0 && cap + tool_save_extra(cap) > room) cap -= SAVE_STEP;
+    co->save_stack.sz = SS_IN;
+    if (cap > 0) {
+        co->save_stack.ptr = (char*)co + co_bytes();
+        co->save_stack.sz = (uint32_t)cap | SS_IN | SS_EMBED;
+    }
     return co;
 }
 
@@ -1002,13 +1070,13 @@ static void take_slow(aco_t* co) {
     if (owner != NULL) {
         aco_save_stack_t* ss = &owner->save_stack;
         size_t n = live_bytes(owner, s);
-        if (n > ss->sz) {
-            check("aco_resume", n <= UINT32_MAX, "co %p has %zu live bytes on its "
+        if (n > SS_CAP(ss)) {
+            check("aco_resume", n <= SAVE_MAX, "co %p has %zu live bytes on its "
                   "share stack: a save stack holds less than 4 GiB", (void*)owner, n);
             size_t cap = save_capacity(n);
             save_free(ss);
             ss->ptr = save_alloc(cap, "aco_resume");
-            ss->sz = (uint32_t)cap;
+            ss->sz |= (uint32_t)cap;
         }
         save(owner, n, 0);
     }
@@ -1447,7 +1515,7 @@ static inline void tool_saved(aco_t* owner, size_t n) {
 #if aco__asan
     aco_save_stack_t* ss = &owner->save_stack;
     asan_shadow_move((uintptr_t)SP(owner), (uintptr_t)owner->share_stack->align_highptr,
-                     (unsigned char*)ss->ptr + ss->sz, 1);
+                     (unsigned char*)ss->ptr + SS_CAP(ss), 1);
 #endif
     (void)owner, (void)n;
 }
@@ -1476,7 +1544,7 @@ static inline void tool_restored(aco_t* co, char* dst, size_t n) {
 #if aco__asan
     /* n == 0 (a co that never ran) finds the region clean: the invariant. */
     asan_shadow_move((uintptr_t)dst, (uintptr_t)co->share_stack->align_highptr,
-                     (unsigned char*)co->save_stack.ptr + co->save_stack.sz, 0);
+                     (unsigned char*)co->save_stack.ptr + SS_CAP(&co->save_stack), 0);
 #endif
     (void)co, (void)dst, (void)n;
 }

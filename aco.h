@@ -119,6 +119,23 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk);
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg);
 
+/* Bytes of a co object in this build (the aco_t and, under a sanitizer, its
+ * state after it), a multiple of 16: the least aco_create_in() takes. */
+size_t aco_co_size(void);
+
+/* aco_create(main_co, share_stack, 0, fp, arg) in the caller's memory: mem,
+ * 16-byte aligned, sz >= aco_co_size() bytes.  The co object takes the first
+ * aco_co_size() bytes and the rest is its save stack, so a co whose frames
+ * fit there is made and run without any allocation (frames that outgrow it
+ * get a save stack of libaco's, as a co of aco_create's does, and the room
+ * in mem stays unused from then on).  With the caller's own data beside it
+ * this is one allocation per co.  mem must stay where it is, untouched by
+ * the program, until aco_destroy(co); that frees only what libaco allocated
+ * for co, and mem is the caller's again (to free, or to make another co
+ * in).  Only non-main cos.  Returns mem, as the co. */
+aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* share_stack,
+                     aco_cofuncp_t fp, void* arg);
+
 /* Run co (start it, or continue it after its aco_yield()) until it yields or
  * exits.  The caller must be co->main_co; co must be a non-main co that has
  * not ended. */
@@ -196,6 +213,14 @@ void aco_overflow_report_install(void);
  * to 16 bytes, or NULL (libaco then aborts, naming the size). */
 void aco_set_allocator(void* (*alloc)(void* cookie, size_t sz),
                        void (*free)(void* cookie, void* p, size_t sz), void* cookie);
+
+/* sz (not 0) bytes, 16-byte aligned, from libaco's allocator: the program's
+ * (aco_set_allocator) or malloc; NULL when out of memory (not an abort: the
+ * caller decides).  For memory kept per co beside libaco's, such as
+ * aco_create_in's, so that it all comes from the one allocator.  aco_free(p,
+ * sz) gives it back, with the size that was asked for. */
+void* aco_alloc(size_t sz);
+void aco_free(void* p, size_t sz);
 
 /* Branch hints and an assert that is never compiled out and says what
  * failed.  aco_assert_override.h maps likely/unlikely/assert/... to these. */
@@ -341,7 +366,8 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 
 typedef struct {
     void*    ptr;       /* buffer holding the co's frames while evicted */
-    uint32_t sz;        /* its capacity in bytes */
+    uint32_t sz;        /* its capacity in bytes, a multiple of 8, with two
+                           flags of aco.c's in the low bits */
     uint32_t valid_sz;  /* bytes of it in use */
     size_t   max_cpsz;  /* (read) the largest copy so far, in bytes */
     size_t   ct_save;   /* (read) copies share stack -> save stack */
