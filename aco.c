@@ -819,8 +819,10 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     return co;
 }
 
-size_t aco_co_size(void) {
-    return co_bytes();
+size_t aco_co_size(size_t save_sz) {
+    check("aco_co_size", save_sz <= SAVE_MAX, "save_sz %zu exceeds 4 GiB - 8", save_sz);
+    size_t cap = save_capacity(save_sz);
+    return co_bytes() + cap + (cap ? tool_save_extra(cap) : 0);
 }
 
 aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* share_stack,
@@ -831,16 +833,20 @@ aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* sh
           "cos only (aco_create makes the main co)");
     check(fn, mem != NULL && ((uintptr_t)mem & 15) == 0,
           "mem %p must be 16-byte aligned memory", mem);
-    check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size() (%zu)", sz, co_bytes());
+    check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size(0) (%zu)", sz, co_bytes());
     check_create(fn, main_co, share_stack, fp);
     aco_t* co = mem;
     memset(co, 0, sizeof(aco_t) + tool_co_extra());
     make(co, main_co, share_stack, fp, arg);
     /* The rest of mem: the largest save stack that fits with the bytes the
-     * tools keep after it (ASan: a shadow copy, an eighth of it). */
+     * tools keep after it (ASan: a shadow copy, an eighth of it): down by
+     * what is too much, then up while the next step fits. */
     size_t room = sz - co_bytes(), cap = (room < SAVE_MAX ? room : SAVE_MAX) & ~(size_t)7;
-    if (cap + tool_save_extra(cap) > room) cap = (room - room / 8) & ~(size_t)7;
-    while (cap > 0 && cap + tool_save_extra(cap) > room) cap -= SAVE_STEP;
+    for (size_t over; cap > 0 && (over = cap + tool_save_extra(cap)) > room;)
+        cap -= save_capacity(over - room);
+    while (cap + SAVE_STEP <= SAVE_MAX &&
+           cap + SAVE_STEP + tool_save_extra(cap + SAVE_STEP) <= room)
+        cap += SAVE_STEP;
     co->save_stack.sz = SS_IN;
     if (cap > 0) {
         co->save_stack.ptr = (char*)co + co_bytes();

@@ -119,20 +119,23 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk);
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg);
 
-/* Bytes of a co object in this build (the aco_t and, under a sanitizer, its
- * state after it), a multiple of 16: the least aco_create_in() takes. */
-size_t aco_co_size(void);
+/* Bytes aco_create_in() needs for a co whose save stack holds save_sz bytes
+ * of frames (at most 4 GiB - 8), in this build (the co object, a multiple of
+ * 16, and the save stack; a sanitizer's state too).  aco_co_size(0): the co
+ * object alone, the least aco_create_in() takes. */
+size_t aco_co_size(size_t save_sz);
 
 /* aco_create(main_co, share_stack, 0, fp, arg) in the caller's memory: mem,
- * 16-byte aligned, sz >= aco_co_size() bytes.  The co object takes the first
- * aco_co_size() bytes and the rest is its save stack, so a co whose frames
- * fit there is made and run without any allocation (frames that outgrow it
- * get a save stack of libaco's, as a co of aco_create's does, and the room
- * in mem stays unused from then on).  With the caller's own data beside it
- * this is one allocation per co.  mem must stay where it is, untouched by
- * the program, until aco_destroy(co); that frees only what libaco allocated
- * for co, and mem is the caller's again (to free, or to make another co
- * in).  Only non-main cos.  Returns mem, as the co. */
+ * 16-byte aligned, sz >= aco_co_size(0) bytes.  The co object takes the
+ * first aco_co_size(0) bytes and the rest is its save stack (sz =
+ * aco_co_size(n): one for n bytes of frames), so a co whose frames fit is
+ * made and run without any allocation (frames that outgrow it get a save
+ * stack of libaco's, as a co of aco_create's does, and the room in mem
+ * stays unused from then on).  With the caller's own data beside it this
+ * is one allocation per co.  mem must stay where it is, untouched by the
+ * program, until aco_destroy(co); that frees only what libaco allocated for
+ * co, and mem is the caller's again (to free, or to make another co in).
+ * Only non-main cos.  Returns mem, as the co. */
 aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* share_stack,
                      aco_cofuncp_t fp, void* arg);
 

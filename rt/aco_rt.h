@@ -123,6 +123,14 @@ typedef struct {
     size_t private_size;        /* bytes of a private buffer, zeroed, in the
                                    same allocation as the co's record (heap:
                                    io_uring may fill it); aco_rt_private() */
+    size_t save_size;           /* bytes of save stack (where the co's frames
+                                   wait while another co has the share stack)
+                                   in that allocation too.  0: what the last
+                                   co of the same fn needed, if one was ever
+                                   copied out, else none.  Frames that
+                                   outgrow it (or find none) get a separate
+                                   save stack, exactly their size, when they
+                                   are first copied out */
 } aco_rt_spawn_opts_t;
 
 /* A new co of scheduler s (NULL: the calling thread's) that runs fn(arg); it

@@ -229,12 +229,15 @@ struct aco_rt_co {
     uint8_t          cancel_req;    /* atomic: cancelled before it started */
     size_t           priv_cap;  /* the private buffer after the record: room, */
     size_t           priv_size; /* and what this co asked for (0: none) */
+    size_t           rec_sz;    /* bytes of the whole allocation */
 };
 
-/* The private buffer (aco_rt_spawn_opts_t.private_size) follows the record
- * in the same allocation. */
+/* One allocation (aco_alloc) per co: the record, its private buffer
+ * (aco_rt_spawn_opts_t.private_size), then its libaco co with a save stack
+ * of its own in the rest (aco_create_in). */
 #define RT_PRIV_OFF ((sizeof(aco_rt_co_t) + 15) & ~(size_t)15)
 static inline void* rt_priv(aco_rt_co_t* co) { return (char*)co + RT_PRIV_OFF; }
+static inline size_t rt_aco_off(const aco_rt_co_t* co) { return RT_PRIV_OFF + co->priv_cap; }
 
 /* ------------------------------------------------------------------------ */
 /* Backends                                                                 */
@@ -287,6 +290,8 @@ typedef struct rt_wheel {
     aco_rt_timer_t  slot[RT_WHEEL_LEVELS][64];  /* list heads */
 } rt_wheel_t;
 
+#define RT_GUESSES 64      /* save stack guesses a scheduler keeps (power of 2) */
+
 struct aco_rt_sched {
     aco_t*              main_co;
     aco_rt_co_t*        cur;            /* running co, NULL in the loop */
@@ -306,6 +311,10 @@ struct aco_rt_sched {
     uint32_t            nfree;
     aco_rt_co_t*        free_solo;      /* the same, standalone: a stack pool */
     uint32_t            nsolo;
+    struct {                            /* the save stack a new record gets: */
+        uintptr_t       fn;             /* what the last co of this function */
+        uint32_t        need;           /* needed (sched.c, save_size) */
+    }                   guess[RT_GUESSES];
     aco_rt_stats_t      st;
     uint64_t            next_id;
     rt_wheel_t          wheel;

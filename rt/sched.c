@@ -31,6 +31,15 @@ __thread aco_rt_sched_t* rt_tls_sched;
 uint32_t rt_nsched;
 
 #define FREE_RECS_MAX 16384
+
+/* The save stack in a new record (rt_impl.h) is a guess: what the last co
+ * of the same function that was ever copied out needed, from a small table
+ * a scheduler keeps (RT_GUESSES slots by the function's address; a slot
+ * holds one function).  A function not in it, or whose cos needed more than
+ * RT_GUESS_MAX, gets none: libaco allocates a save stack of the exact size
+ * when the co's frames are first copied out, if they ever are (most cos of
+ * a program with a few cos never are). */
+#define RT_GUESS_MAX (64 * 1024)
 #define SOLO_MAX 64             /* finished standalone cos kept with their stacks */
 #define POLL_EVERY 64
 
@@ -345,46 +354,43 @@ static void cos_del(aco_rt_sched_t* s, aco_rt_co_t* co) {
     last->slot = co->slot;
 }
 
-/* co takes the libaco co (and extra block) of finished record old, which
- * goes. */
-static void adopt_aco(aco_rt_co_t* co, aco_rt_co_t* old) {
-    co->aco = old->aco;
-    aco_reset2(co->aco, co_main, co);
-    if (co->x == NULL) { co->x = old->x; old->x = NULL; }
-    extra_free(old->x);
-    free(old);
+static void rec_free(aco_rt_co_t* co) {
+    aco_free(co, co->rec_sz);
 }
 
-/* Give record co (state, fn and arg set) its libaco co, on this thread:
- * a finished record's when one is kept, else a new one.  0 or -ENOMEM. */
+/* Free a kept record: its libaco co (in it), extra block and itself. */
+static void rec_drop(aco_rt_co_t* co) {
+    aco_destroy(co->aco);
+    extra_free(co->x);
+    rec_free(co);
+}
+
+/* Give record co (state, fn and arg set) its libaco co, on this thread, in
+ * the record's own memory: on a share stack, or on a stack of its own (a
+ * pooled one when one is kept of this size, up to twice as big).  0 or
+ * -ENOMEM. */
 static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack) {
-    if (!standalone && s->free_recs) {
-        aco_rt_co_t* old = s->free_recs;
-        s->free_recs = old->next;
-        s->nfree--;
-        adopt_aco(co, old);
-        return 0;
-    }
     aco_share_stack_t* st = NULL;
     if (standalone) {
         size_t sz = stack ? stack : s->stack_size;
         co->flags |= RT_STANDALONE;
-        /* A pooled stack of this size (up to twice as big) with its co. */
         for (aco_rt_co_t** pp = &s->free_solo; *pp; pp = &(*pp)->next) {
             aco_rt_co_t* old = *pp;
             size_t have = old->aco->share_stack->sz;
             if (have < sz || have / 2 > sz) continue;
             *pp = old->next;
             s->nsolo--;
-            adopt_aco(co, old);
-            return 0;
+            st = old->aco->share_stack;
+            rec_drop(old);              /* the stack is free for co */
+            break;
         }
-        if (stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
+        if (st == NULL && stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
     } else {
         st = next_share_stack(s);
     }
     if (st == NULL) return -ENOMEM;
-    co->aco = aco_create(s->main_co, st, 0, co_main, co);
+    co->aco = aco_create_in((char*)co + rt_aco_off(co), co->rec_sz - rt_aco_off(co),
+                            s->main_co, st, co_main, co);
     return 0;
 }
 
@@ -397,13 +403,47 @@ static inline void publish_load(aco_rt_sched_t* s) {
 #endif
 }
 
-/* A zeroed record with room for a private buffer of priv bytes after it:
- * one allocation. */
-static aco_rt_co_t* rec_new(size_t priv) {
-    if (priv > SIZE_MAX - RT_PRIV_OFF - 15) { errno = ENOMEM; return NULL; }
+static inline unsigned guess_slot(aco_rt_fn_t fn) {
+    uintptr_t a = (uintptr_t)fn;
+    return (unsigned)(a ^ a >> 6 ^ a >> 12) & (RT_GUESSES - 1);
+}
+
+/* The save stack a new record of s for fn gets: what opts ask for, none for
+ * a stack of its own (nothing is ever copied), else s's guess.  s may be
+ * another thread's: a slot's two words may then disagree, which costs at
+ * most a save stack of the wrong size. */
+static size_t save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_opts_t* opts) {
+    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) return 0;
+    if (opts && opts->save_size) return opts->save_size;
+    unsigned i = guess_slot(fn);
+    if (rt_load(&s->guess[i].fn) != (uintptr_t)fn) return 0;
+    return rt_load(&s->guess[i].need);
+}
+
+/* Co ended: what it needed is the guess for its function's next cos. */
+static void guess_learn(aco_rt_sched_t* s, const aco_rt_co_t* co) {
+    size_t need = co->aco->save_stack.max_cpsz;
+    if (need == 0 || (co->flags & RT_STANDALONE)) return;   /* never copied */
+    need = need > RT_GUESS_MAX ? 0 : (need + 15) & ~(size_t)15;
+    unsigned i = guess_slot(co->fn);
+    if (s->guess[i].fn != (uintptr_t)co->fn) rt_store(&s->guess[i].fn, (uintptr_t)co->fn);
+    if (s->guess[i].need != need) rt_store(&s->guess[i].need, (uint32_t)need);
+}
+
+/* A record, zeroed up to its libaco co, with room for a private buffer of
+ * priv bytes and a co with a save stack of save bytes: one allocation, from
+ * libaco's allocator (the program's, when it set one). */
+static aco_rt_co_t* rec_new(size_t priv, size_t save) {
+    if (save > ((size_t)1 << 30)) save = 0;     /* libaco's save stack, later */
+    size_t cosz = aco_co_size(save);
+    if (priv > SIZE_MAX - RT_PRIV_OFF - cosz - 15) { errno = ENOMEM; return NULL; }
     priv = (priv + 15) & ~(size_t)15;
-    aco_rt_co_t* co = calloc(1, RT_PRIV_OFF + priv);
-    if (co) co->priv_cap = priv;
+    size_t sz = RT_PRIV_OFF + priv + cosz;
+    aco_rt_co_t* co = aco_alloc(sz);
+    if (co == NULL) { errno = ENOMEM; return NULL; }
+    memset(co, 0, RT_PRIV_OFF + priv);
+    co->priv_cap = priv;
+    co->rec_sz = sz;
     return co;
 }
 
@@ -441,10 +481,10 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         co->wait_obj = NULL;
         co->wait_what = NULL;
     } else {
-        if ((co = rec_new(priv)) == NULL) return NULL;
+        if ((co = rec_new(priv, save_size(s, fn, opts))) == NULL) return NULL;
         rec_init(s, co);
         if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0) < 0) {
-            free(co);
+            rec_free(co);
             errno = ENOMEM;
             return NULL;
         }
@@ -482,7 +522,7 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
 static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                                  const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
     size_t priv = opts ? opts->private_size : 0;
-    aco_rt_co_t* co = rec_new(priv);
+    aco_rt_co_t* co = rec_new(priv, save_size(s, fn, opts));
     if (co == NULL) return NULL;
     co->priv_size = priv;
     rec_init(s, co);
@@ -512,6 +552,15 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
         if (__atomic_load_n(&co->cancel_req, __ATOMIC_SEQ_CST)) co->flags |= RT_CANCELLED;
     }
     co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
+    if (!standalone && s->free_recs) {
+        /* A record from another thread brings its own memory: one kept
+         * here goes instead, so that no more are kept than this thread's
+         * own spawns take back. */
+        aco_rt_co_t* old = s->free_recs;
+        s->free_recs = old->next;
+        s->nfree--;
+        rec_drop(old);
+    }
     if (attach_aco(s, co, standalone, co->stack_req) == 0) {
         if (cos_add(s, co) == 0) {
             co->id = ++s->next_id;
@@ -537,7 +586,7 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
         rt_pool_idle(s->pool);
     if (co->group) rt_group_leave(co);
     aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
-    if (j == RT_JOIN_DETACH) free(co);
+    if (j == RT_JOIN_DETACH) rec_free(co);
     else if (j != NULL && rt_claim(j)) rt_wake_any(j, 0);
 }
 
@@ -550,7 +599,7 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
 aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts) {
     aco_rt_sched_t* s = rt_tls_sched;
     size_t priv = opts ? opts->private_size : 0;
-    aco_rt_co_t* co = rec_new(priv);
+    aco_rt_co_t* co = rec_new(priv, save_size(s, fn, opts));
     if (co == NULL) return NULL;
     co->priv_size = priv;
     rec_init(s, co);
@@ -664,7 +713,7 @@ aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
 }
 
 static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    if (co->flags & RT_NO_START) { free(co); return; }     /* no aco, not listed */
+    if (co->flags & RT_NO_START) { rec_free(co); return; } /* no aco, not listed */
     if (rt_load(&co->cancel_sent) == 1) {
         co->flags |= RT_FREE_LATER;     /* its cancel message is on the way */
         return;
@@ -683,11 +732,9 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         s->nsolo++;
         return;
     }
-    aco_share_stack_t* st = co->aco->share_stack;
-    aco_destroy(co->aco);
-    if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
-    extra_free(co->x);
-    free(co);
+    aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? co->aco->share_stack : NULL;
+    rec_drop(co);
+    if (st) aco_share_stack_destroy(st);
 }
 
 /* Free a finished record of any thread's scheduler. */
@@ -707,6 +754,7 @@ static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
         publish_load(s);
     }
     co->state = RT_DONE;
+    guess_learn(s, co);
     if (co->flags & RT_DETACHED) record_free(s, co);
 }
 
@@ -870,18 +918,14 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     while (s->free_recs) {
         aco_rt_co_t* co = s->free_recs;
         s->free_recs = co->next;
-        aco_destroy(co->aco);
-        extra_free(co->x);
-        free(co);
+        rec_drop(co);
     }
     while (s->free_solo) {
         aco_rt_co_t* co = s->free_solo;
         s->free_solo = co->next;
         aco_share_stack_t* st = co->aco->share_stack;
-        aco_destroy(co->aco);
+        rec_drop(co);
         aco_share_stack_destroy(st);
-        extra_free(co->x);
-        free(co);
     }
     s->be->fini(s);
     rt_fd_free_all(s);

@@ -1,6 +1,7 @@
 /*
  * test_create_in.c - aco_create_in: a co in the caller's memory, its save
- * stack the rest of that memory.  Cos whose frames fit there are created,
+ * stack the rest of that memory (aco_co_size(n): room for n bytes of
+ * frames).  Cos whose frames fit there are created,
  * switched (their frames copied out and back through it) and destroyed
  * without one allocation (counted through aco_set_allocator); a co whose
  * frames outgrow it gets exactly one save stack of libaco's, given back at
@@ -78,7 +79,8 @@ static void* block(size_t sz) {
 /* Three cos on one share stack, round robin: every resume copies the
  * previous one's frames out to its save stack and this one's back. */
 static void no_allocation(void) {
-    size_t room = 2048, sz = aco_co_size() + room;
+    size_t sz = aco_co_size(2048);
+    CHECK(sz >= aco_co_size(0) + 2048);
     void* mem[3];
     job_t jobs[3];
     aco_t* cos[3];
@@ -88,7 +90,7 @@ static void no_allocation(void) {
         jobs[i] = (job_t){.bytes = 300 + 200 * (size_t)i, .rounds = 50, .seed = 7u + (uint32_t)i};
         cos[i] = aco_create_in(mem[i], sz, main_co, sstk, worker, &jobs[i]);
         ASSERT_PTR_EQ(cos[i], mem[i]);
-        ASSERT_PTR_EQ(cos[i]->save_stack.ptr, (char*)mem[i] + aco_co_size());
+        ASSERT_PTR_EQ(cos[i]->save_stack.ptr, (char*)mem[i] + aco_co_size(0));
         CHECK(cos[i]->save_stack.valid_sz == 0 && !cos[i]->is_end);
     }
     for (int r = 0; r <= 50; r++)
@@ -98,14 +100,14 @@ static void no_allocation(void) {
         CHECK(jobs[i].done && cos[i]->is_end);
         CHECK(cos[i]->save_stack.ct_save >= 50 && cos[i]->save_stack.ct_restore >= 50);
         CHECK(cos[i]->save_stack.max_cpsz > jobs[i].bytes);
-        ASSERT_PTR_EQ(cos[i]->save_stack.ptr, (char*)mem[i] + aco_co_size());
+        ASSERT_PTR_EQ(cos[i]->save_stack.ptr, (char*)mem[i] + aco_co_size(0));
     }
     /* reset: the same co runs again, still in its own memory */
     jobs[1].done = 0;
     aco_reset(cos[1]);
     while (!cos[1]->is_end) aco_resume(cos[1]);
     CHECK(jobs[1].done);
-    ASSERT_PTR_EQ(cos[1]->save_stack.ptr, (char*)mem[1] + aco_co_size());
+    ASSERT_PTR_EQ(cos[1]->save_stack.ptr, (char*)mem[1] + aco_co_size(0));
     for (int i = 0; i < 3; i++) aco_destroy(cos[i]);
     ASSERT_EQ(counts.allocs, allocs);           /* not one allocation */
     ASSERT_EQ(counts.frees, frees);             /* nor a free */
@@ -121,9 +123,9 @@ static void no_allocation(void) {
 }
 
 /* Frames larger than the room: one save stack of libaco's, freed at
- * destroy; and no room at all (sz == aco_co_size()): the same, lazily. */
+ * destroy; and no room at all (sz == aco_co_size(0)): the same, lazily. */
 static void outgrown(size_t room) {
-    size_t sz = aco_co_size() + room;
+    size_t sz = aco_co_size(0) + room;
     void* mem = block(sz);
     job_t a = {.bytes = 4000, .rounds = 20, .seed = 3}, b = {.bytes = 100, .rounds = 20, .seed = 4};
     aco_t* big = aco_create_in(mem, sz, main_co, sstk, worker, &a);
@@ -137,13 +139,28 @@ static void outgrown(size_t room) {
     CHECK(a.done && b.done);
     /* big's save stack grew once (its own, outside mem), other's once */
     ASSERT_EQ(counts.allocs, allocs + 2);
-    CHECK(big->save_stack.ptr != (char*)mem + aco_co_size());
+    CHECK(big->save_stack.ptr != (char*)mem + aco_co_size(0));
     aco_destroy(big);
     ASSERT_EQ(counts.frees, frees + 1);         /* the save stack, not mem */
     aco_destroy(other);
     free(mem);
     printf("create_in: room %zu, frames of %zu bytes: one save stack of libaco's\n",
            room, a.bytes);
+}
+
+/* aco_co_size(n) leaves room for n bytes of frames, whatever the build
+ * keeps beside them (its low 3 bits aside, save_stack.sz is the capacity). */
+static void sizes(void) {
+    for (size_t n = 0; n <= 4100; n += n < 64 ? 1 : 7) {
+        size_t sz = aco_co_size(n);
+        CHECK(sz >= aco_co_size(0) + n);
+        void* mem = block(sz);
+        aco_t* co = aco_create_in(mem, sz, main_co, sstk, worker, NULL);
+        CHECK((size_t)(co->save_stack.sz & ~7u) >= n);
+        CHECK(n == 0 || co->save_stack.ptr == (char*)mem + aco_co_size(0));
+        aco_destroy(co);
+        free(mem);
+    }
 }
 
 static void alloc_free(void) {
@@ -174,7 +191,7 @@ static void misaligned(void* arg) {
 
 static void too_small(void* arg) {
     (void)arg;
-    aco_create_in(misuse_mem, aco_co_size() - 16, main_co, sstk, worker, NULL);
+    aco_create_in(misuse_mem, aco_co_size(0) - 16, main_co, sstk, worker, NULL);
 }
 
 static void as_main(void* arg) {
@@ -190,6 +207,11 @@ static void destroyed(void* arg) {
     aco_resume(co);
 }
 
+static void huge_size(void* arg) {
+    (void)arg;
+    aco_co_size((size_t)UINT32_MAX);
+}
+
 static void zero_alloc(void* arg) {
     (void)arg;
     aco_alloc(0);
@@ -200,8 +222,9 @@ int main(void) {
     aco_thread_init(NULL);
     main_co = aco_create(NULL, NULL, 0, NULL, NULL);
     sstk = aco_share_stack_new2(128 * 1024, 1);
-    CHECK(aco_co_size() >= sizeof(aco_t) && aco_co_size() % 16 == 0);
+    CHECK(aco_co_size(0) >= sizeof(aco_t) && aco_co_size(0) % 16 == 0);
 
+    sizes();
     no_allocation();
     outgrown(1024);
     outgrown(0);
@@ -213,11 +236,13 @@ int main(void) {
     fails += aco_test_expect_signal("misaligned", misaligned, NULL, SIGABRT,
                                     "aco_create_in|16-byte aligned");
     fails += aco_test_expect_signal("too small", too_small, NULL, SIGABRT,
-                                    "aco_create_in|less than aco_co_size()");
+                                    "aco_create_in|less than aco_co_size(0)");
     fails += aco_test_expect_signal("main co", as_main, NULL, SIGABRT,
                                     "aco_create_in|non-main cos only");
     fails += aco_test_expect_signal("resume destroyed", destroyed, NULL, SIGABRT,
                                     "aco_resume|destroyed");
+    fails += aco_test_expect_signal("aco_co_size(4 GiB)", huge_size, NULL, SIGABRT,
+                                    "aco_co_size|exceeds 4 GiB");
     fails += aco_test_expect_signal("aco_alloc(0)", zero_alloc, NULL, SIGABRT,
                                     "aco_alloc|must not be 0");
 

@@ -1,0 +1,178 @@
+/* test_alloc: one allocation per co, from the program's allocator.
+ *
+ * The program's allocator (aco_set_allocator, counting) is set before
+ * anything; every scheduler has one share stack, so each co's frames are
+ * copied out at every switch.  Then:
+ *  - 1000 cos with a private buffer and an explicit save_size: exactly one
+ *    allocation each; inside, the private buffer, the libaco co and its
+ *    save stack are one block (the buffer right before the co, the save
+ *    stack right after it); 300 patterned stack bytes survive 10 yields;
+ *  - the same again: the kept records are reused, not one allocation;
+ *  - 2000 at once with no save_size: 1000 reused, 1000 new of the size
+ *    the last finished co needed: still one allocation each;
+ *  - 100 cos whose frames (8 KiB) outgrow save_size 256: two allocations
+ *    each (the record, a save stack of libaco's);
+ *  - standalone cos: their record and their stack's, then (the stack
+ *    pool) the record alone;
+ *  - after aco_rt_sched_free everything went back to the allocator.
+ */
+#include "rt_test.h"
+
+#include "../../aco.h"
+
+#include <alloca.h>
+
+static struct {
+    long allocs, frees;
+    long long bytes;
+} counts;
+
+static void* count_alloc(void* cookie, size_t sz) {
+    CHECK(cookie == &counts);
+    char* p = aligned_alloc(16, 16 + ((sz + 15) & ~(size_t)15));
+    if (p == NULL) return NULL;
+    *(size_t*)p = sz;
+    __atomic_fetch_add(&counts.allocs, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&counts.bytes, (long long)sz, __ATOMIC_RELAXED);
+    return p + 16;
+}
+
+static void count_free(void* cookie, void* p, size_t sz) {
+    CHECK(cookie == &counts);
+    char* b = (char*)p - 16;
+    CHECK_EQ(*(size_t*)b, sz);          /* the size that was asked for */
+    __atomic_fetch_add(&counts.frees, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&counts.bytes, (long long)sz, __ATOMIC_RELAXED);
+    free(b);
+}
+
+static long allocs(void) { return __atomic_load_n(&counts.allocs, __ATOMIC_RELAXED); }
+static long frees(void) { return __atomic_load_n(&counts.frees, __ATOMIC_RELAXED); }
+
+typedef struct {
+    size_t   bytes;         /* stack bytes kept live */
+    size_t   priv;          /* private_size asked for */
+    int      embedded;      /* the save stack must be in the block */
+    uint32_t seed;
+} job_t;
+
+static unsigned char pat(uint32_t seed, size_t i) {
+    return (unsigned char)((seed * 2654435761u + (uint32_t)i * 40503u) >> 13);
+}
+
+static void worker(void* arg) {
+    job_t* j = arg;
+    aco_t* me = aco_get_co();
+    size_t got = 0;
+    unsigned char* p = aco_rt_private(&got);
+    CHECK_EQ(got, j->priv);
+    if (j->priv) {
+        /* the buffer, then the co, in one block */
+        CHECK(p != NULL);
+        CHECK((char*)p + ((j->priv + 15) & ~(size_t)15) == (char*)me);
+        memset(p, 0x5c, j->priv);
+    }
+    volatile unsigned char* buf = alloca(j->bytes);
+    for (size_t i = 0; i < j->bytes; i++) buf[i] = pat(j->seed, i);
+    for (int r = 0; r < 10; r++) {
+        CHECK_EQ(aco_rt_yield(), 0);
+        for (size_t i = 0; i < j->bytes; i++)
+            if (buf[i] != pat(j->seed, i)) TEST_FAIL_AT(__FILE__, __LINE__, "byte %zu lost", i);
+        CHECK(me->save_stack.ct_save > 0);  /* its frames went out and back */
+        /* the save stack in the block, or (outgrown) one of libaco's */
+        int in_block = me->save_stack.ptr == (char*)me + aco_co_size(0);
+        if (in_block != j->embedded)
+            TEST_FAIL_AT(__FILE__, __LINE__, "save stack %p %s the block (co %p), %zu bytes saved",
+                         me->save_stack.ptr, in_block ? "in" : "not in", (void*)me,
+                         (size_t)me->save_stack.max_cpsz);
+    }
+}
+
+/* n cos of job j at once (opts o), joined; the allocations it took. */
+static long wave(int n, const job_t* j, const aco_rt_spawn_opts_t* o) {
+    aco_rt_co_t** cos = calloc((size_t)n, sizeof(*cos));
+    job_t* jobs = calloc((size_t)n, sizeof(*jobs));
+    CHECK(cos != NULL && jobs != NULL);
+    long a0 = allocs(), f0 = frees();
+    for (int i = 0; i < n; i++) {
+        jobs[i] = *j;
+        jobs[i].seed = (uint32_t)i;
+        cos[i] = aco_rt_spawn2(NULL, worker, &jobs[i], o);
+        CHECK(cos[i] != NULL);
+    }
+    for (int i = 0; i < n; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
+    long got = allocs() - a0;
+    /* joined records are kept for later spawns: nothing freed but what a
+     * standalone co or an outgrown save stack had */
+    if (j->embedded && !(o && o->standalone)) CHECK_EQ(frees() - f0, 0);
+    free(cos);
+    free(jobs);
+    return got;
+}
+
+static void body_co(void* arg) {
+    (void)arg;
+    /* first the allocations of the spawner: this co's save stack (its
+     * function has no guess yet: libaco allocates one, exactly its size,
+     * when it is first copied out, here) */
+    job_t warm = {.bytes = 16, .embedded = 1};
+    aco_rt_spawn_opts_t w = {.save_size = 4096};
+    CHECK_EQ(wave(2, &warm, &w), 2 + 1);
+
+    job_t a = {.bytes = 300, .priv = 100, .embedded = 1};
+    aco_rt_spawn_opts_t oa = {.private_size = 100, .save_size = 4096};
+    CHECK_EQ(wave(1000, &a, &oa), 1000);        /* one allocation a co */
+    CHECK_EQ(wave(1000, &a, &oa), 0);           /* kept records reused */
+
+    /* no save_size: the scheduler's guess, from the cos that finished */
+    job_t b = {.bytes = 300, .priv = 100, .embedded = 1};
+    aco_rt_spawn_opts_t ob = {.private_size = 100};
+    CHECK_EQ(wave(2000, &b, &ob), 1000);        /* 1000 kept + 1000 new */
+
+    /* frames that outgrow the save stack in the block: one more each */
+    job_t c = {.bytes = 8192, .priv = 0, .embedded = 0};
+    aco_rt_spawn_opts_t oc = {.private_size = 200, .save_size = 256};
+    c.priv = 200;
+    long f0 = frees();
+    CHECK_EQ(wave(100, &c, &oc), 200);
+    CHECK_EQ(frees() - f0, 0);
+}
+
+static void solo_worker(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_get_co()->save_stack.ct_save, 0);
+    CHECK_EQ(aco_rt_yield(), 0);
+    CHECK_EQ(aco_get_co()->save_stack.ct_save, 0);   /* its stack is its own */
+}
+
+static void solo_co(void* arg) {
+    (void)arg;
+    aco_rt_spawn_opts_t os = {.standalone = 1, .stack_size = 64 * 1024};
+    aco_rt_co_t* cos[8];
+    long a0 = allocs();
+    for (int i = 0; i < 8; i++) CHECK((cos[i] = aco_rt_spawn2(NULL, solo_worker, NULL, &os)) != NULL);
+    CHECK_EQ(allocs() - a0, 8 * 2);             /* its record, its stack's record */
+    for (int i = 0; i < 8; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
+    /* the stack pool: the next ones take the kept stacks, one allocation each */
+    a0 = allocs();
+    for (int i = 0; i < 8; i++) CHECK((cos[i] = aco_rt_spawn2(NULL, solo_worker, NULL, &os)) != NULL);
+    CHECK_EQ(allocs() - a0, 8);
+    for (int i = 0; i < 8; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
+}
+
+static void body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, body_co, NULL);
+    test_go(s, solo_co, NULL);
+}
+
+int main(void) {
+    aco_set_allocator(count_alloc, count_free, &counts);
+    aco_rt_opts_t o = {.share_stacks = 1};
+    test_on_backends(&o, body, NULL);
+    /* the schedulers are freed: everything went back, their main cos too */
+    CHECK_EQ(allocs(), frees());
+    CHECK_EQ(counts.bytes, 0);
+    printf("test_alloc: %ld allocations through the program's allocator\n", allocs());
+    return 0;
+}
