@@ -92,7 +92,9 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
 int aco_rt_sched_run(aco_rt_sched_t* s);
 
 /* Make aco_rt_sched_run() return after the current round; the cos stay as
- * they are and a later aco_rt_sched_run() goes on with them. */
+ * they are and a later aco_rt_sched_run() goes on with them.  From any
+ * thread; asked while s does not run, it makes the next run return at
+ * once (a stop is never lost, and ends one run). */
 void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished

@@ -840,7 +840,6 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running || aco_gtls_co != s->main_co)
         return -EPERM;
     s->running = 1;
-    rt_store(&s->stop, 0);
     int r = 0, hot = 0;
     unsigned n = 0;
     while (!rt_load(&s->stop)) {
@@ -874,6 +873,9 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if ((r = idle(s, timeout, &hot)) < 0) break;
     }
 out:
+    /* A stop is used up by the run it ends; one asked before the run began
+     * ends it at once (another thread's stop may come just before). */
+    if (rt_load(&s->stop)) __atomic_exchange_n(&s->stop, 0, __ATOMIC_SEQ_CST);
     s->running = 0;
     return r;
 }

@@ -621,6 +621,24 @@ static void test_free_busy(void) {
     CHECK_EQ(aco_rt_chan_free(ch), 0);      /* its waiters left with their cos */
 }
 
+/* A pool freed at once, its threads maybe not yet in their loops (their
+ * stop must not be lost: it hung once in 20 runs), or after one co. */
+static atomic_int quick_ran;
+static void quick(void* arg) { (void)arg; atomic_fetch_add(&quick_ran, 1); }
+
+static void test_free_at_once(void) {
+    int rounds = SLOW ? 20 : 200;
+    for (int i = 0; i < rounds; i++) {
+        aco_rt_pool_t* p = new_pool(2);
+        if (i & 1) {
+            CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(p, quick, NULL, NULL)), 0);
+            CHECK_EQ(aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_now() + 10000 * MS), 0);
+        }
+        aco_rt_pool_free(p);
+    }
+    CHECK_EQ(atomic_load(&quick_ran), rounds / 2);
+}
+
 /* Each part, with how long it took (to stdout). */
 #define PART(fn)                                                              \
     do {                                                                      \
@@ -645,6 +663,7 @@ int main(void) {
     PART(test_fork);
     aco_rt_pool_free(pool);
     PART(test_free_busy);
+    PART(test_free_at_once);
     printf("test_pool: all passed\n");
     return 0;
 }

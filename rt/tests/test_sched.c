@@ -601,6 +601,10 @@ static void stop_test(void) {
     aco_rt_stats(S, &s1);
     CHECK_EQ(s1.cos_alive, 1);
     CHECK_EQ(stop_count, at_stop);      /* nothing ran in between */
+    /* A stop asked between runs ends the next run at once, and only it. */
+    aco_rt_sched_stop(S);
+    CHECK_EQ(aco_rt_sched_run(S), 0);
+    CHECK_EQ(stop_count, at_stop);
     test_run(S);                        /* goes on */
     CHECK_EQ(stop_done, 1);
     CHECK_EQ(stop_count, 1000);
