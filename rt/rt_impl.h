@@ -328,6 +328,9 @@ struct aco_rt_sched {
     struct rt_outbox*   outbox;         /* pool: spawns for each sibling */
     unsigned            noutbox;
     int                 out_pending;    /* an outbox or nq_priv has some */
+    aco_rt_co_t*        bare;           /* records without a co, for
+                                           stealable spawns (sched.c) */
+    struct aco_rt_sched* gift_to;       /* who it last stole from */
     aco_rt_co_t*        nq_priv_head;   /* new cos not yet in the newq */
     aco_rt_co_t*        nq_priv_tail;
     uint32_t            nq_priv_n;
@@ -345,6 +348,8 @@ struct aco_rt_sched {
     uint32_t            newq_n;         /* atomic */
     aco_rt_co_t*        newq_head;
     aco_rt_co_t*        newq_tail;
+    aco_rt_co_t*        gifts;          /* atomic: records without a co
+                                           that thieves gave back */
     _Alignas(64) int    stop;           /* atomic */
     uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
 };

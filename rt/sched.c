@@ -42,6 +42,7 @@ uint32_t rt_nsched;
 #define RT_GUESS_MAX (64 * 1024)
 #define SOLO_MAX 64             /* finished standalone cos kept with their stacks */
 #define POLL_EVERY 64
+#define RT_THIEF_KEEP 256       /* records a pool thread that steals keeps */
 
 int64_t rt_now(void) {
     struct timespec ts;
@@ -354,14 +355,16 @@ static void cos_del(aco_rt_sched_t* s, aco_rt_co_t* co) {
     last->slot = co->slot;
 }
 
+/* Free a record without a libaco co (or whose co is gone), with its extra
+ * block. */
 static void rec_free(aco_rt_co_t* co) {
+    extra_free(co->x);
     aco_free(co, co->rec_sz);
 }
 
 /* Free a kept record: its libaco co (in it), extra block and itself. */
 static void rec_drop(aco_rt_co_t* co) {
     aco_destroy(co->aco);
-    extra_free(co->x);
     rec_free(co);
 }
 
@@ -550,17 +553,17 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
          * other way round. */
         __atomic_store_n(&co->started, (uint8_t)1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&co->cancel_req, __ATOMIC_SEQ_CST)) co->flags |= RT_CANCELLED;
-    }
-    co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
-    if (!standalone && s->free_recs) {
-        /* A record from another thread brings its own memory: one kept
+    } else if (!standalone && s->free_recs) {
+        /* A record a remote spawn made brings its own memory: one kept
          * here goes instead, so that no more are kept than this thread's
-         * own spawns take back. */
+         * own spawns take back.  (One from a newq is the spawner's own
+         * kept record, or given back by a thief: take_new.) */
         aco_rt_co_t* old = s->free_recs;
         s->free_recs = old->next;
         s->nfree--;
         rec_drop(old);
     }
+    co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
     if (attach_aco(s, co, standalone, co->stack_req) == 0) {
         if (cos_add(s, co) == 0) {
             co->id = ++s->next_id;
@@ -596,13 +599,75 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
  * While in a newq a co is counted in newq_n, then in its taker's sent
  * until it is started (load): aco_rt_pool_wait reads them in that order. */
 
+/* A record without a libaco co (whoever starts it makes one on its own
+ * share stacks), with room for priv bytes: one that a thief gave back, or
+ * one of the finished records kept here, its co destroyed in place (cheap:
+ * nothing to free), else a new one.  Recycling matters: a record made here
+ * and freed by the thief, at every spawn, made both threads wait on
+ * malloc's arena lock. */
+static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
+                             const aco_rt_spawn_opts_t* opts) {
+    aco_rt_co_t* co;
+    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) goto fresh;
+    if (s->bare == NULL && __atomic_load_n(&s->gifts, __ATOMIC_RELAXED))
+        s->bare = __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE);
+    if ((co = s->bare) != NULL && co->priv_cap >= priv) {
+        s->bare = co->next;
+    } else if ((co = s->free_recs) != NULL && co->priv_cap >= priv) {
+        s->free_recs = co->next;
+        s->nfree--;
+        aco_destroy(co->aco);
+        co->aco = NULL;
+    } else {
+        goto fresh;
+    }
+    co->res = 0;
+    co->io_abort = 0;
+    co->wait_obj = NULL;
+    co->wait_what = NULL;
+    co->cancel_sent = 0;
+    co->joiner = NULL;
+    co->started = 0;
+    co->cancel_req = 0;
+    if (priv) memset(rt_priv(co), 0, priv);
+    return co;
+fresh:
+    if ((co = rec_new(priv, save_size(s, fn, opts))) != NULL) rec_init(s, co);
+    return co;
+}
+
+/* Thief s took n records of victim's: as many of its own kept records,
+ * and all it keeps beyond RT_THIEF_KEEP, go back to victim (their cos
+ * destroyed, one swap of a chain): records flow to the thread that spawns,
+ * and neither side keeps allocating what the other frees. */
+static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
+    aco_rt_co_t *first = NULL, *last = NULL;
+    if (s->nfree > RT_THIEF_KEEP + n) n = s->nfree - RT_THIEF_KEEP;
+    while (n && s->free_recs) {
+        n--;
+        aco_rt_co_t* co = s->free_recs;
+        s->free_recs = co->next;
+        s->nfree--;
+        aco_destroy(co->aco);
+        co->aco = NULL;
+        co->s = victim;
+        co->next = first;
+        first = co;
+        if (last == NULL) last = co;
+    }
+    if (first == NULL) return;
+    aco_rt_co_t* head = __atomic_load_n(&victim->gifts, __ATOMIC_RELAXED);
+    do last->next = head;
+    while (!__atomic_compare_exchange_n(&victim->gifts, &head, first, 1,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
 aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts) {
     aco_rt_sched_t* s = rt_tls_sched;
     size_t priv = opts ? opts->private_size : 0;
-    aco_rt_co_t* co = rec_new(priv, save_size(s, fn, opts));
+    aco_rt_co_t* co = rec_bare(s, fn, priv, opts);
     if (co == NULL) return NULL;
     co->priv_size = priv;
-    rec_init(s, co);
     co->fn = fn;
     co->arg = arg;
     co->flags = RT_REMOTE;
@@ -662,6 +727,10 @@ static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t k) 
         spawn_arrived(s, c);
         if (c == last) break;
     }
+    if (n && victim != s) {
+        rec_give_back(s, victim, n);
+        s->gift_to = victim;
+    }
     return n;
 }
 
@@ -685,6 +754,7 @@ static unsigned steal(aco_rt_sched_t* s) {
 }
 #else
 static void newq_publish(aco_rt_sched_t* s) { (void)s; }
+static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* v, uint32_t n) { (void)s; (void)v; (void)n; }
 static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* v, uint32_t k) { (void)s; (void)v; (void)k; return 0; }
 static int sibling_work(aco_rt_sched_t* s) { (void)s; return 0; }
 static unsigned steal(aco_rt_sched_t* s) { (void)s; return 0; }
@@ -870,6 +940,8 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
             r = -EDEADLK;
             break;
         }
+        /* a thief's records go back before it waits (rec_give_back) */
+        if (s->gift_to && s->nfree > RT_THIEF_KEEP) rec_give_back(s, s->gift_to, 0);
         if ((r = idle(s, timeout, &hot)) < 0) break;
     }
 out:
@@ -922,6 +994,14 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
         s->free_recs = co->next;
         rec_drop(co);
     }
+    for (int pass = 0; pass < 2; pass++) {     /* records without a co */
+        aco_rt_co_t* co = pass ? __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE) : s->bare;
+        for (aco_rt_co_t* next; co; co = next) {
+            next = co->next;
+            rec_free(co);
+        }
+    }
+    s->bare = NULL;
     while (s->free_solo) {
         aco_rt_co_t* co = s->free_solo;
         s->free_solo = co->next;

@@ -14,13 +14,18 @@
  *    each (the record, a save stack of libaco's);
  *  - standalone cos: their record and their stack's, then (the stack
  *    pool) the record alone;
- *  - after aco_rt_sched_free everything went back to the allocator.
+ *  - spawn-to-pool rounds (a 2-thread pool, the idle thread takes half of
+ *    each batch): records go round between the threads, a warm round
+ *    allocates (almost) nothing; private buffers come zeroed;
+ *  - after aco_rt_sched_free and aco_rt_pool_free everything went back to
+ *    the allocator.
  */
 #include "rt_test.h"
 
 #include "../../aco.h"
 
 #include <alloca.h>
+#include <stdatomic.h>
 
 static struct {
     long allocs, frees;
@@ -166,10 +171,75 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, solo_co, NULL);
 }
 
+/* Spawn-to-pool: rounds of POOL_N empty cos spawned from a co of a
+ * 2-thread pool (an idle sibling takes half of each batch, before they
+ * start); a co's record is made on the spawner's thread and freed on the
+ * thief's.  Records go round (thieves give theirs back): once warm, a round
+ * allocates almost nothing.  Private buffers come zeroed whatever record
+ * they come in. */
+#define POOL_N 4000
+#define POOL_ROUNDS 8
+static aco_rt_pool_t* apool;
+static aco_rt_wg_t pool_wg;
+static long pool_round_allocs[POOL_ROUNDS];
+static atomic_long pool_on[2];
+
+static void pool_worker(void* arg) {
+    size_t want = (size_t)(uintptr_t)arg, got = 0;
+    unsigned char* p = aco_rt_private(&got);
+    CHECK_EQ(got, want);
+    for (size_t i = 0; i < got; i++) CHECK_EQ(p[i], 0);
+    if (got) memset(p, 0xa7, got);      /* the next user must see zeros */
+    atomic_fetch_add(&pool_on[aco_rt_sched_current() == aco_rt_pool_sched(apool, 1)], 1);
+    aco_rt_wg_done(&pool_wg);
+}
+
+static void pool_spawner(void* arg) {
+    (void)arg;
+    for (int r = 0; r < POOL_ROUNDS; r++) {
+        long a0 = allocs();
+        CHECK_EQ(aco_rt_wg_add(&pool_wg, POOL_N), 0);
+        for (long i = 0; i < POOL_N; i++) {
+            size_t priv = 40;           /* a record kept with room for it */
+            aco_rt_spawn_opts_t o = {.private_size = priv};
+            aco_rt_co_t* c = aco_rt_pool_spawn(apool, pool_worker, (void*)(uintptr_t)priv, &o);
+            CHECK(c != NULL);
+            CHECK_EQ(aco_rt_detach(c), 0);
+            if (i % 500 == 499) aco_rt_yield();     /* the sibling may take some */
+        }
+        CHECK_EQ(aco_rt_wg_wait(&pool_wg, -1), 0);
+        pool_round_allocs[r] = allocs() - a0;
+    }
+}
+
+static void test_pool_records(void) {
+    aco_rt_pool_opts_t po = {.threads = 2};
+    /* memcheck runs with epoll only (ACO_RT_TEST_BACKENDS=epoll) */
+    const char* b = getenv("ACO_RT_TEST_BACKENDS");
+    if (b && strstr(b, "uring") == NULL) po.sched.backend = ACO_RT_BACKEND_EPOLL;
+    CHECK((apool = aco_rt_pool_new(&po)) != NULL);
+    aco_rt_detach(aco_rt_spawn(aco_rt_pool_sched(apool, 0), pool_spawner, NULL));
+    CHECK_EQ(aco_rt_pool_wait(apool, ACO_RT_POOL_DRAIN, aco_rt_now() + 60000000000LL), 0);
+    aco_rt_pool_free(apool);
+    long stolen = atomic_load(&pool_on[1]);
+    printf("test_alloc: pool: allocations per round of %d:", POOL_N);
+    for (int r = 0; r < POOL_ROUNDS; r++) printf(" %ld", pool_round_allocs[r]);
+    printf("; %ld of %d cos ran on the thief\n", stolen, POOL_N * POOL_ROUNDS);
+    CHECK_EQ(atomic_load(&pool_on[0]) + stolen, POOL_N * POOL_ROUNDS);
+    /* A round allocates only where more cos are in flight at once than
+     * ever before (at most POOL_N, plus what the thief keeps): the rounds
+     * together, two rounds' worth at most (POOL_N each when each spawn
+     * allocated a record and the thief freed it). */
+    long all = 0;
+    for (int r = 0; r < POOL_ROUNDS; r++) all += pool_round_allocs[r];
+    CHECK_LE(all, 2 * POOL_N);
+}
+
 int main(void) {
     aco_set_allocator(count_alloc, count_free, &counts);
     aco_rt_opts_t o = {.share_stacks = 1};
     test_on_backends(&o, body, NULL);
+    test_pool_records();
     /* the schedulers are freed: everything went back, their main cos too */
     CHECK_EQ(allocs(), frees());
     CHECK_EQ(counts.bytes, 0);
