@@ -24,6 +24,9 @@
  *                                   spawns N empty cos with aco_rt_pool_spawn
  *                                   (each ends with a wait group's done) and
  *                                   waits for them all; ns per co
+ *   aco_rt_bench pool_spawn1 [N]    pool_spawn1_ns: the same with a pool of
+ *                                   one thread (what two threads are
+ *                                   compared with)
  *
  * Each timed figure is the median of 7 segments of N operations after a
  * warm-up segment.  The scheduler's backend is $ACO_RT_BACKEND's (none of
@@ -190,9 +193,9 @@ static void pool_spawn_body(long n) {
     for (long i = 0; i < n; i++) aco_rt_detach(aco_rt_pool_spawn(pool, wg_done_co, NULL, NULL));
     aco_rt_wg_wait(&spawn_wg, -1);
 }
-static int run_in_pool(aco_rt_fn_t fn) {
+static int run_in_pool(aco_rt_fn_t fn, unsigned threads) {
     aco_rt_pool_opts_t o = {0};
-    o.threads = 2;
+    o.threads = threads;
     o.pin = 1;
     pool = aco_rt_pool_new(&o);
     if (pool == NULL) { perror("aco_rt_pool_new"); return 1; }
@@ -261,8 +264,9 @@ static void measure_co(void* arg) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
+usage:
         fprintf(stderr, "usage: aco_rt_bench pingpong|spawn_join|wake|timer|mutex|"
-                        "mutex_handoff|parked|xpingpong|pool_spawn|cacheline [N]\n");
+                        "mutex_handoff|parked|xpingpong|pool_spawn|pool_spawn1|cacheline [N]\n");
         return 2;
     }
     const char* what = argv[1];
@@ -271,18 +275,23 @@ int main(int argc, char** argv) {
         if (!n_ops) n_ops = 200000;
         return cacheline();
     }
-    if (strcmp(what, "xpingpong") == 0 || strcmp(what, "pool_spawn") == 0) {
+    if (strcmp(what, "xpingpong") == 0 || strncmp(what, "pool_spawn", 10) == 0) {
         if (!n_ops) n_ops = what[0] == 'x' ? 200000 : 1000000;
         if (what[0] == 'x') {
             ch_ping = aco_rt_chan_new(sizeof(int), 0);
             ch_pong = aco_rt_chan_new(sizeof(int), 0);
             body = pingpong_body;
             body_name = "xchan_pingpong_ns";
-            return run_in_pool(xpingpong_co);
+            return run_in_pool(xpingpong_co, 2);
         }
         body = pool_spawn_body;
+        if (strcmp(what, "pool_spawn1") == 0) {
+            body_name = "pool_spawn1_ns";
+            return run_in_pool(timed_co, 1);
+        }
+        if (strcmp(what, "pool_spawn") != 0) goto usage;
         body_name = "pool_spawn_ns";
-        return run_in_pool(timed_co);
+        return run_in_pool(timed_co, 2);
     }
     aco_rt_sched_t* s = aco_rt_sched_new(NULL);
     if (s == NULL) { perror("aco_rt_sched_new"); return 1; }

@@ -2,10 +2,11 @@
  *
  * A pool is T threads, each running its own scheduler (aco_rt_sched_run)
  * until the pool is freed; an idle one sleeps in its backend.  A co stays
- * on the thread that made it: aco_rt_pool_spawn picks the scheduler with
- * the fewest cos (its own on a tie), and a spawn on another thread's
- * scheduler travels as a message to that thread's inbox (sched.c).  Work
- * is not stolen: cos do not move, so the balance is made at spawn time.
+ * on the thread where it first runs.  aco_rt_pool_spawn from outside the
+ * pool picks the scheduler with the fewest cos, and the spawn travels as a
+ * message to that thread's inbox; from a pool thread the new co waits,
+ * unstarted, in that thread's queue of new cos, where an idle sibling may
+ * take it before it starts (sched.c: stealing).  Started cos never move.
  *
  * A group is a set of cos on one scheduler: spawned into it, detached, and
  * joined or cancelled together.

@@ -330,7 +330,9 @@ struct aco_rt_sched {
     int                 out_pending;    /* an outbox or nq_priv has some */
     aco_rt_co_t*        bare;           /* records without a co, for
                                            stealable spawns (sched.c) */
-    struct aco_rt_sched* gift_to;       /* who it last stole from */
+    struct aco_rt_sched* owed_to;       /* who it last stole from, */
+    uint32_t            owed;           /* and the records it owes (stolen,
+                                           not yet given back) */
     aco_rt_co_t*        nq_priv_head;   /* new cos not yet in the newq */
     aco_rt_co_t*        nq_priv_tail;
     uint32_t            nq_priv_n;

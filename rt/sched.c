@@ -42,7 +42,6 @@ uint32_t rt_nsched;
 #define RT_GUESS_MAX (64 * 1024)
 #define SOLO_MAX 64             /* finished standalone cos kept with their stacks */
 #define POLL_EVERY 64
-#define RT_THIEF_KEEP 256       /* records a pool thread that steals keeps */
 
 int64_t rt_now(void) {
     struct timespec ts;
@@ -636,15 +635,20 @@ fresh:
     return co;
 }
 
-/* Thief s took n records of victim's: as many of its own kept records,
- * and all it keeps beyond RT_THIEF_KEEP, go back to victim (their cos
- * destroyed, one swap of a chain): records flow to the thread that spawns,
- * and neither side keeps allocating what the other frees. */
+/* Thief s took n records of victim's: it owes as many, and pays them back
+ * out of its own kept records (their cos destroyed, one swap of a chain)
+ * now and, for what it lacks now, before it next goes idle.  The records
+ * go round, and neither thread keeps allocating what the other frees; a
+ * thread's stock stays what it made (one that only takes gives all back,
+ * one that only spawns gets all back). */
 static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
     aco_rt_co_t *first = NULL, *last = NULL;
-    if (s->nfree > RT_THIEF_KEEP + n) n = s->nfree - RT_THIEF_KEEP;
+    s->owed += n;
+    s->owed_to = victim;
+    n = s->owed;
     while (n && s->free_recs) {
         n--;
+        s->owed--;
         aco_rt_co_t* co = s->free_recs;
         s->free_recs = co->next;
         s->nfree--;
@@ -727,10 +731,7 @@ static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t k) 
         spawn_arrived(s, c);
         if (c == last) break;
     }
-    if (n && victim != s) {
-        rec_give_back(s, victim, n);
-        s->gift_to = victim;
-    }
+    if (n && victim != s) rec_give_back(s, victim, n);
     return n;
 }
 
@@ -940,8 +941,8 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
             r = -EDEADLK;
             break;
         }
-        /* a thief's records go back before it waits (rec_give_back) */
-        if (s->gift_to && s->nfree > RT_THIEF_KEEP) rec_give_back(s, s->gift_to, 0);
+        /* a thief pays back the records it owes before it waits */
+        if (s->owed && s->free_recs) rec_give_back(s, s->owed_to, 0);
         if ((r = idle(s, timeout, &hot)) < 0) break;
     }
 out:

@@ -885,7 +885,7 @@ XPP_N=$(case $quick in 1) echo 100000 ;; 2) echo 10000 ;; *) echo 200000 ;; esac
 threads_section() {
     echo
     echo "== f. threads: both CPUs, $ROUNDS interleaved rounds"
-    echo "commands: $OURS_BENCH xpingpong $XPP_N; $OURS_BENCH pool_spawn 10000"
+    echo "commands: $OURS_BENCH xpingpong $XPP_N; $OURS_BENCH pool_spawn 10000; $OURS_BENCH pool_spawn1 10000"
     local out OURS_RESP_BIN="$OUT/aco_resp"
     [ $have_go = 1 ] && echo "          $PEERS/go_pingpong -procs 2 -n $XPP_N -segments $LOOP_SEG -warmup 50000; $PEERS/go_spawn -batch -procs 2 -n 10000   ($GO_VER)"
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $XPP_N $LOOP_SEG 50000 threads   (Boost $BOOST_VER, $fiber_kind)"
@@ -897,6 +897,8 @@ threads_section() {
             addv ours_xpp "${out:-n/a}"
             out=$(timeout 120 $OURS_BENCH pool_spawn 10000 2>/dev/null | awk '$1 == "pool_spawn_ns" {print $2}')
             addv ours_pspawn "${out:-n/a}"
+            out=$(timeout 120 $OURS_BENCH pool_spawn1 10000 2>/dev/null | awk '$1 == "pool_spawn1_ns" {print $2}')
+            addv ours_pspawn1 "${out:-n/a}"
             out=$(timeout 120 $OURS_BENCH cacheline 2>/dev/null | awk '$1 == "cacheline_rtrip_ns" {print $2}')
             addv cacheline "${out:-n/a}"
         fi
@@ -922,6 +924,7 @@ threads_section() {
     [ $have_fiber = 1 ] && printf '%-40s %10s   %s\n' "boost.fiber shared_work, 2 threads" "$(med %.2f fiber_xpp)" "$(rounds fiber_xpp)"
     printf '%-40s %10s   %s\n' "(floor: one cache line, CPU 0 <-> 1)" "$(med %.2f cacheline)" "$(rounds cacheline)"
     printf '%-40s %10s   %s\n' "aco_rt pool_spawn (ns/co)" "$(med %.2f ours_pspawn)" "$(rounds ours_pspawn)"
+    printf '%-40s %10s   %s\n' "aco_rt pool_spawn, a 1-thread pool" "$(med %.2f ours_pspawn1)" "$(rounds ours_pspawn1)"
     [ $have_go = 1 ] && printf '%-40s %10s   %s\n' "go $GO_VER GOMAXPROCS=2 go+WaitGroup" "$(med %.2f go_pspawn)" "$(rounds go_pspawn)"
     local o g f
     o=$(med %.2f ours_xpp); g=$(med %.2f go_xpp); f=$(med %.2f fiber_xpp)
@@ -931,6 +934,10 @@ threads_section() {
     echo "headline xchan_pingpong_vs_cacheline_rtrip ours=$o floor=$g ratio=$(ratio "$o" "$g")"
     o=$(med %.2f ours_pspawn); g=$(med %.2f go_pspawn)
     # throughput: spawns per second, ours over Go's (above 1 is better)
+    g=$(med %.2f ours_pspawn1)
+    # two threads against one (above 1: the second thread helps)
+    echo "headline pool_spawn_throughput_2_vs_1_thread ours=$(fmt %.0f "$(awk -v x="$o" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") one_thread=$(fmt %.0f "$(awk -v x="$g" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") ratio=$(ratio "$g" "$o")"
+    g=$(med %.2f go_pspawn)
     echo "headline pool_spawn_throughput_vs_go2 ours=$(fmt %.0f "$(awk -v x="$o" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") peer=$(fmt %.0f "$(awk -v x="$g" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") ratio=$(ratio "$g" "$o")"
 
     # redis-benchmark against the threaded servers
