@@ -46,12 +46,11 @@ static int lock_or_queue(aco_rt_mutex_t* m, aco_rt_co_t* me) {
     return 1;
 }
 
-int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
-    aco_rt_co_t* me = rt_self();
+/* The fast paths of lock and unlock are one compare-and-swap each, in
+ * functions that save no register; the rest is out of line. */
+__attribute__((noinline))
+static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
     if (rt_unlikely(me == NULL)) return -EPERM;
-    uintptr_t o = 0;
-    if (rt_likely(!(me->flags & RT_CANCELLED)) && rt_cas(&m->owner_, &o, (uintptr_t)me))
-        return 0;
     if (owner_of(rt_load(&m->owner_)) == me) return -EDEADLK;
     if (me->flags & RT_CANCELLED) return -ECANCELED;
     int r = rt_may_block(me, deadline);
@@ -61,6 +60,15 @@ int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     /* 0: unlock made us the owner */
 }
 
+int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
+    aco_rt_co_t* me = rt_self();
+    if (rt_likely(me != NULL && !(me->flags & RT_CANCELLED))) {
+        uintptr_t o = 0;
+        if (rt_likely(rt_cas(&m->owner_, &o, (uintptr_t)me))) return 0;
+    }
+    return lock_slow(m, me, deadline);
+}
+
 int aco_rt_mutex_trylock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
@@ -68,10 +76,8 @@ int aco_rt_mutex_trylock(aco_rt_mutex_t* m) {
     return rt_cas(&m->owner_, &o, (uintptr_t)me) ? 0 : -EBUSY;
 }
 
-int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
-    aco_rt_co_t* me = rt_self();
-    uintptr_t o = (uintptr_t)me;
-    if (rt_likely(me != NULL) && rt_cas(&m->owner_, &o, 0)) return 0;
+__attribute__((noinline))
+static int unlock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, uintptr_t o) {
     if (rt_unlikely(me == NULL || owner_of(o) != me)) return -EPERM;
     /* Waiters may be queued: hand m to the first that can take it. */
     rt_lock(&m->lock_);
@@ -80,6 +86,13 @@ int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
     rt_unlock(&m->lock_);
     if (w) rt_wake_any(w->co, 0);
     return 0;
+}
+
+int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
+    aco_rt_co_t* me = rt_self();
+    uintptr_t o = (uintptr_t)me;
+    if (rt_likely(me != NULL && rt_cas(&m->owner_, &o, 0))) return 0;
+    return unlock_slow(m, me, o);
 }
 
 /* Take m back after a condition wait, whatever happened to the co: no
