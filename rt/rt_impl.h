@@ -292,6 +292,16 @@ typedef struct rt_wheel {
 
 #define RT_GUESSES 64      /* save stack guesses a scheduler keeps (power of 2) */
 
+/* A batch of new cos in a pool thread's newq (a chain through co->next):
+ * taken whole, so that a thief moves a batch under the lock without
+ * touching the records (sched.c). */
+#define RT_NQ_BATCHES 64
+typedef struct rt_nq_batch {
+    aco_rt_co_t* head;
+    aco_rt_co_t* tail;
+    uint32_t     n;
+} rt_nq_batch_t;
+
 struct aco_rt_sched {
     aco_t*              main_co;
     aco_rt_co_t*        cur;            /* running co, NULL in the loop */
@@ -329,7 +339,8 @@ struct aco_rt_sched {
     unsigned            noutbox;
     int                 out_pending;    /* an outbox or nq_priv has some */
     aco_rt_co_t*        bare;           /* records without a co, for
-                                           stealable spawns (sched.c) */
+                                           stealable spawns (sched.c), */
+    aco_rt_co_t*        bare_pf;        /* and where its prefetch is */
     struct aco_rt_sched* owed_to;       /* who it last stole from, */
     uint32_t            owed;           /* and the records it owes (stolen,
                                            not yet given back) */
@@ -346,10 +357,11 @@ struct aco_rt_sched {
     uint32_t            sent;           /* atomic: spawns on their way here */
     _Alignas(64) uint32_t newq_lock;    /* pool: cos spawned here, not yet
                                            started, that idle siblings may
-                                           take (newq_head/tail under it) */
-    uint32_t            newq_n;         /* atomic */
-    aco_rt_co_t*        newq_head;
-    aco_rt_co_t*        newq_tail;
+                                           take: nq[] under it */
+    uint32_t            newq_n;         /* atomic: cos in nq[] */
+    uint32_t            nq_first;       /* nq[]: a ring of batches, */
+    uint32_t            nq_count;       /* oldest first */
+    rt_nq_batch_t       nq[RT_NQ_BATCHES];
     aco_rt_co_t*        gifts;          /* atomic: records without a co
                                            that thieves gave back */
     _Alignas(64) int    stop;           /* atomic */

@@ -604,6 +604,7 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
  * nothing to free), else a new one.  Recycling matters: a record made here
  * and freed by the thief, at every spawn, made both threads wait on
  * malloc's arena lock. */
+#define RT_BARE_AHEAD 6
 /* Ask for the lines of record co that a spawn writes (NULL: nothing). */
 static inline void rec_prefetch(const aco_rt_co_t* co) {
     if (co == NULL) return;
@@ -614,11 +615,21 @@ static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
                              const aco_rt_spawn_opts_t* opts) {
     aco_rt_co_t* co;
     if (opts && (opts->standalone || opts->stack_size > s->stack_size)) goto fresh;
-    if (s->bare == NULL && __atomic_load_n(&s->gifts, __ATOMIC_RELAXED))
-        s->bare = __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE);
+    if (s->bare == NULL && __atomic_load_n(&s->gifts, __ATOMIC_RELAXED)) {
+        s->bare = s->bare_pf = __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < RT_BARE_AHEAD && s->bare_pf; i++) {
+            rec_prefetch(s->bare_pf);
+            s->bare_pf = s->bare_pf->next;
+        }
+    }
     if ((co = s->bare) != NULL && co->priv_cap >= priv) {
         s->bare = co->next;
-        rec_prefetch(co->next);     /* last written by another thread */
+        /* Given back by another thread: their lines are asked for
+         * RT_BARE_AHEAD records ahead, so their misses overlap. */
+        if (s->bare_pf) {
+            rec_prefetch(s->bare_pf);
+            s->bare_pf = s->bare_pf->next;
+        }
     } else if ((co = s->free_recs) != NULL && co->priv_cap >= priv) {
         s->free_recs = co->next;
         s->nfree--;
@@ -699,9 +710,18 @@ aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_op
 
 static void newq_publish(aco_rt_sched_t* s) {
     rt_lock(&s->newq_lock);
-    int was_empty = s->newq_head == NULL;
-    if (s->newq_tail) s->newq_tail->next = s->nq_priv_head; else s->newq_head = s->nq_priv_head;
-    s->newq_tail = s->nq_priv_tail;
+    int was_empty = s->nq_count == 0;
+    if (s->nq_count < RT_NQ_BATCHES) {
+        rt_nq_batch_t* b = &s->nq[(s->nq_first + s->nq_count++) % RT_NQ_BATCHES];
+        b->head = s->nq_priv_head;
+        b->tail = s->nq_priv_tail;
+        b->n = s->nq_priv_n;
+    } else {                    /* the ring is full: the last batch grows */
+        rt_nq_batch_t* b = &s->nq[(s->nq_first + s->nq_count - 1) % RT_NQ_BATCHES];
+        b->tail->next = s->nq_priv_head;
+        b->tail = s->nq_priv_tail;
+        b->n += s->nq_priv_n;
+    }
     __atomic_store_n(&s->newq_n, s->newq_n + s->nq_priv_n, __ATOMIC_SEQ_CST);
     rt_unlock(&s->newq_lock);
     s->nq_priv_head = s->nq_priv_tail = NULL;
@@ -717,27 +737,50 @@ static void newq_publish(aco_rt_sched_t* s) {
     }
 }
 
-/* Take up to k cos from victim's newq and start them here. */
-static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t k) {
+/* Take cos from victim's newq, oldest first, and start them here: all of
+ * them (the owner), or about half (a thief): half of the batches, whole,
+ * so that under the lock only the ring moves and no record is touched; of
+ * a lone batch, its first half (up to 32 records walked under the lock). */
+static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
+    rt_nq_batch_t got[RT_NQ_BATCHES];
+    uint32_t nb = 0, n = 0;
     rt_lock(&victim->newq_lock);
-    aco_rt_co_t* first = victim->newq_head;
-    aco_rt_co_t* last = NULL;
-    uint32_t n = 0;
-    for (aco_rt_co_t* c = first; c && n < k; c = c->next) { last = c; n++; }
+    uint32_t want = all ? victim->nq_count : victim->nq_count / 2;
+    while (nb < want) {
+        got[nb] = victim->nq[victim->nq_first];
+        n += got[nb++].n;
+        victim->nq_first = (victim->nq_first + 1) % RT_NQ_BATCHES;
+        victim->nq_count--;
+    }
+    if (nb == 0 && victim->nq_count == 1) {
+        rt_nq_batch_t* b = &victim->nq[victim->nq_first];
+        uint32_t k = (b->n + 1) / 2 < 32 ? (b->n + 1) / 2 : 32;
+        aco_rt_co_t* last = b->head;
+        for (uint32_t i = 1; i < k; i++) last = last->next;
+        got[0] = (rt_nq_batch_t){b->head, last, k};
+        nb = 1;
+        n = k;
+        if ((b->n -= k) == 0) {
+            victim->nq_first = (victim->nq_first + 1) % RT_NQ_BATCHES;
+            victim->nq_count--;
+        } else {
+            b->head = last->next;
+        }
+    }
     if (n) {
-        victim->newq_head = last->next;
-        if (victim->newq_head == NULL) victim->newq_tail = NULL;
-        last->next = NULL;
         __atomic_fetch_add(&s->sent, n, __ATOMIC_SEQ_CST);
         __atomic_store_n(&victim->newq_n, victim->newq_n - n, __ATOMIC_SEQ_CST);
     }
     rt_unlock(&victim->newq_lock);
-    for (aco_rt_co_t* c = first, *next; n && c; c = next) {
-        next = c->next;
-        if (victim != s && c != last) rec_prefetch(next);
-        c->s = s;               /* published to others by started (spawn_arrived) */
-        spawn_arrived(s, c);
-        if (c == last) break;
+    for (uint32_t b = 0; b < nb; b++) {
+        aco_rt_co_t* c = got[b].head;
+        for (uint32_t i = got[b].n; i--; ) {
+            aco_rt_co_t* next = c->next;
+            if (victim != s && i) rec_prefetch(next);
+            c->s = s;           /* published to others by started (spawn_arrived) */
+            spawn_arrived(s, c);
+            c = next;
+        }
     }
     if (n && victim != s) rec_give_back(s, victim, n);
     return n;
@@ -757,14 +800,14 @@ static unsigned steal(aco_rt_sched_t* s) {
     for (unsigned i = 1; i < s->noutbox; i++) {
         aco_rt_sched_t* t = aco_rt_pool_sched(s->pool, (s->pool_idx + i) % s->noutbox);
         uint32_t n = t ? __atomic_load_n(&t->newq_n, __ATOMIC_SEQ_CST) : 0;
-        if (n) return take_new(s, t, (n + 1) / 2);
+        if (n) return take_new(s, t, 0);
     }
     return 0;
 }
 #else
 static void newq_publish(aco_rt_sched_t* s) { (void)s; }
 static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* v, uint32_t n) { (void)s; (void)v; (void)n; }
-static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* v, uint32_t k) { (void)s; (void)v; (void)k; return 0; }
+static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* v, int all) { (void)s; (void)v; (void)all; return 0; }
 static int sibling_work(aco_rt_sched_t* s) { (void)s; return 0; }
 static unsigned steal(aco_rt_sched_t* s) { (void)s; return 0; }
 #endif
@@ -932,13 +975,13 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
                 drain(s);
                 if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) cancel_all(s);
                 /* (a spawner that never blocks: its new cos get a turn) */
-                if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED)) take_new(s, s, UINT32_MAX);
+                if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED)) take_new(s, s, 1);
             }
             if (rt_load(&s->stop)) goto out;
         }
         if (s->out_pending) outbox_flush_all(s);  /* (spawns from a timer callback) */
         if (drain(s)) { hot = 1; continue; }
-        if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED) && take_new(s, s, UINT32_MAX)) continue;
+        if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED) && take_new(s, s, 1)) continue;
         if (s->noutbox && steal(s)) { hot = 1; continue; }
         if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { cancel_all(s); continue; }
         if (s->st.cos_alive == 0 && s->pool == NULL) break;
@@ -979,7 +1022,7 @@ static void unqueue(rt_waiter_t* w) {
 void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running) return;
     drain(s);       /* spawns become cos (freed below), frees are done */
-    take_new(s, s, UINT32_MAX);     /* and so do the unstarted ones */
+    take_new(s, s, 1);     /* and so do the unstarted ones */
     /* First the wheel: the parked cos' deadline timers are in their
      * records, freed below; the program's timers outlive us disarmed. */
     rt_wheel_clear(&s->wheel);
@@ -1112,8 +1155,12 @@ static void cancel_all(aco_rt_sched_t* s) {
     s->cancel_seen = rt_load(&s->cancel_gen);
     for (uint32_t i = 0; i < s->ncos; i++) cancel_local(s->cos[i]);
     rt_lock(&s->newq_lock);
-    for (aco_rt_co_t* c = s->newq_head; c; c = c->next)
-        __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
+    for (uint32_t b = 0; b < s->nq_count; b++) {
+        const rt_nq_batch_t* nb = &s->nq[(s->nq_first + b) % RT_NQ_BATCHES];
+        aco_rt_co_t* c = nb->head;
+        for (uint32_t i = 0; i < nb->n; i++, c = c->next)
+            __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
+    }
     rt_unlock(&s->newq_lock);
 }
 

@@ -51,6 +51,67 @@ static void run_on(unsigned i, aco_rt_fn_t fn, void* arg) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* A deep queue of new cos: thread 1 is kept busy while a co of thread 0   */
+/* spawns 5000 (more batches than the queue's ring holds: its last batch */
+/* grows), cancelling some; then thread 1 goes idle and takes half, in    */
+/* whole batches, while thread 0 starts the rest.  Each runs once.        */
+/* ------------------------------------------------------------------------ */
+
+#define DEEP_N 5000
+static unsigned char deep_ran[DEEP_N], deep_cancelled[DEEP_N], deep_saw[DEEP_N];
+static atomic_long deep_on1;
+static atomic_int deep_busy;
+static aco_rt_wg_t deep_wg;
+
+static void deep_busy_co(void* arg) {
+    (void)arg;
+    /* holds thread 1 (no yield) until the spawner is done */
+    while (atomic_load(&deep_busy) == 1) { }
+}
+
+static void deep_co(void* arg) {
+    long i = (long)(uintptr_t)arg;
+    deep_ran[i]++;
+    deep_saw[i] = (unsigned char)aco_rt_cancelled();
+    if (aco_rt_sched_current() == aco_rt_pool_sched(pool, 1)) atomic_fetch_add(&deep_on1, 1);
+    aco_rt_wg_done(&deep_wg);
+}
+
+static void deep_main(void* arg) {
+    (void)arg;
+    atomic_store(&deep_busy, 1);
+    aco_rt_co_t* b = aco_rt_spawn(aco_rt_pool_sched(pool, 1), deep_busy_co, NULL);
+    CHECK(b != NULL);
+    CHECK_EQ(aco_rt_detach(b), 0);
+    CHECK_EQ(aco_rt_wg_add(&deep_wg, DEEP_N), 0);
+    for (long i = 0; i < DEEP_N; i++) {
+        aco_rt_co_t* c = aco_rt_pool_spawn(pool, deep_co, (void*)(uintptr_t)i, NULL);
+        CHECK(c != NULL);
+        if (i % 13 == 5) {
+            deep_cancelled[i] = 1;
+            CHECK_EQ(aco_rt_cancel(c), 0);
+        }
+        CHECK_EQ(aco_rt_detach(c), 0);
+    }
+    /* none started yet (this co has not stopped), none taken (thread 1 is
+     * busy): release thread 1, which can take some only once this co waits */
+    atomic_store(&deep_busy, 0);
+    CHECK_EQ(aco_rt_wg_wait(&deep_wg, -1), 0);
+}
+
+static void test_steal_deep(void) {
+    run_on(0, deep_main, NULL);
+    long saw = 0;
+    for (long i = 0; i < DEEP_N; i++) {
+        CHECK_EQ(deep_ran[i], 1);
+        CHECK(deep_saw[i] <= deep_cancelled[i]);
+        saw += deep_saw[i];
+    }
+    CHECK_GT(saw, 0);       /* cancelled before they started: they see it */
+    printf("steal_deep: %ld of %d ran on the other thread\n", (long)atomic_load(&deep_on1), DEEP_N);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Spawning into the pool from outside                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -653,6 +714,7 @@ int main(void) {
     pool = new_pool(2);
     PART(test_spawn_from_outside);
     PART(test_steal);
+    PART(test_steal_deep);
     PART(test_channels);
     PART(test_exactly_once);
     PART(test_sync);
