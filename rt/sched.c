@@ -598,6 +598,12 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
  * While in a newq a co is counted in newq_n, then in its taker's sent
  * until it is started (load): aco_rt_pool_wait reads them in that order. */
 
+/* Ask for the lines of record co that a spawn writes (NULL: nothing). */
+static inline void rec_prefetch(const aco_rt_co_t* co) {
+    if (co == NULL) return;
+    for (size_t off = 0; off < sizeof(*co); off += 64) __builtin_prefetch((const char*)co + off, 1);
+}
+
 /* A record without a libaco co (whoever starts it makes one on its own
  * share stacks), with room for priv bytes: one that a thief gave back, or
  * one of the finished records kept here, its co destroyed in place (cheap:
@@ -605,12 +611,6 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
  * and freed by the thief, at every spawn, made both threads wait on
  * malloc's arena lock. */
 #define RT_BARE_AHEAD 6
-/* Ask for the lines of record co that a spawn writes (NULL: nothing). */
-static inline void rec_prefetch(const aco_rt_co_t* co) {
-    if (co == NULL) return;
-    for (size_t off = 0; off < sizeof(*co); off += 64) __builtin_prefetch((const char*)co + off, 1);
-}
-
 static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
                              const aco_rt_spawn_opts_t* opts) {
     aco_rt_co_t* co;
