@@ -31,7 +31,8 @@
 #              (aco_rt_bench xpingpong, pinned to CPUs 0 and 1) vs Go with
 #              GOMAXPROCS=2 and Boost.Fiber on two threads (shared_work);
 #              spawn-to-pool throughput (aco_rt_bench pool_spawn 10000 vs
-#              go/spawn.go -batch -procs 2 -n 10000); redis-benchmark -c 50
+#              go/spawn.go -batch -procs 2 -n 10000, and vs our own pool of
+#              one thread, pool_spawn1); redis-benchmark -c 50
 #              -P 16 (set, get; unpinned) against aco_resp --threads 2
 #              (--accept reuseport and handoff) vs redis-server
 #              --io-threads 2 --io-threads-do-reads yes vs aco_resp
