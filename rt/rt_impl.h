@@ -103,12 +103,14 @@ typedef struct rt_inbox {
 } rt_inbox_t;
 #define RT_INBOX_BUSY ((rt_msg_t*)1)
 
-/* Spawns waiting to go to one sibling scheduler of a pool (sched.c). */
+/* Spawns waiting to go to one sibling scheduler of a pool, and the records
+ * owed to it (sched.c). */
 typedef struct rt_outbox {
     struct aco_rt_sched* to;
     rt_msg_t* first;
     rt_msg_t* last;
     unsigned  n;
+    uint32_t  owed;
 } rt_outbox_t;
 
 /* ------------------------------------------------------------------------ */
@@ -341,9 +343,9 @@ struct aco_rt_sched {
     aco_rt_co_t*        bare;           /* records without a co, for
                                            stealable spawns (sched.c), */
     aco_rt_co_t*        bare_pf;        /* and where its prefetch is */
-    struct aco_rt_sched* owed_to;       /* who it last stole from, */
-    uint32_t            owed;           /* and the records it owes (stolen,
-                                           not yet given back) */
+    uint32_t            owed;           /* records it owes its siblings in
+                                           all (stolen, not yet given back;
+                                           each one's in outbox[].owed) */
     aco_rt_co_t*        nq_priv_head;   /* new cos not yet in the newq */
     aco_rt_co_t*        nq_priv_tail;
     uint32_t            nq_priv_n;

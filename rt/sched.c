@@ -622,13 +622,19 @@ static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
             s->bare_pf = s->bare_pf->next;
         }
     }
-    if ((co = s->bare) != NULL && co->priv_cap >= priv) {
+    if ((co = s->bare) != NULL) {
         s->bare = co->next;
         /* Given back by another thread: their lines are asked for
          * RT_BARE_AHEAD records ahead, so their misses overlap. */
         if (s->bare_pf) {
             rec_prefetch(s->bare_pf);
             s->bare_pf = s->bare_pf->next;
+        }
+        if (co->priv_cap < priv) {
+            /* Too small for this spawn: it goes (the list must move on,
+             * or what thieves give back would pile up behind it). */
+            rec_free(co);
+            goto fresh;
         }
     } else if ((co = s->free_recs) != NULL && co->priv_cap >= priv) {
         s->free_recs = co->next;
@@ -653,19 +659,21 @@ fresh:
     return co;
 }
 
-/* Thief s took n records of victim's: it owes as many, and pays them back
- * out of its own kept records (their cos destroyed, one swap of a chain)
- * now and, for what it lacks now, before it next goes idle.  The records
- * go round, and neither thread keeps allocating what the other frees; a
- * thread's stock stays what it made (one that only takes gives all back,
- * one that only spawns gets all back). */
-static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
+/* Thief s took n records of victim's: it owes victim as many, and pays
+ * them back out of its own kept records (their cos destroyed, one swap of a
+ * chain) now and, for what it lacks now, before it next goes idle.  The
+ * records go round, and neither thread keeps allocating what the other
+ * frees; a thread's stock stays what it made (one that only takes gives all
+ * back, one that only spawns gets all back).  What is owed to each
+ * sibling is kept beside the outbox for it (a thread steals only with
+ * outboxes). */
+static void rec_pay(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
+    rt_outbox_t* o = &s->outbox[victim->pool_idx];
     aco_rt_co_t *first = NULL, *last = NULL;
+    o->owed += n;
     s->owed += n;
-    s->owed_to = victim;
-    n = s->owed;
-    while (n && s->free_recs) {
-        n--;
+    while (o->owed && s->free_recs) {
+        o->owed--;
         s->owed--;
         aco_rt_co_t* co = s->free_recs;
         s->free_recs = co->next;
@@ -682,6 +690,17 @@ static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n)
     do last->next = head;
     while (!__atomic_compare_exchange_n(&victim->gifts, &head, first, 1,
                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
+    if (victim->pool_idx < s->noutbox) rec_pay(s, victim, n);
+}
+
+/* Before going idle: pay every sibling what is owed to it, as far as the
+ * kept records go. */
+static void rec_pay_all(aco_rt_sched_t* s) {
+    for (unsigned i = 0; i < s->noutbox && s->owed && s->free_recs; i++)
+        if (s->outbox[i].owed) rec_pay(s, aco_rt_pool_sched(s->pool, i), 0);
 }
 
 aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts) {
@@ -806,7 +825,7 @@ static unsigned steal(aco_rt_sched_t* s) {
 }
 #else
 static void newq_publish(aco_rt_sched_t* s) { (void)s; }
-static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* v, uint32_t n) { (void)s; (void)v; (void)n; }
+static void rec_pay_all(aco_rt_sched_t* s) { (void)s; }
 static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* v, int all) { (void)s; (void)v; (void)all; return 0; }
 static int sibling_work(aco_rt_sched_t* s) { (void)s; return 0; }
 static unsigned steal(aco_rt_sched_t* s) { (void)s; return 0; }
@@ -993,7 +1012,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
             break;
         }
         /* a thief pays back the records it owes before it waits */
-        if (s->owed && s->free_recs) rec_give_back(s, s->owed_to, 0);
+        if (s->owed && s->free_recs) rec_pay_all(s);
         if ((r = idle(s, timeout, &hot)) < 0) break;
     }
 out:

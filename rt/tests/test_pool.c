@@ -9,6 +9,7 @@
 #include "rt_test.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -54,7 +55,7 @@ static void run_on(unsigned i, aco_rt_fn_t fn, void* arg) {
 /* A deep queue of new cos: thread 1 is kept busy while a co of thread 0   */
 /* spawns 5000 (more batches than the queue's ring holds: its last batch */
 /* grows), cancelling some; then thread 1 goes idle and takes half, in    */
-/* whole batches, while thread 0 starts the rest.  Each runs once.        */
+/* whole batches, before thread 0 starts the rest.  Each runs once.       */
 /* ------------------------------------------------------------------------ */
 
 #define DEEP_N 5000
@@ -65,8 +66,9 @@ static aco_rt_wg_t deep_wg;
 
 static void deep_busy_co(void* arg) {
     (void)arg;
-    /* holds thread 1 (no yield) until the spawner is done */
-    while (atomic_load(&deep_busy) == 1) { }
+    /* holds thread 1 (no co switch) until the spawner is done */
+    atomic_store(&deep_busy, 2);
+    while (atomic_load(&deep_busy) == 2) sched_yield();
 }
 
 static void deep_co(void* arg) {
@@ -83,6 +85,8 @@ static void deep_main(void* arg) {
     aco_rt_co_t* b = aco_rt_spawn(aco_rt_pool_sched(pool, 1), deep_busy_co, NULL);
     CHECK(b != NULL);
     CHECK_EQ(aco_rt_detach(b), 0);
+    /* (the spawn leaves when this co stops running: yield until it runs) */
+    while (atomic_load(&deep_busy) != 2) CHECK_EQ(aco_rt_yield(), 0);
     CHECK_EQ(aco_rt_wg_add(&deep_wg, DEEP_N), 0);
     for (long i = 0; i < DEEP_N; i++) {
         aco_rt_co_t* c = aco_rt_pool_spawn(pool, deep_co, (void*)(uintptr_t)i, NULL);
@@ -93,9 +97,14 @@ static void deep_main(void* arg) {
         }
         CHECK_EQ(aco_rt_detach(c), 0);
     }
-    /* none started yet (this co has not stopped), none taken (thread 1 is
-     * busy): release thread 1, which can take some only once this co waits */
+    /* None started yet (this co has not stopped), none taken (thread 1 is
+     * busy), 156 batches queued: more than the ring holds.  Release thread
+     * 1 and hold this thread (no co switch) until it took and ran some. */
+    CHECK_EQ(atomic_load(&deep_on1), 0);
     atomic_store(&deep_busy, 0);
+    int64_t end = aco_rt_now() + 60000 * MS;
+    while (atomic_load(&deep_on1) == 0 && aco_rt_now() < end) sched_yield();
+    CHECK_GT(atomic_load(&deep_on1), 0);
     CHECK_EQ(aco_rt_wg_wait(&deep_wg, -1), 0);
 }
 
