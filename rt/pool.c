@@ -205,10 +205,34 @@ void rt_pool_idle(aco_rt_pool_t* p) {
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Has the pool a co anywhere?  Each scheduler's count is read in turn, and
+ * a co moving between two of them (spawned by one onto another, or taken
+ * by a thief) could be missed by a look at the one before it arrives and
+ * at the other after it left.  So a scan counts only when no move ran
+ * during it: for every scheduler, ended == begun before the scan, and
+ * still the same two numbers after it (moves are counted begun, then
+ * ended, around the transfer: seq_cst). */
 static int pool_busy(aco_rt_pool_t* p) {
-    for (unsigned i = 0; i < p->n; i++)
-        if (load_of(p->s[i])) return 1;
-    return 0;
+    for (;;) {
+        int quiet = 1;
+        uint64_t sum1 = 0, sum2 = 0;
+        for (unsigned i = 0; i < p->n; i++) {
+            uint64_t e = __atomic_load_n(&p->s[i]->mv_ended, __ATOMIC_SEQ_CST);
+            uint64_t b = __atomic_load_n(&p->s[i]->mv_begun, __ATOMIC_SEQ_CST);
+            if (e != b) quiet = 0;
+            sum1 += b;
+        }
+        for (unsigned i = 0; i < p->n; i++)
+            if (load_of(p->s[i])) return 1;
+        for (unsigned i = 0; i < p->n; i++) {
+            uint64_t e = __atomic_load_n(&p->s[i]->mv_ended, __ATOMIC_SEQ_CST);
+            uint64_t b = __atomic_load_n(&p->s[i]->mv_begun, __ATOMIC_SEQ_CST);
+            if (e != b) quiet = 0;
+            sum2 += b;
+        }
+        if (quiet && sum1 == sum2) return 0;
+        sched_yield();          /* a move was on: look again */
+    }
 }
 
 int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {

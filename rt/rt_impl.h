@@ -357,6 +357,10 @@ struct aco_rt_sched {
     _Alignas(64) uint32_t load;         /* atomic: cos alive (written by its
                                            thread only) */
     uint32_t            sent;           /* atomic: spawns on their way here */
+    uint64_t            mv_begun;       /* atomic: moves of cos into sent */
+    uint64_t            mv_ended;       /* (from other threads) begun and
+                                           ended: aco_rt_pool_wait looks
+                                           for a quiet moment (pool.c) */
     _Alignas(64) uint32_t newq_lock;    /* pool: cos spawned here, not yet
                                            started, that idle siblings may
                                            take: nq[] under it */

@@ -536,7 +536,10 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->stack_req = opts ? opts->stack_size : 0;
     co->name = opts ? opts->name : NULL;
     co->state = RT_READY;
+    /* a move into sent from another thread (see pool_busy in pool.c) */
+    __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&s->sent, 1u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&s->mv_ended, 1u, __ATOMIC_SEQ_CST);
     if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
     send_spawn(s, &co->msg);
     return co;
@@ -787,8 +790,10 @@ static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
         }
     }
     if (n) {
+        if (victim != s) __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&s->sent, n, __ATOMIC_SEQ_CST);
         __atomic_store_n(&victim->newq_n, victim->newq_n - n, __ATOMIC_SEQ_CST);
+        if (victim != s) __atomic_fetch_add(&s->mv_ended, 1u, __ATOMIC_SEQ_CST);
     }
     rt_unlock(&victim->newq_lock);
     for (uint32_t b = 0; b < nb; b++) {

@@ -121,6 +121,38 @@ static void test_steal_deep(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* aco_rt_pool_wait(DRAIN) while cos hop: each co spawns the next on the   */
+/* other thread and ends at once, so at every moment the chain's one co  */
+/* may be between the two threads' counts.  The wait must not end early. */
+/* ------------------------------------------------------------------------ */
+
+#define HOPS 6
+static atomic_int hops_done;
+
+static void hop_co(void* arg) {
+    long left = (long)(uintptr_t)arg;
+    if (left > 0) {
+        aco_rt_sched_t* other = aco_rt_sched_current() == T(0) ? T(1) : T(0);
+        aco_rt_co_t* c = aco_rt_spawn(other, hop_co, (void*)(uintptr_t)(left - 1));
+        CHECK(c != NULL);
+        CHECK_EQ(aco_rt_detach(c), 0);
+    }
+    atomic_fetch_add(&hops_done, 1);
+}
+
+static void test_wait_hops(void) {
+    int rounds = SLOW ? 50 : 1000;
+    for (int r = 0; r < rounds; r++) {
+        atomic_store(&hops_done, 0);
+        aco_rt_co_t* c = aco_rt_spawn(T(r & 1), hop_co, (void*)(uintptr_t)HOPS);
+        CHECK(c != NULL);
+        CHECK_EQ(aco_rt_detach(c), 0);
+        CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 60000 * MS), 0);
+        CHECK_EQ(atomic_load(&hops_done), HOPS + 1);   /* the whole chain ran */
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* Spawning into the pool from outside                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -724,6 +756,7 @@ int main(void) {
     PART(test_spawn_from_outside);
     PART(test_steal);
     PART(test_steal_deep);
+    PART(test_wait_hops);
     PART(test_channels);
     PART(test_exactly_once);
     PART(test_sync);
