@@ -66,6 +66,18 @@ static int test_backend_id __attribute__((unused));
 
 #define MS (1000000LL)
 
+/* SLOW: under memcheck or a sanitizer (stress loops run fewer rounds). */
+#if defined(ACO_USE_VALGRIND) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SLOW 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SLOW 1
+#endif
+#endif
+#ifndef SLOW
+#define SLOW 0
+#endif
+
 /* A scheduler for the test with opts as given. */
 static inline aco_rt_sched_t* test_sched(const aco_rt_opts_t* o) {
     aco_rt_sched_t* s = aco_rt_sched_new(o);

@@ -177,16 +177,6 @@ static void body(aco_rt_sched_t* s, void* arg) {
  * thief's.  Records go round (thieves give theirs back): once warm, a round
  * allocates almost nothing.  Private buffers come zeroed whatever record
  * they come in. */
-#if defined(ACO_USE_VALGRIND) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SLOW 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define SLOW 1
-#endif
-#endif
-#ifndef SLOW
-#define SLOW 0
-#endif
 #define POOL_N (SLOW ? 1000 : 4000)     /* (the sanitizers and memcheck: fewer) */
 #define POOL_ROUNDS 8
 static aco_rt_pool_t* apool;

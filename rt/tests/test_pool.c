@@ -13,17 +13,6 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#if defined(ACO_USE_VALGRIND) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SLOW 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define SLOW 1
-#endif
-#endif
-#ifndef SLOW
-#define SLOW 0
-#endif
-
 static aco_rt_pool_t* pool;
 
 static aco_rt_pool_t* new_pool(unsigned n) {
