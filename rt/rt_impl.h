@@ -341,8 +341,7 @@ struct aco_rt_sched {
     unsigned            noutbox;
     int                 out_pending;    /* an outbox or nq_priv has some */
     aco_rt_co_t*        bare;           /* records without a co, for
-                                           stealable spawns (sched.c), */
-    aco_rt_co_t*        bare_pf;        /* and where its prefetch is */
+                                           stealable spawns (sched.c) */
     uint32_t            owed;           /* records it owes its siblings in
                                            all (stolen, not yet given back;
                                            each one's in outbox[].owed) */

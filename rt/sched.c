@@ -537,9 +537,9 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->name = opts ? opts->name : NULL;
     co->state = RT_READY;
     /* a move into sent from another thread (see pool_busy in pool.c) */
-    __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
+    if (s->pool) __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&s->sent, 1u, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(&s->mv_ended, 1u, __ATOMIC_SEQ_CST);
+    if (s->pool) __atomic_fetch_add(&s->mv_ended, 1u, __ATOMIC_SEQ_CST);
     if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
     send_spawn(s, &co->msg);
     return co;
@@ -613,26 +613,15 @@ static inline void rec_prefetch(const aco_rt_co_t* co) {
  * nothing to free), else a new one.  Recycling matters: a record made here
  * and freed by the thief, at every spawn, made both threads wait on
  * malloc's arena lock. */
-#define RT_BARE_AHEAD 6
 static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
                              const aco_rt_spawn_opts_t* opts) {
     aco_rt_co_t* co;
     if (opts && (opts->standalone || opts->stack_size > s->stack_size)) goto fresh;
-    if (s->bare == NULL && __atomic_load_n(&s->gifts, __ATOMIC_RELAXED)) {
-        s->bare = s->bare_pf = __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE);
-        for (int i = 0; i < RT_BARE_AHEAD && s->bare_pf; i++) {
-            rec_prefetch(s->bare_pf);
-            s->bare_pf = s->bare_pf->next;
-        }
-    }
+    if (s->bare == NULL && __atomic_load_n(&s->gifts, __ATOMIC_RELAXED))
+        s->bare = __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE);
     if ((co = s->bare) != NULL) {
         s->bare = co->next;
-        /* Given back by another thread: their lines are asked for
-         * RT_BARE_AHEAD records ahead, so their misses overlap. */
-        if (s->bare_pf) {
-            rec_prefetch(s->bare_pf);
-            s->bare_pf = s->bare_pf->next;
-        }
+        rec_prefetch(co->next);     /* given back by another thread: cold */
         if (co->priv_cap < priv) {
             /* Too small for this spawn: it goes (the list must move on,
              * or what thieves give back would pile up behind it). */
@@ -693,10 +682,6 @@ static void rec_pay(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
     do last->next = head;
     while (!__atomic_compare_exchange_n(&victim->gifts, &head, first, 1,
                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-}
-
-static void rec_give_back(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
-    if (victim->pool_idx < s->noutbox) rec_pay(s, victim, n);
 }
 
 /* Before going idle: pay every sibling what is owed to it, as far as the
@@ -806,7 +791,7 @@ static unsigned take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
             c = next;
         }
     }
-    if (n && victim != s) rec_give_back(s, victim, n);
+    if (n && victim != s) rec_pay(s, victim, n);
     return n;
 }
 

@@ -47,7 +47,8 @@ static int lock_or_queue(aco_rt_mutex_t* m, aco_rt_co_t* me) {
 }
 
 /* The fast paths of lock and unlock are one compare-and-swap each, in
- * functions that save no register; the rest is out of line. */
+ * small functions of their own (fewer registers saved and restored); the
+ * rest is out of line. */
 __attribute__((noinline))
 static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
     if (rt_unlikely(me == NULL)) return -EPERM;
