@@ -1,22 +1,35 @@
 /* io.c - the I/O calls, on either backend.
  *
  * Two ways to do an operation:
- *   readiness  the plain system call on a non-blocking descriptor; on EAGAIN
- *              wait for readiness (epoll, or io_uring POLL_ADD) and try
- *              again.  The buffer is touched only while the co runs, so it
- *              may lie on the co's share stack.
+ *   readiness  the plain system call, non-blocking for this call only; on
+ *              EAGAIN wait for readiness (epoll, or io_uring POLL_ADD) and
+ *              try again.  The buffer is touched only while the co runs,
+ *              so it may lie on the co's share stack.
  *   operation  (io_uring) the kernel does the whole operation and writes or
  *              reads the buffer whenever it gets to it, the co parked
  *              meanwhile: only for buffers that are not on a share stack.
  * The epoll backend always takes the first way; io_uring takes the second
  * unless a buffer (or an address out-parameter) lies on the co's share
- * stack, or the deadline has already passed (then one non-blocking try).
+ * stack, the deadline has already passed (then one non-blocking try), or it
+ * is a write to something other than a socket (below).
  *
- * The descriptor table remembers, per descriptor number, whether we made it
- * non-blocking and (epoll) whether it is registered, with its waiters.  A
- * number is reset when aco_rt_accept or aco_rt_connect hands out a new
- * socket under it, and by aco_rt_close: close descriptors used here with
- * aco_rt_close, or the table may describe a dead file.
+ * A descriptor is the file, not the number.  The program (or a library, or
+ * another thread) may close a number behind the runtime's back and get it
+ * again for another file, dup2 over it, or clear O_NONBLOCK.  So nothing
+ * cached per number is trusted where a stale value would block the thread
+ * or lose a readiness:
+ *   - sockets are never made non-blocking: every call on one passes
+ *     MSG_DONTWAIT (read, write, readv and writev become recv, send,
+ *     recvmsg and sendmsg), and every send MSG_NOSIGNAL;
+ *   - other descriptors (pipes, FIFOs, terminals, ...) are checked for
+ *     O_NONBLOCK at every call (one fcntl, setting it when it is gone), and
+ *     a write to them blocks SIGPIPE in the thread for the call, takes back
+ *     the SIGPIPE it raised, and gives -EPIPE;
+ *   - whether a number holds a socket is remembered as a guess: a call that
+ *     treats a non-socket as a socket fails with ENOTSOCK and goes again;
+ *     one that treats a socket as something else is merely slower;
+ *   - epoll: a wait re-adds the descriptor (EEXIST when it is still the same
+ *     file: one cheap system call per wait, none per operation).
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
@@ -24,60 +37,88 @@
 #include <fcntl.h>
 #include "rt_sys.h"
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* The table is chunks of RT_FD_CHUNK entries that never move: waiters
- * point at their entry's queue. */
+/* ------------------------------------------------------------------------ */
+/* The descriptor table                                                     */
+/* ------------------------------------------------------------------------ */
+
 rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd) {
-    if (fd < 0) return NULL;
-    int c = fd / RT_FD_CHUNK;
-    if (c >= s->nfdc) {
-        int n = s->nfdc ? s->nfdc : 16;
-        while (n <= c) n *= 2;
-        rt_fd_t** t = realloc(s->fdc, (size_t)n * sizeof(*t));
-        if (t == NULL) return NULL;
-        memset(t + s->nfdc, 0, (size_t)(n - s->nfdc) * sizeof(*t));
-        s->fdc = t;
-        s->nfdc = n;
+    if (fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    if (s->fdc == NULL) {
+        /* Large and zeroed: fresh pages, touched only where used. */
+        rt_fd_t** top = calloc(RT_FD_CHUNKS, sizeof(*top));
+        if (top == NULL) return NULL;
+        __atomic_store_n(&s->fdc, top, __ATOMIC_RELEASE);
     }
-    if (s->fdc[c] == NULL && (s->fdc[c] = calloc(RT_FD_CHUNK, sizeof(rt_fd_t))) == NULL)
-        return NULL;
-    return &s->fdc[c][fd % RT_FD_CHUNK];
+    rt_fd_t* c = s->fdc[fd / RT_FD_CHUNK];
+    if (c == NULL) {
+        if ((c = calloc(RT_FD_CHUNK, sizeof(rt_fd_t))) == NULL) return NULL;
+        __atomic_store_n(&s->fdc[fd / RT_FD_CHUNK], c, __ATOMIC_RELEASE);
+    }
+    return &c[fd % RT_FD_CHUNK];
 }
 
 void rt_fd_free_all(aco_rt_sched_t* s) {
-    for (int i = 0; i < s->nfdc; i++) free(s->fdc[i]);
+    for (int i = 0; s->fdc && i < RT_FD_CHUNKS; i++) free(s->fdc[i]);
     free(s->fdc);
     s->fdc = NULL;
-    s->nfdc = 0;
 }
 
-/* A new file under number fd: forget what the table says of the old one. */
-static void fd_fresh(aco_rt_sched_t* s, int fd, int nonblock) {
+/* Forget what the entry says of the file under its number. */
+static void fd_forget(rt_fd_t* e) {
+    e->kind = RT_FD_UNKNOWN;
+    e->registered = e->stream = e->rd_empty = e->rd_hup = 0;
+    __atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELAXED);
+}
+
+/* A new socket under number fd (accept, connect). */
+static void fd_fresh(aco_rt_sched_t* s, int fd) {
     rt_fd_t* e = rt_fd_get(s, fd);
     if (e == NULL) return;
-    if (e->registered || !rt_wq_empty(&e->q)) s->be->closing(s, fd);
-    uint32_t gen = e->gen + 1;
-    memset(e, 0, sizeof(*e));
-    e->gen = gen;
-    e->nonblock = (uint8_t)nonblock;
+    if (e->registered || e->busy) s->be->closing(s, fd, 1);
+    fd_forget(e);
+    e->kind = RT_FD_SOCK;
     int type = 0;
     socklen_t len = sizeof(type);
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM)
         e->stream = 1;
 }
 
-int rt_fd_nonblock(aco_rt_sched_t* s, int fd) {
-    rt_fd_t* e = rt_fd_get(s, fd);
-    if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;
-    if (rt_likely(e->nonblock)) return 0;
+/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
+static int fd_nonblock(int fd) {
     int fl = rt_sys_fcntl(fd, F_GETFL, 0);
     if (fl < 0) return -errno;
     if (!(fl & O_NONBLOCK) && rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
-    e->nonblock = 1;
     return 0;
+}
+
+/* The entry's guess of whether fd is a socket, made if it has none. */
+static int fd_kind(rt_fd_t* e, int fd) {
+    if (rt_likely(e->kind != RT_FD_UNKNOWN)) return e->kind;
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) {
+        e->kind = RT_FD_SOCK;
+        e->stream = type == SOCK_STREAM;
+    } else {
+        e->kind = errno == EBADF ? RT_FD_UNKNOWN : RT_FD_OTHER;
+    }
+    return e->kind;
+}
+
+/* aco_rt_close elsewhere, or a number found with a new file: cos here that
+ * waited on the old file are told -EBADF. */
+void rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
+    rt_fd_t* e = rt_fd_peek(s, fd);
+    if (e == NULL || e->gen != gen) return;     /* it has moved on since */
+    s->be->closing(s, fd, 1);
+    fd_forget(e);
 }
 
 int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
@@ -87,14 +128,40 @@ int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
     return p != NULL && a < hi && a + n > lo;
 }
 
-/* A deadline that has passed means one non-blocking try: the readiness way. */
+/* A deadline that has passed means one non-blocking try: the readiness way.
+ * (Every negative deadline but -1 is a time long past.) */
 static inline int passed(int64_t deadline) {
-    return deadline == 0 || (deadline > 0 && deadline <= rt_now());
+    return deadline != -1 && (deadline <= 0 || deadline <= rt_now());
 }
 
 static inline int use_uring(const aco_rt_co_t* co, const void* buf, size_t n, int64_t deadline) {
     return co->s->be == &rt_backend_uring && !rt_on_share_stack(co, buf, n) &&
            !passed(deadline);
+}
+
+/* ------------------------------------------------------------------------ */
+/* SIGPIPE                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* write(2) or writev(2) to something that is not a socket (no
+ * MSG_NOSIGNAL there): a reader gone raises SIGPIPE in the calling thread,
+ * so block it for the call and take back the one the call raised.  If the
+ * program blocks SIGPIPE itself, its pending signal is its own business. */
+static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    ssize_t r = vec ? rt_sys_writev(fd, (const struct iovec*)buf, (int)n)
+                    : rt_sys_write(fd, buf, n);
+    int err = errno;
+    if (r < 0 && err == EPIPE && !sigismember(&old, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = err;
+    return r;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -111,14 +178,43 @@ typedef struct {
     int flags;
 } rq_t;
 
-static ssize_t sys_once(const rq_t* q) {
+/* One try that never blocks, whatever O_NONBLOCK says now. */
+static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
+    int sock = e ? fd_kind(e, q->fd) == RT_FD_SOCK : 1;
+    struct msghdr mh = {0};
+    ssize_t r;
     switch (q->kind) {
-    case K_READ:   return rt_sys_read(q->fd, q->buf, q->n);
-    case K_WRITE:  return rt_sys_write(q->fd, q->buf, q->n);
-    case K_READV:  return rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
-    case K_WRITEV: return rt_sys_writev(q->fd, (const struct iovec*)q->buf, (int)q->n);
-    case K_RECV:   return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
-    default:       return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+    case K_RECV:
+        return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
+    case K_SEND:
+        return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+    case K_READ:
+        if (sock && ((r = rt_sys_recv(q->fd, q->buf, q->n, MSG_DONTWAIT)) >= 0 || errno != ENOTSOCK))
+            return r;
+        break;
+    case K_WRITE:
+        if (sock && ((r = rt_sys_send(q->fd, q->buf, q->n, MSG_DONTWAIT | MSG_NOSIGNAL)) >= 0 ||
+                     errno != ENOTSOCK))
+            return r;
+        break;
+    case K_READV:
+    case K_WRITEV:
+        mh.msg_iov = (struct iovec*)q->buf;
+        mh.msg_iovlen = q->n;
+        if (sock && ((r = q->kind == K_READV ? rt_sys_recvmsg(q->fd, &mh, MSG_DONTWAIT)
+                                             : rt_sys_sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL)) >= 0 ||
+                     errno != ENOTSOCK))
+            return r;
+        break;
+    }
+    /* Not a socket (or no longer one). */
+    if (e) e->kind = RT_FD_OTHER;
+    if ((r = fd_nonblock(q->fd)) < 0) { errno = (int)-r; return -1; }
+    switch (q->kind) {
+    case K_READ:  return rt_sys_read(q->fd, q->buf, q->n);
+    case K_READV: return rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
+    case K_WRITE: return write_nosigpipe(q->fd, q->buf, q->n, 0);
+    default:      return write_nosigpipe(q->fd, q->buf, q->n, 1);
     }
 }
 
@@ -126,17 +222,18 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     int rd = q->kind == K_READ || q->kind == K_READV || q->kind == K_RECV;
     int r, events = rd ? POLLIN : POLLOUT;
-    if (q->kind != K_RECV && q->kind != K_SEND && (r = rt_fd_nonblock(s, q->fd)) < 0)
-        return r;
+    rt_fd_t* f = rt_fd_get(s, q->fd);
+    if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
     /* epoll: a stream socket that a short read drained has nothing until
-     * its next edge, which wakes us: wait first, skip the EAGAIN. */
+     * its next edge, which wakes us: wait first, skip the EAGAIN.  (A stale
+     * guess costs nothing: the wait re-adds the descriptor, and a new file
+     * is added with its readiness of now.) */
     rt_fd_t* e = (rd && s->be == &rt_backend_epoll && q->kind != K_READV &&
-                  !(q->flags & MSG_PEEK)) ? rt_fd_peek(s, q->fd) : NULL;
-    if (e && (!e->stream || e->rd_hup)) e = NULL;
+                  !(q->flags & MSG_PEEK) && f->stream && !f->rd_hup) ? f : NULL;
 
     if (e && e->rd_empty && !passed(deadline)) goto wait;
     for (;;) {
-        ssize_t n = sys_once(q);
+        ssize_t n = sys_once(f, q);
         if (n >= 0) {
             if (e && n > 0 && (size_t)n < q->n) e->rd_empty = 1;
             return n;
@@ -176,6 +273,13 @@ ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     return ready_io(co, &q, deadline);
 }
 
+/* io_uring may write to fd for us only if it is a socket (MSG_NOSIGNAL:
+ * a pipe's SIGPIPE would hit this thread). */
+static int uring_may_write(aco_rt_co_t* co, int fd) {
+    rt_fd_t* e = rt_fd_get(co->s, fd);
+    return e && fd_kind(e, fd) == RT_FD_SOCK;
+}
+
 /* Write all n bytes: the count, or -errno if nothing was written. */
 static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_t n,
                          int flags, int64_t deadline) {
@@ -183,9 +287,13 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
     do {
         const char* p = (const char*)buf + done;
         ssize_t r;
-        if (use_uring(co, p, n - done, deadline)) {
-            r = rt_uring_io(co, op == K_WRITE ? RT_OP_WRITE : RT_OP_SEND, fd,
-                            (void*)p, n - done, flags, deadline);
+        if (use_uring(co, p, n - done, deadline) && uring_may_write(co, fd)) {
+            r = rt_uring_io(co, RT_OP_SEND, fd, (void*)p, n - done, flags, deadline);
+            if (r == -ENOTSOCK && op == K_WRITE) {      /* a new file: guess again */
+                rt_fd_t* e = rt_fd_peek(co->s, fd);
+                if (e) e->kind = RT_FD_OTHER;
+                continue;
+            }
         } else {
             rq_t q = {op, fd, (void*)p, n - done, flags};
             r = ready_io(co, &q, deadline);
@@ -242,11 +350,19 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     int cnt = iovcnt;
     while (done < total || total == 0) {
         ssize_t r;
-        int heap = co->s->be == &rt_backend_uring && !passed(deadline);
+        int heap = co->s->be == &rt_backend_uring && !passed(deadline) && uring_may_write(co, fd);
         for (int i = 0; heap && i < cnt; i++)
             if (rt_on_share_stack(co, v[i].iov_base, v[i].iov_len)) heap = 0;
         if (heap) {
-            r = rt_uring_io(co, RT_OP_WRITEV, fd, v, (size_t)cnt, 0, deadline);
+            memset(&x->mh, 0, sizeof(x->mh));
+            x->mh.msg_iov = v;
+            x->mh.msg_iovlen = (size_t)cnt;
+            r = rt_uring_io(co, RT_OP_SENDMSG, fd, &x->mh, 0, 0, deadline);
+            if (r == -ENOTSOCK) {
+                rt_fd_t* e = rt_fd_peek(co->s, fd);
+                if (e) e->kind = RT_FD_OTHER;
+                continue;
+            }
         } else {
             rq_t q = {K_WRITEV, fd, v, (size_t)cnt, 0};
             r = ready_io(co, &q, deadline);
@@ -269,16 +385,16 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
         !(addrlen && rt_on_share_stack(co, addrlen, sizeof(*addrlen)))) {
         /* addr and addrlen go to the kernel as they are: not on the stack */
         r = rt_uring_accept(co, fd, addr, addrlen, flags, deadline);
-        if (r >= 0) fd_fresh(s, r, (flags & SOCK_NONBLOCK) != 0);
+        if (r >= 0) fd_fresh(s, r);
         return r;
     }
-    if ((r = rt_fd_nonblock(s, fd)) < 0) return r;
     for (;;) {
-        int nfd = rt_sys_accept4(fd, addr, addrlen, flags | SOCK_NONBLOCK);
+        /* accept4 has no per-call flag: the listening socket must be
+         * O_NONBLOCK now (another thread may accept the one we saw). */
+        if ((r = fd_nonblock(fd)) < 0) return r;
+        int nfd = rt_sys_accept4(fd, addr, addrlen, flags);
         if (nfd >= 0) {
-            /* the caller did not ask for O_NONBLOCK: it gets it anyway, and
-             * the table says so (our calls need it there) */
-            fd_fresh(s, nfd, 1);
+            fd_fresh(s, nfd);
             return nfd;
         }
         if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -292,8 +408,8 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
                    int64_t deadline) {
     CO_OR_EPERM(co);
     aco_rt_sched_t* s = co->s;
-    fd_fresh(s, fd, 0);
-    int r = rt_fd_nonblock(s, fd);
+    fd_fresh(s, fd);
+    int r = fd_nonblock(fd);    /* connect has no per-call flag either */
     if (r < 0) return r;
     /* A plain connect: the address is read at once, so it may be anywhere. */
     if (rt_sys_connect(fd, addr, addrlen) == 0) return 0;
@@ -321,15 +437,85 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
     return co->s->be->wait_fd(co, fd, events, deadline);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Close                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static aco_rt_sched_t* reg_head;
+
+void rt_sched_reg(aco_rt_sched_t* s, int add) {
+    pthread_mutex_lock(&reg_lock);
+    if (add) {
+        s->reg_prev = NULL;
+        s->reg_next = reg_head;
+        if (reg_head) reg_head->reg_prev = s;
+        reg_head = s;
+    } else {
+        if (s->reg_prev) s->reg_prev->reg_next = s->reg_next; else reg_head = s->reg_next;
+        if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* fd's entry in another thread's scheduler, read from here. */
+static rt_fd_t* fd_peek_remote(aco_rt_sched_t* s, int fd) {
+    rt_fd_t** top = __atomic_load_n(&s->fdc, __ATOMIC_ACQUIRE);
+    if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    rt_fd_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    return c ? &c[fd % RT_FD_CHUNK] : NULL;
+}
+
+/* Tell every other scheduler with cos waiting on fd that it goes (each
+ * hears it in its own thread, soon: the file may be gone by then, which is
+ * why what they do needs no descriptor).  -ENOMEM if a message could not be
+ * made (nobody is told then). */
+static int close_remote(aco_rt_sched_t* me, int fd) {
+    enum { BATCH = 16 };
+    rt_close_msg_t* pre[BATCH];
+    int r = 0;
+    pthread_mutex_lock(&reg_lock);
+    int n = 0;
+    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) {
+        rt_fd_t* e = s == me ? NULL : fd_peek_remote(s, fd);
+        if (e && __atomic_load_n(&e->busy, __ATOMIC_RELAXED)) n++;
+    }
+    /* Allocate first, so that either all are told or none. */
+    rt_close_msg_t** m = n <= BATCH ? pre : malloc((size_t)n * sizeof(*m));
+    int got = 0;
+    if (m) for (; got < n && (m[got] = malloc(sizeof(**m))) != NULL; got++) {}
+    if (m == NULL || got < n) {
+        while (got) free(m[--got]);
+        r = -ENOMEM;
+    } else {
+        int i = 0;
+        for (aco_rt_sched_t* s = reg_head; s && i < n; s = s->reg_next) {
+            rt_fd_t* e = s == me ? NULL : fd_peek_remote(s, fd);
+            if (e == NULL || !__atomic_load_n(&e->busy, __ATOMIC_RELAXED)) continue;
+            m[i]->fd = fd;
+            m[i]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
+            rt_sched_send(s, &m[i]->m, RT_MSG_CLOSE);
+            i++;
+        }
+        while (i < n) free(m[i++]);     /* (one went idle meanwhile) */
+    }
+    pthread_mutex_unlock(&reg_lock);
+    if (m && m != pre) free(m);
+    return r;
+}
+
 int aco_rt_close(int fd) {
     aco_rt_sched_t* s = rt_tls_sched;
+    uint32_t ns = __atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE);
+    if (ns > (s != NULL)) {
+        int r = close_remote(s, fd);
+        if (r < 0) return r;
+    }
     if (s) {
-        s->be->closing(s, fd);
         rt_fd_t* e = rt_fd_peek(s, fd);
         if (e) {
-            uint32_t gen = e->gen + 1;
-            memset(e, 0, sizeof(*e));
-            e->gen = gen;
+            if (e->registered || e->busy) s->be->closing(s, fd, 0);
+            fd_forget(e);
         }
     }
     return rt_sys_close(fd) == 0 ? 0 : -errno;

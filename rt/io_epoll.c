@@ -1,12 +1,19 @@
 /* io_epoll.c - the epoll backend: readiness, edge-triggered.
  *
- * A descriptor is added once, for input and output at the same time
- * (EPOLLET), the first time a co has to wait on it.  Edge-triggered is
- * enough because a co waits only after its system call said EAGAIN: the
- * next edge comes after that, and epoll keeps an edge that arrives before
- * the co parks (the scheduler is this thread: it cannot wait in epoll
- * before the co has parked).  Descriptors that epoll refuses (EPERM:
- * regular files) are always ready.
+ * A descriptor is added for input and output at the same time (EPOLLET)
+ * when a co has to wait on it.  Edge-triggered is enough because a co
+ * waits only after its system call said EAGAIN: the next edge comes after
+ * that, and epoll keeps an edge that arrives before the co parks (the
+ * scheduler is this thread: it cannot wait in epoll before the co has
+ * parked).  Descriptors that epoll refuses (EPERM: regular files) are
+ * always ready.
+ *
+ * Every wait adds the descriptor again, and the kernel says EEXIST while
+ * it is the same file: epoll knows a registration by file and number, and
+ * drops it when the file is closed, so a number closed behind our back
+ * (close(2), dup2) and given to another file would otherwise never report
+ * a readiness.  A wait that finds the old registration gone tells the cos
+ * still waiting on the old file -EBADF.
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
@@ -62,11 +69,22 @@ static void wake_fd(aco_rt_sched_t* s, rt_fd_t* f, uint32_t events) {
         int want = w->events | POLLERR | POLLHUP;
         if ((int)events & want) {
             rt_wq_remove(w);
+            rt_fd_busy_add(f, -1);
             s->st.io_inflight--;
             rt_wake(w->co, (int)events & (want | POLLRDHUP));
         }
         w = next;
     }
+}
+
+/* Wake every waiter of f with err. */
+static void wake_all(aco_rt_sched_t* s, rt_fd_t* f, int err) {
+    rt_waiter_t* w;
+    while ((w = rt_wq_pop(&f->q)) != NULL) {
+        s->st.io_inflight--;
+        rt_wake(w->co, err);
+    }
+    __atomic_store_n(&f->busy, 0, __ATOMIC_RELAXED);
 }
 
 static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
@@ -103,6 +121,7 @@ static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
 
 static void ep_abort(aco_rt_co_t* co, int err) {
     co->s->st.io_inflight--;
+    if (co->w.q) rt_fd_busy_add(rt_container_of(co->w.q, rt_fd_t, q), -1);
     rt_abort_waitq(co, err);
 }
 
@@ -111,35 +130,39 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     ep_t* e = (ep_t*)s->be_data;
     rt_fd_t* f = rt_fd_get(s, fd);
     if (f == NULL) return fd < 0 ? -EBADF : -ENOMEM;
-    if (f->unpollable) return events;
-    if (!f->registered) {
-        struct epoll_event ev = {0};
-        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-        ev.data.fd = fd;
-        if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            if (errno == EPERM) { f->unpollable = 1; return events; }
-            if (errno != EEXIST) return -errno;
+    struct epoll_event ev = {0};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.fd = fd;
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
+        /* Added anew: if we had added it before, that file is gone. */
+        if (f->registered) {
+            wake_all(s, f, -EBADF);
+            __atomic_store_n(&f->gen, f->gen + 1, __ATOMIC_RELAXED);
+            f->rd_empty = f->rd_hup = 0;
         }
         f->registered = 1;
+    } else if (errno == EPERM) {
+        return events;                  /* a regular file: always ready */
+    } else if (errno != EEXIST) {
+        return -errno;
     }
     co->w.events = events;
     rt_wq_push(&f->q, &co->w);
+    rt_fd_busy_add(f, 1);
     s->st.io_inflight++;
     return rt_park(co, events & POLLOUT ? "fd_out" : "fd_in", (void*)(intptr_t)fd,
                    deadline, ep_abort);
 }
 
-static void ep_closing(aco_rt_sched_t* s, int fd) {
+static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {
     ep_t* e = (ep_t*)s->be_data;
     rt_fd_t* f = rt_fd_peek(s, fd);
     if (f == NULL) return;
-    if (f->registered) epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+    /* (gone: the number may hold another file now, that we must not drop;
+     * a closed file left epoll by itself) */
+    if (f->registered && !gone) epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
     f->registered = 0;
-    rt_waiter_t* w;
-    while ((w = rt_wq_pop(&f->q)) != NULL) {
-        s->st.io_inflight--;
-        rt_wake(w->co, -EBADF);
-    }
+    wake_all(s, f, -EBADF);
 }
 
 const rt_backend_t rt_backend_epoll = {

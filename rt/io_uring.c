@@ -100,7 +100,7 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     co->flags &= (uint8_t)~RT_IO_OP;
     s->st.io_inflight--;
     rt_fd_t* f = rt_fd_peek(s, co->io_fd);
-    if (f && f->gen == co->io_gen && f->ops) f->ops--;
+    if (f && f->gen == co->io_gen && f->busy) rt_fd_busy_add(f, -1);
     if (res == -ECANCELED)      /* ours (deadline, cancel), else a close */
         res = co->io_abort ? co->io_abort : -EBADF;
     co->io_abort = 0;
@@ -155,12 +155,12 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, const char* what, 
     rt_fd_t* f = rt_fd_get(co->s, fd);
     co->io_fd = fd;
     co->io_gen = f ? f->gen : 0;
-    if (f) f->ops++;
+    if (f) rt_fd_busy_add(f, 1);
     return rt_park(co, what, (void*)(intptr_t)fd, deadline, ur_abort);
 }
 
 static const char* const op_name[] = {
-    "read", "write", "readv", "writev", "recv", "send", "poll",
+    "read", "write", "readv", "writev", "recv", "send", "poll", "sendmsg",
 };
 
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
@@ -177,6 +177,9 @@ ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int fl
         case RT_OP_WRITEV: io_uring_prep_writev(sqe, fd, buf, len, (uint64_t)-1); break;
         case RT_OP_RECV:   io_uring_prep_recv(sqe, fd, buf, len, flags); break;
         case RT_OP_SEND:   io_uring_prep_send(sqe, fd, buf, len, flags | MSG_NOSIGNAL); break;
+        case RT_OP_SENDMSG:
+            io_uring_prep_sendmsg(sqe, fd, (const struct msghdr*)buf, (unsigned)flags | MSG_NOSIGNAL);
+            break;
         default:           io_uring_prep_poll_add(sqe, fd, (unsigned)flags); break;
         }
         r = op_wait(co, sqe, op_name[op], fd, deadline);
@@ -205,14 +208,29 @@ static int ur_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     return (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, events, deadline);
 }
 
-static void ur_closing(aco_rt_sched_t* s, int fd) {
+static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     ur_t* u = (ur_t*)s->be_data;
     rt_fd_t* f = rt_fd_peek(s, fd);
-    if (f == NULL || f->ops == 0) return;
-    struct io_uring_sqe* sqe = get_sqe(s);
-    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
-    io_uring_sqe_set_data(sqe, NULL);
-    io_uring_submit(&u->ring);          /* before the descriptor goes */
+    if (f == NULL || f->busy == 0) return;
+    if (!gone) {
+        /* Still open: the kernel finds the operations by the file. */
+        struct io_uring_sqe* sqe = get_sqe(s);
+        io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+        io_uring_sqe_set_data(sqe, NULL);
+        io_uring_submit(&u->ring);          /* before the descriptor goes */
+        return;
+    }
+    /* Closed elsewhere (an operation holds the file, so it does not end by
+     * itself): cancel each of ours on it by its co. */
+    for (uint32_t i = 0; i < s->ncos; i++) {
+        aco_rt_co_t* co = s->cos[i];
+        if ((co->flags & RT_IO_OP) && co->io_fd == fd && co->io_gen == f->gen && !co->io_abort) {
+            co->io_abort = -EBADF;
+            struct io_uring_sqe* sqe = get_sqe(s);
+            io_uring_prep_cancel(sqe, co, 0);
+            io_uring_sqe_set_data(sqe, NULL);
+        }
+    }
 }
 
 const rt_backend_t rt_backend_uring = {

@@ -90,7 +90,15 @@ typedef struct rt_msg {
     struct rt_msg* next;
     uint8_t        kind;
 } rt_msg_t;
-enum { RT_MSG_WAKE = 1, RT_MSG_SPAWN, RT_MSG_CANCEL, RT_MSG_FREE };
+enum { RT_MSG_WAKE = 1, RT_MSG_SPAWN, RT_MSG_CANCEL, RT_MSG_FREE, RT_MSG_CLOSE };
+
+/* RT_MSG_CLOSE: a co or thread elsewhere closed fd, on which cos of the
+ * receiver were waiting (io.c).  In the heap; the receiver frees it. */
+typedef struct rt_close_msg {
+    rt_msg_t m;
+    int      fd;
+    uint32_t gen;               /* the receiver's entry generation then */
+} rt_close_msg_t;
 
 /* Intrusive MPSC queue (Vyukov's): producers swap the tail, the owner pops
  * at the head.  Push is wait-free; pop may see a push half done (the tail
@@ -190,6 +198,7 @@ typedef struct rt_extra {
     int           sel_err;      /* select: the fired case's error */
     void*         buf;          /* channel mailbox / select slots / iovecs */
     size_t        buf_cap;
+    struct msghdr mh;           /* io_uring sendmsg (writev on a socket) */
 } rt_extra_t;
 
 struct aco_rt_co {
@@ -254,32 +263,49 @@ typedef struct rt_backend {
     int  (*poll)(aco_rt_sched_t* s, int64_t timeout);
     /* Wait for fd's readiness (poll events): revents or -errno. */
     int  (*wait_fd)(aco_rt_co_t* co, int fd, int events, int64_t deadline);
-    /* fd is being closed: wake its waiters with -EBADF, forget it. */
-    void (*closing)(aco_rt_sched_t* s, int fd);
+    /* fd is being closed: wake its waiters with -EBADF, forget it.  gone:
+     * it may be closed already (by another thread), and its number taken
+     * by another file. */
+    void (*closing)(aco_rt_sched_t* s, int fd, int gone);
 } rt_backend_t;
 
 extern const rt_backend_t rt_backend_epoll;
 extern const rt_backend_t rt_backend_uring;     /* name NULL: not built */
 
-/* Descriptor table entry (io.c; epoll uses the queues). */
+/* Descriptor table entry (io.c; epoll uses the queues).  What it says of
+ * the file under the number is a hint, never trusted where a stale one
+ * would block the thread or lose a readiness: the number may have been
+ * closed and reused behind the runtime's back (close(2), dup2, another
+ * thread, a library).  kind picks the calls (sockets get per-call
+ * MSG_DONTWAIT and MSG_NOSIGNAL; a wrong guess fails with ENOTSOCK and is
+ * corrected, or takes the slower path that suits any file); registered
+ * saves an epoll_ctl only when the kernel confirms it (EEXIST); busy and
+ * gen are read by other threads (aco_rt_close), written by the owner with
+ * atomic stores. */
+enum { RT_FD_UNKNOWN = 0, RT_FD_SOCK, RT_FD_OTHER };
 typedef struct rt_fd {
-    uint8_t        nonblock;    /* O_NONBLOCK set by us (or found set) */
-    uint8_t        registered;  /* epoll: added */
-    uint8_t        unpollable;  /* epoll: EPERM (a regular file): always ready */
+    uint8_t        kind;        /* RT_FD_*: a socket or not, as last seen */
+    uint8_t        registered;  /* epoll: added by us (the file may be gone) */
     uint8_t        stream;      /* a SOCK_STREAM socket (accept, connect) */
     uint8_t        rd_empty;    /* epoll, stream: a read came back short, so
                                    the socket was drained: wait for the next
                                    edge before reading again (saves the
                                    read that would say EAGAIN) */
-    uint32_t       ops;         /* io_uring: operations in the kernel */
-    uint32_t       gen;         /* bumped when the number gets a new file */
     uint8_t        rd_hup;      /* epoll: the peer's end (or an error) was
                                    seen: a short read does not mean drained
                                    then, the end may still be pending, its
                                    edge gone */
+    uint32_t       busy;        /* atomic store: cos waiting on it (epoll)
+                                   or operations in the kernel (io_uring) */
+    uint32_t       gen;         /* atomic store: bumped when the number is
+                                   known to hold a new file */
     aco_rt_waitq_t q;           /* epoll: cos waiting for readiness
                                    (w.events says for what) */
 } rt_fd_t;
+
+static inline void rt_fd_busy_add(rt_fd_t* e, int d) {
+    __atomic_store_n(&e->busy, e->busy + (uint32_t)d, __ATOMIC_RELAXED);
+}
 
 /* The timing wheel: 9 levels of 64 slots, 2^14 ns ticks (timer.c). */
 #define RT_TICK_SHIFT 14
@@ -330,8 +356,11 @@ struct aco_rt_sched {
     aco_rt_stats_t      st;
     uint64_t            next_id;
     rt_wheel_t          wheel;
-    rt_fd_t**           fdc;            /* descriptor table chunks (io.c) */
-    int                 nfdc;
+    rt_fd_t**           fdc;            /* descriptor table: RT_FD_CHUNKS
+                                           chunk pointers (io.c; atomic:
+                                           other threads' closes read it) */
+    struct aco_rt_sched* reg_next;      /* every scheduler of the process */
+    struct aco_rt_sched* reg_prev;      /* (rt_sched_reg, under its lock) */
     int                 evfd;           /* eventfd: wakes the thread asleep */
     struct aco_rt_pool* pool;           /* its pool, or NULL */
     uint32_t            cancel_seen;
@@ -519,24 +548,34 @@ void rt_group_leave(aco_rt_co_t* co);
 void rt_pool_idle(struct aco_rt_pool* p);
 /* sched.c: send co a cancel through its scheduler's inbox (any thread). */
 void rt_cancel_async(aco_rt_co_t* co);
+/* sched.c: put m in s's inbox and wake its thread (any thread). */
+void rt_sched_send(aco_rt_sched_t* s, rt_msg_t* m, int kind);
 /* sched.c: wake s's thread if it sleeps (after something was sent). */
 void rt_notify(aco_rt_sched_t* s);
 
-/* io.c */
+/* io.c.  The table is chunks that never move (waiters point into them),
+ * under a top array of fixed size that never moves either (other threads
+ * read it): descriptors below RT_FD_CHUNK * RT_FD_CHUNKS. */
 #define RT_FD_CHUNK 256
-rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd);   /* NULL: ENOMEM */
+#define RT_FD_CHUNKS 65536
+rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd);   /* NULL: ENOMEM (or fd too big) */
 /* The entry of fd if the table has one, else NULL (never allocates). */
 static inline rt_fd_t* rt_fd_peek(aco_rt_sched_t* s, int fd) {
-    if (fd < 0 || fd / RT_FD_CHUNK >= s->nfdc || s->fdc[fd / RT_FD_CHUNK] == NULL) return NULL;
-    return &s->fdc[fd / RT_FD_CHUNK][fd % RT_FD_CHUNK];
+    rt_fd_t** top = s->fdc;
+    if (fd < 0 || top == NULL || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    rt_fd_t* c = top[fd / RT_FD_CHUNK];
+    return c ? &c[fd % RT_FD_CHUNK] : NULL;
 }
-int      rt_fd_nonblock(aco_rt_sched_t* s, int fd);
+/* fd was closed elsewhere while cos here waited on it (RT_MSG_CLOSE). */
+void     rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen);
+/* Every scheduler of the process, for closes from other threads. */
+void     rt_sched_reg(aco_rt_sched_t* s, int add);
 int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n);
 void     rt_fd_free_all(aco_rt_sched_t* s);
 
 /* io_uring operations (io_uring.c): the result, or -errno. */
 enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,
-       RT_OP_SEND, RT_OP_POLL };
+       RT_OP_SEND, RT_OP_POLL, RT_OP_SENDMSG };
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n,
                     int flags, int64_t deadline);
 int     rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr,

@@ -32,6 +32,12 @@ static inline ssize_t rt_sys_recv(int fd, void* b, size_t n, int flags) {
 static inline ssize_t rt_sys_send(int fd, const void* b, size_t n, int flags) {
     return syscall(SYS_sendto, fd, b, n, flags, NULL, 0);
 }
+static inline ssize_t rt_sys_recvmsg(int fd, struct msghdr* m, int flags) {
+    return syscall(SYS_recvmsg, fd, m, flags);
+}
+static inline ssize_t rt_sys_sendmsg(int fd, const struct msghdr* m, int flags) {
+    return syscall(SYS_sendmsg, fd, m, flags);
+}
 static inline int rt_sys_accept4(int fd, struct sockaddr* a, socklen_t* l, int flags) {
     return (int)syscall(SYS_accept4, fd, a, l, flags);
 }

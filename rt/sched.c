@@ -97,7 +97,7 @@ static void inbox_init(rt_inbox_t* q) {
 
 static void inbox_push(rt_inbox_t* q, rt_msg_t* m) {
     __atomic_store_n(&m->next, NULL, __ATOMIC_RELAXED);
-    /* seq_cst: ordered before the sleeping flag's load in rt_send */
+    /* seq_cst: ordered before the sleeping flag's load in rt_sched_send */
     rt_msg_t* prev = __atomic_exchange_n(&q->tail, m, __ATOMIC_SEQ_CST);
     __atomic_store_n(&prev->next, m, __ATOMIC_RELEASE);
 }
@@ -138,7 +138,7 @@ void rt_notify(aco_rt_sched_t* s) {
     }
 }
 
-static void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
+void rt_sched_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
     m->kind = (uint8_t)kind;
     inbox_push(&s->inbox, m);
     rt_notify(s);
@@ -175,7 +175,7 @@ static void outbox_flush_all(aco_rt_sched_t* me) {
 static void send_spawn(aco_rt_sched_t* s, rt_msg_t* m) {
     aco_rt_sched_t* me = rt_tls_sched;
     if (me == NULL || me->outbox == NULL || s->pool != me->pool || s->pool_idx >= me->noutbox) {
-        rt_send(s, m, RT_MSG_SPAWN);
+        rt_sched_send(s, m, RT_MSG_SPAWN);
         return;
     }
     rt_outbox_t* o = &me->outbox[s->pool_idx];
@@ -191,7 +191,7 @@ static void send_spawn(aco_rt_sched_t* s, rt_msg_t* m) {
 
 void rt_wake_remote(aco_rt_co_t* co, int res) {
     co->res = res;
-    rt_send(co->s, &co->msg, RT_MSG_WAKE);
+    rt_sched_send(co->s, &co->msg, RT_MSG_WAKE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -293,6 +293,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
         return NULL;
     }
     rt_tls_sched = s;
+    rt_sched_reg(s, 1);
     __atomic_fetch_add(&rt_nsched, 1u, __ATOMIC_ACQ_REL);   /* atomic in every build */
     return s;
 }
@@ -871,7 +872,7 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* Free a finished record of any thread's scheduler. */
 static void record_free_any(aco_rt_co_t* co) {
     if (co->s == rt_tls_sched) record_free(co->s, co);
-    else rt_send(co->s, &co->msg, RT_MSG_FREE);
+    else rt_sched_send(co->s, &co->msg, RT_MSG_FREE);
 }
 
 /* A co ended: free it if nobody will join it. */
@@ -904,6 +905,12 @@ static int drain(aco_rt_sched_t* s) {
         }
         got = 1;
         int kind = m->kind;
+        if (kind == RT_MSG_CLOSE) {
+            rt_close_msg_t* c = (rt_close_msg_t*)m;
+            rt_fd_closed_remote(s, c->fd, c->gen);
+            free(c);
+            continue;
+        }
         aco_rt_co_t* co = kind == RT_MSG_CANCEL ? rt_container_of(m, aco_rt_co_t, cmsg)
                                                 : rt_container_of(m, aco_rt_co_t, msg);
         switch (kind) {
@@ -1030,6 +1037,7 @@ static void unqueue(rt_waiter_t* w) {
 
 void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running) return;
+    rt_sched_reg(s, 0);     /* no more closes from other threads */
     drain(s);       /* spawns become cos (freed below), frees are done */
     take_new(s, s, 1);     /* and so do the unstarted ones */
     /* First the wheel: the parked cos' deadline timers are in their
@@ -1143,7 +1151,7 @@ static void cancel_local(aco_rt_co_t* co) {
 void rt_cancel_async(aco_rt_co_t* co) {
     uint8_t none = 0;
     if (rt_cas(&co->cancel_sent, &none, (uint8_t)1))
-        rt_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
+        rt_sched_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
 }
 
 int aco_rt_cancel(aco_rt_co_t* co) {
