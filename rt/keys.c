@@ -113,7 +113,8 @@ static inline kvs_t** my_kvs(void) {
 void* aco_rt_getspecific(aco_rt_key_t key) {
     const kvs_t* kv = *my_kvs();
     uint32_t i = key_slot(key);
-    if (kv == NULL || i >= kv->cap || kv->v[i].seq != key_seq(key)) return NULL;
+    if (kv == NULL || i >= kv->cap || kv->v[i].seq != key_seq(key) || !key_live(key))
+        return NULL;
     return kv->v[i].val;
 }
 

@@ -245,6 +245,7 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
         }
     }
     struct timespec ts;
+    if (deadline < -1) deadline = 0;    /* -1: no deadline; others: long past */
     if (deadline >= 0) {
         ts.tv_sec = deadline / 1000000000;
         ts.tv_nsec = deadline % 1000000000;

@@ -133,12 +133,30 @@ enum { PT_ENDED = 1, PT_DETACHED = 2 };
 static aco_rt_key_t pt_key;     /* a co's pt_t while its routine runs */
 static int pt_key_err = -1;
 static pthread_once_t pt_key_once = PTHREAD_ONCE_INIT;
-static void pt_key_make(void) { pt_key_err = aco_rt_key_create(&pt_key, NULL); }
+static void pt_dropped(aco_rt_co_t* co);
+static void pt_key_make(void) {
+    pt_key_err = aco_rt_key_create(&pt_key, NULL);
+    __atomic_store_n(&rt_co_dropped, pt_dropped, __ATOMIC_RELEASE);
+}
 
 /* p's routine is over with ret: for the joiner, or p goes if detached. */
 static void pt_end(pt_t* p, void* ret) {
     p->ret = ret;
-    if (__atomic_fetch_or(&p->state, PT_ENDED, __ATOMIC_ACQ_REL) & PT_DETACHED) free(p);
+    if (__atomic_fetch_or(&p->state, PT_ENDED, __ATOMIC_ACQ_REL) & PT_DETACHED) {
+        rt_self()->arg = NULL;          /* (its key destructors may still block) */
+        free(p);
+    }
+}
+
+static void pt_main(void* arg);
+
+/* aco_rt_sched_free destroys co: its pt_t goes, unless its end freed it
+ * (detached) - nobody can join it any more. */
+static void pt_dropped(aco_rt_co_t* co) {
+    pt_t* p = (pt_t*)co->arg;
+    if (co->fn != pt_main || p == NULL) return;
+    uint32_t st = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
+    if ((st & (PT_ENDED | PT_DETACHED)) != (PT_ENDED | PT_DETACHED)) free(p);
 }
 
 static void pt_main(void* arg) {

@@ -416,10 +416,11 @@ static inline aco_rt_co_t* rt_self(void) {
 int64_t rt_now(void);
 
 /* May the running co block now?  0, or the error to return at once:
- * -ECANCELED (cancelled), -ETIMEDOUT (deadline passed). */
+ * -ECANCELED (cancelled), -ETIMEDOUT (deadline passed: -1 is no deadline,
+ * every other negative one is long past). */
 static inline int rt_may_block(aco_rt_co_t* co, int64_t deadline) {
     if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED;
-    if (deadline >= 0 && (deadline == 0 || deadline <= rt_now())) return -ETIMEDOUT;
+    if (deadline != -1 && (deadline <= 0 || deadline <= rt_now())) return -ETIMEDOUT;
     return 0;
 }
 
@@ -516,7 +517,7 @@ static inline int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
     co->wait_obj = obj;
     co->wait_what = what;
     s->st.cos_parked++;
-    if (deadline >= 0) {             /* co->tmo.fn_ is rt_tmo_fire */
+    if (deadline != -1) {            /* co->tmo.fn_ is rt_tmo_fire */
         rt_wheel_add(&s->wheel, &co->tmo, deadline);
         s->st.timers++;
     }
@@ -548,6 +549,9 @@ void rt_group_leave(aco_rt_co_t* co);
 void rt_pool_idle(struct aco_rt_pool* p);
 /* sched.c: send co a cancel through its scheduler's inbox (any thread). */
 void rt_cancel_async(aco_rt_co_t* co);
+/* Called by aco_rt_sched_free for each co it destroys, finished or not
+ * (atomic; pthread.c sets it: a co's pt_t goes with it). */
+extern void (*rt_co_dropped)(aco_rt_co_t* co);
 /* sched.c: put m in s's inbox and wake its thread (any thread). */
 void rt_sched_send(aco_rt_sched_t* s, rt_msg_t* m, int kind);
 /* sched.c: wake s's thread if it sleeps (after something was sent). */

@@ -29,6 +29,7 @@
 
 __thread aco_rt_sched_t* rt_tls_sched;
 uint32_t rt_nsched;
+void (*rt_co_dropped)(aco_rt_co_t* co);
 
 #define FREE_RECS_MAX 16384
 
@@ -1047,6 +1048,9 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
      * suspended co's frames); their timers go with the wheel. */
     while (s->ncos) {
         aco_rt_co_t* co = s->cos[s->ncos - 1];
+        /* (the pthread face: the record of its routine goes too) */
+        void (*dropped)(aco_rt_co_t*) = __atomic_load_n(&rt_co_dropped, __ATOMIC_ACQUIRE);
+        if (dropped) dropped(co);
         /* Parked: off the program's objects' wait queues, which outlive
          * it (a mutex it holds stays held: nothing records what it holds). */
         if (co->state == RT_PARKED) {
@@ -1199,7 +1203,8 @@ int aco_rt_sleep_until(int64_t deadline) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
     if (co->flags & RT_CANCELLED) return -ECANCELED;
-    if (deadline < 0) deadline = INT64_MAX;
+    if (deadline == -1) deadline = INT64_MAX;
+    else if (deadline < 0) deadline = 0;        /* long past: the next round */
     return rt_park(co, "sleep", NULL, deadline, sleep_abort);
 }
 
