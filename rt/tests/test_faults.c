@@ -306,6 +306,33 @@ static void co_connector(void* arg) {
     CHECK_EQ(TRY(aco_rt_close(fd)), 0);
 }
 
+/* A descriptor call of the test's own (result r): 1 if it made one; 0 if
+ * the descriptor limit stopped it. */
+static int own_fd(int r) {
+    if (r >= 0) return 1;
+    CHECK(errno == EMFILE && fault_err == EMFILE);
+    return 0;
+}
+
+/* Descriptors: accept with every number taken says -EMFILE, and the
+ * connection waits for the next accept. */
+static void accept_at_limit(int lfd) {
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (!own_fd(c)) return;
+    CHECK_EQ(aco_rt_connect(c, (struct sockaddr*)&tcp_addr, sizeof(tcp_addr), soon(5000)), 0);
+    int held[64], nh = 0;
+    while (nh < 64 && (held[nh] = dup(0)) >= 0) nh++;
+    CHECK_LT(nh, 64);
+    CHECK_EQ(errno, EMFILE);
+    CHECK_EQ(aco_rt_accept(lfd, NULL, NULL, SOCK_CLOEXEC, soon(5000)), -EMFILE);
+    close(held[--nh]);
+    int a = aco_rt_accept(lfd, NULL, NULL, SOCK_CLOEXEC, soon(5000));
+    CHECK_GE(a, 0);
+    CHECK_EQ(aco_rt_close(a), 0);
+    while (nh) close(held[--nh]);
+    CHECK_EQ(aco_rt_close(c), 0);
+}
+
 /* Sync among cos. */
 static aco_rt_mutex_t mu;
 static aco_rt_cond_t cv;
@@ -374,14 +401,6 @@ static void co_chan_receiver(void* arg) {
     r = TRY(aco_rt_chan_select(cs, 2, &err, soon(5000)));
     CHECK(r == 0 || r == 1);
     CHECK_EQ(vals[r], 42);
-}
-
-/* A descriptor call of the test's own (result r): 1 if it made one; 0 if
- * the descriptor limit stopped it. */
-static int own_fd(int r) {
-    if (r >= 0) return 1;
-    CHECK(errno == EMFILE && fault_err == EMFILE);
-    return 0;
 }
 
 /* Spawn on s, made again on ENOMEM. */
@@ -477,6 +496,7 @@ static void co_main(void* arg) {
         CHECK_EQ(aco_rt_close(sp[0]), 0);
         CHECK_EQ(aco_rt_close(sp[1]), 0);
     }
+    if (lfd >= 0 && fault_err == EMFILE) accept_at_limit(lfd);
     if (lfd >= 0) CHECK_EQ(aco_rt_close(lfd), 0);
     CHECK(aco_rt_self() != NULL);
     CHECK_EQ(aco_rt_cancelled(), 0);
