@@ -504,9 +504,16 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         }
     }
     if (cos_add(s, co) < 0) {
-        co->next = s->free_recs;        /* keep it for later */
-        s->free_recs = co;
-        s->nfree++;
+        if (co->flags & RT_STANDALONE) {
+            /* not for free_recs: its stack would go with rec_drop's co */
+            aco_share_stack_t* st = co->aco->share_stack;
+            rec_drop(co);
+            aco_share_stack_destroy(st);
+        } else {
+            co->next = s->free_recs;    /* keep it for later */
+            s->free_recs = co;
+            s->nfree++;
+        }
         errno = ENOMEM;
         return NULL;
     }
