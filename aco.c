@@ -228,9 +228,11 @@ static inline void mark_used(void) {
         __atomic_store_n(&alloc_used, 1, __ATOMIC_RELAXED);
 }
 
+/* fn NULL: the caller takes a NULL (out of memory) instead of the abort. */
 static void* alloc(const char* fn, size_t sz) {
     mark_used();
     void* p = user_alloc ? user_alloc(user_cookie, sz) : malloc(sz);
+    if (fn == NULL) return p;
     check(fn, p != NULL, "out of memory (%s of %zu bytes failed)",
           user_alloc ? "the program's allocator" : "malloc", sz);
     return p;
@@ -358,15 +360,19 @@ aco_share_stack_t* aco_share_stack_new(size_t sz) {
     return aco_share_stack_new2(sz, 1);
 }
 
-aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
-    static const char fn[] = "aco_share_stack_new2";
+/* A share stack (aco_share_stack_new2); may_fail: NULL with errno instead
+ * of an abort when memory or the address space runs out. */
+static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_enabled,
+                                    int may_fail) {
     if (sz == 0) sz = DEFAULT_STACK;
     if (sz < MIN_STACK) sz = MIN_STACK;
     size_t pg = page_size(fn);
     /* Rounded up, plus the guard page: it must still fit a size_t. */
+    if (may_fail && sz > SIZE_MAX - 2 * pg) { errno = ENOMEM; return NULL; }
     check(fn, sz <= SIZE_MAX - 2 * pg, "stack size %zu exceeds the address space", sz);
 
-    aco_share_stack_t* s = alloc(fn, sizeof(*s));
+    aco_share_stack_t* s = alloc(may_fail ? NULL : fn, sizeof(*s));
+    if (s == NULL) { errno = ENOMEM; return NULL; }
     memset(s, 0, sizeof(*s));
     if (guard_page_enabled) {
         sz = (sz + pg - 1) & ~(pg - 1);
@@ -374,9 +380,16 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
         /* NORESERVE: a stack's pages are committed as they are touched. */
         s->real_ptr = mmap(NULL, s->real_sz, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        /* Below the stack: stacks grow down on every supported architecture. */
+        if (may_fail && (s->real_ptr == MAP_FAILED || mprotect(s->real_ptr, pg, PROT_NONE))) {
+            int e = errno;
+            if (s->real_ptr != MAP_FAILED) munmap(s->real_ptr, s->real_sz);
+            dealloc(s, sizeof(*s));
+            errno = e;
+            return NULL;
+        }
         check(fn, s->real_ptr != MAP_FAILED, "out of memory (mmap of %zu bytes "
               "failed: %s)", s->real_sz, strerror(errno));
-        /* Below the stack: stacks grow down on every supported architecture. */
         check(fn, mprotect(s->real_ptr, pg, PROT_NONE) == 0,
               "mprotect of the guard page failed: %s", strerror(errno));
         s->ptr = (char*)s->real_ptr + pg;
@@ -384,7 +397,12 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
     } else {
         sz = (sz + STACK_ALIGN - 1) & ~(size_t)(STACK_ALIGN - 1);
         s->real_sz = sz;
-        s->real_ptr = alloc(fn, sz);
+        s->real_ptr = alloc(may_fail ? NULL : fn, sz);
+        if (s->real_ptr == NULL) {
+            dealloc(s, sizeof(*s));
+            errno = ENOMEM;
+            return NULL;
+        }
         s->ptr = s->real_ptr;
     }
     s->sz = sz;
@@ -406,6 +424,14 @@ aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
     s->align_limit = (size_t)((uintptr_t)s->align_retptr - (uintptr_t)s->ptr);
     tool_stack_new(s);
     return s;
+}
+
+aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
+    return stack_new("aco_share_stack_new2", sz, guard_page_enabled, 0);
+}
+
+aco_share_stack_t* aco_share_stack_try_new2(size_t sz, char guard_page_enabled) {
+    return stack_new("aco_share_stack_try_new2", sz, guard_page_enabled, 1);
 }
 
 void aco_share_stack_destroy(aco_share_stack_t* sstk) {
@@ -645,6 +671,7 @@ static void* pool_alloc(pool* pl, size_t slot, const char* fn) {
         b = slab_map();
         if (b == NULL) {
             pool_unlock(locked);
+            if (fn == NULL) return NULL;        /* the caller's to say */
             fatal(fn, "out of memory (mmap of a slab failed)");
         }
         b->pool = pl;
@@ -852,6 +879,25 @@ aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* sh
         co->save_stack.ptr = (char*)co + co_bytes();
         co->save_stack.sz = (uint32_t)cap | SS_IN | SS_EMBED;
     }
+    return co;
+}
+
+aco_t* aco_create_main_in(void* mem, size_t sz, void* arg) {
+    static const char fn[] = "aco_create_main_in";
+    check(fn, inited, "aco_thread_init() must be called in this thread first");
+    check(fn, mem != NULL && ((uintptr_t)mem & 15) == 0,
+          "mem %p must be 16-byte aligned memory", mem);
+    check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size(0) (%zu)", sz, co_bytes());
+    check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
+          "a main co must be created outside any running co (co %p is running)",
+          (void*)aco_gtls_co);
+    aco_t* co = mem;
+    memset(co, 0, sizeof(aco_t) + tool_co_extra());
+    co->arg = arg;
+    co->save_stack.sz = SS_IN;          /* aco_destroy leaves mem alone */
+    co->state = aco__state_off;
+    tool_main_co_new(co);
+    aco_gtls_co = co;
     return co;
 }
 
@@ -1088,6 +1134,24 @@ static void take_slow(aco_t* co) {
     }
     restore(co, s->align_retptr, co->save_stack.valid_sz, 0);
     take_done(co, s);
+}
+
+int aco_resume_reserve(aco_t* co) {
+    static const char fn[] = "aco_resume_reserve";
+    if (aco_unlikely(co == NULL || !LIVE(co) || co->main_co == NULL)) aco__not_a_co(fn, co);
+    aco_share_stack_t* s = co->share_stack;
+    aco_t* owner = s->owner;
+    if (owner == NULL || owner == co) return 0;
+    aco_save_stack_t* ss = &owner->save_stack;
+    size_t n = live_bytes(owner, s);
+    if (n <= SS_CAP(ss)) return 0;
+    size_t cap = save_capacity(n);
+    void* p = n <= SAVE_MAX ? save_alloc(cap, NULL) : NULL;    /* NULL: no abort */
+    if (p == NULL) { errno = ENOMEM; return -1; }
+    save_free(ss);
+    ss->ptr = p;
+    ss->sz |= (uint32_t)cap;
+    return 0;
 }
 
 /* ======================================================================== */

@@ -104,6 +104,10 @@ aco_share_stack_t* aco_share_stack_new(size_t sz);
  * destroyed): then the next aco_create on it, from any thread, claims it. */
 aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled);
 
+/* aco_share_stack_new2, but NULL with errno ENOMEM when memory or the
+ * address space runs out (not an abort). */
+aco_share_stack_t* aco_share_stack_try_new2(size_t sz, char guard_page_enabled);
+
 /* Free a share stack.  Every co created on it must have been destroyed. */
 void aco_share_stack_destroy(aco_share_stack_t* sstk);
 
@@ -138,6 +142,18 @@ size_t aco_co_size(size_t save_sz);
  * Only non-main cos.  Returns mem, as the co. */
 aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* share_stack,
                      aco_cofuncp_t fp, void* arg);
+
+/* aco_create(NULL, NULL, 0, NULL, arg), the calling thread's main co, in
+ * the caller's memory: mem, 16-byte aligned, sz >= aco_co_size(0) bytes
+ * (nothing is allocated: no abort).  aco_destroy(co) leaves mem to the
+ * caller.  Returns mem, as the co. */
+aco_t* aco_create_main_in(void* mem, size_t sz, void* arg);
+
+/* What aco_resume(co) may allocate, now, without aborting: when co's share
+ * stack holds another co's frames that outgrew that co's save stack, the
+ * save stack grows.  0, or -1 with errno ENOMEM (nothing changed).  Until
+ * another co of the thread runs, aco_resume(co) then allocates nothing. */
+int aco_resume_reserve(aco_t* co);
 
 /* Run co (start it, or continue it after its aco_yield()) until it yields or
  * exits.  The caller must be co->main_co; co must be a non-main co that has

@@ -384,7 +384,7 @@ rt_rules() {
     for f in resp kv; do
         cc_rule "$obj/$f.o" "rt/$f.c" "$obj" "$c -c rt/$f.c -o $obj/$f.o"
     done
-    local v=no_valgrind.standaloneFPUenv vo p extra
+    local v=no_valgrind.standaloneFPUenv vo p extra ld
     vo="$OUTPUT/obj/$v"
     # test_port: one pthreads program (port_demo.c) built twice, on real
     # pthreads and renamed onto aco_rt_pthread.h by -include
@@ -406,8 +406,12 @@ rt_rules() {
             case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; esac
             [ $p = test_port ] && extra="$obj/port_pthreads.o $obj/port_aco.o"
             [ $p = test_hook ] && extra="$obj/hook.o -ldl"
+            # test_faults: the allocations of the runtime's and libaco's
+            # objects come through its own functions, which fail on demand
+            ld=""
+            [ $p = test_faults ] && ld="-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=mmap,--wrap=pthread_create"
             cc_rule "$OUTPUT/rt_$p..$v" "rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
-                "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_$p..$v"
+                "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs $ld -lm -o $OUTPUT/rt_$p..$v"
         done
     done
     # hiredis' blocking client in 1000 cos through the hooks (check_rt_hook.sh,

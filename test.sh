@@ -173,6 +173,12 @@ excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
         rt_test_resp:tsan|rt_test_kv:tsan)
             echo "the RESP parser and store are single-threaded code without cos: TSan has" \
                  "nothing to check there, and takes a minute over their million-key cases" ;;
+        rt_test_faults:memcheck)
+            echo "it forks a child per allocation of its scenario (about 500): minutes under" \
+                 "memcheck; ASan's leak check covers what memcheck would find" ;;
+        rt_test_faults:tsan)
+            echo "it forks a child per allocation and per descriptor limit: the cross-thread" \
+                 "paths it reaches are the ones test_pool and test_pthread_threads check under TSan" ;;
         test_aco_tutorial_1:asan-uar1)
             echo "it asserts the copy size of a 4 KiB array, which detect_stack_use_after_return=1" \
                  "moves to ASan's fake stack, off the share stack" ;;

@@ -236,6 +236,12 @@ static const rt_backend_t* pick_backend(int want) {
 
 static __thread int rt_thread_inited;
 
+/* Destroy our own main co, and free its memory. */
+static void main_free(aco_t* m) {
+    aco_destroy(m);
+    aco_free(m, aco_co_size(0));
+}
+
 aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     aco_rt_opts_t o = {0};
     if (opts) o = *opts;
@@ -262,15 +268,22 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     s->stack_size = o.stack_size;
     s->nstacks = o.share_stacks;
     s->stacks = calloc(s->nstacks, sizeof(*s->stacks));
-    if (s->stacks == NULL) { free(s); errno = ENOMEM; return NULL; }
     /* The share stacks are mapped lazily, when a co first needs one
      * (next_share_stack).  The thread's main co if the program made one,
-     * else our own. */
-    if (aco_gtls_co != NULL && aco_is_main_co(aco_gtls_co)) {
+     * else our own, in memory of ours (aco_create aborts without). */
+    if (s->stacks != NULL && aco_gtls_co != NULL && aco_is_main_co(aco_gtls_co)) {
         s->main_co = aco_gtls_co;
-    } else {
-        s->main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    } else if (s->stacks != NULL) {
+        void* m = aco_alloc(aco_co_size(0));
+        if (m) s->main_co = aco_create_main_in(m, aco_co_size(0), NULL);
         s->own_main = 1;
+    }
+    if (s->main_co == NULL) {
+        rt_sys_close(s->evfd);
+        free(s->stacks);
+        free(s);
+        errno = ENOMEM;
+        return NULL;
     }
     rt_wheel_init(&s->wheel, rt_now());
     s->be = be;
@@ -286,7 +299,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
         r = be->init(s, &o);
     }
     if (r < 0) {
-        if (s->own_main) aco_destroy(s->main_co);
+        if (s->own_main) main_free(s->main_co);
         rt_sys_close(s->evfd);
         free(s->stacks);
         free(s);
@@ -306,8 +319,7 @@ static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
     if (s->cur && s->nstacks > 1 && s->cur->aco->share_stack == s->stacks[i] &&
         !(s->cur->flags & RT_STANDALONE))
         i = s->next_stack++ % s->nstacks;
-    if (s->stacks[i] == NULL && stack_possible(s->stack_size))
-        s->stacks[i] = aco_share_stack_new2(s->stack_size, 1);
+    if (s->stacks[i] == NULL) s->stacks[i] = aco_share_stack_try_new2(s->stack_size, 1);
     return s->stacks[i];        /* NULL: ENOMEM */
 }
 
@@ -388,7 +400,7 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
             rec_drop(old);              /* the stack is free for co */
             break;
         }
-        if (st == NULL && stack_possible(sz)) st = aco_share_stack_new2(sz, 1);
+        if (st == NULL) st = aco_share_stack_try_new2(sz, 1);
     } else {
         st = next_share_stack(s);
     }
@@ -494,9 +506,16 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         }
     }
     if (cos_add(s, co) < 0) {
-        co->next = s->free_recs;        /* keep it for later */
-        s->free_recs = co;
-        s->nfree++;
+        if (co->flags & RT_STANDALONE) {
+            /* not for free_recs: its stack would go with rec_drop's co */
+            aco_share_stack_t* st = co->aco->share_stack;
+            rec_drop(co);
+            aco_share_stack_destroy(st);
+        } else {
+            co->next = s->free_recs;    /* keep it for later */
+            s->free_recs = co;
+            s->nfree++;
+        }
         errno = ENOMEM;
         return NULL;
     }
@@ -928,6 +947,13 @@ static int drain(aco_rt_sched_t* s) {
 }
 
 static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    /* libaco aborts if it finds no memory to copy out the frames of the
+     * co on co's share stack: get it now, or co waits for its next turn. */
+    aco_t* owner = co->aco->share_stack->owner;
+    if (rt_unlikely(owner != co->aco && owner != NULL) && aco_resume_reserve(co->aco) < 0) {
+        rt_rq_push(s, co);
+        return;
+    }
     s->cur = co;
     co->state = RT_RUNNING;
     s->st.switches++;
@@ -1088,7 +1114,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
         if (s->stacks[i]) aco_share_stack_destroy(s->stacks[i]);
     free(s->stacks);
     free(s->cos);
-    if (s->own_main) aco_destroy(s->main_co);
+    if (s->own_main) main_free(s->main_co);
     rt_sys_close(s->evfd);
     __atomic_fetch_sub(&rt_nsched, 1u, __ATOMIC_ACQ_REL);
     rt_tls_sched = NULL;
