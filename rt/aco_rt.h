@@ -8,13 +8,21 @@
  * share stacks (or on a stack of their own when asked): the scheduler
  * resumes each ready co in turn; a co runs until it blocks in a call of this
  * header (or aco_rt_yield()), and a blocked co costs its object, its live
- * stack bytes and nothing else.  Nothing here is thread-safe across
- * schedulers yet, except where a function says so: use a scheduler's objects
- * (cos, mutexes, channels, ...) from its own thread.
+ * stack bytes and nothing else.
+ *
+ * Threads.  A scheduler's own calls (run, free, stats, dump, timers) are
+ * made from its thread.  Everything else works across threads, each
+ * function saying where it may be called from: the sync objects and
+ * channels are shared by the cos of any schedulers (and some calls work
+ * outside cos); a co may be joined, detached and cancelled from a co of
+ * any scheduler; aco_rt_spawn, aco_rt_sched_stop and aco_rt_close work from
+ * any thread; keys are process-wide.  Every promise this header makes of
+ * "other cos" holds for cos of other threads too.
  *
  * Blocking calls.  Every call that can block takes `deadline`, an absolute
  * time on aco_rt_now()'s clock in ns: -1 waits without limit, a time in the
- * past (e.g. 0) does not wait at all.  They return a negative errno:
+ * past (0, and every negative value but -1) does not wait at all.  They
+ * return a negative errno:
  *   -ETIMEDOUT  the deadline passed first;
  *   -ECANCELED  the co was cancelled (aco_rt_cancel): this call and every
  *               later blocking call of the co fail so, at once, whether
@@ -87,8 +95,13 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
 
 /* Run the scheduler until no co is left (joined, detached and finished, or
  * never to be joined and finished) or aco_rt_sched_stop().  Call it from
- * the scheduler's thread, outside any co.  0, or -errno if the backend
- * failed (the cos are then left as they are). */
+ * the scheduler's thread, outside any co.  0; -EPERM (another thread's
+ * scheduler, from a co, or already running); -EDEADLK when every co left
+ * waits on another co (join, sync, channel) without a deadline and nothing
+ * else can wake one: no I/O, no timer, and no other scheduler in the
+ * process (with other schedulers alive, a co of theirs or another thread
+ * may still wake one, so the run waits for that instead); or -errno if the
+ * backend failed.  The cos are then left as they are. */
 int aco_rt_sched_run(aco_rt_sched_t* s);
 
 /* Make aco_rt_sched_run() return after the current round; the cos stay as
@@ -136,26 +149,32 @@ typedef struct {
 } aco_rt_spawn_opts_t;
 
 /* A new co of scheduler s (NULL: the calling thread's) that runs fn(arg); it
- * is ready at once and starts when the scheduler comes to it.  From a co or
- * from the scheduler's thread before or between aco_rt_sched_run()s.  The
- * handle stays valid until aco_rt_join() returned 0 for it or it was
- * detached.  NULL with errno: ENOMEM, EPERM (no scheduler). */
+ * is ready at once and starts when the scheduler comes to it.  From any
+ * thread, in a co or not (into another thread's scheduler it travels as a
+ * message, and a lack of memory there shows at its join: -ENOMEM).  The
+ * handle stays valid until aco_rt_join() returned 0 (or -ENOMEM) for it or
+ * it was detached.  NULL with errno: ENOMEM, EPERM (s NULL and the thread
+ * has no scheduler). */
 aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg);
 aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                            const aco_rt_spawn_opts_t* opts);
 
-/* Wait until co finished, then free its handle: 0.  -ETIMEDOUT or
- * -ECANCELED: co goes on and the handle stays valid.  -EINVAL: co is the
- * caller, or already has a joiner.  One joiner per co. */
+/* Wait until co finished, then free its handle: 0.  -ENOMEM: co never ran
+ * (spawned into another thread's scheduler, which found no memory for it);
+ * its handle is freed too.  -ETIMEDOUT or -ECANCELED: co goes on and the
+ * handle stays valid.  -EINVAL: co is the caller, or already has a joiner,
+ * or was detached.  -EPERM: not in a co.  One joiner per co, from a co of
+ * any scheduler. */
 int aco_rt_join(aco_rt_co_t* co, int64_t deadline);
 
-/* Let co's handle go: freed as soon as co finishes.  -EINVAL if co already
- * has a joiner. */
+/* Let co's handle go: freed as soon as co finishes.  0; -EINVAL if co
+ * already has a joiner or was detached.  From any thread. */
 int aco_rt_detach(aco_rt_co_t* co);
 
 /* Ask co to stop: its blocking call (now or next) returns -ECANCELED, and so
  * does every later one; nothing is unwound by force.  0; cancelling a co
- * twice, or one that finished, does nothing. */
+ * twice, or one that finished, does nothing.  From any thread (a co of
+ * another thread's scheduler hears it soon, through that scheduler). */
 int aco_rt_cancel(aco_rt_co_t* co);
 
 /* The calling co, or NULL outside cos. */
@@ -207,8 +226,8 @@ __attribute__((noreturn)) void aco_rt_exit(void);
  * main thread: as pthreads).
  *
  * Cost: a co that never sets a value has none; the first set allocates a
- * small array in its record, get and set are an index and (set) an atomic
- * load. */
+ * small array in its record, get and set are an index and an atomic load
+ * (the key's liveness). */
 typedef unsigned aco_rt_key_t;
 #define ACO_RT_KEYS_MAX 1024            /* keys alive at once */
 #define ACO_RT_KEY_DTOR_ROUNDS 4        /* PTHREAD_DESTRUCTOR_ITERATIONS */
@@ -254,13 +273,33 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
 /* I/O                                                                      */
 /* ======================================================================== */
 
-/* POSIX shapes plus a deadline; the result or -errno.  The descriptor is
- * made non-blocking the first time a call here waits on it (it stays so;
- * other processes sharing the open file see it too).  read/recv return as
- * soon as some bytes are there; write/send/writev send everything (like a
- * blocking socket) and return less than asked only when an error or the
- * deadline comes after part was sent.  Buffers may lie anywhere, on the
- * co's share stack too (see the share-stack rule above). */
+/* POSIX shapes plus a deadline; the result or -errno.  From a co (-EPERM
+ * elsewhere).  read/recv return as soon as some bytes are there;
+ * write/send/writev send everything (like a blocking socket) and return
+ * less than asked only when an error or the deadline comes after part was
+ * sent.  Buffers may lie anywhere, on the co's share stack too (see the
+ * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
+ * the descriptor (numbers up to 2^24).
+ *
+ * A descriptor is the file, not the number.  Any descriptor works, blocking
+ * or not, however it was made (by a library, by another thread), and the
+ * program may close(2) it, dup2 over it or clear O_NONBLOCK behind the
+ * runtime's back: no call here ever blocks the thread, or misses a
+ * readiness, because of what happened to the number before.  Sockets are
+ * left as they are (each call is non-blocking by itself: MSG_DONTWAIT);
+ * accept's listening socket, connect's socket and descriptors that are not
+ * sockets (pipes, FIFOs, terminals) are made O_NONBLOCK when a call here
+ * uses them, checked again at each call (other processes sharing the open
+ * file see it too).  A descriptor closed by close(2) while cos wait on it
+ * leaves them waiting until their deadline (only aco_rt_close tells them).
+ *
+ * SIGPIPE.  No call here raises it: a write, writev or send to a socket,
+ * pipe or FIFO whose reader is gone returns -EPIPE, whatever the program's
+ * SIGPIPE disposition.  Sockets get MSG_NOSIGNAL; a write to anything else
+ * blocks SIGPIPE in the calling thread for the duration of the system call
+ * and takes back (sigtimedwait) the SIGPIPE that call raised, so the
+ * program's disposition and mask are never changed (where the program
+ * blocks SIGPIPE itself, a pending one is left to it). */
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline);
 ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline);
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline);
@@ -280,7 +319,11 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
  * (POLLIN, POLLOUT, POLLERR, POLLHUP, POLLRDHUP), or -errno. */
 int aco_rt_wait(int fd, int events, int64_t deadline);
 
-/* Close fd: calls of other cos blocked on it return -EBADF first. */
+/* Close fd: calls of other cos blocked on it return -EBADF first, on
+ * every scheduler of the process (cos of other threads' schedulers hear it
+ * through their scheduler, soon after).  From any thread, in a co or not.
+ * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
+ * close(2)'s error. */
 int aco_rt_close(int fd);
 
 /* ======================================================================== */
@@ -299,9 +342,10 @@ typedef struct { uintptr_t owner_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_m
 void aco_rt_mutex_init(aco_rt_mutex_t* m);
 /* 0, -ETIMEDOUT, -ECANCELED; -EDEADLK if the caller holds it. */
 int  aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline);
-/* 0, or -EBUSY. */
+/* 0, or -EBUSY; -EPERM outside a co (a mutex is held by a co). */
 int  aco_rt_mutex_trylock(aco_rt_mutex_t* m);
-/* 0; -EPERM if the caller does not hold it.  Hands m to the first waiter. */
+/* 0; -EPERM if the caller does not hold it (outside a co: never).  Hands m
+ * to the first waiter. */
 int  aco_rt_mutex_unlock(aco_rt_mutex_t* m);
 
 typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;
@@ -382,15 +426,17 @@ typedef struct {
 
 /* Start a pool of threads, each running a scheduler that waits for cos
  * (asleep in the kernel while it has nothing to do).  NULL with errno
- * (ENOMEM, EINVAL, ENOSYS in the single-thread build, or what a thread's
- * aco_rt_sched_new said). */
+ * (ENOMEM, EINVAL, EAGAIN (no thread could be made), ENOSYS in the
+ * single-thread build, or what a thread's aco_rt_sched_new said). */
 aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts);
 
-/* A new co on the pool's thread with the fewest cos (the caller's own on
- * a tie), from any thread, in a co or not.  A co stays on the thread it
- * was given (its stack is one of that thread's share stacks).  The handle
- * is as aco_rt_spawn's.  NULL with errno: ENOMEM, EINVAL, EPIPE (the pool
- * is being freed). */
+/* A new co of the pool, from any thread, in a co or not.  From outside the
+ * pool's threads it goes to the thread with the fewest cos; from a co of a
+ * pool thread it waits, unstarted, in that thread's queue, and an idle
+ * thread of the pool may take it before it starts.  Once started, a co
+ * stays on its thread (its stack is one of that thread's share stacks).
+ * The handle is as aco_rt_spawn's.  NULL with errno: ENOMEM, EINVAL, EPIPE
+ * (the pool is being freed). */
 aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
                                const aco_rt_spawn_opts_t* opts);
 

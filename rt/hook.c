@@ -27,9 +27,11 @@
  * (aco_rt_cancel) gets ECANCELED from a call that would block; sleeps and
  * poll say EINTR.
  *
- * Not hooked: dup/dup2 (the copy starts with a fresh entry), select, epoll
- * and signals; send on a socket whose peer is gone says EPIPE without
- * SIGPIPE in a co (the runtime sends with MSG_NOSIGNAL).  poll on more
+ * dup2 and dup3 are hooked only to forget what was known of the number
+ * they overwrite.  Not hooked: dup (the copy starts with a fresh entry),
+ * select, epoll and signals.  In a co, a write, writev or send whose reader
+ * is gone says EPIPE without SIGPIPE (the runtime's calls never raise it);
+ * outside cos they are libc's, SIGPIPE included.  poll on more
  * than one descriptor in a co looks again after sleeps of 50 us growing to
  * 5 ms until one is ready or its timeout passes (one descriptor: the
  * runtime's readiness wait, no polling).
@@ -80,6 +82,8 @@ static struct {
     int (*fcntl)(int, int, ...);
     int (*ioctl)(int, unsigned long, ...);
     int (*setsockopt)(int, int, int, const void*, socklen_t);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
 } libc;
 
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
@@ -116,6 +120,8 @@ static void libc_init(void) {
     *(void**)&libc.fcntl = next("fcntl");
     *(void**)&libc.ioctl = next("ioctl");
     *(void**)&libc.setsockopt = next("setsockopt");
+    *(void**)&libc.dup2 = next("dup2");
+    *(void**)&libc.dup3 = next("dup3");
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -168,6 +174,17 @@ static void fd_fresh(int fd, int user_nb) {
     __atomic_store_n(&e->flags, F_SEEN | (user_nb ? F_USER_NB : 0), __ATOMIC_RELAXED);
     __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
+}
+
+/* dup2/dup3 put from's file under the number to: its socket timeouts go
+ * with it; its flags are looked at again at the next call. */
+static void fd_dup(int from, int to) {
+    hk_fd_t* f = fd_entry(from);
+    hk_fd_t* t = fd_entry(to);
+    if (t == NULL) return;
+    __atomic_store_n(&t->flags, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->rcv_ns, f ? __atomic_load_n(&f->rcv_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->snd_ns, f ? __atomic_load_n(&f->snd_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
 }
 
 /* The entry of fd for a call in a co: NULL when the call should simply go
@@ -373,9 +390,22 @@ EXPORT int socket(int domain, int type, int proto) {
 EXPORT int close(int fd) {
     hk_fd_t* e = fd_entry(fd);
     if (e) __atomic_store_n(&e->flags, 0, __ATOMIC_RELAXED);
-    /* With a scheduler on this thread: cos waiting on fd are told EBADF. */
-    if (aco_rt_sched_current()) return (int)ret(aco_rt_close(fd));
-    return LIBC(close)(fd);
+    /* Cos waiting on fd, in any thread's scheduler, are told EBADF (with
+     * no scheduler in the process this is close(2) itself). */
+    return (int)ret(aco_rt_close(fd));
+}
+
+/* A new file under the number: what we knew of the old one goes. */
+EXPORT int dup2(int fd, int nfd) {
+    int r = LIBC(dup2)(fd, nfd);
+    if (r >= 0 && r != fd) fd_dup(fd, r);
+    return r;
+}
+
+EXPORT int dup3(int fd, int nfd, int flags) {
+    int r = LIBC(dup3)(fd, nfd, flags);
+    if (r >= 0) fd_dup(fd, r);
+    return r;
 }
 
 EXPORT int setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
