@@ -12,6 +12,10 @@
  *   stdin a regular file   sendfile(2) to the socket (no copy through us);
  *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy);
  *   otherwise              read/write through a 256 KiB heap buffer.
+ * sendfile and splice are plain system calls, not the runtime's: the socket
+ * is non-blocking (accepted so; aco_rt_connect makes it so) and SIGPIPE is
+ * ignored, so that a peer or a reader that left is an EPIPE, not a death
+ * (the runtime's own calls never raise it).
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -22,6 +26,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +156,7 @@ static void main_co(void* arg) {
             fail("listen", errno);
             return;
         }
-        sock = aco_rt_accept(l, NULL, NULL, SOCK_CLOEXEC, -1);
+        sock = aco_rt_accept(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK, -1);
         aco_rt_close(l);
         if (sock < 0) { fail("accept", -sock); return; }
     } else {
@@ -187,6 +192,7 @@ static int usage(void) {
 }
 
 int main(int argc, char** argv) {
+    signal(SIGPIPE, SIG_IGN);           /* sendfile, splice: see above */
     aco_rt_opts_t o = {0};
     int listen = 0, i = 1;
     const char* pos[2] = {NULL, NULL};

@@ -30,7 +30,6 @@
 #include <stdatomic.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +163,6 @@ static int start_conn(int fd) {
 int main(int argc, char** argv) {
     rt_cli_t cli;
     if (rt_cli_parse(&cli, "aco_resp", argc, argv) < 0) return 2;
-    signal(SIGPIPE, SIG_IGN);
     if ((store = kv_new(NULL)) == NULL) {
         fprintf(stderr, "aco_resp: out of memory\n");
         return 1;

@@ -108,6 +108,20 @@ EOF
     head -c 5000000 /dev/urandom > "$tmp/e.in"
     timeout 30 nc -N 127.0.0.1 "$port" < "$tmp/e.in" > "$tmp/e.out"
     if cmp -s "$tmp/e.in" "$tmp/e.out"; then ok "$be: aco_echo echoes 5 MB to nc"; else bad "$be: aco_echo: output differs"; fi
+    # clients that send 64 KiB and leave without reading: the server's
+    # writes meet a closed peer (EPIPE, never SIGPIPE: it must live on)
+    timeout 60 python3 - "$port" <<'PY'
+import socket, sys
+for i in range(300):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"x" * 65536)
+    s.close()
+PY
+    sleep 0.5
+    if kill -0 $epid 2>/dev/null; then ok "$be: aco_echo lives through 300 clients that leave unread"
+    else wait $epid; bad "$be: aco_echo died (status $?) of clients that leave unread"; fi
+    timeout 30 nc -N 127.0.0.1 "$port" < "$tmp/e.in" > "$tmp/e.out"
+    if cmp -s "$tmp/e.in" "$tmp/e.out"; then ok "$be: aco_echo echoes 5 MB after them"; else bad "$be: aco_echo: output differs after them"; fi
     kill $epid; wait $epid 2>/dev/null
 
     # ---- aco_nc: to itself and to/from OpenBSD nc --------------------------
