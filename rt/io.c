@@ -441,11 +441,12 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
 /* Close                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Closes read the list (many at once), schedulers come and go. */
+static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static aco_rt_sched_t* reg_head;
 
 void rt_sched_reg(aco_rt_sched_t* s, int add) {
-    pthread_mutex_lock(&reg_lock);
+    pthread_rwlock_wrlock(&reg_lock);
     if (add) {
         s->reg_prev = NULL;
         s->reg_next = reg_head;
@@ -455,7 +456,7 @@ void rt_sched_reg(aco_rt_sched_t* s, int add) {
         if (s->reg_prev) s->reg_prev->reg_next = s->reg_next; else reg_head = s->reg_next;
         if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
     }
-    pthread_mutex_unlock(&reg_lock);
+    pthread_rwlock_unlock(&reg_lock);
 }
 
 /* fd's entry in another thread's scheduler, read from here. */
@@ -474,7 +475,7 @@ static int close_remote(aco_rt_sched_t* me, int fd) {
     enum { BATCH = 16 };
     rt_close_msg_t* pre[BATCH];
     int r = 0;
-    pthread_mutex_lock(&reg_lock);
+    pthread_rwlock_rdlock(&reg_lock);
     int n = 0;
     for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) {
         rt_fd_t* e = s == me ? NULL : fd_peek_remote(s, fd);
@@ -499,7 +500,7 @@ static int close_remote(aco_rt_sched_t* me, int fd) {
         }
         while (i < n) free(m[i++]);     /* (one went idle meanwhile) */
     }
-    pthread_mutex_unlock(&reg_lock);
+    pthread_rwlock_unlock(&reg_lock);
     if (m && m != pre) free(m);
     return r;
 }
