@@ -333,7 +333,7 @@ EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct
     if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(snd_of(fd));
         for (;;) {
-            ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT, a, l);
+            ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
             int w = aco_rt_wait(fd, POLLOUT, dl);
             if (w < 0) return ret(w);
