@@ -1331,6 +1331,650 @@ static void io_close_pool(void) {
     close(io_fds[1]);
 }
 
+
+/* ======================================================================== */
+/* Sync                                                                     */
+/* ======================================================================== */
+
+/* Zero-initialisable, FIFO ("the longest waiter goes first"), unlock
+ * "Hands m to the first waiter" (no overtaking), -EDEADLK, -EBUSY, -EPERM
+ * for a non-holder and outside cos, deadlines never early. */
+static aco_rt_mutex_t mx;       /* all zero: ready */
+static int mx_order[8], mx_n;
+static void mx_waiter(void* arg) {
+    CHECK_EQ(aco_rt_mutex_lock(&mx, -1), 0);
+    mx_order[mx_n++] = (int)(intptr_t)arg;
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
+}
+static void mx_body(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), -EPERM);     /* nobody holds it */
+    CHECK_EQ(aco_rt_mutex_lock(&mx, -1), 0);
+    CHECK_EQ(aco_rt_mutex_lock(&mx, -1), -EDEADLK);
+    CHECK_EQ(aco_rt_mutex_trylock(&mx), -EBUSY);
+    mx_n = 0;
+    aco_rt_co_t* w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = aco_rt_spawn(NULL, mx_waiter, (void*)(intptr_t)i);
+        CHECK_EQ(aco_rt_yield(), 0);        /* each queues in turn */
+    }
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
+    CHECK_EQ(aco_rt_mutex_trylock(&mx), -EBUSY);    /* handed over */
+    for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_join(w[i], -1), 0);
+    for (int i = 0; i < 4; i++) CHECK_EQ(mx_order[i], i);
+    /* deadlines: past deadline on a free mutex takes it */
+    CHECK_EQ(aco_rt_mutex_lock(&mx, 0), 0);
+    aco_rt_co_t* h = aco_rt_spawn(NULL, mx_waiter, (void*)(intptr_t)9);
+    CHECK_EQ(aco_rt_yield(), 0);
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
+    CHECK_EQ(aco_rt_join(h, -1), 0);
+}
+static void mx_holder(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_mutex_lock(&mx, -1), 0);
+    CHECK_EQ(aco_rt_sleep(40 * MS), 0);
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
+}
+static void mx_timed(void* arg) {
+    (void)arg;
+    aco_rt_co_t* h = aco_rt_spawn(NULL, mx_holder, NULL);
+    CHECK_EQ(aco_rt_yield(), 0);
+    CHECK_EQ(aco_rt_mutex_lock(&mx, 0), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_mutex_lock(&mx, -9), -ETIMEDOUT);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_mutex_lock(&mx, aco_rt_now() + 10 * MS), -ETIMEDOUT);
+    CHECK_GE(since(t0), 10 * MS);
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), -EPERM);     /* not the holder */
+    CHECK_EQ(aco_rt_mutex_lock(&mx, -1), 0);
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
+    CHECK_EQ(aco_rt_join(h, -1), 0);
+}
+static void sync_mutex(aco_rt_sched_t* s, void* arg) {
+    (void)s; (void)arg;
+    memset(&mx, 0, sizeof mx);
+    PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    in_co(mx_body, NULL);
+    PROMISE(); PROMISE();
+    in_co(mx_timed, NULL);
+    PROMISE();
+    CHECK_EQ(aco_rt_mutex_trylock(&mx), -EPERM);
+    CHECK_EQ(aco_rt_mutex_unlock(&mx), -EPERM);
+    CHECK_EQ(aco_rt_mutex_lock(&mx, 0), -EPERM);
+    aco_rt_mutex_init(&mx);
+}
+
+/* cond: "Unlock m, wait for a signal, lock m again (also when the wait
+ * failed)"; -EPERM (m not held); signal one (FIFO), broadcast all; a
+ * signal with nobody waiting is not kept; signal from another thread. */
+static aco_rt_cond_t cv;
+static aco_rt_mutex_t cvm;
+static int cv_order[8], cv_n, cv_flag;
+static void cv_waiter(void* arg) {
+    CHECK_EQ(aco_rt_mutex_lock(&cvm, -1), 0);
+    CHECK_EQ(aco_rt_cond_wait(&cv, &cvm, -1), 0);
+    cv_order[cv_n++] = (int)(intptr_t)arg;
+    CHECK_EQ(aco_rt_mutex_unlock(&cvm), 0);
+}
+static void* cv_thread_signal(void* arg) {
+    (void)arg;
+    usleep(20000);
+    aco_rt_cond_signal(&cv);
+    return NULL;
+}
+static void cv_body(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_cond_wait(&cv, &cvm, -1), -EPERM);
+    aco_rt_cond_signal(&cv);            /* not kept */
+    CHECK_EQ(aco_rt_mutex_lock(&cvm, -1), 0);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_cond_wait(&cv, &cvm, aco_rt_now() + 10 * MS), -ETIMEDOUT);
+    CHECK_GE(since(t0), 10 * MS);
+    CHECK_EQ(aco_rt_mutex_unlock(&cvm), 0);         /* held again */
+    cv_n = 0;
+    aco_rt_co_t* w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = aco_rt_spawn(NULL, cv_waiter, (void*)(intptr_t)i);
+        CHECK_EQ(aco_rt_yield(), 0);
+    }
+    aco_rt_cond_signal(&cv);
+    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    CHECK_EQ(cv_n, 1);
+    CHECK_EQ(cv_order[0], 0);
+    aco_rt_cond_broadcast(&cv);
+    for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_join(w[i], -1), 0);
+    CHECK_EQ(cv_n, 4);
+    for (int i = 0; i < 4; i++) CHECK_EQ(cv_order[i], i);
+    /* a signal from a thread outside any scheduler */
+    pthread_t th;
+    CHECK_EQ(aco_rt_mutex_lock(&cvm, -1), 0);
+    CHECK_EQ(pthread_create(&th, NULL, cv_thread_signal, NULL), 0);
+    CHECK_EQ(aco_rt_cond_wait(&cv, &cvm, aco_rt_now() + 3000 * MS), 0);
+    CHECK_EQ(aco_rt_mutex_unlock(&cvm), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+}
+static void cv_cancelled(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_mutex_lock(&cvm, -1), 0);
+    CHECK_EQ(aco_rt_cond_wait(&cv, &cvm, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_mutex_unlock(&cvm), 0);         /* held again */
+}
+static void cv_cancel(void* arg) {
+    (void)arg;
+    aco_rt_co_t* c = aco_rt_spawn(NULL, cv_cancelled, NULL);
+    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    CHECK_EQ(aco_rt_mutex_lock(&cvm, -1), 0);      /* c waits, unlocked */
+    CHECK_EQ(aco_rt_cancel(c), 0);
+    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    CHECK_EQ(aco_rt_mutex_unlock(&cvm), 0);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+}
+static void sync_cond(aco_rt_sched_t* s, void* arg) {
+    (void)s; (void)arg;
+    memset(&cv, 0, sizeof cv);
+    memset(&cvm, 0, sizeof cvm);
+    PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    in_co(cv_body, NULL);
+    PROMISE();
+    in_co(cv_cancel, NULL);
+    (void)cv_flag;
+}
+
+/* sem and wait group. */
+static aco_rt_sem_t sm;
+static aco_rt_wg_t wg;
+static int sm_order[4], sm_n;
+static void sm_waiter(void* arg) {
+    CHECK_EQ(aco_rt_sem_wait(&sm, -1), 0);
+    sm_order[sm_n++] = (int)(intptr_t)arg;
+}
+static void* sm_poster(void* arg) {
+    (void)arg;
+    usleep(10000);
+    aco_rt_sem_post(&sm);
+    return NULL;
+}
+static void wg_member(void* arg) {
+    CHECK_EQ(aco_rt_sleep((int64_t)(intptr_t)arg * MS), 0);
+    CHECK_EQ(aco_rt_wg_done(&wg), 0);
+}
+static void sm_body(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sem_trywait(&sm), -EAGAIN);     /* zero: none */
+    aco_rt_sem_init(&sm, 2);
+    CHECK_EQ(aco_rt_sem_trywait(&sm), 0);
+    CHECK_EQ(aco_rt_sem_wait(&sm, 0), 0);            /* past: no wait needed */
+    CHECK_EQ(aco_rt_sem_wait(&sm, 0), -ETIMEDOUT);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_sem_wait(&sm, aco_rt_now() + 10 * MS), -ETIMEDOUT);
+    CHECK_GE(since(t0), 10 * MS);
+    sm_n = 0;
+    aco_rt_co_t* w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = aco_rt_spawn(NULL, sm_waiter, (void*)(intptr_t)i);
+        CHECK_EQ(aco_rt_yield(), 0);
+    }
+    for (int i = 0; i < 3; i++) aco_rt_sem_post(&sm);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_join(w[i], -1), 0);
+    for (int i = 0; i < 3; i++) CHECK_EQ(sm_order[i], i);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, sm_poster, NULL), 0);
+    CHECK_EQ(aco_rt_sem_wait(&sm, aco_rt_now() + 3000 * MS), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    /* wait group */
+    CHECK_EQ(aco_rt_wg_wait(&wg, 0), 0);         /* zero already */
+    CHECK_EQ(aco_rt_wg_done(&wg), -EINVAL);
+    CHECK_EQ(aco_rt_wg_add(&wg, 3), 0);
+    CHECK_EQ(aco_rt_wg_add(&wg, -4), -EINVAL);
+    CHECK_EQ(aco_rt_wg_wait(&wg, aco_rt_now() + 2 * MS), -ETIMEDOUT);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_detach(aco_rt_spawn(NULL, wg_member, (void*)(intptr_t)(i + 1))), 0);
+    t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_wg_wait(&wg, -1), 0);
+    CHECK_GE(since(t0), 3 * MS - MS);
+    CHECK_EQ(aco_rt_wg_add(&wg, -1), -EINVAL);      /* at 0, nothing changed */
+    CHECK_EQ(aco_rt_wg_add(&wg, 2), 0);
+    CHECK_EQ(aco_rt_wg_add(&wg, -2), 0);
+    CHECK_EQ(aco_rt_wg_wait(&wg, 0), 0);
+}
+static void sync_sem_wg(aco_rt_sched_t* s, void* arg) {
+    (void)s; (void)arg;
+    memset(&sm, 0, sizeof sm);
+    memset(&wg, 0, sizeof wg);
+    PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    in_co(sm_body, NULL);
+}
+
+/* ======================================================================== */
+/* Channels                                                                 */
+/* ======================================================================== */
+
+static aco_rt_chan_t* ch;
+static int ch_got;
+static void ch_recv_one(void* arg) {
+    (void)arg;
+    int v;
+    CHECK_EQ(aco_rt_chan_recv(ch, &v, -1), 0);
+    ch_got = v;
+}
+static void ch_closed_sender(void* arg) {
+    int v = 5;
+    CHECK_EQ(aco_rt_chan_send((aco_rt_chan_t*)arg, &v, -1), -EPIPE);
+}
+static void ch_closed_receiver(void* arg) {
+    int v;
+    CHECK_EQ(aco_rt_chan_recv((aco_rt_chan_t*)arg, &v, -1), -EPIPE);
+}
+static void ch_body(void* arg) {
+    (void)arg;
+    errno = 0;
+    CHECK(aco_rt_chan_new(0, 4) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    /* buffered FIFO, len, full, empty */
+    ch = aco_rt_chan_new(sizeof(int), 3);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_chan_send(ch, &i, 0), 0);
+    CHECK_EQ(aco_rt_chan_len(ch), 3);
+    int v = 99;
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_chan_send(ch, &v, aco_rt_now() + 5 * MS), -ETIMEDOUT);
+    CHECK_GE(since(t0), 5 * MS);
+    CHECK_EQ(aco_rt_chan_len(ch), 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(aco_rt_chan_recv(ch, &v, 0), 0);
+        CHECK_EQ(v, i);
+    }
+    CHECK_EQ(aco_rt_chan_recv(ch, &v, 0), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_chan_recv(ch, &v, -2), -ETIMEDOUT);
+    /* close: drain, then -EPIPE; send -EPIPE; close again -EPIPE */
+    v = 7;
+    CHECK_EQ(aco_rt_chan_send(ch, &v, -1), 0);
+    CHECK_EQ(aco_rt_chan_close(ch), 0);
+    CHECK_EQ(aco_rt_chan_close(ch), -EPIPE);
+    CHECK_EQ(aco_rt_chan_send(ch, &v, -1), -EPIPE);
+    v = 0;
+    CHECK_EQ(aco_rt_chan_recv(ch, &v, -1), 0);
+    CHECK_EQ(v, 7);
+    CHECK_EQ(aco_rt_chan_recv(ch, &v, -1), -EPIPE);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);
+    /* close wakes waiting senders and receivers with -EPIPE */
+    aco_rt_chan_t* r0 = aco_rt_chan_new(sizeof(int), 0);
+    aco_rt_chan_t* r1 = aco_rt_chan_new(sizeof(int), 0);
+    aco_rt_co_t* a = aco_rt_spawn(NULL, ch_closed_sender, r0);
+    aco_rt_co_t* b = aco_rt_spawn(NULL, ch_closed_receiver, r1);
+    CHECK_EQ(aco_rt_yield(), 0);
+    /* free with a waiter: -EBUSY, nothing freed */
+    CHECK_EQ(aco_rt_chan_free(r0), -EBUSY);
+    CHECK_EQ(aco_rt_chan_free(r1), -EBUSY);
+    CHECK_EQ(aco_rt_chan_close(r0), 0);
+    CHECK_EQ(aco_rt_chan_close(r1), 0);
+    CHECK_EQ(aco_rt_join(a, -1), 0);
+    CHECK_EQ(aco_rt_join(b, -1), 0);
+    CHECK_EQ(aco_rt_chan_free(r0), 0);
+    CHECK_EQ(aco_rt_chan_free(r1), 0);
+    /* rendezvous: a send without a receiver times out and leaves nothing */
+    ch = aco_rt_chan_new(sizeof(int), 0);
+    v = 3;
+    CHECK_EQ(aco_rt_chan_send(ch, &v, aco_rt_now() + 3 * MS), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_chan_len(ch), 0);
+    CHECK_EQ(aco_rt_chan_recv(ch, &v, aco_rt_now() + 3 * MS), -ETIMEDOUT);
+    /* "send returns once a receiver has the element" */
+    ch_got = 0;
+    aco_rt_co_t* r = aco_rt_spawn(NULL, ch_recv_one, NULL);
+    v = 11;
+    CHECK_EQ(aco_rt_chan_send(ch, &v, -1), 0);
+    CHECK_EQ(ch_got, 11);
+    CHECK_EQ(aco_rt_join(r, -1), 0);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);
+    /* big elements through a heap mailbox, buffers on the share stack */
+    aco_rt_chan_t* big = aco_rt_chan_new(8192, 1);
+    char e[8192], f[8192];
+    memset(e, 'q', sizeof e);
+    CHECK_EQ(aco_rt_chan_send(big, e, -1), 0);
+    CHECK_EQ(aco_rt_yield(), 0);
+    CHECK_EQ(aco_rt_chan_recv(big, f, -1), 0);
+    CHECK(memcmp(e, f, sizeof e) == 0);
+    CHECK_EQ(aco_rt_chan_free(big), 0);
+}
+
+/* select: "in case order when several can now; else the first to become
+ * possible"; closed channel: index, *err -EPIPE, else 0; -EINVAL (n < 1 or
+ * a bad case); -ETIMEDOUT. */
+static aco_rt_chan_t* sc[3];
+static void sc_late_sender(void* arg) {
+    CHECK_EQ(aco_rt_sleep(3 * MS), 0);
+    int v = 77;
+    CHECK_EQ(aco_rt_chan_send(sc[(intptr_t)arg], &v, -1), 0);
+}
+static void sc_body(void* arg) {
+    (void)arg;
+    for (int i = 0; i < 3; i++) sc[i] = aco_rt_chan_new(sizeof(int), 2);
+    int a = 1, b = 2, x = 0, y = 0, err = 123;
+    CHECK_EQ(aco_rt_chan_send(sc[1], &a, -1), 0);
+    CHECK_EQ(aco_rt_chan_send(sc[2], &b, -1), 0);
+    aco_rt_case_t cs[3] = {{sc[0], ACO_RT_RECV, &x}, {sc[2], ACO_RT_RECV, &y}, {sc[1], ACO_RT_RECV, &x}};
+    CHECK_EQ(aco_rt_chan_select(cs, 3, &err, -1), 1);
+    CHECK_EQ(err, 0);
+    CHECK_EQ(y, 2);
+    CHECK_EQ(aco_rt_chan_select(cs, 3, &err, -1), 2);
+    CHECK_EQ(x, 1);
+    CHECK_EQ(aco_rt_chan_select(cs, 3, &err, aco_rt_now() + 3 * MS), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_chan_select(cs, 3, NULL, 0), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_chan_select(cs, 0, &err, -1), -EINVAL);
+    aco_rt_case_t bad[2] = {{sc[0], ACO_RT_RECV, &x}, {sc[1], 0, &x}};
+    CHECK_EQ(aco_rt_chan_select(bad, 2, &err, -1), -EINVAL);
+    aco_rt_case_t badch = {NULL, ACO_RT_RECV, &x};
+    CHECK_EQ(aco_rt_chan_select(&badch, 1, &err, -1), -EINVAL);
+    /* the first to become possible */
+    aco_rt_co_t* c = aco_rt_spawn(NULL, sc_late_sender, (void*)2);
+    CHECK_EQ(aco_rt_chan_select(cs, 3, &err, -1), 1);     /* cs[1] is sc[2] */
+    CHECK_EQ(y, 77);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    /* send cases: in case order; a full channel is skipped */
+    CHECK_EQ(aco_rt_chan_send(sc[0], &a, -1), 0);
+    CHECK_EQ(aco_rt_chan_send(sc[0], &a, -1), 0);
+    int s1 = 41, s2 = 42;
+    aco_rt_case_t ss[2] = {{sc[0], ACO_RT_SEND, &s1}, {sc[1], ACO_RT_SEND, &s2}};
+    CHECK_EQ(aco_rt_chan_select(ss, 2, &err, -1), 1);
+    CHECK_EQ(aco_rt_chan_recv(sc[1], &x, 0), 0);
+    CHECK_EQ(x, 42);
+    /* a closed channel's case can go on and fails */
+    CHECK_EQ(aco_rt_chan_close(sc[2]), 0);
+    aco_rt_case_t cc[2] = {{sc[1], ACO_RT_RECV, &x}, {sc[2], ACO_RT_RECV, &x}};
+    err = 0;
+    CHECK_EQ(aco_rt_chan_select(cc, 2, &err, -1), 1);
+    CHECK_EQ(err, -EPIPE);
+    aco_rt_case_t cs2 = {sc[2], ACO_RT_SEND, &s1};
+    err = 0;
+    CHECK_EQ(aco_rt_chan_select(&cs2, 1, &err, -1), 0);
+    CHECK_EQ(err, -EPIPE);
+    CHECK_EQ(aco_rt_chan_select(&cs2, 1, NULL, -1), 0);   /* err may be NULL */
+    for (int i = 0; i < 2; i++) CHECK_EQ(aco_rt_chan_recv(sc[0], &x, 0), 0);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_chan_free(sc[i]), 0);
+}
+static void chans(aco_rt_sched_t* s, void* arg) {
+    (void)s; (void)arg;
+    PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    in_co(ch_body, NULL);
+    PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    in_co(sc_body, NULL);
+    PROMISE();      /* -EPERM outside a co for blocking calls */
+    aco_rt_chan_t* c = aco_rt_chan_new(4, 1);
+    int v = 0;
+    CHECK_EQ(aco_rt_chan_send(c, &v, 0), -EPERM);
+    CHECK_EQ(aco_rt_chan_recv(c, &v, 0), -EPERM);
+    CHECK_EQ(aco_rt_chan_free(c), 0);
+}
+
+
+/* ======================================================================== */
+/* Pools                                                                    */
+/* ======================================================================== */
+
+static aco_rt_pool_t* PL;
+static atomic_int pl_done, pl_cancelled;
+static void pl_stay(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* home = aco_rt_sched_current();
+    CHECK(home != NULL);
+    for (int i = 0; i < 20; i++) {
+        CHECK_EQ(aco_rt_sleep(100000), 0);
+        CHECK_EQ(aco_rt_yield(), 0);
+        CHECK(aco_rt_sched_current() == home);      /* stays on its thread */
+    }
+    atomic_fetch_add(&pl_done, 1);
+}
+static void pl_forever(void* arg) {
+    (void)arg;
+    int r = aco_rt_sleep_until(-1);
+    CHECK_EQ(r, -ECANCELED);
+    CHECK_EQ(aco_rt_yield(), -ECANCELED);
+    atomic_fetch_add(&pl_cancelled, 1);
+}
+static void pl_wait_inside(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, 0), -EDEADLK);
+}
+static aco_rt_sched_t* pl_where[2];
+static aco_rt_sem_t pl_hold;
+static void pl_where_am_i(void* arg) {
+    pl_where[(intptr_t)arg] = aco_rt_sched_current();
+    CHECK_EQ(aco_rt_sem_wait(&pl_hold, aco_rt_now() + 5000 * MS), 0);
+}
+static void pools(void) {
+    PROMISE();
+    aco_rt_pool_opts_t po = {0};
+    po.threads = 2;
+    po.sched.backend = 77;
+    errno = 0;
+    CHECK(aco_rt_pool_new(&po) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    int bs[8];
+    int nb = test_backends(bs, 8);
+    for (int b = 0; b < nb; b++) {
+        test_backend_label = test_backend_str(bs[b]);
+        po.sched.backend = bs[b];
+        PL = aco_rt_pool_new(&po);
+        CHECK(PL != NULL);
+        PROMISE();
+        CHECK_EQ(aco_rt_pool_threads(PL), 2);
+        CHECK(aco_rt_pool_sched(PL, 0) != NULL);
+        CHECK(aco_rt_pool_sched(PL, 1) != NULL);
+        CHECK(aco_rt_pool_sched(PL, 0) != aco_rt_pool_sched(PL, 1));
+        CHECK(aco_rt_pool_sched(PL, 2) == NULL);
+        CHECK_EQ(strcmp(aco_rt_backend_name(aco_rt_pool_sched(PL, 0)), test_backend_label), 0);
+        /* from outside: to the thread with the fewest cos */
+        PROMISE();
+        memset(&pl_hold, 0, sizeof pl_hold);
+        for (int i = 0; i < 2; i++) {
+            CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_where_am_i, (void*)(intptr_t)i, NULL)), 0);
+            usleep(20000);
+        }
+        CHECK(pl_where[0] != NULL && pl_where[1] != NULL);
+        CHECK(pl_where[0] != pl_where[1]);
+        aco_rt_sem_post(&pl_hold);
+        aco_rt_sem_post(&pl_hold);
+        /* drain; "Once started, a co stays on its thread" */
+        PROMISE(); PROMISE();
+        atomic_store(&pl_done, 0);
+        for (int i = 0; i < 20; i++) CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_stay, NULL, NULL)), 0);
+        CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, -1), 0);
+        CHECK_EQ(atomic_load(&pl_done), 20);
+        /* -ETIMEDOUT: they go on; CANCEL */
+        PROMISE(); PROMISE();
+        atomic_store(&pl_cancelled, 0);
+        for (int i = 0; i < 6; i++) CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_forever, NULL, NULL)), 0);
+        int64_t t0 = aco_rt_now();
+        CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, aco_rt_now() + 20 * MS), -ETIMEDOUT);
+        CHECK_GE(since(t0), 20 * MS);
+        CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, 0), -ETIMEDOUT);
+        CHECK_EQ(atomic_load(&pl_cancelled), 0);
+        CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_CANCEL, aco_rt_now() + 5000 * MS), 0);
+        CHECK_EQ(atomic_load(&pl_cancelled), 6);
+        /* "cos spawned later are not" cancelled */
+        PROMISE();
+        atomic_store(&pl_done, 0);
+        CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_stay, NULL, NULL)), 0);
+        CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, -1), 0);
+        CHECK_EQ(atomic_load(&pl_done), 1);
+        /* -EDEADLK from one of its threads; -EINVAL for a bad how */
+        PROMISE(); PROMISE();
+        CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_wait_inside, NULL, NULL)), 0);
+        CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, -1), 0);
+        CHECK_EQ(aco_rt_pool_wait(PL, 7, -1), -EINVAL);
+        /* free with cos still there: destroyed where they stand */
+        PROMISE();
+        for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_forever, NULL, NULL)), 0);
+        usleep(10000);
+        aco_rt_pool_free(PL);
+        CHECK_EQ(atomic_load(&pl_cancelled), 6);
+        test_backend_label = "";
+    }
+}
+
+/* ======================================================================== */
+/* Groups                                                                   */
+/* ======================================================================== */
+
+static aco_rt_group_t* G;
+static atomic_int gr_ended, gr_cancelled;
+static void gr_member(void* arg) {
+    int r = aco_rt_sleep((int64_t)(intptr_t)arg * MS);
+    if (r == -ECANCELED) atomic_fetch_add(&gr_cancelled, 1);
+    atomic_fetch_add(&gr_ended, 1);
+}
+static void gr_self_join(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_group_join(G, -1), -EDEADLK);
+}
+static void gr_spawner(void* arg) {
+    (void)arg;
+    /* spawns more members while the group is cancelled */
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(aco_rt_group_spawn(G, gr_member, (void*)(intptr_t)100000, NULL), 0);
+        aco_rt_sleep(1 * MS);
+    }
+    aco_rt_sleep(100000 * MS);
+    atomic_fetch_add(&gr_ended, 1);
+}
+static void gr_body(void* arg) {
+    (void)arg;
+    errno = 0;
+    CHECK(aco_rt_group_sched(G) == S);
+    CHECK_EQ(aco_rt_group_size(G), 0);
+    CHECK_EQ(aco_rt_group_join(G, 0), 0);       /* empty: at once */
+    atomic_store(&gr_ended, 0);
+    for (int i = 0; i < 5; i++) CHECK_EQ(aco_rt_group_spawn(G, gr_member, (void*)(intptr_t)(2 + i), NULL), 0);
+    CHECK_EQ(aco_rt_group_size(G), 5);
+    CHECK_EQ(aco_rt_group_free(G), -EBUSY);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_group_join(G, aco_rt_now() + 1 * MS), -ETIMEDOUT);
+    CHECK_GE(since(t0), 1 * MS);
+    CHECK_EQ(aco_rt_group_join(G, -1), 0);
+    CHECK_EQ(atomic_load(&gr_ended), 5);
+    CHECK_EQ(aco_rt_group_size(G), 0);
+    /* a member joining its own group */
+    CHECK_EQ(aco_rt_group_spawn(G, gr_self_join, NULL, NULL), 0);
+    CHECK_EQ(aco_rt_group_join(G, -1), 0);
+    /* cancel: every member, and those spawned until it is empty */
+    atomic_store(&gr_ended, 0);
+    atomic_store(&gr_cancelled, 0);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_group_spawn(G, gr_member, (void*)(intptr_t)100000, NULL), 0);
+    CHECK_EQ(aco_rt_group_spawn(G, gr_spawner, NULL, NULL), 0);
+    CHECK_EQ(aco_rt_yield(), 0);
+    t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_group_cancel(G, aco_rt_now() + 3000 * MS), 0);
+    CHECK_LT(since(t0), 2000 * MS);
+    CHECK_EQ(aco_rt_group_size(G), 0);
+    CHECK_GE(atomic_load(&gr_cancelled), 4);
+    CHECK_EQ(aco_rt_group_free(G), 0);
+}
+static void* gr_remote_spawn(void* arg) {
+    for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_group_spawn((aco_rt_group_t*)arg, gr_member, (void*)(intptr_t)1, NULL), 0);
+    return NULL;
+}
+static void gr_pool_joiner(void* arg) {
+    aco_rt_group_t* g = arg;
+    CHECK_EQ(aco_rt_group_join(g, aco_rt_now() + 5000 * MS), 0);
+    CHECK_EQ(aco_rt_group_size(g), 0);
+}
+static void groups(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    PROMISE(); PROMISE();
+    G = aco_rt_group_new(NULL);
+    CHECK(G != NULL);
+    in_co(gr_body, NULL);
+    PROMISE();
+    aco_rt_group_t* g = aco_rt_group_new(s);
+    CHECK_EQ(aco_rt_group_join(g, 0), -EPERM);
+    CHECK_EQ(aco_rt_group_free(g), 0);
+}
+static void* gr_no_sched(void* arg) {
+    (void)arg;
+    errno = 0;
+    CHECK(aco_rt_group_new(NULL) == NULL);
+    CHECK_EQ(errno, EPERM);
+    return NULL;
+}
+static void groups_pool(void) {
+    PROMISE();
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, gr_no_sched, NULL), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    PROMISE();      /* a pool group: spawn from any thread, join from a co */
+    aco_rt_pool_opts_t po = {0};
+    po.threads = 2;
+    aco_rt_pool_t* p = aco_rt_pool_new(&po);
+    aco_rt_group_t* g = aco_rt_pool_group_new(p);
+    CHECK(g != NULL);
+    aco_rt_sched_t* gs = aco_rt_group_sched(g);
+    CHECK(gs == aco_rt_pool_sched(p, 0) || gs == aco_rt_pool_sched(p, 1));
+    atomic_store(&gr_ended, 0);
+    CHECK_EQ(pthread_create(&th, NULL, gr_remote_spawn, g), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    aco_rt_sched_t* other = aco_rt_pool_sched(p, gs == aco_rt_pool_sched(p, 0) ? 1 : 0);
+    aco_rt_co_t* j = aco_rt_spawn(other, gr_pool_joiner, g);
+    CHECK_EQ(aco_rt_detach(j), 0);
+    CHECK_EQ(aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_now() + 5000 * MS), 0);
+    CHECK_EQ(atomic_load(&gr_ended), 4);
+    CHECK_EQ(aco_rt_group_free(g), 0);
+    aco_rt_pool_free(p);
+}
+
+/* ======================================================================== */
+/* Seeing inside                                                            */
+/* ======================================================================== */
+
+static void st_sleeper(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
+}
+static void st_body(void* arg) {
+    (void)arg;
+    aco_rt_stats_t a, b;
+    aco_rt_stats(NULL, &a);
+    aco_rt_spawn_opts_t o = {0};
+    o.name = "napper-xyz";
+    aco_rt_co_t* c = aco_rt_spawn2(NULL, st_sleeper, NULL, &o);
+    aco_rt_co_t* r = aco_rt_spawn(NULL, nop, NULL);
+    aco_rt_stats(NULL, &b);
+    CHECK_EQ(b.spawned, a.spawned + 2);
+    CHECK_EQ(b.cos_alive, a.cos_alive + 2);
+    CHECK_GE(b.cos_ready, 2);
+    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    aco_rt_stats(NULL, &b);
+    CHECK_EQ(b.cos_alive, a.cos_alive + 1);         /* r finished */
+    CHECK_GE(b.cos_parked, 1);
+    CHECK_GE(b.timers, 1);
+    CHECK_GT(b.switches, a.switches);
+    CHECK_GT(b.polls, a.polls);
+    /* dump: one line per co, with its name */
+    char path[] = "/tmp/test_header_dumpXXXXXX";
+    int fd = mkstemp(path);
+    CHECK_GE(fd, 0);
+    unlink(path);
+    aco_rt_dump(NULL, fd);
+    char buf[8192] = {0};
+    CHECK_GT(pread(fd, buf, sizeof buf - 1, 0), 0);
+    close(fd);
+    CHECK(strstr(buf, "napper-xyz") != NULL);
+    int lines = 0;
+    for (char* q = buf; *q; q++) lines += *q == '\n';
+    CHECK_GE(lines, 2);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    CHECK_EQ(aco_rt_join(r, -1), 0);
+}
+static void stats_dump(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
+    in_co(st_body, NULL);
+    aco_rt_stats_t a;
+    aco_rt_stats(s, &a);
+    CHECK_EQ(a.cos_alive, 0);
+    CHECK_EQ(a.cos_parked, 0);
+    CHECK_EQ(a.cos_ready, 0);
+    CHECK_EQ(a.io_inflight, 0);
+}
+
 /* MAIN-BEGIN */
 typedef void (*body_fn)(aco_rt_sched_t*, void*);
 static void with_S(aco_rt_sched_t* s, void* arg) {
@@ -1344,6 +1988,8 @@ int main(void) {
     sched_free_checks();
     keys_free_and_thread();
     io_close_pool();
+    pools();
+    groups_pool();
     struct { const char* name; void (*body)(aco_rt_sched_t*, void*); } parts[] = {
         {"sched EBUSY", sched_ebusy}, {"run EPERM", sched_run_eperm},
         {"EDEADLK", sched_edeadlk}, {"stop", sched_stop_checks},
@@ -1351,6 +1997,8 @@ int main(void) {
         {"cancel", co_cancel}, {"private", co_private}, {"spawn2", co_spawn2},
         {"sleep", co_sleep}, {"keys dtor", keys_dtor}, {"keys delete", keys_delete},
         {"timers", timers}, {"io", io_all},
+        {"mutex", sync_mutex}, {"cond", sync_cond}, {"sem wg", sync_sem_wg},
+        {"chan", chans}, {"groups", groups}, {"stats dump", stats_dump},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         int64_t t0 = aco_rt_now();
