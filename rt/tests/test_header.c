@@ -876,8 +876,12 @@ static void tm_body(void* arg) {
         CHECK_EQ(aco_rt_yield(), 0);
         yields++;
     }
-    if (yields > 2) printf("timer with a past deadline: fired after %d yields\n", yields);
+    /* The header says "fires in the scheduler's next round"; while cos are
+     * ready the scheduler looks at its timers every 64 resumes (sched.c's
+     * POLL_EVERY), so a co that yields sees it fire within 64 yields (see
+     * the proposed wording in the commit that added this check). */
     CHECK_EQ(tm_fired[6], 1);
+    CHECK_LE(yields, 65);
     CHECK_EQ(aco_rt_sleep(40 * MS), 0);
     for (int i = 0; i < 5; i++) {
         CHECK_EQ(tm_fired[i], 1);
