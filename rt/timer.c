@@ -119,6 +119,9 @@ int64_t rt_wheel_timeout(const rt_wheel_t* w, int64_t now_ns) {
     if (w->armed == 0) return -1;
     int64_t t = next_event(w, &lvl);
     if (lvl < 0) return -1;
+    /* (a slot of the top level may start past what ns can say: a wait
+     * without limit) */
+    if (t > INT64_MAX >> RT_TICK_SHIFT) t = INT64_MAX >> RT_TICK_SHIFT;
     int64_t ns = (t << RT_TICK_SHIFT) - now_ns;
     return ns > 0 ? ns : 0;
 }
