@@ -104,8 +104,9 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
  * backend failed.  The cos are then left as they are. */
 int aco_rt_sched_run(aco_rt_sched_t* s);
 
-/* Make aco_rt_sched_run() return after the current round; the cos stay as
- * they are and a later aco_rt_sched_run() goes on with them.  From any
+/* Make aco_rt_sched_run() return as soon as the running co (if any) blocks
+ * or yields; the cos stay as they are and a later aco_rt_sched_run() goes
+ * on with them.  From any
  * thread; asked while s does not run, it makes the next run return at
  * once (a stop is never lost, and ends one run). */
 void aco_rt_sched_stop(aco_rt_sched_t* s);
@@ -188,7 +189,8 @@ void* aco_rt_private(size_t* size);
 /* Non-zero if the calling co has been cancelled. */
 int aco_rt_cancelled(void);
 
-/* Let every other ready co run once, then come back: 0 or -ECANCELED. */
+/* Let every other ready co run once, then come back: 0, -ECANCELED; -EPERM
+ * outside a co. */
 int aco_rt_yield(void);
 
 /* Sleep ns nanoseconds / until the deadline: 0, or -ECANCELED. */
@@ -251,7 +253,8 @@ int   aco_rt_setspecific(aco_rt_key_t key, const void* val);
  * The struct is the program's (no allocation); its fields are private.
  * Insert and cancel are O(1) (a hierarchical timing wheel of 2^14 ns ticks:
  * a timer never fires early, and late by at most a tick plus the time the
- * scheduler needs to come round). */
+ * scheduler needs to come round: while cos stay ready, it looks at its
+ * timers every 64 co resumes). */
 typedef struct aco_rt_timer {
     struct aco_rt_timer* next_;
     struct aco_rt_timer* prev_;
@@ -261,7 +264,8 @@ typedef struct aco_rt_timer {
 
 /* Arm t (not armed) to call fn(t) from the scheduler (not in a co: fn must
  * not block) when aco_rt_now() >= deadline.  A deadline already passed fires
- * in the scheduler's next round.  0, -EPERM (no scheduler), -EINVAL (t lies
+ * soon: when the scheduler next looks at its timers (when no co is ready,
+ * else within 64 co resumes).  0, -EPERM (no scheduler), -EINVAL (t lies
  * on a share stack, or is armed). */
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
                        void (*fn)(aco_rt_timer_t*));

@@ -276,7 +276,8 @@ typedef struct {
 
 /* A reader gets in while no writer holds it (waiting writers do not stop
  * it: a reader may lock again while holding it).  EDEADLK: the caller holds
- * it for writing.  EBUSY (try), ETIMEDOUT (abstime: CLOCK_REALTIME),
+ * it for writing (tryrdlock and trywrlock too, not EBUSY as glibc says).
+ * EBUSY (try), ETIMEDOUT (abstime: CLOCK_REALTIME),
  * EAGAIN (too many readers), EINVAL, EPERM, ECANCELED. */
 int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l, const aco_rt_pthread_rwlockattr_t* attr);
 int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l);     /* EBUSY */
