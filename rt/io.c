@@ -479,7 +479,7 @@ static int close_remote(aco_rt_sched_t* me, int fd) {
     int n = 0;
     for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) {
         rt_fd_t* e = s == me ? NULL : fd_peek_remote(s, fd);
-        if (e && __atomic_load_n(&e->busy, __ATOMIC_RELAXED)) n++;
+        if (e && __atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) n++;
     }
     /* Allocate first, so that either all are told or none. */
     rt_close_msg_t** m = n <= BATCH ? pre : malloc((size_t)n * sizeof(*m));
@@ -492,7 +492,7 @@ static int close_remote(aco_rt_sched_t* me, int fd) {
         int i = 0;
         for (aco_rt_sched_t* s = reg_head; s && i < n; s = s->reg_next) {
             rt_fd_t* e = s == me ? NULL : fd_peek_remote(s, fd);
-            if (e == NULL || !__atomic_load_n(&e->busy, __ATOMIC_RELAXED)) continue;
+            if (e == NULL || !__atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) continue;
             m[i]->fd = fd;
             m[i]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
             rt_sched_send(s, &m[i]->m, RT_MSG_CLOSE);

@@ -303,8 +303,10 @@ typedef struct rt_fd {
                                    (w.events says for what) */
 } rt_fd_t;
 
+/* (release: a close on another thread that sees it comes after our use of
+ * the descriptor, epoll_ctl included) */
 static inline void rt_fd_busy_add(rt_fd_t* e, int d) {
-    __atomic_store_n(&e->busy, e->busy + (uint32_t)d, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->busy, e->busy + (uint32_t)d, __ATOMIC_RELEASE);
 }
 
 /* The timing wheel: 9 levels of 64 slots, 2^14 ns ticks (timer.c). */
