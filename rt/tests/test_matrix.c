@@ -430,12 +430,14 @@ static void pre_fill_ch2(cell_t* c) { CELL_EQ(c, aco_rt_chan_send(c->ch2, &ELEM_
 static long call_chan_send(cell_t* c, int64_t dl) { return aco_rt_chan_send(c->ch, &ELEM_B, dl); }
 static long call_chan_recv(cell_t* c, int64_t dl) { return aco_rt_chan_recv(c->ch, &c->elem, dl); }
 static void after_chan_recv(cell_t* c, long r) { if (r == 0) CELL_EQ(c, c->elem, ELEM_X); }
-/* select: receive on ch (empty) or send B on ch2 (full); a closed case's
+/* select between receiving on an empty channel and sending B on a full
+ * one; the case that must go is the first: its index 0, a closed case's
  * -EPIPE folded into the result. */
-static long call_select(cell_t* c, int64_t dl) {
+static long select2(cell_t* c, aco_rt_chan_t* recv_ch, aco_rt_chan_t* send_ch, int send_first,
+                    int64_t dl) {
     c->elem2 = ELEM_B;
-    c->cases[0] = (aco_rt_case_t){c->ch, ACO_RT_RECV, &c->elem};
-    c->cases[1] = (aco_rt_case_t){c->ch2, ACO_RT_SEND, &c->elem2};
+    c->cases[send_first] = (aco_rt_case_t){recv_ch, ACO_RT_RECV, &c->elem};
+    c->cases[!send_first] = (aco_rt_case_t){send_ch, ACO_RT_SEND, &c->elem2};
     int err = 1;
     int r = aco_rt_chan_select(c->cases, 2, &err, dl);
     if (r >= 0) {
@@ -444,6 +446,11 @@ static long call_select(cell_t* c, int64_t dl) {
     }
     return r;
 }
+/* The receive goes: ch (empty) gets X. */
+static long call_select(cell_t* c, int64_t dl) { return select2(c, c->ch, c->ch2, 0, dl); }
+/* The send goes: ch (full of A) gets B once A is taken. */
+static long call_select_send(cell_t* c, int64_t dl) { return select2(c, c->ch2, c->ch, 1, dl); }
+static void setup_chan0(cell_t* c) { CHECK((c->ch = aco_rt_chan_new(sizeof(long), 0)) != NULL); }
 static void send_x(cell_t* c, int in_co) {
     (void)in_co;
     CELL_EQ(c, aco_rt_chan_send(c->ch, &ELEM_X, deadline_long()), 0);
@@ -453,6 +460,13 @@ static void recv_a(cell_t* c, int in_co) {
     long e = 0;
     CELL_EQ(c, aco_rt_chan_recv(c->ch, &e, deadline_long()), 0);
     CELL_EQ(c, e, ELEM_A);
+}
+/* (a rendezvous: the waiter's B itself) */
+static void recv_b(cell_t* c, int in_co) {
+    (void)in_co;
+    long e = 0;
+    CELL_EQ(c, aco_rt_chan_recv(c->ch, &e, deadline_long()), 0);
+    CELL_EQ(c, e, ELEM_B);
 }
 /* What a channel holds: want[0..n), then it is empty (or closed). */
 static void chan_holds(cell_t* c, aco_rt_chan_t* ch, const long* want, int n, int closed) {
@@ -469,6 +483,10 @@ static void post_chan_send(cell_t* c) {
     chan_holds(c, c->ch, ended_naturally(c) ? b : a, 1, c->end == E_CHAN_CLOSE);
 }
 static void post_chan_recv(cell_t* c) { chan_holds(c, c->ch, NULL, 0, c->end == E_CHAN_CLOSE); }
+static void post_select_send(cell_t* c) {
+    post_chan_send(c);
+    chan_holds(c, c->ch2, NULL, 0, 0);
+}
 static void post_select(cell_t* c) {
     static const long a[1] = {0xA};
     chan_holds(c, c->ch, NULL, 0, c->end == E_CHAN_CLOSE);
@@ -517,6 +535,15 @@ static const call_t calls[] = {
      .setup = setup_chans, .pre = pre_fill_ch2, .call = call_select, .after = after_chan_recv,
      .natural_end = send_x,
      .post = post_select},
+    {.name = "chan_select_send", .ends = ENDS_CHAN, .no_plain_natural = 1,
+     .stop_then = E_NATURAL, .setup = setup_chans, .pre = pre_fill_ch, .call = call_select_send,
+     .natural_end = recv_a, .post = post_select_send},
+    /* rendezvous: send returns once a receiver has the element */
+    {.name = "chan_send0", .ends = ENDS_CHAN, .no_plain_natural = 1, .stop_then = E_NATURAL,
+     .setup = setup_chan0, .call = call_chan_send, .natural_end = recv_b, .post = post_chan_recv},
+    {.name = "chan_recv0", .ends = ENDS_CHAN, .no_plain_natural = 1, .stop_then = E_NATURAL,
+     .setup = setup_chan0, .call = call_chan_recv, .after = after_chan_recv,
+     .natural_end = send_x, .post = post_chan_recv},
     {.name = "group_join", .ends = ENDS_SYNC, .no_plain_natural = 1, .helper = H_GROUP,
      .stop_then = E_NATURAL, .call = call_group, .natural_end = release},
 };
