@@ -758,6 +758,62 @@ static void pool_wait_in_co(void* arg) {
     atomic_store(&edeadlk_seen, 1);
 }
 
+/* sched_stop as the run sees it: on a scheduler of this thread (the pool
+ * runs its own again at once), a co parked in sem_wait; a stop from a co of
+ * the same scheduler, of a pool thread, or a plain thread makes run return
+ * 0 promptly with the co still parked; the next run goes on with it. */
+static aco_rt_sched_t* stop_s;
+static aco_rt_sem_t stop_sem;
+static atomic_int stop_armed, stop_done;
+static atomic_long stop_result;
+
+static void stop_waiter(void* arg) {
+    (void)arg;
+    atomic_store(&stop_armed, 1);
+    atomic_store(&stop_result, aco_rt_sem_wait(&stop_sem, deadline_long()));
+    atomic_store(&stop_done, 1);
+}
+static void stop_it(int in_co) {
+    while (!atomic_load(&stop_armed)) pause_ns(in_co, MS);
+    pause_ns(in_co, SETTLE_NS);
+    aco_rt_sched_stop(stop_s);
+}
+static void stop_co(void* arg) { (void)arg; stop_it(1); }
+static void* stop_thread(void* arg) { (void)arg; stop_it(0); return NULL; }
+
+static void test_stop_returns(int backend) {
+    for (int w = 0; w < NWAKERS; w++) {
+        stop_s = test_sched_on(backend, NULL);
+        aco_rt_sem_init(&stop_sem, 0);
+        atomic_store(&stop_armed, 0);
+        atomic_store(&stop_done, 0);
+        aco_rt_co_t* co = aco_rt_spawn(stop_s, stop_waiter, NULL);
+        CHECK(co != NULL);
+        CHECK_EQ(aco_rt_detach(co), 0);
+        pthread_t th;
+        if (w == W_PLAIN) {
+            CHECK_EQ(pthread_create(&th, NULL, stop_thread, NULL), 0);
+        } else {
+            co = aco_rt_spawn(w == W_SAME ? stop_s : T(1), stop_co, NULL);
+            CHECK(co != NULL);
+            CHECK_EQ(aco_rt_detach(co), 0);
+        }
+        int64_t t = aco_rt_now();
+        CHECK_EQ(aco_rt_sched_run(stop_s), 0);
+        CHECK_LT(aco_rt_now() - t, long_ns / 2);
+        CHECK_EQ(atomic_load(&stop_done), 0);       /* still parked */
+        if (w == W_PLAIN) CHECK_EQ(pthread_join(th, NULL), 0);
+        CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, deadline_long()), 0);
+        aco_rt_sem_post(&stop_sem);
+        CHECK_EQ(aco_rt_sched_run(stop_s), 0);
+        CHECK_EQ(atomic_load(&stop_done), 1);
+        CHECK_EQ(atomic_load(&stop_result), 0);
+        CHECK_LT(aco_rt_now() - t, long_ns / 2);
+        aco_rt_sched_free(stop_s);
+        cells++;
+    }
+}
+
 int main(void) {
     test_watchdog();
     test_raise_nofile(8192);
@@ -778,6 +834,7 @@ int main(void) {
         CHECK_EQ(atomic_load(&edeadlk_seen), 1);
         int before = cells;
         int64_t t = aco_rt_now();
+        test_stop_returns(bs[b]);
         for (int k = 0; k < NCALLS; k++) {
             if (only && strcmp(only, calls[k].name) != 0) continue;
             for (int e = 0; e < NENDS; e++)
