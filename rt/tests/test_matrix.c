@@ -88,7 +88,7 @@ typedef struct {
     long (*call)(cell_t*, int64_t deadline);
     void (*after)(cell_t*, long r); /* the waiter, after it */
     void (*natural_end)(cell_t*, int in_co);
-    void (*post)(cell_t*);          /* a fresh co of thread 0, after */
+    void (*post)(cell_t*);          /* a fresh co of thread 1, after */
 } call_t;
 
 enum { H_NONE, H_HOLD, H_TARGET, H_GROUP };
@@ -721,7 +721,9 @@ static void run_cell(const call_t* k, int end, int waker) {
     if (end == E_DEADLINE) CELL_GE(c, took, SHORT_NS);     /* never early */
     CELL_LT(c, took, long_ns / 2);                          /* promptly */
 
-    CHECK(aco_rt_spawn(T(0), post_co, c) != NULL);  /* (joins the waiter) */
+    /* On thread 1: after pool_wait(CANCEL) it may have had nothing to
+     * cancel, and this co comes later: it must not be cancelled. */
+    CHECK(aco_rt_spawn(T(1), post_co, c) != NULL);  /* (joins the waiter) */
     drain_pool(c, "after the checks");
 
     if (c->ch) CELL_EQ(c, aco_rt_chan_free(c->ch), 0);
@@ -814,6 +816,33 @@ static void test_stop_returns(int backend) {
     }
 }
 
+/* aco_rt_pool_wait(CANCEL): "cos spawned later are not" cancelled, also
+ * on a thread that had nothing to cancel and is spawned onto at once. */
+static aco_rt_sem_t later_sem;
+static atomic_int later_cancelled;
+static void later_waiter(void* arg) { (void)arg; aco_rt_sem_wait(&later_sem, -1); }
+static void later_co(void* arg) {
+    (void)arg;
+    if (aco_rt_sleep(1000) == -ECANCELED || aco_rt_cancelled()) atomic_fetch_add(&later_cancelled, 1);
+}
+
+static void test_cancel_then_spawn(void) {
+    int rounds = SLOW ? 100 : 500;
+    atomic_store(&later_cancelled, 0);
+    for (int i = 0; i < rounds; i++) {
+        aco_rt_co_t* co = aco_rt_spawn(T(0), later_waiter, NULL);
+        CHECK(co != NULL);
+        CHECK_EQ(aco_rt_detach(co), 0);
+        CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_CANCEL, deadline_long()), 0);
+        CHECK((co = aco_rt_spawn(T(1), later_co, NULL)) != NULL);
+        CHECK_EQ(aco_rt_detach(co), 0);
+        CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, deadline_long()), 0);
+    }
+    int cancelled = atomic_load(&later_cancelled);
+    CHECK_EQ(cancelled, 0);
+    cells++;
+}
+
 int main(void) {
     test_watchdog();
     test_raise_nofile(8192);
@@ -835,6 +864,7 @@ int main(void) {
         int before = cells;
         int64_t t = aco_rt_now();
         test_stop_returns(bs[b]);
+        test_cancel_then_spawn();
         for (int k = 0; k < NCALLS; k++) {
             if (only && strcmp(only, calls[k].name) != 0) continue;
             for (int e = 0; e < NENDS; e++)
