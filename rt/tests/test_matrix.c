@@ -26,6 +26,11 @@
  *    wg_done.  Not: channel send/recv (blocking calls: -EPERM outside a
  *    co), mutex unlock (the caller must hold it), a co's or group's end.
  *
+ * Two more, outside the table: sched_stop as aco_rt_sched_run sees it (on
+ * a scheduler of the main thread, stopped from its own co, a pool thread,
+ * a plain thread), and pool_wait(CANCEL) leaving alone a co spawned at
+ * once after it onto a thread that had nothing to cancel.
+ *
  * Descriptor numbers are never reused within a pool (a cell's numbers are
  * kept taken by /dev/null until the pool is gone): reuse is another
  * promise, tested in test_io.
