@@ -235,6 +235,17 @@ static int pool_busy(aco_rt_pool_t* p) {
     }
 }
 
+/* Has a thread not yet cancelled its cos for aco_rt_pool_wait(CANCEL)?
+ * Until it has, a co spawned onto it would be cancelled too ("cos spawned
+ * later are not"). */
+static int cancel_pending(aco_rt_pool_t* p) {
+    for (unsigned i = 0; i < p->n; i++)
+        if (__atomic_load_n(&p->s[i]->cancel_seen, __ATOMIC_SEQ_CST) !=
+            __atomic_load_n(&p->s[i]->cancel_gen, __ATOMIC_SEQ_CST))
+            return 1;
+    return 0;
+}
+
 int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
     if (p == NULL || (how != ACO_RT_POOL_DRAIN && how != ACO_RT_POOL_CANCEL)) return -EINVAL;
     if (rt_tls_sched && rt_tls_sched->pool == p) return -EDEADLK;
@@ -253,11 +264,12 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
     int r = 0;
     pthread_mutex_lock(&p->mu);
     __atomic_fetch_add(&p->waiters, 1u, __ATOMIC_SEQ_CST);
-    while (pool_busy(p)) {
+    int cancel = how == ACO_RT_POOL_CANCEL;
+    while (pool_busy(p) || (cancel && cancel_pending(p))) {
         if (deadline < 0) {
             pthread_cond_wait(&p->cv, &p->mu);
         } else if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT) {
-            if (pool_busy(p)) r = -ETIMEDOUT;
+            if (pool_busy(p) || (cancel && cancel_pending(p))) r = -ETIMEDOUT;
             break;
         }
     }

@@ -365,7 +365,7 @@ struct aco_rt_sched {
     struct aco_rt_sched* reg_prev;      /* (rt_sched_reg, under its lock) */
     int                 evfd;           /* eventfd: wakes the thread asleep */
     struct aco_rt_pool* pool;           /* its pool, or NULL */
-    uint32_t            cancel_seen;
+    uint32_t            cancel_seen;    /* cancel_gen done (atomic for others) */
     int                 spin_ns;        /* how long an idle loop spins */
     unsigned            pool_idx;       /* its index in its pool */
     struct rt_outbox*   outbox;         /* pool: spawns for each sibling */

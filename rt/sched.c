@@ -1197,9 +1197,10 @@ int aco_rt_cancel(aco_rt_co_t* co) {
     return 0;
 }
 
-/* Every co of s, at a pool's request (aco_rt_pool_wait). */
+/* Every co of s, at a pool's request (aco_rt_pool_wait, which waits until
+ * each thread has done it: cancel_seen is stored when all are cancelled). */
 static void cancel_all(aco_rt_sched_t* s) {
-    s->cancel_seen = rt_load(&s->cancel_gen);
+    uint32_t gen = rt_load(&s->cancel_gen);
     for (uint32_t i = 0; i < s->ncos; i++) cancel_local(s->cos[i]);
     rt_lock(&s->newq_lock);
     for (uint32_t b = 0; b < s->nq_count; b++) {
@@ -1209,6 +1210,8 @@ static void cancel_all(aco_rt_sched_t* s) {
             __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
     }
     rt_unlock(&s->newq_lock);
+    __atomic_store_n(&s->cancel_seen, gen, __ATOMIC_SEQ_CST);
+    if (s->pool) rt_pool_idle(s->pool);
 }
 
 int aco_rt_yield(void) {
