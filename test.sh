@@ -189,7 +189,9 @@ env_of() {  # env_of <mode> <program> -> VAR=value
     local o
     # valgrind does not see the kernel write io_uring's buffers: the
     # runtime's tests run on epoll there (adjust_reason says so)
-    case "$2:$1" in rt_test_*:memcheck) echo "ACO_RT_TEST_BACKENDS=epoll"; return ;; esac
+    # (AUTO schedulers too: valgrind holds its lock through a blocking
+    # io_uring_enter, and the other threads of a pool would wait forever)
+    case "$2:$1" in rt_test_*:memcheck) echo "ACO_RT_TEST_BACKENDS=epoll ACO_RT_BACKEND=epoll"; return ;; esac
     case "$1" in
         asan-uar*) o="ASAN_OPTIONS=detect_stack_use_after_return=${1#asan-uar}:detect_leaks=1" ;;
         tsan) o="TSAN_OPTIONS=halt_on_error=1" ;;
