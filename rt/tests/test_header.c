@@ -1740,7 +1740,7 @@ static void pl_wait_inside(void* arg) {
 static aco_rt_sched_t* pl_where[2];
 static aco_rt_sem_t pl_hold;
 static void pl_where_am_i(void* arg) {
-    pl_where[(intptr_t)arg] = aco_rt_sched_current();
+    __atomic_store_n(&pl_where[(intptr_t)arg], aco_rt_sched_current(), __ATOMIC_RELEASE);
     CHECK_EQ(aco_rt_sem_wait(&pl_hold, aco_rt_now() + 5000 * MS), 0);
 }
 static void pools(void) {
@@ -1772,8 +1772,10 @@ static void pools(void) {
             CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_where_am_i, (void*)(intptr_t)i, NULL)), 0);
             usleep(20000);
         }
-        CHECK(pl_where[0] != NULL && pl_where[1] != NULL);
-        CHECK(pl_where[0] != pl_where[1]);
+        aco_rt_sched_t* w0 = __atomic_load_n(&pl_where[0], __ATOMIC_ACQUIRE);
+        aco_rt_sched_t* w1 = __atomic_load_n(&pl_where[1], __ATOMIC_ACQUIRE);
+        CHECK(w0 != NULL && w1 != NULL);
+        CHECK(w0 != w1);
         aco_rt_sem_post(&pl_hold);
         aco_rt_sem_post(&pl_hold);
         /* drain; "Once started, a co stays on its thread" */
@@ -1930,7 +1932,7 @@ static void groups_pool(void) {
 
 static void st_sleeper(void* arg) {
     (void)arg;
-    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
+    CHECK_EQ(aco_rt_sleep(200 * MS), 0);
 }
 static void st_body(void* arg) {
     (void)arg;
@@ -1944,7 +1946,9 @@ static void st_body(void* arg) {
     CHECK_EQ(b.spawned, a.spawned + 2);
     CHECK_EQ(b.cos_alive, a.cos_alive + 2);
     CHECK_GE(b.cos_ready, 2);
-    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    /* long enough that the scheduler must wait in the backend (a slow
+     * build may take a few ms to come round) */
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
     aco_rt_stats(NULL, &b);
     CHECK_EQ(b.cos_alive, a.cos_alive + 1);         /* r finished */
     CHECK_GE(b.cos_parked, 1);
