@@ -24,6 +24,9 @@
 #                                   side by side with redis-server, Go and
 #                                   Boost.Fiber (rt/bench/bench_rt.sh;
 #                                   BENCH_RT_ARGS: e.g. --quick)
+#   bash make.sh soak               build, then aco_resp under chaos for 10
+#                                   minutes (tests/check_rt_chaos.sh, which
+#                                   test.sh's checks run for 60 s)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
 #                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
@@ -96,6 +99,7 @@ while [ $# -gt 0 ]; do
         install) action=install ;;
         bench) action=bench ;;
         bench-rt) action=bench-rt ;;
+        soak) action=soak ;;
         *) echo "make.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
     shift
@@ -414,6 +418,10 @@ rt_rules() {
                 "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs $ld -lm -o $OUTPUT/rt_$p..$v"
         done
     done
+    # The chaos client of aco_resp (check_rt_chaos.sh): plain threads and
+    # sockets, no runtime, so that it judges the server independently.
+    cc_rule "$OUTPUT/chaos_resp" "rt/tests/chaos_resp.c" "$obj" \
+        "$CC $CFLAGS $WARN -std=gnu11 rt/tests/chaos_resp.c -lpthread -o $OUTPUT/chaos_resp"
     # hiredis' blocking client in 1000 cos through the hooks (check_rt_hook.sh,
     # bench_hook.sh): by LD_PRELOAD (linked to the shared runtime, as the
     # hook library is) and with hook.o linked in.
@@ -610,4 +618,9 @@ if [ $action = bench-rt ]; then
     [ -n "$san" ] && { echo "make.sh: bench-rt with -s $san measures the sanitizer: build without -s" >&2; exit 2; }
     # shellcheck disable=SC2086
     bash rt/bench/bench_rt.sh ${BENCH_RT_ARGS:-} "$OUTPUT"
+fi
+
+if [ $action = soak ]; then
+    # the sanitizers' builds serve too (OUTPUT tells the script where)
+    OUTPUT=$OUTPUT CHAOS_SECONDS=600 bash tests/check_rt_chaos.sh
 fi
