@@ -3,7 +3,7 @@
  * judges the server independently), and the checks of what must survive.
  *
  *   chaos_resp --port P --seconds S [--pid PID] [--workers W] [--idle N]
- *              [--slow K] [--seed X]
+ *              [--slow K] [--seed X] [--only SCENARIO]
  *
  * For S seconds W worker threads each pick, again and again, one of:
  *   good       SETs of unique keys (binary values, multibulk or inline,
@@ -73,7 +73,7 @@
 #define KEY_BUDGET ((int64_t)32 << 20)     /* then good SETs overwrite */
 #define MAYBE_KEYS 1000             /* unread SETs reuse these keys */
 
-static int port, server_pid, nworkers = 8, nidle = 3000, nslow = 40;
+static int port, server_pid, nworkers = 8, nidle = 3000, nslow = 40, only = -1;
 static double seconds = 10;
 static uint64_t seed;
 static int64_t deadline;
@@ -630,6 +630,7 @@ static void* worker_main(void* arg) {
         else if (k < 90) s = S_PROTO;
         else if (k < 97) s = S_OVERSIZE;
         else s = S_BIG;
+        if (only >= 0) s = (unsigned)only;
         atomic_fetch_add(&scen_runs[s], 1);
         switch (s) {
         case S_GOOD: fd = good(w, fd); break;
@@ -806,7 +807,7 @@ static int ask(const char* cmd, char* line, size_t cap) {
 
 static void usage(void) {
     fprintf(stderr, "usage: chaos_resp --port P --seconds S [--pid PID] [--workers W] [--idle N]"
-                    " [--slow K] [--seed X]\n");
+                    " [--slow K] [--seed X] [--only good|halfclose|cut|unread|garbage|proto|oversize|big]\n");
     exit(2);
 }
 
@@ -821,6 +822,10 @@ int main(int argc, char** argv) {
         else if (!strcmp(argv[i], "--idle")) nidle = atoi(v);
         else if (!strcmp(argv[i], "--slow")) nslow = atoi(v);
         else if (!strcmp(argv[i], "--seed")) seed = strtoull(v, NULL, 0);
+        else if (!strcmp(argv[i], "--only")) {
+            for (only = 0; only < S_BIG + 1 && strcmp(v, scen_name[only]); only++) {}
+            if (only > S_BIG) usage();
+        }
         else usage();
     }
     if (port <= 0 || nworkers < 1 || nworkers > MAX_WORKERS || nidle < 0 || nslow < 0) usage();
