@@ -22,6 +22,8 @@
  *   oversize   an inline line over 64 KiB (error, then EOF), or a bulk
  *              announced at 512 MiB followed by a few MiB and a close
  *   big        a SET of a 1-4 MiB value (within a budget of 64 MiB)
+ *   writeall   300000 GETs written whole before a reply is read (one such
+ *              connection at a time, one a second)
  * while one thread trickles SETs 1 byte per 10-100 ms on K connections
  * (slowloris; each +OK is an acknowledged SET) and one opens N idle
  * connections (a quarter with half a command sent), holds them a few
@@ -80,10 +82,10 @@ static int64_t deadline;
 static atomic_int failures;
 static atomic_long big_bytes, stored_bytes, key_bytes, maybe_bytes, open_conns, most_conns;
 
-enum { S_GOOD, S_HALFCLOSE, S_CUT, S_UNREAD, S_GARBAGE, S_PROTO, S_OVERSIZE, S_BIG, S_SLOW,
-       S_IDLE, S_N };
+enum { S_GOOD, S_HALFCLOSE, S_CUT, S_UNREAD, S_GARBAGE, S_PROTO, S_OVERSIZE, S_BIG, S_WRITEALL,
+       S_SLOW, S_IDLE, S_N };
 static const char* const scen_name[S_N] = {"good", "halfclose", "cut", "unread", "garbage",
-                                           "proto", "oversize", "big", "slow", "idle"};
+                                           "proto", "oversize", "big", "writeall", "slow", "idle"};
 static atomic_long scen_runs[S_N];
 
 static int64_t now_ns(void) {
@@ -117,8 +119,9 @@ static uint64_t below(rng_t* r, uint64_t n) { return n ? rnd(r) % n : 0; }
 /* ---- keys and values ------------------------------------------------------
  * A key is named by (namespace, worker, seq) and its value by those and a
  * version, so the expected value is recomputed, never kept. */
-enum { NS_KEY, NS_BIG, NS_SLOW, NS_CUT, NS_MAYBE };
-static const char* const ns_name[] = {"chaos", "chaosbig", "chaosslow", "chaoscut", "chaosmaybe"};
+enum { NS_KEY, NS_BIG, NS_SLOW, NS_CUT, NS_MAYBE, NS_PIPE };
+static const char* const ns_name[] = {"chaos", "chaosbig", "chaosslow", "chaoscut", "chaosmaybe",
+                                      "chaospipe"};
 
 static size_t key_of(char* k, int ns, unsigned w, uint64_t seq) {
     return (size_t)sprintf(k, "%s:%u:%llu", ns_name[ns], w, (unsigned long long)seq);
@@ -137,6 +140,7 @@ static size_t val_len(int ns, unsigned w, uint64_t seq, unsigned ver) {
     uint64_t h = val_seed(ns, w, seq, ver);
     if (ns == NS_BIG) return ((size_t)1 << 20) + (size_t)(h % (3 << 20));
     if (ns == NS_SLOW) return (size_t)(h % 16);     /* 1 byte per 10-100 ms */
+    if (ns == NS_PIPE) return 100;
     if (is_inline(ns, seq, ver)) return 1 + (size_t)(h % 200);
     if ((h >> 8) % 32 == 0) return (size_t)((h >> 16) % 16384);
     return (size_t)((h >> 16) % 64);   /* empty values too */
@@ -617,6 +621,38 @@ static void big(worker_t* w) {
     conn_close(fd, 0);
 }
 
+/* A pipeline written whole before any reply is read, as hiredis' blocking
+ * API does: 300000 GETs (9 MB) of a 100-byte value (35 MB of replies), more
+ * than the sockets' buffers hold both ways, so the server must go on
+ * reading requests while its replies wait.  One at a time, one a second. */
+static atomic_int writeall_busy;
+static atomic_llong writeall_next;
+
+static void writeall(worker_t* w) {
+    enum { N = 300000 };
+    int fd = conn_open();
+    if (fd < 0) return;
+    uint64_t seq = w->next_seq++;
+    rd_t r = {.fd = fd};
+    w->out.len = 0;
+    add_set(&w->out, NS_PIPE, w->id, seq, 0);
+    if (send_all(fd, w->out.p, w->out.len, NULL) < 0 || expect_line(&r, "+OK", "SET before a pipeline") < 0)
+        goto out;
+    ack_add(w, NS_PIPE, seq, 0);
+    w->out.len = 0;
+    for (int i = 0; i < N; i++) add_get(&w->out, NS_PIPE, w->id, seq);
+    if (send_all(fd, w->out.p, w->out.len, NULL) < 0) {
+        fail("writeall: a pipeline of %d GETs not taken whole before its replies are read: %s", N,
+             strerror(errno));
+        goto out;
+    }
+    for (int i = 0; i < N; i++)
+        if (expect_value(&r, NS_PIPE, w->id, seq, 0, &w->tmp) < 0) break;
+out:
+    rd_free(&r);
+    conn_close(fd, 0);
+}
+
 static void* worker_main(void* arg) {
     worker_t* w = (worker_t*)arg;
     int fd = -1;    /* a good connection kept between batches */
@@ -631,6 +667,11 @@ static void* worker_main(void* arg) {
         else if (k < 97) s = S_OVERSIZE;
         else s = S_BIG;
         if (only >= 0) s = (unsigned)only;
+        if (k == 0 && (only < 0 || only == S_WRITEALL) && now_ns() > atomic_load(&writeall_next) &&
+            !atomic_exchange(&writeall_busy, 1))
+            s = S_WRITEALL;
+        else if (s == S_WRITEALL)
+            continue;
         atomic_fetch_add(&scen_runs[s], 1);
         switch (s) {
         case S_GOOD: fd = good(w, fd); break;
@@ -641,6 +682,11 @@ static void* worker_main(void* arg) {
         case S_PROTO: proto(w); break;
         case S_OVERSIZE: oversize(w); break;
         case S_BIG: big(w); break;
+        case S_WRITEALL:
+            writeall(w);
+            atomic_store(&writeall_next, now_ns() + 1000000000);
+            atomic_store(&writeall_busy, 0);
+            break;
         }
     }
     if (fd >= 0) conn_close(fd, 0);
@@ -807,7 +853,7 @@ static int ask(const char* cmd, char* line, size_t cap) {
 
 static void usage(void) {
     fprintf(stderr, "usage: chaos_resp --port P --seconds S [--pid PID] [--workers W] [--idle N]"
-                    " [--slow K] [--seed X] [--only good|halfclose|cut|unread|garbage|proto|oversize|big]\n");
+                    " [--slow K] [--seed X] [--only good|halfclose|cut|unread|garbage|proto|oversize|big|writeall]\n");
     exit(2);
 }
 
@@ -823,8 +869,8 @@ int main(int argc, char** argv) {
         else if (!strcmp(argv[i], "--slow")) nslow = atoi(v);
         else if (!strcmp(argv[i], "--seed")) seed = strtoull(v, NULL, 0);
         else if (!strcmp(argv[i], "--only")) {
-            for (only = 0; only < S_BIG + 1 && strcmp(v, scen_name[only]); only++) {}
-            if (only > S_BIG) usage();
+            for (only = 0; only <= S_WRITEALL && strcmp(v, scen_name[only]); only++) {}
+            if (only > S_WRITEALL) usage();
         }
         else usage();
     }
