@@ -26,7 +26,8 @@
 #                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh soak               build, then aco_resp under chaos for 10
 #                                   minutes (tests/check_rt_chaos.sh, which
-#                                   test.sh's checks run for 60 s)
+#                                   test.sh's checks run for 60 s;
+#                                   CHAOS_SECONDS: another length)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
 #                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
@@ -35,6 +36,7 @@
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
 # ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc),
+# CHAOS_SECONDS (see soak),
 # DESTDIR (empty), CC_AARCH64 / CC_RISCV64 (the cross compilers: with CC=gcc
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
 # Every compile uses -Wall -Wextra -Werror.
@@ -43,7 +45,8 @@
 # output/libaco_rt.pc, the syscall hooks output/libaco_hook.so, the
 # single-thread build output/libaco_rt_st.a, the programs output/aco_echo,
 # aco_resp, aco_nc, aco_rt_bench (and aco_rt_bench_st), hook_hiredis and
-# hook_hiredis_linked (with libhiredis-dev), and its tests as
+# hook_hiredis_linked (with libhiredis-dev), aco_resp's chaos client
+# output/chaos_resp (plain threads, no runtime), and its tests as
 # output/rt_test_<name>..<variant> for the variants
 # (no_)valgrind.standaloneFPUenv (and rt_test_<name>_st.. for four of them).
 #
@@ -622,5 +625,5 @@ fi
 
 if [ $action = soak ]; then
     # the sanitizers' builds serve too (OUTPUT tells the script where)
-    OUTPUT=$OUTPUT CHAOS_SECONDS=600 bash tests/check_rt_chaos.sh
+    OUTPUT=$OUTPUT CHAOS_SECONDS=${CHAOS_SECONDS:-600} bash tests/check_rt_chaos.sh
 fi
