@@ -24,6 +24,10 @@
 #                                   side by side with redis-server, Go and
 #                                   Boost.Fiber (rt/bench/bench_rt.sh;
 #                                   BENCH_RT_ARGS: e.g. --quick)
+#   bash make.sh soak               build, then aco_resp under chaos for 10
+#                                   minutes (tests/check_rt_chaos.sh, which
+#                                   test.sh's checks run for 60 s;
+#                                   CHAOS_SECONDS: another length)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
 #                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
@@ -32,6 +36,7 @@
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
 # ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc),
+# CHAOS_SECONDS (see soak),
 # DESTDIR (empty), CC_AARCH64 / CC_RISCV64 (the cross compilers: with CC=gcc
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
 # Every compile uses -Wall -Wextra -Werror.
@@ -40,7 +45,8 @@
 # output/libaco_rt.pc, the syscall hooks output/libaco_hook.so, the
 # single-thread build output/libaco_rt_st.a, the programs output/aco_echo,
 # aco_resp, aco_nc, aco_rt_bench (and aco_rt_bench_st), hook_hiredis and
-# hook_hiredis_linked (with libhiredis-dev), and its tests as
+# hook_hiredis_linked (with libhiredis-dev), aco_resp's chaos client
+# output/chaos_resp (plain threads, no runtime), and its tests as
 # output/rt_test_<name>..<variant> for the variants
 # (no_)valgrind.standaloneFPUenv (and rt_test_<name>_st.. for four of them).
 #
@@ -96,6 +102,7 @@ while [ $# -gt 0 ]; do
         install) action=install ;;
         bench) action=bench ;;
         bench-rt) action=bench-rt ;;
+        soak) action=soak ;;
         *) echo "make.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
     shift
@@ -414,6 +421,10 @@ rt_rules() {
                 "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs $ld -lm -o $OUTPUT/rt_$p..$v"
         done
     done
+    # The chaos client of aco_resp (check_rt_chaos.sh): plain threads and
+    # sockets, no runtime, so that it judges the server independently.
+    cc_rule "$OUTPUT/chaos_resp" "rt/tests/chaos_resp.c" "$obj" \
+        "$CC $CFLAGS $WARN -std=gnu11 rt/tests/chaos_resp.c -lpthread -o $OUTPUT/chaos_resp"
     # hiredis' blocking client in 1000 cos through the hooks (check_rt_hook.sh,
     # bench_hook.sh): by LD_PRELOAD (linked to the shared runtime, as the
     # hook library is) and with hook.o linked in.
@@ -610,4 +621,9 @@ if [ $action = bench-rt ]; then
     [ -n "$san" ] && { echo "make.sh: bench-rt with -s $san measures the sanitizer: build without -s" >&2; exit 2; }
     # shellcheck disable=SC2086
     bash rt/bench/bench_rt.sh ${BENCH_RT_ARGS:-} "$OUTPUT"
+fi
+
+if [ $action = soak ]; then
+    # the sanitizers' builds serve too (OUTPUT tells the script where)
+    OUTPUT=$OUTPUT CHAOS_SECONDS=${CHAOS_SECONDS:-600} bash tests/check_rt_chaos.sh
 fi

@@ -6,16 +6,19 @@
  *            [--accept reuseport|handoff]
  *
  * One co per connection.  It receives into the connection's input buffer
- * (heap: io_uring may fill it while the co is parked), executes every
- * complete command there (pipelining) appending the replies to the
- * connection's output buffer, sends that, and goes on.  A protocol error
+ * (heap: io_uring may fill it while the co is parked), executes the
+ * complete commands there (pipelining) appending the replies to the
+ * connection's output buffer, up to 256 KiB of them, sends that, and goes
+ * on.  While the peer does not take the replies, its requests are still
+ * read (into the input buffer, executed once the replies are out): a
+ * client may write its whole pipeline before reading.  A protocol error
  * gets "-ERR <what>" and the connection closed, as redis does; so does an
  * input buffer over 1 GiB (redis' client-query-buffer-limit) and running
  * out of memory for a reply.  A SET is in the store before its +OK is
  * sent.
  *
  * With --threads T > 1 the connections are served by T threads (rt_cli.h)
- * over one store: a spin lock is held while the commands of one read are
+ * over one store: a spin lock is held while the commands of one batch are
  * executed (never across a wait: they do no I/O), so each command is
  * atomic, as in redis.
  */
@@ -30,6 +33,7 @@
 #include <stdatomic.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,7 @@
 
 #define READ_CHUNK (16 * 1024)
 #define QUERY_LIMIT ((size_t)1 << 30)
+#define OUT_BATCH (256 * 1024)
 
 static kv_t* store;
 static int store_shared;            /* --threads > 1: lock it */
@@ -55,29 +60,65 @@ static void store_leave(void) {
 
 typedef struct {
     int fd;
+    int eof;                        /* the peer is done sending */
+    int pending;                    /* c->in may hold commands to execute:
+                                       read while a reply waited, or left
+                                       by a full batch */
     resp_buf_t in;
     resp_buf_t out;
     resp_parser_t p;
 } conn_t;
 
-/* Send what is in c->out: 0, or -1 if the connection is done for. */
+/* Read what has come into c->in, without waiting: 0, or -1 if the
+ * connection is done for (also when the input outgrows the query limit
+ * or memory: the peer that sent it does not read our replies either). */
+static int read_more(conn_t* c) {
+    if (c->in.len + READ_CHUNK > QUERY_LIMIT || resp_buf_reserve(&c->in, READ_CHUNK) < 0)
+        return -1;
+    ssize_t n = aco_rt_recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len, 0, 0);
+    if (n == -ETIMEDOUT || n == -EAGAIN) return 0;     /* a spurious wake-up */
+    if (n < 0) return -1;
+    if (n == 0) c->eof = 1;
+    c->in.len += (size_t)n;
+    c->pending = 1;
+    return 0;
+}
+
+/* Send what is in c->out: 0, or -1 if the connection is done for.  While
+ * the peer does not take the replies, its requests are still read (not
+ * executed: the input buffer grows, the output does not): a client that
+ * writes its whole pipeline before reading a reply (hiredis' blocking API
+ * does) would otherwise wait for us as we wait for it. */
 static int flush_out(conn_t* c) {
     if (c->out.oom) return -1;
-    if (c->out.len == 0) return 0;
-    ssize_t w = aco_rt_send(c->fd, c->out.ptr, c->out.len, 0, -1);
-    if (w != (ssize_t)c->out.len) return -1;
+    size_t off = 0;
+    while (off < c->out.len) {
+        /* one try, then wait for either way (after the peer's end: send) */
+        ssize_t w = aco_rt_send(c->fd, c->out.ptr + off, c->out.len - off, 0, c->eof ? -1 : 0);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w != -ETIMEDOUT && w != -EAGAIN) return -1;
+        int ev = aco_rt_wait(c->fd, POLLIN | POLLOUT, -1);
+        if (ev < 0) return -1;
+        if ((ev & POLLIN) && !(ev & POLLOUT) && read_more(c) < 0) return -1;
+    }
     c->out.len = 0;
     resp_buf_shrink(&c->out, 1 << 20);
     return 0;
 }
 
-/* Execute the complete commands in c->in: 0 to go on, -1 to close (after
+/* Execute the complete commands in c->in, until their replies fill
+ * OUT_BATCH (the rest is left for after they are sent: a pipeline of GETs
+ * must not build all its replies at once): 0 to go on, -1 to close (after
  * flushing what the replies say). */
 static int serve_input(conn_t* c) {
     size_t off = 0, used = 0;
-    int r;
+    int r = RESP_OK;
     store_enter();
-    while ((r = resp_parse(&c->p, c->in.ptr + off, c->in.len - off, &used)) == RESP_OK) {
+    while (c->out.len < OUT_BATCH &&
+           (r = resp_parse(&c->p, c->in.ptr + off, c->in.len - off, &used)) == RESP_OK) {
         off += used;
         int e = kv_exec(store, c->p.argc, c->p.argv, &c->out);
         if (e == KV_CLOSE || e < 0) {   /* QUIT, or no memory for the reply */
@@ -94,6 +135,10 @@ static int serve_input(conn_t* c) {
         resp_add_error(&c->out, msg, (size_t)n);
         return -1;
     }
+    if (r == RESP_OK) {
+        c->pending = 1;                 /* a full batch: more may follow */
+        used = 0;
+    }
     off += used;
     resp_buf_consume(&c->in, off);
     return 0;
@@ -105,19 +150,23 @@ static void conn_co(void* arg) {
         /* Room for the next read: what the parser says a pending command
          * needs, at least a chunk. */
         size_t need = resp_parser_need(&c->p);
-        size_t want = need > c->in.len ? need - c->in.len : 0;
-        if (want < READ_CHUNK) want = READ_CHUNK;
-        if (c->in.len + want > QUERY_LIMIT) {
-            resp_add_error(&c->out, "ERR query buffer limit exceeded", 31);
-            break;
+        if (!c->pending) {              /* else execute what is there */
+            if (c->eof) goto done;
+            size_t want = need > c->in.len ? need - c->in.len : 0;
+            if (want < READ_CHUNK) want = READ_CHUNK;
+            if (c->in.len + want > QUERY_LIMIT) {
+                resp_add_error(&c->out, "ERR query buffer limit exceeded", 31);
+                break;
+            }
+            if (resp_buf_reserve(&c->in, want) < 0) {
+                resp_add_error(&c->out, "ERR out of memory", 17);
+                break;
+            }
+            ssize_t n = aco_rt_recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len, 0, -1);
+            if (n <= 0) goto done;      /* peer closed or reset */
+            c->in.len += (size_t)n;
         }
-        if (resp_buf_reserve(&c->in, want) < 0) {
-            resp_add_error(&c->out, "ERR out of memory", 17);
-            break;
-        }
-        ssize_t n = aco_rt_recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len, 0, -1);
-        if (n <= 0) goto done;          /* peer closed or reset */
-        c->in.len += (size_t)n;
+        c->pending = 0;
         if (c->in.len < need) continue; /* a big argument still arriving */
         int stop = serve_input(c);
         if (flush_out(c) < 0) goto done;
