@@ -14,10 +14,12 @@
  * made from its thread.  Everything else works across threads, each
  * function saying where it may be called from: the sync objects and
  * channels are shared by the cos of any schedulers (and some calls work
- * outside cos); a co may be joined, detached and cancelled from a co of
- * any scheduler; aco_rt_spawn, aco_rt_sched_stop and aco_rt_close work from
- * any thread; keys are process-wide.  Every promise this header makes of
- * "other cos" holds for cos of other threads too.
+ * outside cos); a co may be joined from a co of any scheduler, and
+ * detached or cancelled from any thread; aco_rt_spawn, aco_rt_sched_stop
+ * and aco_rt_close work from any thread; keys are process-wide.  Every
+ * promise this header makes of "other cos" holds for cos of other threads
+ * too.  (The single-thread build, -DACO_RT_NO_THREADS, has none of this:
+ * each thread's objects stay with its own cos, and there are no pools.)
  *
  * Blocking calls.  Every call that can block takes `deadline`, an absolute
  * time on aco_rt_now()'s clock in ns: -1 waits without limit, a time in the
