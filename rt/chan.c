@@ -121,6 +121,15 @@ static inline int recv_now(aco_rt_chan_t* ch, void* elem, rt_waiter_t** wk) {
     return 0;
 }
 
+/* Where a waiting co keeps the element it sends or receives (not on its
+ * stack: that is copied away while it waits): in its record up to 8 bytes,
+ * else in its extra block.  NULL on ENOMEM. */
+static inline void* mailbox(aco_rt_co_t* me, size_t n) {
+    if (n <= sizeof(me->mbox)) return &me->mbox;
+    rt_extra_t* x = rt_extra(me, n);
+    return x ? x->buf : NULL;
+}
+
 int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
@@ -134,11 +143,11 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
         return 0;
     }
     int r = rt_may_block(me, deadline);
-    rt_extra_t* x = r ? NULL : rt_extra(me, ch->elem_size);
-    if (r == 0 && x == NULL) r = -ENOMEM;
+    void* box = r ? NULL : mailbox(me, ch->elem_size);
+    if (r == 0 && box == NULL) r = -ENOMEM;
     if (r) { rt_unlock(&ch->lock); return r; }
-    rt_copy(x->buf, elem, ch->elem_size);
-    me->w.slot = x->buf;
+    rt_copy(box, elem, ch->elem_size);
+    me->w.slot = box;
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->sendq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
@@ -157,15 +166,15 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
         return 0;
     }
     int r = ch->closed ? -EPIPE : rt_may_block(me, deadline);
-    rt_extra_t* x = r ? NULL : rt_extra(me, ch->elem_size);
-    if (r == 0 && x == NULL) r = -ENOMEM;
+    void* box = r ? NULL : mailbox(me, ch->elem_size);
+    if (r == 0 && box == NULL) r = -ENOMEM;
     if (r) { rt_unlock(&ch->lock); return r; }
-    me->w.slot = x->buf;
+    me->w.slot = box;
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
     r = rt_park(me, "chan_recv", ch, deadline, rt_abort_shared);
-    if (r == 0) rt_copy(elem, x->buf, ch->elem_size);
+    if (r == 0) rt_copy(elem, box, ch->elem_size);
     return r;
 }
 

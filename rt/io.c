@@ -82,7 +82,7 @@ int rt_fd_nonblock(aco_rt_sched_t* s, int fd) {
 
 int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
     if (co->flags & RT_STANDALONE) return 0;    /* its stack is its own */
-    const aco_share_stack_t* ss = co->aco->share_stack;
+    const aco_share_stack_t* ss = rt_aco(co)->share_stack;
     uintptr_t lo = (uintptr_t)ss->ptr, hi = lo + ss->sz, a = (uintptr_t)p;
     return p != NULL && a < hi && a + n > lo;
 }

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -88,7 +89,6 @@ static inline void rt_unlock(uint32_t* l) { __atomic_store_n(l, 0, __ATOMIC_RELE
 struct aco_rt_sched;
 typedef struct rt_msg {
     struct rt_msg* next;
-    uint8_t        kind;
 } rt_msg_t;
 enum { RT_MSG_WAKE = 1, RT_MSG_SPAWN, RT_MSG_CANCEL, RT_MSG_FREE };
 
@@ -190,49 +190,59 @@ typedef struct rt_extra {
     int           sel_err;      /* select: the fired case's error */
     void*         buf;          /* channel mailbox / select slots / iovecs */
     size_t        buf_cap;
+    /* What few cos use, kept out of the record (memory per parked co). */
+    void*         keys;         /* its co-local key values (keys.c), NULL
+                                   until it sets one; freed when it ends */
+    const char*   name;
+    size_t        stack_req;    /* remote spawn: the stack asked for */
+    struct aco_rt_group* group; /* the group it belongs to, or NULL */
+    aco_rt_co_t*  gnext;        /* the group's list (under its lock) */
+    aco_rt_co_t*  gprev;
 } rt_extra_t;
 
+/* A co's record.  A million parked cos each have one: what few use is in
+ * the extra block (x), the small fields are packed, and the wake and cancel
+ * messages tell themselves apart by address (RT_MSG_IS_CANCEL). */
 struct aco_rt_co {
-    aco_t*           aco;
+    rt_msg_t         msg;       /* wake / spawn / free message */
+    rt_msg_t         cmsg;      /* cancel message */
     aco_rt_sched_t*  s;
     aco_rt_fn_t      fn;
     void*            arg;
-    void*            keys;      /* its co-local key values (keys.c), NULL
-                                   until it sets one; freed when it ends */
     aco_rt_co_t*     next;      /* ready queue / free list */
+    aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
+    rt_extra_t*      x;
+    /* Leave the current wait early (deadline or cancel, with that error). */
+    void           (*abort)(aco_rt_co_t* co, int err);
+    const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
+    const char*      wait_what;
+    aco_rt_timer_t   tmo;       /* the deadline of the current wait */
+    rt_waiter_t      w;
     uint8_t          state;
     uint8_t          flags;
     uint8_t          cancel_sent;   /* a cancel message was sent (atomic) */
     uint8_t          started;   /* atomic: 0 while it waits in a pool
                                    thread's newq (others may take it) */
-    int32_t          res;       /* what the waker says: the parked call's result */
-    uint32_t         claim;     /* 0 while its waiters may be taken, 1 once
+    uint8_t          cancel_req;    /* atomic: cancelled before it started */
+    uint8_t          msg_kind;  /* what msg says (RT_MSG_*) */
+    uint8_t          claim;     /* 0 while its waiters may be taken, 1 once
                                    one was (atomic; see rt_claim) */
-    aco_rt_timer_t   tmo;       /* the deadline of the current wait */
-    rt_waiter_t      w;
-    /* Leave the current wait early (deadline or cancel, with that error). */
-    void           (*abort)(aco_rt_co_t* co, int err);
-    const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
-    const char*      wait_what;
-    aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
-    rt_extra_t*      x;
-    struct aco_rt_group* group; /* the group it belongs to, or NULL */
-    aco_rt_co_t*     gnext;     /* the group's list (under its lock) */
-    aco_rt_co_t*     gprev;
-    rt_msg_t         msg;       /* wake / spawn / free message */
-    rt_msg_t         cmsg;      /* cancel message */
-    const char*      name;
-    uint64_t         id;
+    int32_t          res;       /* what the waker says: the parked call's result */
     uint32_t         slot;      /* index in s->cos */
     int32_t          io_abort;  /* io_uring: why the op was cancelled */
     int32_t          io_fd;     /* io_uring: the op's descriptor, */
     uint32_t         io_gen;    /* and its table generation */
-    size_t           stack_req; /* remote spawn: the stack asked for */
-    uint8_t          cancel_req;    /* atomic: cancelled before it started */
-    size_t           priv_cap;  /* the private buffer after the record: room, */
-    size_t           priv_size; /* and what this co asked for (0: none) */
-    size_t           rec_sz;    /* bytes of the whole allocation */
+    uint32_t         priv_cap;  /* the private buffer after the record: room, */
+    uint32_t         priv_size; /* and what this co asked for (0: none) */
+    uint32_t         rec_sz;    /* bytes of the whole allocation */
+    uint64_t         mbox;      /* a channel element of up to 8 bytes while
+                                   it waits to send or receive it */
 };
+/* A record is 16-aligned (aco_create_in): msg is at an even multiple of
+ * its size, cmsg at an odd one. */
+#define RT_MSG_IS_CANCEL(m) (((uintptr_t)(m) & sizeof(rt_msg_t)) != 0)
+_Static_assert(offsetof(aco_rt_co_t, msg) == 0 && offsetof(aco_rt_co_t, cmsg) == sizeof(rt_msg_t),
+               "drain tells msg from cmsg by the address");
 
 /* One allocation (aco_alloc) per co: the record, its private buffer
  * (aco_rt_spawn_opts_t.private_size), then its libaco co with a save stack
@@ -240,6 +250,7 @@ struct aco_rt_co {
 #define RT_PRIV_OFF ((sizeof(aco_rt_co_t) + 15) & ~(size_t)15)
 static inline void* rt_priv(aco_rt_co_t* co) { return (char*)co + RT_PRIV_OFF; }
 static inline size_t rt_aco_off(const aco_rt_co_t* co) { return RT_PRIV_OFF + co->priv_cap; }
+static inline aco_t* rt_aco(const aco_rt_co_t* co) { return (aco_t*)((char*)co + rt_aco_off(co)); }
 
 /* ------------------------------------------------------------------------ */
 /* Backends                                                                 */
@@ -328,7 +339,6 @@ struct aco_rt_sched {
         uint32_t        need;           /* needed (sched.c, save_size) */
     }                   guess[RT_GUESSES];
     aco_rt_stats_t      st;
-    uint64_t            next_id;
     rt_wheel_t          wheel;
     rt_fd_t**           fdc;            /* descriptor table chunks (io.c) */
     int                 nfdc;
@@ -432,14 +442,14 @@ static inline void rt_rq_push(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* Take co's current wait: 1 if the caller won it (and must wake co), 0 if
  * someone else did.  The winner wakes it; the others leave it alone. */
 static inline int rt_claim(aco_rt_co_t* co) {
-    return rt_xchg(&co->claim, 1u) == 0;
+    return rt_xchg(&co->claim, (uint8_t)1) == 0;
 }
 /* Before a co puts its waiter(s) where other threads can take them. */
 static inline void rt_claim_reset(aco_rt_co_t* co) {
 #ifdef ACO_RT_NO_THREADS
     co->claim = 0;
 #else
-    __atomic_store_n(&co->claim, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&co->claim, (uint8_t)0, __ATOMIC_RELAXED);
 #endif
 }
 
