@@ -154,17 +154,10 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     return rt_park(me, "chan_send", ch, deadline, rt_abort_shared);
 }
 
-int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
-    aco_rt_co_t* me = rt_self();
-    if (rt_unlikely(me == NULL)) return -EPERM;
-    if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
-    rt_waiter_t* wk = NULL;
-    rt_lock(&ch->lock);
-    if (recv_now(ch, elem, &wk)) {
-        rt_unlock(&ch->lock);
-        if (wk) fire(wk, 0);
-        return 0;
-    }
+/* aco_rt_chan_recv that waits (ch locked), up to the switch: 0 or -errno
+ * (ch unlocked). */
+__attribute__((noinline))
+static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline) {
     int r = ch->closed ? -EPIPE : rt_may_block(me, deadline);
     void* box = r ? NULL : mailbox(me, ch->elem_size);
     if (r == 0 && box == NULL) r = -ENOMEM;
@@ -173,9 +166,38 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
-    r = rt_park(me, "chan_recv", ch, deadline, rt_abort_shared);
-    if (r == 0) rt_copy(elem, box, ch->elem_size);
+    rt_park_begin(me, "chan_recv", ch, deadline, rt_abort_shared);
+    return 0;
+}
+
+/* ... woken: what the waker said, the element taken out of the mailbox. */
+__attribute__((noinline))
+static int recv_done(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem) {
+    int r = me->res;
+    if (r == 0) rt_copy(elem, me->w.slot, ch->elem_size);
     return r;
+}
+
+/* The three, tail-called: only me, ch and elem live across the switch, so
+ * that a parked receiver's saved frames stay small (memory per parked co). */
+__attribute__((noinline))
+static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+    int r = recv_queue(me, ch, deadline);
+    if (r) return r;
+    aco_yield();
+    return recv_done(me, ch, elem);
+}
+
+int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+    aco_rt_co_t* me = rt_self();
+    if (rt_unlikely(me == NULL)) return -EPERM;
+    if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
+    rt_waiter_t* wk = NULL;
+    rt_lock(&ch->lock);
+    if (!recv_now(ch, elem, &wk)) return recv_wait(me, ch, elem, deadline);
+    rt_unlock(&ch->lock);
+    if (wk) fire(wk, 0);
+    return 0;
 }
 
 int aco_rt_chan_close(aco_rt_chan_t* ch) {

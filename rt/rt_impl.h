@@ -489,6 +489,22 @@ static inline void rt_wake_any(aco_rt_co_t* co, int res) {
 
 /* Inline (as aco_yield is): the co continues right here when resumed, one
  * return fewer to mispredict after the switch. */
+/* rt_park in two: all but the switch, then the switch (aco_yield();
+ * co->res), for a caller whose frames must stay small while it waits. */
+static inline void rt_park_begin(aco_rt_co_t* co, const char* what, const void* obj,
+                                 int64_t deadline, void (*abort)(aco_rt_co_t*, int)) {
+    aco_rt_sched_t* s = co->s;
+    co->state = RT_PARKED;
+    co->abort = abort;
+    co->wait_obj = obj;
+    co->wait_what = what;
+    s->st.cos_parked++;
+    if (deadline >= 0) {             /* co->tmo.fn_ is rt_tmo_fire */
+        rt_wheel_add(&s->wheel, &co->tmo, deadline);
+        s->st.timers++;
+    }
+}
+
 static inline int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
                           int64_t deadline, void (*abort)(aco_rt_co_t*, int)) {
     aco_rt_sched_t* s = co->s;
