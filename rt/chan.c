@@ -75,7 +75,7 @@ static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
  * the index (and takes its other waiters off their queues itself). */
 static inline void fire(rt_waiter_t* w, int err) {
     aco_rt_co_t* co = w->co;
-    if (w->idx < 0) { rt_wake_any(co, err); return; }
+    if (w == &co->w) { rt_wake_any(co, err); return; }
     co->x->sel_err = err;
     rt_wake_any(co, w->idx);
 }
@@ -122,10 +122,10 @@ static inline int recv_now(aco_rt_chan_t* ch, void* elem, rt_waiter_t** wk) {
 }
 
 /* Where a waiting co keeps the element it sends or receives (not on its
- * stack: that is copied away while it waits): in its record up to 8 bytes,
+ * stack: that is copied away while it waits): in its waiter up to 8 bytes,
  * else in its extra block.  NULL on ENOMEM. */
 static inline void* mailbox(aco_rt_co_t* me, size_t n) {
-    if (n <= sizeof(me->mbox)) return &me->mbox;
+    if (n <= sizeof(me->w.box)) return &me->w.box;
     rt_extra_t* x = rt_extra(me, n);
     return x ? x->buf : NULL;
 }

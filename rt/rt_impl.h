@@ -126,8 +126,14 @@ typedef struct rt_waiter {
     aco_rt_waitq_t*   q;        /* the queue it is on, NULL if none */
     uint32_t*         lock;     /* the lock of the object whose queue it is on */
     void*             slot;     /* channels: the element (heap), see chan.c */
-    int               idx;      /* select: the case index; else -1 */
-    int               events;   /* epoll readiness: the events it waits for */
+    union {
+        struct {
+            int       idx;      /* select's waiters: the case index */
+            int       events;   /* epoll readiness: the events it waits for */
+        };
+        uint64_t      box;      /* a co's own waiter on a channel: the
+                                   element, up to 8 bytes (chan.c) */
+    };
 } rt_waiter_t;
 
 /* Wait queues: doubly linked FIFOs of waiters. */
@@ -204,7 +210,12 @@ typedef struct rt_extra {
  * the extra block (x), the small fields are packed, and the wake and cancel
  * messages tell themselves apart by address (RT_MSG_IS_CANCEL). */
 struct aco_rt_co {
-    rt_msg_t         msg;       /* wake / spawn / free message */
+    union {
+        rt_waiter_t  w;         /* its place in a wait queue */
+        rt_msg_t     msg;       /* wake / spawn / free message: sent only
+                                   while w is on no queue (before it starts,
+                                   once a waker took it off, after its end) */
+    };
     rt_msg_t         cmsg;      /* cancel message */
     aco_rt_sched_t*  s;
     aco_rt_fn_t      fn;
@@ -217,7 +228,6 @@ struct aco_rt_co {
     const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
     const char*      wait_what;
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
-    rt_waiter_t      w;
     uint8_t          state;
     uint8_t          flags;
     uint8_t          cancel_sent;   /* a cancel message was sent (atomic) */
@@ -235,13 +245,12 @@ struct aco_rt_co {
     uint32_t         priv_cap;  /* the private buffer after the record: room, */
     uint32_t         priv_size; /* and what this co asked for (0: none) */
     uint32_t         rec_sz;    /* bytes of the whole allocation */
-    uint64_t         mbox;      /* a channel element of up to 8 bytes while
-                                   it waits to send or receive it */
 };
 /* A record is 16-aligned (aco_create_in): msg is at an even multiple of
  * its size, cmsg at an odd one. */
 #define RT_MSG_IS_CANCEL(m) (((uintptr_t)(m) & sizeof(rt_msg_t)) != 0)
-_Static_assert(offsetof(aco_rt_co_t, msg) == 0 && offsetof(aco_rt_co_t, cmsg) == sizeof(rt_msg_t),
+_Static_assert(offsetof(aco_rt_co_t, msg) % (2 * sizeof(rt_msg_t)) == 0 &&
+               offsetof(aco_rt_co_t, cmsg) % (2 * sizeof(rt_msg_t)) == sizeof(rt_msg_t),
                "drain tells msg from cmsg by the address");
 
 /* One allocation (aco_alloc) per co: the record, its private buffer

@@ -463,7 +463,6 @@ void* aco_rt_private(size_t* size) {
 static void rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->s = s;
     co->w.co = co;
-    co->w.idx = -1;
     co->tmo.fn_ = rt_tmo_fire;      /* its deadlines, set once */
 }
 
