@@ -1202,12 +1202,23 @@ static void sleep_abort(aco_rt_co_t* co, int err) {
     rt_wake(co, err == -ETIMEDOUT ? 0 : err);
 }
 
-int aco_rt_sleep_until(int64_t deadline) {
+/* aco_rt_sleep_until up to the switch: 0 or -errno. */
+__attribute__((noinline))
+static int sleep_begin(int64_t deadline) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
     if (co->flags & RT_CANCELLED) return -ECANCELED;
-    if (deadline < 0) deadline = INT64_MAX;
-    return rt_park(co, "sleep", NULL, deadline, sleep_abort);
+    rt_park_begin(co, "sleep", NULL, deadline < 0 ? INT64_MAX : deadline, sleep_abort);
+    return 0;
+}
+
+/* Nothing lives across the switch: a sleeping co's saved frames stay small
+ * (memory per parked co). */
+int aco_rt_sleep_until(int64_t deadline) {
+    int r = sleep_begin(deadline);
+    if (r) return r;
+    aco_yield();
+    return rt_self()->res;
 }
 
 int aco_rt_sleep(int64_t ns) {
