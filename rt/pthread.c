@@ -187,7 +187,7 @@ static pt_t* pt_of(aco_rt_pthread_t t, aco_rt_co_t** co) {
     aco_rt_co_t* c = (aco_rt_co_t*)(uintptr_t)t;
     if (c->fn != pt_main) return NULL;          /* a co of aco_rt_spawn */
     *co = c;
-    return (pt_t*)c->arg;
+    return (pt_t*)rt_aco(c)->arg;      /* (made at once: a local spawn) */
 }
 
 /* Join t until deadline; busy: the error for a deadline that passed. */

@@ -218,15 +218,17 @@ struct aco_rt_co {
     };
     rt_msg_t         cmsg;      /* cancel message */
     aco_rt_sched_t*  s;
-    aco_rt_fn_t      fn;
-    void*            arg;
-    aco_rt_co_t*     next;      /* ready queue / free list */
+    aco_rt_fn_t      fn;        /* (its arg is its libaco co's: aco_get_arg;
+                                   w.slot holds it until that co is made) */
+    union {
+        aco_rt_co_t* next;      /* ready queue / free list: not parked */
+        const char*  wait_what; /* parked: what it waits on, for aco_rt_dump */
+    };
     aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
     rt_extra_t*      x;
     /* Leave the current wait early (deadline or cancel, with that error). */
     void           (*abort)(aco_rt_co_t* co, int err);
     const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
-    const char*      wait_what;
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
     uint8_t          state;
     uint8_t          flags;

@@ -319,10 +319,18 @@ static void extra_free(rt_extra_t* x) {
     free(x);
 }
 
+/* The co's function, tail-called. */
+__attribute__((noinline))
+static void co_call(void) {
+    aco_rt_co_t* co = rt_self();
+    co->fn(rt_aco(co)->arg);
+}
+
+/* Nothing of its own lives across the co's function: its frame, under
+ * every parked co's, is the least (memory per parked co). */
 static void co_main(void) {
-    aco_rt_co_t* co = (aco_rt_co_t*)aco_get_arg();
-    co->fn(co->arg);
-    rt_co_exit(co);
+    co_call();
+    rt_co_exit(rt_self());
 }
 
 void rt_co_exit(aco_rt_co_t* co) {
@@ -372,7 +380,8 @@ static void rec_drop(aco_rt_co_t* co) {
  * the record's own memory: on a share stack, or on a stack of its own (a
  * pooled one when one is kept of this size, up to twice as big).  0 or
  * -ENOMEM. */
-static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack) {
+static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack,
+                      void* arg) {
     aco_share_stack_t* st = NULL;
     if (standalone) {
         size_t sz = stack ? stack : s->stack_size;
@@ -392,7 +401,7 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
         st = next_share_stack(s);
     }
     if (st == NULL) return -ENOMEM;
-    aco_create_in(rt_aco(co), co->rec_sz - rt_aco_off(co), s->main_co, st, co_main, co);
+    aco_create_in(rt_aco(co), co->rec_sz - rt_aco_off(co), s->main_co, st, co_main, arg);
     return 0;
 }
 
@@ -491,7 +500,7 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         co = s->free_recs;
         s->free_recs = co->next;
         s->nfree--;
-        aco_reset2(rt_aco(co), co_main, co);
+        aco_reset2(rt_aco(co), co_main, arg);
         co->res = 0;
         co->io_abort = 0;
         co->wait_obj = NULL;
@@ -499,7 +508,7 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     } else {
         if ((co = rec_new(priv, save_size(s, fn, opts))) == NULL) return NULL;
         rec_init(s, co);
-        if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0) < 0) {
+        if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0, arg) < 0) {
             rec_free(co);
             errno = ENOMEM;
             return NULL;
@@ -513,7 +522,6 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         return NULL;
     }
     co->fn = fn;
-    co->arg = arg;
     co->flags &= RT_STANDALONE;
     co->cancel_sent = 0;
     co->joiner = NULL;
@@ -547,7 +555,7 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     }
     co->started = 1;                    /* (published by the send) */
     co->fn = fn;
-    co->arg = arg;
+    co->w.slot = arg;                   /* until its libaco co is made */
     co->flags = RT_REMOTE;
     if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
     co->state = RT_READY;
@@ -581,7 +589,7 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
         rec_drop(old);
     }
     co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
-    if (attach_aco(s, co, standalone, standalone ? co->x->stack_req : 0) == 0) {
+    if (attach_aco(s, co, standalone, standalone ? co->x->stack_req : 0, co->w.slot) == 0) {
         if (cos_add(s, co) == 0) {
             s->st.cos_alive++;
             s->st.spawned++;
@@ -714,7 +722,7 @@ aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_op
     }
     co->priv_size = (uint32_t)priv;
     co->fn = fn;
-    co->arg = arg;
+    co->w.slot = arg;                   /* until its libaco co is made */
     co->flags = RT_REMOTE;
     if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
     co->state = RT_READY;
