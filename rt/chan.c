@@ -170,22 +170,27 @@ static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline) {
     return 0;
 }
 
-/* ... woken: what the waker said, the element taken out of the mailbox. */
+/* ... woken: what the waker said, the element taken out of the mailbox
+ * (the channel is the one whose lock the waiter kept). */
 __attribute__((noinline))
-static int recv_done(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem) {
+static int recv_done(void* elem) {
+    aco_rt_co_t* me = rt_self();
     int r = me->res;
-    if (r == 0) rt_copy(elem, me->w.slot, ch->elem_size);
+    if (r == 0) {
+        aco_rt_chan_t* ch = rt_container_of(me->w.lock, aco_rt_chan_t, lock);
+        rt_copy(elem, me->w.slot, ch->elem_size);
+    }
     return r;
 }
 
-/* The three, tail-called: only me, ch and elem live across the switch, so
- * that a parked receiver's saved frames stay small (memory per parked co). */
+/* The three, tail-called: only elem lives across the switch, so that a
+ * parked receiver's saved frames stay small (memory per parked co). */
 __attribute__((noinline))
 static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     int r = recv_queue(me, ch, deadline);
     if (r) return r;
     aco_yield();
-    return recv_done(me, ch, elem);
+    return recv_done(elem);
 }
 
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
