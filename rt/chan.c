@@ -183,12 +183,28 @@ static int recv_done(void* elem) {
     return r;
 }
 
-/* The three, tail-called: only elem lives across the switch, so that a
- * parked receiver's saved frames stay small (memory per parked co). */
+/* The three: only elem lives across the switch, so that a parked
+ * receiver's saved frames stay small (memory per parked co). */
 __attribute__((noinline))
-static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+static int recv_wait_any(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     int r = recv_queue(me, ch, deadline);
     if (r) return r;
+    aco_yield();
+    return recv_done(elem);
+}
+
+/* aco_rt_chan_recv that waits (ch locked), tail-called: without a
+ * deadline, for an element of up to 8 bytes, on an open channel (the
+ * common case: no call but the switch), else recv_wait_any. */
+__attribute__((noinline))
+static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+    if (rt_unlikely(deadline >= 0 || ch->closed || ch->elem_size > sizeof(me->w.box)))
+        return recv_wait_any(me, ch, elem, deadline);
+    me->w.slot = &me->w.box;
+    rt_claim_reset(me);
+    rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
+    rt_unlock(&ch->lock);
+    rt_park_begin(me, "chan_recv", ch, -1, rt_abort_shared);
     aco_yield();
     return recv_done(elem);
 }

@@ -478,15 +478,19 @@ static void rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* What a spawn asks that the record keeps in its extra block (made when
  * needed): its name, the stack of a remote spawn (req), its group's links.
  * 0 or -ENOMEM. */
-static int rec_opts(aco_rt_co_t* co, const aco_rt_spawn_opts_t* opts, size_t req,
-                    struct aco_rt_group* g) {
-    const char* name = opts ? opts->name : NULL;
-    if (co->x == NULL && name == NULL && req == 0 && g == NULL) return 0;
+__attribute__((noinline))
+static int rec_opts_x(aco_rt_co_t* co, const char* name, size_t req) {
     rt_extra_t* x = rt_extra(co, 0);
     if (x == NULL) return -ENOMEM;
     x->name = name;
     x->stack_req = req;
     return 0;
+}
+static inline int rec_opts(aco_rt_co_t* co, const aco_rt_spawn_opts_t* opts, size_t req,
+                           struct aco_rt_group* g) {
+    const char* name = opts ? opts->name : NULL;
+    if (rt_likely(co->x == NULL && name == NULL && req == 0 && g == NULL)) return 0;
+    return rec_opts_x(co, name, req);
 }
 
 /* A new co of this thread's scheduler s, ready. */
