@@ -98,27 +98,26 @@ static inline int send_now(aco_rt_chan_t* ch, const void* elem, rt_waiter_t** wk
     return 0;
 }
 
-static inline int recv_now(aco_rt_chan_t* ch, void* elem, rt_waiter_t** wk) {
+/* recv_now's "done, nobody to wake": it returns the waiter to wake, that,
+ * or NULL when it cannot receive now (no out-parameter: a caller whose
+ * locals' addresses never escape can tail-call, clang included). */
+#define RECV_NOBODY ((rt_waiter_t*)1)
+
+static inline rt_waiter_t* recv_now(aco_rt_chan_t* ch, void* elem) {
     if (ch->len) {
         rt_copy(elem, ring_at(ch, 0), ch->elem_size);
         ch->head = ch->head + 1 == ch->cap ? 0 : ch->head + 1;
         ch->len--;
         /* room now: the first waiting sender's element joins the ring */
         rt_waiter_t* w = rt_wq_take(&ch->sendq);
-        if (w) {
-            rt_copy(ring_at(ch, ch->len), w->slot, ch->elem_size);
-            ch->len++;
-            *wk = w;
-        }
-        return 1;
+        if (w == NULL) return RECV_NOBODY;
+        rt_copy(ring_at(ch, ch->len), w->slot, ch->elem_size);
+        ch->len++;
+        return w;
     }
     rt_waiter_t* w = rt_wq_take(&ch->sendq);    /* rendezvous */
-    if (w) {
-        rt_copy(elem, w->slot, ch->elem_size);
-        *wk = w;
-        return 1;
-    }
-    return 0;
+    if (w) rt_copy(elem, w->slot, ch->elem_size);
+    return w;
 }
 
 /* Where a waiting co keeps the element it sends or receives (not on its
@@ -213,11 +212,11 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
-    rt_waiter_t* wk = NULL;
     rt_lock(&ch->lock);
-    if (!recv_now(ch, elem, &wk)) return recv_wait(me, ch, elem, deadline);
+    rt_waiter_t* wk = recv_now(ch, elem);
+    if (wk == NULL) return recv_wait(me, ch, elem, deadline);
     rt_unlock(&ch->lock);
-    if (wk) fire(wk, 0);
+    if (wk != RECV_NOBODY) fire(wk, 0);
     return 0;
 }
 
@@ -312,8 +311,14 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
             if (c->ch->closed) { got = i; e = -EPIPE; }
             else if (send_now(c->ch, c->elem, &wk)) got = i;
         } else {
-            if (recv_now(c->ch, c->elem, &wk)) got = i;
-            else if (c->ch->closed) { got = i; e = -EPIPE; }
+            rt_waiter_t* w = recv_now(c->ch, c->elem);
+            if (w) {
+                got = i;
+                if (w != RECV_NOBODY) wk = w;
+            } else if (c->ch->closed) {
+                got = i;
+                e = -EPIPE;
+            }
         }
     }
     int r = got >= 0 ? got : rt_may_block(me, deadline);
