@@ -515,7 +515,7 @@ typedef struct {
 /* Counters of s (NULL: the calling thread's scheduler). */
 void aco_rt_stats(const aco_rt_sched_t* s, aco_rt_stats_t* out);
 
-/* Write one line per co of s (NULL: the current) to fd: its id, name, state
+/* Write one line per co of s (NULL: the current) to fd: its handle, name, state
  * and what it waits on (object address, deadline).  Async-signal-unsafe but
  * lock-free: callable from gdb (`call aco_rt_dump(0, 2)`). */
 void aco_rt_dump(const aco_rt_sched_t* s, int fd);

@@ -13,6 +13,9 @@
  *                                   handed over; ns per lock+unlock
  *   aco_rt_bench parked [N]         parked_bytes_per_co: RSS growth per co
  *                                   of N cos parked in aco_rt_sleep
+ *   aco_rt_bench parked_chan [N]    the same, the cos parked in
+ *                                   aco_rt_chan_recv on one unbuffered int
+ *                                   channel nobody sends on
  *   aco_rt_bench xpingpong [N]      xchan_pingpong_ns: pingpong with the two
  *                                   cos on two threads of a pool (pinned to
  *                                   CPUs 0 and 1): every send crosses
@@ -254,6 +257,12 @@ static long rss_kib(void) {
 }
 static long rss_before;
 static void sleeper_co(void* arg) { (void)arg; aco_rt_sleep(3600LL * 1000000000); }
+static aco_rt_chan_t* ch_never;     /* parked_chan: nobody sends on it */
+static void receiver_co(void* arg) {
+    int v;
+    (void)arg;
+    aco_rt_chan_recv(ch_never, &v, -1);
+}
 static void measure_co(void* arg) {
     (void)arg;
     long after = rss_kib();
@@ -266,7 +275,7 @@ int main(int argc, char** argv) {
     if (argc < 2) {
 usage:
         fprintf(stderr, "usage: aco_rt_bench pingpong|spawn_join|wake|timer|mutex|"
-                        "mutex_handoff|parked|xpingpong|pool_spawn|pool_spawn1|cacheline [N]\n");
+                        "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline [N]\n");
         return 2;
     }
     const char* what = argv[1];
@@ -326,10 +335,15 @@ usage:
         body_name = "mutex_handoff_ns";
         aco_rt_detach(aco_rt_spawn(s, handoff_co, NULL));
         aco_rt_detach(aco_rt_spawn(s, handoff_peer_co, NULL));
-    } else if (strcmp(what, "parked") == 0) {
+    } else if (strcmp(what, "parked") == 0 || strcmp(what, "parked_chan") == 0) {
         if (!n_ops) n_ops = 1000000;
+        aco_rt_fn_t fn = sleeper_co;
+        if (what[6] == '_') {
+            ch_never = aco_rt_chan_new(sizeof(int), 0);
+            fn = receiver_co;
+        }
         rss_before = rss_kib();
-        for (long i = 0; i < n_ops; i++) aco_rt_detach(aco_rt_spawn(s, sleeper_co, NULL));
+        for (long i = 0; i < n_ops; i++) aco_rt_detach(aco_rt_spawn(s, fn, NULL));
         aco_rt_detach(aco_rt_spawn(s, measure_co, NULL));
     } else {
         fprintf(stderr, "aco_rt_bench: unknown benchmark '%s'\n", what);

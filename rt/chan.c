@@ -75,7 +75,7 @@ static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
  * the index (and takes its other waiters off their queues itself). */
 static inline void fire(rt_waiter_t* w, int err) {
     aco_rt_co_t* co = w->co;
-    if (w->idx < 0) { rt_wake_any(co, err); return; }
+    if (w == &co->w) { rt_wake_any(co, err); return; }
     co->x->sel_err = err;
     rt_wake_any(co, w->idx);
 }
@@ -98,27 +98,35 @@ static inline int send_now(aco_rt_chan_t* ch, const void* elem, rt_waiter_t** wk
     return 0;
 }
 
-static inline int recv_now(aco_rt_chan_t* ch, void* elem, rt_waiter_t** wk) {
+/* recv_now's "done, nobody to wake": it returns the waiter to wake, that,
+ * or NULL when it cannot receive now (no out-parameter: a caller whose
+ * locals' addresses never escape can tail-call, clang included). */
+#define RECV_NOBODY ((rt_waiter_t*)1)
+
+static inline rt_waiter_t* recv_now(aco_rt_chan_t* ch, void* elem) {
     if (ch->len) {
         rt_copy(elem, ring_at(ch, 0), ch->elem_size);
         ch->head = ch->head + 1 == ch->cap ? 0 : ch->head + 1;
         ch->len--;
         /* room now: the first waiting sender's element joins the ring */
         rt_waiter_t* w = rt_wq_take(&ch->sendq);
-        if (w) {
-            rt_copy(ring_at(ch, ch->len), w->slot, ch->elem_size);
-            ch->len++;
-            *wk = w;
-        }
-        return 1;
+        if (w == NULL) return RECV_NOBODY;
+        rt_copy(ring_at(ch, ch->len), w->slot, ch->elem_size);
+        ch->len++;
+        return w;
     }
     rt_waiter_t* w = rt_wq_take(&ch->sendq);    /* rendezvous */
-    if (w) {
-        rt_copy(elem, w->slot, ch->elem_size);
-        *wk = w;
-        return 1;
-    }
-    return 0;
+    if (w) rt_copy(elem, w->slot, ch->elem_size);
+    return w;
+}
+
+/* Where a waiting co keeps the element it sends or receives (not on its
+ * stack: that is copied away while it waits): in its waiter up to 8 bytes,
+ * else in its extra block.  NULL on ENOMEM. */
+static inline void* mailbox(aco_rt_co_t* me, size_t n) {
+    if (n <= sizeof(me->w.box)) return &me->w.box;
+    rt_extra_t* x = rt_extra(me, n);
+    return x ? x->buf : NULL;
 }
 
 int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
@@ -134,39 +142,82 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
         return 0;
     }
     int r = rt_may_block(me, deadline);
-    rt_extra_t* x = r ? NULL : rt_extra(me, ch->elem_size);
-    if (r == 0 && x == NULL) r = -ENOMEM;
+    void* box = r ? NULL : mailbox(me, ch->elem_size);
+    if (r == 0 && box == NULL) r = -ENOMEM;
     if (r) { rt_unlock(&ch->lock); return r; }
-    rt_copy(x->buf, elem, ch->elem_size);
-    me->w.slot = x->buf;
+    rt_copy(box, elem, ch->elem_size);
+    me->w.slot = box;
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->sendq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
     return rt_park(me, "chan_send", ch, deadline, rt_abort_shared);
 }
 
+/* aco_rt_chan_recv that waits (ch locked), up to the switch: 0 or -errno
+ * (ch unlocked). */
+__attribute__((noinline))
+static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline) {
+    int r = ch->closed ? -EPIPE : rt_may_block(me, deadline);
+    void* box = r ? NULL : mailbox(me, ch->elem_size);
+    if (r == 0 && box == NULL) r = -ENOMEM;
+    if (r) { rt_unlock(&ch->lock); return r; }
+    me->w.slot = box;
+    rt_claim_reset(me);
+    rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
+    rt_unlock(&ch->lock);
+    rt_park_begin(me, "chan_recv", ch, deadline, rt_abort_shared);
+    return 0;
+}
+
+/* ... woken: what the waker said, the element taken out of the mailbox
+ * (the channel is the one whose lock the waiter kept). */
+__attribute__((noinline))
+static int recv_done(void* elem) {
+    aco_rt_co_t* me = rt_self();
+    int r = me->res;
+    if (r == 0) {
+        aco_rt_chan_t* ch = rt_container_of(me->w.lock, aco_rt_chan_t, lock);
+        rt_copy(elem, me->w.slot, ch->elem_size);
+    }
+    return r;
+}
+
+/* The three: only elem lives across the switch, so that a parked
+ * receiver's saved frames stay small (memory per parked co). */
+__attribute__((noinline))
+static int recv_wait_any(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+    int r = recv_queue(me, ch, deadline);
+    if (r) return r;
+    aco_yield();
+    return recv_done(elem);
+}
+
+/* aco_rt_chan_recv that waits (ch locked), tail-called: without a
+ * deadline, for an element of up to 8 bytes, on an open channel (the
+ * common case: no call but the switch), else recv_wait_any. */
+__attribute__((noinline))
+static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+    if (rt_unlikely(deadline != -1 || ch->closed || ch->elem_size > sizeof(me->w.box)))
+        return recv_wait_any(me, ch, elem, deadline);
+    me->w.slot = &me->w.box;
+    rt_claim_reset(me);
+    rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
+    rt_unlock(&ch->lock);
+    rt_park_begin(me, "chan_recv", ch, -1, rt_abort_shared);
+    aco_yield();
+    return recv_done(elem);
+}
+
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
-    rt_waiter_t* wk = NULL;
     rt_lock(&ch->lock);
-    if (recv_now(ch, elem, &wk)) {
-        rt_unlock(&ch->lock);
-        if (wk) fire(wk, 0);
-        return 0;
-    }
-    int r = ch->closed ? -EPIPE : rt_may_block(me, deadline);
-    rt_extra_t* x = r ? NULL : rt_extra(me, ch->elem_size);
-    if (r == 0 && x == NULL) r = -ENOMEM;
-    if (r) { rt_unlock(&ch->lock); return r; }
-    me->w.slot = x->buf;
-    rt_claim_reset(me);
-    rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
+    rt_waiter_t* wk = recv_now(ch, elem);
+    if (wk == NULL) return recv_wait(me, ch, elem, deadline);
     rt_unlock(&ch->lock);
-    r = rt_park(me, "chan_recv", ch, deadline, rt_abort_shared);
-    if (r == 0) rt_copy(elem, x->buf, ch->elem_size);
-    return r;
+    if (wk != RECV_NOBODY) fire(wk, 0);
+    return 0;
 }
 
 int aco_rt_chan_close(aco_rt_chan_t* ch) {
@@ -260,8 +311,14 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
             if (c->ch->closed) { got = i; e = -EPIPE; }
             else if (send_now(c->ch, c->elem, &wk)) got = i;
         } else {
-            if (recv_now(c->ch, c->elem, &wk)) got = i;
-            else if (c->ch->closed) { got = i; e = -EPIPE; }
+            rt_waiter_t* w = recv_now(c->ch, c->elem);
+            if (w) {
+                got = i;
+                if (w != RECV_NOBODY) wk = w;
+            } else if (c->ch->closed) {
+                got = i;
+                e = -EPIPE;
+            }
         }
     }
     int r = got >= 0 ? got : rt_may_block(me, deadline);

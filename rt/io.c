@@ -123,7 +123,7 @@ void rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
 
 int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
     if (co->flags & RT_STANDALONE) return 0;    /* its stack is its own */
-    const aco_share_stack_t* ss = co->aco->share_stack;
+    const aco_share_stack_t* ss = rt_aco(co)->share_stack;
     uintptr_t lo = (uintptr_t)ss->ptr, hi = lo + ss->sz, a = (uintptr_t)p;
     return p != NULL && a < hi && a + n > lo;
 }
@@ -495,7 +495,7 @@ static int close_remote(aco_rt_sched_t* me, int fd) {
             if (e == NULL || !__atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) continue;
             m[i]->fd = fd;
             m[i]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
-            rt_sched_send(s, &m[i]->m, RT_MSG_CLOSE);
+            rt_sched_close(s, m[i]);
             i++;
         }
         while (i < n) free(m[i++]);     /* (one went idle meanwhile) */

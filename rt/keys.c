@@ -9,8 +9,8 @@
  * setting take none: they touch only the caller's own values, plus one
  * atomic load of the slot's sequence number to refuse a deleted key.
  *
- * Values.  Each co's are in its record (co->keys), allocated the first time
- * it sets one (a co that never does costs a NULL pointer) and sized up to
+ * Values.  Each co's hang from its extra block (co->x->keys), allocated the
+ * first time it sets one (a co that never does costs nothing) and sized up to
  * the highest slot it used; freed when the co ends, after its destructors,
  * so a record that is used again starts with every value NULL.  Outside
  * any co, a thread has values of its own (a thread-local block): like a
@@ -104,14 +104,20 @@ static pthread_key_t thread_exit_key;   /* calls thread_exit at thread exit */
 static pthread_once_t thread_exit_once = PTHREAD_ONCE_INIT;
 static int thread_exit_ok;
 
-/* Where the caller's values are: its co's record, else its thread's. */
-static inline kvs_t** my_kvs(void) {
+/* Where the caller's values are: its co's extra block (made here when
+ * make is set: NULL without memory for it), else its thread's. */
+static kvs_t* const no_kvs;
+static inline kvs_t** my_kvs(int make) {
     aco_rt_co_t* co = rt_self();
-    return co ? (kvs_t**)&co->keys : &thread_kvs;
+    if (co == NULL) return &thread_kvs;
+    rt_extra_t* x = co->x;
+    if (x == NULL && (!make || (x = rt_extra(co, 0)) == NULL))
+        return make ? NULL : (kvs_t**)&no_kvs;
+    return (kvs_t**)&x->keys;
 }
 
 void* aco_rt_getspecific(aco_rt_key_t key) {
-    const kvs_t* kv = *my_kvs();
+    const kvs_t* kv = *my_kvs(0);
     uint32_t i = key_slot(key);
     if (kv == NULL || i >= kv->cap || kv->v[i].seq != key_seq(key) || !key_live(key))
         return NULL;
@@ -153,7 +159,8 @@ static kvs_t* kvs_grow(kvs_t** where, uint32_t i) {
 
 int aco_rt_setspecific(aco_rt_key_t key, const void* val) {
     if (!key_live(key)) return -EINVAL;
-    kvs_t** where = my_kvs();
+    kvs_t** where = my_kvs(val != NULL);
+    if (where == NULL) return -ENOMEM;
     uint32_t i = key_slot(key);
     kvs_t* kv = *where;
     if (kv == NULL || i >= kv->cap) {
@@ -200,12 +207,13 @@ static void run_dtors(kvs_t** where) {
 }
 
 void rt_keys_exit(aco_rt_co_t* co) {
-    if (co->keys) run_dtors((kvs_t**)&co->keys);
+    if (co->x && co->x->keys) run_dtors((kvs_t**)&co->x->keys);
 }
 
 void rt_keys_free(aco_rt_co_t* co) {
-    free(co->keys);
-    co->keys = NULL;
+    if (co->x == NULL) return;
+    free(co->x->keys);
+    co->x->keys = NULL;
 }
 
 /* ------------------------------------------------------------------------ */

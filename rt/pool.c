@@ -315,12 +315,14 @@ aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p) {
 
 aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g) { return g->s; }
 
+/* (co->x was made by the spawn: rec_opts in sched.c) */
 int rt_group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
-    co->group = g;
+    rt_extra_t* x = co->x;
+    x->group = g;
     rt_lock(&g->lock);
-    co->gprev = NULL;
-    co->gnext = g->head;
-    if (g->head) g->head->gprev = co;
+    x->gprev = NULL;
+    x->gnext = g->head;
+    if (g->head) g->head->x->gprev = co;
     g->head = co;
     g->n++;
     int c = g->cancelling;
@@ -329,11 +331,12 @@ int rt_group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
 }
 
 void rt_group_leave(aco_rt_co_t* co) {
-    aco_rt_group_t* g = co->group;
+    rt_extra_t* x = co->x;
+    aco_rt_group_t* g = x->group;
     rt_lock(&g->lock);
-    if (co->gprev) co->gprev->gnext = co->gnext; else g->head = co->gnext;
-    if (co->gnext) co->gnext->gprev = co->gprev;
-    co->group = NULL;
+    if (x->gprev) x->gprev->x->gnext = x->gnext; else g->head = x->gnext;
+    if (x->gnext) x->gnext->x->gprev = x->gprev;
+    x->group = NULL;
     if (--g->n == 0) {
         g->cancelling = 0;
         rt_waiter_t* w;
@@ -362,7 +365,7 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     if (g == NULL) return -EINVAL;
-    if (me->group == g) return -EDEADLK;
+    if (me->x && me->x->group == g) return -EDEADLK;
     if (me->flags & RT_CANCELLED) return -ECANCELED;
     rt_lock(&g->lock);
     if (g->n == 0) { rt_unlock(&g->lock); return 0; }
@@ -378,12 +381,12 @@ int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     if (g == NULL) return -EINVAL;
-    if (me->group == g) return -EDEADLK;
+    if (me->x && me->x->group == g) return -EDEADLK;
     rt_lock(&g->lock);
     g->cancelling = 1;
     /* Through the inbox, also for cos of this thread: a cancel runs the
      * co's abort, which takes other locks; none is taken under ours. */
-    for (aco_rt_co_t* c = g->head; c; c = c->gnext) rt_cancel_async(c);
+    for (aco_rt_co_t* c = g->head; c; c = c->x->gnext) rt_cancel_async(c);
     rt_unlock(&g->lock);
     return aco_rt_group_join(g, deadline);
 }

@@ -143,7 +143,7 @@ static void pt_key_make(void) {
 static void pt_end(pt_t* p, void* ret) {
     p->ret = ret;
     if (__atomic_fetch_or(&p->state, PT_ENDED, __ATOMIC_ACQ_REL) & PT_DETACHED) {
-        rt_self()->arg = NULL;          /* (its key destructors may still block) */
+        rt_aco(rt_self())->arg = NULL;  /* (its key destructors may still block) */
         free(p);
     }
 }
@@ -153,8 +153,9 @@ static void pt_main(void* arg);
 /* aco_rt_sched_free destroys co: its pt_t goes, unless its end freed it
  * (detached) - nobody can join it any more. */
 static void pt_dropped(aco_rt_co_t* co) {
-    pt_t* p = (pt_t*)co->arg;
-    if (co->fn != pt_main || p == NULL) return;
+    if (co->fn != pt_main) return;
+    pt_t* p = (pt_t*)rt_aco(co)->arg;   /* (a local spawn: made at once) */
+    if (p == NULL) return;
     uint32_t st = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
     if ((st & (PT_ENDED | PT_DETACHED)) != (PT_ENDED | PT_DETACHED)) free(p);
 }
@@ -205,7 +206,7 @@ static pt_t* pt_of(aco_rt_pthread_t t, aco_rt_co_t** co) {
     aco_rt_co_t* c = (aco_rt_co_t*)(uintptr_t)t;
     if (c->fn != pt_main) return NULL;          /* a co of aco_rt_spawn */
     *co = c;
-    return (pt_t*)c->arg;
+    return (pt_t*)rt_aco(c)->arg;      /* (made at once: a local spawn) */
 }
 
 /* Join t until deadline; busy: the error for a deadline that passed. */

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -88,14 +89,15 @@ static inline void rt_unlock(uint32_t* l) { __atomic_store_n(l, 0, __ATOMIC_RELE
 struct aco_rt_sched;
 typedef struct rt_msg {
     struct rt_msg* next;
-    uint8_t        kind;
 } rt_msg_t;
-enum { RT_MSG_WAKE = 1, RT_MSG_SPAWN, RT_MSG_CANCEL, RT_MSG_FREE, RT_MSG_CLOSE };
+enum { RT_MSG_WAKE = 1, RT_MSG_SPAWN, RT_MSG_CANCEL, RT_MSG_FREE };
 
-/* RT_MSG_CLOSE: a co or thread elsewhere closed fd, on which cos of the
- * receiver were waiting (io.c).  In the heap; the receiver frees it. */
+/* A co or thread elsewhere closed fd, on which cos of the receiver were
+ * waiting (io.c).  In the heap, on the receiver's stack of closes (not in
+ * its inbox: that tells its messages apart by their place in a co's
+ * record); the receiver frees it. */
 typedef struct rt_close_msg {
-    rt_msg_t m;
+    struct rt_close_msg* next;
     int      fd;
     uint32_t gen;               /* the receiver's entry generation then */
 } rt_close_msg_t;
@@ -134,8 +136,14 @@ typedef struct rt_waiter {
     aco_rt_waitq_t*   q;        /* the queue it is on, NULL if none */
     uint32_t*         lock;     /* the lock of the object whose queue it is on */
     void*             slot;     /* channels: the element (heap), see chan.c */
-    int               idx;      /* select: the case index; else -1 */
-    int               events;   /* epoll readiness: the events it waits for */
+    union {
+        struct {
+            int       idx;      /* select's waiters: the case index */
+            int       events;   /* epoll readiness: the events it waits for */
+        };
+        uint64_t      box;      /* a co's own waiter on a channel: the
+                                   element, up to 8 bytes (chan.c) */
+    };
 } rt_waiter_t;
 
 /* Wait queues: doubly linked FIFOs of waiters. */
@@ -199,49 +207,64 @@ typedef struct rt_extra {
     void*         buf;          /* channel mailbox / select slots / iovecs */
     size_t        buf_cap;
     struct msghdr mh;           /* io_uring sendmsg (writev on a socket) */
+    /* What few cos use, kept out of the record (memory per parked co). */
+    void*         keys;         /* its co-local key values (keys.c), NULL
+                                   until it sets one; freed when it ends */
+    const char*   name;
+    size_t        stack_req;    /* remote spawn: the stack asked for */
+    struct aco_rt_group* group; /* the group it belongs to, or NULL */
+    aco_rt_co_t*  gnext;        /* the group's list (under its lock) */
+    aco_rt_co_t*  gprev;
 } rt_extra_t;
 
+/* A co's record.  A million parked cos each have one: what few use is in
+ * the extra block (x), the small fields are packed, and the wake and cancel
+ * messages tell themselves apart by address (RT_MSG_IS_CANCEL). */
 struct aco_rt_co {
-    aco_t*           aco;
+    union {
+        rt_waiter_t  w;         /* its place in a wait queue */
+        rt_msg_t     msg;       /* wake / spawn / free message: sent only
+                                   while w is on no queue (before it starts,
+                                   once a waker took it off, after its end) */
+    };
+    rt_msg_t         cmsg;      /* cancel message */
     aco_rt_sched_t*  s;
-    aco_rt_fn_t      fn;
-    void*            arg;
-    void*            keys;      /* its co-local key values (keys.c), NULL
-                                   until it sets one; freed when it ends */
-    aco_rt_co_t*     next;      /* ready queue / free list */
+    aco_rt_fn_t      fn;        /* (its arg is its libaco co's: aco_get_arg;
+                                   w.slot holds it until that co is made) */
+    union {
+        aco_rt_co_t* next;      /* ready queue / free list: not parked */
+        const char*  wait_what; /* parked: what it waits on, for aco_rt_dump */
+    };
+    aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
+    rt_extra_t*      x;
+    /* Leave the current wait early (deadline or cancel, with that error). */
+    void           (*abort)(aco_rt_co_t* co, int err);
+    const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
+    aco_rt_timer_t   tmo;       /* the deadline of the current wait */
     uint8_t          state;
     uint8_t          flags;
     uint8_t          cancel_sent;   /* a cancel message was sent (atomic) */
     uint8_t          started;   /* atomic: 0 while it waits in a pool
                                    thread's newq (others may take it) */
-    int32_t          res;       /* what the waker says: the parked call's result */
-    uint32_t         claim;     /* 0 while its waiters may be taken, 1 once
+    uint8_t          cancel_req;    /* atomic: cancelled before it started */
+    uint8_t          msg_kind;  /* what msg says (RT_MSG_*) */
+    uint8_t          claim;     /* 0 while its waiters may be taken, 1 once
                                    one was (atomic; see rt_claim) */
-    aco_rt_timer_t   tmo;       /* the deadline of the current wait */
-    rt_waiter_t      w;
-    /* Leave the current wait early (deadline or cancel, with that error). */
-    void           (*abort)(aco_rt_co_t* co, int err);
-    const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
-    const char*      wait_what;
-    aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
-    rt_extra_t*      x;
-    struct aco_rt_group* group; /* the group it belongs to, or NULL */
-    aco_rt_co_t*     gnext;     /* the group's list (under its lock) */
-    aco_rt_co_t*     gprev;
-    rt_msg_t         msg;       /* wake / spawn / free message */
-    rt_msg_t         cmsg;      /* cancel message */
-    const char*      name;
-    uint64_t         id;
+    int32_t          res;       /* what the waker says: the parked call's result */
     uint32_t         slot;      /* index in s->cos */
     int32_t          io_abort;  /* io_uring: why the op was cancelled */
     int32_t          io_fd;     /* io_uring: the op's descriptor, */
     uint32_t         io_gen;    /* and its table generation */
-    size_t           stack_req; /* remote spawn: the stack asked for */
-    uint8_t          cancel_req;    /* atomic: cancelled before it started */
-    size_t           priv_cap;  /* the private buffer after the record: room, */
-    size_t           priv_size; /* and what this co asked for (0: none) */
-    size_t           rec_sz;    /* bytes of the whole allocation */
+    uint32_t         priv_cap;  /* the private buffer after the record: room, */
+    uint32_t         priv_size; /* and what this co asked for (0: none) */
+    uint32_t         rec_sz;    /* bytes of the whole allocation */
 };
+/* A record is 16-aligned (aco_create_in): msg is at an even multiple of
+ * its size, cmsg at an odd one. */
+#define RT_MSG_IS_CANCEL(m) (((uintptr_t)(m) & sizeof(rt_msg_t)) != 0)
+_Static_assert(offsetof(aco_rt_co_t, msg) % (2 * sizeof(rt_msg_t)) == 0 &&
+               offsetof(aco_rt_co_t, cmsg) % (2 * sizeof(rt_msg_t)) == sizeof(rt_msg_t),
+               "drain tells msg from cmsg by the address");
 
 /* One allocation (aco_alloc) per co: the record, its private buffer
  * (aco_rt_spawn_opts_t.private_size), then its libaco co with a save stack
@@ -249,6 +272,7 @@ struct aco_rt_co {
 #define RT_PRIV_OFF ((sizeof(aco_rt_co_t) + 15) & ~(size_t)15)
 static inline void* rt_priv(aco_rt_co_t* co) { return (char*)co + RT_PRIV_OFF; }
 static inline size_t rt_aco_off(const aco_rt_co_t* co) { return RT_PRIV_OFF + co->priv_cap; }
+static inline aco_t* rt_aco(const aco_rt_co_t* co) { return (aco_t*)((char*)co + rt_aco_off(co)); }
 
 /* ------------------------------------------------------------------------ */
 /* Backends                                                                 */
@@ -356,7 +380,6 @@ struct aco_rt_sched {
         uint32_t        need;           /* needed (sched.c, save_size) */
     }                   guess[RT_GUESSES];
     aco_rt_stats_t      st;
-    uint64_t            next_id;
     rt_wheel_t          wheel;
     rt_fd_t**           fdc;            /* descriptor table: RT_FD_CHUNKS
                                            chunk pointers (io.c; atomic:
@@ -387,6 +410,8 @@ struct aco_rt_sched {
     _Alignas(64) uint32_t load;         /* atomic: cos alive (written by its
                                            thread only) */
     uint32_t            sent;           /* atomic: spawns on their way here */
+    rt_close_msg_t*     closes;         /* atomic: closes from other threads
+                                           (a stack: rt_sched_close) */
     uint64_t            mv_begun;       /* atomic: moves of cos into sent */
     uint64_t            mv_ended;       /* (from other threads) begun and
                                            ended: aco_rt_pool_wait looks
@@ -464,14 +489,14 @@ static inline void rt_rq_push(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* Take co's current wait: 1 if the caller won it (and must wake co), 0 if
  * someone else did.  The winner wakes it; the others leave it alone. */
 static inline int rt_claim(aco_rt_co_t* co) {
-    return rt_xchg(&co->claim, 1u) == 0;
+    return rt_xchg(&co->claim, (uint8_t)1) == 0;
 }
 /* Before a co puts its waiter(s) where other threads can take them. */
 static inline void rt_claim_reset(aco_rt_co_t* co) {
 #ifdef ACO_RT_NO_THREADS
     co->claim = 0;
 #else
-    __atomic_store_n(&co->claim, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&co->claim, (uint8_t)0, __ATOMIC_RELAXED);
 #endif
 }
 
@@ -511,6 +536,22 @@ static inline void rt_wake_any(aco_rt_co_t* co, int res) {
 
 /* Inline (as aco_yield is): the co continues right here when resumed, one
  * return fewer to mispredict after the switch. */
+/* rt_park in two: all but the switch, then the switch (aco_yield();
+ * co->res), for a caller whose frames must stay small while it waits. */
+static inline void rt_park_begin(aco_rt_co_t* co, const char* what, const void* obj,
+                                 int64_t deadline, void (*abort)(aco_rt_co_t*, int)) {
+    aco_rt_sched_t* s = co->s;
+    co->state = RT_PARKED;
+    co->abort = abort;
+    co->wait_obj = obj;
+    co->wait_what = what;
+    s->st.cos_parked++;
+    if (deadline != -1) {            /* co->tmo.fn_ is rt_tmo_fire */
+        rt_wheel_add(&s->wheel, &co->tmo, deadline);
+        s->st.timers++;
+    }
+}
+
 static inline int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
                           int64_t deadline, void (*abort)(aco_rt_co_t*, int)) {
     aco_rt_sched_t* s = co->s;
@@ -554,8 +595,9 @@ void rt_cancel_async(aco_rt_co_t* co);
 /* Called by aco_rt_sched_free for each co it destroys, finished or not
  * (atomic; pthread.c sets it: a co's pt_t goes with it). */
 extern void (*rt_co_dropped)(aco_rt_co_t* co);
-/* sched.c: put m in s's inbox and wake its thread (any thread). */
-void rt_sched_send(aco_rt_sched_t* s, rt_msg_t* m, int kind);
+/* sched.c: give s a close to hear (rt_fd_closed_remote, in s's thread)
+ * and wake s's thread (from any thread). */
+void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c);
 /* sched.c: wake s's thread if it sleeps (after something was sent). */
 void rt_notify(aco_rt_sched_t* s);
 

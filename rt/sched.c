@@ -139,10 +139,32 @@ void rt_notify(aco_rt_sched_t* s) {
     }
 }
 
-void rt_sched_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
-    m->kind = (uint8_t)kind;
+/* m is co->msg (kind: what it says) or co->cmsg (RT_MSG_CANCEL). */
+static void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
+    if (kind != RT_MSG_CANCEL) rt_container_of(m, aco_rt_co_t, msg)->msg_kind = (uint8_t)kind;
     inbox_push(&s->inbox, m);
     rt_notify(s);
+}
+
+void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c) {
+    /* seq_cst: ordered before the sleeping flag's load in rt_notify */
+    c->next = __atomic_load_n(&s->closes, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&s->closes, &c->next, c, 1, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED)) {}
+    rt_notify(s);
+}
+
+/* The closes other threads sent: non-zero if there were some. */
+static int closes_drain(aco_rt_sched_t* s) {
+    if (__atomic_load_n(&s->closes, __ATOMIC_RELAXED) == NULL) return 0;
+    rt_close_msg_t* c = __atomic_exchange_n(&s->closes, NULL, __ATOMIC_ACQUIRE);
+    while (c) {
+        rt_close_msg_t* next = c->next;
+        rt_fd_closed_remote(s, c->fd, c->gen);
+        free(c);
+        c = next;
+    }
+    return 1;
 }
 
 /* Spawns from one pool thread to another go out in batches: kept in the
@@ -176,11 +198,11 @@ static void outbox_flush_all(aco_rt_sched_t* me) {
 static void send_spawn(aco_rt_sched_t* s, rt_msg_t* m) {
     aco_rt_sched_t* me = rt_tls_sched;
     if (me == NULL || me->outbox == NULL || s->pool != me->pool || s->pool_idx >= me->noutbox) {
-        rt_sched_send(s, m, RT_MSG_SPAWN);
+        rt_send(s, m, RT_MSG_SPAWN);
         return;
     }
     rt_outbox_t* o = &me->outbox[s->pool_idx];
-    m->kind = RT_MSG_SPAWN;
+    rt_container_of(m, aco_rt_co_t, msg)->msg_kind = RT_MSG_SPAWN;
     __atomic_store_n(&m->next, NULL, __ATOMIC_RELAXED);
     o->to = s;
     if (o->last) o->last->next = m; else o->first = m;
@@ -192,7 +214,7 @@ static void send_spawn(aco_rt_sched_t* s, rt_msg_t* m) {
 
 void rt_wake_remote(aco_rt_co_t* co, int res) {
     co->res = res;
-    rt_sched_send(co->s, &co->msg, RT_MSG_WAKE);
+    rt_send(co->s, &co->msg, RT_MSG_WAKE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -316,7 +338,7 @@ static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
     unsigned i = s->next_stack++ % s->nstacks;
     /* Avoid the stack the spawning co runs on: two cos that take turns on
      * one stack copy each other's frames out and in at every switch. */
-    if (s->cur && s->nstacks > 1 && s->cur->aco->share_stack == s->stacks[i] &&
+    if (s->cur && s->nstacks > 1 && rt_aco(s->cur)->share_stack == s->stacks[i] &&
         !(s->cur->flags & RT_STANDALONE))
         i = s->next_stack++ % s->nstacks;
     if (s->stacks[i] == NULL) s->stacks[i] = aco_share_stack_try_new2(s->stack_size, 1);
@@ -332,16 +354,24 @@ static void extra_free(rt_extra_t* x) {
     free(x);
 }
 
+/* The co's function, tail-called. */
+__attribute__((noinline))
+static void co_call(void) {
+    aco_rt_co_t* co = rt_self();
+    co->fn(rt_aco(co)->arg);
+}
+
+/* Nothing of its own lives across the co's function: its frame, under
+ * every parked co's, is the least (memory per parked co). */
 static void co_main(void) {
-    aco_rt_co_t* co = (aco_rt_co_t*)aco_get_arg();
-    co->fn(co->arg);
-    rt_co_exit(co);
+    co_call();
+    rt_co_exit(rt_self());
 }
 
 void rt_co_exit(aco_rt_co_t* co) {
-    if (co->keys) rt_keys_exit(co);     /* in the co: they may block */
+    if (co->x && co->x->keys) rt_keys_exit(co);     /* in the co: they may block */
     co->state = RT_DONE;
-    if (co->group) rt_group_leave(co);
+    if (co->x && co->x->group) rt_group_leave(co);
     aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
     if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) rt_wake_any(j, 0);
     if (j == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
@@ -377,7 +407,7 @@ static void rec_free(aco_rt_co_t* co) {
 
 /* Free a kept record: its libaco co (in it), extra block and itself. */
 static void rec_drop(aco_rt_co_t* co) {
-    aco_destroy(co->aco);
+    aco_destroy(rt_aco(co));
     rec_free(co);
 }
 
@@ -385,18 +415,19 @@ static void rec_drop(aco_rt_co_t* co) {
  * the record's own memory: on a share stack, or on a stack of its own (a
  * pooled one when one is kept of this size, up to twice as big).  0 or
  * -ENOMEM. */
-static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack) {
+static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack,
+                      void* arg) {
     aco_share_stack_t* st = NULL;
     if (standalone) {
         size_t sz = stack ? stack : s->stack_size;
         co->flags |= RT_STANDALONE;
         for (aco_rt_co_t** pp = &s->free_solo; *pp; pp = &(*pp)->next) {
             aco_rt_co_t* old = *pp;
-            size_t have = old->aco->share_stack->sz;
+            size_t have = rt_aco(old)->share_stack->sz;
             if (have < sz || have / 2 > sz) continue;
             *pp = old->next;
             s->nsolo--;
-            st = old->aco->share_stack;
+            st = rt_aco(old)->share_stack;
             rec_drop(old);              /* the stack is free for co */
             break;
         }
@@ -405,8 +436,7 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
         st = next_share_stack(s);
     }
     if (st == NULL) return -ENOMEM;
-    co->aco = aco_create_in((char*)co + rt_aco_off(co), co->rec_sz - rt_aco_off(co),
-                            s->main_co, st, co_main, co);
+    aco_create_in(rt_aco(co), co->rec_sz - rt_aco_off(co), s->main_co, st, co_main, arg);
     return 0;
 }
 
@@ -438,7 +468,7 @@ static size_t save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_op
 
 /* Co ended: what it needed is the guess for its function's next cos. */
 static void guess_learn(aco_rt_sched_t* s, const aco_rt_co_t* co) {
-    size_t need = co->aco->save_stack.max_cpsz;
+    size_t need = rt_aco(co)->save_stack.max_cpsz;
     if (need == 0 || (co->flags & RT_STANDALONE)) return;   /* never copied */
     need = need > RT_GUESS_MAX ? 0 : (need + 15) & ~(size_t)15;
     unsigned i = guess_slot(co->fn);
@@ -452,14 +482,15 @@ static void guess_learn(aco_rt_sched_t* s, const aco_rt_co_t* co) {
 static aco_rt_co_t* rec_new(size_t priv, size_t save) {
     if (save > ((size_t)1 << 30)) save = 0;     /* libaco's save stack, later */
     size_t cosz = aco_co_size(save);
-    if (priv > SIZE_MAX - RT_PRIV_OFF - cosz - 15) { errno = ENOMEM; return NULL; }
+    /* (sizes in 32 bits: a record of 4 GiB is no co's) */
+    if (priv > UINT32_MAX - RT_PRIV_OFF - cosz - 15) { errno = ENOMEM; return NULL; }
     priv = (priv + 15) & ~(size_t)15;
     size_t sz = RT_PRIV_OFF + priv + cosz;
     aco_rt_co_t* co = aco_alloc(sz);
     if (co == NULL) { errno = ENOMEM; return NULL; }
     memset(co, 0, RT_PRIV_OFF + priv);
-    co->priv_cap = priv;
-    co->rec_sz = sz;
+    co->priv_cap = (uint32_t)priv;
+    co->rec_sz = (uint32_t)sz;
     return co;
 }
 
@@ -476,8 +507,25 @@ void* aco_rt_private(size_t* size) {
 static void rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->s = s;
     co->w.co = co;
-    co->w.idx = -1;
     co->tmo.fn_ = rt_tmo_fire;      /* its deadlines, set once */
+}
+
+/* What a spawn asks that the record keeps in its extra block (made when
+ * needed): its name, the stack of a remote spawn (req), its group's links.
+ * 0 or -ENOMEM. */
+__attribute__((noinline))
+static int rec_opts_x(aco_rt_co_t* co, const char* name, size_t req) {
+    rt_extra_t* x = rt_extra(co, 0);
+    if (x == NULL) return -ENOMEM;
+    x->name = name;
+    x->stack_req = req;
+    return 0;
+}
+static inline int rec_opts(aco_rt_co_t* co, const aco_rt_spawn_opts_t* opts, size_t req,
+                           struct aco_rt_group* g) {
+    const char* name = opts ? opts->name : NULL;
+    if (rt_likely(co->x == NULL && name == NULL && req == 0 && g == NULL)) return 0;
+    return rec_opts_x(co, name, req);
 }
 
 /* A new co of this thread's scheduler s, ready. */
@@ -491,7 +539,7 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         co = s->free_recs;
         s->free_recs = co->next;
         s->nfree--;
-        aco_reset2(co->aco, co_main, co);
+        aco_reset2(rt_aco(co), co_main, arg);
         co->res = 0;
         co->io_abort = 0;
         co->wait_obj = NULL;
@@ -499,16 +547,16 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     } else {
         if ((co = rec_new(priv, save_size(s, fn, opts))) == NULL) return NULL;
         rec_init(s, co);
-        if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0) < 0) {
+        if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0, arg) < 0) {
             rec_free(co);
             errno = ENOMEM;
             return NULL;
         }
     }
-    if (cos_add(s, co) < 0) {
+    if (rec_opts(co, opts, 0, g) < 0 || cos_add(s, co) < 0) {
         if (co->flags & RT_STANDALONE) {
             /* not for free_recs: its stack would go with rec_drop's co */
-            aco_share_stack_t* st = co->aco->share_stack;
+            aco_share_stack_t* st = rt_aco(co)->share_stack;
             rec_drop(co);
             aco_share_stack_destroy(st);
         } else {
@@ -520,16 +568,13 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         return NULL;
     }
     co->fn = fn;
-    co->arg = arg;
     co->flags &= RT_STANDALONE;
     co->cancel_sent = 0;
     co->joiner = NULL;
-    co->name = opts ? opts->name : NULL;
-    co->priv_size = priv;
+    co->priv_size = (uint32_t)priv;
     if (priv) memset(rt_priv(co), 0, priv);
     rt_store(&co->started, (uint8_t)1);
     co->cancel_req = 0;
-    co->id = ++s->next_id;
     co->state = RT_READY;
     s->st.cos_alive++;
     s->st.spawned++;
@@ -547,15 +592,18 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     size_t priv = opts ? opts->private_size : 0;
     aco_rt_co_t* co = rec_new(priv, save_size(s, fn, opts));
     if (co == NULL) return NULL;
-    co->priv_size = priv;
+    co->priv_size = (uint32_t)priv;
     rec_init(s, co);
+    if (rec_opts(co, opts, opts ? opts->stack_size : 0, g) < 0) {
+        rec_free(co);
+        errno = ENOMEM;
+        return NULL;
+    }
     co->started = 1;                    /* (published by the send) */
     co->fn = fn;
-    co->arg = arg;
+    co->w.slot = arg;                   /* until its libaco co is made */
     co->flags = RT_REMOTE;
     if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
-    co->stack_req = opts ? opts->stack_size : 0;
-    co->name = opts ? opts->name : NULL;
     co->state = RT_READY;
     /* a move into sent from another thread (see pool_busy in pool.c) */
     if (s->pool) __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
@@ -587,9 +635,8 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
         rec_drop(old);
     }
     co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
-    if (attach_aco(s, co, standalone, co->stack_req) == 0) {
+    if (attach_aco(s, co, standalone, standalone ? co->x->stack_req : 0, co->w.slot) == 0) {
         if (cos_add(s, co) == 0) {
-            co->id = ++s->next_id;
             s->st.cos_alive++;
             s->st.spawned++;
             publish_load(s);
@@ -597,10 +644,9 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
             rt_rq_push(s, co);
             return;
         }
-        aco_share_stack_t* st = co->aco->share_stack;
-        aco_destroy(co->aco);
+        aco_share_stack_t* st = rt_aco(co)->share_stack;
+        aco_destroy(rt_aco(co));
         if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
-        co->aco = NULL;
         co->flags &= (uint8_t)~RT_STANDALONE;
     }
     /* Nobody to tell but its joiner: it ends at once, never started. */
@@ -610,7 +656,7 @@ static void spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->state = RT_DONE;
     if (__atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pool)
         rt_pool_idle(s->pool);
-    if (co->group) rt_group_leave(co);
+    if (co->x && co->x->group) rt_group_leave(co);
     aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
     if (j == RT_JOIN_DETACH) rec_free(co);
     else if (j != NULL && rt_claim(j)) rt_wake_any(j, 0);
@@ -652,8 +698,7 @@ static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
     } else if ((co = s->free_recs) != NULL && co->priv_cap >= priv) {
         s->free_recs = co->next;
         s->nfree--;
-        aco_destroy(co->aco);
-        co->aco = NULL;
+        aco_destroy(rt_aco(co));
     } else {
         goto fresh;
     }
@@ -691,8 +736,7 @@ static void rec_pay(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
         aco_rt_co_t* co = s->free_recs;
         s->free_recs = co->next;
         s->nfree--;
-        aco_destroy(co->aco);
-        co->aco = NULL;
+        aco_destroy(rt_aco(co));
         co->s = victim;
         co->next = first;
         first = co;
@@ -717,13 +761,16 @@ aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_op
     size_t priv = opts ? opts->private_size : 0;
     aco_rt_co_t* co = rec_bare(s, fn, priv, opts);
     if (co == NULL) return NULL;
-    co->priv_size = priv;
+    if (rec_opts(co, opts, opts ? opts->stack_size : 0, NULL) < 0) {
+        rec_free(co);
+        errno = ENOMEM;
+        return NULL;
+    }
+    co->priv_size = (uint32_t)priv;
     co->fn = fn;
-    co->arg = arg;
+    co->w.slot = arg;                   /* until its libaco co is made */
     co->flags = RT_REMOTE;
     if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
-    co->stack_req = opts ? opts->stack_size : 0;
-    co->name = opts ? opts->name : NULL;
     co->state = RT_READY;
     /* Kept to this thread first, published by 32 or when the spawning co
      * stops running (run_co): a thief sees batches, and the newq's cache
@@ -884,7 +931,7 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         s->nsolo++;
         return;
     }
-    aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? co->aco->share_stack : NULL;
+    aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? rt_aco(co)->share_stack : NULL;
     rec_drop(co);
     if (st) aco_share_stack_destroy(st);
 }
@@ -892,7 +939,7 @@ static void record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* Free a finished record of any thread's scheduler. */
 static void record_free_any(aco_rt_co_t* co) {
     if (co->s == rt_tls_sched) record_free(co->s, co);
-    else rt_sched_send(co->s, &co->msg, RT_MSG_FREE);
+    else rt_send(co->s, &co->msg, RT_MSG_FREE);
 }
 
 /* A co ended: free it if nobody will join it. */
@@ -915,7 +962,7 @@ static void cancel_all(aco_rt_sched_t* s);
 
 /* Everything other threads sent.  Non-zero if there was something. */
 static int drain(aco_rt_sched_t* s) {
-    int got = 0;
+    int got = closes_drain(s);
     for (;;) {
         rt_msg_t* m = inbox_pop(&s->inbox);
         if (m == NULL) return got;
@@ -924,15 +971,10 @@ static int drain(aco_rt_sched_t* s) {
             continue;
         }
         got = 1;
-        int kind = m->kind;
-        if (kind == RT_MSG_CLOSE) {
-            rt_close_msg_t* c = (rt_close_msg_t*)m;
-            rt_fd_closed_remote(s, c->fd, c->gen);
-            free(c);
-            continue;
-        }
-        aco_rt_co_t* co = kind == RT_MSG_CANCEL ? rt_container_of(m, aco_rt_co_t, cmsg)
-                                                : rt_container_of(m, aco_rt_co_t, msg);
+        int cancel = RT_MSG_IS_CANCEL(m);
+        aco_rt_co_t* co = cancel ? rt_container_of(m, aco_rt_co_t, cmsg)
+                                 : rt_container_of(m, aco_rt_co_t, msg);
+        int kind = cancel ? RT_MSG_CANCEL : co->msg_kind;
         switch (kind) {
         case RT_MSG_WAKE:   rt_wake(co, co->res); break;
         case RT_MSG_SPAWN:  spawn_arrived(s, co); break;
@@ -949,19 +991,20 @@ static int drain(aco_rt_sched_t* s) {
 static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
     /* libaco aborts if it finds no memory to copy out the frames of the
      * co on co's share stack: get it now, or co waits for its next turn. */
-    aco_t* owner = co->aco->share_stack->owner;
-    if (rt_unlikely(owner != co->aco && owner != NULL) && aco_resume_reserve(co->aco) < 0) {
+    aco_t* a = rt_aco(co);
+    aco_t* owner = a->share_stack->owner;
+    if (rt_unlikely(owner != a && owner != NULL) && aco_resume_reserve(a) < 0) {
         rt_rq_push(s, co);
         return;
     }
     s->cur = co;
     co->state = RT_RUNNING;
     s->st.switches++;
-    aco_resume(co->aco);
+    aco_resume(rt_aco(co));
     s->cur = NULL;
     /* What it spawned goes out before it may count as ended (pool_wait). */
     if (s->out_pending) outbox_flush_all(s);
-    if (co->aco->is_end) co_ended(s, co);
+    if (rt_aco(co)->is_end) co_ended(s, co);
 }
 
 static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
@@ -977,6 +1020,7 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
 /* Has another thread asked something of s? */
 static inline int asked(aco_rt_sched_t* s) {
     return !inbox_empty(&s->inbox) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&s->closes, __ATOMIC_SEQ_CST) != NULL ||
            __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen ||
            (s->noutbox && sibling_work(s));
 }
@@ -1104,7 +1148,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     while (s->free_solo) {
         aco_rt_co_t* co = s->free_solo;
         s->free_solo = co->next;
-        aco_share_stack_t* st = co->aco->share_stack;
+        aco_share_stack_t* st = rt_aco(co)->share_stack;
         rec_drop(co);
         aco_share_stack_destroy(st);
     }
@@ -1181,7 +1225,7 @@ static void cancel_local(aco_rt_co_t* co) {
 void rt_cancel_async(aco_rt_co_t* co) {
     uint8_t none = 0;
     if (rt_cas(&co->cancel_sent, &none, (uint8_t)1))
-        rt_sched_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
+        rt_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
 }
 
 int aco_rt_cancel(aco_rt_co_t* co) {
@@ -1228,13 +1272,25 @@ static void sleep_abort(aco_rt_co_t* co, int err) {
     rt_wake(co, err == -ETIMEDOUT ? 0 : err);
 }
 
-int aco_rt_sleep_until(int64_t deadline) {
+/* aco_rt_sleep_until up to the switch: 0 or -errno. */
+__attribute__((noinline))
+static int sleep_begin(int64_t deadline) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
     if (co->flags & RT_CANCELLED) return -ECANCELED;
-    if (deadline == -1) deadline = INT64_MAX;
-    else if (deadline < 0) deadline = 0;        /* long past: the next round */
-    return rt_park(co, "sleep", NULL, deadline, sleep_abort);
+    /* -1: no limit; every other negative deadline is long past */
+    rt_park_begin(co, "sleep", NULL, deadline == -1 ? INT64_MAX : deadline < 0 ? 0 : deadline,
+                  sleep_abort);
+    return 0;
+}
+
+/* Nothing lives across the switch: a sleeping co's saved frames stay small
+ * (memory per parked co). */
+int aco_rt_sleep_until(int64_t deadline) {
+    int r = sleep_begin(deadline);
+    if (r) return r;
+    aco_yield();
+    return rt_self()->res;
 }
 
 int aco_rt_sleep(int64_t ns) {
@@ -1294,8 +1350,9 @@ void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
     int64_t now = rt_now();
     for (uint32_t i = 0; i < s->ncos; i++) {
         const aco_rt_co_t* co = s->cos[i];
-        dprintf(fd, "  co %llu %s%s%s %s", (unsigned long long)co->id,
-                co->name ? "\"" : "", co->name ? co->name : "", co->name ? "\"" : "",
+        const char* name = co->x ? co->x->name : NULL;
+        dprintf(fd, "  co %p %s%s%s %s", (const void*)co,
+                name ? "\"" : "", name ? name : "", name ? "\"" : "",
                 state_name(co->state));
         if (co->flags & RT_CANCELLED) dprintf(fd, " cancelled");
         if (co->state == RT_PARKED) {
@@ -1304,8 +1361,8 @@ void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
                 dprintf(fd, " deadline in %.3f ms",
                         (double)((co->tmo.expiry_ << RT_TICK_SHIFT) - now) / 1e6);
         }
-        dprintf(fd, " (aco %p, stack %p%s)\n", (void*)co->aco,
-                co->aco->share_stack ? co->aco->share_stack->ptr : NULL,
+        dprintf(fd, " (aco %p, stack %p%s)\n", (void*)rt_aco(co),
+                rt_aco(co)->share_stack ? rt_aco(co)->share_stack->ptr : NULL,
                 (co->flags & RT_STANDALONE) ? " own" : "");
     }
 }

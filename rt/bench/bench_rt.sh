@@ -23,8 +23,9 @@
 #              (fiber_pingpong.cpp).
 #   c. spawn   aco_rt_bench spawn_join vs Go (go/spawn.go), and the runtime's
 #              own wake / timer / mutex / mutex_handoff figures.
-#   d. parked  memory per parked coroutine: aco_rt_bench parked N vs Go
-#              (go/parked.go -mode sleep; -mode chan as an extra row).
+#   d. parked  memory per parked coroutine, parked in a sleep and in a
+#              channel receive: aco_rt_bench parked N and parked_chan N vs
+#              Go (go/parked.go -mode sleep and -mode chan).
 #   e. nc      a 4 GiB (--quick 512 MiB) loopback transfer, aco_nc vs
 #              OpenBSD nc, same sparse source file, sink /dev/null.
 #   f. threads both CPUs: channel ping-pong between two threads
@@ -88,8 +89,8 @@
 #                              pingpong N, spawn_join N (N: the peers'
 #                              segment size, 1000000, --quick 200000), wake,
 #                              timer, mutex, mutex_handoff print
-#                              `<metric> <ns>`; parked N prints
-#                              `parked_bytes_per_co <B>`
+#                              `<metric> <ns>`; parked N and parked_chan N
+#                              print `parked_bytes_per_co <B>`
 set -uo pipefail
 
 usage() {
@@ -717,12 +718,14 @@ spawn_section() {
 # ---- d. parked memory ------------------------------------------------------
 parked_section() {
     echo
-    echo "== d. parked memory: $PARKED_N coroutines each blocked for good, VmRSS growth / N, one run each (taskset -c $SERVER_CPU)"
-    echo "commands: $OURS_BENCH parked $PARKED_N"
-    [ $have_go = 1 ] && echo "          $PEERS/go_parked -mode sleep $PARKED_N; $PEERS/go_parked -mode chan $PARKED_N (extra row)"
+    echo "== d. parked memory: $PARKED_N coroutines each blocked for good (in a sleep; in a receive on one unbuffered channel nobody sends on), VmRSS growth / N, one run each (taskset -c $SERVER_CPU)"
+    echo "commands: $OURS_BENCH parked $PARKED_N; $OURS_BENCH parked_chan $PARKED_N"
+    [ $have_go = 1 ] && echo "          $PEERS/go_parked -mode sleep $PARKED_N; $PEERS/go_parked -mode chan $PARKED_N"
     if [ $have_ours_bench = 1 ]; then
         run_metric ours_parked parked_bytes_per_co 300 $OURS_BENCH parked "$PARKED_N" ||
             say "ours: '$OURS_BENCH parked $PARKED_N' gave no parked_bytes_per_co: ${LAST_ERR:-no output}"
+        run_metric ours_parked_chan parked_bytes_per_co 300 $OURS_BENCH parked_chan "$PARKED_N" ||
+            say "ours: '$OURS_BENCH parked_chan $PARKED_N' gave no parked_bytes_per_co: ${LAST_ERR:-no output}"
     fi
     if [ $have_go = 1 ]; then
         run_metric go_parked parked_bytes_per_co 300 "$PEERS/go_parked" -mode sleep "$PARKED_N" ||
@@ -730,13 +733,14 @@ parked_section() {
         run_metric go_parked_chan parked_bytes_per_co 300 "$PEERS/go_parked" -mode chan "$PARKED_N" ||
             peer_failed "go_parked -mode chan: ${LAST_ERR:-no output}"
     fi
-    printf '%-34s %10s\n' program bytes/co
-    printf '%-34s %10s\n' "aco_rt (ours)" "$(med %.1f ours_parked)"
-    [ $have_go = 1 ] && printf '%-34s %10s\n' "go $GO_VER time.Sleep" "$(med %.1f go_parked)"
-    [ $have_go = 1 ] && printf '%-34s %10s\n' "go $GO_VER chan receive (extra)" "$(med %.1f go_parked_chan)"
+    printf '%-34s %10s %10s\n' program "sleep B/co" "chan B/co"
+    printf '%-34s %10s %10s\n' "aco_rt (ours)" "$(med %.1f ours_parked)" "$(med %.1f ours_parked_chan)"
+    [ $have_go = 1 ] && printf '%-34s %10s %10s\n' "go $GO_VER" "$(med %.1f go_parked)" "$(med %.1f go_parked_chan)"
     local o g
     o=$(med %.1f ours_parked); g=$(med %.1f go_parked)
-    echo "headline parked_bytes_per_co ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+    echo "headline parked_bytes_per_co_sleep ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+    o=$(med %.1f ours_parked_chan); g=$(med %.1f go_parked_chan)
+    echo "headline parked_bytes_per_co_chan ours=$o peer=$g ratio=$(ratio "$o" "$g")"
 }
 
 # ---- e. nc -----------------------------------------------------------------

@@ -17,12 +17,17 @@
  *  - spawn-to-pool rounds (a 2-thread pool, the idle thread takes half of
  *    each batch): records go round between the threads, a warm round
  *    allocates (almost) nothing; private buffers come zeroed;
+ *  - 1000 cos parked in a sleep, then 1000 in a receive of an int: two
+ *    allocations each (the record, the save stack of its frames), no extra
+ *    block, a record of at most 192 bytes, and (optimised builds) few bytes
+ *    of frames saved: at most 384 / 400 bytes a co in all;
  *  - after aco_rt_sched_free and aco_rt_pool_free everything went back to
  *    the allocator.
  */
 #include "rt_test.h"
 
 #include "../../aco.h"
+#include "rt_impl.h"        /* a parked co's record */
 
 #include <alloca.h>
 #include <stdatomic.h>
@@ -165,10 +170,71 @@ static void solo_co(void* arg) {
     for (int i = 0; i < 8; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
 }
 
+/* Memory per parked co: what N cos parked in a sleep, or in a receive on a
+ * channel, took from the allocator. */
+#define NPARK 1000
+static aco_rt_chan_t* never;        /* nobody sends on it */
+
+/* (as aco_rt_bench parked / parked_chan's: cancelled in the end) */
+static void sleeper(void* arg) {
+    (void)arg;
+    aco_rt_sleep(3600LL * 1000000000);
+}
+
+static void receiver(void* arg) {
+    int v;
+    (void)arg;
+    aco_rt_chan_recv(never, &v, -1);
+}
+
+static void park_wave(aco_rt_fn_t fn, const char* what, size_t most) {
+    aco_rt_co_t** cos = calloc(NPARK, sizeof(*cos));
+    CHECK(cos != NULL);
+    long a0 = allocs();
+    long long b0 = __atomic_load_n(&counts.bytes, __ATOMIC_RELAXED);
+    for (int i = 0; i < NPARK; i++) CHECK((cos[i] = aco_rt_spawn(NULL, fn, NULL)) != NULL);
+    CHECK_EQ(aco_rt_yield(), 0);    /* they all run and park (FIFO) */
+    long n = allocs() - a0;
+    long long per = (__atomic_load_n(&counts.bytes, __ATOMIC_RELAXED) - b0) / NPARK;
+    /* the record, the save stack; and perhaps the spawner's own save stack
+     * (its frames were first copied out here, or outgrew it) */
+    CHECK_LE(2 * NPARK, n);
+    CHECK_LE(n, 2 * NPARK + 1);
+    for (int i = 0; i < NPARK; i++) CHECK(cos[i]->state == RT_PARKED && cos[i]->x == NULL);
+    printf("test_alloc: a co parked in %s: %lld bytes allocated (record %zu, libaco co %zu, "
+           "frames %zu)\n", what, per, sizeof(aco_rt_co_t), aco_co_size(0),
+           (size_t)rt_aco(cos[0])->save_stack.max_cpsz);
+#if defined(__OPTIMIZE__)
+    if (!SLOW) CHECK_LE(per, (long long)most);  /* (sanitizers: bigger frames) */
+#else
+    (void)most;
+#endif
+    for (int i = 0; i < NPARK; i++) CHECK_EQ(aco_rt_cancel(cos[i]), 0);
+    for (int i = 0; i < NPARK; i++) CHECK_EQ(aco_rt_join(cos[i], -1), 0);
+    free(cos);
+}
+
+static void parked_co(void* arg) {
+    CHECK_LE(sizeof(aco_rt_co_t), 192);
+    if (arg == NULL) {
+        park_wave(sleeper, "a sleep", 384);
+        return;
+    }
+    never = aco_rt_chan_new(sizeof(int), 0);
+    CHECK(never != NULL);
+    park_wave(receiver, "a channel receive", 400);
+    CHECK_EQ(aco_rt_chan_free(never), 0);
+}
+
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     test_go(s, body_co, NULL);
     test_go(s, solo_co, NULL);
+}
+
+/* (a fresh scheduler each: no kept records, no guesses) */
+static void parked_body(aco_rt_sched_t* s, void* arg) {
+    test_go(s, parked_co, arg);
 }
 
 /* Spawn-to-pool: rounds of POOL_N empty cos spawned from a co of a
@@ -247,6 +313,8 @@ int main(void) {
     aco_set_allocator(count_alloc, count_free, &counts);
     aco_rt_opts_t o = {.share_stacks = 1};
     test_on_backends(&o, body, NULL);
+    test_on_backends(&o, parked_body, NULL);            /* in a sleep */
+    test_on_backends(&o, parked_body, (void*)&never);   /* in a receive */
     test_pool_records();
     /* the schedulers are freed: everything went back, their main cos too */
     CHECK_EQ(allocs(), frees());
