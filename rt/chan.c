@@ -150,7 +150,7 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->sendq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
-    return rt_park(me, "chan_send", ch, deadline, rt_abort_shared);
+    return rt_park(me, RT_W_CHAN_SEND, ch, deadline);
 }
 
 /* aco_rt_chan_recv that waits (ch locked), up to the switch: 0 or -errno
@@ -165,7 +165,7 @@ static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline) {
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
-    rt_park_begin(me, "chan_recv", ch, deadline, rt_abort_shared);
+    rt_park_begin(me, RT_W_CHAN_RECV, ch, deadline);
     return 0;
 }
 
@@ -203,7 +203,7 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
-    rt_park_begin(me, "chan_recv", ch, -1, rt_abort_shared);
+    rt_park_begin(me, RT_W_CHAN_RECV, ch, -1);
     aco_yield();
     return recv_done(elem);
 }
@@ -265,7 +265,7 @@ static void unqueue(rt_extra_t* x) {
         if (x->selw[i].q) rt_wq_remove(&x->selw[i]);
 }
 
-static void select_abort(aco_rt_co_t* co, int err) {
+void rt_select_abort(aco_rt_co_t* co, int err) {
     rt_extra_t* x = co->x;
     lock_all(x->sellocks, x->selk);
     int won = rt_claim(co);
@@ -351,7 +351,7 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
         }
     }
     unlock_all(x->sellocks, k);
-    r = rt_park(me, "select", cases, deadline, select_abort);
+    r = rt_park(me, RT_W_SELECT, cases, deadline);
     /* The case that fired took its waiter; the others go now. */
     lock_all(x->sellocks, k);
     unqueue(x);

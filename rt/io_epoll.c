@@ -119,7 +119,7 @@ static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
     return 0;
 }
 
-static void ep_abort(aco_rt_co_t* co, int err) {
+void rt_ep_abort(aco_rt_co_t* co, int err) {
     co->s->st.io_inflight--;
     if (co->w.q) rt_fd_busy_add(rt_container_of(co->w.q, rt_fd_t, q), -1);
     rt_abort_waitq(co, err);
@@ -150,8 +150,8 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     rt_wq_push(&f->q, &co->w);
     rt_fd_busy_add(f, 1);
     s->st.io_inflight++;
-    return rt_park(co, events & POLLOUT ? "fd_out" : "fd_in", (void*)(intptr_t)fd,
-                   deadline, ep_abort);
+    return rt_park(co, events & POLLOUT ? RT_W_FD_OUT : RT_W_FD_IN, (void*)(intptr_t)fd,
+                   deadline);
 }
 
 static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {

@@ -99,8 +99,8 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     int res = cqe->res;
     co->flags &= (uint8_t)~RT_IO_OP;
     s->st.io_inflight--;
-    rt_fd_t* f = rt_fd_peek(s, co->io_fd);
-    if (f && f->gen == co->io_gen && f->busy) rt_fd_busy_add(f, -1);
+    rt_fd_t* f = rt_fd_peek(s, co->w.io.fd);
+    if (f && f->gen == co->w.io.gen && f->busy) rt_fd_busy_add(f, -1);
     if (res == -ECANCELED)      /* ours (deadline, cancel), else a close */
         res = co->io_abort ? co->io_abort : -EBADF;
     co->io_abort = 0;
@@ -134,7 +134,7 @@ static int ur_poll(aco_rt_sched_t* s, int64_t timeout) {
     return 0;
 }
 
-static void ur_abort(aco_rt_co_t* co, int err) {
+void rt_ur_abort(aco_rt_co_t* co, int err) {
     if (co->io_abort) return;                   /* already asked */
     co->io_abort = err;
     if (rt_wheel_del(&co->s->wheel, &co->tmo)) co->s->st.timers--;
@@ -144,7 +144,7 @@ static void ur_abort(aco_rt_co_t* co, int err) {
 }
 
 /* Submit sqe for co (prepared by the caller) and park until it completes. */
-static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, const char* what, int fd,
+static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
                    int64_t deadline) {
     io_uring_sqe_set_data(sqe, co);
     co->flags |= RT_IO_OP;
@@ -153,15 +153,12 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, const char* what, 
     /* per descriptor, so that closing one without operations costs no
      * cancel (the kernel scans every operation in flight for it) */
     rt_fd_t* f = rt_fd_get(co->s, fd);
-    co->io_fd = fd;
-    co->io_gen = f ? f->gen : 0;
+    co->w.io.fd = fd;
+    co->w.io.gen = f ? f->gen : 0;
     if (f) rt_fd_busy_add(f, 1);
-    return rt_park(co, what, (void*)(intptr_t)fd, deadline, ur_abort);
+    return rt_park(co, wait, (void*)(intptr_t)fd, deadline);
 }
 
-static const char* const op_name[] = {
-    "read", "write", "readv", "writev", "recv", "send", "poll", "sendmsg",
-};
 
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
                     int64_t deadline) {
@@ -182,7 +179,7 @@ ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int fl
             break;
         default:           io_uring_prep_poll_add(sqe, fd, (unsigned)flags); break;
         }
-        r = op_wait(co, sqe, op_name[op], fd, deadline);
+        r = op_wait(co, sqe, RT_W_UR_OP + op, fd, deadline);
         if (r != -EAGAIN || op == RT_OP_POLL) return r;
         /* A non-blocking descriptor had nothing: wait for it, go again. */
         int ev = (op == RT_OP_READ || op == RT_OP_READV || op == RT_OP_RECV) ? POLLIN : POLLOUT;
@@ -197,7 +194,7 @@ int rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr, socklen_t* a
         if (r) return r;
         struct io_uring_sqe* sqe = get_sqe(co->s);
         io_uring_prep_accept(sqe, fd, addr, addrlen, flags);
-        r = op_wait(co, sqe, "accept", fd, deadline);
+        r = op_wait(co, sqe, RT_W_UR_ACCEPT, fd, deadline);
         if (r != -EAGAIN && r != -ECONNABORTED && r != -EINTR) return r;
         if (r == -EAGAIN && (r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, POLLIN, deadline)) < 0)
             return r;
@@ -224,7 +221,7 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
      * itself): cancel each of ours on it by its co. */
     for (uint32_t i = 0; i < s->ncos; i++) {
         aco_rt_co_t* co = s->cos[i];
-        if ((co->flags & RT_IO_OP) && co->io_fd == fd && co->io_gen == f->gen && !co->io_abort) {
+        if ((co->flags & RT_IO_OP) && co->w.io.fd == fd && co->w.io.gen == f->gen && !co->io_abort) {
             co->io_abort = -EBADF;
             struct io_uring_sqe* sqe = get_sqe(s);
             io_uring_prep_cancel(sqe, co, 0);
@@ -240,6 +237,8 @@ const rt_backend_t rt_backend_uring = {
 #else /* !ACO_RT_HAVE_URING: built without liburing */
 
 const rt_backend_t rt_backend_uring = {0};
+
+void rt_ur_abort(aco_rt_co_t* co, int err) { (void)co; (void)err; }
 
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
                     int64_t deadline) {

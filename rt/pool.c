@@ -374,7 +374,7 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline) {
     rt_claim_reset(me);
     rt_wq_push_locked(&g->q, &me->w, &g->lock);
     rt_unlock(&g->lock);
-    return rt_park(me, "group", g, deadline, rt_abort_shared);
+    return rt_park(me, RT_W_GROUP, g, deadline);
 }
 
 int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline) {

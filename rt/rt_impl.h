@@ -143,6 +143,12 @@ typedef struct rt_waiter {
         };
         uint64_t      box;      /* a co's own waiter on a channel: the
                                    element, up to 8 bytes (chan.c) */
+        struct {                /* a co's own waiter while an io_uring
+                                   operation of its is in the kernel (it
+                                   waits on no queue then): */
+            int32_t   fd;       /* the operation's descriptor, */
+            uint32_t  gen;      /* and its table generation */
+        } io;
     };
 } rt_waiter_t;
 
@@ -233,13 +239,11 @@ struct aco_rt_co {
                                    w.slot holds it until that co is made) */
     union {
         aco_rt_co_t* next;      /* ready queue / free list: not parked */
-        const char*  wait_what; /* parked: what it waits on, for aco_rt_dump */
+        const void*  wait_obj;  /* parked: what it waits on (aco_rt_dump,
+                                   join: the co) */
     };
     aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
     rt_extra_t*      x;
-    /* Leave the current wait early (deadline or cancel, with that error). */
-    void           (*abort)(aco_rt_co_t* co, int err);
-    const void*      wait_obj;  /* what it waits on, for aco_rt_dump */
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
     uint8_t          state;
     uint8_t          flags;
@@ -250,13 +254,17 @@ struct aco_rt_co {
     uint8_t          msg_kind;  /* what msg says (RT_MSG_*) */
     uint8_t          claim;     /* 0 while its waiters may be taken, 1 once
                                    one was (atomic; see rt_claim) */
-    int32_t          res;       /* what the waker says: the parked call's result */
+    uint8_t          wait;      /* parked: in what (RT_W_*: its name for
+                                   aco_rt_dump, how rt_abort leaves it) */
+    union {
+        int32_t      res;       /* what the waker says: the parked call's result */
+        int32_t      io_abort;  /* io_uring, while the op is in the kernel:
+                                   why it was cancelled (0: it was not) */
+    };
     uint32_t         slot;      /* index in s->cos */
-    int32_t          io_abort;  /* io_uring: why the op was cancelled */
-    int32_t          io_fd;     /* io_uring: the op's descriptor, */
-    uint32_t         io_gen;    /* and its table generation */
-    uint32_t         priv_cap;  /* the private buffer after the record: room, */
-    uint32_t         priv_size; /* and what this co asked for (0: none) */
+    uint32_t         priv_cap;  /* the private buffer after the record: room
+                                   (what the co asked for is in its last 4
+                                   bytes: rt_priv_size) */
     uint32_t         rec_sz;    /* bytes of the whole allocation */
 };
 /* A record is 16-aligned (aco_create_in): msg is at an even multiple of
@@ -273,6 +281,19 @@ _Static_assert(offsetof(aco_rt_co_t, msg) % (2 * sizeof(rt_msg_t)) == 0 &&
 static inline void* rt_priv(aco_rt_co_t* co) { return (char*)co + RT_PRIV_OFF; }
 static inline size_t rt_aco_off(const aco_rt_co_t* co) { return RT_PRIV_OFF + co->priv_cap; }
 static inline aco_t* rt_aco(const aco_rt_co_t* co) { return (aco_t*)((char*)co + rt_aco_off(co)); }
+/* The private buffer's size as asked (private_size) sits in its room's
+ * last 4 bytes, past what the co may touch (memory per parked co): room
+ * for n bytes is rt_priv_room(n). */
+static inline size_t rt_priv_room(size_t n) { return n ? n + sizeof(uint32_t) : 0; }
+static inline uint32_t rt_priv_size(aco_rt_co_t* co) {
+    uint32_t n = 0;
+    if (co->priv_cap) memcpy(&n, (char*)rt_priv(co) + co->priv_cap - sizeof(n), sizeof(n));
+    return n;
+}
+static inline void rt_priv_set_size(aco_rt_co_t* co, size_t n) {
+    uint32_t v = (uint32_t)n;
+    if (co->priv_cap) memcpy((char*)rt_priv(co) + co->priv_cap - sizeof(v), &v, sizeof(v));
+}
 
 /* ------------------------------------------------------------------------ */
 /* Backends                                                                 */
@@ -454,10 +475,26 @@ static inline int rt_may_block(aco_rt_co_t* co, int64_t deadline) {
 /* Park the running co until rt_wake(co, res): returns res.  The caller has
  * put it where a waker finds it; abort undoes that when the deadline
  * passes or the co is cancelled (and then wakes it, now or later). */
-static inline int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
-                          int64_t deadline, void (*abort)(aco_rt_co_t*, int));
+static inline int rt_park(aco_rt_co_t* co, int wait, const void* obj, int64_t deadline);
 static inline void rt_wake(aco_rt_co_t* co, int res);
 void rt_tmo_fire(aco_rt_timer_t* t);        /* a co's deadline passed */
+/* What a parked co waits in: one byte in its record (memory per parked
+ * co) that gives its name (aco_rt_dump) and how it leaves the wait early
+ * (rt_abort, with err: deadline, cancel): the table rt_waits (sched.c). */
+enum {
+    RT_W_CHAN_SEND, RT_W_CHAN_RECV, RT_W_SELECT, RT_W_FD_IN, RT_W_FD_OUT, RT_W_JOIN,
+    RT_W_SLEEP, RT_W_MUTEX, RT_W_COND, RT_W_SEM, RT_W_WG, RT_W_GROUP,
+    RT_W_UR_OP,     /* + RT_OP_*: an io_uring operation */
+    RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
+    RT_W_N
+};
+enum { RT_AB_SHARED, RT_AB_SELECT, RT_AB_EPOLL, RT_AB_URING, RT_AB_JOIN, RT_AB_SLEEP };
+typedef struct { const char* name; uint8_t abort; } rt_wait_kind_t;
+extern const rt_wait_kind_t rt_waits[RT_W_N];
+void rt_abort(aco_rt_co_t* co, int err);
+void rt_select_abort(aco_rt_co_t* co, int err);     /* chan.c */
+void rt_ep_abort(aco_rt_co_t* co, int err);         /* io_epoll.c */
+void rt_ur_abort(aco_rt_co_t* co, int err);         /* io_uring.c */
 /* abort for cos on a wait queue of their own scheduler (co->w): unlink
  * and wake with err. */
 void rt_abort_waitq(aco_rt_co_t* co, int err);
@@ -523,7 +560,6 @@ static inline void rt_wake(aco_rt_co_t* co, int res) {
     co->res = res;
     co->state = RT_READY;
     co->wait_obj = NULL;
-    co->wait_what = NULL;
     s->st.cos_parked--;
     rt_rq_push(s, co);
 }
@@ -538,13 +574,12 @@ static inline void rt_wake_any(aco_rt_co_t* co, int res) {
  * return fewer to mispredict after the switch. */
 /* rt_park in two: all but the switch, then the switch (aco_yield();
  * co->res), for a caller whose frames must stay small while it waits. */
-static inline void rt_park_begin(aco_rt_co_t* co, const char* what, const void* obj,
-                                 int64_t deadline, void (*abort)(aco_rt_co_t*, int)) {
+static inline void rt_park_begin(aco_rt_co_t* co, int wait, const void* obj,
+                                 int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     co->state = RT_PARKED;
-    co->abort = abort;
+    co->wait = (uint8_t)wait;
     co->wait_obj = obj;
-    co->wait_what = what;
     s->st.cos_parked++;
     if (deadline != -1) {            /* co->tmo.fn_ is rt_tmo_fire */
         rt_wheel_add(&s->wheel, &co->tmo, deadline);
@@ -552,13 +587,11 @@ static inline void rt_park_begin(aco_rt_co_t* co, const char* what, const void* 
     }
 }
 
-static inline int rt_park(aco_rt_co_t* co, const char* what, const void* obj,
-                          int64_t deadline, void (*abort)(aco_rt_co_t*, int)) {
+static inline int rt_park(aco_rt_co_t* co, int wait, const void* obj, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     co->state = RT_PARKED;
-    co->abort = abort;
+    co->wait = (uint8_t)wait;
     co->wait_obj = obj;
-    co->wait_what = what;
     s->st.cos_parked++;
     if (deadline != -1) {            /* co->tmo.fn_ is rt_tmo_fire */
         rt_wheel_add(&s->wheel, &co->tmo, deadline);

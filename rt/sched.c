@@ -66,10 +66,44 @@ static inline aco_rt_co_t* rq_pop(aco_rt_sched_t* s) {
     return co;
 }
 
+static void join_abort(aco_rt_co_t* me, int err);
+static void sleep_abort(aco_rt_co_t* co, int err);
+
+const rt_wait_kind_t rt_waits[RT_W_N] = {
+    [RT_W_CHAN_SEND] = {"chan_send", RT_AB_SHARED}, [RT_W_CHAN_RECV] = {"chan_recv", RT_AB_SHARED},
+    [RT_W_SELECT] = {"select", RT_AB_SELECT},
+    [RT_W_FD_IN] = {"fd_in", RT_AB_EPOLL},          [RT_W_FD_OUT] = {"fd_out", RT_AB_EPOLL},
+    [RT_W_JOIN] = {"join", RT_AB_JOIN},             [RT_W_SLEEP] = {"sleep", RT_AB_SLEEP},
+    [RT_W_MUTEX] = {"mutex", RT_AB_SHARED},         [RT_W_COND] = {"cond", RT_AB_SHARED},
+    [RT_W_SEM] = {"sem", RT_AB_SHARED},             [RT_W_WG] = {"waitgroup", RT_AB_SHARED},
+    [RT_W_GROUP] = {"group", RT_AB_SHARED},
+    [RT_W_UR_OP + RT_OP_READ] = {"read", RT_AB_URING},
+    [RT_W_UR_OP + RT_OP_WRITE] = {"write", RT_AB_URING},
+    [RT_W_UR_OP + RT_OP_READV] = {"readv", RT_AB_URING},
+    [RT_W_UR_OP + RT_OP_WRITEV] = {"writev", RT_AB_URING},
+    [RT_W_UR_OP + RT_OP_RECV] = {"recv", RT_AB_URING},
+    [RT_W_UR_OP + RT_OP_SEND] = {"send", RT_AB_URING},
+    [RT_W_UR_OP + RT_OP_POLL] = {"poll", RT_AB_URING},
+    [RT_W_UR_OP + RT_OP_SENDMSG] = {"sendmsg", RT_AB_URING},
+    [RT_W_UR_ACCEPT] = {"accept", RT_AB_URING},
+};
+_Static_assert(RT_OP_SENDMSG < 8, "the io_uring operations fit before RT_W_UR_ACCEPT");
+
+void rt_abort(aco_rt_co_t* co, int err) {
+    switch (rt_waits[co->wait].abort) {
+    case RT_AB_SHARED: rt_abort_shared(co, err); break;
+    case RT_AB_SELECT: rt_select_abort(co, err); break;
+    case RT_AB_EPOLL:  rt_ep_abort(co, err); break;
+    case RT_AB_URING:  rt_ur_abort(co, err); break;
+    case RT_AB_JOIN:   join_abort(co, err); break;
+    default:           sleep_abort(co, err); break;
+    }
+}
+
 void rt_tmo_fire(aco_rt_timer_t* t) {
     aco_rt_co_t* co = rt_container_of(t, aco_rt_co_t, tmo);
     co->s->st.timers--;
-    if (co->state == RT_PARKED) co->abort(co, -ETIMEDOUT);
+    if (co->state == RT_PARKED) rt_abort(co, -ETIMEDOUT);
 }
 
 void rt_abort_waitq(aco_rt_co_t* co, int err) {
@@ -470,7 +504,7 @@ static size_t save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_op
 static void guess_learn(aco_rt_sched_t* s, const aco_rt_co_t* co) {
     size_t need = rt_aco(co)->save_stack.max_cpsz;
     if (need == 0 || (co->flags & RT_STANDALONE)) return;   /* never copied */
-    need = need > RT_GUESS_MAX ? 0 : (need + 15) & ~(size_t)15;
+    need = need > RT_GUESS_MAX ? 0 : (need + 7) & ~(size_t)7;     /* libaco's step */
     unsigned i = guess_slot(co->fn);
     if (s->guess[i].fn != (uintptr_t)co->fn) rt_store(&s->guess[i].fn, (uintptr_t)co->fn);
     if (s->guess[i].need != need) rt_store(&s->guess[i].need, (uint32_t)need);
@@ -483,8 +517,8 @@ static aco_rt_co_t* rec_new(size_t priv, size_t save) {
     if (save > ((size_t)1 << 30)) save = 0;     /* libaco's save stack, later */
     size_t cosz = aco_co_size(save);
     /* (sizes in 32 bits: a record of 4 GiB is no co's) */
-    if (priv > UINT32_MAX - RT_PRIV_OFF - cosz - 15) { errno = ENOMEM; return NULL; }
-    priv = (priv + 15) & ~(size_t)15;
+    if (priv > UINT32_MAX - RT_PRIV_OFF - cosz - 31) { errno = ENOMEM; return NULL; }
+    priv = (rt_priv_room(priv) + 15) & ~(size_t)15;
     size_t sz = RT_PRIV_OFF + priv + cosz;
     aco_rt_co_t* co = aco_alloc(sz);
     if (co == NULL) { errno = ENOMEM; return NULL; }
@@ -496,11 +530,12 @@ static aco_rt_co_t* rec_new(size_t priv, size_t save) {
 
 void* aco_rt_private(size_t* size) {
     aco_rt_co_t* co = rt_self();
-    if (co == NULL || co->priv_size == 0) {
+    uint32_t n = co ? rt_priv_size(co) : 0;
+    if (n == 0) {
         if (size) *size = 0;
         return NULL;
     }
-    if (size) *size = co->priv_size;
+    if (size) *size = n;
     return rt_priv(co);
 }
 
@@ -535,7 +570,7 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     int standalone = opts && (opts->standalone || opts->stack_size > s->stack_size);
     size_t priv = opts ? opts->private_size : 0;
     aco_rt_co_t* co = NULL;
-    if (!standalone && s->free_recs && s->free_recs->priv_cap >= priv) {
+    if (!standalone && s->free_recs && s->free_recs->priv_cap >= rt_priv_room(priv)) {
         co = s->free_recs;
         s->free_recs = co->next;
         s->nfree--;
@@ -543,7 +578,6 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
         co->res = 0;
         co->io_abort = 0;
         co->wait_obj = NULL;
-        co->wait_what = NULL;
     } else {
         if ((co = rec_new(priv, save_size(s, fn, opts))) == NULL) return NULL;
         rec_init(s, co);
@@ -571,8 +605,8 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->flags &= RT_STANDALONE;
     co->cancel_sent = 0;
     co->joiner = NULL;
-    co->priv_size = (uint32_t)priv;
     if (priv) memset(rt_priv(co), 0, priv);
+    rt_priv_set_size(co, priv);
     rt_store(&co->started, (uint8_t)1);
     co->cancel_req = 0;
     co->state = RT_READY;
@@ -592,7 +626,7 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     size_t priv = opts ? opts->private_size : 0;
     aco_rt_co_t* co = rec_new(priv, save_size(s, fn, opts));
     if (co == NULL) return NULL;
-    co->priv_size = (uint32_t)priv;
+    rt_priv_set_size(co, priv);
     rec_init(s, co);
     if (rec_opts(co, opts, opts ? opts->stack_size : 0, g) < 0) {
         rec_free(co);
@@ -689,13 +723,13 @@ static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
     if ((co = s->bare) != NULL) {
         s->bare = co->next;
         rec_prefetch(co->next);     /* given back by another thread: cold */
-        if (co->priv_cap < priv) {
+        if (co->priv_cap < rt_priv_room(priv)) {
             /* Too small for this spawn: it goes (the list must move on,
              * or what thieves give back would pile up behind it). */
             rec_free(co);
             goto fresh;
         }
-    } else if ((co = s->free_recs) != NULL && co->priv_cap >= priv) {
+    } else if ((co = s->free_recs) != NULL && co->priv_cap >= rt_priv_room(priv)) {
         s->free_recs = co->next;
         s->nfree--;
         aco_destroy(rt_aco(co));
@@ -705,7 +739,6 @@ static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
     co->res = 0;
     co->io_abort = 0;
     co->wait_obj = NULL;
-    co->wait_what = NULL;
     co->cancel_sent = 0;
     co->joiner = NULL;
     co->started = 0;
@@ -766,7 +799,7 @@ aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_op
         errno = ENOMEM;
         return NULL;
     }
-    co->priv_size = (uint32_t)priv;
+    rt_priv_set_size(co, priv);
     co->fn = fn;
     co->w.slot = arg;                   /* until its libaco co is made */
     co->flags = RT_REMOTE;
@@ -1196,7 +1229,7 @@ int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {
         if (r) return r;
         rt_claim_reset(me);
         if (rt_cas(&co->joiner, &j, me)) {
-            r = rt_park(me, "join", co, deadline, join_abort);
+            r = rt_park(me, RT_W_JOIN, co, deadline);
             if (r) return r;
         } else if (j != RT_JOIN_DONE) {
             return -EINVAL;             /* another joiner, or a detach, came first */
@@ -1219,7 +1252,7 @@ int aco_rt_detach(aco_rt_co_t* co) {
 static void cancel_local(aco_rt_co_t* co) {
     if (co->state == RT_DONE || (co->flags & RT_CANCELLED)) return;
     co->flags |= RT_CANCELLED;
-    if (co->state == RT_PARKED) co->abort(co, -ECANCELED);
+    if (co->state == RT_PARKED) rt_abort(co, -ECANCELED);
 }
 
 void rt_cancel_async(aco_rt_co_t* co) {
@@ -1279,8 +1312,7 @@ static int sleep_begin(int64_t deadline) {
     if (co == NULL) return -EPERM;
     if (co->flags & RT_CANCELLED) return -ECANCELED;
     /* -1: no limit; every other negative deadline is long past */
-    rt_park_begin(co, "sleep", NULL, deadline == -1 ? INT64_MAX : deadline < 0 ? 0 : deadline,
-                  sleep_abort);
+    rt_park_begin(co, RT_W_SLEEP, NULL, deadline == -1 ? INT64_MAX : deadline < 0 ? 0 : deadline);
     return 0;
 }
 
@@ -1356,7 +1388,7 @@ void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
                 state_name(co->state));
         if (co->flags & RT_CANCELLED) dprintf(fd, " cancelled");
         if (co->state == RT_PARKED) {
-            dprintf(fd, " in %s %p", co->wait_what ? co->wait_what : "?", co->wait_obj);
+            dprintf(fd, " in %s %p", co->wait < RT_W_N ? rt_waits[co->wait].name : "?", co->wait_obj);
             if (rt_timer_armed(&co->tmo))
                 dprintf(fd, " deadline in %.3f ms",
                         (double)((co->tmo.expiry_ << RT_TICK_SHIFT) - now) / 1e6);

@@ -57,7 +57,7 @@ static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
     int r = rt_may_block(me, deadline);
     if (r) return r;
     if (!lock_or_queue(m, me)) return 0;
-    return rt_park(me, "mutex", m, deadline, rt_abort_shared);
+    return rt_park(me, RT_W_MUTEX, m, deadline);
     /* 0: unlock made us the owner */
 }
 
@@ -101,7 +101,7 @@ int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
 static void relock(aco_rt_co_t* me, aco_rt_mutex_t* m) {
     uintptr_t o = 0;
     if (rt_cas(&m->owner_, &o, (uintptr_t)me)) return;
-    while (lock_or_queue(m, me) && rt_park(me, "mutex", m, -1, rt_abort_shared) != 0) {
+    while (lock_or_queue(m, me) && rt_park(me, RT_W_MUTEX, m, -1) != 0) {
         /* a cancel took us off the queue: queue again */
     }
 }
@@ -124,7 +124,7 @@ int aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline) {
     rt_wq_push_locked(&c->q_, &me->w, &c->lock_);
     rt_unlock(&c->lock_);
     aco_rt_mutex_unlock(m);
-    r = rt_park(me, "cond", c, deadline, rt_abort_shared);
+    r = rt_park(me, RT_W_COND, c, deadline);
     relock(me, m);
     return r;
 }
@@ -175,7 +175,7 @@ int aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline) {
     rt_claim_reset(me);
     rt_wq_push_locked(&s->q_, &me->w, &s->lock_);
     rt_unlock(&s->lock_);
-    return rt_park(me, "sem", s, deadline, rt_abort_shared);
+    return rt_park(me, RT_W_SEM, s, deadline);
 }
 
 int aco_rt_sem_trywait(aco_rt_sem_t* s) {
@@ -231,5 +231,5 @@ int aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline) {
     rt_claim_reset(me);
     rt_wq_push_locked(&wg->q_, &me->w, &wg->lock_);
     rt_unlock(&wg->lock_);
-    return rt_park(me, "waitgroup", wg, deadline, rt_abort_shared);
+    return rt_park(me, RT_W_WG, wg, deadline);
 }

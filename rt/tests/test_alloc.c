@@ -19,8 +19,8 @@
  *    allocates (almost) nothing; private buffers come zeroed;
  *  - 1000 cos parked in a sleep, then 1000 in a receive of an int: two
  *    allocations each (the record, the save stack of its frames), no extra
- *    block, a record of at most 192 bytes, and (optimised builds) few bytes
- *    of frames saved: at most 384 / 400 bytes a co in all;
+ *    block, a record of at most 160 bytes, and (optimised builds) few bytes
+ *    of frames saved: at most 352 / 384 bytes a co in all;
  *  - after aco_rt_sched_free and aco_rt_pool_free everything went back to
  *    the allocator.
  */
@@ -215,14 +215,14 @@ static void park_wave(aco_rt_fn_t fn, const char* what, size_t most) {
 }
 
 static void parked_co(void* arg) {
-    CHECK_LE(sizeof(aco_rt_co_t), 192);
+    CHECK_LE(sizeof(aco_rt_co_t), 160);
     if (arg == NULL) {
-        park_wave(sleeper, "a sleep", 384);
+        park_wave(sleeper, "a sleep", 352);
         return;
     }
     never = aco_rt_chan_new(sizeof(int), 0);
     CHECK(never != NULL);
-    park_wave(receiver, "a channel receive", 400);
+    park_wave(receiver, "a channel receive", 384);
     CHECK_EQ(aco_rt_chan_free(never), 0);
 }
 
