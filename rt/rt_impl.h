@@ -570,8 +570,6 @@ static inline void rt_wake_any(aco_rt_co_t* co, int res) {
     else rt_wake_remote(co, res);
 }
 
-/* Inline (as aco_yield is): the co continues right here when resumed, one
- * return fewer to mispredict after the switch. */
 /* rt_park in two: all but the switch, then the switch (aco_yield();
  * co->res), for a caller whose frames must stay small while it waits. */
 static inline void rt_park_begin(aco_rt_co_t* co, int wait, const void* obj,
@@ -587,16 +585,10 @@ static inline void rt_park_begin(aco_rt_co_t* co, int wait, const void* obj,
     }
 }
 
+/* Inline (as aco_yield is): the co continues right here when resumed, one
+ * return fewer to mispredict after the switch. */
 static inline int rt_park(aco_rt_co_t* co, int wait, const void* obj, int64_t deadline) {
-    aco_rt_sched_t* s = co->s;
-    co->state = RT_PARKED;
-    co->wait = (uint8_t)wait;
-    co->wait_obj = obj;
-    s->st.cos_parked++;
-    if (deadline != -1) {            /* co->tmo.fn_ is rt_tmo_fire */
-        rt_wheel_add(&s->wheel, &co->tmo, deadline);
-        s->st.timers++;
-    }
+    rt_park_begin(co, wait, obj, deadline);
     aco_yield();
     return co->res;
 }
