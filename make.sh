@@ -112,11 +112,12 @@ OUTPUT=${OUTPUT:-output${san:+/$san}}
 
 # Sanitizer builds: the flags, and the variants that make sense: native
 # x86-64 and i386 (TSan has no i386 runtime), never valgrind's.  libaco
-# detects ASan and TSan itself (aco.h), no macro needed.
+# detects ASan and TSan itself (aco.h), no macro needed; UBSan has no macro
+# of its own, so ACO_TEST_UBSAN tells the tests (test_alloc: its frames).
 case "$san" in
     asan) SANFLAGS="-fsanitize=address -fno-omit-frame-pointer" ;;
     tsan) SANFLAGS="-fsanitize=thread"; no_m32=1 ;;
-    ubsan) SANFLAGS="-fsanitize=undefined -fno-sanitize-recover=all" ;;
+    ubsan) SANFLAGS="-fsanitize=undefined -fno-sanitize-recover=all -DACO_TEST_UBSAN=1" ;;
     *) SANFLAGS="" ;;
 esac
 if [ -n "$san" ]; then no_valgrind=1; no_aarch64=1; no_riscv64=1; fi

@@ -22,6 +22,7 @@
 
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #ifdef ACO_RT_HAVE_URING
@@ -44,7 +45,23 @@ static void arm_evfd(aco_rt_sched_t* s, ur_t* u) {
     io_uring_sqe_set_data(sqe, EV_DATA);
 }
 
+/* Rings come and go under one lock.  liburing maps and unmaps them with
+ * raw system calls that ThreadSanitizer does not see, so when one thread's
+ * new ring lands where another thread's old one was, the old thread's
+ * writes and the new thread's look unordered (a false race); the lock
+ * orders them, at the cost of one lock per scheduler made or freed. */
+static pthread_mutex_t rings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o);
+
 static int ur_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
+    pthread_mutex_lock(&rings_lock);
+    int r = ur_init_locked(s, o);
+    pthread_mutex_unlock(&rings_lock);
+    return r;
+}
+
+static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     ur_t* u = calloc(1, sizeof(*u));
     if (u == NULL) return -ENOMEM;
     struct io_uring_params p;
@@ -74,7 +91,9 @@ static int ur_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
 
 static void ur_fini(aco_rt_sched_t* s) {
     ur_t* u = (ur_t*)s->be_data;
+    pthread_mutex_lock(&rings_lock);
     io_uring_queue_exit(&u->ring);
+    pthread_mutex_unlock(&rings_lock);
     free(u);
 }
 

@@ -838,10 +838,15 @@ static int tm_chain_n;
 static void tm_chain_fn(aco_rt_timer_t* t) {
     if (++tm_chain_n < 5) CHECK_EQ(aco_rt_timer_start(t, aco_rt_now() + 1 * MS, tm_chain_fn), 0);
 }
+/* Is p in the frame around here (on the co's stack)?  Not when ASan's
+ * detect_stack_use_after_return moved the locals to its fake stack. */
+#define NEAR_FRAME(p) \
+    ((uintptr_t)(p) - (uintptr_t)__builtin_frame_address(0) + 65536 < 131072)
 static void tm_share_stack(void* arg) {
     (void)arg;
     aco_rt_timer_t t;
     memset(&t, 0, sizeof t);
+    if (!NEAR_FRAME(&t)) return;        /* (off the share stack: allowed) */
     CHECK_EQ(aco_rt_timer_start(&t, aco_rt_now() + MS, tm_fn), -EINVAL);
 }
 static void tm_own_stack(void* arg) {
