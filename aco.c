@@ -815,6 +815,19 @@ static void make(aco_t* co, aco_t* main_co, aco_share_stack_t* share_stack,
     share_stack->thread = &inited;
 }
 
+/* The thread's main co in co (zeroed, from co_alloc or the caller's
+ * memory), after fn's check that no co runs now. */
+static aco_t* main_make(const char* fn, aco_t* co, void* arg) {
+    check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
+          "a main co must be created outside any running co (co %p is running)",
+          (void*)aco_gtls_co);
+    co->arg = arg;
+    co->state = aco__state_off;         /* owns no share stack: never resumed */
+    tool_main_co_new(co);
+    aco_gtls_co = co;
+    return co;
+}
+
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg) {
     static const char fn[] = "aco_create";
@@ -822,15 +835,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     if (main_co == NULL) {
         check(fn, share_stack == NULL && fp == NULL,
               "a main co (main_co == NULL) takes no share stack and no co function");
-        check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
-              "a main co must be created outside any running co (co %p is running)",
-              (void*)aco_gtls_co);
-        aco_t* co = co_alloc(fn);
-        co->arg = arg;
-        co->state = aco__state_off;     /* owns no share stack: never resumed */
-        tool_main_co_new(co);
-        aco_gtls_co = co;
-        return co;
+        return main_make(fn, co_alloc(fn), arg);
     }
     check(fn, save_stack_sz <= SAVE_MAX, "save_stack_sz %zu exceeds 4 GiB", save_stack_sz);
     check_create(fn, main_co, share_stack, fp);
@@ -888,17 +893,10 @@ aco_t* aco_create_main_in(void* mem, size_t sz, void* arg) {
     check(fn, mem != NULL && ((uintptr_t)mem & 15) == 0,
           "mem %p must be 16-byte aligned memory", mem);
     check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size(0) (%zu)", sz, co_bytes());
-    check(fn, aco_gtls_co == NULL || aco_is_main_co(aco_gtls_co),
-          "a main co must be created outside any running co (co %p is running)",
-          (void*)aco_gtls_co);
     aco_t* co = mem;
     memset(co, 0, sizeof(aco_t) + tool_co_extra());
-    co->arg = arg;
     co->save_stack.sz = SS_IN;          /* aco_destroy leaves mem alone */
-    co->state = aco__state_off;
-    tool_main_co_new(co);
-    aco_gtls_co = co;
-    return co;
+    return main_make(fn, co, arg);
 }
 
 /* ======================================================================== */

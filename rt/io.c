@@ -77,18 +77,6 @@ static void fd_forget(rt_fd_t* e) {
     __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELAXED);
 }
 
-/* A new socket under number fd (accept, connect). */
-static void fd_fresh(aco_rt_sched_t* s, int fd) {
-    rt_fd_t* e = rt_fd_get(s, fd);
-    if (e == NULL) return;
-    if (e->registered || e->busy) s->be->closing(s, fd, 1);
-    fd_forget(e);
-    e->kind = RT_FD_SOCK;
-    int type = 0;
-    socklen_t len = sizeof(type);
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM)
-        e->stream = 1;
-}
 
 /* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
 static int fd_nonblock(int fd) {
@@ -112,8 +100,18 @@ static int fd_kind(rt_fd_t* e, int fd) {
     return e->kind;
 }
 
-/* aco_rt_close elsewhere, or a number found with a new file: cos here that
- * waited on the old file are told -EBADF. */
+/* A new socket under number fd (accept, connect): cos here that waited on
+ * the file the number had are told -EBADF. */
+static void fd_fresh(aco_rt_sched_t* s, int fd) {
+    rt_fd_t* e = rt_fd_get(s, fd);
+    if (e == NULL) return;
+    if (e->registered || e->busy) s->be->closing(s, fd, 1);
+    fd_forget(e);
+    fd_kind(e, fd);
+}
+
+/* aco_rt_close on another thread: cos here that waited on that file are
+ * told -EBADF. */
 void rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
     rt_fd_t* e = rt_fd_peek(s, fd);
     if (e == NULL || e->gen != gen) return;     /* it has moved on since */
@@ -180,14 +178,14 @@ typedef struct {
 
 /* One try that never blocks, whatever O_NONBLOCK says now. */
 static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
-    int sock = e ? fd_kind(e, q->fd) == RT_FD_SOCK : 1;
+    if (q->kind == K_RECV)
+        return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
+    if (q->kind == K_SEND)
+        return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+    int sock = fd_kind(e, q->fd) == RT_FD_SOCK;
     struct msghdr mh = {0};
     ssize_t r;
     switch (q->kind) {
-    case K_RECV:
-        return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
-    case K_SEND:
-        return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
     case K_READ:
         if (sock && ((r = rt_sys_recv(q->fd, q->buf, q->n, MSG_DONTWAIT)) >= 0 || errno != ENOTSOCK))
             return r;

@@ -178,7 +178,6 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
     return rt_park(co, wait, (void*)(intptr_t)fd, deadline);
 }
 
-
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
                     int64_t deadline) {
     for (;;) {

@@ -324,9 +324,9 @@ extern const rt_backend_t rt_backend_uring;     /* name NULL: not built */
  * thread, a library).  kind picks the calls (sockets get per-call
  * MSG_DONTWAIT and MSG_NOSIGNAL; a wrong guess fails with ENOTSOCK and is
  * corrected, or takes the slower path that suits any file); registered
- * saves an epoll_ctl only when the kernel confirms it (EEXIST); busy and
- * gen are read by other threads (aco_rt_close), written by the owner with
- * atomic stores. */
+ * (epoll re-adds at every wait) makes an add that succeeds tell that the
+ * file we added is gone, and a close remove it; busy and gen are read by
+ * other threads (aco_rt_close), written by the owner with atomic stores. */
 enum { RT_FD_UNKNOWN = 0, RT_FD_SOCK, RT_FD_OTHER };
 typedef struct rt_fd {
     uint8_t        kind;        /* RT_FD_*: a socket or not, as last seen */
