@@ -22,7 +22,7 @@
 #                                   the default build's arguments (--quick)
 #   bash make.sh bench-rt           build, then run the runtime's benchmarks
 #                                   side by side with redis-server, Go and
-#                                   Boost.Fiber (rt/bench/bench_rt.sh;
+#                                   Boost.Fiber (bench/bench_rt.sh;
 #                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh soak               build, then aco_resp under chaos for 10
 #                                   minutes (tests/check_rt_chaos.sh, which
@@ -287,8 +287,11 @@ if [ $no_uring = 0 ]; then
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
 rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring pool keys pthread; }
-rt_tests() { grep -v '^[[:space:]]*\(#\|$\)' rt/tests/tests.list | awk '{print $1}'; }
-rt_programs() { echo aco_echo aco_resp aco_nc aco_rt_bench; }
+# The runtime's tests (rt/tests/) and the programs' (apps/tests/): both
+# built against the runtime as output/rt_<name>..<variant>.
+rt_tests() { cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)' | awk '{print $1}'; }
+test_src() { if [ -f "rt/tests/$1.c" ]; then echo "rt/tests/$1.c"; else echo "apps/tests/$1.c"; fi; }
+rt_programs() { echo apps/aco_echo apps/aco_resp apps/aco_nc bench/aco_rt_bench; }
 rt_st_tests() { echo test_sched test_sync test_chan test_timer; }  # also in the single-thread build
 
 # ---------------------------------------------------------------------------
@@ -311,9 +314,16 @@ put_if_changed() {   # put_if_changed <file> <content>
 rule() { rules+=("$1|$2|$3"); }    # rule <target> <prerequisites> <command>
 # A compile rule: its -MMD file joins the target's prerequisites.
 # Its dependency file goes into the build directory, beside its flags.
+# Each target's command is kept beside it (<name>.cmd): a changed command
+# (a source that moved, a new flag) rebuilds the target, and drops its old
+# dependency file, which may name files that are gone.
 cc_rule() {    # cc_rule <target> <prerequisites> <dir> <command...>
     local t=$1 pre=$2 dir=$3; shift 3
-    rule "$t" "$pre $dir/flags" "$* -MMD -MP -MT $t -MF $dir/${t##*/}.d"
+    local base="$dir/${t##*/}"
+    if [ ! -f "$base.cmd" ] || [ "$(< "$base.cmd")" != "$*" ]; then
+        printf '%s\n' "$*" > "$base.cmd"; rm -f "$base.d"
+    fi
+    rule "$t" "$pre $dir/flags $base.cmd" "$* -MMD -MP -MT $t -MF $base.d"
 }
 
 lib_rules() {
@@ -389,8 +399,9 @@ rt_rules() {
     [ -n "$RT_URING" ] && c="$c -DACO_RT_HAVE_URING"
     rt_lib_rules
     local objs=$rt_objs libs=$rt_libs
+    # aco_resp's parser and store, linked by it and by their tests
     for f in resp kv; do
-        cc_rule "$obj/$f.o" "rt/$f.c" "$obj" "$c -c rt/$f.c -o $obj/$f.o"
+        cc_rule "$obj/$f.o" "apps/$f.c" "$obj" "$c -Irt -c apps/$f.c -o $obj/$f.o"
     done
     local v=no_valgrind.standaloneFPUenv vo p extra ld
     vo="$OUTPUT/obj/$v"
@@ -400,11 +411,13 @@ rt_rules() {
         "$c -Dmain=port_main_pthreads -c rt/tests/port_demo.c -o $obj/port_pthreads.o"
     cc_rule "$obj/port_aco.o" "rt/tests/port_demo.c" "$obj" \
         "$c -Irt -include rt/aco_rt_pthread_names.h -Dmain=port_main_aco -c rt/tests/port_demo.c -o $obj/port_aco.o"
-    for p in $(rt_programs); do
+    local src
+    for src in $(rt_programs); do
+        p=${src##*/}
         extra=""
         [ $p = aco_resp ] && extra="$obj/resp.o $obj/kv.o"
-        cc_rule "$OUTPUT/$p" "rt/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
-            "$c -Irt rt/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/$p"
+        cc_rule "$OUTPUT/$p" "$src.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
+            "$c -Irt $src.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/$p"
     done
     for v in no_valgrind.standaloneFPUenv valgrind.standaloneFPUenv; do
         case " ${variants[*]} " in *" $v "*) ;; *) continue ;; esac
@@ -418,14 +431,15 @@ rt_rules() {
             # objects come through its own functions, which fail on demand
             ld=""
             [ $p = test_faults ] && ld="-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=mmap,--wrap=pthread_create"
-            cc_rule "$OUTPUT/rt_$p..$v" "rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
-                "$c $(variant_flags $v) -Irt rt/tests/$p.c$objs $extra $vo/aco.o $vo/acosw.o $libs $ld -lm -o $OUTPUT/rt_$p..$v"
+            src=$(test_src $p)
+            cc_rule "$OUTPUT/rt_$p..$v" "$src$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
+                "$c $(variant_flags $v) -Irt -Irt/tests -Iapps $src$objs $extra $vo/aco.o $vo/acosw.o $libs $ld -lm -o $OUTPUT/rt_$p..$v"
         done
     done
     # The chaos client of aco_resp (check_rt_chaos.sh): plain threads and
     # sockets, no runtime, so that it judges the server independently.
-    cc_rule "$OUTPUT/chaos_resp" "rt/tests/chaos_resp.c" "$obj" \
-        "$CC $CFLAGS $WARN -std=gnu11 rt/tests/chaos_resp.c -lpthread -o $OUTPUT/chaos_resp"
+    cc_rule "$OUTPUT/chaos_resp" "apps/tests/chaos_resp.c" "$obj" \
+        "$CC $CFLAGS $WARN -std=gnu11 apps/tests/chaos_resp.c -lpthread -o $OUTPUT/chaos_resp"
     # hiredis' blocking client in 1000 cos through the hooks (check_rt_hook.sh,
     # bench_hook.sh): by LD_PRELOAD (linked to the shared runtime, as the
     # hook library is) and with hook.o linked in.
@@ -450,8 +464,8 @@ rt_rules() {
     rule "$OUTPUT/libaco_rt_st.a" "$st_objs" "rm -f $OUTPUT/libaco_rt_st.a && ar rcs $OUTPUT/libaco_rt_st.a$st_objs"
     v=no_valgrind.standaloneFPUenv
     vo="$OUTPUT/obj/$v"
-    cc_rule "$OUTPUT/aco_rt_bench_st" "rt/aco_rt_bench.c$st_objs $vo/aco.o $vo/acosw.o" "$sto" \
-        "$stc -Irt rt/aco_rt_bench.c$st_objs $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/aco_rt_bench_st"
+    cc_rule "$OUTPUT/aco_rt_bench_st" "bench/aco_rt_bench.c$st_objs $vo/aco.o $vo/acosw.o" "$sto" \
+        "$stc -Irt bench/aco_rt_bench.c$st_objs $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/aco_rt_bench_st"
     for p in $(rt_st_tests); do
         cc_rule "$OUTPUT/rt_${p}_st..$v" "rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o" "$sto" \
             "$stc $(variant_flags $v) -Irt rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_${p}_st..$v"
@@ -577,12 +591,12 @@ done
 lib_rules
 for v in "${variants[@]}"; do variant_rules "$v"; done
 case " ${variants[*]} " in *" no_valgrind.standaloneFPUenv "*) rt_rules ;; esac
-# The benchmark's independent check (tools/fcontext_loop.c), where fcontext is.
+# The benchmark's independent check (bench/fcontext_loop.c), where fcontext is.
 if [ -z "$san" ] && [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
     mkdir -p "$OUTPUT/obj/tools"
     put_if_changed "$OUTPUT/obj/tools/flags" "$CC $CFLAGS $WARN $BOOST_CONTEXT_A"
-    cc_rule "$OUTPUT/fcontext_loop" "tools/fcontext_loop.c" "$OUTPUT/obj/tools" \
-        "$CC $CFLAGS $WARN tools/fcontext_loop.c $BOOST_CONTEXT_A -lm -o $OUTPUT/fcontext_loop"
+    cc_rule "$OUTPUT/fcontext_loop" "bench/fcontext_loop.c" "$OUTPUT/obj/tools" \
+        "$CC $CFLAGS $WARN bench/fcontext_loop.c $BOOST_CONTEXT_A -lm -o $OUTPUT/fcontext_loop"
 fi
 run_build
 # Programs no longer built (a test renamed or removed) go: test.sh runs what
@@ -607,7 +621,7 @@ if [ $action = bench ]; then
     echo; echo "== $bench.shareFPUenv --quick (ACO_CONFIG_SHARE_FPU_MXCSR_ENV)"
     "$bench.shareFPUenv" --quick | sed 's/^headline /shared-FP-env build: /'
     echo; echo "== $bench.standaloneFPUenv ${BENCH_ARGS:-}"
-    # The benchmark runs tools/fcontext_loop.c right after its headline
+    # The benchmark runs bench/fcontext_loop.c right after its headline
     # loops, as an independent check of the fcontext figure.
     fl=""; [ -x "$OUTPUT/fcontext_loop" ] && fl=$OUTPUT/fcontext_loop
     # shellcheck disable=SC2086
@@ -621,7 +635,7 @@ fi
 if [ $action = bench-rt ]; then
     [ -n "$san" ] && { echo "make.sh: bench-rt with -s $san measures the sanitizer: build without -s" >&2; exit 2; }
     # shellcheck disable=SC2086
-    bash rt/bench/bench_rt.sh ${BENCH_RT_ARGS:-} "$OUTPUT"
+    bash bench/bench_rt.sh ${BENCH_RT_ARGS:-} "$OUTPUT"
 fi
 
 if [ $action = soak ]; then

@@ -154,7 +154,7 @@ expect_of() {
 args_of() {
     case "$1" in
         test_aco_benchmark) echo "--smoke" ;;
-        rt_*) grep -v '^[[:space:]]*#' rt/tests/tests.list | awk -v n="${1#rt_}" '$1 == n {$1 = ""; print}' ;;
+        rt_*) cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*#' | awk -v n="${1#rt_}" '$1 == n {$1 = ""; print}' ;;
         *) grep -v '^[[:space:]]*#' tests/tests.list | awk -v n="$1" '$1 == n {$1 = ""; print}' ;;
     esac
 }

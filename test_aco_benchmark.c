@@ -1896,7 +1896,7 @@ static double bench_headline(size_t rounds, int quick) {
 
 /* The fcontext figure against an independent minimal loop, run right
  * after the headline's: BENCH_FCONTEXT_LOOP names the program
- * (tools/fcontext_loop.c; make.sh bench sets it), which prints
+ * (bench/fcontext_loop.c; make.sh bench sets it), which prints
  * "fcontext_loop: <ns> ns per round trip ...". */
 static void bench_independent_check(double fctx_ns) {
     const char* prog = getenv("BENCH_FCONTEXT_LOOP");

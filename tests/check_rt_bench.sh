@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-output}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if ! timeout 900 bash rt/bench/bench_rt.sh --smoke "$OUT" > "$log" 2>&1; then
+if ! timeout 900 bash bench/bench_rt.sh --smoke "$OUT" > "$log" 2>&1; then
     cat "$log"
     echo "check_rt_bench: bench_rt.sh --smoke failed"
     exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_rt_chaos.sh - aco_resp under chaos, on both backends with 1 and 2
 # threads (2: reuseport on uring, handoff on epoll): redis-benchmark runs
-# beside output/chaos_resp (rt/tests/chaos_resp.c: clients that reset and
+# beside output/chaos_resp (apps/tests/chaos_resp.c: clients that reset and
 # half-close mid-request, send garbage, protocol errors and oversized input,
 # trickle bytes, hold 3000 idle connections), then every acknowledged SET
 # must read back, the server answer PING, its descriptors return to their

@@ -1,7 +1,7 @@
 //go:build ignore
 
 // pingpong.go - the Go peer of aco_rt_bench's channel ping-pong
-// (rt/bench/bench_rt.sh builds and runs it).
+// (bench/bench_rt.sh builds and runs it).
 //
 // Two goroutines on one P (GOMAXPROCS=1; -procs P for more) bounce an int
 // over two unbuffered channels: A (the main goroutine) sends on ch1 and receives on ch2, B

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_rt.sh - the coroutine runtime (rt/) side by side with its peers.
 #
-#   bash rt/bench/bench_rt.sh [--quick|--smoke] [OUTPUT_DIR]
+#   bash bench/bench_rt.sh [--quick|--smoke] [OUTPUT_DIR]
 #
 # --smoke: one round of tiny runs, every section: not figures, a check that
 # every program and peer builds and runs (tests/check_rt_bench.sh).
@@ -37,7 +37,7 @@
 #              -P 16 (set, get; unpinned) against aco_resp --threads 2
 #              (--accept reuseport and handoff) vs redis-server
 #              --io-threads 2 --io-threads-do-reads yes vs aco_resp
-#              --threads 1; and rt/bench/bench_hook.sh when it is there.
+#              --threads 1; and bench/bench_hook.sh when it is there.
 #
 # A peer whose toolchain is missing is left out with one line naming the
 # Debian package; a program of ours not built yet gives ours=n/a.  The exit
@@ -760,7 +760,7 @@ parked_section() {
 # -I/-O are given.  -N: shutdown(SHUT_WR) the socket at EOF on stdin; the
 # listening side exits when the peer has closed and stdin (here /dev/null)
 # is at EOF.
-# aco_nc (rt/aco_nc.c as written): sendfile(2) from stdin to the socket when
+# aco_nc (apps/aco_nc.c as written): sendfile(2) from stdin to the socket when
 # stdin is a regular file (so here the sender copies nothing: the pages it
 # sends are the tmpfs hole's zero page, or the data file's page-cache
 # pages), splice(2) socket -> pipe -> stdout when stdout is a pipe or a file
@@ -1005,7 +1005,7 @@ threads_section() {
     for s in $servers; do
         [ -n "${pid[$s]:-}" ] && stop_pid "${pid[$s]}"
     done
-    # the hooked hiredis run (rt/bench/bench_hook.sh), when it is there
+    # the hooked hiredis run (bench/bench_hook.sh), when it is there
     if [ -f "$HERE/bench_hook.sh" ]; then
         bash "$HERE/bench_hook.sh" "$OUT" || peer_failed "bench_hook.sh"
     fi

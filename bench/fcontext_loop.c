@@ -1,5 +1,5 @@
 /*
- * tools/fcontext_loop.c - an independent check of the benchmark's fcontext
+ * bench/fcontext_loop.c - an independent check of the benchmark's fcontext
  * figure: the plainest resume/yield loop of Boost.Context's fcontext, with
  * nothing of the benchmark's (no placements, no shared code), so that a
  * harness effect on the peer shows as a disagreement.  make.sh bench runs

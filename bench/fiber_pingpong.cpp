@@ -1,5 +1,5 @@
 // fiber_pingpong.cpp - the Boost.Fiber peer of aco_rt_bench's channel
-// ping-pong (rt/bench/bench_rt.sh builds and runs it).
+// ping-pong (bench/bench_rt.sh builds and runs it).
 //
 //   fiber_pingpong [round trips per segment [segments [warm-up [threads]]]]
 //

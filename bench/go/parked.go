@@ -1,7 +1,7 @@
 //go:build ignore
 
 // parked.go - the Go peer of aco_rt_bench's parked-memory figure
-// (rt/bench/bench_rt.sh builds and runs it).
+// (bench/bench_rt.sh builds and runs it).
 //
 //	parked [-mode sleep|chan] [N]     (N defaults to 1000000)
 //

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// spawn.go - the Go peer of aco_rt_bench's spawn+join (rt/bench/bench_rt.sh
+// spawn.go - the Go peer of aco_rt_bench's spawn+join (bench/bench_rt.sh
 // builds and runs it).
 //
 // One at a time: wg.Add(1); go empty(); wg.Wait(), with GOMAXPROCS=1, so

@@ -6,7 +6,7 @@
 # client pinned to CPU 0; interleaved rounds (5, BENCH_RT_ROUNDS), medians
 # of the wall time.  Called by bench_rt.sh's section f; alone:
 #
-#   bash rt/bench/bench_hook.sh [OUTPUT_DIR]
+#   bash bench/bench_hook.sh [OUTPUT_DIR]
 set -uo pipefail
 OUT=${1:-output}
 ROUNDS=${BENCH_RT_ROUNDS:-5}

@@ -1,11 +1,11 @@
 /*
- * test_kv.c - self-checking tests of rt/kv.c (store and commands), driven
- * through rt/resp.c like the server drives them.  Exit status 0 means every
+ * test_kv.c - self-checking tests of apps/kv.c (store and commands), driven
+ * through apps/resp.c like the server drives them.  Exit status 0 means every
  * check passed; the first failed check prints both values and its
  * file:line and exits 1.
  *
- *   gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Irt \
- *       rt/resp.c rt/kv.c rt/tests/test_kv.c -o /tmp/test_kv && /tmp/test_kv
+ *   gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iapps \
+ *       apps/resp.c apps/kv.c apps/tests/test_kv.c -o /tmp/test_kv && /tmp/test_kv
  *
  * Expected replies were checked against redis-server 7.0.
  */

@@ -1,10 +1,10 @@
 /*
- * test_resp.c - self-checking tests of rt/resp.c (buffer, replies, integer
+ * test_resp.c - self-checking tests of apps/resp.c (buffer, replies, integer
  * helpers, request parser).  Exit status 0 means every check passed; the
  * first failed check prints both values and its file:line and exits 1.
  *
- *   gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Irt \
- *       rt/resp.c rt/tests/test_resp.c -o /tmp/test_resp && /tmp/test_resp
+ *   gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iapps \
+ *       apps/resp.c apps/tests/test_resp.c -o /tmp/test_resp && /tmp/test_resp
  *
  * RESP_TEST_SEED=n picks another seed for the random parts; RESP_FUZZ_MS=n
  * changes the fuzzing time budget (default 500 ms).
