@@ -16,11 +16,18 @@
 #                                   added to CFLAGS) the variants it applies
 #                                   to: x86-64 and i386 (tsan: x86-64 only),
 #                                   no valgrind, into output/<sanitizer>
-#   bash make.sh bench              build, then run the benchmark (x86-64,
-#                                   shared then per-co FPU env), ending with
-#                                   its `headline` lines; BENCH_ARGS replaces
-#                                   the default build's arguments (--quick)
-#   bash make.sh bench-rt           build, then run the runtime's benchmarks
+#   bash make.sh bench              build only what it runs (the benchmark's
+#                                   two x86-64 builds), then run it (shared
+#                                   then per-co FPU env), ending with its
+#                                   `headline` lines and one line naming the
+#                                   targets met and missed.  Its 10M-co
+#                                   memory runs need about 3 GiB: it says
+#                                   how much before, and leaves them out,
+#                                   saying so, where less is available.
+#                                   BENCH_ARGS replaces the default build's
+#                                   arguments (e.g. --quick)
+#   bash make.sh bench-rt           build the runtime's libraries and
+#                                   programs, then run its benchmarks
 #                                   side by side with redis-server, Go and
 #                                   Boost.Fiber (bench/bench_rt.sh;
 #                                   BENCH_RT_ARGS: e.g. --quick)
@@ -121,6 +128,8 @@ case "$san" in
     *) SANFLAGS="" ;;
 esac
 if [ -n "$san" ]; then no_valgrind=1; no_aarch64=1; no_riscv64=1; fi
+# The benchmarks build only what they run: native x86-64, no valgrind.
+case $action in bench|bench-rt) no_m32=1; no_valgrind=1; no_aarch64=1; no_riscv64=1 ;; esac
 CFLAGS="$CFLAGS${SANFLAGS:+ $SANFLAGS}"
 
 # Programs: the top-level ones, then every test listed in tests/tests.list.
@@ -280,7 +289,7 @@ if [ $no_uring = 0 ]; then
     elif [ $action = install ]; then
         echo "make.sh: installing the runtime without its io_uring backend:" \
              "<liburing.h> or -luring not found (install liburing-dev)" >&2
-    else
+    elif [ $action != bench ]; then
         leave_out uring "the runtime's io_uring backend" "<liburing.h> or -luring not found:" \
             "install liburing-dev (the runtime then has epoll only)"
     fi
@@ -449,7 +458,7 @@ rt_rules() {
             "$c -Irt rt/tests/hook_hiredis.c -L$OUTPUT -laco_rt -laco -lhiredis -lpthread -Wl,-rpath,'\$\$ORIGIN' -o $OUTPUT/hook_hiredis"
         cc_rule "$OUTPUT/hook_hiredis_linked" "rt/tests/hook_hiredis.c $obj/hook.o$objs $vo/aco.o $vo/acosw.o" "$obj" \
             "$c -Irt rt/tests/hook_hiredis.c $obj/hook.o$objs $vo/aco.o $vo/acosw.o -lhiredis -ldl $libs -o $OUTPUT/hook_hiredis_linked"
-    else
+    elif [ $action != bench ]; then
         echo "make.sh: leaving out output/hook_hiredis (the hooks with hiredis): install libhiredis-dev"
     fi
     # The single-thread build (ACO_RT_NO_THREADS: no atomics, no locks, no
@@ -503,16 +512,21 @@ write_makefile() {
     if [ -f "$MK" ] && cmp -s "$MK" "$MK.tmp"; then rm -f "$MK.tmp"; else mv "$MK.tmp" "$MK"; fi
 }
 
-# Build what is out of date: make, or without it everything.
-run_build() {
+# Build what is out of date: make, or without it everything.  Targets:
+# only these outputs (and what they are built from), else all.
+run_build() {   # run_build [target...]
     write_makefile
     if command -v make > /dev/null; then
         local log=$OUTPUT/obj/build.out n
-        make -f "$MK" -j"$JOBS" --no-print-directory > "$log" 2>&1 || {
+        make -f "$MK" -j"$JOBS" --no-print-directory "$@" > "$log" 2>&1 || {
             grep -v '^  built ' "$log" >&2; echo "make.sh: build failed" >&2; exit 1; }
-        grep -v '^  built ' "$log" || true
+        grep -v "^  built \|^make: '.*' is up to date\|^make: Nothing to be done" "$log" || true
         n=$(grep -c '^  built ' "$log" || true)
-        echo "make.sh: rebuilt $n of ${#rules[@]} outputs, the others were up to date ($MK)"
+        if [ $# -gt 0 ]; then
+            echo "make.sh: $action needs $# outputs: rebuilt $n, the others were up to date"
+        else
+            echo "make.sh: rebuilt $n of ${#rules[@]} outputs, the others were up to date ($MK)"
+        fi
     elif [ "$strict" = 1 ]; then
         echo "make.sh: 'make' not found: install the Debian package make (strict:" \
              "building everything every time is an error)" >&2
@@ -598,6 +612,22 @@ if [ -z "$san" ] && [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
     cc_rule "$OUTPUT/fcontext_loop" "bench/fcontext_loop.c" "$OUTPUT/obj/tools" \
         "$CC $CFLAGS $WARN bench/fcontext_loop.c $BOOST_CONTEXT_A -lm -o $OUTPUT/fcontext_loop"
 fi
+# What the benchmarks run: bench, the benchmark's two x86-64 builds and the
+# fcontext check; bench-rt, the runtime's libraries and programs (no tests).
+bench_targets=()
+if [ $action = bench ]; then
+    bench_targets=("$OUTPUT/test_aco_benchmark..no_valgrind.standaloneFPUenv"
+                   "$OUTPUT/test_aco_benchmark..no_valgrind.shareFPUenv")
+    [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ] && bench_targets+=("$OUTPUT/fcontext_loop")
+elif [ $action = bench-rt ]; then
+    for r in "${rules[@]}"; do
+        t=${r%%|*}
+        case $t in "$OUTPUT"/obj/*|*..*) ;; *) bench_targets+=("$t") ;; esac
+    done
+fi
+if [ ${#bench_targets[@]} -gt 0 ]; then
+    run_build "${bench_targets[@]}"
+else
 run_build
 # Programs no longer built (a test renamed or removed) go: test.sh runs what
 # it finds in $OUTPUT, and must not run a stale one.
@@ -611,6 +641,7 @@ for v in "${variants[@]}"; do
 done
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
 echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"
+fi
 
 if [ $action = bench ]; then
     [ -n "$san" ] && { echo "make.sh: bench with -s $san measures the sanitizer: build without -s" >&2; exit 2; }
@@ -630,6 +661,8 @@ if [ $action = bench ]; then
     echo; echo "== headline (the default build: $bench.standaloneFPUenv)"
     grep '^check: headline fcontext' "$log" || true
     grep '^headline ' "$log" || true
+    # the last word: which targets were met and which missed
+    echo "make.sh bench: $(grep '^+every correctness check passed' "$log" | sed 's/^+//')"
 fi
 
 if [ $action = bench-rt ]; then
