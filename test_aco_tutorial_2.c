@@ -14,7 +14,7 @@
  * its stack came back exactly as it left it, wherever it had to wait.
  *
  * It also follows the one rule that sharing a stack adds (see "Best
- * Practice" in the README): never hand a co a pointer into another co's
+ * practice" in docs/core.md): never hand a co a pointer into another co's
  * stack.  "left" and "right" exchange data through memory main() allocated
  * on the heap, never through each other's locals.
  *

@@ -11,7 +11,8 @@
  *   handoff    one listening socket, one accepting co (thread 0), and
  *              each connection goes to the thread with the fewest cos
  *              (aco_rt_pool_spawn).
- * reuseport is the default: it measured better (README, "Threads"). */
+ * reuseport is the default: the two measure equal within noise and it needs
+ * no cross-thread message per connection (docs/benchmarks.md, "Both CPUs"). */
 #ifndef RT_CLI_H
 #define RT_CLI_H
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/plot_bench.sh - run the benchmark's comparison and memory runs, then
-# draw the README's figures with gnuplot:
+# draw the figures of docs/benchmarks.md with gnuplot:
 #
 #   img/bench_roundtrip.svg  ns per resume + yield round trip against the
 #                            live bytes per co: libaco (copied on a shared

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# check_docs.sh - README.md and docs/*.md checked against the tree and the
+# build in output/, so the docs cannot rot.  Exit status: the verdict.
+#
+# (a) Programs.  Every ```c block that contains `main(` is a complete
+#     program: it is built with gcc and clang, -Wall -Wextra -Werror, and
+#     run; it must exit 0 within 60 s.  A block that includes aco_rt.h or
+#     aco_rt_pthread.h is linked with output/libaco_rt.a and
+#     output/libaco.a (-luring when the build has io_uring) and run on each
+#     backend of ACO_RT_TEST_BACKENDS (default "uring epoll"); any other
+#     with output/libaco.a.  A block without `main(` is a fragment and is
+#     not built: a block meant to be complete must have main.  An HTML
+#     comment alone on the line right before the fence says more:
+#       <!-- check_docs: server -->   a TCP server taking its port as its
+#           only argument: started on a free port, it must echo a line to
+#           each of 5 clients connected at once, and still be running when
+#           it is stopped (SIGTERM);
+#       <!-- check_docs: abort -->    it must end by SIGABRT (a program
+#           that shows a failure);
+#       <!-- check_docs: build-only -->   built, not run.
+# (b) Packages.  The ```sh block after README.md's
+#     `<!-- check_docs: packages -->` line names, on its `apt-get install`
+#     lines, exactly the packages .ci/run installs (its apt_install calls),
+#     and does what .ci/run does around them (dpkg --add-architecture i386,
+#     apt-mark manual gcc-12-multilib, the /usr/include/asm link).  Every
+#     other `apt-get install` line of README.md names only such packages.
+# (c) Links.  Every relative link of README.md and docs/*.md names a file
+#     or directory that exists; an anchor (#...) into a markdown file names
+#     one of its headings (GitHub's slugs).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUTPUT:-output}
+for t in gcc clang python3; do
+    command -v $t > /dev/null || { echo "check_docs: $t not found: install $t"; exit 1; }
+done
+for f in libaco.a libaco_rt.a; do
+    [ -f "$OUT/$f" ] || { echo "check_docs: $OUT/$f not built (bash make.sh)"; exit 1; }
+done
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# Parsing (python3): programs into $tmp/prog_N.c with a manifest line each
+# (file|place|kind|mode), then (b) and (c), printing FAIL lines.
+python3 - "$tmp" README.md docs/*.md > "$tmp/parse.log" <<'PY'
+import os, re, sys
+tmp, files = sys.argv[1], sys.argv[2:]
+bad = 0
+def fail(msg):
+    global bad
+    bad += 1
+    print("FAIL " + msg)
+
+def blocks(path):
+    """(language, first line number, text, marker) of every fenced block."""
+    lines = open(path).read().split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = re.match(r"^```(\w*)\s*$", lines[i])
+        if not m:
+            i += 1
+            continue
+        prev = lines[i - 1].strip() if i > 0 else ""
+        mk = re.match(r"^<!-- check_docs: (.*?) -->$", prev)
+        j = i + 1
+        while j < len(lines) and not re.match(r"^```\s*$", lines[j]):
+            j += 1
+        out.append((m.group(1), i + 1, "\n".join(lines[i + 1:j]) + "\n",
+                    mk.group(1) if mk else None))
+        i = j + 1
+    return out
+
+# (a) the programs
+n = 0
+with open(os.path.join(tmp, "manifest"), "w") as man:
+    for path in files:
+        for lang, line, text, mark in blocks(path):
+            if lang != "c" or "main(" not in text:
+                if lang == "c" and mark:
+                    fail("%s:%d: marked '%s' but has no main(" % (path, line, mark))
+                continue
+            mode = mark or "run"
+            if mode not in ("run", "server", "abort", "build-only"):
+                fail("%s:%d: unknown mark '%s'" % (path, line, mode))
+                continue
+            rt = re.search(r'#include\s+"aco_rt(_pthread)?\.h"', text) is not None
+            n += 1
+            name = "prog_%d" % n
+            open(os.path.join(tmp, name + ".c"), "w").write(text)
+            man.write("%s|%s:%d|%s|%s\n" % (name, path, line, "rt" if rt else "core", mode))
+
+# (b) the packages
+def words_after_install(cmd):
+    pk = []
+    for part in re.split(r"&&|;|\|\||\{|\}", cmd):
+        t = part.split()
+        if "apt-get" in t and "install" in t:
+            for w in t[t.index("install") + 1:]:
+                if not w.startswith("-"):
+                    pk.append(w)
+    return pk
+
+ci = open(".ci/run").read().replace("\\\n", " ")
+ci_pk = []
+for l in ci.split("\n"):
+    t = l.split()
+    if t and t[0] == "apt_install":
+        ci_pk += [w for w in t[1:] if not w.startswith("-")]
+if len(ci_pk) < 10:
+    fail(".ci/run: found only %d packages in its apt_install calls" % len(ci_pk))
+ci_set = set(ci_pk)
+readme = [b for b in blocks("README.md")]
+marked = [b for b in readme if b[3] == "packages"]
+if len(marked) != 1:
+    fail("README.md: %d blocks marked 'check_docs: packages', want 1" % len(marked))
+else:
+    text = marked[0][2].replace("\\\n", " ")
+    got = set()
+    for l in text.split("\n"):
+        got |= set(words_after_install(l))
+    for p in sorted(ci_set - got):
+        fail("README.md: .ci/run installs %s, the README's package lines do not" % p)
+    for p in sorted(got - ci_set):
+        fail("README.md: the package lines install %s, .ci/run does not" % p)
+    for need in ("dpkg --add-architecture i386", "apt-mark manual gcc-12-multilib",
+                 "ln -s x86_64-linux-gnu/asm /usr/include/asm"):
+        if need in ci and need not in text:
+            fail("README.md: the package lines lack '%s' (.ci/run does it)" % need)
+for lang, line, text, mark in readme:
+    if mark == "packages":
+        continue
+    for l in text.replace("\\\n", " ").split("\n"):
+        for p in words_after_install(l):
+            if p not in ci_set:
+                fail("README.md:%d: apt-get installs %s, .ci/run does not" % (line, p))
+print("packages: %d in .ci/run" % len(ci_set))
+
+# (c) the links
+def slugs(path):
+    s, inblock = set(), False
+    for l in open(path).read().split("\n"):
+        if l.startswith("```"):
+            inblock = not inblock
+        if inblock:
+            continue
+        m = re.match(r"^#+\s+(.*?)\s*$", l)
+        if m:
+            h = re.sub(r"[^\w\- ]", "", m.group(1).lower().replace("`", ""))
+            s.add(h.replace(" ", "-"))
+    return s
+
+links = 0
+for path in files:
+    text = re.sub(r"```.*?```", "", open(path).read(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        links += 1
+        where, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(path), where)) if where else path
+        if not os.path.exists(dest):
+            fail("%s: link to %s: no such file" % (path, target))
+        elif anchor and dest.endswith(".md") and anchor not in slugs(dest):
+            fail("%s: link to %s: no such heading in %s" % (path, target, dest))
+print("links: %d checked" % links)
+sys.exit(1 if bad else 0)
+PY
+[ $? = 0 ] || fails=$((fails + 1))
+cat "$tmp/parse.log"
+
+# (a) build and run every program.
+uring=""
+grep -q ACO_RT_HAVE_URING "$OUT/obj/rt/flags" 2> /dev/null && uring=-luring
+backends=${ACO_RT_TEST_BACKENDS:-uring epoll}
+[ -n "$uring" ] || backends=epoll
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+serve_check() {     # serve_check <binary> <place>: 5 clients at once echoed
+    local port pid ok=0
+    port=$(free_port)
+    "$1" "$port" > "$tmp/server.log" 2>&1 & pid=$!
+    python3 - "$port" > "$tmp/client.log" 2>&1 <<'PY' && ok=1
+import socket, sys, time
+port = int(sys.argv[1])
+def connect():
+    for _ in range(100):
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=5)
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("no server on port %d" % port)
+cs = [connect() for _ in range(5)]
+for i, c in enumerate(cs):
+    c.sendall(b"hello from client %d\n" % i)
+for i, c in enumerate(cs):
+    want, got = b"hello from client %d\n" % i, b""
+    while len(got) < len(want):
+        b = c.recv(4096)
+        if not b:
+            break
+        got += b
+    if got != want:
+        raise SystemExit("client %d: sent %r, got back %r" % (i, want, got))
+    c.close()
+PY
+    if ! kill -0 $pid 2> /dev/null; then
+        wait $pid; fail "$2: the server ended by itself (status $?)"; cat "$tmp/server.log"
+        return
+    fi
+    kill -TERM $pid; wait $pid 2> /dev/null
+    if [ $ok = 1 ]; then echo "ok   $2: served 5 clients"; else
+        fail "$2: the server did not echo"; sed 's/^/    | /' "$tmp/client.log"; fi
+}
+nprog=0
+while IFS='|' read -r name place kind mode; do
+    nprog=$((nprog + 1))
+    for cc in gcc clang; do
+        if [ "$kind" = rt ]; then
+            libs=("$OUT/libaco_rt.a" "$OUT/libaco.a" $uring -lpthread)
+        else
+            libs=("$OUT/libaco.a")
+        fi
+        bin="$tmp/$name.$cc"
+        if ! $cc -O2 -g -Wall -Wextra -Werror -I. -Irt "$tmp/$name.c" "${libs[@]}" -o "$bin" \
+                > "$tmp/build.log" 2>&1; then
+            fail "$place: the program does not build with $cc"; sed 's/^/    | /' "$tmp/build.log"
+            continue
+        fi
+        [ "$mode" = build-only ] && continue
+        bes=core
+        [ "$kind" = rt ] && bes=$backends
+        for be in $bes; do
+            what="$place ($cc)"
+            [ "$be" = core ] || { what="$place ($cc, $be)"; export ACO_RT_BACKEND=$be; }
+            if [ "$mode" = server ]; then
+                serve_check "$bin" "$what"
+                continue
+            fi
+            timeout 60 "$bin" > "$tmp/run.log" 2>&1
+            st=$?
+            if [ "$mode" = abort ]; then
+                [ $st = 134 ] || fail "$what: ended with status $st, not by SIGABRT"
+            elif [ $st != 0 ]; then
+                fail "$what: exit status $st"; tail -5 "$tmp/run.log" | sed 's/^/    | /'
+            else
+                echo "ok   $what"
+            fi
+        done
+    done
+done < "$tmp/manifest"
+echo "programs: $nprog built with gcc and clang and checked"
+[ "$nprog" -ge 3 ] || fail "only $nprog complete programs found in README.md and docs/"
+if [ $fails != 0 ]; then echo "check_docs: $fails failed"; exit 1; fi
+echo "check_docs: ok"
