@@ -286,7 +286,11 @@ if [ $no_uring = 0 ]; then
     fi
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
-rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring pool keys pthread; }
+# The runtime library's sources: rt/sources.list (CMakeLists.txt reads it
+# too), as names without .c.
+rt_lib_srcs() {
+    sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' -e 's/\.c$//' rt/sources.list
+}
 # The runtime's tests (rt/tests/) and the programs' (apps/tests/): both
 # built against the runtime as output/rt_<name>..<variant>.
 rt_tests() { cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)' | awk '{print $1}'; }
