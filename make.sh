@@ -394,6 +394,8 @@ rt_lib_rules() {
     cc_rule "$obj/hook.o" "rt/hook.c" "$obj" "$c -fvisibility=hidden -c rt/hook.c -o $obj/hook.o"
     rule "$OUTPUT/libaco_hook.so" "$obj/hook.o $OUTPUT/libaco_rt.so" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco_hook.so -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN' $obj/hook.o -L$OUTPUT -laco_rt -laco -ldl -lpthread -o $OUTPUT/libaco_hook.so"
+    # the build tree's libaco_rt.pc (lib_rules writes its libaco.pc)
+    put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "" "$(abs_output)" "$(pwd)/rt")"
     rule "$OUTPUT/libaco_rt.so" "$rt_objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN'$rt_objs -L$OUTPUT -laco $rt_libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
 }
@@ -476,8 +478,6 @@ rt_rules() {
         cc_rule "$OUTPUT/rt_${p}_st..$v" "rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o" "$sto" \
             "$stc $(variant_flags $v) -Irt rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_${p}_st..$v"
     done
-    # the build tree's libaco_rt.pc (lib_rules writes its libaco.pc)
-    put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "" "$(abs_output)" "$(pwd)/rt")"
 }
 
 # pkg-config files, for the build tree (output/) and for an install.  Both
