@@ -31,7 +31,8 @@
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
 #                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
-#                                   libaco_rt.*)
+#                                   libaco_rt.*, libaco_rt.pc, libaco_hook.so);
+#                                   docs/install.md
 #   bash make.sh -o no-uring        the runtime without its io_uring backend
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
@@ -41,9 +42,10 @@
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
 # Every compile uses -Wall -Wextra -Werror.
 #
-# The runtime (rt/) is built for x86-64 natively: output/libaco_rt.a and .so,
-# output/libaco_rt.pc, the syscall hooks output/libaco_hook.so, the
-# single-thread build output/libaco_rt_st.a, the programs output/aco_echo,
+# The runtime (rt/, its library's sources listed in rt/sources.list) is
+# built for x86-64 natively: output/libaco_rt.a and .so, output/libaco.pc and
+# libaco_rt.pc (PKG_CONFIG_PATH=output), the syscall hooks
+# output/libaco_hook.so, the single-thread build output/libaco_rt_st.a, the programs output/aco_echo,
 # aco_resp, aco_nc, aco_rt_bench (and aco_rt_bench_st), hook_hiredis and
 # hook_hiredis_linked (with libhiredis-dev), aco_resp's chaos client
 # output/chaos_resp (plain threads, no runtime), and its tests as
