@@ -45,9 +45,10 @@
 # The runtime (rt/, its library's sources listed in rt/sources.list) is
 # built for x86-64 natively: output/libaco_rt.a and .so, output/libaco.pc and
 # libaco_rt.pc (PKG_CONFIG_PATH=output), the syscall hooks
-# output/libaco_hook.so, the single-thread build output/libaco_rt_st.a, the programs output/aco_echo,
-# aco_resp, aco_nc, aco_rt_bench (and aco_rt_bench_st), hook_hiredis and
-# hook_hiredis_linked (with libhiredis-dev), aco_resp's chaos client
+# output/libaco_hook.so, the single-thread build output/libaco_rt_st.a, the
+# programs output/aco_echo, aco_resp, aco_nc, aco_rt_bench (and
+# aco_rt_bench_st), hook_hiredis and hook_hiredis_linked (with
+# libhiredis-dev), aco_resp's chaos client
 # output/chaos_resp (plain threads, no runtime), and its tests as
 # output/rt_test_<name>..<variant> for the variants
 # (no_)valgrind.standaloneFPUenv (and rt_test_<name>_st.. for four of them).
