@@ -38,7 +38,8 @@
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
 #                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
-#                                   libaco_rt.*)
+#                                   libaco_rt.*, libaco_rt.pc, libaco_hook.so);
+#                                   docs/install.md
 #   bash make.sh -o no-uring        the runtime without its io_uring backend
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
@@ -48,11 +49,13 @@
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
 # Every compile uses -Wall -Wextra -Werror.
 #
-# The runtime (rt/) is built for x86-64 natively: output/libaco_rt.a and .so,
-# output/libaco_rt.pc, the syscall hooks output/libaco_hook.so, the
-# single-thread build output/libaco_rt_st.a, the programs output/aco_echo,
-# aco_resp, aco_nc, aco_rt_bench (and aco_rt_bench_st), hook_hiredis and
-# hook_hiredis_linked (with libhiredis-dev), aco_resp's chaos client
+# The runtime (rt/, its library's sources listed in rt/sources.list) is
+# built for x86-64 natively: output/libaco_rt.a and .so, output/libaco.pc and
+# libaco_rt.pc (PKG_CONFIG_PATH=output), the syscall hooks
+# output/libaco_hook.so, the single-thread build output/libaco_rt_st.a, the
+# programs output/aco_echo, aco_resp, aco_nc, aco_rt_bench (and
+# aco_rt_bench_st), hook_hiredis and hook_hiredis_linked (with
+# libhiredis-dev), aco_resp's chaos client
 # output/chaos_resp (plain threads, no runtime), and its tests as
 # output/rt_test_<name>..<variant> for the variants
 # (no_)valgrind.standaloneFPUenv (and rt_test_<name>_st.. for four of them).
@@ -295,7 +298,11 @@ if [ $no_uring = 0 ]; then
     fi
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
-rt_lib_srcs() { echo sched timer sync chan io io_epoll io_uring pool keys pthread; }
+# The runtime library's sources: rt/sources.list (CMakeLists.txt reads it
+# too), as names without .c.
+rt_lib_srcs() {
+    sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' -e 's/\.c$//' rt/sources.list
+}
 # The runtime's tests (rt/tests/) and the programs' (apps/tests/): both
 # built against the runtime as output/rt_<name>..<variant>.
 rt_tests() { cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)' | awk '{print $1}'; }
@@ -348,6 +355,7 @@ lib_rules() {
     put_if_changed "$obj/libaco.map" "$(printf '{\n  global: aco_*; acosw;\n  local: *;\n};')"
     rule "$OUTPUT/libaco.so" "$obj/aco.o $obj/acosw.o $obj/libaco.map $obj/flags" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco.so.$SOMAJOR -Wl,--version-script,$obj/libaco.map -Wl,-z,noexecstack -pthread $obj/aco.o $obj/acosw.o -o $OUTPUT/libaco.so && ln -sf libaco.so $OUTPUT/libaco.so.$SOMAJOR"
+    put_if_changed "$OUTPUT/libaco.pc" "$(aco_pc "" "$(abs_output)" "$(pwd)")"
 }
 
 variant_rules() {   # variant
@@ -379,8 +387,9 @@ variant_rules() {   # variant
 rt_objs=""
 rt_libs=""
 rt_lib_rules() {
-    # DWARF 4: the valgrind variants' programs link these objects too
-    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4" f
+    # DWARF 4: the valgrind variants' programs link these objects too;
+    # -I.: aco_rt.h includes aco.h
+    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4 -I." f
     rt_libs="-lpthread"
     [ -n "$RT_URING" ] && { c="$c -DACO_RT_HAVE_URING"; rt_libs="-luring $rt_libs"; }
     mkdir -p "$obj"
@@ -397,6 +406,8 @@ rt_lib_rules() {
     cc_rule "$obj/hook.o" "rt/hook.c" "$obj" "$c -fvisibility=hidden -c rt/hook.c -o $obj/hook.o"
     rule "$OUTPUT/libaco_hook.so" "$obj/hook.o $OUTPUT/libaco_rt.so" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco_hook.so -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN' $obj/hook.o -L$OUTPUT -laco_rt -laco -ldl -lpthread -o $OUTPUT/libaco_hook.so"
+    # the build tree's libaco_rt.pc (lib_rules writes its libaco.pc)
+    put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "" "$(abs_output)" "$(pwd)/rt")"
     rule "$OUTPUT/libaco_rt.so" "$rt_objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN'$rt_objs -L$OUTPUT -laco $rt_libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
 }
@@ -404,7 +415,7 @@ rt_lib_rules() {
 # The runtime's programs and tests, linked with the default variant's (and
 # for the tests also the valgrind variant's) libaco objects.
 rt_rules() {
-    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4" f
+    local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4 -I." f
     [ -n "$RT_URING" ] && c="$c -DACO_RT_HAVE_URING"
     rt_lib_rules
     local objs=$rt_objs libs=$rt_libs
@@ -479,13 +490,33 @@ rt_rules() {
         cc_rule "$OUTPUT/rt_${p}_st..$v" "rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o" "$sto" \
             "$stc $(variant_flags $v) -Irt rt/tests/$p.c$st_objs $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/rt_${p}_st..$v"
     done
-    # pkg-config file for the build tree's libraries (install writes its own)
-    put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "$(pwd)/$OUTPUT" "$(pwd)/rt" "$(pwd)")"
 }
-rt_pc() {   # rt_pc <libdir> <includedir> <aco.h dir>
-    printf 'libdir=%s\nincludedir=%s\n\nName: libaco_rt\nDescription: %s\nVersion: %s\nLibs: -L${libdir} -laco_rt -laco\nLibs.private: %s-lpthread\nCflags: -I${includedir} -I%s\n' \
-        "$1" "$2" "Coroutine runtime on libaco: scheduler, timers, io_uring/epoll I/O, sync, channels" \
-        "$VERSION" "${RT_URING:+-luring }" "$3"
+
+# pkg-config files, for the build tree (output/) and for an install.  Both
+# libraries exist as .a and .so: what a static link needs besides them goes
+# into Libs.private.  libaco_rt requires libaco of the same version, whose
+# -I, -L and -laco come from libaco.pc.
+abs_output() { case "$OUTPUT" in /*) echo "$OUTPUT" ;; *) echo "$(pwd)/$OUTPUT" ;; esac; }
+pc_head() {   # pc_head <prefix or empty> <libdir> <includedir>
+    [ -z "$1" ] || printf 'prefix=%s\n' "$1"
+    printf 'libdir=%s\n' "$2"
+    [ -z "$3" ] || printf 'includedir=%s\n' "$3"
+    echo
+}
+aco_pc() {    # aco_pc <prefix or empty> <libdir> <includedir>
+    pc_head "$@"
+    printf '%s\n' "Name: libaco" \
+        "Description: Asymmetric stackful coroutines for C with a hand-written context switch" \
+        "Version: $VERSION" 'Libs: -L${libdir} -laco' "Libs.private: -lpthread" \
+        'Cflags: -I${includedir}'
+}
+rt_pc() {     # rt_pc <prefix or empty> <libdir> <includedir, or empty: libaco's>
+    pc_head "$@"
+    printf '%s\n' "Name: libaco_rt" \
+        "Description: Coroutine runtime on libaco: scheduler, timers, io_uring/epoll I/O, sync, channels" \
+        "Version: $VERSION" "Requires: libaco = $VERSION" 'Libs: -L${libdir} -laco_rt' \
+        "Libs.private: ${RT_URING:+-luring }-lpthread"
+    [ -z "$3" ] || printf '%s\n' 'Cflags: -I${includedir}'
 }
 
 write_makefile() {
@@ -570,24 +601,14 @@ do_install() {
     install -m 755 "$OUTPUT/libaco.so" "$lib/libaco.so.$VERSION"
     ln -sf "libaco.so.$VERSION" "$lib/libaco.so.$SOMAJOR"
     ln -sf "libaco.so.$SOMAJOR" "$lib/libaco.so"
-    cat > "$lib/pkgconfig/libaco.pc" <<EOF
-prefix=$PREFIX
-exec_prefix=\${prefix}
-libdir=\${exec_prefix}/lib
-includedir=\${prefix}/include
-
-Name: libaco
-Description: Asymmetric stackful coroutines for C with a hand-written context switch
-Version: $VERSION
-Libs: -L\${libdir} -laco
-Cflags: -I\${includedir}
-EOF
+    aco_pc "$PREFIX" '${prefix}/lib' '${prefix}/include' > "$lib/pkgconfig/libaco.pc"
     install -m 644 "$OUTPUT/libaco_rt.a" "$lib/"
     install -m 755 "$OUTPUT/libaco_rt.so" "$lib/libaco_rt.so.$VERSION"
     install -m 755 "$OUTPUT/libaco_hook.so" "$lib/libaco_hook.so"
     ln -sf "libaco_rt.so.$VERSION" "$lib/libaco_rt.so.$SOMAJOR"
     ln -sf "libaco_rt.so.$SOMAJOR" "$lib/libaco_rt.so"
-    rt_pc "$PREFIX/lib" "$PREFIX/include" "$PREFIX/include" > "$lib/pkgconfig/libaco_rt.pc"
+    # its headers are beside libaco's: libaco.pc's -I serves
+    rt_pc "$PREFIX" '${prefix}/lib' "" > "$lib/pkgconfig/libaco_rt.pc"
     echo "installed libaco and its runtime (libaco_rt) $VERSION under $DESTDIR$PREFIX"
 }
 

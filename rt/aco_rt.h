@@ -55,12 +55,18 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+/* The runtime is built on libaco and versioned with it: aco.h holds the one
+ * version of the project (installed beside this header; in the source tree,
+ * compile with -I<the top directory>). */
+#include "aco.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define ACO_RT_VERSION_MAJOR 0
-#define ACO_RT_VERSION_MINOR 2
+#define ACO_RT_VERSION_MAJOR ACO_VERSION_MAJOR
+#define ACO_RT_VERSION_MINOR ACO_VERSION_MINOR
+#define ACO_RT_VERSION_PATCH ACO_VERSION_PATCH
 
 typedef struct aco_rt_sched aco_rt_sched_t;
 typedef struct aco_rt_co aco_rt_co_t;

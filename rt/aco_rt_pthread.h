@@ -47,6 +47,11 @@
 #include <stdint.h>
 #include <time.h>
 
+/* Strict C99's <time.h> has no struct timespec (POSIX's, C11's): declared
+ * here, the prototypes below take the same type the program's headers
+ * define. */
+struct timespec;
+
 #ifdef __cplusplus
 extern "C" {
 #endif

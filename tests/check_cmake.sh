@@ -1,19 +1,41 @@
 #!/usr/bin/env bash
-# The CMake package (CMakeLists.txt) works the ways the README's users need:
-#  1. a top-level build (static, tests on) builds, passes its ctest suite (the
-#     x86-64 programs in both FP-env variants) and installs headers,
-#     libaco.a, the aco package (lib/cmake/aco) and libaco.pc, nothing else;
-#  2. tests/cmake_consumer builds against that prefix with find_package(aco)
-#     and runs, libaco linked statically, and pkg-config compiles and links
-#     the same main.c;
-#  3. it builds and runs with add_subdirectory (ACO_SHARE_FPU_MXCSR_ENV=ON,
-#     no libaco tests built) and with FetchContent from an archive of this
-#     tree (a file:// URL: no network);
-#  4. a shared build installs libaco.so.<version> with the SONAME link,
-#     exports aco_* and acosw only, has a non-executable stack, and the
-#     consumer (find_package, then pkg-config) links it (NEEDED
-#     libaco.so.1) and runs;
-#  5. ACO_SHARE_FPU_MXCSR_ENV=ON reaches consumers through aco::aco and
+# The CMake package (CMakeLists.txt) and the install commands the docs give
+# work the ways users need:
+#  1. the docs' commands, verbatim: every fenced block that follows a line
+#     `<!-- tested by tests/check_cmake.sh -->` in README.md and docs/*.md,
+#     in order, in one scratch directory holding a copy of this tree named
+#     libaco, with HOME a new empty directory.  An sh block runs in bash -e
+#     there; a program ./app it builds is run (by the block, or else here)
+#     and must print "rt_consumer: ok" (app.c and main.c there are
+#     tests/cmake_consumer/rt_main.c).  A cmake block is the body of a
+#     project after `add_executable(app main.c)`, configured with
+#     `cmake -S . -B build -DCMAKE_PREFIX_PATH="$HOME/.local"` (as
+#     docs/install.md says), built and run; a line ending `# or: X` is
+#     tried again with X in its place.  README.md must have such a block;
+#  2. the top-level build the docs' commands made (static, tests on: or made
+#     here with the same commands if they made none) passes its ctest suite
+#     (the x86-64 programs in both FP-env variants) and installed under
+#     $HOME/.local the headers (core and runtime), libaco.a, libaco_rt.a, the
+#     aco package (lib/cmake/aco) and both pkg-config files, nothing else;
+#     the versions agree: aco.h, aco_rt.h (from the installed headers), the
+#     package's version file and both .pc files; no header under rt/ spells
+#     a version of its own;
+#  3. tests/cmake_consumer builds against that prefix with find_package(aco)
+#     and runs (aco::aco and aco::rt, linked statically, liburing passed
+#     on), and pkg-config compiles and links the same programs (libaco,
+#     libaco_rt, plain and --static);
+#  4. add_subdirectory with ACO_SHARE_FPU_MXCSR_ENV=ON and ACO_RT_URING=OFF
+#     (no libaco tests built, no -Werror; the runtime has epoll only: no
+#     io_uring symbol in it, a scheduler that asks for io_uring fails);
+#     FetchContent from an archive of this tree (a file:// URL: no network)
+#     unless step 1 ran a FetchContent block; ACO_RT_URING=ON fails to
+#     configure where liburing is not found, AUTO goes on with epoll;
+#  5. a shared build installs libaco.so.<version> and libaco_rt.so.<version>
+#     with their SONAME links, exporting aco_*/acosw and aco_rt_* only, with
+#     non-executable stacks, libaco_rt.so needing libaco.so.1 found through
+#     its run path $ORIGIN; the consumer (find_package, then pkg-config)
+#     links them (NEEDED libaco.so.1, libaco_rt.so.1) and runs;
+#  6. ACO_SHARE_FPU_MXCSR_ENV=ON reaches consumers through aco::aco and
 #     libaco.pc (main.c does not compile if it is missing, or present when
 #     libaco was built without it; a build expecting the wrong one fails).
 # Everything is built out of the source tree, in a temporary directory.
@@ -21,7 +43,7 @@
 # used (the counts of tests and the checks are those of a plain build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-unset CFLAGS ASMFLAGS LDFLAGS
+unset CFLAGS ASMFLAGS LDFLAGS PKG_CONFIG_PATH CMAKE_PREFIX_PATH
 top=$(pwd)
 t0=$SECONDS
 
@@ -50,14 +72,19 @@ quiet() {   # quiet <log> <command...>
     local log=$tmp/$1.log; shift
     "$@" > "$log" 2>&1 || { tail -40 "$log"; fail "$* (log above)"; }
 }
+runs_ok() {   # runs_ok <program> <what it must print>: run it, check its line
+    local out
+    out=$("$1" 2>&1) || { echo "$out"; fail "$1 failed"; }
+    grep -q "^$2\$" <<< "$out" || { echo "$out"; fail "$1 did not say '$2'"; }
+    sed 's/^/    /' <<< "$out"
+}
 consumer() {   # consumer <build dir> <cmake -D arguments...>: configure, build, run
     local b=$1; shift
     quiet "$(basename "$b")-configure" cmake -S "$top/tests/cmake_consumer" -B "$b" \
         -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "$@"
     quiet "$(basename "$b")-build" cmake --build "$b" -j "$jobs"
-    "$b/aco_consumer" > "$b/out.txt" || { cat "$b/out.txt"; fail "$b/aco_consumer failed"; }
-    grep -q '^aco_consumer: ok$' "$b/out.txt" || fail "$b/aco_consumer did not say ok"
-    sed 's/^/    /' "$b/out.txt"
+    runs_ok "$b/aco_consumer" 'aco_consumer: ok'
+    if [ -x "$b/aco_rt_consumer" ]; then runs_ok "$b/aco_rt_consumer" 'rt_consumer: ok'; fi
 }
 needed() {   # needed <ELF file>: its NEEDED libraries
     readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'
@@ -66,39 +93,150 @@ installed() {   # installed <prefix> <file>...: every file is there
     local p=$1; shift
     for f in "$@"; do [ -e "$p/$f" ] || fail "$f not installed under $p"; done
 }
+version=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' aco.h)
+rt_main=$top/tests/cmake_consumer/rt_main.c
 
 # ---------------------------------------------------------------------------
-step "1. top-level static build with tests ($CC), ctest -j$jobs, install"
-st=$tmp/static
-quiet lib-static-configure cmake -S "$top" -B "$tmp/build-static" -DCMAKE_INSTALL_PREFIX="$st"
-grep -q '^ACO_BUILD_TESTS:BOOL=ON$' "$tmp/build-static/CMakeCache.txt" ||
+step "1. the docs' commands, verbatim (README.md, docs/*.md)"
+work=$tmp/work home=$tmp/home
+mkdir -p "$work/libaco" "$home"
+# The tree as it is (tracked and new files, not ignored ones).
+tree_files() {
+    (git -C "$top" ls-files -z -c -o --exclude-standard 2>/dev/null ||
+         { cd "$top" && find . -path ./.git -prune -o -path ./output -prune -o -type f -printf '%P\0'; }) |
+        (cd "$top" && while IFS= read -r -d '' f; do if [ -f "$f" ]; then printf '%s\0' "$f"; fi; done)
+}
+tree_files | tar -C "$top" --null -T - -cf - | tar -C "$work/libaco" -xf -
+cp "$rt_main" "$work/app.c"; cp "$rt_main" "$work/main.c"
+# Each block after a marker becomes a file <n>.<language> in $tmp/blocks;
+# a marker followed by anything but blank lines and a fence is an error.
+marker='<!-- tested by tests/check_cmake.sh -->'
+mkdir -p "$tmp/blocks"
+extract() {   # extract <doc> <first number>: prints the number of blocks
+    awk -v m="$marker" -v dir="$tmp/blocks" -v n="$2" -v doc="$1" '
+        inb && /^```[[:space:]]*$/ { inb = 0; close(f); next }
+        inb { print > f; next }
+        $0 == m { if (armed) { bad = NR; exit } armed = 1; next }
+        armed && /^[[:space:]]*$/ { next }
+        armed && /^```[a-z]+[[:space:]]*$/ {
+            lang = $0; sub(/^```/, "", lang); sub(/[[:space:]]*$/, "", lang)
+            f = sprintf("%s/%03d.%s", dir, n++, lang); printf "" > f
+            print doc > (f ".from"); armed = 0; inb = 1; next }
+        armed { bad = NR; exit }
+        END { if (bad || armed || inb) { print "bad " (bad ? bad : NR); exit }
+              print n }' "$1"
+}
+n=0 readme_blocks=0
+for doc in README.md docs/*.md; do
+    [ -f "$doc" ] || continue
+    r=$(extract "$doc" "$n")
+    case "$r" in bad*) fail "$doc:${r#bad }: '$marker' is not followed by a fenced block (\`\`\`sh or \`\`\`cmake)" ;; esac
+    [ "$doc" = README.md ] && readme_blocks=$((r - n))
+    n=$r
+done
+run_app() {   # run_app <log>: ./app said ok, in the log or when run now
+    if [ -f "$1" ] && grep -q '^rt_consumer: ok$' "$1"; then return; fi
+    runs_ok ./app 'rt_consumer: ok' > /dev/null
+}
+ran_fetch=0
+for f in "$tmp"/blocks/*.sh "$tmp"/blocks/*.cmake; do
+    [ -e "$f" ] || continue
+    echo "$f"
+done | sort | while read -r f; do
+    from=$(cat "$f.from") name=$(basename "$f")
+    echo "    $from: $name: $(head -1 "$f")"
+    case "$f" in
+    *.sh)
+        rm -f "$work/app"
+        (cd "$work" && HOME=$home bash -euo pipefail "$f") > "$f.log" 2>&1 ||
+            { tail -30 "$f.log"; fail "$from: the block $name failed (above)"; }
+        if [ -e "$work/app" ]; then (cd "$work" && run_app "$f.log") || fail "$from: $name: ./app"; fi
+        ;;
+    *.cmake)
+        # The block as written, then each `# or:` alternative.
+        alts=("$(cat "$f")")
+        while IFS= read -r line; do
+            alt=$(awk -v l="$line" '$0 == l { x = $0; sub(/^.*# or: */, "", x); print x; next } { print }' "$f")
+            alts+=("$alt")
+        done < <(grep '# or: ' "$f" || true)
+        i=0
+        for body in "${alts[@]}"; do
+            i=$((i + 1))
+            printf '%s\n' "cmake_minimum_required(VERSION 3.16)" "project(app C)" \
+                "add_executable(app main.c)" "$body" > "$work/CMakeLists.txt"
+            b=build-${name%.cmake}-$i
+            (cd "$work" && HOME=$home quiet "$name-$i-configure" cmake -S . -B "$b" \
+                 -DCMAKE_PREFIX_PATH="$home/.local" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF &&
+             quiet "$name-$i-build" cmake --build "$b" -j "$jobs") ||
+                fail "$from: $name ($i): the project does not build"
+            runs_ok "$work/$b/app" 'rt_consumer: ok' > /dev/null
+            [ $i = 1 ] || echo "      and with: $(grep -v -x -F -f "$f" <<< "$body" | head -1)"
+        done
+        rm -f "$work/CMakeLists.txt"
+        ;;
+    esac
+done
+echo "    ran $n blocks ($readme_blocks from README.md)"
+grep -l FetchContent_MakeAvailable "$tmp"/blocks/*.cmake > /dev/null 2>&1 && ran_fetch=1
+
+# ---------------------------------------------------------------------------
+step "2. the top-level build (static, tests on, $CC): ctest -j$jobs, the install, versions"
+st=$home/.local
+if [ ! -f "$work/libaco/build/CMakeCache.txt" ]; then
+    echo "    (no block built libaco/build: the README's commands, here)"
+    (cd "$work" && HOME=$home quiet lib-static-configure cmake -S libaco -B libaco/build &&
+     quiet lib-static-build cmake --build libaco/build -j "$jobs" &&
+     HOME=$home quiet lib-static-install cmake --install libaco/build --prefix "$st")
+fi
+bs=$work/libaco/build
+grep -q '^ACO_BUILD_TESTS:BOOL=ON$' "$bs/CMakeCache.txt" ||
     fail "ACO_BUILD_TESTS is not ON by default in a top-level build"
-quiet lib-static-build cmake --build "$tmp/build-static" -j "$jobs"
 # Every program twice: the top-level ones and tests/tests.list's (less the
 # ASan-only one).
 nprog=$(( 10 + $(grep -v '^[[:space:]]*\(#\|$\)' tests/tests.list | grep -vc '^[[:space:]]*test_asan_overflow\b' || true) ))
-ntests=$(cd "$tmp/build-static" && ctest -N | sed -n 's/^Total Tests: //p')
+ntests=$(cd "$bs" && ctest -N | sed -n 's/^Total Tests: //p')
 [ "$ntests" = $((2 * nprog)) ] || fail "ctest has $ntests tests, expected $((2 * nprog))"
-if ! (cd "$tmp/build-static" && ctest --output-on-failure -j "$jobs") > "$tmp/ctest.log" 2>&1; then
+if ! (cd "$bs" && ctest --output-on-failure -j "$jobs") > "$tmp/ctest.log" 2>&1; then
     cat "$tmp/ctest.log"; fail "ctest failed"
 fi
 grep -E 'tests passed|Total Test time' "$tmp/ctest.log" | sed 's/^/    /'
-quiet lib-static-install cmake --install "$tmp/build-static"
-installed "$st" include/aco.h include/aco_assert_override.h lib/libaco.a \
+installed "$st" include/aco.h include/aco_assert_override.h include/aco_rt.h \
+    include/aco_rt_pthread.h include/aco_rt_pthread_names.h lib/libaco.a lib/libaco_rt.a \
     lib/cmake/aco/acoConfig.cmake lib/cmake/aco/acoConfigVersion.cmake \
-    lib/cmake/aco/acoTargets.cmake lib/pkgconfig/libaco.pc
-extra=$(cd "$st" && find . \( -type f -o -type l \) | grep -v -e '^\./include/aco\(_assert_override\)\{0,1\}\.h$' \
-    -e '^\./lib/libaco\.a$' -e '^\./lib/cmake/aco/aco[A-Za-z-]*\.cmake$' -e '^\./lib/pkgconfig/libaco\.pc$' || true)
+    lib/cmake/aco/acoTargets.cmake lib/cmake/aco/acoLiburing.cmake \
+    lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc
+extra=$(cd "$st" && find . \( -type f -o -type l \) | grep -v \
+    -e '^\./include/aco\(_assert_override\|_rt\|_rt_pthread\|_rt_pthread_names\)\{0,1\}\.h$' \
+    -e '^\./lib/libaco\(_rt\)\{0,1\}\.a$' -e '^\./lib/cmake/aco/aco[A-Za-z-]*\.cmake$' \
+    -e '^\./lib/pkgconfig/libaco\(_rt\)\{0,1\}\.pc$' || true)
 [ -z "$extra" ] || fail "unexpected files installed: $extra"
-grep -q "^prefix=$st\$" "$st/lib/pkgconfig/libaco.pc" || fail "libaco.pc: prefix is not $st"
+for pc in libaco libaco_rt; do
+    grep -q "^prefix=$st\$" "$st/lib/pkgconfig/$pc.pc" || fail "$pc.pc: prefix is not $st"
+done
+# One version: aco.h's, in aco_rt.h as the compiler sees it, the package and
+# the pkg-config files; and none spelled out under rt/.
+rtv=$(printf '#include "aco_rt.h"\nv ACO_RT_VERSION_MAJOR.ACO_RT_VERSION_MINOR.ACO_RT_VERSION_PATCH\n' |
+      "$CC" -E -P -I"$st/include" -x c - | sed -n 's/^v \([0-9]*\) *\. *\([0-9]*\) *\. *\([0-9]*\)$/\1.\2.\3/p')
+pkgv=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$st/lib/cmake/aco/acoConfigVersion.cmake")
+pcv=$(PKG_CONFIG_PATH=$st/lib/pkgconfig pkg-config --modversion libaco)
+pcrtv=$(PKG_CONFIG_PATH=$st/lib/pkgconfig pkg-config --modversion libaco_rt)
+echo "    versions: aco.h $version, aco_rt.h $rtv, package $pkgv, libaco.pc $pcv, libaco_rt.pc $pcrtv"
+for v in "$rtv" "$pkgv" "$pcv" "$pcrtv"; do
+    [ "$v" = "$version" ] || fail "the versions disagree (aco.h says $version)"
+done
+if grep -n 'define[[:space:]]\+ACO_RT_VERSION_[A-Z]*[[:space:]]\+[0-9]' rt/*.h; then
+    fail "a header under rt/ spells a version of its own: the version is aco.h's"
+fi
 
 # ---------------------------------------------------------------------------
-step "2. consumer: find_package(aco) of the static install; pkg-config"
+step "3. consumer: find_package(aco) of the static install; pkg-config"
 consumer "$tmp/c-find-static" -DACO_CONSUME=find_package -DCMAKE_PREFIX_PATH="$st" \
     -DACO_EXPECT_SHARE_FPU=OFF
 grep -q "found aco 1\.[0-9.]* in $st/lib/cmake/aco" "$tmp/c-find-static-configure.log" ||
     fail "find_package did not find the package under $st"
-needed "$tmp/c-find-static/aco_consumer" | grep -q libaco && fail "static consumer needs a libaco.so"
+for p in aco_consumer aco_rt_consumer; do
+    needed "$tmp/c-find-static/$p" | grep -q libaco && fail "static consumer $p needs a libaco.so"
+done
 export PKG_CONFIG_PATH=$st/lib/pkgconfig
 flags=$(pkg-config --cflags --libs libaco)
 echo "    pkg-config --cflags --libs libaco: $flags"
@@ -111,57 +249,95 @@ case " $flags " in *" -D"*) fail "libaco.pc has macros that libaco was built wit
 "$CC" tests/cmake_consumer/main.c $(pkg-config --static --cflags --libs libaco) -o "$tmp/pc-static2" ||
     fail "pkg-config --static build"
 "$tmp/pc-static2" > /dev/null || fail "pkg-config --static build does not run"
+rtflags=$(pkg-config --cflags --libs libaco_rt)
+echo "    pkg-config --cflags --libs libaco_rt: $rtflags"
+[ "$(grep -o -- "-I$st/include" <<< "$rtflags" | wc -l)" = 1 ] || fail "libaco_rt: -I$st/include not once"
+for opt in "" --static; do
+    # shellcheck disable=SC2046
+    "$CC" -Wall -Wextra -Werror "$rt_main" $(pkg-config $opt --cflags --libs libaco_rt) \
+        -o "$tmp/pc-rt" || fail "pkg-config $opt libaco_rt build against the static install"
+    runs_ok "$tmp/pc-rt" 'rt_consumer: ok' > /dev/null
+done
 unset PKG_CONFIG_PATH
 
 # ---------------------------------------------------------------------------
-step "3. consumer: add_subdirectory (ACO_SHARE_FPU_MXCSR_ENV=ON), FetchContent"
+step "4. consumer: add_subdirectory (FPU env shared, epoll only), FetchContent; ACO_RT_URING"
 consumer "$tmp/c-subdir" -DACO_CONSUME=add_subdirectory -DACO_SOURCE_DIR="$top" \
-    -DACO_SHARE_FPU_MXCSR_ENV=ON -DACO_EXPECT_SHARE_FPU=ON
+    -DACO_SHARE_FPU_MXCSR_ENV=ON -DACO_EXPECT_SHARE_FPU=ON -DACO_RT_URING=OFF -DACO_EXPECT_EPOLL_ONLY=ON
 grep -q '^ACO_BUILD_TESTS:BOOL=OFF$' "$tmp/c-subdir/CMakeCache.txt" ||
     fail "add_subdirectory: ACO_BUILD_TESTS is not OFF by default"
 if find "$tmp/c-subdir" -name 'test_aco_*' | grep -q .; then
     fail "add_subdirectory built libaco's tests"
 fi
-flags_make=$tmp/c-subdir/aco/CMakeFiles/aco.dir/flags.make
-grep -q -- '-Wextra' "$flags_make" || fail "add_subdirectory: no libaco flags in $flags_make"
-grep -q -- '-Werror' "$flags_make" &&
-    fail "add_subdirectory: libaco compiled with -Werror in someone else's build"
-# An archive of this tree as it is (tracked and new files, not ignored ones).
-(git -C "$top" ls-files -z -c -o --exclude-standard 2>/dev/null ||
-     { cd "$top" && find . -path ./.git -prune -o -path ./output -prune -o -type f -printf '%P\0'; }) |
-    (cd "$top" && while IFS= read -r -d '' f; do if [ -f "$f" ]; then printf '%s\0' "$f"; fi; done) |
-    tar -C "$top" --null -T - --transform 's|^|libaco/|' -czf "$tmp/libaco-src.tar.gz"
-consumer "$tmp/c-fetch" -DACO_CONSUME=fetchcontent -DACO_URL="file://$tmp/libaco-src.tar.gz" \
-    -DACO_EXPECT_SHARE_FPU=OFF
-[ -f "$tmp/c-fetch/_deps/aco-src/aco.h" ] || fail "FetchContent did not extract the archive"
+for t in aco aco_rt; do
+    flags_make=$tmp/c-subdir/aco/CMakeFiles/$t.dir/flags.make
+    grep -q -- '-Wextra' "$flags_make" || fail "add_subdirectory: no libaco flags in $flags_make"
+    grep -q -- '-Werror' "$flags_make" &&
+        fail "add_subdirectory: $t compiled with -Werror in someone else's build"
+done
+grep -q -- '-DACO_RT_HAVE_URING' "$tmp/c-subdir/aco/CMakeFiles/aco_rt.dir/flags.make" &&
+    fail "ACO_RT_URING=OFF: the runtime was compiled with ACO_RT_HAVE_URING"
+nm -u "$tmp/c-subdir/aco/libaco_rt.a" | grep -q io_uring && fail "ACO_RT_URING=OFF: libaco_rt.a calls io_uring_*"
+if [ $ran_fetch = 0 ]; then
+    tree_files | tar -C "$top" --null -T - --transform 's|^|libaco/|' -czf "$tmp/libaco-src.tar.gz"
+    consumer "$tmp/c-fetch" -DACO_CONSUME=fetchcontent -DACO_URL="file://$tmp/libaco-src.tar.gz" \
+        -DACO_EXPECT_SHARE_FPU=OFF
+    [ -f "$tmp/c-fetch/_deps/aco-src/aco.h" ] || fail "FetchContent did not extract the archive"
+else
+    echo "    FetchContent: step 1 built a docs' FetchContent block"
+fi
+# liburing hidden from the search: ON fails, AUTO goes on with epoll.
+nouring=-DCMAKE_IGNORE_PATH="/usr/include;/usr/local/include;/usr/lib/x86_64-linux-gnu;/usr/lib;/usr/local/lib"
+if cmake -S "$top" -B "$tmp/uring-on" -DACO_BUILD_TESTS=OFF -DACO_RT_URING=ON "$nouring" \
+        > "$tmp/uring-on.log" 2>&1; then
+    fail "ACO_RT_URING=ON configured without liburing"
+fi
+grep -q 'ACO_RT_URING=ON, but liburing' "$tmp/uring-on.log" ||
+    { tail -20 "$tmp/uring-on.log"; fail "ACO_RT_URING=ON failed for another reason"; }
+quiet uring-auto cmake -S "$top" -B "$tmp/uring-auto" -DACO_BUILD_TESTS=OFF "$nouring"
+grep -q 'epoll backend only' "$tmp/uring-auto.log" || fail "ACO_RT_URING=AUTO without liburing: no epoll-only note"
+echo "    ACO_RT_URING=ON without liburing: configure fails; AUTO: epoll only"
 
 # ---------------------------------------------------------------------------
-step "4. shared build (ACO_BUILD_SHARED=ON, ACO_SHARE_FPU_MXCSR_ENV=ON), install, consumers"
+step "5. shared build (ACO_BUILD_SHARED=ON, ACO_SHARE_FPU_MXCSR_ENV=ON), install, consumers"
 sh=$tmp/shared
 quiet lib-shared-configure cmake -S "$top" -B "$tmp/build-shared" -DCMAKE_INSTALL_PREFIX="$sh" \
     -DACO_BUILD_SHARED=ON -DACO_SHARE_FPU_MXCSR_ENV=ON -DACO_BUILD_TESTS=OFF
 quiet lib-shared-build cmake --build "$tmp/build-shared" -j "$jobs"
 quiet lib-shared-install cmake --install "$tmp/build-shared"
-version=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' aco.h)
-installed "$sh" "lib/libaco.so.$version" lib/libaco.so.1 lib/libaco.so lib/pkgconfig/libaco.pc \
-    lib/cmake/aco/acoConfig.cmake
-[ "$(readlink "$sh/lib/libaco.so.1")" = "libaco.so.$version" ] || fail "libaco.so.1 link"
-[ "$(readlink "$sh/lib/libaco.so")" = libaco.so.1 ] || fail "libaco.so link"
-[ ! -e "$sh/lib/libaco.a" ] || fail "the shared build installed libaco.a"
+installed "$sh" lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc lib/cmake/aco/acoConfig.cmake
+for l in libaco libaco_rt; do
+    installed "$sh" "lib/$l.so.$version" "lib/$l.so.1" "lib/$l.so"
+    [ "$(readlink "$sh/lib/$l.so.1")" = "$l.so.$version" ] || fail "$l.so.1 link"
+    [ "$(readlink "$sh/lib/$l.so")" = "$l.so.1" ] || fail "$l.so link"
+    [ ! -e "$sh/lib/$l.a" ] || fail "the shared build installed $l.a"
+    [ "$(readelf -lW "$sh/lib/$l.so" | awk '/GNU_STACK/ {print $(NF-1)}')" = RW ] ||
+        fail "$l.so: executable stack"
+done
 so=$sh/lib/libaco.so.$version
 readelf -dW "$so" | grep -q 'SONAME.*\[libaco\.so\.1\]' || fail "SONAME is not libaco.so.1"
-[ "$(readelf -lW "$so" | awk '/GNU_STACK/ {print $(NF-1)}')" = RW ] || fail "libaco.so: executable stack"
 exports=$(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 echo "$exports" | grep -q '^acosw$' || fail "libaco.so does not export acosw"
 echo "$exports" | grep -q '^aco_resume$' || fail "libaco.so does not export aco_resume"
 bad=$(echo "$exports" | grep -v -e '^aco_' -e '^acosw$' || true)
 [ -z "$bad" ] || fail "libaco.so exports more than aco_* and acosw: $bad"
 echo "    libaco.so.$version: SONAME libaco.so.1, $(echo "$exports" | wc -l) symbols exported, all aco_*/acosw"
+rtso=$sh/lib/libaco_rt.so.$version
+readelf -dW "$rtso" | grep -q 'SONAME.*\[libaco_rt\.so\.1\]' || fail "SONAME is not libaco_rt.so.1"
+readelf -dW "$rtso" | grep -q '(RUNPATH).*\[\$ORIGIN\]' || fail "libaco_rt.so: run path is not \$ORIGIN"
+needed "$rtso" | grep -qx 'libaco.so.1' || fail "libaco_rt.so does not need libaco.so.1"
+exports=$(nm -D --defined-only "$rtso" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+echo "$exports" | grep -q '^aco_rt_sched_new$' || fail "libaco_rt.so does not export aco_rt_sched_new"
+bad=$(echo "$exports" | grep -v -e '^aco_rt_' || true)
+[ -z "$bad" ] || fail "libaco_rt.so exports more than aco_rt_*: $bad"
+echo "    libaco_rt.so.$version: SONAME libaco_rt.so.1, run path \$ORIGIN, $(echo "$exports" | wc -l) symbols exported, all aco_rt_*"
 
 consumer "$tmp/c-find-shared" -DACO_CONSUME=find_package -DCMAKE_PREFIX_PATH="$sh" \
     -DACO_EXPECT_SHARE_FPU=ON
 needed "$tmp/c-find-shared/aco_consumer" | grep -qx 'libaco.so.1' ||
     fail "the find_package consumer of the shared install does not need libaco.so.1"
+needed "$tmp/c-find-shared/aco_rt_consumer" | grep -qx 'libaco_rt.so.1' ||
+    fail "the find_package consumer of the shared install does not need libaco_rt.so.1"
 # The macro's check has teeth: expecting the wrong one fails the build.
 if cmake -S "$top/tests/cmake_consumer" -B "$tmp/c-wrong" -DCMAKE_PREFIX_PATH="$sh" \
          -DACO_EXPECT_SHARE_FPU=OFF > "$tmp/c-wrong.log" 2>&1 &&
@@ -181,6 +357,19 @@ case " $flags " in *" -DACO_CONFIG_SHARE_FPU_MXCSR_ENV "*) ;; *) fail "libaco.pc
 needed "$tmp/pc-shared" | grep -qx 'libaco.so.1' || fail "the pkg-config build does not need libaco.so.1"
 out=$(LD_LIBRARY_PATH=$sh/lib "$tmp/pc-shared") || fail "pkg-config build (shared) does not run"
 echo "$out" | grep -q 'FP control state shared' || fail "pkg-config build: the macro did not arrive"
+# The runtime with a run path to the prefix alone: libaco_rt.so finds
+# libaco.so beside it.
+# shellcheck disable=SC2046
+"$CC" -Wall -Wextra -Werror "$rt_main" $(pkg-config --cflags --libs libaco_rt) -Wl,-rpath,"$sh/lib" \
+    -o "$tmp/pc-rt-shared" || fail "pkg-config libaco_rt build against the shared install"
+needed "$tmp/pc-rt-shared" | grep -qx 'libaco_rt.so.1' || fail "the pkg-config build does not need libaco_rt.so.1"
+runs_ok "$tmp/pc-rt-shared" 'rt_consumer: ok' > /dev/null
 unset PKG_CONFIG_PATH
+
+# ---------------------------------------------------------------------------
+# Last, so that everything else has run: the README must have its commands
+# under the marker (step 1 ran them).
+[ "$readme_blocks" -gt 0 ] ||
+    fail "README.md has no fenced block after a line '$marker': its install and CMake lines are not tested"
 
 echo "cmake ok ($CC, $((SECONDS - t0)) s)"

@@ -2,6 +2,10 @@
 # aco.h and aco_assert_override.h compile as C99, C11 and C++ (extern "C"),
 # warning-free with gcc and clang, and libaco 1.2 style code builds unchanged;
 # the additions (aco_reset, aco_reset2, aco_new) work from C++ too.
+# The runtime's public headers (rt/aco_rt.h, aco_rt_pthread.h,
+# aco_rt_pthread_names.h) each compile alone and twice over (their guards)
+# as C99, C11, GNU C11 (-Wpedantic) and C++11, with gcc and clang, and
+# aco_rt.h's ACO_RT_VERSION_* are aco.h's ACO_VERSION_*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -42,4 +46,29 @@ for cxx in g++ clang++; do
     $cxx -std=c++11 -Wall -Wextra -Werror -I. "$tmp/cxx.cc" "$tmp/aco.o" "$tmp/sw.o" -o "$tmp/cxx"
     "$tmp/cxx"
 done
+# The runtime's headers, as a program includes them: -I. for aco.h (which
+# aco_rt.h includes; an install puts both in one directory), -Irt.
+for h in aco_rt.h aco_rt_pthread.h aco_rt_pthread_names.h; do
+    printf '#include "%s"\n#include "%s"\nint main(void) { return 0; }\n' "$h" "$h" > "$tmp/h.c"
+    cp "$tmp/h.c" "$tmp/h.cc"
+    for cc in gcc clang; do
+        for std in c99 c11 gnu11; do
+            $cc -std=$std -Wall -Wextra -Wpedantic -Werror -I. -Irt -c "$tmp/h.c" -o "$tmp/h.o" ||
+                { echo "FAIL: rt/$h alone, $cc -std=$std"; exit 1; }
+        done
+    done
+    for cxx in g++ clang++; do
+        $cxx -std=c++11 -Wall -Wextra -Werror -I. -Irt -c "$tmp/h.cc" -o "$tmp/h.o" ||
+            { echo "FAIL: rt/$h alone, $cxx -std=c++11"; exit 1; }
+    done
+done
+cat > "$tmp/v.c" <<'VERSION'
+#include "aco_rt.h"
+#if !defined(ACO_RT_VERSION_PATCH) || ACO_RT_VERSION_MAJOR != ACO_VERSION_MAJOR || \
+    ACO_RT_VERSION_MINOR != ACO_VERSION_MINOR || ACO_RT_VERSION_PATCH != ACO_VERSION_PATCH
+#error "aco_rt.h's version is not aco.h's"
+#endif
+int main(void) { return 0; }
+VERSION
+gcc -Wall -Wextra -Werror -I. -Irt -c "$tmp/v.c" -o "$tmp/v.o" || { echo "FAIL: the versions"; exit 1; }
 echo "headers ok"

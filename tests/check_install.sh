@@ -1,58 +1,94 @@
 #!/usr/bin/env bash
-# `make.sh install` lays out headers, libaco.a, libaco.so (SONAME symlinks)
-# and libaco.pc; a program builds with pkg-config against it and runs, linked
-# dynamically and statically.  The same for the runtime (aco_rt.h,
-# libaco_rt.*, libaco_rt.pc) with the README's echo server, which must echo,
-# and docs/threads.md's pool example, which must print its sum.
+# `make.sh install` lays out the headers (core and runtime), libaco.a,
+# libaco.so, libaco_rt.a, libaco_rt.so (SONAME symlinks), libaco_hook.so and
+# both pkg-config files under $DESTDIR$PREFIX:
+#  - libaco.pc and libaco_rt.pc carry aco.h's version; libaco_rt.pc requires
+#    libaco of that version, and `pkg-config --cflags --libs libaco_rt` names
+#    the include directory once and -laco_rt before -laco; --static adds
+#    pthread (and liburing where the runtime has io_uring);
+#  - a core program (test_aco_synopsis.c) builds with pkg-config and runs,
+#    linked dynamically (against libaco.so.1) and statically;
+#  - a runtime program (tests/cmake_consumer/rt_main.c: a channel, a pipe
+#    through the I/O backend, a libaco co) builds with pkg-config libaco_rt
+#    and runs: dynamically (NEEDED libaco_rt.so.1), with --static and -static
+#    (no libaco library needed at run time), and against the build tree's
+#    output/libaco_rt.pc;
+#  - the installed libaco_rt.so finds libaco.so beside it ($ORIGIN).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+unset PKG_CONFIG_PATH
+command -v pkg-config > /dev/null || { echo "FAIL: pkg-config not found: install the Debian package pkg-config"; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+t0=$SECONDS
+version=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' aco.h)
+rt_main=tests/cmake_consumer/rt_main.c
+runs_ok() {   # runs_ok <what it must print> <command...>
+    local want=$1 out; shift
+    out=$("$@" 2>&1) || { echo "$out"; fail "$* failed"; }
+    grep -q "^$want\$" <<< "$out" || { echo "$out"; fail "$* did not say '$want'"; }
+}
+needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'; }
+
 DESTDIR="$tmp/root" PREFIX=/usr/local OUTPUT="$tmp/out" bash make.sh install
 root="$tmp/root/usr/local"
-for f in include/aco.h include/aco_assert_override.h lib/libaco.a lib/libaco.so \
-         lib/libaco.so.1 lib/pkgconfig/libaco.pc; do
-    [ -e "$root/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
+for f in include/aco.h include/aco_assert_override.h include/aco_rt.h include/aco_rt_pthread.h \
+         include/aco_rt_pthread_names.h lib/libaco.a lib/libaco.so lib/libaco.so.1 \
+         lib/libaco_rt.a lib/libaco_rt.so lib/libaco_rt.so.1 lib/libaco_hook.so \
+         lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc; do
+    [ -e "$root/$f" ] || fail "$f not installed"
 done
-readlink "$root/lib/libaco.so.1" | grep -q '^libaco\.so\.1\.' || { echo "FAIL: libaco.so.1 link"; exit 1; }
+for l in libaco libaco_rt; do
+    [ "$(readlink "$root/lib/$l.so.1")" = "$l.so.$version" ] || fail "$l.so.1 link"
+done
+
 export PKG_CONFIG_SYSROOT_DIR="$tmp/root" PKG_CONFIG_PATH="$root/lib/pkgconfig"
-command -v pkg-config >/dev/null || { echo "pkg-config not found: install the Debian package pkg-config"; exit 1; }
+for pc in libaco libaco_rt; do
+    v=$(pkg-config --modversion $pc)
+    [ "$v" = "$version" ] || fail "$pc.pc says $v, aco.h $version"
+done
+grep -qx "Requires: libaco = $version" "$root/lib/pkgconfig/libaco_rt.pc" ||
+    fail "libaco_rt.pc does not require libaco $version"
 flags=$(pkg-config --cflags --libs libaco)
-echo "pkg-config: $flags"
+rtflags=$(pkg-config --cflags --libs libaco_rt)
+rtstatic=$(pkg-config --static --libs libaco_rt)
+echo "pkg-config libaco: $flags"
+echo "pkg-config libaco_rt: $rtflags"
+echo "pkg-config --static libaco_rt: $rtstatic"
+[ "$(grep -o -- "-I[^ ]*" <<< "$rtflags" | wc -l)" = 1 ] || fail "libaco_rt: not one -I"
+grep -q -- '-laco_rt .*-laco\b' <<< "$rtflags" || fail "libaco_rt: no -laco_rt before -laco"
+grep -q -- '-lpthread' <<< "$rtstatic" || fail "--static libaco_rt: no -lpthread"
+if printf '#include <liburing.h>\nint main(void){return 0;}\n' | gcc -x c - -luring -o /dev/null 2>/dev/null; then
+    grep -q -- '-luring' <<< "$rtstatic" || fail "--static libaco_rt: no -luring"
+fi
+
+# The core.
+# shellcheck disable=SC2086
 gcc -Wall -Wextra -Werror test_aco_synopsis.c $flags -o "$tmp/dyn"
 LD_LIBRARY_PATH="$root/lib" "$tmp/dyn" > /dev/null
 ldd_out=$(LD_LIBRARY_PATH="$root/lib" ldd "$tmp/dyn")
-echo "$ldd_out" | grep -q 'libaco.so.1 =>' || { echo "FAIL: not linked against libaco.so.1"; echo "$ldd_out"; exit 1; }
+grep -q 'libaco.so.1 =>' <<< "$ldd_out" || { echo "$ldd_out"; fail "not linked against libaco.so.1"; }
 gcc -Wall -Wextra -Werror test_aco_synopsis.c -I"$root/include" "$root/lib/libaco.a" -o "$tmp/static"
 "$tmp/static" > /dev/null
 
-# The runtime, with the README's example program.
-for f in include/aco_rt.h lib/libaco_rt.a lib/libaco_rt.so lib/libaco_rt.so.1 lib/pkgconfig/libaco_rt.pc; do
-    [ -e "$root/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
-done
-# The echo server is the C block after the README's `<!-- check_docs: server -->`
-# line; it takes its port as its argument.
-awk '/^<!-- check_docs: server -->$/{m=1;next} m&&/^```c$/{f=1;next} f&&/^```$/{exit} f' README.md > "$tmp/echo.c"
-grep -q aco_rt_sched_new "$tmp/echo.c" || { echo "FAIL: no echo server in the README"; exit 1; }
-rtflags=$(pkg-config --cflags --libs libaco_rt)
-echo "pkg-config: $rtflags"
-gcc -Wall -Wextra -Werror "$tmp/echo.c" $rtflags -o "$tmp/echo_dyn"
-gcc -Wall -Wextra -Werror "$tmp/echo.c" -I"$root/include" "$root/lib/libaco_rt.a" "$root/lib/libaco.a" \
-    $(pkg-config --static --libs-only-l libaco_rt | sed 's/-laco_rt//; s/-laco//') -o "$tmp/echo_static"
-for prog in echo_dyn echo_static; do
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    LD_LIBRARY_PATH="$root/lib" "$tmp/$prog" "$port" & pid=$!
-    got=""
-    for _ in $(seq 50); do
-        got=$(echo "hello $prog" | timeout 5 nc -N 127.0.0.1 "$port" 2>/dev/null) && [ -n "$got" ] && break
-        sleep 0.1
-    done
-    kill $pid 2>/dev/null; wait $pid 2>/dev/null || true
-    [ "$got" = "hello $prog" ] || { echo "FAIL: $prog echoed '$got'"; exit 1; }
-done
-# The pool example of docs/threads.md: it prints and checks its sum.
-awk '/^```c$/{f=1;next}/^```$/{f=0}f' docs/threads.md > "$tmp/pool.c"
-grep -q aco_rt_pool_new "$tmp/pool.c" || { echo "FAIL: no example in docs/threads.md"; exit 1; }
-gcc -Wall -Wextra -Werror "$tmp/pool.c" $rtflags -o "$tmp/pool_dyn"
-got=$(LD_LIBRARY_PATH="$root/lib" timeout 60 "$tmp/pool_dyn") || { echo "FAIL: the pool example failed ($got)"; exit 1; }
-[ "$got" = 333833500 ] || { echo "FAIL: the pool example printed '$got'"; exit 1; }
-echo "install ok"
+# The runtime: dynamic, its run path naming the prefix's lib alone.
+# shellcheck disable=SC2086
+gcc -Wall -Wextra -Werror "$rt_main" $rtflags -Wl,-rpath,"$root/lib" -o "$tmp/rt_dyn"
+needed "$tmp/rt_dyn" | grep -qx libaco_rt.so.1 || fail "rt_dyn does not need libaco_rt.so.1"
+runs_ok 'rt_consumer: ok' "$tmp/rt_dyn"
+# libaco_rt.so finds libaco.so beside it, wherever the prefix is.
+readelf -dW "$root/lib/libaco_rt.so" | grep -q '(RUNPATH).*\[\$ORIGIN\]' || fail "libaco_rt.so: run path is not \$ORIGIN"
+# Static: nothing of libaco's looked for at run time.
+# shellcheck disable=SC2046
+gcc -Wall -Wextra -Werror "$rt_main" $(pkg-config --static --cflags --libs libaco_rt) -static -o "$tmp/rt_static"
+needed "$tmp/rt_static" | grep -q libaco && fail "rt_static needs a libaco library"
+runs_ok 'rt_consumer: ok' "$tmp/rt_static"
+
+# The build tree's pkg-config files (output/, here $tmp/out).
+unset PKG_CONFIG_SYSROOT_DIR
+export PKG_CONFIG_PATH=$tmp/out
+[ -f "$tmp/out/libaco.pc" ] && [ -f "$tmp/out/libaco_rt.pc" ] || fail "no libaco.pc and libaco_rt.pc in the build tree"
+# shellcheck disable=SC2046
+gcc -Wall -Wextra -Werror "$rt_main" $(pkg-config --cflags --libs libaco_rt) -Wl,-rpath,"$tmp/out" -o "$tmp/rt_tree"
+runs_ok 'rt_consumer: ok' "$tmp/rt_tree"
+echo "install ok ($((SECONDS - t0)) s)"

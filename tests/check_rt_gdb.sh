@@ -39,7 +39,7 @@ int main(void) {
 EOF
 fails=0
 for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do
-    gcc -O0 -g -Irt "$tmp/p.c" "$OUT/libaco_rt.a" "$OUT/libaco.a" $(grep -q ACO_RT_HAVE_URING "$OUT/obj/rt/flags" && echo -luring) \
+    gcc -O0 -g -I. -Irt "$tmp/p.c" "$OUT/libaco_rt.a" "$OUT/libaco.a" $(grep -q ACO_RT_HAVE_URING "$OUT/obj/rt/flags" && echo -luring) \
         -lpthread -o "$tmp/p" || { echo "check_rt_gdb: build failed"; exit 1; }
     ACO_RT_BACKEND=$be timeout 60 gdb -q -batch -nx -ex 'break stop_here' -ex run -ex finish \
         -ex 'call aco_rt_dump(0, 1)' -ex 'print st.cos_parked' -ex 'print st.cos_ready' \
