@@ -7,7 +7,8 @@
  *   keys.c      co-local keys, aco_rt_exit
  *   pthread.c   the pthread-like face (aco_rt_pthread.h) over the above
  *   chan.c      channels and select
- *   io.c        the I/O calls, the share-stack check, the descriptor table
+ *   io.c        the I/O calls, the share-stack check, closes across threads
+ *   fd.c        the descriptor table (under io.c and the backends)
  *   io_epoll.c  epoll backend: readiness
  *   rt_sys.h    the system calls on descriptors, past any hooks
  *   io_uring.c  io_uring backend: operations, and readiness for buffers
@@ -317,7 +318,7 @@ typedef struct rt_backend {
 extern const rt_backend_t rt_backend_epoll;
 extern const rt_backend_t rt_backend_uring;     /* name NULL: not built */
 
-/* Descriptor table entry (io.c; epoll uses the queues).  What it says of
+/* Descriptor table entry (fd.c; epoll uses the queues).  What it says of
  * the file under the number is a hint, never trusted where a stale one
  * would block the thread or lose a readiness: the number may have been
  * closed and reused behind the runtime's back (close(2), dup2, another
@@ -403,7 +404,7 @@ struct aco_rt_sched {
     aco_rt_stats_t      st;
     rt_wheel_t          wheel;
     rt_fd_t**           fdc;            /* descriptor table: RT_FD_CHUNKS
-                                           chunk pointers (io.c; atomic:
+                                           chunk pointers (fd.c; atomic:
                                            other threads' closes read it) */
     struct aco_rt_sched* reg_next;      /* every scheduler of the process */
     struct aco_rt_sched* reg_prev;      /* (rt_sched_reg, under its lock) */
@@ -626,9 +627,10 @@ void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c);
 /* sched.c: wake s's thread if it sleeps (after something was sent). */
 void rt_notify(aco_rt_sched_t* s);
 
-/* io.c.  The table is chunks that never move (waiters point into them),
- * under a top array of fixed size that never moves either (other threads
- * read it): descriptors below RT_FD_CHUNK * RT_FD_CHUNKS. */
+/* The descriptor table (fd.c): chunks that never move (waiters point into
+ * them), under a top array of fixed size that never moves either (other
+ * threads read it): descriptors below RT_FD_CHUNK * RT_FD_CHUNKS.  The I/O
+ * calls (io.c) and the backends use it; it uses neither. */
 #define RT_FD_CHUNK 256
 #define RT_FD_CHUNKS 65536
 rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd);   /* NULL: ENOMEM (or fd too big) */
@@ -639,12 +641,23 @@ static inline rt_fd_t* rt_fd_peek(aco_rt_sched_t* s, int fd) {
     rt_fd_t* c = top[fd / RT_FD_CHUNK];
     return c ? &c[fd % RT_FD_CHUNK] : NULL;
 }
-/* fd was closed elsewhere while cos here waited on it (RT_MSG_CLOSE). */
+/* The same, of another thread's scheduler s, read from here. */
+static inline rt_fd_t* rt_fd_peek_remote(aco_rt_sched_t* s, int fd) {
+    rt_fd_t** top = __atomic_load_n(&s->fdc, __ATOMIC_ACQUIRE);
+    if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    rt_fd_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    return c ? &c[fd % RT_FD_CHUNK] : NULL;
+}
+/* Forget what entry e says of the file under its number (a new file). */
+void     rt_fd_forget(rt_fd_t* e);
+void     rt_fd_free_all(aco_rt_sched_t* s);
+
+/* io.c: fd was closed elsewhere while cos here waited on it (a close
+ * message: rt_sched_close). */
 void     rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen);
-/* Every scheduler of the process, for closes from other threads. */
+/* io.c: every scheduler of the process, for closes from other threads. */
 void     rt_sched_reg(aco_rt_sched_t* s, int add);
 int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n);
-void     rt_fd_free_all(aco_rt_sched_t* s);
 
 /* io_uring operations (io_uring.c): the result, or -errno. */
 enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,
