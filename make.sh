@@ -286,7 +286,7 @@ if [ $no_uring = 0 ]; then
     fi
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
-rt_lib_srcs() { echo sched timer sync chan io fd io_epoll io_uring pool keys pthread; }
+rt_lib_srcs() { echo sched co steal timer sync chan io fd io_epoll io_uring pool keys pthread; }
 # The runtime's tests (rt/tests/) and the programs' (apps/tests/): both
 # built against the runtime as output/rt_<name>..<variant>.
 rt_tests() { cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)' | awk '{print $1}'; }

@@ -4,9 +4,10 @@
  *
  * Below both the I/O calls (io.c) and the backends (io_epoll.c,
  * io_uring.c): it calls neither.  The entry's fields and the lookups that
- * never allocate (rt_fd_peek, rt_fd_peek_remote) are in rt_impl.h.
+ * never allocate (rt_fd_peek, rt_fd_peek_remote) are in rt_fd.h.
  */
 #include "rt_impl.h"
+#include "rt_fd.h"
 
 #include <stdlib.h>
 

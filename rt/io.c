@@ -33,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
+#include "rt_fd.h"
 
 #include <fcntl.h>
 #include "rt_sys.h"
