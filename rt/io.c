@@ -33,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
+#include "rt_fd.h"
 
 #include <fcntl.h>
 #include "rt_sys.h"
@@ -44,39 +45,8 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
-/* The descriptor table                                                     */
+/* Descriptors (the table itself: fd.c)                                     */
 /* ------------------------------------------------------------------------ */
-
-rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd) {
-    if (fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
-    if (s->fdc == NULL) {
-        /* Large and zeroed: fresh pages, touched only where used. */
-        rt_fd_t** top = calloc(RT_FD_CHUNKS, sizeof(*top));
-        if (top == NULL) return NULL;
-        __atomic_store_n(&s->fdc, top, __ATOMIC_RELEASE);
-    }
-    rt_fd_t* c = s->fdc[fd / RT_FD_CHUNK];
-    if (c == NULL) {
-        if ((c = calloc(RT_FD_CHUNK, sizeof(rt_fd_t))) == NULL) return NULL;
-        __atomic_store_n(&s->fdc[fd / RT_FD_CHUNK], c, __ATOMIC_RELEASE);
-    }
-    return &c[fd % RT_FD_CHUNK];
-}
-
-void rt_fd_free_all(aco_rt_sched_t* s) {
-    for (int i = 0; s->fdc && i < RT_FD_CHUNKS; i++) free(s->fdc[i]);
-    free(s->fdc);
-    s->fdc = NULL;
-}
-
-/* Forget what the entry says of the file under its number. */
-static void fd_forget(rt_fd_t* e) {
-    e->kind = RT_FD_UNKNOWN;
-    e->registered = e->stream = e->rd_empty = e->rd_hup = 0;
-    __atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELAXED);
-}
-
 
 /* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
 static int fd_nonblock(int fd) {
@@ -106,7 +76,7 @@ static void fd_fresh(aco_rt_sched_t* s, int fd) {
     rt_fd_t* e = rt_fd_get(s, fd);
     if (e == NULL) return;
     if (e->registered || e->busy) s->be->closing(s, fd, 1);
-    fd_forget(e);
+    rt_fd_forget(e);
     fd_kind(e, fd);
 }
 
@@ -116,7 +86,7 @@ void rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
     rt_fd_t* e = rt_fd_peek(s, fd);
     if (e == NULL || e->gen != gen) return;     /* it has moved on since */
     s->be->closing(s, fd, 1);
-    fd_forget(e);
+    rt_fd_forget(e);
 }
 
 int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
@@ -457,14 +427,6 @@ void rt_sched_reg(aco_rt_sched_t* s, int add) {
     pthread_rwlock_unlock(&reg_lock);
 }
 
-/* fd's entry in another thread's scheduler, read from here. */
-static rt_fd_t* fd_peek_remote(aco_rt_sched_t* s, int fd) {
-    rt_fd_t** top = __atomic_load_n(&s->fdc, __ATOMIC_ACQUIRE);
-    if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
-    rt_fd_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
-    return c ? &c[fd % RT_FD_CHUNK] : NULL;
-}
-
 /* Tell every other scheduler with cos waiting on fd that it goes (each
  * hears it in its own thread, soon: the file may be gone by then, which is
  * why what they do needs no descriptor).  -ENOMEM if a message could not be
@@ -476,7 +438,7 @@ static int close_remote(aco_rt_sched_t* me, int fd) {
     pthread_rwlock_rdlock(&reg_lock);
     int n = 0;
     for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) {
-        rt_fd_t* e = s == me ? NULL : fd_peek_remote(s, fd);
+        rt_fd_t* e = s == me ? NULL : rt_fd_peek_remote(s, fd);
         if (e && __atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) n++;
     }
     /* Allocate first, so that either all are told or none. */
@@ -489,7 +451,7 @@ static int close_remote(aco_rt_sched_t* me, int fd) {
     } else {
         int i = 0;
         for (aco_rt_sched_t* s = reg_head; s && i < n; s = s->reg_next) {
-            rt_fd_t* e = s == me ? NULL : fd_peek_remote(s, fd);
+            rt_fd_t* e = s == me ? NULL : rt_fd_peek_remote(s, fd);
             if (e == NULL || !__atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) continue;
             m[i]->fd = fd;
             m[i]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
@@ -514,7 +476,7 @@ int aco_rt_close(int fd) {
         rt_fd_t* e = rt_fd_peek(s, fd);
         if (e) {
             if (e->registered || e->busy) s->be->closing(s, fd, 0);
-            fd_forget(e);
+            rt_fd_forget(e);
         }
     }
     return rt_sys_close(fd) == 0 ? 0 : -errno;

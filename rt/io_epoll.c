@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
+#include "rt_fd.h"
 #include "rt_sys.h"
 
 #include <poll.h>

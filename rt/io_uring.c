@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
+#include "rt_fd.h"
 
 #include <limits.h>
 #include <poll.h>

@@ -6,7 +6,7 @@
  * pool picks the scheduler with the fewest cos, and the spawn travels as a
  * message to that thread's inbox; from a pool thread the new co waits,
  * unstarted, in that thread's queue of new cos, where an idle sibling may
- * take it before it starts (sched.c: stealing).  Started cos never move.
+ * take it before it starts (steal.c: stealing).  Started cos never move.
  *
  * A group is a set of cos on one scheduler: spawned into it, detached, and
  * joined or cancelled together.
@@ -315,7 +315,7 @@ aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p) {
 
 aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g) { return g->s; }
 
-/* (co->x was made by the spawn: rec_opts in sched.c) */
+/* (co->x was made by the spawn: rt_rec_opts, co.c) */
 int rt_group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
     rt_extra_t* x = co->x;
     x->group = g;

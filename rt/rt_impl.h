@@ -1,13 +1,17 @@
 /* rt_impl.h - the runtime's internals, shared by its sources (not installed).
  *
  * Map of the sources:
- *   sched.c     scheduler loop, cos (spawn, join, cancel, park/wake), stats
+ *   sched.c     scheduler loop, park/wake, inbox, sleep/yield, stats
+ *   co.c        cos and their records: spawn, start and end, join,
+ *               detach, cancel
+ *   steal.c     pool threads' exchange: batched spawns, stealing
  *   timer.c     the timing wheel
  *   sync.c      mutex, condition variable, semaphore, wait group
  *   keys.c      co-local keys, aco_rt_exit
  *   pthread.c   the pthread-like face (aco_rt_pthread.h) over the above
  *   chan.c      channels and select
- *   io.c        the I/O calls, the share-stack check, the descriptor table
+ *   io.c        the I/O calls, the share-stack check, closes across threads
+ *   fd.c        the descriptor table (rt_fd.h; under io.c and the backends)
  *   io_epoll.c  epoll backend: readiness
  *   rt_sys.h    the system calls on descriptors, past any hooks
  *   io_uring.c  io_uring backend: operations, and readiness for buffers
@@ -34,6 +38,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* What is declared from here on is the runtime's own, hidden from other
+ * modules (libaco_rt.so exports aco_rt_* alone): a function that several
+ * sources call is still inlined, and called without the PLT, in its own. */
+#pragma GCC visibility push(hidden)
 
 #define rt_likely(x)   __builtin_expect(!!(x), 1)
 #define rt_unlikely(x) __builtin_expect(!!(x), 0)
@@ -114,7 +123,7 @@ typedef struct rt_inbox {
 #define RT_INBOX_BUSY ((rt_msg_t*)1)
 
 /* Spawns waiting to go to one sibling scheduler of a pool, and the records
- * owed to it (sched.c). */
+ * owed to it (steal.c). */
 typedef struct rt_outbox {
     struct aco_rt_sched* to;
     rt_msg_t* first;
@@ -317,42 +326,8 @@ typedef struct rt_backend {
 extern const rt_backend_t rt_backend_epoll;
 extern const rt_backend_t rt_backend_uring;     /* name NULL: not built */
 
-/* Descriptor table entry (io.c; epoll uses the queues).  What it says of
- * the file under the number is a hint, never trusted where a stale one
- * would block the thread or lose a readiness: the number may have been
- * closed and reused behind the runtime's back (close(2), dup2, another
- * thread, a library).  kind picks the calls (sockets get per-call
- * MSG_DONTWAIT and MSG_NOSIGNAL; a wrong guess fails with ENOTSOCK and is
- * corrected, or takes the slower path that suits any file); registered
- * (epoll re-adds at every wait) makes an add that succeeds tell that the
- * file we added is gone, and a close remove it; busy and gen are read by
- * other threads (aco_rt_close), written by the owner with atomic stores. */
-enum { RT_FD_UNKNOWN = 0, RT_FD_SOCK, RT_FD_OTHER };
-typedef struct rt_fd {
-    uint8_t        kind;        /* RT_FD_*: a socket or not, as last seen */
-    uint8_t        registered;  /* epoll: added by us (the file may be gone) */
-    uint8_t        stream;      /* a SOCK_STREAM socket (accept, connect) */
-    uint8_t        rd_empty;    /* epoll, stream: a read came back short, so
-                                   the socket was drained: wait for the next
-                                   edge before reading again (saves the
-                                   read that would say EAGAIN) */
-    uint8_t        rd_hup;      /* epoll: the peer's end (or an error) was
-                                   seen: a short read does not mean drained
-                                   then, the end may still be pending, its
-                                   edge gone */
-    uint32_t       busy;        /* atomic store: cos waiting on it (epoll)
-                                   or operations in the kernel (io_uring) */
-    uint32_t       gen;         /* atomic store: bumped when the number is
-                                   known to hold a new file */
-    aco_rt_waitq_t q;           /* epoll: cos waiting for readiness
-                                   (w.events says for what) */
-} rt_fd_t;
-
-/* (release: a close on another thread that sees it comes after our use of
- * the descriptor, epoll_ctl included) */
-static inline void rt_fd_busy_add(rt_fd_t* e, int d) {
-    __atomic_store_n(&e->busy, e->busy + (uint32_t)d, __ATOMIC_RELEASE);
-}
+/* A descriptor table entry (rt_fd.h). */
+typedef struct rt_fd rt_fd_t;
 
 /* The timing wheel: 9 levels of 64 slots, 2^14 ns ticks (timer.c). */
 #define RT_TICK_SHIFT 14
@@ -369,7 +344,7 @@ typedef struct rt_wheel {
 
 /* A batch of new cos in a pool thread's newq (a chain through co->next):
  * taken whole, so that a thief moves a batch under the lock without
- * touching the records (sched.c). */
+ * touching the records (steal.c). */
 #define RT_NQ_BATCHES 64
 typedef struct rt_nq_batch {
     aco_rt_co_t* head;
@@ -398,12 +373,12 @@ struct aco_rt_sched {
     uint32_t            nsolo;
     struct {                            /* the save stack a new record gets: */
         uintptr_t       fn;             /* what the last co of this function */
-        uint32_t        need;           /* needed (sched.c, save_size) */
+        uint32_t        need;           /* needed (co.c, rt_save_size) */
     }                   guess[RT_GUESSES];
     aco_rt_stats_t      st;
     rt_wheel_t          wheel;
     rt_fd_t**           fdc;            /* descriptor table: RT_FD_CHUNKS
-                                           chunk pointers (io.c; atomic:
+                                           chunk pointers (fd.c; atomic:
                                            other threads' closes read it) */
     struct aco_rt_sched* reg_next;      /* every scheduler of the process */
     struct aco_rt_sched* reg_prev;      /* (rt_sched_reg, under its lock) */
@@ -416,7 +391,7 @@ struct aco_rt_sched {
     unsigned            noutbox;
     int                 out_pending;    /* an outbox or nq_priv has some */
     aco_rt_co_t*        bare;           /* records without a co, for
-                                           stealable spawns (sched.c) */
+                                           stealable spawns (steal.c) */
     uint32_t            owed;           /* records it owes its siblings in
                                            all (stolen, not yet given back;
                                            each one's in outbox[].owed) */
@@ -602,11 +577,11 @@ static inline void rt_copy(void* d, const void* src, size_t n) {
     else memcpy(d, src, n);
 }
 
-/* sched.c: spawn on s (NULL: the calling thread's), any thread's; a
+/* co.c: spawn on s (NULL: the calling thread's), any thread's; a
  * member of group g if not NULL (pool.c links it). */
 aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                       const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g);
-/* sched.c: a co of the calling pool thread's scheduler that an idle
+/* steal.c: a co of the calling pool thread's scheduler that an idle
  * sibling may take before it starts (aco_rt_pool_spawn from the pool). */
 aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts);
 /* pool.c: co joins g as it is made (-ECANCELED: g is being cancelled), and
@@ -615,36 +590,116 @@ int  rt_group_join_new(struct aco_rt_group* g, aco_rt_co_t* co);
 void rt_group_leave(aco_rt_co_t* co);
 /* pool.c: a co of pool p's scheduler ended and it has none left. */
 void rt_pool_idle(struct aco_rt_pool* p);
-/* sched.c: send co a cancel through its scheduler's inbox (any thread). */
+/* co.c: send co a cancel through its scheduler's inbox (any thread). */
 void rt_cancel_async(aco_rt_co_t* co);
-/* Called by aco_rt_sched_free for each co it destroys, finished or not
- * (atomic; pthread.c sets it: a co's pt_t goes with it). */
+/* Called by aco_rt_sched_free (rt_cos_free_all) for each co it destroys,
+ * finished or not (atomic; pthread.c sets it: a co's pt_t goes with it). */
 extern void (*rt_co_dropped)(aco_rt_co_t* co);
 /* sched.c: give s a close to hear (rt_fd_closed_remote, in s's thread)
  * and wake s's thread (from any thread). */
 void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c);
 /* sched.c: wake s's thread if it sleeps (after something was sent). */
 void rt_notify(aco_rt_sched_t* s);
+/* sched.c: put m, co->msg (kind: RT_MSG_*) or co->cmsg (RT_MSG_CANCEL),
+ * in s's inbox and wake s's thread (from any thread). */
+void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind);
 
-/* io.c.  The table is chunks that never move (waiters point into them),
- * under a top array of fixed size that never moves either (other threads
- * read it): descriptors below RT_FD_CHUNK * RT_FD_CHUNKS. */
-#define RT_FD_CHUNK 256
-#define RT_FD_CHUNKS 65536
-rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd);   /* NULL: ENOMEM (or fd too big) */
-/* The entry of fd if the table has one, else NULL (never allocates). */
-static inline rt_fd_t* rt_fd_peek(aco_rt_sched_t* s, int fd) {
-    rt_fd_t** top = s->fdc;
-    if (fd < 0 || top == NULL || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
-    rt_fd_t* c = top[fd / RT_FD_CHUNK];
-    return c ? &c[fd % RT_FD_CHUNK] : NULL;
+/* Records (co.c).  A new record, zeroed up to its libaco co, with room
+ * for a private buffer of priv bytes and a save stack of save (NULL:
+ * ENOMEM); rt_rec_init ties it to s; rt_rec_free frees one without a
+ * libaco co (or whose co is gone). */
+aco_rt_co_t* rt_rec_new(size_t priv, size_t save);
+static inline void rt_rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    co->s = s;
+    co->w.co = co;
+    co->tmo.fn_ = rt_tmo_fire;      /* its deadlines, set once */
 }
-/* fd was closed elsewhere while cos here waited on it (RT_MSG_CLOSE). */
+void rt_rec_free(aco_rt_co_t* co);
+/* The save stack in a new record is a guess: what the last co of the
+ * same function that was ever copied out needed, from a small table a
+ * scheduler keeps (RT_GUESSES slots by the function's address; a slot
+ * holds one function).  A function not in it, or whose cos needed more than
+ * RT_GUESS_MAX, gets none: libaco allocates a save stack of the exact size
+ * when the co's frames are first copied out, if they ever are (most cos of
+ * a program with a few cos never are). */
+#define RT_GUESS_MAX (64 * 1024)
+static inline unsigned rt_guess_slot(aco_rt_fn_t fn) {
+    uintptr_t a = (uintptr_t)fn;
+    return (unsigned)(a ^ a >> 6 ^ a >> 12) & (RT_GUESSES - 1);
+}
+/* The save stack a new record of s for fn gets (co.c). */
+size_t rt_save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_opts_t* opts);
+/* Co ended (sched.c): what it needed is the guess for its function's next
+ * cos. */
+static inline void rt_guess_learn(aco_rt_sched_t* s, const aco_rt_co_t* co) {
+    size_t need = rt_aco(co)->save_stack.max_cpsz;
+    if (need == 0 || (co->flags & RT_STANDALONE)) return;   /* never copied */
+    need = need > RT_GUESS_MAX ? 0 : (need + 7) & ~(size_t)7;     /* libaco's step */
+    unsigned i = rt_guess_slot(co->fn);
+    if (s->guess[i].fn != (uintptr_t)co->fn) rt_store(&s->guess[i].fn, (uintptr_t)co->fn);
+    if (s->guess[i].need != need) rt_store(&s->guess[i].need, (uint32_t)need);
+}
+
+/* cos_alive for other threads (a plain store: only this thread writes). */
+static inline void rt_publish_load(aco_rt_sched_t* s) {
+#ifdef ACO_RT_NO_THREADS
+    s->load = (uint32_t)s->st.cos_alive;
+#else
+    __atomic_store_n(&s->load, (uint32_t)s->st.cos_alive, __ATOMIC_RELEASE);
+#endif
+}
+/* What a spawn asks that the record keeps in its extra block (made when
+ * needed): its name, the stack of a remote spawn (req), its group's links.
+ * 0 or -ENOMEM.  Inline: most spawns ask none of it. */
+int rt_rec_opts_x(aco_rt_co_t* co, const char* name, size_t req);
+static inline int rt_rec_opts(aco_rt_co_t* co, const aco_rt_spawn_opts_t* opts, size_t req,
+                              struct aco_rt_group* g) {
+    const char* name = opts ? opts->name : NULL;
+    if (rt_likely(co->x == NULL && name == NULL && req == 0 && g == NULL)) return 0;
+    return rt_rec_opts_x(co, name, req);
+}
+/* co.c, for the loop (sched.c) and stealing (steal.c): a spawn from
+ * another thread, or taken from a newq, arrived: make its co and queue it;
+ * free a finished record of s; cancel co (s's), every co of s (a pool's
+ * request); destroy every co and kept record of s (aco_rt_sched_free); the
+ * abort of a join. */
+void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co);
+void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co);
+void rt_cancel_local(aco_rt_co_t* co);
+void rt_cancel_all(aco_rt_sched_t* s);
+void rt_cos_free_all(aco_rt_sched_t* s);
+void rt_join_abort(aco_rt_co_t* me, int err);
+
+/* Pool threads' exchange (steal.c).  rt_outbox_flush_all: the spawns
+ * kept for siblings go out (after each co runs); rt_send_spawn: a spawn to
+ * another thread's s, through the outbox when both are of one pool. */
+void rt_outbox_flush_all(aco_rt_sched_t* me);
+#ifndef ACO_RT_NO_THREADS
+void rt_send_spawn(aco_rt_sched_t* s, rt_msg_t* m);
+/* Take new cos from victim's newq and start them on s: all (victim == s),
+ * or about half (a thief); how many. */
+unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all);
+/* Idle: take half of the first sibling's newq that has some; how many. */
+unsigned rt_steal(aco_rt_sched_t* s);
+/* Is there work in a sibling's newq? */
+int  rt_sibling_work(aco_rt_sched_t* s);
+/* Before going idle: pay siblings the records taken from them. */
+void rt_rec_pay_all(aco_rt_sched_t* s);
+#else
+static inline unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* v, int all) {
+    (void)s; (void)v; (void)all; return 0;
+}
+static inline unsigned rt_steal(aco_rt_sched_t* s) { (void)s; return 0; }
+static inline int rt_sibling_work(aco_rt_sched_t* s) { (void)s; return 0; }
+static inline void rt_rec_pay_all(aco_rt_sched_t* s) { (void)s; }
+#endif
+
+/* io.c: fd was closed elsewhere while cos here waited on it (a close
+ * message: rt_sched_close). */
 void     rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen);
-/* Every scheduler of the process, for closes from other threads. */
+/* io.c: every scheduler of the process, for closes from other threads. */
 void     rt_sched_reg(aco_rt_sched_t* s, int add);
 int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n);
-void     rt_fd_free_all(aco_rt_sched_t* s);
 
 /* io_uring operations (io_uring.c): the result, or -errno. */
 enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,
@@ -666,8 +721,10 @@ static inline rt_extra_t* rt_extra(aco_rt_co_t* co, size_t buf_min) {
  * freed without ending (no destructor runs). */
 void rt_keys_exit(aco_rt_co_t* co);
 void rt_keys_free(aco_rt_co_t* co);
-/* sched.c: the running co ends here: its function returned, or it called
+/* co.c: the running co ends here: its function returned, or it called
  * aco_rt_exit (its frames above are dropped, never unwound). */
 __attribute__((noreturn)) void rt_co_exit(aco_rt_co_t* co);
+
+#pragma GCC visibility pop
 
 #endif /* ACO_RT_IMPL_H */

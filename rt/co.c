@@ -1,0 +1,543 @@
+/* co.c - cos and their records: spawn (here, on another thread), the
+ * co's start and end, join, detach, cancel; the records' memory.
+ *
+ * Records.  One allocation per co (rt_impl.h): the record, its private
+ * buffer, its libaco co with a save stack.  A finished co's record keeps
+ * its libaco co and goes to a free list: the next spawn resets that co
+ * (aco_reset2) instead of creating one.  A finished standalone co is kept
+ * with its stack (a stack pool).
+ *
+ * A co spawned on another thread's scheduler is a bare record (no libaco
+ * co) sent to that thread's inbox; its thread makes the co when the
+ * message comes (rt_spawn_arrived).  What pool threads exchange (batched
+ * spawns, stealing) is in steal.c; the loop that runs cos, and parking, in
+ * sched.c.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void (*rt_co_dropped)(aco_rt_co_t* co);
+
+#define FREE_RECS_MAX 16384   /* finished records kept with their cos */
+#define SOLO_MAX 64             /* finished standalone cos kept with their stacks */
+
+/* ------------------------------------------------------------------------ */
+/* Records                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
+    unsigned i = s->next_stack++ % s->nstacks;
+    /* Avoid the stack the spawning co runs on: two cos that take turns on
+     * one stack copy each other's frames out and in at every switch. */
+    if (s->cur && s->nstacks > 1 && rt_aco(s->cur)->share_stack == s->stacks[i] &&
+        !(s->cur->flags & RT_STANDALONE))
+        i = s->next_stack++ % s->nstacks;
+    if (s->stacks[i] == NULL) s->stacks[i] = aco_share_stack_try_new2(s->stack_size, 1);
+    return s->stacks[i];        /* NULL: ENOMEM */
+}
+
+static void extra_free(rt_extra_t* x) {
+    if (x == NULL) return;
+    free(x->selw);
+    free(x->sellocks);
+    free(x->buf);
+    free(x);
+}
+
+rt_extra_t* rt_extra_grow(aco_rt_co_t* co, size_t buf_min) {
+    rt_extra_t* x = co->x;
+    if (x == NULL) {
+        x = calloc(1, sizeof(*x));
+        if (x == NULL) return NULL;
+        co->x = x;
+    }
+    if (x->buf_cap < buf_min) {
+        size_t cap = x->buf_cap ? x->buf_cap : 64;
+        while (cap < buf_min) cap *= 2;
+        void* b = realloc(x->buf, cap);
+        if (b == NULL) return NULL;
+        x->buf = b;
+        x->buf_cap = cap;
+    }
+    return x;
+}
+
+/* The co's function, tail-called. */
+__attribute__((noinline))
+static void co_call(void) {
+    aco_rt_co_t* co = rt_self();
+    co->fn(rt_aco(co)->arg);
+}
+
+/* Nothing of its own lives across the co's function: its frame, under
+ * every parked co's, is the least (memory per parked co). */
+static void co_main(void) {
+    co_call();
+    rt_co_exit(rt_self());
+}
+
+void rt_co_exit(aco_rt_co_t* co) {
+    if (co->x && co->x->keys) rt_keys_exit(co);     /* in the co: they may block */
+    co->state = RT_DONE;
+    if (co->x && co->x->group) rt_group_leave(co);
+    aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
+    if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) rt_wake_any(j, 0);
+    if (j == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
+    aco_exit();
+    __builtin_unreachable();    /* an ended co is never resumed */
+}
+
+static int cos_add(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    if (s->ncos == s->cos_cap) {
+        uint32_t cap = s->cos_cap ? s->cos_cap * 2 : 64;
+        aco_rt_co_t** n = realloc(s->cos, cap * sizeof(*n));
+        if (n == NULL) return -ENOMEM;
+        s->cos = n;
+        s->cos_cap = cap;
+    }
+    co->slot = s->ncos;
+    s->cos[s->ncos++] = co;
+    return 0;
+}
+
+static void cos_del(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    aco_rt_co_t* last = s->cos[--s->ncos];
+    s->cos[co->slot] = last;
+    last->slot = co->slot;
+}
+
+/* Free a record without a libaco co (or whose co is gone), with its extra
+ * block. */
+void rt_rec_free(aco_rt_co_t* co) {
+    extra_free(co->x);
+    aco_free(co, co->rec_sz);
+}
+
+/* Free a kept record: its libaco co (in it), extra block and itself. */
+static void rec_drop(aco_rt_co_t* co) {
+    aco_destroy(rt_aco(co));
+    rt_rec_free(co);
+}
+
+/* Give record co (state, fn and arg set) its libaco co, on this thread, in
+ * the record's own memory: on a share stack, or on a stack of its own (a
+ * pooled one when one is kept of this size, up to twice as big).  0 or
+ * -ENOMEM. */
+static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t stack,
+                      void* arg) {
+    aco_share_stack_t* st = NULL;
+    if (standalone) {
+        size_t sz = stack ? stack : s->stack_size;
+        co->flags |= RT_STANDALONE;
+        for (aco_rt_co_t** pp = &s->free_solo; *pp; pp = &(*pp)->next) {
+            aco_rt_co_t* old = *pp;
+            size_t have = rt_aco(old)->share_stack->sz;
+            if (have < sz || have / 2 > sz) continue;
+            *pp = old->next;
+            s->nsolo--;
+            st = rt_aco(old)->share_stack;
+            rec_drop(old);              /* the stack is free for co */
+            break;
+        }
+        if (st == NULL) st = aco_share_stack_try_new2(sz, 1);
+    } else {
+        st = next_share_stack(s);
+    }
+    if (st == NULL) return -ENOMEM;
+    aco_create_in(rt_aco(co), co->rec_sz - rt_aco_off(co), s->main_co, st, co_main, arg);
+    return 0;
+}
+
+/* The save stack a new record of s for fn gets: what opts ask for, none for
+ * a stack of its own (nothing is ever copied), else s's guess.  s may be
+ * another thread's: a slot's two words may then disagree, which costs at
+ * most a save stack of the wrong size. */
+size_t rt_save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_opts_t* opts) {
+    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) return 0;
+    if (opts && opts->save_size) return opts->save_size;
+    unsigned i = rt_guess_slot(fn);
+    if (rt_load(&s->guess[i].fn) != (uintptr_t)fn) return 0;
+    return rt_load(&s->guess[i].need);
+}
+
+/* A record, zeroed up to its libaco co, with room for a private buffer of
+ * priv bytes and a co with a save stack of save bytes: one allocation, from
+ * libaco's allocator (the program's, when it set one). */
+aco_rt_co_t* rt_rec_new(size_t priv, size_t save) {
+    if (save > ((size_t)1 << 30)) save = 0;     /* libaco's save stack, later */
+    size_t cosz = aco_co_size(save);
+    /* (sizes in 32 bits: a record of 4 GiB is no co's) */
+    if (priv > UINT32_MAX - RT_PRIV_OFF - cosz - 31) { errno = ENOMEM; return NULL; }
+    priv = (rt_priv_room(priv) + 15) & ~(size_t)15;
+    size_t sz = RT_PRIV_OFF + priv + cosz;
+    aco_rt_co_t* co = aco_alloc(sz);
+    if (co == NULL) { errno = ENOMEM; return NULL; }
+    memset(co, 0, RT_PRIV_OFF + priv);
+    co->priv_cap = (uint32_t)priv;
+    co->rec_sz = (uint32_t)sz;
+    return co;
+}
+
+void* aco_rt_private(size_t* size) {
+    aco_rt_co_t* co = rt_self();
+    uint32_t n = co ? rt_priv_size(co) : 0;
+    if (n == 0) {
+        if (size) *size = 0;
+        return NULL;
+    }
+    if (size) *size = n;
+    return rt_priv(co);
+}
+
+/* What a spawn asks that the record keeps in its extra block (made when
+ * needed): its name, the stack of a remote spawn (req), its group's links.
+ * 0 or -ENOMEM. */
+__attribute__((noinline))
+int rt_rec_opts_x(aco_rt_co_t* co, const char* name, size_t req) {
+    rt_extra_t* x = rt_extra(co, 0);
+    if (x == NULL) return -ENOMEM;
+    x->name = name;
+    x->stack_req = req;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Spawn                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A new co of this thread's scheduler s, ready. */
+static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                                const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
+    /* A co that needs more stack than the share stacks have gets its own. */
+    int standalone = opts && (opts->standalone || opts->stack_size > s->stack_size);
+    size_t priv = opts ? opts->private_size : 0;
+    aco_rt_co_t* co = NULL;
+    if (!standalone && s->free_recs && s->free_recs->priv_cap >= rt_priv_room(priv)) {
+        co = s->free_recs;
+        s->free_recs = co->next;
+        s->nfree--;
+        aco_reset2(rt_aco(co), co_main, arg);
+        co->res = 0;
+        co->io_abort = 0;
+        co->wait_obj = NULL;
+    } else {
+        if ((co = rt_rec_new(priv, rt_save_size(s, fn, opts))) == NULL) return NULL;
+        rt_rec_init(s, co);
+        if (attach_aco(s, co, standalone, opts ? opts->stack_size : 0, arg) < 0) {
+            rt_rec_free(co);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    if (rt_rec_opts(co, opts, 0, g) < 0 || cos_add(s, co) < 0) {
+        if (co->flags & RT_STANDALONE) {
+            /* not for free_recs: its stack would go with rec_drop's co */
+            aco_share_stack_t* st = rt_aco(co)->share_stack;
+            rec_drop(co);
+            aco_share_stack_destroy(st);
+        } else {
+            co->next = s->free_recs;    /* keep it for later */
+            s->free_recs = co;
+            s->nfree++;
+        }
+        errno = ENOMEM;
+        return NULL;
+    }
+    co->fn = fn;
+    co->flags &= RT_STANDALONE;
+    co->cancel_sent = 0;
+    co->joiner = NULL;
+    if (priv) memset(rt_priv(co), 0, priv);
+    rt_priv_set_size(co, priv);
+    rt_store(&co->started, (uint8_t)1);
+    co->cancel_req = 0;
+    co->state = RT_READY;
+    s->st.cos_alive++;
+    s->st.spawned++;
+    rt_publish_load(s);
+    if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
+    rt_rq_push(s, co);
+    return co;
+}
+
+#ifndef ACO_RT_NO_THREADS
+/* A new co of another thread's scheduler s: a bare record now, its libaco
+ * co made by s's thread when the message comes (share stacks are its). */
+static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                                 const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
+    size_t priv = opts ? opts->private_size : 0;
+    aco_rt_co_t* co = rt_rec_new(priv, rt_save_size(s, fn, opts));
+    if (co == NULL) return NULL;
+    rt_priv_set_size(co, priv);
+    rt_rec_init(s, co);
+    if (rt_rec_opts(co, opts, opts ? opts->stack_size : 0, g) < 0) {
+        rt_rec_free(co);
+        errno = ENOMEM;
+        return NULL;
+    }
+    co->started = 1;                    /* (published by the send) */
+    co->fn = fn;
+    co->w.slot = arg;                   /* until its libaco co is made */
+    co->flags = RT_REMOTE;
+    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
+    co->state = RT_READY;
+    /* a move into sent from another thread (see pool_busy in pool.c) */
+    if (s->pool) __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&s->sent, 1u, __ATOMIC_SEQ_CST);
+    if (s->pool) __atomic_fetch_add(&s->mv_ended, 1u, __ATOMIC_SEQ_CST);
+    if (g && rt_group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
+    rt_send_spawn(s, &co->msg);
+    return co;
+}
+#endif
+
+/* The message of spawn_remote came: make the co and queue it. */
+void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    int standalone = (co->flags & RT_STANDALONE) != 0;
+    if (!co->started) {
+        /* From a newq: it is this thread's now.  Dekker with aco_rt_cancel:
+         * started is stored, then cancel_req looked at; the canceller the
+         * other way round. */
+        __atomic_store_n(&co->started, (uint8_t)1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&co->cancel_req, __ATOMIC_SEQ_CST)) co->flags |= RT_CANCELLED;
+    } else if (!standalone && s->free_recs) {
+        /* A record a remote spawn made brings its own memory: one kept
+         * here goes instead, so that no more are kept than this thread's
+         * own spawns take back.  (One from a newq is the spawner's own
+         * kept record, or given back by a thief: take_new.) */
+        aco_rt_co_t* old = s->free_recs;
+        s->free_recs = old->next;
+        s->nfree--;
+        rec_drop(old);
+    }
+    co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
+    if (attach_aco(s, co, standalone, standalone ? co->x->stack_req : 0, co->w.slot) == 0) {
+        if (cos_add(s, co) == 0) {
+            s->st.cos_alive++;
+            s->st.spawned++;
+            rt_publish_load(s);
+            __atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST);   /* after: never both 0 */
+            rt_rq_push(s, co);
+            return;
+        }
+        aco_share_stack_t* st = rt_aco(co)->share_stack;
+        aco_destroy(rt_aco(co));
+        if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
+        co->flags &= (uint8_t)~RT_STANDALONE;
+    }
+    /* Nobody to tell but its joiner: it ends at once, never started. */
+    fprintf(stderr, "aco_rt_spawn: out of memory making a co sent from another "
+            "thread: it ends without running (aco_rt_join says -ENOMEM)\n");
+    co->flags |= RT_NO_START;
+    co->state = RT_DONE;
+    if (__atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pool)
+        rt_pool_idle(s->pool);
+    if (co->x && co->x->group) rt_group_leave(co);
+    aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
+    if (j == RT_JOIN_DETACH) rt_rec_free(co);
+    else if (j != NULL && rt_claim(j)) rt_wake_any(j, 0);
+}
+
+
+aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                      const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g) {
+    if (s == NULL) s = rt_tls_sched;
+    if (s == NULL) { errno = EPERM; return NULL; }
+    if (fn == NULL) { errno = EINVAL; return NULL; }
+#ifdef ACO_RT_NO_THREADS
+    if (s != rt_tls_sched) { errno = EPERM; return NULL; }
+#else
+    if (s != rt_tls_sched) return spawn_remote(s, fn, arg, opts, g);
+#endif
+    return spawn_local(s, fn, arg, opts, g);
+}
+
+aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
+                           const aco_rt_spawn_opts_t* opts) {
+    return rt_spawn(s, fn, arg, opts, NULL);
+}
+
+aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
+    return aco_rt_spawn2(s, fn, arg, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The end of a co, its record freed                                        */
+/* ------------------------------------------------------------------------ */
+
+void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    if (co->flags & RT_NO_START) { rt_rec_free(co); return; } /* no aco, not listed */
+    if (rt_load(&co->cancel_sent) == 1) {
+        co->flags |= RT_FREE_LATER;     /* its cancel message is on the way */
+        return;
+    }
+    cos_del(s, co);
+    rt_keys_free(co);                   /* a co destroyed before its end */
+    if (!(co->flags & RT_STANDALONE) && s->nfree < FREE_RECS_MAX) {
+        co->next = s->free_recs;
+        s->free_recs = co;
+        s->nfree++;
+        return;
+    }
+    if ((co->flags & RT_STANDALONE) && s->nsolo < SOLO_MAX) {
+        co->next = s->free_solo;        /* the stack pool */
+        s->free_solo = co;
+        s->nsolo++;
+        return;
+    }
+    aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? rt_aco(co)->share_stack : NULL;
+    rec_drop(co);
+    if (st) aco_share_stack_destroy(st);
+}
+
+/* Free a finished record of any thread's scheduler. */
+static void record_free_any(aco_rt_co_t* co) {
+    if (co->s == rt_tls_sched) rt_record_free(co->s, co);
+    else rt_send(co->s, &co->msg, RT_MSG_FREE);
+}
+
+/* Take waiter w off its queue, under its object's lock if it has one. */
+static void unqueue(rt_waiter_t* w) {
+    if (w->q == NULL) return;       /* (then its lock may be long gone) */
+    uint32_t* lock = w->lock;
+    if (lock) rt_lock(lock);
+    if (w->q) rt_wq_remove(w);
+    if (lock) rt_unlock(lock);
+}
+
+void rt_cos_free_all(aco_rt_sched_t* s) {
+    /* Unfinished cos: destroy them where they stand (aco_destroy drops a
+     * suspended co's frames); their timers go with the wheel. */
+    while (s->ncos) {
+        aco_rt_co_t* co = s->cos[s->ncos - 1];
+        /* (the pthread face: the record of its routine goes too) */
+        void (*dropped)(aco_rt_co_t*) = __atomic_load_n(&rt_co_dropped, __ATOMIC_ACQUIRE);
+        if (dropped) dropped(co);
+        /* Parked: off the program's objects' wait queues, which outlive
+         * it (a mutex it holds stays held: nothing records what it holds). */
+        if (co->state == RT_PARKED) {
+            unqueue(&co->w);
+            for (int i = 0; co->x && i < co->x->seln; i++) unqueue(&co->x->selw[i]);
+        }
+        co->flags &= RT_STANDALONE;
+        co->cancel_sent = 0;            /* a late message would be the program's bug */
+        s->nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */
+        rt_record_free(s, co);
+    }
+    while (s->free_recs) {
+        aco_rt_co_t* co = s->free_recs;
+        s->free_recs = co->next;
+        rec_drop(co);
+    }
+    for (int pass = 0; pass < 2; pass++) {     /* records without a co */
+        aco_rt_co_t* co = pass ? __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE) : s->bare;
+        for (aco_rt_co_t* next; co; co = next) {
+            next = co->next;
+            rt_rec_free(co);
+        }
+    }
+    s->bare = NULL;
+    while (s->free_solo) {
+        aco_rt_co_t* co = s->free_solo;
+        s->free_solo = co->next;
+        aco_share_stack_t* st = rt_aco(co)->share_stack;
+        rec_drop(co);
+        aco_share_stack_destroy(st);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Join, detach, cancel                                                     */
+/* ------------------------------------------------------------------------ */
+
+aco_rt_co_t* aco_rt_self(void) { return rt_self(); }
+
+int aco_rt_cancelled(void) {
+    aco_rt_co_t* co = rt_self();
+    return co && (co->flags & RT_CANCELLED);
+}
+
+void rt_join_abort(aco_rt_co_t* me, int err) {
+    if (!rt_claim(me)) return;          /* it ended: its wake is coming */
+    aco_rt_co_t* target = (aco_rt_co_t*)me->wait_obj;
+    aco_rt_co_t* e = me;
+    rt_cas(&target->joiner, &e, NULL);  /* fails only if it ended meanwhile */
+    rt_wake(me, err);
+}
+
+int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {
+    aco_rt_co_t* me = rt_self();
+    if (me == NULL) return -EPERM;
+    if (co == NULL || co == me) return -EINVAL;
+    aco_rt_co_t* j = rt_load(&co->joiner);
+    if (j != NULL && j != RT_JOIN_DONE) return -EINVAL;     /* a joiner, or detached */
+    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (j == NULL) {
+        int r = rt_may_block(me, deadline);
+        if (r) return r;
+        rt_claim_reset(me);
+        if (rt_cas(&co->joiner, &j, me)) {
+            r = rt_park(me, RT_W_JOIN, co, deadline);
+            if (r) return r;
+        } else if (j != RT_JOIN_DONE) {
+            return -EINVAL;             /* another joiner, or a detach, came first */
+        }
+    }
+    int r = (co->flags & RT_NO_START) ? -ENOMEM : 0;
+    record_free_any(co);
+    return r;
+}
+
+int aco_rt_detach(aco_rt_co_t* co) {
+    if (co == NULL) return -EINVAL;
+    aco_rt_co_t* j = NULL;
+    if (rt_cas(&co->joiner, &j, RT_JOIN_DETACH)) return 0;  /* freed when it ends */
+    if (j != RT_JOIN_DONE) return -EINVAL;
+    record_free_any(co);
+    return 0;
+}
+
+void rt_cancel_local(aco_rt_co_t* co) {
+    if (co->state == RT_DONE || (co->flags & RT_CANCELLED)) return;
+    co->flags |= RT_CANCELLED;
+    if (co->state == RT_PARKED) rt_abort(co, -ECANCELED);
+}
+
+void rt_cancel_async(aco_rt_co_t* co) {
+    uint8_t none = 0;
+    if (rt_cas(&co->cancel_sent, &none, (uint8_t)1))
+        rt_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
+}
+
+int aco_rt_cancel(aco_rt_co_t* co) {
+    if (co == NULL) return -EINVAL;
+    if (rt_unlikely(!__atomic_load_n(&co->started, __ATOMIC_SEQ_CST))) {
+        /* In a newq, maybe being taken: whoever starts it sees this (the
+         * Dekker pair of rt_spawn_arrived); if it started meanwhile, on. */
+        __atomic_store_n(&co->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&co->started, __ATOMIC_SEQ_CST)) return 0;
+    }
+    if (co->s == rt_tls_sched) rt_cancel_local(co);
+    else rt_cancel_async(co);
+    return 0;
+}
+
+/* Every co of s, at a pool's request (aco_rt_pool_wait, which waits until
+ * each thread has done it: cancel_seen is stored when all are cancelled). */
+void rt_cancel_all(aco_rt_sched_t* s) {
+    uint32_t gen = rt_load(&s->cancel_gen);
+    for (uint32_t i = 0; i < s->ncos; i++) rt_cancel_local(s->cos[i]);
+    rt_lock(&s->newq_lock);
+    for (uint32_t b = 0; b < s->nq_count; b++) {
+        const rt_nq_batch_t* nb = &s->nq[(s->nq_first + b) % RT_NQ_BATCHES];
+        aco_rt_co_t* c = nb->head;
+        for (uint32_t i = 0; i < nb->n; i++, c = c->next)
+            __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
+    }
+    rt_unlock(&s->newq_lock);
+    __atomic_store_n(&s->cancel_seen, gen, __ATOMIC_SEQ_CST);
+    if (s->pool) rt_pool_idle(s->pool);
+}

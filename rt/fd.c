@@ -1,0 +1,41 @@
+/* fd.c - the descriptor table: a scheduler's entries by descriptor number
+ * (what the runtime guesses of the file under each, and epoll's wait
+ * queues), made on first use, freed with the scheduler.
+ *
+ * Below both the I/O calls (io.c) and the backends (io_epoll.c,
+ * io_uring.c): it calls neither.  The entry's fields and the lookups that
+ * never allocate (rt_fd_peek, rt_fd_peek_remote) are in rt_fd.h.
+ */
+#include "rt_impl.h"
+#include "rt_fd.h"
+
+#include <stdlib.h>
+
+rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd) {
+    if (fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    if (s->fdc == NULL) {
+        /* Large and zeroed: fresh pages, touched only where used. */
+        rt_fd_t** top = calloc(RT_FD_CHUNKS, sizeof(*top));
+        if (top == NULL) return NULL;
+        __atomic_store_n(&s->fdc, top, __ATOMIC_RELEASE);
+    }
+    rt_fd_t* c = s->fdc[fd / RT_FD_CHUNK];
+    if (c == NULL) {
+        if ((c = calloc(RT_FD_CHUNK, sizeof(rt_fd_t))) == NULL) return NULL;
+        __atomic_store_n(&s->fdc[fd / RT_FD_CHUNK], c, __ATOMIC_RELEASE);
+    }
+    return &c[fd % RT_FD_CHUNK];
+}
+
+void rt_fd_free_all(aco_rt_sched_t* s) {
+    for (int i = 0; s->fdc && i < RT_FD_CHUNKS; i++) free(s->fdc[i]);
+    free(s->fdc);
+    s->fdc = NULL;
+}
+
+void rt_fd_forget(rt_fd_t* e) {
+    e->kind = RT_FD_UNKNOWN;
+    e->registered = e->stream = e->rd_empty = e->rd_hup = 0;
+    __atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,75 @@
+/* rt_fd.h - the descriptor table (fd.c): a scheduler's entry per
+ * descriptor number.  Used by the I/O calls (io.c) and the backends
+ * (io_epoll.c, io_uring.c); it uses neither.  Internal, like rt_impl.h.
+ */
+#ifndef ACO_RT_FD_H
+#define ACO_RT_FD_H
+
+#include "rt_impl.h"
+
+#pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
+
+/* An entry (epoll uses its queue).  What it says of
+ * the file under the number is a hint, never trusted where a stale one
+ * would block the thread or lose a readiness: the number may have been
+ * closed and reused behind the runtime's back (close(2), dup2, another
+ * thread, a library).  kind picks the calls (sockets get per-call
+ * MSG_DONTWAIT and MSG_NOSIGNAL; a wrong guess fails with ENOTSOCK and is
+ * corrected, or takes the slower path that suits any file); registered
+ * (epoll re-adds at every wait) makes an add that succeeds tell that the
+ * file we added is gone, and a close remove it; busy and gen are read by
+ * other threads (aco_rt_close), written by the owner with atomic stores. */
+enum { RT_FD_UNKNOWN = 0, RT_FD_SOCK, RT_FD_OTHER };
+struct rt_fd {
+    uint8_t        kind;        /* RT_FD_*: a socket or not, as last seen */
+    uint8_t        registered;  /* epoll: added by us (the file may be gone) */
+    uint8_t        stream;      /* a SOCK_STREAM socket (accept, connect) */
+    uint8_t        rd_empty;    /* epoll, stream: a read came back short, so
+                                   the socket was drained: wait for the next
+                                   edge before reading again (saves the
+                                   read that would say EAGAIN) */
+    uint8_t        rd_hup;      /* epoll: the peer's end (or an error) was
+                                   seen: a short read does not mean drained
+                                   then, the end may still be pending, its
+                                   edge gone */
+    uint32_t       busy;        /* atomic store: cos waiting on it (epoll)
+                                   or operations in the kernel (io_uring) */
+    uint32_t       gen;         /* atomic store: bumped when the number is
+                                   known to hold a new file */
+    aco_rt_waitq_t q;           /* epoll: cos waiting for readiness
+                                   (w.events says for what) */
+};
+
+/* (release: a close on another thread that sees it comes after our use of
+ * the descriptor, epoll_ctl included) */
+static inline void rt_fd_busy_add(rt_fd_t* e, int d) {
+    __atomic_store_n(&e->busy, e->busy + (uint32_t)d, __ATOMIC_RELEASE);
+}
+
+/* The table: chunks that never move (waiters point into them), under a
+ * top array of fixed size that never moves either (other threads read it):
+ * descriptors below RT_FD_CHUNK * RT_FD_CHUNKS. */
+#define RT_FD_CHUNK 256
+#define RT_FD_CHUNKS 65536
+rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd);   /* NULL: ENOMEM (or fd too big) */
+/* The entry of fd if the table has one, else NULL (never allocates). */
+static inline rt_fd_t* rt_fd_peek(aco_rt_sched_t* s, int fd) {
+    rt_fd_t** top = s->fdc;
+    if (fd < 0 || top == NULL || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    rt_fd_t* c = top[fd / RT_FD_CHUNK];
+    return c ? &c[fd % RT_FD_CHUNK] : NULL;
+}
+/* The same, of another thread's scheduler s, read from here. */
+static inline rt_fd_t* rt_fd_peek_remote(aco_rt_sched_t* s, int fd) {
+    rt_fd_t** top = __atomic_load_n(&s->fdc, __ATOMIC_ACQUIRE);
+    if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    rt_fd_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    return c ? &c[fd % RT_FD_CHUNK] : NULL;
+}
+/* Forget what entry e says of the file under its number (a new file). */
+void     rt_fd_forget(rt_fd_t* e);
+void     rt_fd_free_all(aco_rt_sched_t* s);
+
+#pragma GCC visibility pop
+
+#endif /* ACO_RT_FD_H */
