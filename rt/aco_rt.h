@@ -340,6 +340,109 @@ int aco_rt_wait(int fd, int events, int64_t deadline);
 int aco_rt_close(int fd);
 
 /* ======================================================================== */
+/* Buffered I/O: a reader and a writer per connection, for protocols        */
+/* ======================================================================== */
+
+/* A buffered reader and writer on one descriptor (a socket, a pipe, ...):
+ * "exactly n bytes", "up to a delimiter, at most limit bytes", "is a whole
+ * message here yet?" without copying, and small writes gathered into one
+ * system call.  One heap allocation holds the object and both buffers
+ * (heap: io_uring may fill the read buffer while the co is parked, so it
+ * keeps the share-stack rule by itself; the caller's buffers may lie
+ * anywhere, on a share stack too).
+ *
+ * One co uses a bufio at a time (no lock inside; it may move between cos
+ * and threads between calls).  Every call that takes a deadline fails at
+ * once with -EPERM outside a co of a running scheduler and -ECANCELED in a
+ * cancelled co (as every blocking call here), even when the bytes are
+ * already buffered; besides, they return the errors of aco_rt_read /
+ * aco_rt_writev (-ETIMEDOUT, -ECONNRESET, -EPIPE, -EBADF, -ENOMEM, ...).
+ *
+ * Reading.  A failed read call consumes nothing: what was buffered stays
+ * for the next call (read_full for more than the read buffer holds is the
+ * exception, said there).  Views (const char** out) point into the read
+ * buffer and stay valid until the next call on b that reads or consumes.
+ *
+ * Writing.  write copies into the write buffer and sends when it is full;
+ * flush sends what is buffered.  After an error other than -ETIMEDOUT and
+ * -ECANCELED the writer is broken: every later write and flush returns that
+ * error at once (the connection is done for: close it) and what it still
+ * held is never sent.  After -ETIMEDOUT or -ECANCELED the unsent bytes stay
+ * buffered, in order, and a later flush goes on with them. */
+typedef struct aco_rt_bufio aco_rt_bufio_t;
+
+/* A bufio on fd with rsize bytes of read buffer and wsize of write buffer
+ * (0: 16 KiB each).  fd stays the caller's.  From any thread.  NULL with
+ * errno ENOMEM, or EINVAL (fd < 0, a size over 1 GiB). */
+aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize);
+
+/* Free b and its buffers: unflushed bytes are dropped (flush first), fd is
+ * not closed.  NULL does nothing. */
+void aco_rt_bufio_free(aco_rt_bufio_t* b);
+
+/* b's descriptor. */
+int aco_rt_bufio_fd(const aco_rt_bufio_t* b);
+
+/* Bytes read from fd and not yet taken by the program; bytes written by
+ * the program and not yet sent. */
+size_t aco_rt_bufio_buffered(const aco_rt_bufio_t* b);
+size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b);
+
+/* Some bytes, at most n, into buf: the buffered ones if any (no system
+ * call), else one read of fd (straight into buf when n is at least the
+ * read buffer's size).  The count (>= 1), 0 at end of file (or n == 0), or
+ * -errno. */
+ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline);
+
+/* Exactly n bytes into buf: n.  Fewer only when the end of file came first:
+ * the count read (0 when nothing came; the bytes are in buf).  -errno when
+ * an error or the deadline came first: with n up to the read buffer's size
+ * nothing is consumed (the bytes that came stay buffered, a later call has
+ * them); a larger n reads its tail straight into buf, and an error after
+ * part of it returns the count taken so far instead (r < n: the next call
+ * says why). */
+ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline);
+
+/* The bytes up to and including the first delim, within the first limit
+ * bytes (0: the read buffer's size), as a view *out: their count.  They are
+ * consumed.  At end of file: what is left, without delim (its last byte is
+ * not delim), then 0.  -EMSGSIZE: limit bytes came without delim (they stay
+ * buffered: read or consume them to go on); -EINVAL: limit over the read
+ * buffer's size, or out NULL; -errno (nothing consumed). */
+ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
+                                const char** out, int64_t deadline);
+
+/* Wait until at least n bytes are buffered (n = 0: do not read), without
+ * consuming any: the count buffered (>= n; fewer only at end of file), with
+ * *out viewing them.  For parsers that look at a whole message before
+ * taking it (aco_rt_bufio_consume).  -EINVAL: n over the read buffer's
+ * size, or out NULL; -errno. */
+ssize_t aco_rt_bufio_peek(aco_rt_bufio_t* b, size_t n, const char** out, int64_t deadline);
+
+/* One read of fd into the read buffer's free room (what is buffered moves
+ * to its start first if need be): the count of new bytes, 0 at end of
+ * file, -ENOBUFS when the buffer is full, -errno. */
+ssize_t aco_rt_bufio_fill(aco_rt_bufio_t* b, int64_t deadline);
+
+/* Drop n buffered bytes (after peek): 0, or -EINVAL (fewer are buffered;
+ * nothing dropped).  Never blocks. */
+int aco_rt_bufio_consume(aco_rt_bufio_t* b, size_t n);
+
+/* Take n bytes of buf: into the write buffer while they fit (no system
+ * call); else the buffer and buf go out together (writev), the part of buf
+ * the buffer cannot keep too.  n; fewer when an error or the deadline came
+ * after part of buf was taken (sent or buffered); -errno when none was. */
+ssize_t aco_rt_bufio_write(aco_rt_bufio_t* b, const void* buf, size_t n, int64_t deadline);
+
+/* Send everything buffered: 0 or -errno (what was not sent stays buffered,
+ * see "Writing").  flush_more tells the kernel that more data follows
+ * (MSG_MORE on a socket: it holds back a partial segment until the next
+ * send without it, as for a response head followed by sendfile(2) of the
+ * body; a plain flush elsewhere). */
+int aco_rt_bufio_flush(aco_rt_bufio_t* b, int64_t deadline);
+int aco_rt_bufio_flush_more(aco_rt_bufio_t* b, int64_t deadline);
+
+/* ======================================================================== */
 /* Sync, among the cos of any schedulers and threads.  FIFO: the longest    */
 /* waiter goes first.  No allocation per wait.  Each object is zero-         */
 /* initialisable (all-zero = ready to use, as after _init); none needs       */

@@ -1,0 +1,274 @@
+/* bufio.c - buffered reader and writer per descriptor (aco_rt.h, "Buffered
+ * I/O"): exact reads, reads up to a delimiter, peek/consume for parsers,
+ * gathered writes.
+ *
+ * Layout: one allocation, the object then the read buffer then the write
+ * buffer, all heap (the kernel may fill the read buffer through io_uring
+ * while the co is parked: it must not lie on a share stack).  The read
+ * buffer holds its bytes at r[roff, roff + rlen); a view handed out stays
+ * put until a later call reads (which may move the bytes to the start) or
+ * consumes.  The write buffer holds w[0, wlen).
+ */
+#define _GNU_SOURCE
+#include "aco_rt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUFIO_DEFAULT (16 * 1024)
+#define BUFIO_MAX ((size_t)1 << 30)
+
+struct aco_rt_bufio {
+    int fd;
+    int werr;                   /* the writer's kept error, or 0 */
+    char* r;
+    size_t rcap, roff, rlen;
+    char* w;
+    size_t wcap, wlen;
+};
+
+aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize) {
+    if (rsize == 0) rsize = BUFIO_DEFAULT;
+    if (wsize == 0) wsize = BUFIO_DEFAULT;
+    if (fd < 0 || rsize > BUFIO_MAX || wsize > BUFIO_MAX) {
+        errno = EINVAL;
+        return NULL;
+    }
+    aco_rt_bufio_t* b = malloc(sizeof(*b) + rsize + wsize);
+    if (b == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memset(b, 0, sizeof(*b));
+    b->fd = fd;
+    b->r = (char*)(b + 1);
+    b->rcap = rsize;
+    b->w = b->r + rsize;
+    b->wcap = wsize;
+    return b;
+}
+
+void aco_rt_bufio_free(aco_rt_bufio_t* b) { free(b); }
+
+int aco_rt_bufio_fd(const aco_rt_bufio_t* b) { return b->fd; }
+
+size_t aco_rt_bufio_buffered(const aco_rt_bufio_t* b) { return b->rlen; }
+
+size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b) { return b->wlen; }
+
+/* What every call with a deadline checks first, as the runtime's blocking
+ * calls do: even with the bytes at hand, a cancelled co gets -ECANCELED. */
+static int gate(void) {
+    if (aco_rt_self() == NULL) return -EPERM;
+    if (aco_rt_cancelled()) return -ECANCELED;
+    return 0;
+}
+
+static void take(aco_rt_bufio_t* b, size_t n) {
+    b->roff += n;
+    b->rlen -= n;
+    if (b->rlen == 0) b->roff = 0;  /* the bytes stay in place: views hold */
+}
+
+/* One read into the free room at the end, moving the buffered bytes to the
+ * start when there is none there: new bytes, 0 at EOF, -ENOBUFS, -errno. */
+static ssize_t rfill(aco_rt_bufio_t* b, int64_t deadline) {
+    if (b->rlen == b->rcap) return -ENOBUFS;
+    if (b->roff + b->rlen == b->rcap) {
+        memmove(b->r, b->r + b->roff, b->rlen);
+        b->roff = 0;
+    }
+    size_t end = b->roff + b->rlen;
+    ssize_t n = aco_rt_read(b->fd, b->r + end, b->rcap - end, deadline);
+    if (n > 0) b->rlen += (size_t)n;
+    return n;
+}
+
+static size_t copy_out(aco_rt_bufio_t* b, void* buf, size_t n) {
+    size_t k = n < b->rlen ? n : b->rlen;
+    memcpy(buf, b->r + b->roff, k);
+    take(b, k);
+    return k;
+}
+
+ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
+    int e = gate();
+    if (e) return e;
+    if (n == 0) return 0;
+    if (b->rlen) return (ssize_t)copy_out(b, buf, n);
+    if (n >= b->rcap) return aco_rt_read(b->fd, buf, n, deadline);
+    ssize_t r = rfill(b, deadline);
+    if (r <= 0) return r;
+    return (ssize_t)copy_out(b, buf, n);
+}
+
+ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
+    int e = gate();
+    if (e) return e;
+    if (n <= b->rcap) {             /* all or nothing: gather, then copy */
+        while (b->rlen < n) {
+            if (b->roff + n > b->rcap) {
+                memmove(b->r, b->r + b->roff, b->rlen);
+                b->roff = 0;
+            }
+            ssize_t r = rfill(b, deadline);
+            if (r == 0) break;
+            if (r < 0) return r;
+        }
+        return (ssize_t)copy_out(b, buf, n);
+    }
+    size_t got = copy_out(b, buf, n);
+    while (got < n) {
+        ssize_t r = aco_rt_read(b->fd, (char*)buf + got, n - got, deadline);
+        if (r == 0) break;
+        if (r < 0) return got ? (ssize_t)got : r;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
+                                const char** out, int64_t deadline) {
+    int e = gate();
+    if (e) return e;
+    if (limit == 0) limit = b->rcap;
+    if (limit > b->rcap || out == NULL) return -EINVAL;
+    size_t scanned = 0;             /* bytes known to hold no delim */
+    for (;;) {
+        size_t upto = b->rlen < limit ? b->rlen : limit;
+        const char* base = b->r + b->roff;
+        const char* hit = memchr(base + scanned, delim, upto - scanned);
+        if (hit) {
+            size_t len = (size_t)(hit - base) + 1;
+            *out = base;
+            take(b, len);
+            return (ssize_t)len;
+        }
+        if (b->rlen >= limit) return -EMSGSIZE;
+        scanned = upto;
+        ssize_t r = rfill(b, deadline);
+        if (r < 0) return r;
+        if (r == 0) {               /* EOF: the rest, without delim */
+            size_t len = b->rlen;
+            *out = b->r + b->roff;
+            take(b, len);
+            return (ssize_t)len;
+        }
+    }
+}
+
+ssize_t aco_rt_bufio_peek(aco_rt_bufio_t* b, size_t n, const char** out, int64_t deadline) {
+    int e = gate();
+    if (e) return e;
+    if (n > b->rcap || out == NULL) return -EINVAL;
+    while (b->rlen < n) {
+        if (b->roff + n > b->rcap) {
+            memmove(b->r, b->r + b->roff, b->rlen);
+            b->roff = 0;
+        }
+        ssize_t r = rfill(b, deadline);
+        if (r == 0) break;
+        if (r < 0) return r;
+    }
+    *out = b->r + b->roff;
+    return (ssize_t)b->rlen;
+}
+
+ssize_t aco_rt_bufio_fill(aco_rt_bufio_t* b, int64_t deadline) {
+    int e = gate();
+    if (e) return e;
+    return rfill(b, deadline);
+}
+
+int aco_rt_bufio_consume(aco_rt_bufio_t* b, size_t n) {
+    if (n > b->rlen) return -EINVAL;
+    take(b, n);
+    return 0;
+}
+
+/* Send the write buffer, then data[0, n), until all is out or an error:
+ * 0 or -errno.  The buffer keeps what did not go; *sent: bytes of data
+ * that went.  An error but the deadline and cancel is kept (werr). */
+static int send_out(aco_rt_bufio_t* b, const char* data, size_t n, int more,
+                    int64_t deadline, size_t* sent) {
+    size_t boff = 0, doff = 0;
+    int err = 0;
+    while (boff < b->wlen || doff < n) {
+        ssize_t r;
+        if (more && doff == n) {    /* only the buffer: one send, MSG_MORE */
+            r = aco_rt_send(b->fd, b->w + boff, b->wlen - boff, MSG_MORE, deadline);
+            if (r == -ENOTSOCK) {
+                more = 0;
+                continue;
+            }
+        } else {
+            struct iovec iov[2];
+            int k = 0;
+            if (boff < b->wlen) iov[k++] = (struct iovec){b->w + boff, b->wlen - boff};
+            if (doff < n) iov[k++] = (struct iovec){(char*)data + doff, n - doff};
+            r = aco_rt_writev(b->fd, iov, k, deadline);
+        }
+        if (r < 0) {
+            err = (int)r;
+            break;
+        }
+        if (r == 0) {               /* no progress: not seen, but no spin */
+            err = -EIO;
+            break;
+        }
+        /* a short count: the next round gets the error (or goes on) */
+        size_t got = (size_t)r, fromb = b->wlen - boff;
+        if (got <= fromb) {
+            boff += got;
+        } else {
+            boff = b->wlen;
+            doff += got - fromb;
+        }
+    }
+    memmove(b->w, b->w + boff, b->wlen - boff);
+    b->wlen -= boff;
+    if (sent) *sent = doff;
+    if (err && err != -ETIMEDOUT && err != -ECANCELED) b->werr = err;
+    return err;
+}
+
+ssize_t aco_rt_bufio_write(aco_rt_bufio_t* b, const void* buf, size_t n, int64_t deadline) {
+    int e = gate();
+    if (e) return e;
+    if (b->werr) return b->werr;
+    const char* p = buf;
+    if (n <= b->wcap - b->wlen) {
+        memcpy(b->w + b->wlen, p, n);
+        b->wlen += n;
+        return (ssize_t)n;
+    }
+    if (n < b->wcap) {              /* fill up, send the full buffer, keep the rest */
+        size_t k = b->wcap - b->wlen;
+        memcpy(b->w + b->wlen, p, k);
+        b->wlen = b->wcap;
+        int err = send_out(b, NULL, 0, 0, deadline, NULL);
+        if (err) return b->werr || k == 0 ? err : (ssize_t)k;
+        memcpy(b->w, p + k, n - k);
+        b->wlen = n - k;
+        return (ssize_t)n;
+    }
+    size_t sent = 0;
+    int err = send_out(b, p, n, 0, deadline, &sent);
+    if (err) return sent ? (ssize_t)sent : err;
+    return (ssize_t)n;
+}
+
+static int flush(aco_rt_bufio_t* b, int more, int64_t deadline) {
+    int e = gate();
+    if (e) return e;
+    if (b->werr) return b->werr;
+    if (b->wlen == 0) return 0;
+    return send_out(b, NULL, 0, more, deadline, NULL);
+}
+
+int aco_rt_bufio_flush(aco_rt_bufio_t* b, int64_t deadline) { return flush(b, 0, deadline); }
+
+int aco_rt_bufio_flush_more(aco_rt_bufio_t* b, int64_t deadline) {
+    return flush(b, 1, deadline);
+}
