@@ -307,7 +307,7 @@ rt_lib_srcs() {
 # built against the runtime as output/rt_<name>..<variant>.
 rt_tests() { cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)' | awk '{print $1}'; }
 test_src() { if [ -f "rt/tests/$1.c" ]; then echo "rt/tests/$1.c"; else echo "apps/tests/$1.c"; fi; }
-rt_programs() { echo apps/aco_echo apps/aco_resp apps/aco_nc bench/aco_rt_bench; }
+rt_programs() { echo apps/aco_echo apps/aco_resp apps/aco_nc apps/aco_http bench/aco_rt_bench; }
 rt_st_tests() { echo test_sched test_sync test_chan test_timer; }  # also in the single-thread build
 
 # ---------------------------------------------------------------------------
@@ -419,8 +419,9 @@ rt_rules() {
     [ -n "$RT_URING" ] && c="$c -DACO_RT_HAVE_URING"
     rt_lib_rules
     local objs=$rt_objs libs=$rt_libs
-    # aco_resp's parser and store, linked by it and by their tests
-    for f in resp kv; do
+    # aco_resp's parser and store, aco_http's parser: linked by the
+    # programs and by their tests
+    for f in resp kv http; do
         cc_rule "$obj/$f.o" "apps/$f.c" "$obj" "$c -Irt -c apps/$f.c -o $obj/$f.o"
     done
     local v=no_valgrind.standaloneFPUenv vo p extra ld
@@ -436,6 +437,7 @@ rt_rules() {
         p=${src##*/}
         extra=""
         [ $p = aco_resp ] && extra="$obj/resp.o $obj/kv.o"
+        [ $p = aco_http ] && extra="$obj/http.o"
         cc_rule "$OUTPUT/$p" "$src.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
             "$c -Irt $src.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/$p"
     done
@@ -444,7 +446,7 @@ rt_rules() {
         vo="$OUTPUT/obj/$v"
         for p in $(rt_tests); do
             extra=""
-            case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; esac
+            case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; test_http) extra="$obj/http.o" ;; esac
             [ $p = test_port ] && extra="$obj/port_pthreads.o $obj/port_aco.o"
             [ $p = test_hook ] && extra="$obj/hook.o -ldl"
             # test_faults: the allocations of the runtime's and libaco's

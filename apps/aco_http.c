@@ -1,0 +1,515 @@
+/* aco_http - an HTTP/1.1 static-file server on the runtime: GET and HEAD
+ * of the files under --root, keep-alive, pipelining, byte ranges,
+ * If-Modified-Since, bodies by sendfile(2).
+ *
+ *   aco_http [--root DIR] [--port N] [--backend uring|epoll] [--bind ADDR]
+ *            [--threads T] [--accept reuseport|handoff]
+ *            [--idle-timeout-ms MS] [--header-timeout-ms MS]
+ *
+ * One co per connection, with a bufio (aco_rt.h, "Buffered I/O"): the
+ * request head is found in the read buffer without copying (peek, parse,
+ * consume), and the responses' heads gather in the write buffer, sent when
+ * no complete request is left to answer (pipelined requests get their
+ * responses in one write) or before a body: the head goes with MSG_MORE,
+ * then the file by sendfile(2) on the non-blocking socket, waiting for
+ * writability (aco_rt_wait) when the socket is full, so the thread never
+ * blocks on a client.  No allocation per request: the connection's object
+ * holds its buffers.  What each request gets is in docs/runtime.md
+ * ("aco_http"); in short:
+ *   GET/HEAD of a regular file   200, 206 (one range), 304, 416
+ *   a directory                  its index.html, else 404
+ *   other methods                405 with Allow: GET, HEAD
+ *   a malformed head             400 (http.h says which), 414, 431, 501,
+ *                                505, then close
+ *   a body over 64 KiB           413 and close (smaller ones are dropped)
+ *   "..", %2e%2e, "..%2f"        403; a symlink out of the root: 403
+ *   a head not whole in --header-timeout-ms (10 s) from its first byte, or
+ *   no request for --idle-timeout-ms (60 s): the connection is closed.
+ * Files are opened with openat2(RESOLVE_BENEATH) where the kernel has it
+ * (5.6+); elsewhere with openat and a check of the opened file's path
+ * (/proc/self/fd) against the root's real path.
+ */
+#define _GNU_SOURCE
+#include "aco_rt.h"
+#include "http.h"
+#include "rt_cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HEAD_LIMIT (8 * 1024)          /* 431 past it */
+#define BODY_LIMIT (64 * 1024)         /* 413 past it */
+#define RBUF (16 * 1024)               /* > HEAD_LIMIT: a head always fits */
+#define WBUF (16 * 1024)
+#define PATH_CAP 4096
+#define SENDFILE_CHUNK (512 * 1024)    /* then let other cos run */
+
+static int root_fd = -1;
+static char root_real[PATH_MAX];
+static int have_openat2;
+static int64_t idle_ns = 60000LL * 1000000;
+static int64_t header_ns = 10000LL * 1000000;
+
+typedef struct {
+    int fd;
+    aco_rt_bufio_t* b;
+    char path[PATH_CAP + 16];          /* + "/index.html" */
+    char head[768];
+} conn_t;
+
+/* What a request gets. */
+typedef struct {
+    int status;
+    int file;                           /* the open file, or -1 */
+    int64_t size, off, len;             /* the file's size; the body's part */
+    int64_t mtime;
+    const char* type;
+} resp_t;
+
+/* ------------------------------------------------------------------------ */
+/* Dates, cached per thread: the current second's and the last mtime's      */
+/* ------------------------------------------------------------------------ */
+
+static __thread int64_t date_sec = -1;
+static __thread char date_str[32];
+static __thread int64_t lm_sec = -1;
+static __thread char lm_str[32];
+
+static const char* now_date(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    if (ts.tv_sec != date_sec) {
+        date_sec = ts.tv_sec;
+        http_date_format(date_sec, date_str);
+    }
+    return date_str;
+}
+
+static const char* mtime_date(int64_t t) {
+    if (t != lm_sec) {
+        lm_sec = t;
+        http_date_format(t, lm_str);
+    }
+    return lm_str;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int errno_status(int e) {
+    switch (e) {
+    case ENOENT: case ENOTDIR: return 404;
+    case EXDEV: case EACCES: case EPERM: case ELOOP: return 403;
+    case ENAMETOOLONG: return 414;
+    default: return 500;
+    }
+}
+
+/* The opened file lies under the root: its path, read back, says so. */
+static int beneath_root(int fd) {
+    char link[64], real[PATH_MAX];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, real, sizeof(real) - 1);
+    if (n < 0) return 0;
+    real[n] = '\0';
+    size_t rl = strlen(root_real);
+    if (strcmp(root_real, "/") == 0) return 1;
+    return strncmp(real, root_real, rl) == 0 && (real[rl] == '\0' || real[rl] == '/');
+}
+
+/* Open rel (relative to the root, "" for it) for reading: the descriptor,
+ * or a status (> 0). */
+static int open_beneath(const char* rel, int* out) {
+    const char* p = *rel ? rel : ".";
+    int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;   /* a FIFO must not block */
+    int fd;
+    if (have_openat2) {
+        struct open_how how = {.flags = (uint64_t)flags,
+                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+        fd = (int)syscall(SYS_openat2, root_fd, p, &how, sizeof(how));
+    } else {
+        fd = openat(root_fd, p, flags);
+        if (fd >= 0 && !beneath_root(fd)) {
+            close(fd);
+            return 403;
+        }
+    }
+    if (fd < 0) return errno == EMFILE || errno == ENFILE ? 503 : errno_status(errno);
+    *out = fd;
+    return 0;
+}
+
+/* Find the file of a GET or HEAD: r->status 200 with r->file open, or an
+ * error status. */
+static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
+    int dir;
+    int n = http_path(q->target, q->target_len, c->path, PATH_CAP, &dir);
+    if (n >= 400) {
+        r->status = n;
+        return;
+    }
+    int fd;
+    int e = open_beneath(c->path, &fd);
+    if (e) {
+        r->status = e;
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        r->status = 500;
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {          /* its index.html */
+        close(fd);
+        memcpy(c->path + n, n ? "/index.html" : "index.html", n ? 12 : 11);
+        n += n ? 11 : 10;
+        if ((e = open_beneath(c->path, &fd))) {
+            r->status = e == 403 ? 403 : 404;
+            return;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            r->status = 404;
+            return;
+        }
+    } else if (!S_ISREG(st.st_mode) || dir) {
+        close(fd);
+        r->status = dir ? 404 : 403;    /* "file/" is no directory */
+        return;
+    }
+    r->status = 200;
+    r->file = fd;
+    r->size = st.st_size;
+    r->off = 0;
+    r->len = st.st_size;
+    r->mtime = st.st_mtim.tv_sec;
+    r->type = http_mime(c->path, (size_t)n);
+}
+
+/* 304 and 206/416 on the file found. */
+static void conditions(const http_req_t* q, resp_t* r) {
+    if (q->ims) {
+        int64_t t = http_date_parse(q->ims, q->ims_len);
+        if (t >= 0 && r->mtime <= t) {
+            r->status = 304;
+            return;
+        }
+    }
+    if (q->range && q->method == HTTP_GET) {
+        int64_t a, b;
+        int k = http_range(q->range, q->range_len, r->size, &a, &b);
+        if (k > 0) {
+            r->status = 206;
+            r->off = a;
+            r->len = b - a + 1;
+        } else if (k < 0) {
+            r->status = 416;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Responses                                                                */
+/* ------------------------------------------------------------------------ */
+
+static char* put(char* p, const char* s, size_t n) {
+    memcpy(p, s, n);
+    return p + n;
+}
+#define PUT(p, lit) put(p, lit, sizeof(lit) - 1)
+
+static char* put_str(char* p, const char* s) { return put(p, s, strlen(s)); }
+
+static char* put_num(char* p, int64_t v) {
+    char t[24];
+    int i = sizeof(t);
+    uint64_t u = (uint64_t)v;
+    do t[--i] = (char)('0' + u % 10); while ((u /= 10));
+    return put(p, t + i, sizeof(t) - (size_t)i);
+}
+
+/* The head of r into c->head: its length.  The error statuses get a short
+ * text body (the head says its length; HEAD sends none). */
+static size_t build_head(conn_t* c, const http_req_t* q, const resp_t* r, int keep,
+                         int64_t* body_len) {
+    char* p = c->head;
+    p = PUT(p, "HTTP/1.1 ");
+    p = put_num(p, r->status);
+    *p++ = ' ';
+    p = put_str(p, http_reason(r->status));
+    p = PUT(p, "\r\nServer: aco_http\r\nDate: ");
+    p = put(p, now_date(), 29);
+    p = PUT(p, "\r\n");
+    int file = r->status == 200 || r->status == 206 || r->status == 304;
+    if (file) {
+        p = PUT(p, "Last-Modified: ");
+        p = put(p, mtime_date(r->mtime), 29);
+        p = PUT(p, "\r\nAccept-Ranges: bytes\r\n");
+    }
+    if (r->status == 200 || r->status == 206) {
+        p = PUT(p, "Content-Type: ");
+        p = put_str(p, r->type);
+        p = PUT(p, "\r\nContent-Length: ");
+        p = put_num(p, r->len);
+        p = PUT(p, "\r\n");
+        *body_len = r->len;
+        if (r->status == 206) {
+            p = PUT(p, "Content-Range: bytes ");
+            p = put_num(p, r->off);
+            *p++ = '-';
+            p = put_num(p, r->off + r->len - 1);
+            *p++ = '/';
+            p = put_num(p, r->size);
+            p = PUT(p, "\r\n");
+        }
+    } else if (r->status != 304) {
+        if (r->status == 416) {
+            p = PUT(p, "Content-Range: bytes */");
+            p = put_num(p, r->size);
+            p = PUT(p, "\r\n");
+        }
+        if (r->status == 405) p = PUT(p, "Allow: GET, HEAD\r\n");
+        /* the body: "404 Not Found\n" */
+        size_t bl = 3 + 1 + strlen(http_reason(r->status)) + 1;
+        p = PUT(p, "Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
+        p = put_num(p, (int64_t)bl);
+        p = PUT(p, "\r\n");
+        *body_len = (int64_t)bl;
+    }
+    if (!keep) p = PUT(p, "Connection: close\r\n");
+    else if (q && q->minor == 0) p = PUT(p, "Connection: keep-alive\r\n");
+    p = PUT(p, "\r\n");
+    if (!file && r->status != 304 && (q == NULL || q->method != HTTP_HEAD)) {
+        p = put_num(p, r->status);
+        *p++ = ' ';
+        p = put_str(p, http_reason(r->status));
+        *p++ = '\n';
+    }
+    return (size_t)(p - c->head);
+}
+
+/* len bytes of file from off to the socket by sendfile: 0 or -errno
+ * (-EIO: the file ended early; the head promised more, so the connection
+ * must close). */
+static int send_file(int sock, int file, int64_t off, int64_t len, int64_t deadline) {
+    off_t o = (off_t)off;
+    while (len > 0) {
+        size_t want = len > SENDFILE_CHUNK ? SENDFILE_CHUNK : (size_t)len;
+        ssize_t n = sendfile(sock, file, &o, want);
+        if (n > 0) {
+            len -= n;
+            if (len > 0 && n == (ssize_t)SENDFILE_CHUNK) {
+                int y = aco_rt_yield();     /* a fast client must not hog the thread */
+                if (y < 0) return y;
+            }
+            continue;
+        }
+        if (n == 0) return -EIO;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN) return -errno;
+        int w = aco_rt_wait(sock, POLLOUT, deadline);
+        if (w < 0) return w;
+    }
+    return 0;
+}
+
+/* Send r's head (and body): 0, or -1 if the connection is done for. */
+static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
+    int64_t deadline = aco_rt_now() + idle_ns, body = 0;
+    size_t hl = build_head(c, q, r, keep, &body);
+    int rc = 0;
+    if (aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
+    int send_body = r->file >= 0 && (r->status == 200 || r->status == 206) &&
+                    q->method == HTTP_GET && body > 0;
+    if (rc == 0 && send_body) {
+        if (aco_rt_bufio_flush_more(c->b, deadline) < 0 ||
+            send_file(c->fd, r->file, r->off, r->len, deadline) < 0)
+            rc = -1;
+    }
+    if (r->file >= 0) close(r->file);
+    r->file = -1;
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Drop a request body of n bytes: 0, or -1. */
+static int discard(conn_t* c, int64_t n, int64_t deadline) {
+    char sink[4096];
+    while (n > 0) {
+        ssize_t r = aco_rt_bufio_read(c->b, sink, n < (int64_t)sizeof(sink) ? (size_t)n
+                                                                           : sizeof(sink), deadline);
+        if (r <= 0) return -1;
+        n -= r;
+    }
+    return 0;
+}
+
+/* We end the connection: say so and read what the client still sends, for
+ * up to a second, so that a reset does not throw away the response it has
+ * not read yet. */
+static void linger_close(conn_t* c) {
+    if (aco_rt_bufio_flush(c->b, aco_rt_now() + idle_ns) == 0) {
+        shutdown(c->fd, SHUT_WR);
+        int64_t until = aco_rt_now() + 1000000000;
+        size_t left = 1 << 20;
+        char sink[4096];
+        ssize_t n;
+        while (left && (n = aco_rt_bufio_read(c->b, sink, sizeof(sink), until)) > 0)
+            left -= (size_t)n < left ? (size_t)n : left;
+    }
+}
+
+/* One request head and its answer: 1 to go on, 0 to close (lingering),
+ * -1 to close at once. */
+static int serve_one(conn_t* c) {
+    const char* v;
+    http_req_t q;
+    int64_t head_dl = -1;
+    int st;
+    for (;;) {                          /* until a whole head is buffered */
+        ssize_t n = aco_rt_bufio_peek(c->b, 0, &v, 0);
+        if (n < 0) return -1;
+        st = http_parse(v, (size_t)n, HEAD_LIMIT, &q);
+        if (st != HTTP_AGAIN) break;
+        /* answers to what came so far go out before we wait */
+        if (aco_rt_bufio_unflushed(c->b) &&
+            aco_rt_bufio_flush(c->b, aco_rt_now() + idle_ns) < 0)
+            return -1;
+        if (n > 0 && head_dl < 0) head_dl = aco_rt_now() + header_ns;
+        ssize_t r = aco_rt_bufio_fill(c->b, n ? head_dl : aco_rt_now() + idle_ns);
+        if (r <= 0) return -1;          /* EOF, a timeout, an error */
+        if (head_dl < 0) head_dl = aco_rt_now() + header_ns;
+    }
+    resp_t r = {.file = -1};
+    if (st != HTTP_DONE) {              /* a malformed head: answer, close */
+        r.status = st;
+        respond(c, NULL, &r, 0);
+        return 0;
+    }
+    int keep = q.keep_alive;
+    if (q.content_length > BODY_LIMIT) {
+        r.status = 413;
+        keep = 0;
+    } else if (q.method == HTTP_OTHER) {
+        r.status = 405;
+    } else {
+        find_file(c, &q, &r);
+        if (r.status == 200) conditions(&q, &r);
+    }
+    /* the views in q stay valid: consuming moves no bytes */
+    aco_rt_bufio_consume(c->b, q.head_len);
+    if (r.status != 413 && q.content_length > 0 &&
+        discard(c, q.content_length, aco_rt_now() + header_ns) < 0) {
+        if (r.file >= 0) close(r.file);
+        return -1;
+    }
+    if (respond(c, &q, &r, keep) < 0) return -1;
+    return keep ? 1 : 0;
+}
+
+static void conn_co(void* arg) {
+    conn_t* c = arg;
+    int k;
+    while ((k = serve_one(c)) > 0) {}
+    if (k == 0) linger_close(c);
+    aco_rt_close(c->fd);
+    aco_rt_bufio_free(c->b);
+    free(c);
+}
+
+static int start_conn(int fd) {
+    /* sendfile(2) has no MSG_DONTWAIT: the socket itself is non-blocking */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+    conn_t* c = malloc(sizeof(*c));
+    if (c == NULL) return -1;
+    c->fd = fd;
+    if ((c->b = aco_rt_bufio_new(fd, RBUF, WBUF)) == NULL) {
+        free(c);
+        return -1;
+    }
+    if (rt_cli_spawn(conn_co, c) < 0) {
+        aco_rt_bufio_free(c->b);
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int ms_option(const char* name, const char* v, int64_t* out) {
+    char* end;
+    long long ms = v ? strtoll(v, &end, 10) : -1;
+    if (v == NULL || *end || ms < 1 || ms > 86400000LL) {
+        fprintf(stderr, "aco_http: %s takes milliseconds (1 to 86400000)\n", name);
+        return -1;
+    }
+    *out = ms * 1000000;
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    const char* root = ".";
+    int port_given = 0;
+    char** rest = calloc((size_t)argc + 1, sizeof(char*));
+    if (rest == NULL) return 1;
+    int nrest = 0;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(argv[i], "--root") == 0 && v) {
+            root = v;
+            i++;
+        } else if (strcmp(argv[i], "--idle-timeout-ms") == 0) {
+            if (ms_option(argv[i], v, &idle_ns) < 0) return 2;
+            i++;
+        } else if (strcmp(argv[i], "--header-timeout-ms") == 0) {
+            if (ms_option(argv[i], v, &header_ns) < 0) return 2;
+            i++;
+        } else {
+            if (strcmp(argv[i], "--port") == 0) port_given = 1;
+            rest[nrest++] = argv[i];
+        }
+    }
+    rt_cli_t cli;
+    if (rt_cli_parse(&cli, "aco_http", nrest, rest) < 0) {
+        fprintf(stderr, "       aco_http also takes --root DIR (.), --idle-timeout-ms MS"
+                " (60000), --header-timeout-ms MS (10000)\n");
+        return 2;
+    }
+    if (!port_given) cli.port = 8080;
+    root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0 || realpath(root, root_real) == NULL) {
+        fprintf(stderr, "aco_http: --root %s: %s\n", root, strerror(errno));
+        return 1;
+    }
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_BENEATH};
+    int probe = (int)syscall(SYS_openat2, root_fd, ".", &how, sizeof(how));
+    have_openat2 = probe >= 0;
+    if (probe >= 0) close(probe);
+    if (getenv("ACO_HTTP_NO_OPENAT2")) have_openat2 = 0;    /* tests the fallback */
+    signal(SIGPIPE, SIG_IGN);           /* sendfile(2) to a client that left */
+    fprintf(stderr, "aco_http: serving %s (%s)\n", root_real,
+            have_openat2 ? "openat2 RESOLVE_BENEATH" : "openat + path check");
+    return rt_cli_run(&cli, "aco_http", start_conn);
+}

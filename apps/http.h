@@ -1,0 +1,78 @@
+/* http.h - aco_http's HTTP/1.1 request parser and the pieces of its
+ * responses that need no I/O: the request head (RFC 9112), the path
+ * decoded and checked, a single byte range, HTTP dates, content types.
+ * Pure functions over caller memory (no allocation, no I/O): unit-tested
+ * by apps/tests/test_http.c. */
+#ifndef HTTP_H
+#define HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+enum { HTTP_GET = 1, HTTP_HEAD, HTTP_OTHER };
+
+/* A parsed request head.  The views (pointer + length) point into the
+ * buffer given to http_parse and live as long as it. */
+typedef struct {
+    size_t head_len;            /* bytes of the head, the empty line too */
+    int method;                 /* HTTP_GET, HTTP_HEAD, HTTP_OTHER */
+    int minor;                  /* HTTP/1.minor: 0 or 1 */
+    int keep_alive;             /* the connection stays open after it */
+    int64_t content_length;     /* -1: none */
+    const char* target;         /* the request target as sent */
+    size_t target_len;
+    const char* range;          /* the Range value, NULL if none */
+    size_t range_len;
+    const char* ims;            /* the If-Modified-Since value, or NULL */
+    size_t ims_len;
+} http_req_t;
+
+/* What http_parse found, besides an HTTP status (>= 400). */
+enum { HTTP_DONE = 0, HTTP_AGAIN = 1 };
+
+/* Parse the request head at the start of buf[0, n), at most limit bytes
+ * long: HTTP_DONE (r filled), HTTP_AGAIN (incomplete: read more; n < limit)
+ * or the status that answers it:
+ *   400  a malformed request line or header (a bare LF or CR, a control
+ *        byte, a space before a header's colon, a folded line, no Host or
+ *        two in HTTP/1.1, a Content-Length that is not a number, several
+ *        different ones, or one with Transfer-Encoding);
+ *   414  the request line alone is over limit;
+ *   431  the head is over limit;
+ *   501  Transfer-Encoding (request bodies are read by Content-Length only);
+ *   505  an HTTP version other than 1.0 and 1.1.
+ * After an error the connection must close (the stream has lost its
+ * framing). */
+int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r);
+
+/* The path of target (origin-form "/a/b?q", or absolute-form
+ * "http://host/a/b"), percent-decoded, with "." segments and empty ones
+ * dropped, into out (cap bytes, NUL-terminated, without the leading '/':
+ * "" for the root): its length, or a status: 400 (not a path, a bad %
+ * escape, a NUL), 403 (a ".." segment, also encoded: %2e%2e, "..%2f"),
+ * 414 (longer than cap - 1).  *dir is set when the path ends with '/'. */
+int http_path(const char* target, size_t len, char* out, size_t cap, int* dir);
+
+/* A single range "bytes=a-b", "bytes=a-", "bytes=-n" of a size-byte file:
+ *   1  satisfiable: [*first, *last] (last clamped to size - 1);
+ *   0  ignore it (not bytes=, several ranges, a syntax error, a > b):
+ *      the whole file, 200;
+ *  -1  unsatisfiable (a >= size, or -0): 416. */
+int http_range(const char* v, size_t len, int64_t size, int64_t* first, int64_t* last);
+
+/* An HTTP date (IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT") to seconds
+ * since the epoch; -1 if it is not one. */
+int64_t http_date_parse(const char* v, size_t len);
+
+/* t as an IMF-fixdate into out (at least 30 bytes): its length (29). */
+size_t http_date_format(int64_t t, char* out);
+
+/* The Content-Type of a path by its extension (application/octet-stream
+ * when unknown). */
+const char* http_mime(const char* path, size_t len);
+
+/* The reason phrase of status ("" when unknown). */
+const char* http_reason(int status);
+
+#endif
