@@ -78,11 +78,12 @@ static int request_line(const char* p, size_t n, http_req_t* r) {
 
 int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r) {
     size_t scan = n < limit ? n : limit;
-    if (bare_lf_or_nul(buf, scan)) return 400;
     size_t start = 0;               /* RFC 9112 2.2: empty lines before it */
     while (start + 1 < scan && buf[start] == '\r' && buf[start + 1] == '\n') start += 2;
     const char* end = start < scan ? memmem(buf + start, scan - start, "\r\n\r\n", 4) : NULL;
     const char* eol = start < scan ? memmem(buf + start, scan - start, "\r\n", 2) : NULL;
+    /* only the head's bytes: a body or the next request may follow */
+    if (bare_lf_or_nul(buf, end ? (size_t)(end - buf) + 4 : scan)) return 400;
     if (end == NULL) {
         if (n < limit) return HTTP_AGAIN;
         return eol ? 431 : 414;

@@ -71,6 +71,14 @@ static void t_good(void) {
     CHECK(view_is(r.target, r.target_len, "/2"));
     at += r.head_len;
     CHECK_EQ(http_parse(two + at, strlen(two) - at, 8192, &r), HTTP_AGAIN);
+    /* what follows the head is not the head's: a body of NULs, a bad
+     * request behind a good one */
+    static const char body[] = "GET /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\n\0\0\0";
+    CHECK_EQ(http_parse(body, sizeof(body) - 1, 8192, &r), HTTP_DONE);
+    CHECK_EQ(r.head_len, sizeof(body) - 4);
+    const char* next_bad = "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET\n\n";
+    CHECK_EQ(http_parse(next_bad, strlen(next_bad), 8192, &r), HTTP_DONE);
+    CHECK_EQ(http_parse(next_bad + r.head_len, strlen(next_bad) - r.head_len, 8192, &r), 400);
 }
 
 static void t_errors(void) {
