@@ -152,7 +152,8 @@ for s in $servers; do
         say "ours: $prog not built (bash make.sh): ${label[$s]} is n/a"
         live[$s]=0; ours_missing=1; continue
     fi
-    eval "taskset -c $SERVER_CPU $cmd" > "$TMPD/ours.$s.log" 2>&1 &
+    # exec: $! is the server itself, whose CPU time is read
+    eval "exec taskset -c $SERVER_CPU $cmd" > "$TMPD/ours.$s.log" 2>&1 &
     pid[$s]=$!; OURS_PIDS+=("${pid[$s]}")
     if ! wait_port "${port[$s]}" "${pid[$s]}"; then
         say "ours: ${label[$s]} did not start: $(tail -1 "$TMPD/ours.$s.log"): n/a"
