@@ -81,7 +81,7 @@ for be in "${configs[@]}"; do
     # once chaos_http has counted the server's descriptors (its first line)
     for _ in $(seq 100); do grep -q '^chaos_http: port' "$tmp/chaos.out" && break; sleep 0.05; done
     # wrk beside it: every response a 2xx, no socket errors
-    wrk -t1 -c20 -d"$((secs - 1))s" "http://127.0.0.1:$port/wrk.bin" > "$tmp/wrk.out" 2>&1
+    wrk -t1 -c20 -d"$((secs - 1))s" --timeout 10s "http://127.0.0.1:$port/wrk.bin" > "$tmp/wrk.out" 2>&1
     if [ $? = 0 ] && ! grep -q 'Non-2xx\|Socket errors' "$tmp/wrk.out"; then
         ok "$name: wrk -c20 beside the chaos: $(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out") requests/s"
     else
