@@ -55,8 +55,8 @@
 # output/libaco_hook.so, the single-thread build output/libaco_rt_st.a, the
 # programs output/aco_echo, aco_resp, aco_nc, aco_rt_bench (and
 # aco_rt_bench_st), hook_hiredis and hook_hiredis_linked (with
-# libhiredis-dev), aco_resp's chaos client
-# output/chaos_resp (plain threads, no runtime), and its tests as
+# libhiredis-dev), the chaos clients of aco_resp and aco_http
+# output/chaos_resp and chaos_http (plain threads, no runtime), and its tests as
 # output/rt_test_<name>..<variant> for the variants
 # (no_)valgrind.standaloneFPUenv (and rt_test_<name>_st.. for four of them).
 #
@@ -462,6 +462,9 @@ rt_rules() {
     # sockets, no runtime, so that it judges the server independently.
     cc_rule "$OUTPUT/chaos_resp" "apps/tests/chaos_resp.c" "$obj" \
         "$CC $CFLAGS $WARN -std=gnu11 apps/tests/chaos_resp.c -lpthread -o $OUTPUT/chaos_resp"
+    # aco_http's (check_http_chaos.sh), likewise.
+    cc_rule "$OUTPUT/chaos_http" "apps/tests/chaos_http.c" "$obj" \
+        "$CC $CFLAGS $WARN -std=gnu11 apps/tests/chaos_http.c -lpthread -o $OUTPUT/chaos_http"
     # hiredis' blocking client in 1000 cos through the hooks (check_rt_hook.sh,
     # bench_hook.sh): by LD_PRELOAD (linked to the shared runtime, as the
     # hook library is) and with hook.o linked in.

@@ -38,6 +38,11 @@
 #              (--accept reuseport and handoff) vs redis-server
 #              --io-threads 2 --io-threads-do-reads yes vs aco_resp
 #              --threads 1; and bench/bench_hook.sh when it is there.
+#   g. http    bench/bench_http.sh: aco_http (one thread, --backend uring
+#              and epoll) vs Debian's nginx (one worker, at its best: see
+#              its header), wrk -t1 -c100 on a 4 KiB and a 1 MiB file,
+#              server on CPU 1, wrk on CPU 0: requests/s, p99, server CPU
+#              ns per request, MB/s (8 s runs, --quick 4 s, --smoke 2 s).
 #
 # A peer whose toolchain is missing is left out with one line naming the
 # Debian package; a program of ours not built yet gives ours=n/a.  The exit
@@ -47,7 +52,8 @@
 # -n 500000 (--quick 200000): at -P 1 this machine does ~80k requests/s, so
 # -n 1000000 at -P 1 alone would take 3 servers x 3 tests x 5 rounds x 12.5 s
 # = 9.5 minutes.  Measured on an idle 2-vCPU KVM guest: a full run 430 s,
-# --quick 84 s (Go's build cache warm).
+# --quick 84 s (Go's build cache warm), both before section g, which adds
+# about 250 s (--quick 55 s, --smoke 10 s).
 #
 # Every headline's ratio is ours/peer (or ours/target): above 1 is better
 # for rps and MiB/s, worse for ns, bytes and ms.  The machine must be idle:
@@ -63,7 +69,7 @@
 #                              random block repeated, written to /dev/shm
 #                              first: it takes the transfer's size in RAM)
 #                              instead of sparse (the default; see e. below)
-#   BENCH_RT_SECTIONS="a b c d e"   the sections to run
+#   BENCH_RT_SECTIONS="a b c d e f g"   the sections to run
 #   BENCH_RT_SERVER_CPU=1, BENCH_RT_CLIENT_CPU=0   the CPUs to pin to: the
 #                              servers and the single-CPU programs to the
 #                              first, redis-benchmark and nc's client to the
@@ -138,7 +144,7 @@ else
     PARKED_N=1000000
     LOOP_N=1000000 LOOP_SEG=7 LOOP_WARM=200000
 fi
-SECTIONS=" ${BENCH_RT_SECTIONS:-a b c d e f} "
+SECTIONS=" ${BENCH_RT_SECTIONS:-a b c d e f g} "
 SERVER_CPU=${BENCH_RT_SERVER_CPU:-1}
 CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
 if [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ]; then
@@ -1019,6 +1025,14 @@ case $SECTIONS in *" b "*) others_start; chan_section; others_end "b. chan" ;; e
 case $SECTIONS in *" c "*) others_start; spawn_section; others_end "c. spawn" ;; esac
 case $SECTIONS in *" d "*) others_start; parked_section; others_end "d. parked" ;; esac
 case $SECTIONS in *" f "*) others_start; threads_section; others_end "f. threads" ;; esac
+case $SECTIONS in *" g "*)
+    others_start
+    mode=""; [ $quick = 1 ] && mode=--quick; [ $quick = 2 ] && mode=--smoke
+    if ! BENCH_RT_SERVER_CPU=$SERVER_CPU BENCH_RT_CLIENT_CPU=$CLIENT_CPU bash "$HERE/bench_http.sh" $mode "$OUT"; then
+        say "FAILED: bench_http.sh (see above)"; peer_fail=1
+    fi
+    others_end "g. http" ;;
+esac
 case $SECTIONS in *" e "*)
     if [ $have_nc = 1 ] || [ $have_ours_nc = 1 ]; then
         others_start; nc_section; others_end "e. nc"

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# bench_http.sh - aco_http (one thread) side by side with Debian's nginx
+# (one worker): `wrk -t1 -c100 -dNs --latency` on a 4 KiB and a 1 MiB file
+# (random bytes), the server pinned to CPU 1 (BENCH_RT_SERVER_CPU), wrk to
+# CPU 0 (BENCH_RT_CLIENT_CPU); aco_http --backend uring and epoll and nginx
+# in interleaved rounds (5, BENCH_RT_ROUNDS; the order rotates), medians of:
+# requests/s, p99 latency (wrk's), the server's CPU time per request (its
+# utime+stime from /proc/PID/stat across the run, nginx's worker process),
+# the 1 MiB file's throughput (MB/s: 10^6 bytes of body a second, rps x
+# 1048576 / 10^6).  Called by bench_rt.sh's section g; alone:
+#
+#   bash bench/bench_http.sh [--quick|--smoke] [OUTPUT_DIR]
+#
+# wrk runs 8 s (--quick 4 s, --smoke 2 s in 1 round, uring and nginx only),
+# after a 1 s warm-up of each server on each file (not in --smoke).
+#
+# nginx at its best for static files (bench/nginx.sh): worker_processes 1,
+# sendfile on, tcp_nopush on, tcp_nodelay on, access_log off,
+# keepalive_requests 1000000 (the default 1000 makes each of wrk's
+# connections reconnect every 1000 requests), keepalive_timeout at its
+# default (75 s), accept_mutex off, worker_connections 4096, and here
+# open_file_cache max=1000 inactive=60s with open_file_cache_valid 60s (the
+# file opened once, not on every request); the error log, pid file and temp
+# paths in a directory of its own, unprivileged.
+#
+# Headlines (ours/peer: above 1 better for rps and MB/s, worse for ns and
+# ms): http_4k_rps, http_4k_cpu_ns_per_req, http_4k_p99_ms, http_1m_mbps,
+# http_1m_cpu_ns_per_req, http_1m_p99_ms; the same for --backend epoll with
+# the suffix _epoll.  A run whose wrk reports socket errors or non-2xx
+# responses counts as n/a.  Exit status: non-zero if nginx fails, or in
+# --smoke if aco_http is missing or fails.
+#
+# Environment:
+#   BENCH_HTTP_OURS_CMD   our server's command line, {port} {root} {backend}
+#                         replaced, run with eval; default
+#                         "OUTPUT_DIR/aco_http --port {port} --root {root} --threads 1 --backend {backend}".
+#                         To check the harness with nginx as "ours", a
+#                         second nginx: BENCH_HTTP_OURS_CMD=nginx
+#   BENCH_HTTP_SECONDS    wrk's duration, seconds
+set -uo pipefail
+mode=full
+OUT=output
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) mode=quick ;;
+        --smoke) mode=smoke ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "bench_http: unknown option $1" >&2; exit 2 ;;
+        *) OUT=$1 ;;
+    esac
+    shift
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=$(cd "$OUT" 2>/dev/null && pwd) || { echo "bench_http: no directory $OUT"; exit 2; }
+. "$HERE/nginx.sh"
+case $mode in
+    full) ROUNDS=${BENCH_RT_ROUNDS:-5}; SECS=${BENCH_HTTP_SECONDS:-8}; WARM=1 ;;
+    quick) ROUNDS=${BENCH_RT_ROUNDS:-2}; SECS=${BENCH_HTTP_SECONDS:-4}; WARM=1 ;;
+    smoke) ROUNDS=1; SECS=${BENCH_HTTP_SECONDS:-2}; WARM=0 ;;
+esac
+SERVER_CPU=${BENCH_RT_SERVER_CPU:-1}
+CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
+[ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ] && SERVER_CPU=0
+CLK_TCK=$(getconf CLK_TCK)
+OURS_CMD=${BENCH_HTTP_OURS_CMD:-"$OUT/aco_http --port {port} --root {root} --threads 1 --backend {backend}"}
+say() { echo "bench_http: $*"; }
+for c in wrk nginx taskset; do
+    command -v $c > /dev/null || { say "$c not found (install wrk, nginx, util-linux): left out"; exit 1; }
+done
+
+TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench_http.XXXXXX") || exit 2
+ROOT=$TMPD/root
+mkdir -p "$ROOT"
+head -c 4096 /dev/urandom > "$ROOT/4k.bin"
+head -c 1048576 /dev/urandom > "$ROOT/1m.bin"
+declare -A pid port label live V
+NGINX_MASTER=""
+OURS_PIDS=()
+cleanup() {
+    local p
+    for p in "${OURS_PIDS[@]+"${OURS_PIDS[@]}"}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    nginx_stop
+    rm -rf "$TMPD"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {   # wait_port PORT PID: until something accepts there (10 s) while PID lives
+    local i
+    for i in $(seq 200); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+cpu_ticks() {   # cpu_ticks PID: utime + stime, every thread
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo n/a; return; }
+    s=${s##*) }
+    # shellcheck disable=SC2086
+    set -- $s
+    echo $(( ${12} + ${13} ))
+}
+addv() { V[$1]+="$2 "; }
+median() {
+    printf '%s\n' ${V[$1]:-} | awk '$1 ~ /^[0-9.eE+-]+$/' | sort -g |
+        awk '{a[NR] = $1} END {
+            if (NR == 0) print "n/a";
+            else if (NR % 2) print a[(NR + 1) / 2];
+            else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+fmt() { if [ "$2" = n/a ]; then echo n/a; else LC_ALL=C printf "$1" "$2"; fi; }
+ratio() {
+    if [ "$1" = n/a ] || [ "$2" = n/a ]; then echo n/a; return; fi
+    LC_ALL=C awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "n/a"; else printf "%.3f\n", a / b}'
+}
+
+# ---- the servers -------------------------------------------------------------
+servers="uring epoll nginx"
+[ $mode = smoke ] && servers="uring nginx"
+fail=0
+ours_missing=0
+for s in $servers; do
+    port[$s]=$(free_port)
+    live[$s]=1
+    if [ $s = nginx ]; then
+        label[$s]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///')"
+        if ! nginx_start "$TMPD/nginx" "$ROOT" "${port[$s]}" "$SERVER_CPU" \
+                "open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;" > "$TMPD/nginx.start"; then
+            say "PEER FAILED: $(cat "$TMPD/nginx.start")"
+            live[$s]=0; fail=1; continue
+        fi
+        pid[$s]=$NGINX_WORKER
+        continue
+    fi
+    label[$s]="aco_http --backend $s"
+    if [ "$OURS_CMD" = nginx ]; then     # the harness checked with nginx as ours
+        label[$s]="nginx as ours ($s)"
+        m=$NGINX_MASTER
+        nginx_start "$TMPD/ours.$s" "$ROOT" "${port[$s]}" "$SERVER_CPU" \
+            "open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;" > /dev/null
+        pid[$s]=$NGINX_WORKER; OURS_PIDS+=("$NGINX_MASTER"); NGINX_MASTER=$m
+        continue
+    fi
+    cmd=${OURS_CMD//\{port\}/${port[$s]}}
+    cmd=${cmd//\{root\}/$ROOT}
+    cmd=${cmd//\{backend\}/$s}
+    prog=${cmd%% *}
+    if [ ! -x "$prog" ]; then
+        say "ours: $prog not built (bash make.sh): ${label[$s]} is n/a"
+        live[$s]=0; ours_missing=1; continue
+    fi
+    # exec: $! is the server itself, whose CPU time is read
+    eval "exec taskset -c $SERVER_CPU $cmd" > "$TMPD/ours.$s.log" 2>&1 &
+    pid[$s]=$!; OURS_PIDS+=("${pid[$s]}")
+    if ! wait_port "${port[$s]}" "${pid[$s]}"; then
+        say "ours: ${label[$s]} did not start: $(tail -1 "$TMPD/ours.$s.log"): n/a"
+        live[$s]=0; ours_missing=1
+    fi
+done
+
+# ---- one run -----------------------------------------------------------------
+# to_ms VALUE: wrk's 1.23ms / 456.78us / 1.02s in ms
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        if (v ~ /us$/) printf "%.4f\n", v / 1000;
+        else if (v ~ /ms$/) printf "%.4f\n", v + 0;
+        else if (v ~ /s$/) printf "%.4f\n", v * 1000;
+        else print "n/a" }'
+}
+http_run() {   # http_run SERVER FILE SECONDS [warm]
+    local s=$1 f=$2 d=$3 key="$1|$2" c0 c1 out n rps p99 bytes
+    [ "${live[$s]}" = 1 ] || { [ -n "${4:-}" ] || addv "$key|rps" n/a; return 0; }
+    c0=$(cpu_ticks "${pid[$s]}")
+    out=$(timeout $((d + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c100 -d"${d}s" --latency \
+        "http://127.0.0.1:${port[$s]}/$f.bin" 2>&1)
+    c1=$(cpu_ticks "${pid[$s]}")
+    [ -n "${4:-}" ] && return 0
+    n=$(awk '/requests in/ {print $1}' <<< "$out")
+    rps=$(awk '/^Requests\/sec:/ {print $2}' <<< "$out")
+    p99=$(awk '$1 == "99%" {print $2}' <<< "$out")
+    if [ -z "$n" ] || [ -z "$rps" ] || [ -z "$p99" ] || [ "$n" = 0 ] || [ "$c1" = n/a ] ||
+            grep -q 'Socket errors\|Non-2xx' <<< "$out"; then
+        local why
+        why=$(grep 'Socket errors\|Non-2xx\|unable\|error' <<< "$out" | head -2 | tr '\n' ' ')
+        kill -0 "${pid[$s]}" 2>/dev/null || { live[$s]=0; why="the server exited; $why"; }
+        if [ $s = nginx ]; then say "PEER FAILED: wrk on $f against nginx: ${why:-no figures}"; fail=1
+        else say "ours: wrk on $f against ${label[$s]}: ${why:-no figures}"; ours_missing=1; fi
+        addv "$key|rps" n/a
+        return 0
+    fi
+    bytes=$( [ $f = 4k ] && echo 4096 || echo 1048576 )
+    addv "$key|rps" "$rps"
+    addv "$key|p99" "$(to_ms "$p99")"
+    addv "$key|mbps" "$(awk -v r="$rps" -v b=$bytes 'BEGIN {printf "%.1f", r * b / 1e6}')"
+    addv "$key|cpu" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN {printf "%.0f", d * 1e9 / hz / n}')"
+    addv "$key|util" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v w="$d" 'BEGIN {printf "%.0f", 100 * d / hz / w}')"
+}
+
+echo
+echo "== http: wrk -t1 -c100 -d${SECS}s --latency, 4 KiB and 1 MiB files, one server thread on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU, $ROUNDS interleaved rounds"
+for s in $servers; do
+    [ "${live[$s]}" = 1 ] && echo "server: ${label[$s]} (pid ${pid[$s]})"
+done
+echo "nginx: $TMPD/nginx/nginx.conf, worker_processes 1, sendfile, tcp_nopush, access_log off, keepalive_requests 1000000, open_file_cache"
+if [ $WARM = 1 ]; then
+    for s in $servers; do for f in 4k 1m; do http_run "$s" "$f" 1 warm; done; done
+fi
+for r in $(seq 1 "$ROUNDS"); do
+    # rotate the servers' order from round to round
+    order=$servers
+    for _ in $(seq 2 "$r"); do order="${order#* } ${order%% *}"; done
+    for f in 4k 1m; do
+        for s in $order; do http_run "$s" "$f" "$SECS"; done
+    done
+    echo "round $r/$ROUNDS done ($(date -u +%H:%M:%S))"
+done
+
+echo
+printf '%-5s %-26s %10s %8s %9s %11s %7s   %s\n' file server rps MB/s p99_ms cpu_ns/req srv%cpu "rps of each round"
+for f in 4k 1m; do
+    for s in $servers; do
+        printf '%-5s %-26s %10s %8s %9s %11s %7s   %s\n' $f "${label[$s]}" \
+            "$(fmt %.0f "$(median "$s|$f|rps")")" "$(fmt %.1f "$(median "$s|$f|mbps")")" \
+            "$(fmt %.3f "$(median "$s|$f|p99")")" "$(fmt %.0f "$(median "$s|$f|cpu")")" \
+            "$(fmt %.0f "$(median "$s|$f|util")")" "$(echo "${V[$s|$f|rps]:-}" | sed 's/ *$//')"
+    done
+done
+echo "(srv%cpu: the server's CPU time over wrk's duration: near 100 the server is the bottleneck, well below it wrk"
+echo " (alone on its CPU) is; cpu_ns/req is the server's own cost, to one clock tick ($((1000000000 / CLK_TCK)) ns) over the run's requests)"
+for s in uring epoll; do
+    case " $servers " in *" $s "*) ;; *) continue ;; esac
+    suffix=""; [ $s = epoll ] && suffix=_epoll
+    for f in 4k 1m; do
+        for m in rps cpu_ns_per_req p99_ms mbps; do
+            case $f.$m in
+                4k.mbps|1m.rps) continue ;;
+            esac
+            case $m in
+                rps) k=rps; q=%.0f ;;
+                cpu_ns_per_req) k=cpu; q=%.0f ;;
+                p99_ms) k=p99; q=%.3f ;;
+                mbps) k=mbps; q=%.1f ;;
+            esac
+            o=$(median "$s|$f|$k"); p=$(median "nginx|$f|$k")
+            echo "headline http_${f}_${m}${suffix} ours=$(fmt $q "$o") peer=$(fmt $q "$p") ratio=$(ratio "$o" "$p")"
+        done
+    done
+done
+[ $mode = smoke ] && [ $ours_missing = 1 ] && { say "aco_http is missing or failed: --smoke fails"; fail=1; }
+exit $fail
