@@ -66,7 +66,7 @@ static void past_co(void* arg) {
         CHECK_EQ(aco_rt_mutex_unlock(&m2), 0);
         CHECK_EQ(aco_rt_sleep_until(d), 0);
         int64_t took = aco_rt_now() - t0;
-        if (took > 40 * MS)
+        if (took > (SLOW ? 200 : 40) * MS)     /* memcheck on a busy machine: slower */
             TEST_FAIL_AT(__FILE__, __LINE__, "deadline %lld waited %lld ms", (long long)d,
                          (long long)(took / MS));
     }

@@ -283,8 +283,8 @@ static void blocking_after_co(void) {
     char b[2];
     late_fd = made_fd[1];
     pthread_t t;
+    int64_t t0 = now();                         /* before the writer's 20 ms start */
     CHECK_EQ(pthread_create(&t, NULL, late_writer, NULL), 0);
-    int64_t t0 = now();
     ssize_t n;
     n = read(made_fd[0], b, 1);                 /* blocks, as the program expects */
     CHECK_EQ(n, 1);
