@@ -308,7 +308,7 @@ rt_lib_srcs() {
 rt_tests() { cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)' | awk '{print $1}'; }
 test_src() { if [ -f "rt/tests/$1.c" ]; then echo "rt/tests/$1.c"; else echo "apps/tests/$1.c"; fi; }
 rt_programs() { echo apps/aco_echo apps/aco_resp apps/aco_nc apps/aco_http bench/aco_rt_bench; }
-rt_st_tests() { echo test_sched test_sync test_chan test_timer; }  # also in the single-thread build
+rt_st_tests() { echo test_sched test_sync test_chan test_timer test_offload; }  # also in the single-thread build
 
 # ---------------------------------------------------------------------------
 # The build proper: make.sh writes every output's rule (what it is built

@@ -209,6 +209,21 @@ int aco_rt_sleep_until(int64_t deadline);
 /* CLOCK_MONOTONIC in ns: the clock of every deadline. */
 int64_t aco_rt_now(void);
 
+/* Relative deadlines: the deadline ns nanoseconds / ms milliseconds from
+ * now, so that a timeout reads as one: aco_rt_read(fd, buf, n,
+ * aco_rt_in_ms(300)).  A negative timeout is no limit (-1); 0 is now (one
+ * try that does not wait); a timeout too far to add saturates at
+ * INT64_MAX (about 292 years of uptime: no limit in practice). */
+static inline int64_t aco_rt_in_ns(int64_t ns) {
+    if (ns < 0) return -1;
+    int64_t now = aco_rt_now();
+    return ns > INT64_MAX - now ? INT64_MAX : now + ns;
+}
+static inline int64_t aco_rt_in_ms(int64_t ms) {
+    if (ms < 0) return -1;
+    return ms > INT64_MAX / 1000000 ? INT64_MAX : aco_rt_in_ns(ms * 1000000);
+}
+
 /* ======================================================================== */
 /* A co's end, co-local keys                                                */
 /* ======================================================================== */
@@ -441,6 +456,159 @@ ssize_t aco_rt_bufio_write(aco_rt_bufio_t* b, const void* buf, size_t n, int64_t
  * body; a plain flush elsewhere). */
 int aco_rt_bufio_flush(aco_rt_bufio_t* b, int64_t deadline);
 int aco_rt_bufio_flush_more(aco_rt_bufio_t* b, int64_t deadline);
+
+/* ======================================================================== */
+/* Blocking work: functions run on helper threads while the co waits        */
+/* ======================================================================== */
+
+/* Work that blocks with no readiness to wait on (name resolution, stat or
+ * open on a slow disk, a library without sockets) goes to a small
+ * process-wide pool of helper threads; the calling co parks, and its
+ * thread runs other cos meanwhile.
+ *
+ * aco_rt_offload runs fn(arg) on a helper thread and waits for it: 0, with
+ * fn's result in *result (if result is not NULL).  It fails with:
+ *   -ETIMEDOUT  the deadline passed first;
+ *   -ECANCELED  the co was cancelled (before or while it waited);
+ *   -EAGAIN     the queue is full (aco_rt_offload_limits), or no helper
+ *               thread exists and none could be started (pthread_create
+ *               failed): nothing was queued;
+ *   -ENOMEM     no memory for the call's record;
+ *   -EINVAL     fn is NULL, or arg lies on the calling co's share stack (a
+ *               helper thread would work in memory that other cos take over
+ *               while this one waits: the share-stack rule); arg on a
+ *               standalone co's stack, static or heap memory is fine;
+ *   -EPERM      called outside a co of a running scheduler;
+ *   -ENOSYS     the single-thread build (-DACO_RT_NO_THREADS): it has no
+ *               helper threads.
+ * Who owns arg.  After 0, and after -EAGAIN, -ENOMEM, -EINVAL, -EPERM and
+ * -ENOSYS, arg is the caller's again (after the errors fn never ran, and
+ * drop is not called).  After -ETIMEDOUT and -ECANCELED the co stopped
+ * waiting, and drop (if not NULL) is called exactly once, which is where
+ * arg (and fn's result) can be freed:
+ *   - if fn was running, it runs to its end (nothing interrupts it), then
+ *     drop(arg, its result) is called on the helper thread;
+ *   - if fn had not started (queued), it never runs: drop(arg, NULL) is
+ *     called on a helper thread when the queue comes to it;
+ *   - if the co was cancelled or its deadline had passed when it called
+ *     (nothing queued), fn never runs: drop(arg, NULL) is called in the
+ *     calling co before aco_rt_offload returns.
+ * So drop must not block for long, and must expect to run on any thread.
+ * A co destroyed while it waits (aco_rt_sched_free, aco_rt_pool_free) is
+ * treated as one that stopped waiting: drop is called once, on the helper
+ * thread or, if fn had already ended, in the freeing call.
+ *
+ * The pool: helper threads are started when work waits and none is idle, up
+ * to the limit; a thread idle for 10 s ends.  Work is taken in FIFO order.
+ * Helper threads block every signal.  One heap record (malloc) per call,
+ * freed when the call is over.  At exit(3) the helper threads end with the
+ * process: work running or queued is abandoned (no drop is called).  In
+ * the child of a fork(2), the helper threads are gone: calls whose fn was
+ * running in the parent wait in the child until their deadline or cancel
+ * (and then drop is never called); queued work runs on threads the child
+ * starts at its next call. */
+int aco_rt_offload(void* (*fn)(void* arg), void* arg,
+                   void (*drop)(void* arg, void* result),
+                   void** result, int64_t deadline);
+
+/* The pool's bounds: at most threads helper threads (0: 8) and queue calls
+ * waiting for one (0: 1024).  From any thread, at any time: lowering the
+ * thread count lets the extra threads end once their current work is done;
+ * calls already queued stay queued.  0, -EINVAL (more than 1024 threads or
+ * 2^20 queued), -ENOSYS (single-thread build). */
+int aco_rt_offload_limits(unsigned threads, unsigned queue);
+
+/* ======================================================================== */
+/* Connections: listen on and dial "host:port"                              */
+/* ======================================================================== */
+
+/* Addresses (addr), always with a port (decimal, 0-65535; service names
+ * are not taken):
+ *   "1.2.3.4:80"         an IPv4 address;
+ *   "[::1]:80"           an IPv6 address in brackets ("[fe80::1%eth0]:80":
+ *                        with its scope, an interface name or number);
+ *   ":80"                listen: every local address, IPv6 and IPv4 on one
+ *                        dual-stack socket (IPV6_V6ONLY off), or IPv4 alone
+ *                        where the kernel has no IPv6; dial: this host
+ *                        (127.0.0.1, then ::1);
+ *   "name:80"            a host name, resolved by getaddrinfo(3) through
+ *                        aco_rt_offload: the co parks, never the thread.
+ *                        Numeric addresses never go to the resolver.
+ * Port 0: listen on a port the kernel picks (aco_rt_net_port says which);
+ * dial refuses it (-EINVAL).
+ *
+ * The socket is SOCK_STREAM (TCP), close-on-exec unless asked otherwise,
+ * and left blocking: the runtime's calls make it O_NONBLOCK when they use
+ * it (the I/O section).  Every failure is returned, none is worked around
+ * (a port that is taken is -EADDRINUSE, never another port), and the
+ * socket made on the way is closed. */
+typedef struct {
+    int      backlog;           /* listen: queue of connections not yet
+                                   accepted (0: 4096; the kernel clamps it
+                                   to net.core.somaxconn) */
+    unsigned flags;             /* ACO_RT_NET_*, or'ed */
+} aco_rt_net_opts_t;
+
+enum {
+    /* listen: SO_REUSEPORT (several sockets, e.g. one per pool thread, on
+     * one port: the kernel spreads the connections) */
+    ACO_RT_NET_REUSEPORT    = 1 << 0,
+    /* TCP_NODELAY (no Nagle delay on small writes).  Dial: on the
+     * connected socket.  Listen: on the listening socket, whose accepted
+     * sockets inherit it on Linux. */
+    ACO_RT_NET_NODELAY      = 1 << 1,
+    /* not close-on-exec (the descriptor survives execve).  Sockets that
+     * aco_rt_accept returns take their own flags (SOCK_CLOEXEC). */
+    ACO_RT_NET_INHERIT      = 1 << 2,
+    /* listen: no SO_REUSEADDR (by default it is on, so that a restarted
+     * server can bind while old connections are in TIME_WAIT; it never lets
+     * two listening sockets share a port) */
+    ACO_RT_NET_NO_REUSEADDR = 1 << 3,
+};
+
+/* A listening socket on addr (opts NULL: the defaults): the descriptor, or
+ * -errno.  A name is resolved and the first address it has is used (the
+ * others are not tried: listening elsewhere than asked is an error, not a
+ * fallback).  From a co, or from any thread outside cos (a program's main
+ * before its scheduler runs): there a name is resolved in the calling
+ * thread, which getaddrinfo blocks (and deadline does not bound).  Errors:
+ *   -EINVAL       addr malformed (no port, a port out of range, brackets
+ *                 that do not close, an IPv6 address without them, an
+ *                 empty or over-long host), or bad opts (backlog < 0,
+ *                 unknown flags);
+ *   -EADDRINUSE   the port is taken;
+ *   -EADDRNOTAVAIL the address is not one of this host's;
+ *   -EACCES       a port below 1024 without the privilege;
+ *   -EAFNOSUPPORT the kernel has no such family (IPv6);
+ *   -EMFILE, -ENFILE, -ENOBUFS, -ENOMEM: out of descriptors or memory;
+ *   name resolution: -ENXIO (no such name, or no address for it:
+ *                 EAI_NONAME, EAI_NODATA), -EAGAIN (EAI_AGAIN: the name
+ *                 server did not answer, try later; also aco_rt_offload's
+ *                 full queue), -EIO (EAI_FAIL and any other failure of the
+ *                 resolver), -ENOMEM (EAI_MEMORY), -EAFNOSUPPORT
+ *                 (EAI_FAMILY, EAI_ADDRFAMILY), the errno of EAI_SYSTEM;
+ *                 -ETIMEDOUT, -ECANCELED while it resolves (the lookup
+ *                 goes on on its helper thread and its result is dropped);
+ *                 -ENOSYS never: the single-thread build resolves names in
+ *                 the calling thread, which blocks it (nothing else there
+ *                 can run the lookup);
+ *   and any other error of socket(2), setsockopt(2), bind(2), listen(2). */
+int aco_rt_listen(const char* addr, const aco_rt_net_opts_t* opts, int64_t deadline);
+
+/* A socket connected to addr: the descriptor, or -errno.  A name's
+ * addresses are tried in the order the resolver gives them, each until it
+ * connects or fails, all within deadline; the error is the last address's.
+ * From a co (-EPERM elsewhere).  Errors: those of aco_rt_listen for addr,
+ * opts (backlog and the listen-only flags are ignored) and names; -EINVAL
+ * for port 0; -EPERM outside a co; -ECONNREFUSED, -ETIMEDOUT (the deadline, or
+ * the kernel gave up), -ENETUNREACH, -EHOSTUNREACH, -ECANCELED, and
+ * connect(2)'s others. */
+int aco_rt_dial(const char* addr, const aco_rt_net_opts_t* opts, int64_t deadline);
+
+/* The local port of socket fd (what a listen on port 0 got): 0-65535, or
+ * -errno (getsockname(2)'s; -EAFNOSUPPORT: not an IPv4/IPv6 socket).  From
+ * any thread. */
+int aco_rt_net_port(int fd);
 
 /* ======================================================================== */
 /* Sync, among the cos of any schedulers and threads.  FIFO: the longest    */

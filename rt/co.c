@@ -416,6 +416,8 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         /* (the pthread face: the record of its routine goes too) */
         void (*dropped)(aco_rt_co_t*) = __atomic_load_n(&rt_co_dropped, __ATOMIC_ACQUIRE);
         if (dropped) dropped(co);
+        /* waiting for a helper thread, or woken by it and not yet run */
+        if (co->flags & RT_OFFLOADING) rt_offload_forsake(co);
         /* Parked: off the program's objects' wait queues, which outlive
          * it (a mutex it holds stays held: nothing records what it holds). */
         if (co->state == RT_PARKED) {

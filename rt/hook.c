@@ -2,7 +2,7 @@
  *
  * Loaded by LD_PRELOAD or linked ahead of libc, this file defines read,
  * write, readv, writev, recv, send, recvfrom, sendto, accept, accept4,
- * connect, poll, sleep, usleep and nanosleep (and, to stay invisible,
+ * connect, poll, sleep, usleep, nanosleep and getaddrinfo (and, to stay invisible,
  * socket, close, fcntl, ioctl and setsockopt).  Called in a co of a
  * running aco_rt scheduler, a call that would block parks the co in the
  * runtime (aco_rt_read and the rest) and the thread runs other cos; called
@@ -35,6 +35,13 @@
  * than one descriptor in a co looks again after sleeps of 50 us growing to
  * 5 ms until one is ready or its timeout passes (one descriptor: the
  * runtime's readiness wait, no polling).
+ *
+ * getaddrinfo.  glibc reaches the name server through its own internal
+ * calls, which no hook sees: in a co the whole lookup goes to a helper
+ * thread (aco_rt_offload) and the co parks.  A cancelled co gets
+ * EAI_SYSTEM with errno ECANCELED (the lookup ends on its thread and its
+ * result is freed there); a full helper queue EAI_AGAIN; no memory
+ * EAI_MEMORY.
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -43,6 +50,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -84,6 +92,7 @@ static struct {
     int (*setsockopt)(int, int, int, const void*, socklen_t);
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
+    int (*getaddrinfo)(const char*, const char*, const struct addrinfo*, struct addrinfo**);
 } libc;
 
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
@@ -122,6 +131,7 @@ static void libc_init(void) {
     *(void**)&libc.setsockopt = next("setsockopt");
     *(void**)&libc.dup2 = next("dup2");
     *(void**)&libc.dup3 = next("dup3");
+    *(void**)&libc.getaddrinfo = next("getaddrinfo");
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -538,4 +548,69 @@ EXPORT unsigned sleep(unsigned s) {
     if (aco_rt_sleep_until(dl) == 0) return 0;
     int64_t left = dl - aco_rt_now();
     return left > 0 ? (unsigned)((left + 999999999) / 1000000000) : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Names                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A lookup on a helper thread: in the heap, with copies of its arguments
+ * (they may lie on the co's share stack, which other cos take over while
+ * it waits). */
+typedef struct {
+    const char* node;           /* into str[] or NULL */
+    const char* service;
+    struct addrinfo hints;
+    int has_hints;
+    int rc;
+    int err;
+    struct addrinfo* res;
+    char str[];
+} hk_gai_t;
+
+static void* gai_run(void* arg) {
+    hk_gai_t* g = arg;
+    errno = 0;
+    g->rc = LIBC(getaddrinfo)(g->node, g->service, g->has_hints ? &g->hints : NULL, &g->res);
+    g->err = errno;
+    return NULL;
+}
+
+static void gai_drop(void* arg, void* result) {    /* the co left */
+    (void)result;
+    hk_gai_t* g = arg;
+    if (g->rc == 0 && g->res) freeaddrinfo(g->res);
+    free(g);
+}
+
+EXPORT int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints,
+                       struct addrinfo** res) {
+    if (!in_co()) return LIBC(getaddrinfo)(node, service, hints, res);
+    size_t nl = node ? strlen(node) + 1 : 0, sl = service ? strlen(service) + 1 : 0;
+    hk_gai_t* g = calloc(1, sizeof(*g) + nl + sl);
+    if (g == NULL) return EAI_MEMORY;
+    if (node) g->node = memcpy(g->str, node, nl);
+    if (service) g->service = memcpy(g->str + nl, service, sl);
+    if (hints) {                /* (its pointers must be NULL: getaddrinfo(3)) */
+        g->hints = *hints;
+        g->has_hints = 1;
+    }
+    int r = aco_rt_offload(gai_run, g, gai_drop, NULL, -1);
+    if (r == -ENOSYS) {         /* no helper threads: nothing else can run it */
+        free(g);
+        return LIBC(getaddrinfo)(node, service, hints, res);
+    }
+    if (r == -ECANCELED) {      /* g is gai_drop's */
+        errno = ECANCELED;
+        return EAI_SYSTEM;
+    }
+    if (r < 0) {
+        free(g);
+        return r == -ENOMEM ? EAI_MEMORY : EAI_AGAIN;
+    }
+    r = g->rc;
+    if (r == 0) *res = g->res;
+    if (r == EAI_SYSTEM) errno = g->err;
+    free(g);
+    return r;
 }

@@ -17,6 +17,8 @@
  *   io_uring.c  io_uring backend: operations, and readiness for buffers
  *               that lie on a share stack
  *   pool.c      pools of scheduler threads, groups
+ *   offload.c   blocking work on helper threads (aco_rt_offload)
+ *   net.c       listen and dial "host:port" (names through offload.c)
  *
  * Threads.  Everything of a scheduler (its ready queue, wheel, descriptor
  * table, backend, records) is touched by its own thread only.  Another
@@ -205,6 +207,7 @@ enum {
     RT_REMOTE     = 1 << 4,     /* spawned by another thread: no aco yet */
     RT_FREE_LATER = 1 << 5,     /* free it when its cancel message came */
     RT_NO_START   = 1 << 6,     /* a remote spawn that found no memory */
+    RT_OFFLOADING = 1 << 7,     /* a job of aco_rt_offload is in w.slot */
 };
 /* co->joiner besides a joiner co: */
 #define RT_JOIN_DONE   ((aco_rt_co_t*)1)    /* finished (set by the co) */
@@ -376,6 +379,8 @@ struct aco_rt_sched {
         uint32_t        need;           /* needed (co.c, rt_save_size) */
     }                   guess[RT_GUESSES];
     aco_rt_stats_t      st;
+    uint32_t            offloads;       /* cos waiting for a helper thread
+                                           (offload.c): not a deadlock */
     rt_wheel_t          wheel;
     rt_fd_t**           fdc;            /* descriptor table: RT_FD_CHUNKS
                                            chunk pointers (fd.c; atomic:
@@ -459,17 +464,26 @@ void rt_tmo_fire(aco_rt_timer_t* t);        /* a co's deadline passed */
 enum {
     RT_W_CHAN_SEND, RT_W_CHAN_RECV, RT_W_SELECT, RT_W_FD_IN, RT_W_FD_OUT, RT_W_JOIN,
     RT_W_SLEEP, RT_W_MUTEX, RT_W_COND, RT_W_SEM, RT_W_WG, RT_W_GROUP,
+    RT_W_OFFLOAD,
     RT_W_UR_OP,     /* + RT_OP_*: an io_uring operation */
     RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
     RT_W_N
 };
-enum { RT_AB_SHARED, RT_AB_SELECT, RT_AB_EPOLL, RT_AB_URING, RT_AB_JOIN, RT_AB_SLEEP };
+enum { RT_AB_SHARED, RT_AB_SELECT, RT_AB_EPOLL, RT_AB_URING, RT_AB_JOIN, RT_AB_SLEEP,
+       RT_AB_OFFLOAD };
 typedef struct { const char* name; uint8_t abort; } rt_wait_kind_t;
 extern const rt_wait_kind_t rt_waits[RT_W_N];
 void rt_abort(aco_rt_co_t* co, int err);
 void rt_select_abort(aco_rt_co_t* co, int err);     /* chan.c */
 void rt_ep_abort(aco_rt_co_t* co, int err);         /* io_epoll.c */
 void rt_ur_abort(aco_rt_co_t* co, int err);         /* io_uring.c */
+/* offload.c: a co waiting for a helper thread (its job in co->w.slot)
+ * stops waiting (deadline, cancel: abort) or is destroyed (forsake: the
+ * job's drop is called once, by whoever ends up with it); quiesce: no
+ * helper is sending a wake now (before a scheduler is freed). */
+void rt_offload_abort(aco_rt_co_t* co, int err);
+void rt_offload_forsake(aco_rt_co_t* co);
+void rt_offload_quiesce(void);
 /* abort for cos on a wait queue of their own scheduler (co->w): unlink
  * and wake with err. */
 void rt_abort_waitq(aco_rt_co_t* co, int err);

@@ -65,7 +65,7 @@ const rt_wait_kind_t rt_waits[RT_W_N] = {
     [RT_W_JOIN] = {"join", RT_AB_JOIN},             [RT_W_SLEEP] = {"sleep", RT_AB_SLEEP},
     [RT_W_MUTEX] = {"mutex", RT_AB_SHARED},         [RT_W_COND] = {"cond", RT_AB_SHARED},
     [RT_W_SEM] = {"sem", RT_AB_SHARED},             [RT_W_WG] = {"waitgroup", RT_AB_SHARED},
-    [RT_W_GROUP] = {"group", RT_AB_SHARED},
+    [RT_W_GROUP] = {"group", RT_AB_SHARED},        [RT_W_OFFLOAD] = {"offload", RT_AB_OFFLOAD},
     [RT_W_UR_OP + RT_OP_READ] = {"read", RT_AB_URING},
     [RT_W_UR_OP + RT_OP_WRITE] = {"write", RT_AB_URING},
     [RT_W_UR_OP + RT_OP_READV] = {"readv", RT_AB_URING},
@@ -85,6 +85,7 @@ void rt_abort(aco_rt_co_t* co, int err) {
     case RT_AB_EPOLL:  rt_ep_abort(co, err); break;
     case RT_AB_URING:  rt_ur_abort(co, err); break;
     case RT_AB_JOIN:   rt_join_abort(co, err); break;
+    case RT_AB_OFFLOAD: rt_offload_abort(co, err); break;
     default:           sleep_abort(co, err); break;
     }
 }
@@ -445,7 +446,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { rt_cancel_all(s); continue; }
         if (s->st.cos_alive == 0 && s->pool == NULL) break;
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
-        if (timeout < 0 && s->st.io_inflight == 0 && s->pool == NULL &&
+        if (timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 && s->pool == NULL &&
             __atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE) == 1) {
             /* Every co waits on another co, and nothing else can wake one. */
             r = -EDEADLK;
@@ -472,6 +473,7 @@ void aco_rt_sched_stop(aco_rt_sched_t* s) {
 void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running) return;
     rt_sched_reg(s, 0);     /* no more closes from other threads */
+    rt_offload_quiesce();   /* no helper thread is still sending to us */
     drain(s);       /* spawns become cos (freed below), frees are done */
     rt_take_new(s, s, 1);     /* and so do the unstarted ones */
     /* First the wheel: the parked cos' deadline timers are in their

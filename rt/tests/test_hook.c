@@ -4,12 +4,15 @@
  * the program never sees the O_NONBLOCK the runtime sets, and its own
  * O_NONBLOCK still means EAGAIN; SO_RCVTIMEO, poll and the sleeps time
  * out, never early; accept/connect through the hooks; a cancelled co's
- * blocking call fails.  The blocking calls here are plain libc names.
+ * blocking call fails; getaddrinfo in a co parks it (the lookup runs on a
+ * helper thread).  The blocking calls here are plain libc names.
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -295,8 +298,60 @@ static void blocking_after_co(void) {
     close(made_fd[1]);
 }
 
+/* ------------------------------------------------------------------------ */
+/* getaddrinfo: on a helper thread while the co parks                       */
+/* ------------------------------------------------------------------------ */
+
+static int gai_marker;
+static void gai_marker_co(void* arg) { (void)arg; gai_marker = 1; }
+
+/* localhost:80 resolved: 127.0.0.1 (or ::1) and port 80 in the result. */
+static void check_localhost(const struct addrinfo* ai) {
+    CHECK(ai != NULL);
+    if (ai->ai_family == AF_INET) {
+        const struct sockaddr_in* s4 = (const struct sockaddr_in*)ai->ai_addr;
+        CHECK_EQ(ntohl(s4->sin_addr.s_addr), INADDR_LOOPBACK);
+        CHECK_EQ(ntohs(s4->sin_port), 80);
+    } else {
+        CHECK_EQ(ai->ai_family, AF_INET6);
+        CHECK_EQ(ntohs(((const struct sockaddr_in6*)ai->ai_addr)->sin6_port), 80);
+    }
+}
+
+static void gai_co(void* arg) {
+    (void)arg;
+    /* arguments on the co's (share) stack: the hook copies them */
+    char node[] = "localhost", service[] = "80";
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    struct addrinfo* res = NULL;
+    gai_marker = 0;
+    CHECK(aco_rt_spawn(NULL, gai_marker_co, NULL) != NULL);
+    CHECK_EQ(getaddrinfo(node, service, &hints, &res), 0);
+    CHECK_EQ(gai_marker, 1);            /* it parked: the marker ran */
+    check_localhost(res);
+    freeaddrinfo(res);
+    CHECK_EQ(getaddrinfo("no-such-host.invalid", NULL, NULL, &res) != 0, 1);
+    /* a cancelled co: EAI_SYSTEM, errno ECANCELED */
+    CHECK_EQ(aco_rt_cancel(aco_rt_self()), 0);
+    errno = 0;
+    CHECK_EQ(getaddrinfo(node, service, &hints, &res), EAI_SYSTEM);
+    CHECK_EQ(errno, ECANCELED);
+}
+
+static void gai_body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, gai_co, NULL);
+    struct addrinfo* res = NULL;        /* outside cos: libc's, here */
+    CHECK_EQ(getaddrinfo("localhost", "80", NULL, &res), 0);
+    check_localhost(res);
+    freeaddrinfo(res);
+}
+
 int main(void) {
     outside();
+    test_on_backends(NULL, gai_body, NULL);
     test_on_backends(NULL, body, NULL);
     blocking_after_co();
     outside();

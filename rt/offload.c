@@ -1,0 +1,269 @@
+/* offload.c - blocking work on helper threads while the calling co parks
+ * (aco_rt_offload), and the process-wide pool of those threads.
+ *
+ * One mutex (mu) guards everything here: the FIFO of queued jobs, the
+ * thread counts, and each job's co pointer.  job->co is the whole protocol
+ * between a helper and the waiting co: non-NULL while the co waits and no
+ * one has ended its wait.  Whoever clears it, under mu, decides:
+ *   - the helper, after fn: it wakes the co (rt_wake_remote, still under
+ *     mu) and never touches the job again; the co frees it;
+ *   - the co's deadline or cancel (rt_offload_abort, on the co's thread)
+ *     or aco_rt_sched_free (rt_offload_forsake): the helper finds NULL
+ *     and owns the job: drop, then free.
+ * The wake is sent under mu so that aco_rt_sched_free, which takes mu once
+ * (rt_offload_quiesce), never frees a scheduler that a helper is still
+ * sending to.  mu is never held while fn or drop runs.
+ *
+ * The job is a heap record, never on the co's stack (the share-stack rule:
+ * a helper writes it while the co's stack may belong to another co); the
+ * co finds it again after the wait in co->w.slot (RT_OFFLOADING says it is
+ * there), which aco_rt_sched_free reads too (a co destroyed before it took
+ * its result).
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+
+#include <stdlib.h>
+
+#ifdef ACO_RT_NO_THREADS
+
+int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
+                   void** result, int64_t deadline) {
+    (void)fn; (void)arg; (void)drop; (void)result; (void)deadline;
+    return -ENOSYS;
+}
+int aco_rt_offload_limits(unsigned threads, unsigned queue) {
+    (void)threads; (void)queue;
+    return -ENOSYS;
+}
+void rt_offload_abort(aco_rt_co_t* co, int err) { rt_wake(co, err); }
+void rt_offload_forsake(aco_rt_co_t* co) { (void)co; }
+void rt_offload_quiesce(void) {}
+
+#else
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#define DEF_THREADS 8
+#define DEF_QUEUE   1024
+#define MAX_THREADS 1024
+#define MAX_QUEUE   (1u << 20)
+#define IDLE_NS     (10 * 1000000000LL)     /* an idle helper ends after this */
+
+typedef struct rt_job {
+    struct rt_job* next;
+    void* (*fn)(void*);
+    void*  arg;
+    void (*drop)(void*, void*);
+    void*  result;
+    aco_rt_co_t* co;            /* under mu: the waiting co, NULL once its
+                                   wait was ended (see the top) */
+} rt_job_t;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;         /* work was queued (CLOCK_MONOTONIC) */
+    rt_job_t* head;
+    rt_job_t* tail;
+    unsigned  queued;           /* jobs in the FIFO */
+    unsigned  threads;          /* helper threads alive */
+    unsigned  idle;             /* of them, waiting for work */
+    unsigned  max_threads, max_queue;
+} pool = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .max_threads = DEF_THREADS, .max_queue = DEF_QUEUE,
+};
+
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static int pool_used;                   /* atomic: the pool was ever set up */
+
+/* fork: the child has none of the helper threads, and mu must not be
+ * caught held by one of them. */
+static void fork_prepare(void) { pthread_mutex_lock(&pool.mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&pool.mu); }
+static void fork_child(void) {
+    pool.threads = pool.idle = 0;
+    pthread_mutex_unlock(&pool.mu);
+}
+
+static void pool_init(void) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&pool.cv, &a);
+    pthread_condattr_destroy(&a);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    __atomic_store_n(&pool_used, 1, __ATOMIC_RELEASE);
+}
+
+static rt_job_t* pop_job(void) {           /* mu held, FIFO not empty */
+    rt_job_t* j = pool.head;
+    pool.head = j->next;
+    if (pool.head == NULL) pool.tail = NULL;
+    pool.queued--;
+    return j;
+}
+
+/* Wait for a job (mu held): NULL when this thread should end (idle too
+ * long, or more threads than the limit). */
+static rt_job_t* next_job(void) {
+    for (;;) {
+        if (pool.threads > pool.max_threads) return NULL;
+        if (pool.head) return pop_job();
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + IDLE_NS;
+        ts.tv_sec = t / 1000000000;
+        ts.tv_nsec = t % 1000000000;
+        pool.idle++;
+        int r = pthread_cond_timedwait(&pool.cv, &pool.mu, &ts);
+        pool.idle--;
+        if (r == ETIMEDOUT && pool.head == NULL) return NULL;
+    }
+}
+
+static void* helper_main(void* unused) {
+    (void)unused;
+    pthread_mutex_lock(&pool.mu);
+    rt_job_t* j;
+    while ((j = next_job()) != NULL) {
+        if (j->co == NULL) {            /* its co stopped waiting: never run */
+            pthread_mutex_unlock(&pool.mu);
+            if (j->drop) j->drop(j->arg, NULL);
+            free(j);
+            pthread_mutex_lock(&pool.mu);
+            continue;
+        }
+        pthread_mutex_unlock(&pool.mu);
+        void* r = j->fn(j->arg);
+        pthread_mutex_lock(&pool.mu);
+        aco_rt_co_t* co = j->co;
+        if (co) {
+            j->result = r;
+            j->co = NULL;
+            rt_wake_remote(co, 0);      /* the co frees j from here on */
+        } else {
+            pthread_mutex_unlock(&pool.mu);
+            if (j->drop) j->drop(j->arg, r);
+            free(j);
+            pthread_mutex_lock(&pool.mu);
+        }
+    }
+    pool.threads--;
+    pthread_mutex_unlock(&pool.mu);
+    return NULL;
+}
+
+/* A helper thread more, if work would wait for one (mu held).  Signals
+ * go to the program's threads, not to ours. */
+static void maybe_start(void) {
+    if (pool.idle > pool.queued || pool.threads >= pool.max_threads) return;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    if (pthread_create(&t, &a, helper_main, NULL) == 0) pool.threads++;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+}
+
+/* Queue j (nothing else holds it yet): 0, -EAGAIN. */
+static int submit(rt_job_t* j) {
+    pthread_mutex_lock(&pool.mu);
+    if (pool.queued >= pool.max_queue) {
+        pthread_mutex_unlock(&pool.mu);
+        return -EAGAIN;
+    }
+    maybe_start();
+    if (pool.threads == 0) {            /* nothing would ever run it */
+        pthread_mutex_unlock(&pool.mu);
+        return -EAGAIN;
+    }
+    j->next = NULL;
+    if (pool.tail) pool.tail->next = j; else pool.head = j;
+    pool.tail = j;
+    pool.queued++;
+    pthread_cond_signal(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+    return 0;
+}
+
+int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
+                   void** result, int64_t deadline) {
+    aco_rt_co_t* co = rt_self();
+    if (co == NULL) return -EPERM;
+    if (fn == NULL || (arg && rt_on_share_stack(co, arg, 1))) return -EINVAL;
+    int r = rt_may_block(co, deadline);
+    if (r) {
+        if (drop) drop(arg, NULL);
+        return r;
+    }
+    pthread_once(&pool_once, pool_init);
+    rt_job_t* j = malloc(sizeof(*j));
+    if (j == NULL) return -ENOMEM;
+    *j = (rt_job_t){.fn = fn, .arg = arg, .drop = drop, .co = co};
+    co->w.slot = j;                     /* before a helper can see j */
+    co->flags |= RT_OFFLOADING;
+    r = submit(j);
+    if (r) {
+        co->flags &= (uint8_t)~RT_OFFLOADING;
+        free(j);
+        return r;
+    }
+    co->s->offloads++;
+    r = rt_park(co, RT_W_OFFLOAD, j, deadline);
+    co->s->offloads--;
+    co->flags &= (uint8_t)~RT_OFFLOADING;
+    if (r == 0) {                       /* the helper ended the wait: j is ours */
+        if (result) *result = j->result;
+        free(j);
+    }
+    return r;
+}
+
+void rt_offload_abort(aco_rt_co_t* co, int err) {
+    rt_job_t* j = co->w.slot;
+    pthread_mutex_lock(&pool.mu);
+    int mine = j->co != NULL;
+    j->co = NULL;                       /* (the helper drops and frees it) */
+    pthread_mutex_unlock(&pool.mu);
+    if (mine) rt_wake(co, err);
+    /* else the helper's wake is on its way through the inbox */
+}
+
+void rt_offload_forsake(aco_rt_co_t* co) {
+    rt_job_t* j = co->w.slot;
+    co->flags &= (uint8_t)~RT_OFFLOADING;
+    pthread_mutex_lock(&pool.mu);
+    int helpers = j->co != NULL;
+    j->co = NULL;
+    pthread_mutex_unlock(&pool.mu);
+    if (helpers) return;
+    /* fn ended and its wake was sent, but the co will never take j */
+    if (j->drop) j->drop(j->arg, j->result);
+    free(j);
+}
+
+void rt_offload_quiesce(void) {
+    if (!__atomic_load_n(&pool_used, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&pool.mu);       /* no helper is in a send now */
+    pthread_mutex_unlock(&pool.mu);
+}
+
+int aco_rt_offload_limits(unsigned threads, unsigned queue) {
+    if (threads > MAX_THREADS || queue > MAX_QUEUE) return -EINVAL;
+    pthread_once(&pool_once, pool_init);
+    pthread_mutex_lock(&pool.mu);
+    pool.max_threads = threads ? threads : DEF_THREADS;
+    pool.max_queue = queue ? queue : DEF_QUEUE;
+    pthread_cond_broadcast(&pool.cv);   /* extra threads: look and end */
+    pthread_mutex_unlock(&pool.mu);
+    return 0;
+}
+
+#endif

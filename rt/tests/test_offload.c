@@ -1,0 +1,432 @@
+/* test_offload.c - aco_rt_offload: blocking work on helper threads while
+ * the co parks.  Results, queueing past the thread limit, the thread running
+ * other cos meanwhile, deadline and cancel (drop exactly once, after fn
+ * ended or instead of it), a full queue, the share-stack rule, -EPERM,
+ * cos of a pool's threads, a co destroyed while it waits; -ENOSYS in the
+ * single-thread build.
+ */
+#include "rt_test.h"
+
+#include <pthread.h>
+#include <time.h>
+
+static void nap_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+/* ------------------------------------------------------------------------ */
+/* A job whose steps the test watches (heap: the share-stack rule)          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int   sleep_ms;             /* fn sleeps this long (the thread, not a co) */
+    int   hold;                 /* atomic: fn waits while it is non-zero */
+    int   started, ended;       /* atomic: fn's steps */
+    int   drops;                /* atomic: drop calls */
+    int   drop_saw_end;         /* drop came after fn's end */
+    void* drop_result;
+    long  value;
+} job_t;
+
+static job_t* job_new(int sleep_ms) {
+    job_t* j = calloc(1, sizeof(*j));
+    CHECK(j != NULL);
+    j->sleep_ms = sleep_ms;
+    return j;
+}
+
+static void* job_fn(void* arg) {
+    job_t* j = arg;
+    __atomic_store_n(&j->started, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&j->hold, __ATOMIC_SEQ_CST)) nap_ms(1);
+    if (j->sleep_ms) nap_ms(j->sleep_ms);
+    __atomic_store_n(&j->ended, 1, __ATOMIC_SEQ_CST);
+    return (void*)(j->value + 1);
+}
+
+static void job_drop(void* arg, void* result) {
+    job_t* j = arg;
+    j->drop_saw_end = __atomic_load_n(&j->ended, __ATOMIC_SEQ_CST);
+    j->drop_result = result;
+    __atomic_fetch_add(&j->drops, 1, __ATOMIC_SEQ_CST);
+}
+
+static int atomic_get(int* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+
+/* Wait (in a co) until *p == v, for up to 5 s. */
+static void co_wait_eq(int* p, int v) {
+    for (int i = 0; i < 5000 && atomic_get(p) != v; i++) aco_rt_sleep(MS);
+    CHECK_EQ(atomic_get(p), v);
+}
+
+#ifndef ACO_RT_NO_THREADS
+
+/* ------------------------------------------------------------------------ */
+/* The result; the thread runs other cos while fn blocks                    */
+/* ------------------------------------------------------------------------ */
+
+static long ticks;
+static int ticking;
+
+static void ticker(void* arg) {
+    (void)arg;
+    while (__atomic_load_n(&ticking, __ATOMIC_SEQ_CST)) {
+        ticks++;
+        aco_rt_sleep(MS);
+    }
+}
+
+static void result_co(void* arg) {
+    (void)arg;
+    job_t* j = job_new(300);
+    j->value = 41;
+    void* res = NULL;
+    ticks = 0;
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, &res, -1), 0);
+    int64_t took = aco_rt_now() - t0;
+    CHECK_EQ((long)res, 42);
+    CHECK_GE(took, 300 * MS);
+    /* the ticker co ran about every ms while fn slept 300 ms: far more
+     * than the 0-1 ticks a blocked thread would allow */
+    CHECK_GE(ticks, 50);
+    CHECK_EQ(atomic_get(&j->drops), 0);
+    /* result may be NULL: fn's result is then not wanted */
+    j->sleep_ms = 0;
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, NULL, aco_rt_in_ms(5000)), 0);
+    __atomic_store_n(&ticking, 0, __ATOMIC_SEQ_CST);
+    free(j);
+}
+
+static void body_result(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    __atomic_store_n(&ticking, 1, __ATOMIC_SEQ_CST);
+    aco_rt_co_t* t = aco_rt_spawn(s, ticker, NULL);
+    CHECK(t != NULL);
+    CHECK_EQ(aco_rt_detach(t), 0);
+    /* one co waiting without deadline on a helper is not a deadlock */
+    test_go(s, result_co, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* More callers than threads: queued, at most `threads` at once             */
+/* ------------------------------------------------------------------------ */
+
+static int running, most;
+
+static void* count_fn(void* arg) {
+    int now = __atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST);
+    int m = __atomic_load_n(&most, __ATOMIC_SEQ_CST);
+    while (now > m && !__atomic_compare_exchange_n(&most, &m, now, 0, __ATOMIC_SEQ_CST,
+                                                   __ATOMIC_SEQ_CST)) {}
+    nap_ms(20);
+    __atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
+    return (void*)((long)(intptr_t)arg * 2);
+}
+
+static void many_co(void* arg) {
+    long i = (long)(intptr_t)arg;
+    void* res = NULL;
+    CHECK_EQ(aco_rt_offload(count_fn, (void*)(intptr_t)i, NULL, &res, aco_rt_in_ms(10000)), 0);
+    CHECK_EQ((long)res, 2 * i);
+}
+
+static void body_many(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_offload_limits(4, 0), 0);
+    most = 0;
+    int64_t t0 = aco_rt_now();
+    for (long i = 0; i < 40; i++) {
+        aco_rt_co_t* co = aco_rt_spawn(s, many_co, (void*)(intptr_t)i);
+        CHECK(co != NULL);
+        CHECK_EQ(aco_rt_detach(co), 0);
+    }
+    test_run(s);
+    /* 40 jobs of 20 ms on 4 threads: 10 rounds */
+    CHECK_GE(aco_rt_now() - t0, 200 * MS);
+    CHECK_EQ(most, 4);
+    CHECK_EQ(aco_rt_offload_limits(0, 0), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deadline and cancel: drop exactly once, after fn's end                   */
+/* ------------------------------------------------------------------------ */
+
+static void deadline_co(void* arg) {
+    (void)arg;
+    job_t* j = job_new(200);
+    void* res = (void*)7;
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, &res, aco_rt_in_ms(30)), -ETIMEDOUT);
+    int64_t took = aco_rt_now() - t0;
+    CHECK_GE(took, 30 * MS);
+    CHECK_LT(took, 180 * MS);           /* did not wait for fn */
+    CHECK_EQ((long)res, 7);             /* untouched */
+    CHECK_EQ(atomic_get(&j->drops), 0); /* fn still runs */
+    co_wait_eq(&j->drops, 1);
+    CHECK_EQ(j->drop_saw_end, 1);
+    CHECK_EQ((long)j->drop_result, 1);  /* fn's result went to drop */
+    aco_rt_sleep(50 * MS);
+    CHECK_EQ(atomic_get(&j->drops), 1);
+    free(j);
+}
+
+static void victim_co(void* arg) {
+    job_t* j = arg;
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, NULL, -1), -ECANCELED);
+    CHECK_EQ(atomic_get(&j->drops), 0);
+    /* and every later call fails the same way, at once, with drop */
+    job_t* k = job_new(0);
+    CHECK_EQ(aco_rt_offload(job_fn, k, job_drop, NULL, -1), -ECANCELED);
+    CHECK_EQ(atomic_get(&k->drops), 1);
+    CHECK_EQ(atomic_get(&k->started), 0);
+    CHECK(k->drop_result == NULL);
+    free(k);
+}
+
+static void cancel_co(void* arg) {
+    (void)arg;
+    job_t* j = job_new(200);
+    aco_rt_co_t* v = aco_rt_spawn(NULL, victim_co, j);
+    CHECK(v != NULL);
+    aco_rt_sleep(20 * MS);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_cancel(v), 0);
+    CHECK_EQ(aco_rt_join(v, aco_rt_in_ms(5000)), 0);
+    CHECK_LT(aco_rt_now() - t0, 150 * MS);
+    co_wait_eq(&j->drops, 1);
+    CHECK_EQ(j->drop_saw_end, 1);
+    aco_rt_sleep(20 * MS);
+    CHECK_EQ(atomic_get(&j->drops), 1);
+    free(j);
+}
+
+/* A deadline already passed: nothing queued, drop(arg, NULL) before the
+ * return; fn never runs. */
+static void past_co(void* arg) {
+    (void)arg;
+    job_t* j = job_new(0);
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, NULL, 0), -ETIMEDOUT);
+    CHECK_EQ(atomic_get(&j->drops), 1);
+    CHECK(j->drop_result == NULL);
+    CHECK_EQ(aco_rt_offload(job_fn, j, NULL, NULL, -5), -ETIMEDOUT);  /* drop NULL */
+    aco_rt_sleep(20 * MS);
+    CHECK_EQ(atomic_get(&j->started), 0);
+    free(j);
+}
+
+static void body_stop(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, deadline_co, NULL);
+    test_go(s, cancel_co, NULL);
+    test_go(s, past_co, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A full queue; queued work whose co left never runs                        */
+/* ------------------------------------------------------------------------ */
+
+static void queued_co(void* arg) {
+    job_t* j = arg;
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, NULL, aco_rt_in_ms(5000)), 0);
+}
+
+static void leaver_co(void* arg) {
+    job_t* j = arg;
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, NULL, aco_rt_in_ms(20)), -ETIMEDOUT);
+}
+
+static void full_co(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_offload_limits(1, 2), 0);
+    job_t* a = job_new(0);
+    a->hold = 1;                        /* occupies the one thread */
+    job_t* b = job_new(0);
+    job_t* c = job_new(0);
+    job_t* d = job_new(0);
+    aco_rt_co_t* ca = aco_rt_spawn(NULL, queued_co, a);
+    CHECK(ca != NULL);
+    co_wait_eq(&a->started, 1);
+    aco_rt_co_t* cb = aco_rt_spawn(NULL, queued_co, b);
+    aco_rt_co_t* cc = aco_rt_spawn(NULL, leaver_co, c);
+    CHECK(cb != NULL && cc != NULL);
+    aco_rt_yield();                     /* b and c are queued: the queue is full */
+    CHECK_EQ(aco_rt_offload(job_fn, d, job_drop, NULL, -1), -EAGAIN);
+    CHECK_EQ(atomic_get(&d->drops), 0); /* -EAGAIN: arg is still ours */
+    CHECK_EQ(aco_rt_join(cc, aco_rt_in_ms(5000)), 0);   /* c gave up */
+    CHECK_EQ(atomic_get(&c->drops), 0); /* still queued behind a */
+    __atomic_store_n(&a->hold, 0, __ATOMIC_SEQ_CST);
+    CHECK_EQ(aco_rt_join(ca, aco_rt_in_ms(5000)), 0);
+    CHECK_EQ(aco_rt_join(cb, aco_rt_in_ms(5000)), 0);
+    co_wait_eq(&c->drops, 1);
+    CHECK_EQ(atomic_get(&c->started), 0);   /* never ran: drop(arg, NULL) */
+    CHECK(c->drop_result == NULL);
+    CHECK_EQ(atomic_get(&b->ended), 1);
+    CHECK_EQ(aco_rt_offload_limits(0, 0), 0);
+    free(a); free(b); free(c); free(d);
+}
+
+static void body_full(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, full_co, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Misuse: the share-stack rule, fn NULL, outside cos, limits               */
+/* ------------------------------------------------------------------------ */
+
+static int never_called;
+static void* never_fn(void* arg) { (void)arg; never_called = 1; return NULL; }
+static void never_drop(void* arg, void* r) { (void)arg; (void)r; never_called = 1; }
+
+static int share_seen;
+
+static void misuse_co(void* arg) {
+    int local = 0;
+    /* a share stack's local, unless ASan's detect_stack_use_after_return
+     * moved it to its fake stack (heap): then nothing forbids it */
+    const aco_share_stack_t* ss = aco_get_co()->share_stack;
+    int on_share = arg == NULL && (char*)&local >= (char*)ss->ptr &&
+                   (char*)&local < (char*)ss->ptr + ss->sz;
+    int r = aco_rt_offload(never_fn, &local, never_drop, NULL, -1);
+    if (!on_share) {
+        CHECK_EQ(r, 0);                 /* its stack is its own: fine */
+        CHECK_EQ(never_called, 1);
+        never_called = 0;
+    } else {
+        CHECK_EQ(r, -EINVAL);
+        share_seen = 1;
+    }
+    CHECK_EQ(aco_rt_offload(NULL, NULL, never_drop, NULL, -1), -EINVAL);
+    static int in_static;
+    CHECK_EQ(aco_rt_offload(never_fn, &in_static, NULL, NULL, -1), 0);
+    CHECK_EQ(never_called, 1);
+    never_called = 0;
+}
+
+static void body_misuse(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, misuse_co, NULL);
+    CHECK_EQ(never_called, 0);
+    if (!SLOW) CHECK_EQ(share_seen, 1);     /* (ASan may move locals off it) */
+    aco_rt_spawn_opts_t so = {.standalone = 1};
+    aco_rt_co_t* co = aco_rt_spawn2(s, misuse_co, (void*)1, &so);
+    CHECK(co != NULL);
+    CHECK_EQ(aco_rt_detach(co), 0);
+    test_run(s);
+    /* outside a co (the scheduler exists, but this is its thread's main) */
+    int x;
+    CHECK_EQ(aco_rt_offload(never_fn, &x, never_drop, NULL, -1), -EPERM);
+    CHECK_EQ(never_called, 0);
+    CHECK_EQ(aco_rt_offload_limits(1025, 0), -EINVAL);
+    CHECK_EQ(aco_rt_offload_limits(0, (1u << 20) + 1), -EINVAL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cos of a pool's threads; a co destroyed while it waits                   */
+/* ------------------------------------------------------------------------ */
+
+static long pool_sum;
+
+static void* square_fn(void* arg) {
+    long v = (long)(intptr_t)arg;
+    return (void*)(intptr_t)(v * v);
+}
+
+static void pool_co(void* arg) {
+    long i = (long)(intptr_t)arg;
+    for (long k = 0; k < 20; k++) {
+        void* res;
+        CHECK_EQ(aco_rt_offload(square_fn, (void*)(intptr_t)(i + k), NULL, &res, -1), 0);
+        CHECK_EQ((long)(intptr_t)res, (i + k) * (i + k));
+        __atomic_fetch_add(&pool_sum, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
+static void test_pool_threads(void) {
+    aco_rt_pool_opts_t po = {.threads = 2};
+    aco_rt_pool_t* p = aco_rt_pool_new(&po);
+    CHECK(p != NULL);
+    int n = SLOW ? 40 : 200;
+    for (long i = 0; i < n; i++) {
+        aco_rt_co_t* co = aco_rt_pool_spawn(p, pool_co, (void*)(intptr_t)i, NULL);
+        CHECK(co != NULL);
+        CHECK_EQ(aco_rt_detach(co), 0);
+    }
+    CHECK_EQ(aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_in_ms(60000)), 0);
+    CHECK_EQ(pool_sum, 20L * n);
+    aco_rt_pool_free(p);
+}
+
+static void forsaken_co(void* arg) {
+    job_t* j = arg;
+    aco_rt_offload(job_fn, j, job_drop, NULL, -1);
+    CHECK(0);                           /* destroyed before it returns */
+}
+
+static void stopper_co(void* arg) { aco_rt_sched_stop(arg); }
+
+/* aco_rt_sched_free while one co waits on fn and another's fn already
+ * ended (its wake not yet taken): drop once each, nothing leaks (ASan). */
+static void test_forsake(void) {
+    aco_rt_sched_t* s = test_sched(NULL);
+    job_t* a = job_new(100);
+    job_t* b = job_new(0);
+    CHECK(aco_rt_spawn(s, forsaken_co, a) != NULL);
+    CHECK(aco_rt_spawn(s, forsaken_co, b) != NULL);
+    CHECK(aco_rt_spawn(s, stopper_co, s) != NULL);
+    CHECK_EQ(aco_rt_sched_run(s), 0);   /* one round: both cos park */
+    for (int i = 0; i < 5000 && !atomic_get(&b->ended); i++) nap_ms(1);
+    nap_ms(10);                         /* b's wake is in the inbox */
+    aco_rt_sched_free(s);
+    CHECK_EQ(atomic_get(&b->drops), 1);    /* in the free: fn had ended */
+    CHECK_EQ((long)b->drop_result, 1);
+    for (int i = 0; i < 5000 && !atomic_get(&a->drops); i++) nap_ms(1);
+    CHECK_EQ(atomic_get(&a->drops), 1);    /* on the helper, after fn */
+    CHECK_EQ(a->drop_saw_end, 1);
+    nap_ms(20);
+    CHECK_EQ(atomic_get(&a->drops), 1);
+    CHECK_EQ(atomic_get(&b->drops), 1);
+    free(a);
+    free(b);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    test_on_backends(NULL, body_result, NULL);
+    test_on_backends(NULL, body_many, NULL);
+    test_on_backends(NULL, body_stop, NULL);
+    test_on_backends(NULL, body_full, NULL);
+    test_on_backends(NULL, body_misuse, NULL);
+    test_pool_threads();
+    test_forsake();
+    printf("test_offload: OK\n");
+    return 0;
+}
+
+#else   /* the single-thread build: no helper threads */
+
+static void st_co(void* arg) {
+    (void)arg;
+    job_t* j = job_new(0);
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, NULL, -1), -ENOSYS);
+    CHECK_EQ(atomic_get(&j->drops), 0);
+    CHECK_EQ(atomic_get(&j->started), 0);
+    free(j);
+}
+
+static void body_st(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, st_co, NULL);
+    CHECK_EQ(aco_rt_offload_limits(4, 4), -ENOSYS);
+}
+
+int main(void) {
+    test_on_backends(NULL, body_st, NULL);
+    (void)co_wait_eq;
+    printf("test_offload (single-thread build): OK\n");
+    return 0;
+}
+
+#endif
