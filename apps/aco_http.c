@@ -329,7 +329,7 @@ static int send_file(int sock, int file, int64_t off, int64_t len, int64_t deadl
 
 /* Send r's head (and body): 0, or -1 if the connection is done for. */
 static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
-    int64_t deadline = aco_rt_now() + idle_ns, body = 0;
+    int64_t deadline = aco_rt_in_ns(idle_ns), body = 0;
     size_t hl = build_head(c, q, r, keep, &body);
     int rc = 0;
     if (aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
@@ -365,9 +365,9 @@ static int discard(conn_t* c, int64_t n, int64_t deadline) {
  * up to a second, so that a reset does not throw away the response it has
  * not read yet. */
 static void linger_close(conn_t* c) {
-    if (aco_rt_bufio_flush(c->b, aco_rt_now() + idle_ns) == 0) {
+    if (aco_rt_bufio_flush(c->b, aco_rt_in_ns(idle_ns)) == 0) {
         shutdown(c->fd, SHUT_WR);
-        int64_t until = aco_rt_now() + 1000000000;
+        int64_t until = aco_rt_in_ms(1000);
         size_t left = 1 << 20;
         char sink[4096];
         ssize_t n;
@@ -390,12 +390,12 @@ static int serve_one(conn_t* c) {
         if (st != HTTP_AGAIN) break;
         /* answers to what came so far go out before we wait */
         if (aco_rt_bufio_unflushed(c->b) &&
-            aco_rt_bufio_flush(c->b, aco_rt_now() + idle_ns) < 0)
+            aco_rt_bufio_flush(c->b, aco_rt_in_ns(idle_ns)) < 0)
             return -1;
-        if (n > 0 && head_dl < 0) head_dl = aco_rt_now() + header_ns;
-        ssize_t r = aco_rt_bufio_fill(c->b, n ? head_dl : aco_rt_now() + idle_ns);
+        if (n > 0 && head_dl < 0) head_dl = aco_rt_in_ns(header_ns);
+        ssize_t r = aco_rt_bufio_fill(c->b, n ? head_dl : aco_rt_in_ns(idle_ns));
         if (r <= 0) return -1;          /* EOF, a timeout, an error */
-        if (head_dl < 0) head_dl = aco_rt_now() + header_ns;
+        if (head_dl < 0) head_dl = aco_rt_in_ns(header_ns);
     }
     resp_t r = {.file = -1};
     if (st != HTTP_DONE) {              /* a malformed head: answer, close */
@@ -416,7 +416,7 @@ static int serve_one(conn_t* c) {
     /* the views in q stay valid: consuming moves no bytes */
     aco_rt_bufio_consume(c->b, q.head_len);
     if (r.status != 413 && q.content_length > 0 &&
-        discard(c, q.content_length, aco_rt_now() + header_ns) < 0) {
+        discard(c, q.content_length, aco_rt_in_ns(header_ns)) < 0) {
         if (r.file >= 0) close(r.file);
         return -1;
     }

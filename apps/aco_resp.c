@@ -181,7 +181,7 @@ linger:
      * say we are done and read what comes, for up to a second. */
     shutdown(c->fd, SHUT_WR);
     {
-        int64_t until = aco_rt_now() + 1000000000;
+        int64_t until = aco_rt_in_ms(1000);
         size_t left = 16 << 20;
         char sink[4096];
         ssize_t n;

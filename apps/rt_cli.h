@@ -107,7 +107,7 @@ static inline int rt_cli_parse(rt_cli_t* c, const char* prog, int argc, char** a
 }
 
 /* The accepting co's loop (its arg: a rt_cli_serve_t): for each connection
- * (TCP_NODELAY set), start(fd) spawns what serves it, or returns -1 and the
+ * (TCP_NODELAY: inherited from the listening socket), start(fd) spawns what serves it, or returns -1 and the
  * connection is closed.  Out of descriptors or memory: wait 10 ms for
  * connections to end and go on serving the others. */
 typedef struct {
@@ -122,37 +122,29 @@ static inline void rt_cli_accept_co(void* arg) {
         int fd = aco_rt_accept(sv->lfd, NULL, NULL, SOCK_CLOEXEC, -1);
         if (fd < 0) {
             if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
-                aco_rt_sleep(10 * 1000000);
+                aco_rt_sleep(10 * 1000000LL);
                 continue;
             }
             if (fd == -ECANCELED) break;
             fprintf(stderr, "%s: accept: %s\n", sv->prog, strerror(-fd));
             continue;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (sv->start(fd) < 0) aco_rt_close(fd);
     }
 }
 
-/* A listening TCP socket (IPv4) as the options say, or -1 (said why). */
+/* A listening TCP socket as the options say (--bind: an IPv4 or IPv6
+ * address or a name), or -1 (said why).  TCP_NODELAY on it: accepted
+ * sockets inherit it (Linux). */
 static inline int rt_cli_listen(const rt_cli_t* c, const char* prog) {
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)c->port);
-    if (inet_pton(AF_INET, c->bind, &sa.sin_addr) != 1) {
-        fprintf(stderr, "%s: bad address '%s'\n", prog, c->bind);
-        return -1;
-    }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    int reuseport = c->threads > 1 && c->accept == RT_CLI_REUSEPORT;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
-        bind(fd, (struct sockaddr*)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
-        fprintf(stderr, "%s: cannot listen on %s:%d: %s\n", prog, c->bind, c->port, strerror(errno));
-        if (fd >= 0) close(fd);
+    char addr[300];
+    const char* fmt = strchr(c->bind, ':') != NULL ? "[%s]:%d" : "%s:%d";
+    snprintf(addr, sizeof(addr), fmt, c->bind, c->port);
+    aco_rt_net_opts_t o = {.flags = ACO_RT_NET_NODELAY};
+    if (c->threads > 1 && c->accept == RT_CLI_REUSEPORT) o.flags |= ACO_RT_NET_REUSEPORT;
+    int fd = aco_rt_listen(addr, &o, -1);
+    if (fd < 0) {
+        fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, addr, strerror(-fd));
         return -1;
     }
     return fd;

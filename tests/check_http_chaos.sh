@@ -7,7 +7,7 @@
 # responses cut short, slowloris, idle connections), which checks every
 # valid response byte for byte, a 4xx or a close for every bad request, the
 # timeouts kept, then a GET of each file, the server's descriptors back to
-# their count before and its RSS within a bound.  HTTP_CHAOS_SECONDS (20)
+# their count before and its RSS within a bound.  HTTP_CHAOS_SECONDS (10)
 # is each server's run.  HTTP_CHAOS_SERVER=nginx runs the same against
 # Debian's nginx instead (bench/nginx.sh; client_header_timeout and
 # keepalive_timeout 2 s): the chaos client's own check, since nginx does
@@ -18,7 +18,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-output}
 server=${HTTP_CHAOS_SERVER:-aco_http}
-secs=${HTTP_CHAOS_SECONDS:-20}
+secs=${HTTP_CHAOS_SECONDS:-10}
 [ -x "$OUT/chaos_http" ] || { echo "check_http_chaos: $OUT/chaos_http not built (bash make.sh)"; exit 1; }
 if [ "$server" = aco_http ]; then
     [ -x "$OUT/aco_http" ] || { echo "check_http_chaos: $OUT/aco_http not built (bash make.sh)"; exit 1; }
