@@ -1,6 +1,7 @@
 /* aco_http - an HTTP/1.1 static-file server on the runtime: GET and HEAD
  * of the files under --root, keep-alive, pipelining, byte ranges,
- * If-Modified-Since, bodies by sendfile(2).
+ * If-Modified-Since; small bodies sent with their head, large ones by
+ * sendfile(2); open files cached.
  *
  *   aco_http [--root DIR] [--port N] [--backend uring|epoll] [--bind ADDR]
  *            [--threads T] [--accept reuseport|handoff]
@@ -10,11 +11,15 @@
  * request head is found in the read buffer without copying (peek, parse,
  * consume), and the responses' heads gather in the write buffer, sent when
  * no complete request is left to answer (pipelined requests get their
- * responses in one write) or before a body: the head goes with MSG_MORE,
- * then the file by sendfile(2) on the non-blocking socket, waiting for
- * writability (aco_rt_wait) when the socket is full, so the thread never
- * blocks on a client.  No allocation per request: the connection's object
- * holds its buffers.  What each request gets is in docs/runtime.md
+ * responses in one write).  A body up to 16 KiB (SMALL_BODY) is read by
+ * pread(2) into the write buffer after its head; a larger one follows its
+ * head (sent with MSG_MORE) by sendfile(2) on the non-blocking socket,
+ * waiting for writability (aco_rt_wait) when the socket is full, so the
+ * thread never blocks on a client.  Each thread keeps up to 1024 files open
+ * (as nginx's open_file_cache), trusted for a second, then opened anew
+ * through the same check: a 4 KiB keep-alive request costs a read, a pread
+ * and a send.  No allocation per request: the connection's object holds
+ * its buffers.  What each request gets is in docs/runtime.md
  * ("aco_http"); in short:
  *   GET/HEAD of a regular file   200, 206 (one range), 304, 416
  *   a directory                  its index.html, else 404
