@@ -1,6 +1,7 @@
 /* aco_http - an HTTP/1.1 static-file server on the runtime: GET and HEAD
  * of the files under --root, keep-alive, pipelining, byte ranges,
- * If-Modified-Since, bodies by sendfile(2).
+ * If-Modified-Since; small bodies sent with their head, large ones by
+ * sendfile(2); open files cached.
  *
  *   aco_http [--root DIR] [--port N] [--backend uring|epoll] [--bind ADDR]
  *            [--threads T] [--accept reuseport|handoff]
@@ -10,11 +11,15 @@
  * request head is found in the read buffer without copying (peek, parse,
  * consume), and the responses' heads gather in the write buffer, sent when
  * no complete request is left to answer (pipelined requests get their
- * responses in one write) or before a body: the head goes with MSG_MORE,
- * then the file by sendfile(2) on the non-blocking socket, waiting for
- * writability (aco_rt_wait) when the socket is full, so the thread never
- * blocks on a client.  No allocation per request: the connection's object
- * holds its buffers.  What each request gets is in docs/runtime.md
+ * responses in one write).  A body up to 16 KiB (SMALL_BODY) is read by
+ * pread(2) into the write buffer after its head; a larger one follows its
+ * head (sent with MSG_MORE) by sendfile(2) on the non-blocking socket,
+ * waiting for writability (aco_rt_wait) when the socket is full, so the
+ * thread never blocks on a client.  Each thread keeps up to 1024 files open
+ * (as nginx's open_file_cache), trusted for a second, then opened anew
+ * through the same check: a 4 KiB keep-alive request costs a read, a pread
+ * and a send.  No allocation per request: the connection's object holds
+ * its buffers.  What each request gets is in docs/runtime.md
  * ("aco_http"); in short:
  *   GET/HEAD of a regular file   200, 206 (one range), 304, 416
  *   a directory                  its index.html, else 404
@@ -55,6 +60,9 @@
 #define WBUF (16 * 1024)
 #define PATH_CAP 4096
 #define SENDFILE_CHUNK (512 * 1024)    /* then let other cos run */
+#ifndef SMALL_BODY
+#define SMALL_BODY (16 * 1024)         /* up to it: pread, with the head in one send */
+#endif
 
 static int root_fd = -1;
 static char root_real[PATH_MAX];
@@ -67,12 +75,14 @@ typedef struct {
     aco_rt_bufio_t* b;
     char path[PATH_CAP + 16];          /* + "/index.html" */
     char head[768];
+    char body[SMALL_BODY];              /* a small file's bytes, on their way to b */
 } conn_t;
 
 /* What a request gets. */
 typedef struct {
     int status;
     int file;                           /* the open file, or -1 */
+    struct ofile* of;                   /* its cache entry, or NULL: file is ours to close */
     int64_t size, off, len;             /* the file's size; the body's part */
     int64_t mtime;
     const char* type;
@@ -152,15 +162,184 @@ static int open_beneath(const char* rel, int* out) {
     return 0;
 }
 
-/* Find the file of a GET or HEAD: r->status 200 with r->file open, or an
- * error status. */
-static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
-    int dir;
-    int n = http_path(q->target, q->target_len, c->path, PATH_CAP, &dir);
-    if (n >= 400) {
-        r->status = n;
-        return;
+/* ------------------------------------------------------------------------ */
+/* Open files, cached per thread (as nginx's open_file_cache)               */
+/* ------------------------------------------------------------------------ */
+
+/* A path's answer is kept open with its size, mtime and type, so a request
+ * for a known file makes no open, stat or close.  Each thread has its own
+ * cache, with no lock: a connection's co never leaves the thread it started
+ * on.  An entry is trusted for a second (REVALIDATE_NS); after that the
+ * path is opened anew through open_beneath (a changed, replaced or deleted
+ * file, or a symlink now pointing out of the root, is seen as on a first
+ * request).  A file is shared by the cache's slot and the responses using
+ * it (refs): an evicted or replaced file is closed by the last of them, so
+ * a response sending it never sees its descriptor closed or reused.  Paths
+ * of KEY_CAP bytes or more are not cached (the response owns its
+ * descriptor, as when no ofile_t is free). */
+#define CACHE_SLOTS 1024
+#define CACHE_BUCKETS 2048              /* a power of two */
+#define CACHE_FILES (2 * CACHE_SLOTS)   /* the slots', and replaced ones still sending */
+#define KEY_CAP 232
+#define REVALIDATE_NS 1000000000LL
+
+typedef struct ofile {
+    int fd;
+    int refs;                           /* 0: free */
+    int64_t size, mtime;
+    const char* type;
+    int64_t checked;                    /* mono_ns() when opened */
+    struct ofile* next_free;
+} ofile_t;
+
+typedef struct {
+    ofile_t* f;                         /* NULL: the slot is free */
+    uint32_t hash;
+    int16_t next;                       /* the bucket's chain; -1 ends it */
+    uint8_t used;                       /* the clock's second chance */
+    uint8_t dir;
+    uint16_t len;
+    char key[KEY_CAP];
+} slot_t;
+
+typedef struct fcache {
+    slot_t slot[CACHE_SLOTS];
+    int16_t bucket[CACHE_BUCKETS];
+    int hand;
+    ofile_t file[CACHE_FILES];
+    ofile_t* free_files;
+    struct fcache* next_cache;          /* all threads' caches: reachable, for leak checkers */
+} fcache_t;
+
+static __thread fcache_t* tls_cache;
+static __thread int tls_cache_failed;
+static fcache_t* all_caches;
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* This thread's cache, made on first use; NULL without memory (then
+ * nothing is cached). */
+static fcache_t* fcache(void) {
+    fcache_t* fc = tls_cache;
+    if (fc || tls_cache_failed) return fc;
+    if ((fc = calloc(1, sizeof(*fc))) == NULL) {
+        tls_cache_failed = 1;
+        return NULL;
     }
+    for (int i = 0; i < CACHE_SLOTS; i++) fc->slot[i].next = -1;
+    for (int i = 0; i < CACHE_BUCKETS; i++) fc->bucket[i] = -1;
+    for (int i = 0; i < CACHE_FILES; i++) {
+        fc->file[i].fd = -1;
+        fc->file[i].next_free = i + 1 < CACHE_FILES ? &fc->file[i + 1] : NULL;
+    }
+    fc->free_files = &fc->file[0];
+    fc->next_cache = __atomic_load_n(&all_caches, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&all_caches, &fc->next_cache, fc, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {}
+    return tls_cache = fc;
+}
+
+static uint32_t key_hash(const char* k, size_t n, int dir) {
+    uint32_t h = 2166136261u;           /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)k[i]) * 16777619u;
+    return h ^ (uint32_t)dir;
+}
+
+static int fcache_find(fcache_t* fc, const char* k, int n, int dir, uint32_t h) {
+    for (int s = fc->bucket[h & (CACHE_BUCKETS - 1)]; s >= 0; s = fc->slot[s].next) {
+        slot_t* e = &fc->slot[s];
+        if (e->hash == h && e->len == n && e->dir == dir && memcmp(e->key, k, (size_t)n) == 0)
+            return s;
+    }
+    return -1;
+}
+
+static void ofile_release(fcache_t* fc, ofile_t* f) {
+    if (--f->refs > 0) return;
+    close(f->fd);
+    f->fd = -1;
+    f->next_free = fc->free_files;
+    fc->free_files = f;
+}
+
+/* A response takes f. */
+static void ofile_use(ofile_t* f, resp_t* r) {
+    f->refs++;
+    r->of = f;
+    r->status = 200;
+    r->file = f->fd;
+    r->size = f->size;
+    r->off = 0;
+    r->len = f->size;
+    r->mtime = f->mtime;
+    r->type = f->type;
+}
+
+/* Done with r's file: the cache's reference dropped, or the descriptor
+ * closed. */
+static void resp_release(resp_t* r) {
+    if (r->of) ofile_release(tls_cache, r->of);
+    else if (r->file >= 0) close(r->file);
+    r->of = NULL;
+    r->file = -1;
+}
+
+/* Empty slot s: out of its chain, its file released. */
+static void fcache_drop(fcache_t* fc, int s) {
+    slot_t* e = &fc->slot[s];
+    int16_t* p = &fc->bucket[e->hash & (CACHE_BUCKETS - 1)];
+    while (*p != s) p = &fc->slot[*p].next;
+    *p = e->next;
+    e->next = -1;
+    ofile_release(fc, e->f);
+    e->f = NULL;
+}
+
+/* A slot to fill: a free one, or the clock's victim (emptied). */
+static int fcache_victim(fcache_t* fc) {
+    for (;;) {
+        int s = fc->hand;
+        fc->hand = (fc->hand + 1) % CACHE_SLOTS;
+        slot_t* e = &fc->slot[s];
+        if (e->f == NULL) return s;
+        if (e->used) {
+            e->used = 0;
+            continue;
+        }
+        fcache_drop(fc, s);
+        return s;
+    }
+}
+
+/* Keep r's freshly opened file under key k; r then shares it with the
+ * cache (r->of).  Nothing changes when no ofile_t is free. */
+static void fcache_put(fcache_t* fc, const char* k, int n, int dir, uint32_t h, resp_t* r) {
+    int s = fcache_victim(fc);          /* may free an ofile_t */
+    ofile_t* f = fc->free_files;
+    if (f == NULL) return;
+    fc->free_files = f->next_free;
+    *f = (ofile_t){.fd = r->file, .refs = 2, .size = r->size, .mtime = r->mtime,
+                   .type = r->type, .checked = mono_ns()};
+    slot_t* e = &fc->slot[s];
+    e->f = f;
+    e->hash = h;
+    e->used = 0;
+    e->dir = (uint8_t)dir;
+    e->len = (uint16_t)n;
+    memcpy(e->key, k, (size_t)n);
+    int16_t* b = &fc->bucket[h & (CACHE_BUCKETS - 1)];
+    e->next = *b;
+    *b = (int16_t)s;
+    r->of = f;
+}
+
+/* Find the file of rel (c->path, n bytes): r->status 200 with r->file
+ * open, or an error status. */
+static void open_file(conn_t* c, int n, int dir, resp_t* r) {
     int fd;
     int e = open_beneath(c->path, &fd);
     if (e) {
@@ -198,6 +377,37 @@ static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
     r->len = st.st_size;
     r->mtime = st.st_mtim.tv_sec;
     r->type = http_mime(c->path, (size_t)n);
+}
+
+/* Find the file of a GET or HEAD: r->status 200 with r->file open (and
+ * r->of its cache entry, or NULL when the response owns the descriptor),
+ * or an error status.  A path found in the thread's cache and checked less
+ * than a second ago costs no system call; an older one is opened anew,
+ * through the same check as a new one. */
+static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
+    int dir;
+    int n = http_path(q->target, q->target_len, c->path, PATH_CAP, &dir);
+    if (n >= 400) {
+        r->status = n;
+        return;
+    }
+    fcache_t* fc = n < KEY_CAP ? fcache() : NULL;
+    uint32_t h = 0;
+    if (fc) {
+        h = key_hash(c->path, (size_t)n, dir);
+        int s = fcache_find(fc, c->path, n, dir, h);
+        if (s >= 0) {
+            ofile_t* f = fc->slot[s].f;
+            if (mono_ns() - f->checked < REVALIDATE_NS) {
+                fc->slot[s].used = 1;
+                ofile_use(f, r);
+                return;
+            }
+            fcache_drop(fc, s);         /* stale: look again */
+        }
+    }
+    open_file(c, n, dir, r);
+    if (fc && r->status == 200) fcache_put(fc, c->path, n, dir, h, r);
 }
 
 /* 304 and 206/416 on the file found. */
@@ -327,21 +537,43 @@ static int send_file(int sock, int file, int64_t off, int64_t len, int64_t deadl
     return 0;
 }
 
-/* Send r's head (and body): 0, or -1 if the connection is done for. */
+/* The len bytes of file at off into buf: 0, or -1 (an error, or the file
+ * ended early: the head promises more). */
+static int read_body(int file, char* buf, int64_t off, int64_t len) {
+    while (len > 0) {
+        ssize_t n = pread(file, buf, (size_t)len, (off_t)off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        buf += n;
+        off += n;
+        len -= n;
+    }
+    return 0;
+}
+
+/* Send r's head (and body): 0, or -1 if the connection is done for.  A
+ * small body joins its head in the write buffer (read by pread: the
+ * response costs no system call of its own, and pipelined ones go out
+ * together); a larger one follows the head (sent with MSG_MORE) by
+ * sendfile. */
 static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
     int64_t deadline = aco_rt_in_ns(idle_ns), body = 0;
     size_t hl = build_head(c, q, r, keep, &body);
-    int rc = 0;
-    if (aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
     int send_body = r->file >= 0 && (r->status == 200 || r->status == 206) &&
                     q->method == HTTP_GET && body > 0;
-    if (rc == 0 && send_body) {
+    int small = send_body && r->len <= SMALL_BODY;
+    int rc = 0;
+    if (small && read_body(r->file, c->body, r->off, r->len) < 0) rc = -1;
+    if (rc == 0 && aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
+    if (rc == 0 && small) {
+        if (aco_rt_bufio_write(c->b, c->body, (size_t)r->len, deadline) != (ssize_t)r->len)
+            rc = -1;
+    } else if (rc == 0 && send_body) {
         if (aco_rt_bufio_flush_more(c->b, deadline) < 0 ||
             send_file(c->fd, r->file, r->off, r->len, deadline) < 0)
             rc = -1;
     }
-    if (r->file >= 0) close(r->file);
-    r->file = -1;
+    resp_release(r);
     return rc;
 }
 
@@ -417,7 +649,7 @@ static int serve_one(conn_t* c) {
     aco_rt_bufio_consume(c->b, q.head_len);
     if (r.status != 413 && q.content_length > 0 &&
         discard(c, q.content_length, aco_rt_in_ns(header_ns)) < 0) {
-        if (r.file >= 0) close(r.file);
+        resp_release(&r);
         return -1;
     }
     if (respond(c, &q, &r, keep) < 0) return -1;

@@ -5,7 +5,9 @@
 # symlink out of the root, HTTP/1.0, Connection: close) and python3 raw
 # sockets for what it cannot (three pipelined requests in one write, a
 # malformed head, clients that leave mid-request and mid-response, the idle
-# and header timeouts, set short by options).  On both backends, with 1 and
+# and header timeouts, set short by options), and the open-file cache
+# (files changed, replaced, deleted, a symlink turned outwards while the
+# server runs; more files than it holds while one is being sent).  On both backends, with 1 and
 # 2 threads.  Exit status: the verdict.  Needs curl and python3.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +47,9 @@ echo secret > "$tmp/outside.txt"
 ln -s "$tmp/outside.txt" "$root/out_link"
 ln -s small.bin "$root/in_link"
 touch -d '2020-01-02 03:04:05 UTC' "$root/small.bin"
+truncate -s 32M "$root/huge.bin"     # zeros, without writing them
+mkdir "$root/many"
+for i in $(seq 0 1099); do echo "$i" > "$root/many/$i.txt"; done
 IDLE_MS=1500 HEADER_MS=800
 
 # The raw-socket clients: python3 raw.py <port> <case>; prints what it saw.
@@ -55,7 +60,7 @@ def conn():
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     return s
 def read_all(s):
-    out = b""
+    out = bytearray()
     while True:
         try:
             d = s.recv(65536)
@@ -63,7 +68,7 @@ def read_all(s):
             break
         if not d: break
         out += d
-    return out
+    return bytes(out)
 def responses(data, heads=()):
     """split a byte stream into (status, headers, body) by Content-Length
     (the responses numbered in heads answer HEAD: no body)"""
@@ -157,6 +162,33 @@ elif case in ("idle", "header"):
     except socket.timeout:
         d = b"timeout"
     print("closed %.1f %s" % (time.time() - t0, d[:20]))
+if case == "evict_while_sending":
+    # a 32 MiB response left unread (the server waits in sendfile) while
+    # another connection asks for more files than the cache holds: the
+    # large file's entry is evicted, its descriptor must stay its own
+    big = conn()
+    big.sendall(b"GET /huge.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    time.sleep(0.2)
+    s = conn()
+    n, bad = 1100, 0
+    for i in range(0, n, 100):
+        s.sendall(b"".join(b"GET /many/%d.txt HTTP/1.1\r\nHost: x\r\n\r\n" % j
+                           for j in range(i, i + 100)))
+        data = b""
+        while True:
+            r = responses(data)
+            if len(r) == 100 and len(r[-1][2]) == int(r[-1][1].get(b"content-length", b"0")):
+                break
+            d = s.recv(65536)
+            if not d: break
+            data += d
+        for j, (st, _, body) in enumerate(responses(data)):
+            if st != 200 or body != b"%d\n" % (i + j): bad += 1
+    s.close()
+    data = read_all(big)
+    body = data.partition(b"\r\n\r\n")[2]
+    same = len(body) == 32 << 20 and body.count(0) == len(body)     # huge.bin is all zeros
+    print("ok" if bad == 0 and same else "bad=%d body=%d same=%s" % (bad, len(body), same))
 EOF
 
 check_server() {    # check_server <port>: the whole list against one server
@@ -255,6 +287,51 @@ check_server() {    # check_server <port>: the whole list against one server
     expect "clients left mid-request and mid-response: still serving" same "$got"
 }
 
+# The open-file cache: a path's entry is trusted for a second, then the path
+# is opened anew through the same check as a first request.  Changes made
+# while the server runs are served within ~1.1 s: a file rewritten in place
+# (new size and mtime), a file replaced by rename, a directory's index.html
+# replaced, a file deleted (404), a symlink turned to point out of the root
+# (403, as on a first request).
+check_cache() {     # check_cache <port>
+    local u="http://127.0.0.1:$1" got i
+    printf 'first version\n' > "$root/cache_inplace.txt"
+    printf 'renamed-over: old\n' > "$root/cache_renamed.txt"
+    printf 'doomed\n' > "$root/cache_deleted.txt"
+    mkdir -p "$root/cache_dir"; printf 'old index\n' > "$root/cache_dir/index.html"
+    printf 'inside\n' > "$root/cache_target.txt"
+    ln -sfn cache_target.txt "$root/cache_link"
+    for i in 1 2 3; do          # into the cache (of every thread, likely)
+        curl -s "$u/cache_inplace.txt" "$u/cache_renamed.txt" "$u/cache_deleted.txt" \
+            "$u/cache_dir/" "$u/cache_link" > /dev/null
+    done
+    got=$(curl -s "$u/cache_link")
+    expect "cache: a symlink within the root served" inside "$got"
+    printf 'second, longer version\n' > "$root/cache_inplace.txt"
+    touch -d '2021-05-06 07:08:09 UTC' "$root/cache_inplace.txt"
+    printf 'renamed-over: the new file, longer\n' > "$root/cache_renamed.new"
+    mv "$root/cache_renamed.new" "$root/cache_renamed.txt"
+    printf 'new index\n' > "$root/cache_dir/index.new"
+    mv "$root/cache_dir/index.new" "$root/cache_dir/index.html"
+    rm "$root/cache_deleted.txt"
+    ln -sfn "$tmp/outside.txt" "$root/cache_link"
+    sleep 1.1
+    got=$(curl -s "$u/cache_inplace.txt")
+    expect "cache: a file rewritten in place, served anew" "second, longer version" "$got"
+    got=$(curl -sI "$u/cache_inplace.txt" | tr -d '\r' | grep -i '^last-modified:')
+    expect "cache: its new Last-Modified" "Last-Modified: Thu, 06 May 2021 07:08:09 GMT" "$got"
+    got=$(curl -s "$u/cache_renamed.txt")
+    expect "cache: a file replaced by rename, served anew" "renamed-over: the new file, longer" "$got"
+    got=$(curl -s "$u/cache_dir/")
+    expect "cache: a directory's index.html replaced" "new index" "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' "$u/cache_deleted.txt")
+    expect "cache: a deleted file: 404" 404 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' "$u/cache_link")
+    expect "cache: a symlink turned out of the root: 403" 403 "$got"
+    got=$(python3 "$tmp/raw.py" "$1" evict_while_sending)
+    expect "cache: 1100 files evicting a file being sent, every byte right" ok "$got"
+}
+
 # Timeouts: the connection is closed, not before its time (generous).
 check_timeouts() {   # check_timeouts <port>
     local got t
@@ -278,7 +355,7 @@ for cfg in "uring 1" "epoll 1" "uring 2" "epoll 2"; do
         --idle-timeout-ms $IDLE_MS --header-timeout-ms $HEADER_MS 2> "$tmp/server.log" &
     pid=$!
     if ! wait_port "$port"; then bad "$cfg: aco_http did not start: $(cat "$tmp/server.log")"; continue; fi
-    check_server "$port" > "$tmp/checks.out" 2>&1 &
+    { check_server "$port"; check_cache "$port"; } > "$tmp/checks.out" 2>&1 &
     spid=$!
     check_timeouts "$port"      # beside the rest: they are mostly waiting
     wait $spid
@@ -298,6 +375,7 @@ if wait_port "$port"; then
     expect "symlink out: 403" 403 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/out_link")"
     expect "symlink in: 200" 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/in_link")"
     expect "..: 403" 403 "$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/../etc/passwd")"
+    check_cache "$port"
 else bad "$cfg: did not start"; fi
 [ $fails = 0 ] && echo "check_http: all passed" || echo "check_http: $fails failed"
 [ $fails = 0 ]
