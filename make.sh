@@ -33,7 +33,7 @@
 #                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh soak               build, then aco_resp under chaos for 10
 #                                   minutes (tests/check_rt_chaos.sh, which
-#                                   test.sh's checks run for 60 s;
+#                                   test.sh's checks run for 40 s;
 #                                   CHAOS_SECONDS: another length)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the

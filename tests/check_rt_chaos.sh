@@ -6,7 +6,7 @@
 # trickle bytes, hold 3000 idle connections), then every acknowledged SET
 # must read back, the server answer PING, its descriptors return to their
 # count before the run and its RSS to within a bound of the data it stores.
-# CHAOS_SECONDS (60) is the whole run, shared by the four servers
+# CHAOS_SECONDS (40) is the whole run, shared by the four servers
 # (`bash make.sh soak`: 600).  Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ for p in aco_resp chaos_resp; do
 done
 command -v redis-benchmark > /dev/null ||
     { echo "check_rt_chaos: redis-benchmark not found: install redis-tools"; exit 1; }
-total=${CHAOS_SECONDS:-60}
+total=${CHAOS_SECONDS:-40}
 # A sanitizer's allocator holds freed memory back (ASan's quarantine: 256
 # MiB): more slack in the RSS bound.
 slack=32
