@@ -334,6 +334,7 @@ run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, 
     elif [ "$mode" = memcheck ]; then
         cmd=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full
              --errors-for-leak-kinds=definite --child-silent-after-fork=yes
+             --suppressions="$PWD/tests/valgrind.supp"
              --max-stackframe=8388608 -q "$bin")
     fi
     local start=$SECONDS

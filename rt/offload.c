@@ -220,6 +220,11 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
     co->s->offloads--;
     co->flags &= (uint8_t)~RT_OFFLOADING;
     if (r == 0) {                       /* the helper ended the wait: j is ours */
+        /* Take mu once: the helper wrote j (and what fn made) before it
+         * let mu go, so this orders the co's reads and frees after them
+         * whatever path the wake took (TSan sees a lock, not every path). */
+        pthread_mutex_lock(&pool.mu);
+        pthread_mutex_unlock(&pool.mu);
         if (result) *result = j->result;
         free(j);
     }
