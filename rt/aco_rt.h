@@ -287,10 +287,14 @@ typedef struct aco_rt_timer {
 } aco_rt_timer_t;
 
 /* Arm t (not armed) to call fn(t) from the scheduler (not in a co: fn must
- * not block) when aco_rt_now() >= deadline.  A deadline already passed fires
- * soon: when the scheduler next looks at its timers (when no co is ready,
- * else within 64 co resumes).  0, -EPERM (no scheduler), -EINVAL (t lies
- * on a share stack, or is armed). */
+ * not block) when aco_rt_now() >= deadline.  Timers live on a wheel of
+ * 2^14 ns (16.4 us) ticks: a timer fires at the scheduler's first look at
+ * its timers (when no co is ready, else every 64 co resumes) after the
+ * clock has entered the tick following its deadline's, never before the
+ * deadline.  So a deadline already passed fires soon, but not sooner than
+ * the next tick: at most about 16 us later, plus the wait for that look.
+ * 0, -EPERM (no scheduler), -EINVAL (t lies on a share stack, or is
+ * armed). */
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
                        void (*fn)(aco_rt_timer_t*));
 
