@@ -16,10 +16,12 @@
  *   9. Resume, yield
  *  10. Exit, reset, destroy
  *  11. Tool glue      valgrind, ASan, TSan
+ *  12. Checked mode   each co on a window of its own (aco.h, "Checked mode")
  */
-/* MAP_ANONYMOUS and friends under strict -std=c11 too. */
-#ifndef _DEFAULT_SOURCE
-#define _DEFAULT_SOURCE
+/* MAP_ANONYMOUS and friends under strict -std=c11 too; mremap, dladdr and
+ * the signal context's registers for checked mode (section 12). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
 #endif
 #include "aco.h"
 
@@ -171,11 +173,18 @@ static void fpenv_give(aco_t* co) {
 static void overflow_altstack(void);
 static int overflow_installed;
 
+/* Checked mode (section 12): decided once per process; ckd() after that. */
+static int checked_decide(void);
+static int checked_state;       /* 0 undecided, 1 off, 2 on */
+static inline int ckd(void) {
+    return aco_unlikely(__atomic_load_n(&checked_state, __ATOMIC_RELAXED) == 2);
+}
+
 void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
     aco_save_fpucw_mxcsr(&init_fp);
     last_word = last_word_co_fp;
     inited = 1;
-    if (overflow_installed) overflow_altstack();
+    if (checked_decide() || overflow_installed) overflow_altstack();
 }
 
 /* ======================================================================== */
@@ -338,6 +347,19 @@ static inline void tool_restored(aco_t* co, char* dst, size_t n);
 /* co's frames died (reset or destroy) while it owned its stack or not. */
 static inline void tool_frames_dead(aco_t* co, int owned_stack);
 
+/* Checked mode's hooks (section 12); never called outside it. */
+static size_t stack_rec_bytes(void);
+static int checked_stack_map(const char* fn, aco_share_stack_t* s, size_t sz, size_t pg,
+                             char guard, int may_fail);
+static void checked_stack_unmap(const char* fn, aco_share_stack_t* s);
+static size_t checked_co_extra(void);
+static void checked_co_new(const char* fn, aco_t* co);
+static void checked_co_destroy(aco_t* co);
+static char* checked_top(const aco_t* co);
+static size_t checked_live_bytes(aco_t* owner);
+static void checked_resume(aco_t* co);
+static void checked_shared(aco_share_stack_t* s);
+
 /* ======================================================================== */
 /* 5. Share stacks                                                          */
 /* ======================================================================== */
@@ -371,10 +393,17 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_e
     if (may_fail && sz > SIZE_MAX - 2 * pg) { errno = ENOMEM; return NULL; }
     check(fn, sz <= SIZE_MAX - 2 * pg, "stack size %zu exceeds the address space", sz);
 
-    aco_share_stack_t* s = alloc(may_fail ? NULL : fn, sizeof(*s));
+    int checked = checked_decide();
+    aco_share_stack_t* s = alloc(may_fail ? NULL : fn, stack_rec_bytes());
     if (s == NULL) { errno = ENOMEM; return NULL; }
-    memset(s, 0, sizeof(*s));
-    if (guard_page_enabled) {
+    memset(s, 0, stack_rec_bytes());
+    if (checked) {
+        if (!checked_stack_map(fn, s, sz, pg, guard_page_enabled, may_fail)) {
+            dealloc(s, stack_rec_bytes());
+            return NULL;
+        }
+        sz = s->sz;
+    } else if (guard_page_enabled) {
         sz = (sz + pg - 1) & ~(pg - 1);
         s->real_sz = sz + pg;
         /* NORESERVE: a stack's pages are committed as they are touched. */
@@ -440,13 +469,15 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
     check(fn, sstk->co_ct == 0, "share stack %p is still used by %zu co(s); "
           "destroy them first", (void*)sstk, sstk->co_ct);
     tool_stack_destroy(sstk);
-    if (sstk->guard_page_enabled) {
+    if (ckd()) {
+        checked_stack_unmap(fn, sstk);
+    } else if (sstk->guard_page_enabled) {
         check(fn, munmap(sstk->real_ptr, sstk->real_sz) == 0, "munmap failed: %s",
               strerror(errno));
     } else {
         dealloc(sstk->real_ptr, sstk->real_sz);
     }
-    dealloc(sstk, sizeof(*sstk));
+    dealloc(sstk, stack_rec_bytes());
 }
 
 /* The overflow report (aco.h), opt-in.  A co that overflows runs on its
@@ -461,6 +492,7 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
 
 static struct sigaction overflow_prev;
 static pthread_key_t overflow_key;
+static pthread_once_t overflow_key_once = PTHREAD_ONCE_INIT;
 
 static char* put_hex(char* p, uintptr_t v) {
     char tmp[2 * sizeof(v)];
@@ -518,8 +550,15 @@ static void overflow_altstack_free(void* mem) {
     munmap(mem, ALTSTACK_BYTES);
 }
 
-/* The calling thread's alternate signal stack, unless it has one. */
+static void overflow_key_make(void) {
+    check("aco_thread_init", pthread_key_create(&overflow_key, overflow_altstack_free) == 0,
+          "pthread_key_create failed");
+}
+
+/* The calling thread's alternate signal stack, unless it has one (for the
+ * overflow report and checked mode's). */
 static void overflow_altstack(void) {
+    pthread_once(&overflow_key_once, overflow_key_make);
     stack_t cur;
     if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
     void* mem = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
@@ -535,8 +574,6 @@ static void overflow_altstack(void) {
 void aco_overflow_report_install(void) {
     static const char fn[] = "aco_overflow_report_install";
     if (overflow_installed) return;
-    check(fn, pthread_key_create(&overflow_key, overflow_altstack_free) == 0,
-          "pthread_key_create failed");
     overflow_altstack();
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -720,10 +757,11 @@ static void pool_free(void* p) {
 #define SAVE_MAX ((size_t)UINT32_MAX & ~(size_t)7)
 
 /* A zeroed co object, with the tools' bytes after it. */
-static size_t co_bytes(void) { return (sizeof(aco_t) + tool_co_extra() + 15) & ~(size_t)15; }
+static size_t co_extra(void) { return tool_co_extra() + (ckd() ? checked_co_extra() : 0); }
+static size_t co_bytes(void) { return (sizeof(aco_t) + co_extra() + 15) & ~(size_t)15; }
 
 static aco_t* co_alloc(const char* fn) {
-    size_t sz = sizeof(aco_t) + tool_co_extra();
+    size_t sz = sizeof(aco_t) + co_extra();
     mark_used();
     aco_t* co = user_alloc ? alloc(fn, co_bytes()) : pool_alloc(&co_pool, co_bytes(), fn);
     memset(co, 0, sz);
@@ -778,7 +816,7 @@ static void save_free(aco_save_stack_t* ss) {
 static void init_regs(aco_t* co) {
     memset(co->reg, 0, sizeof(co->reg));
     PC(co) = tool_entry(co);
-    SP(co) = co->share_stack->align_retptr;
+    SP(co) = ckd() ? checked_top(co) : co->share_stack->align_retptr;
 #ifdef ACO_OFF_LR
     co->reg[aco__slot_lr] = (void*)(uintptr_t)aco_protector_ret;
 #endif
@@ -803,16 +841,18 @@ static void check_create(const char* fn, aco_t* main_co, aco_share_stack_t* shar
 }
 
 /* Fill in the zeroed co of a non-main co; its share stack counts it. */
-static void make(aco_t* co, aco_t* main_co, aco_share_stack_t* share_stack,
+static void make(const char* fn, aco_t* co, aco_t* main_co, aco_share_stack_t* share_stack,
                  aco_cofuncp_t fp, void* arg) {
     co->main_co = main_co;
     co->arg = arg;
     co->fp = fp;
     co->share_stack = share_stack;
     co->state = aco__state_off;         /* until its first resume takes the stack */
+    if (ckd()) checked_co_new(fn, co);
     init_regs(co);
     share_stack->co_ct++;
     share_stack->thread = &inited;
+    if (ckd()) checked_shared(share_stack);
 }
 
 /* The thread's main co in co (zeroed, from co_alloc or the caller's
@@ -840,7 +880,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
     check(fn, save_stack_sz <= SAVE_MAX, "save_stack_sz %zu exceeds 4 GiB", save_stack_sz);
     check_create(fn, main_co, share_stack, fp);
     aco_t* co = co_alloc(fn);
-    make(co, main_co, share_stack, fp, arg);
+    make(fn, co, main_co, share_stack, fp, arg);
     /* The save stack is allocated when first needed, exactly as large as
      * needed, unless the caller asked for an initial size. */
     if (save_stack_sz != 0) {
@@ -852,6 +892,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
 }
 
 size_t aco_co_size(size_t save_sz) {
+    checked_decide();
     check("aco_co_size", save_sz <= SAVE_MAX, "save_sz %zu exceeds 4 GiB - 8", save_sz);
     size_t cap = save_capacity(save_sz);
     return co_bytes() + cap + (cap ? tool_save_extra(cap) : 0);
@@ -868,8 +909,8 @@ aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* sh
     check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size(0) (%zu)", sz, co_bytes());
     check_create(fn, main_co, share_stack, fp);
     aco_t* co = mem;
-    memset(co, 0, sizeof(aco_t) + tool_co_extra());
-    make(co, main_co, share_stack, fp, arg);
+    memset(co, 0, sizeof(aco_t) + co_extra());
+    make(fn, co, main_co, share_stack, fp, arg);
     /* The rest of mem: the largest save stack that fits with the bytes the
      * tools keep after it (ASan: a shadow copy, an eighth of it): down by
      * what is too much, then up while the next step fits. */
@@ -894,7 +935,7 @@ aco_t* aco_create_main_in(void* mem, size_t sz, void* arg) {
           "mem %p must be 16-byte aligned memory", mem);
     check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size(0) (%zu)", sz, co_bytes());
     aco_t* co = mem;
-    memset(co, 0, sizeof(aco_t) + tool_co_extra());
+    memset(co, 0, sizeof(aco_t) + co_extra());
     co->save_stack.sz = SS_IN;          /* aco_destroy leaves mem alone */
     return main_make(fn, co, arg);
 }
@@ -1141,7 +1182,7 @@ int aco_resume_reserve(aco_t* co) {
     aco_t* owner = s->owner;
     if (owner == NULL || owner == co) return 0;
     aco_save_stack_t* ss = &owner->save_stack;
-    size_t n = live_bytes(owner, s);
+    size_t n = ckd() ? checked_live_bytes(owner) : live_bytes(owner, s);
     if (n <= SS_CAP(ss)) return 0;
     size_t cap = save_capacity(n);
     void* p = n <= SAVE_MAX ? save_alloc(cap, NULL) : NULL;    /* NULL: no abort */
@@ -1212,6 +1253,10 @@ void aco_resume(aco_t* co) {
     if (aco_unlikely(st != STATE_WORD(0, aco__state_on))) {
         if (aco_unlikely(st != STATE_WORD(0, aco__state_off) || cur == NULL))
             resume_misuse(co);
+        if (ckd()) {        /* never aco__state_on: every resume comes here */
+            checked_resume(co);
+            return;
+        }
 #if VEC_DISPATCH
         if (vec_width == 64) {
             take64(co);
@@ -1334,6 +1379,7 @@ void aco_destroy(aco_t* co) {
     } else {
         check_ours(fn, co, "destroy");
         drop_frames(co);
+        if (ckd()) checked_co_destroy(co);
         aco_share_stack_t* s = co->share_stack;
         if (--s->co_ct == 0) s->thread = NULL;  /* free for any thread */
         save_free(&co->save_stack);
@@ -1690,3 +1736,756 @@ void aco__switch(aco_t* from, aco_t* to) {
 #endif
 }
 #endif
+
+/* ======================================================================== */
+/* 12. Checked mode (aco.h, "Checked mode")                                 */
+/*                                                                          */
+/* Each non-main co gets a window: a PROT_NONE reservation of its share     */
+/* stack's whole mapping (guard page included), at an address of its own.  */
+/* The stack's pages live in exactly one place, `at`: the window of the co  */
+/* that last took the stack, or home (real_ptr, the library's own view, no  */
+/* co runs there) before any did and after that co is destroyed.  Taking   */
+/* the stack moves the pages (mremap: page tables, not bytes) into the     */
+/* taker's window; the copies then run exactly as in section 8, the old    */
+/* owner's frames read at their offset in the new window.  A co's stack    */
+/* pointer and every address of its frames are its window's, so a pointer  */
+/* kept from one co is in nobody else's window, and it faults wherever the */
+/* pages are not, or are closed: a shared stack's pages are closed while   */
+/* its owner is suspended.                                                  */
+/*                                                                          */
+/* Every resume takes checked_resume (the fast path wants aco__state_on,    */
+/* which no co has here), which opens the window before the switch and      */
+/* closes it after the switch returns, when the co yielded or ended: the    */
+/* inlined aco_yield of the program needs no change.                        */
+/*                                                                          */
+/* A fault in a window is reported from a registry of windows that the     */
+/* SIGSEGV handler scans without a lock (entries are published whole).    */
+/* ======================================================================== */
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+typedef struct {
+    char* at;       /* base of the mapping the stack's pages are in now */
+    char  open;     /* they are readable and writable there */
+} checked_stack;
+
+typedef struct {
+    char*  win;     /* the window: real_sz bytes, the share stack's layout */
+    size_t slot;    /* its registry entry */
+} checked_co;
+
+static inline checked_stack* cstk(const aco_share_stack_t* s) {
+    return (checked_stack*)(void*)(s + 1);
+}
+
+static inline checked_co* cco(const aco_t* co) {
+    return (checked_co*)(void*)((char*)(co + 1) + tool_co_extra());
+}
+
+static size_t stack_rec_bytes(void) {
+    return sizeof(aco_share_stack_t) + (ckd() ? sizeof(checked_stack) : 0);
+}
+
+static size_t checked_co_extra(void) {
+    return sizeof(checked_co);
+}
+
+/* Bytes below the stack proper: the guard page, or nothing. */
+static size_t stack_gap(const aco_share_stack_t* s) {
+    return (size_t)((char*)s->ptr - (char*)s->real_ptr);
+}
+
+/* co's window address of the home address p. */
+static inline char* in_window(const aco_t* co, const void* p) {
+    return cco(co)->win + ((const char*)p - (const char*)co->share_stack->real_ptr);
+}
+
+static char* checked_top(const aco_t* co) {
+    return in_window(co, co->share_stack->align_retptr);
+}
+
+static size_t checked_live_bytes(aco_t* owner) {
+    size_t n = (uintptr_t)checked_top(owner) - (uintptr_t)SP(owner);
+    if (aco_unlikely(n > owner->share_stack->align_limit)) {
+        aco_share_stack_t* s = owner->share_stack;
+        fatal("aco_resume", "co %p's stack pointer %p lies outside its share stack "
+              "[%p, %p) (its window in checked mode): it overflowed", (void*)owner,
+              SP(owner), (void*)in_window(owner, s->ptr), (void*)checked_top(owner));
+    }
+    return n;
+}
+
+/* ---- the registry of windows ------------------------------------------- */
+
+typedef struct {
+    uintptr_t lo, hi;   /* the window [lo, hi) */
+    aco_t* co;          /* NULL: free (hi then links the free entries) */
+} win_ent;
+
+#define REG_CHUNK  4096
+#define REG_CHUNKS 4096     /* 16M windows: far beyond vm.max_map_count */
+static win_ent* reg_chunk[REG_CHUNKS];
+static size_t reg_used;         /* entries ever handed out */
+static size_t reg_free = SIZE_MAX;
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static win_ent* reg_at(size_t i) {
+    return &reg_chunk[i / REG_CHUNK][i % REG_CHUNK];
+}
+
+static size_t reg_add(const char* fn, aco_t* co, char* lo, size_t n) {
+    pthread_mutex_lock(&reg_mu);
+    size_t i = reg_free;
+    if (i != SIZE_MAX) {
+        reg_free = reg_at(i)->hi;
+    } else {
+        i = reg_used;
+        if (i % REG_CHUNK == 0) {
+            void* m = i / REG_CHUNK < REG_CHUNKS
+                          ? mmap(NULL, REG_CHUNK * sizeof(win_ent), PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+            if (m == MAP_FAILED) {
+                pthread_mutex_unlock(&reg_mu);
+                fatal(fn, "out of memory (checked mode's registry of windows)");
+            }
+            __atomic_store_n(&reg_chunk[i / REG_CHUNK], (win_ent*)m, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&reg_used, i + 1, __ATOMIC_RELEASE);
+    }
+    win_ent* e = reg_at(i);
+    e->lo = (uintptr_t)lo;
+    e->hi = (uintptr_t)lo + n;
+    __atomic_store_n(&e->co, co, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&reg_mu);
+    return i;
+}
+
+static void reg_del(size_t i) {
+    pthread_mutex_lock(&reg_mu);
+    win_ent* e = reg_at(i);
+    __atomic_store_n(&e->co, NULL, __ATOMIC_RELEASE);
+    e->lo = e->hi = 0;
+    e->hi = reg_free;
+    reg_free = i;
+    pthread_mutex_unlock(&reg_mu);
+}
+
+/* The co whose window holds a, or NULL.  Lock-free: the signal handler's. */
+static aco_t* reg_find(uintptr_t a) {
+    size_t n = __atomic_load_n(&reg_used, __ATOMIC_ACQUIRE);
+    for (size_t i = 0; i < n; i++) {
+        win_ent* c = __atomic_load_n(&reg_chunk[i / REG_CHUNK], __ATOMIC_ACQUIRE);
+        win_ent* e = &c[i % REG_CHUNK];
+        aco_t* co = __atomic_load_n(&e->co, __ATOMIC_ACQUIRE);
+        if (co != NULL && a >= e->lo && a < e->hi) return co;
+    }
+    return NULL;
+}
+
+/* ---- mappings ----------------------------------------------------------- */
+
+static int checked_stack_map(const char* fn, aco_share_stack_t* s, size_t sz, size_t pg,
+                             char guard, int may_fail) {
+    size_t gap = guard ? pg : 0;
+    sz = guard ? (sz + pg - 1) & ~(pg - 1)
+               : (sz + STACK_ALIGN - 1) & ~(size_t)(STACK_ALIGN - 1);
+    s->real_sz = ((sz + pg - 1) & ~(pg - 1)) + gap;
+    s->real_ptr = mmap(NULL, s->real_sz, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s->real_ptr == MAP_FAILED || (gap && mprotect(s->real_ptr, gap, PROT_NONE) != 0)) {
+        int e = errno;
+        if (s->real_ptr != MAP_FAILED) munmap(s->real_ptr, s->real_sz);
+        check(fn, may_fail, "out of memory (mmap of %zu bytes failed: %s)", s->real_sz,
+              strerror(e));
+        errno = ENOMEM;
+        return 0;
+    }
+    s->ptr = (char*)s->real_ptr + gap;
+    s->sz = sz;
+    s->guard_page_enabled = guard ? 1 : 0;
+    cstk(s)->at = s->real_ptr;
+    cstk(s)->open = 1;
+    return 1;
+}
+
+static void checked_stack_unmap(const char* fn, aco_share_stack_t* s) {
+    check(fn, cstk(s)->at == (char*)s->real_ptr, "checked mode: share stack %p's "
+          "pages are not home", (void*)s);
+    check(fn, munmap(s->real_ptr, s->real_sz) == 0, "munmap failed: %s", strerror(errno));
+}
+
+/* Open or close the pages of s where they are. */
+static void pages_prot(aco_share_stack_t* s, int open) {
+    checked_stack* cs = cstk(s);
+    if (cs->open == open) return;
+    check("aco_resume", mprotect(cs->at + stack_gap(s), s->real_sz - stack_gap(s),
+                                 open ? PROT_READ | PROT_WRITE : PROT_NONE) == 0,
+          "checked mode: mprotect of a window failed: %s", strerror(errno));
+    cs->open = (char)open;
+}
+
+/* Move the pages of s to the mapping at `to` (a window, or home), open.
+ * The place they leave stays reserved, PROT_NONE: MREMAP_DONTUNMAP leaves
+ * it mapped and empty (Linux >= 5.7); else it is mapped again, never over
+ * anything another thread may have mapped in the moment between. */
+static void pages_move(aco_share_stack_t* s, char* to) {
+    static const char fn[] = "aco_resume";
+    checked_stack* cs = cstk(s);
+    size_t gap = stack_gap(s), n = s->real_sz - gap;
+    char* from = cs->at;
+    if (from == to) {
+        pages_prot(s, 1);
+        return;
+    }
+    pages_prot(s, 0);               /* what the old place keeps */
+    void* r = mremap(from + gap, n, n, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+                     to + gap);
+    if (r == MAP_FAILED && errno == EINVAL) {
+        r = mremap(from + gap, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to + gap);
+        if (r != MAP_FAILED) {
+            void* m = mmap(from + gap, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+                           MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+            check(fn, m == from + gap, "checked mode: cannot reserve a window again "
+                  "(mmap: %s)", m == MAP_FAILED ? strerror(errno) : "elsewhere");
+        }
+    }
+    check(fn, r == to + gap, "checked mode: mremap of a share stack's pages failed: %s",
+          strerror(errno));
+    cs->at = to;
+    cs->open = 0;
+    pages_prot(s, 1);
+}
+
+static void checked_co_new(const char* fn, aco_t* co) {
+    aco_share_stack_t* s = co->share_stack;
+    char* w = mmap(NULL, s->real_sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    check(fn, w != MAP_FAILED, "checked mode: out of address space or mappings (mmap of "
+          "a co's window of %zu bytes failed: %s; see vm.max_map_count)", s->real_sz,
+          strerror(errno));
+    cco(co)->win = w;
+    cco(co)->slot = reg_add(fn, co, w, s->real_sz);
+}
+
+/* s has one more co: if it has more than one now, the pages of a co that
+ * is not running close (a co alone on its stack kept them open). */
+static void checked_shared(aco_share_stack_t* s) {
+    checked_stack* cs = cstk(s);
+    if (s->co_ct < 2 || !cs->open || cs->at == (char*)s->real_ptr) return;
+    aco_t* cur = aco_gtls_co;
+    if (cur != NULL && cur->share_stack == s && cco(cur)->win == cs->at) return;
+    pages_prot(s, 0);
+}
+
+/* co is destroyed: its pages go home first if they are in its window. */
+static void checked_co_destroy(aco_t* co) {
+    aco_share_stack_t* s = co->share_stack;
+    checked_co* c = cco(co);
+    if (cstk(s)->at == c->win) pages_move(s, s->real_ptr);
+    reg_del(c->slot);
+    check("aco_destroy", munmap(c->win, s->real_sz) == 0, "munmap failed: %s",
+          strerror(errno));
+    c->win = NULL;
+}
+
+/* aco_resume in checked mode: section 8's take, on windows, with memcpy
+ * (the copies are not what this mode is for), then the switch, which
+ * returns here when co yields or ends. */
+static void checked_resume(aco_t* co) {
+    static const char fn[] = "aco_resume";
+    aco_share_stack_t* s = co->share_stack;
+    aco_t* owner = s->owner;
+    if (owner != co) {
+        size_t n = 0;
+        if (owner != NULL) {
+            aco_save_stack_t* ss = &owner->save_stack;
+            n = checked_live_bytes(owner);
+            if (n > SS_CAP(ss)) {
+                check(fn, n <= SAVE_MAX, "co %p has %zu live bytes on its share stack: a "
+                      "save stack holds less than 4 GiB", (void*)owner, n);
+                size_t cap = save_capacity(n);
+                save_free(ss);
+                ss->ptr = save_alloc(cap, fn);
+                ss->sz |= (uint32_t)cap;
+            }
+        }
+        pages_move(s, cco(co)->win);
+        if (owner != NULL) {
+            /* The owner's frames, at their offset in co's window now. */
+            char* src = (char*)SP(owner) - cco(owner)->win + cco(co)->win;
+            aco_save_stack_t* ss = &owner->save_stack;
+            if (n > 0) {
+                copy(ss->ptr, src, n, 0);
+                ss->ct_save++;
+            }
+            ss->valid_sz = (uint32_t)n;
+            if (n > ss->max_cpsz) ss->max_cpsz = n;
+        }
+        size_t m = co->save_stack.valid_sz;
+        if (m > 0) {
+            copy(checked_top(co) - m, co->save_stack.ptr, m, 0);
+            co->save_stack.ct_restore++;
+        }
+        s->owner = co;
+    } else {
+        pages_move(s, cco(co)->win);        /* there already: opens them */
+    }
+    aco_t* cur = aco_gtls_co;
+    aco_gtls_co = co;
+    aco__sw(cur, co);
+    /* co yielded or ended.  Its frames stay where they are; nobody else may
+     * touch them now, unless co is alone on its stack (aco.h). */
+    if (cstk(s)->at == cco(co)->win && (co->is_end || s->co_ct > 1)) pages_prot(s, 0);
+}
+
+/* ---- the public calls --------------------------------------------------- */
+
+int aco_checked(void) {
+    return checked_decide();
+}
+
+int aco_on_share_stack(const aco_t* co, const void* p, size_t n) {
+    if (co == NULL || p == NULL || co->main_co == NULL) return 0;
+    const aco_share_stack_t* s = co->share_stack;
+    uintptr_t lo = (uintptr_t)s->ptr, a = (uintptr_t)p;
+    if (ckd()) lo = (uintptr_t)in_window(co, s->ptr);
+    if (n == 0) n = 1;
+    return a < lo + s->sz && a + n > lo;
+}
+
+/* Set by aco_checked_access for the report: 1 read, 2 write; its caller. */
+static TLS int handing;
+static TLS void* handing_pc;
+
+/* The window holding a, when it is closed or empty (a touch would fault). */
+static aco_t* closed_window(uintptr_t a) {
+    aco_t* co = reg_find(a);
+    if (co == NULL) return NULL;
+    checked_stack* cs = cstk(co->share_stack);
+    if (cs->at == cco(co)->win && cs->open &&
+        a >= (uintptr_t)co->share_stack->ptr - (uintptr_t)co->share_stack->real_ptr +
+                 (uintptr_t)cco(co)->win)
+        return NULL;
+    return co;
+}
+
+void aco_checked_access(const void* p, size_t n, int write) {
+    if (!ckd() || p == NULL) return;
+    if (n == 0) n = 1;
+    uintptr_t a = (uintptr_t)p, end = a + n < a ? UINTPTR_MAX : a + n;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    for (uintptr_t x = a; x < end; x = (x & ~(uintptr_t)(pg - 1)) + pg) {
+        if (closed_window(x) == NULL) continue;
+        handing = write ? 2 : 1;
+        handing_pc = __builtin_return_address(0);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);    /* the handler reads them */
+        (void)*(volatile const char*)x;     /* faults: the report, then death */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        handing = 0;
+    }
+}
+
+/* ---- the report --------------------------------------------------------- */
+
+/* Lines built in a buffer and written with write(2): the handler's. */
+typedef struct {
+    char b[1024];
+    size_t n;
+} line_buf;
+
+static void lb_str(line_buf* l, const char* s) {
+    while (*s && l->n < sizeof(l->b) - 1) l->b[l->n++] = *s++;
+}
+
+static void lb_hex(line_buf* l, uintptr_t v) {
+    char tmp[2 + 2 * sizeof(v) + 1];
+    *put_hex(tmp, v) = '\0';
+    lb_str(l, tmp);
+}
+
+static void lb_flush(line_buf* l) {
+    for (size_t off = 0; off < l->n;) {
+        ssize_t r = write(2, l->b + off, l->n - off);
+        if (r <= 0) break;
+        off += (size_t)r;
+    }
+    l->n = 0;
+}
+
+/* Is v in an executable segment of a loaded object (so possibly a return
+ * address)?  dl_iterate_phdr works in static programs too. */
+typedef struct {
+    uintptr_t v;
+    int found;
+} text_q;
+
+static int text_cb(struct dl_phdr_info* info, size_t sz, void* arg) {
+    text_q* q = arg;
+    (void)sz;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->v >= lo + 8 &&
+            q->v < lo + ph->p_memsz) {
+            q->found = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A return address: in code, and (where the instruction set makes it
+ * cheap to tell) right after a call. */
+static int looks_like_return(uintptr_t v) {
+    text_q q = {v, 0};
+    dl_iterate_phdr(text_cb, &q);
+    if (!q.found) return 0;
+#if defined(__x86_64__) || defined(__i386__)
+    const unsigned char* c = (const unsigned char*)v;
+    if (c[-5] == 0xe8) return 1;                                    /* call rel32 */
+    if (c[-2] == 0xff && (c[-1] & 0xf8) == 0xd0) return 1;          /* call *%reg */
+    if (c[-3] == 0xff && (c[-2] & 0x38) == 0x10) return 1;          /* call *d8(..) */
+    if (c[-6] == 0xff && (c[-5] & 0x38) == 0x10) return 1;          /* call *d32(..) */
+    if (c[-7] == 0xff && (c[-6] & 0x38) == 0x10) return 1;          /* with a SIB */
+    if (c[-4] == 0xff && (c[-3] & 0x38) == 0x10) return 1;          /* call *d8(sib) */
+    return 0;
+#elif defined(__aarch64__)
+    uint32_t insn;
+    memcpy(&insn, (const char*)v - 4, 4);
+    return (insn & 0xfc000000u) == 0x94000000u ||                   /* bl */
+           (insn & 0xfffffc1fu) == 0xd63f0000u ||                   /* blr */
+           (insn & 0xfffffc1fu) == 0xd63f081fu;                     /* blraa(z) ... */
+#else
+    return 1;
+#endif
+}
+
+/* "function (file:line)" of pc (the call's line for a return address:
+ * pass pc - 1) on lines of their own, through addr2line where it is
+ * installed and the program has debug information; else what dladdr
+ * knows; else the bare pc. */
+static void describe_pc(line_buf* l, const char* indent, uintptr_t pc) {
+    Dl_info di;
+    memset(&di, 0, sizeof(di));
+    int have = dladdr((void*)pc, &di) != 0;
+    /* The program's own path (addr2line's /proc/self/exe would be itself). */
+    char exe[512];
+    ssize_t en = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[en > 0 ? en : 0] = '\0';
+    const char* obj = exe;
+    uintptr_t rel = pc;
+    if (have && di.dli_fname != NULL && di.dli_fname[0] != '\0' && di.dli_fbase != NULL &&
+        strcmp(di.dli_fname, program_invocation_name) != 0)
+        obj = di.dli_fname;
+    if (have && di.dli_fbase != NULL &&
+        ((const ElfW(Ehdr)*)di.dli_fbase)->e_type == ET_DYN)
+        rel = pc - (uintptr_t)di.dli_fbase;
+    char out[1024];
+    size_t got = 0;
+    int fds[2];
+    if (obj[0] != '\0' && pipe(fds) == 0) {
+        char hex[2 + 2 * sizeof(rel) + 1];
+        *put_hex(hex, rel) = '\0';
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            int null = open("/dev/null", O_RDWR);
+            if (null >= 0) { dup2(null, 0); dup2(null, 2); }
+            close(fds[0]);
+            execlp("addr2line", "addr2line", "-f", "-i", "-p", "-C", "-e", obj, hex,
+                   (char*)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        if (pid > 0) {
+            ssize_t r;
+            while (got < sizeof(out) - 1 &&
+                   (r = read(fds[0], out + got, sizeof(out) - 1 - got)) > 0)
+                got += (size_t)r;
+            int st;
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+        }
+        close(fds[0]);
+    }
+    out[got] = '\0';
+    if (got > 0 && strncmp(out, "??", 2) != 0) {
+        /* "f at file:line\n (inlined by) g at file:line\n": one line each */
+        for (char* line = out; *line;) {
+            char* nl = strchr(line, '\n');
+            if (nl) *nl = '\0';
+            lb_str(l, "aco: checked: ");
+            lb_str(l, indent);
+            lb_str(l, line);
+            lb_str(l, "\n");
+            if (!nl) break;
+            line = nl + 1;
+        }
+        return;
+    }
+    lb_str(l, "aco: checked: ");
+    lb_str(l, indent);
+    if (have && di.dli_sname != NULL) {
+        lb_str(l, di.dli_sname);
+        lb_str(l, "+");
+        lb_hex(l, pc - (uintptr_t)di.dli_saddr);
+        lb_str(l, " ");
+    }
+    lb_str(l, "(pc ");
+    lb_hex(l, pc);
+    lb_str(l, " in ");
+    lb_str(l, have && di.dli_fname ? di.dli_fname : "the program");
+    lb_str(l, "; no debug information or no addr2line)\n");
+}
+
+static void describe_co(line_buf* l, const aco_t* co) {
+    if (co == NULL) {
+        lb_str(l, "a thread with no co");
+        return;
+    }
+    lb_str(l, co->main_co == NULL ? "main co " : "co ");
+    lb_hex(l, (uintptr_t)co);
+    if (co->main_co != NULL) {
+        lb_str(l, " (co function ");
+        lb_hex(l, (uintptr_t)co->fp);
+        lb_str(l, ")");
+    }
+}
+
+/* The pc of the access, and whether it wrote (1), read (0) or the machine
+ * does not say (-1). */
+static uintptr_t fault_pc(void* ctx, int* wrote) {
+    ucontext_t* uc = ctx;
+    *wrote = -1;
+#if defined(__x86_64__)
+    *wrote = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__i386__)
+    *wrote = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_EIP];
+#elif defined(__aarch64__)
+    /* The kernel's esr_context among the records after the registers. */
+    struct _aarch64_ctx* h = (struct _aarch64_ctx*)(void*)uc->uc_mcontext.__reserved;
+    for (size_t off = 0; off + sizeof(*h) <= sizeof(uc->uc_mcontext.__reserved) && h->magic;
+         off += h->size, h = (struct _aarch64_ctx*)(void*)((char*)h + h->size)) {
+        if (h->magic == ESR_MAGIC) {
+            uint64_t esr = ((struct esr_context*)(void*)h)->esr;
+            unsigned ec = (unsigned)(esr >> 26) & 0x3f;
+            if (ec == 0x24 || ec == 0x25) *wrote = (esr >> 6) & 1;     /* WnR */
+            break;
+        }
+        if (h->size == 0) break;
+    }
+    return (uintptr_t)uc->uc_mcontext.pc;
+#else
+    return (uintptr_t)uc->uc_mcontext.__gregs[REG_PC];
+#endif
+}
+
+/* The frame of owner's that a lies in: the nearest return address below a
+ * (between owner's stack pointer and a) is the call the frame's function
+ * made last; none: a is in the innermost frame, whose function owner is
+ * suspended in (its saved pc).  Read from the pages (opened: the process
+ * dies after the report) or from owner's save stack. */
+static void owner_frame(line_buf* l, aco_t* owner, uintptr_t a) {
+    aco_share_stack_t* s = owner->share_stack;
+    uintptr_t sp = (uintptr_t)SP(owner), top = (uintptr_t)checked_top(owner);
+    if (owner->is_end) {
+        lb_str(l, "aco: checked:   it has ended: its frames are dead\n");
+        return;
+    }
+    if (sp == top) {
+        lb_str(l, "aco: checked:   it has not started: it has no frames\n");
+        return;
+    }
+    if (a < sp || a >= top) {
+        lb_str(l, "aco: checked:   the address is below its stack pointer ");
+        lb_hex(l, sp);
+        lb_str(l, ": in no live frame of it (a frame that returned)\n");
+        return;
+    }
+    int on_stack = s->owner == owner, opened = 0;
+    const char* base;       /* where the byte at sp is readable now */
+    if (on_stack) {
+        /* Opened for the reads below, closed again: the access must fault
+         * again when the handler returns, for good. */
+        opened = cstk(s)->at == cco(owner)->win && !cstk(s)->open &&
+                 mprotect(cstk(s)->at + stack_gap(s), s->real_sz - stack_gap(s),
+                          PROT_READ) == 0;
+        base = (const char*)sp;
+    } else {
+        base = owner->save_stack.ptr;
+        if (base == NULL) return;
+    }
+    uintptr_t pc = (uintptr_t)PC(owner), lo = sp, hi = top;
+    for (uintptr_t x = (a & ~(uintptr_t)(sizeof(void*) - 1)); x >= sp + sizeof(void*);) {
+        x -= sizeof(void*);
+        uintptr_t v;
+        memcpy(&v, base + (x - sp), sizeof(v));
+        if (looks_like_return(v)) {
+            pc = v;
+            lo = x + sizeof(void*);
+            break;
+        }
+    }
+    for (uintptr_t x = (a & ~(uintptr_t)(sizeof(void*) - 1)); x + sizeof(void*) <= top;
+         x += sizeof(void*)) {
+        uintptr_t v;
+        memcpy(&v, base + (x - sp), sizeof(v));
+        if (looks_like_return(v)) {
+            hi = x + sizeof(void*);
+            break;
+        }
+    }
+    if (opened)
+        mprotect(cstk(s)->at + stack_gap(s), s->real_sz - stack_gap(s), PROT_NONE);
+    lb_str(l, "aco: checked:   the address lies in its frame [");
+    lb_hex(l, lo);
+    lb_str(l, ", ");
+    lb_hex(l, hi);
+    lb_str(l, ") of:\n");
+    describe_pc(l, "    ", pc - 1);
+}
+
+static struct sigaction checked_prev;
+
+/* Hand a fault that is not ours on, as overflow_handler does. */
+static void checked_chain(int sig, siginfo_t* si, void* ctx) {
+    if (checked_prev.sa_flags & SA_SIGINFO) {
+        checked_prev.sa_sigaction(sig, si, ctx);
+    } else if (checked_prev.sa_handler != SIG_DFL && checked_prev.sa_handler != SIG_IGN) {
+        checked_prev.sa_handler(sig);
+    } else {
+        signal(sig, SIG_DFL);
+    }
+}
+
+static void checked_handler(int sig, siginfo_t* si, void* ctx) {
+    int saved_errno = errno;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    aco_t* owner = reg_find(a);
+    if (owner == NULL) {
+        checked_chain(sig, si, ctx);
+        errno = saved_errno;
+        return;
+    }
+    aco_t* cur = aco_gtls_co;
+    aco_share_stack_t* s = owner->share_stack;
+    line_buf l;
+    l.n = 0;
+    uintptr_t lo = (uintptr_t)in_window(owner, s->ptr);
+    if (a < lo) {
+        /* The window's guard page: the running co overflowed (or a pointer
+         * far below a frame).  aco_overflow_report_install's line, if asked. */
+        if (owner == cur && overflow_installed) {
+            lb_str(&l, "aco: co ");
+            lb_hex(&l, (uintptr_t)owner);
+            lb_str(&l, " overflowed its share stack ");
+            lb_hex(&l, (uintptr_t)s);
+            lb_str(&l, " [");
+            lb_hex(&l, lo);
+            lb_str(&l, ", ");
+            lb_hex(&l, lo + s->sz);
+            lb_str(&l, "), ");
+            lb_hex(&l, s->sz);
+            lb_str(&l, " bytes: fault at ");
+            lb_hex(&l, a);
+            lb_str(&l, " in its guard page (co function ");
+            lb_hex(&l, (uintptr_t)owner->fp);
+            lb_str(&l, ")\n");
+            lb_flush(&l);
+        }
+        signal(sig, SIG_DFL);
+        errno = saved_errno;
+        return;
+    }
+    int wrote;
+    uintptr_t pc = fault_pc(ctx, &wrote);
+    int hand = handing;
+    if (hand) {
+        wrote = hand == 2;
+        pc = (uintptr_t)handing_pc;
+    }
+    lb_str(&l, "aco: checked: ");
+    describe_co(&l, cur);
+    lb_str(&l, hand ? (wrote ? " handed on, to be written, " : " handed on, to be read, ")
+                    : wrote == 1 ? " wrote " : wrote == 0 ? " read " : " accessed ");
+    lb_hex(&l, a);
+    lb_str(&l, ": a byte of the stack of ");
+    describe_co(&l, owner);
+    int evicted = s->owner != owner && !owner->is_end && SP(owner) != checked_top(owner);
+    lb_str(&l, owner->is_end ? ", which has ended"
+               : SP(owner) == checked_top(owner) ? ", which has not started"
+               : owner == cur ? ", which is running (on another thread?)"
+               : evicted ? ", which is suspended (its frames evicted to its save stack)"
+                         : ", which is suspended");
+    lb_str(&l, "\naco: checked:   a pointer into a co's frames was used while that co was "
+               "not running (share stack ");
+    lb_hex(&l, (uintptr_t)s);
+    lb_str(&l, ", the owner's window [");
+    lb_hex(&l, lo);
+    lb_str(&l, ", ");
+    lb_hex(&l, lo + s->sz);
+    lb_str(&l, "))\naco: checked:   the access, by ");
+    describe_co(&l, cur);
+    lb_str(&l, ", in:\n");
+    lb_flush(&l);
+    describe_pc(&l, "    ", hand ? pc - 1 : pc);
+    lb_flush(&l);
+    lb_str(&l, "aco: checked:   the owner, ");
+    describe_co(&l, owner);
+    lb_str(&l, ":\n");
+    lb_flush(&l);
+    owner_frame(&l, owner, a);
+    lb_flush(&l);
+    /* Die of this SIGSEGV: the access runs again and faults for good. */
+    signal(sig, SIG_DFL);
+    if (hand) raise(SIGSEGV);
+    errno = saved_errno;
+}
+
+/* The mode, from ACO_CHECKED, once per process; the handler goes in with
+ * the decision, before any co can run in it. */
+static int checked_decide(void) {
+    int st = __atomic_load_n(&checked_state, __ATOMIC_ACQUIRE);
+    if (aco_likely(st != 0)) return st == 2;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    st = __atomic_load_n(&checked_state, __ATOMIC_ACQUIRE);
+    if (st == 0) {
+        const char* e = getenv("ACO_CHECKED");
+        int on = e != NULL && strcmp(e, "1") == 0;
+#if aco__asan || defined(ACO_USE_VALGRIND)
+        if (on) {
+            static const char msg[] = "aco: ACO_CHECKED=1 is ignored: checked mode does "
+                                      "not combine with ASan or ACO_USE_VALGRIND builds (aco.h)\n";
+            ssize_t r = write(2, msg, sizeof(msg) - 1);
+            (void)r;
+            on = 0;
+        }
+#endif
+        if (on) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_sigaction = checked_handler;
+            sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+            sigemptyset(&sa.sa_mask);
+            check("aco_thread_init", sigaction(SIGSEGV, &sa, &checked_prev) == 0,
+                  "checked mode: sigaction failed: %s", strerror(errno));
+        }
+        st = on ? 2 : 1;
+        __atomic_store_n(&checked_state, st, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mu);
+    return st == 2;
+}

@@ -221,6 +221,27 @@ void aco_reset2(aco_t* co, aco_cofuncp_t fp, void* arg);
  * the main thread, before creating threads; calling it again does nothing. */
 void aco_overflow_report_install(void);
 
+/* Checked mode (see "Checked mode" below): non-zero when this process runs
+ * in it.  Decided once, by the environment variable ACO_CHECKED, at the
+ * first aco_thread_init(), aco_share_stack_new*() or aco_co_size() call of
+ * the process, whichever comes first; the same every call after that. */
+int aco_checked(void);
+
+/* Non-zero if any of the n bytes at p (n == 0: the byte at p) lie where co
+ * keeps its frames when it runs: its share stack's [ptr, ptr + sz), or in
+ * checked mode co's own view of it (below).  0 for a main co and for
+ * p == NULL.  The runtime's test for "this buffer is on a share stack". */
+int aco_on_share_stack(const aco_t* co, const void* p, size_t n);
+
+/* In checked mode: if any of the n bytes at p lie on the stack of a co that
+ * is suspended (so that a touch would fault, below), report it as an escape
+ * by the calling thread's running co, as if it had touched them ("handed
+ * on for writing" when write is non-zero, "for reading" else), and die of
+ * SIGSEGV.  Otherwise, and outside checked mode, nothing.  For code that
+ * hands memory to the kernel or to another thread, where an escape would
+ * not fault: a system call given such memory fails with EFAULT instead. */
+void aco_checked_access(const void* p, size_t n, int write);
+
 /* The program's allocator for everything libaco allocates: co objects,
  * save stacks, share stack records and share stacks without a guard page
  * (a guard page needs a mapping of its own: those stay mmap'd).  Each call
@@ -335,6 +356,72 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 #define ACO_REG_IDX_BP      0
 #define ACO_REG_IDX_FPU     27
 #endif
+
+/* ======================================================================== */
+/* Checked mode: a pointer into another co's frames faults at once.         */
+/*                                                                          */
+/* A share stack's one danger: a pointer to a co's local, used while the co */
+/* is suspended, reads or writes whatever frames are on the stack then:     */
+/* another co's, silently (the bytes are valid memory; only their owner     */
+/* changed).  Run a program with ACO_CHECKED=1 in its environment (any      */
+/* other value, or none: off) and such an access faults on its instruction, */
+/* with a report, instead:                                                  */
+/*                                                                          */
+/*   - Each non-main co runs on its own view of its share stack: a range of */
+/*     addresses of its own (a "window"), the share stack's size, guard     */
+/*     page included.  The stack's memory moves (mremap) to the window of   */
+/*     the co that takes it, so the copy semantics are libaco's as ever:    */
+/*     lazy saves, the same copies, the same statistics (ct_save, ...).     */
+/*   - A co's window is accessible while it runs.  While it is suspended    */
+/*     (yielded, not started, ended) and its share stack has other cos      */
+/*     (share_stack->co_ct > 1), or once another co took the stack, its     */
+/*     window is inaccessible (PROT_NONE): any read or write through a      */
+/*     pointer into it, by any co or thread, is a SIGSEGV.  A co alone on   */
+/*     its share stack keeps its window while suspended (nothing else can   */
+/*     run there: its frames stay valid, as libaco has always promised).    */
+/*   - The fault prints, with write(2), lines starting "aco: checked:"      */
+/*     naming: the co that made the access (or "main co", or "a thread with */
+/*     no co") and its frame (function, file:line when the program has      */
+/*     debug information and addr2line is installed, else the pc); the co   */
+/*     whose window it is, that it is suspended (or ended, or not started), */
+/*     and the frame of its that the address lies in (the same way); the    */
+/*     address and whether it was a read or a write where the machine tells */
+/*     it (x86: always; aarch64: where the kernel passes ESR; else          */
+/*     "access").  Then the process dies of that SIGSEGV (under gdb it      */
+/*     stops first, in the offending frame).  A guard-page fault of the     */
+/*     running co prints aco_overflow_report_install's line.                */
+/*   - Pointers into a co's frames from the co itself, into a main co's     */
+/*     stack, into the heap: unaffected.                                    */
+/*                                                                          */
+/* Costs (checked mode only; a process without ACO_CHECKED=1 runs exactly   */
+/* the default code, its switch's fast path untouched): a window of         */
+/* address space per co (no memory: 2 MiB + a page for the default stack)  */
+/* and one or two memory mappings of the kernel's per-process limit          */
+/* (vm.max_map_count); every resume of a co whose stack is shared takes the */
+/* slow path, with one mprotect before the switch and one after it returns, */
+/* plus an mremap when the stack changes hands; an ended or reset co's     */
+/* window stays reserved until aco_destroy.  Share stacks are always page-  */
+/* aligned mappings in checked mode (a stack without a guard page too: it   */
+/* does not come from aco_set_allocator's allocator then).                  */
+/*                                                                          */
+/* What it cannot catch: an access while the owner runs (another thread     */
+/* touching a running co's frames); the kernel: a system call or io_uring   */
+/* request that reaches a suspended co's window fails with EFAULT instead   */
+/* of writing (no signal: aco_checked_access lets code that hands memory on */
+/* report it first); a pointer kept past aco_destroy (the window's          */
+/* addresses may be reused); a co alone on its stack (see above).           */
+/* Windows are where the co's stack pointer lives: share_stack->ptr is the  */
+/* library's own view, so compare addresses with aco_on_share_stack().      */
+/*                                                                          */
+/* With the tools: gdb and tools/aco_gdb.py work (a co's saved registers    */
+/* are addresses in its window).  UBSan and TSan combine with it.  ASan and */
+/* ACO_USE_VALGRIND builds ignore ACO_CHECKED, saying so once on stderr:    */
+/* both keep state of their own per stack address (ASan's shadow, which    */
+/* libaco moves with the frames; valgrind's registered stacks) that the     */
+/* windows would have to follow.  Supported on x86-64, i386, aarch64 and    */
+/* riscv64 Linux (mremap); i386's address space holds only ~1500 windows of */
+/* the default 2 MiB.                                                       */
+/* ======================================================================== */
 
 /* ======================================================================== */
 /* Sanitizers                                                               */

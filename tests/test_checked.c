@@ -1,0 +1,318 @@
+/*
+ * test_checked.c - checked mode (aco.h, "Checked mode"): a pointer into a
+ * suspended co's frames faults at once, with a report naming both cos and
+ * their frames; a correct program runs as without it.
+ *
+ * The program turns the mode on itself (ACO_CHECKED=1 before its first
+ * libaco call), so it runs in every target.  Builds that ignore the mode
+ * (ASan, ACO_USE_VALGRIND) check that it says so and stays off.
+ *
+ * Escapes, each in a forked child that must die of SIGSEGV with the report:
+ *   a global pointer read, and written, by another co of the same stack;
+ *   a heap object's pointer written by another co; a pointer read by the
+ *   main co; a co evicted to its save stack; another thread; a co that
+ *   ended; aco_checked_access (memory handed on, as to the kernel).
+ * Correct uses, checked in the parent: a co's own locals, a main co's locals
+ * used by cos, a standalone co's locals read while it is suspended, the copy
+ * statistics of two cos alternating on one stack, aco_on_share_stack, and
+ * the kernel's write into a suspended co's window failing with EFAULT
+ * (never reaching the frames of the co that holds the stack).
+ */
+#include "aco_test.h"
+
+#include <pthread.h>
+#include <sys/uio.h>
+
+static aco_t* main_co;
+static volatile int* volatile escaped;      /* the pointer that escapes */
+static int* volatile* heap_box;             /* a heap object holding it */
+
+/* Function names the report must show (noinline: their own frames). */
+__attribute__((noinline)) static void owner_frame_fn(void) {
+    volatile int local = 1234;
+    escaped = (volatile int*)&local;
+    if (heap_box) *heap_box = (int*)&local;
+    aco_yield();
+    CHECK(local == 1234);
+}
+
+static void co_owner(void) {
+    owner_frame_fn();
+    aco_exit();
+}
+
+__attribute__((noinline)) static void reader_fn(void) {
+    int v = *escaped;
+    (void)v;
+}
+
+__attribute__((noinline)) static void writer_fn(void) {
+    *escaped = 99;
+}
+
+static void co_reader(void) {
+    reader_fn();
+    aco_exit();
+}
+
+static void co_writer(void) {
+    writer_fn();
+    aco_exit();
+}
+
+static void co_heap_writer(void) {
+    **heap_box = 7;
+    aco_exit();
+}
+
+static void co_yield_exit(void) {
+    volatile char pad[300];
+    pad[0] = 1;
+    aco_yield();
+    CHECK(pad[0] == 1);
+    aco_exit();
+}
+
+static void co_hand_on(void) {
+    aco_checked_access((const void*)escaped, sizeof(int), 1);
+    aco_exit();
+}
+
+/* A world: main co, one share stack, the owner suspended on it. */
+static aco_share_stack_t* world(aco_t** owner) {
+    aco_thread_init(NULL);
+    main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* s = aco_share_stack_new(64 * 1024);
+    *owner = aco_create(main_co, s, 0, co_owner, NULL);
+    aco_resume(*owner);
+    return s;
+}
+
+static char expect[512];    /* the needles, filled by the child's parent */
+
+static void child_other_co(void* arg) {
+    aco_t* owner;
+    aco_share_stack_t* s = world(&owner);
+    aco_t* co = aco_create(main_co, s, 0, (aco_cofuncp_t)arg, NULL);
+    aco_resume(co);
+}
+
+static void child_main_reads(void* arg) {
+    (void)arg;
+    aco_t* owner;
+    aco_share_stack_t* s = world(&owner);
+    aco_create(main_co, s, 0, co_yield_exit, NULL);     /* the stack is shared */
+    int v = *escaped;
+    (void)v;
+}
+
+static void child_evicted(void* arg) {
+    (void)arg;
+    aco_t* owner;
+    aco_share_stack_t* s = world(&owner);
+    aco_t* other = aco_create(main_co, s, 0, co_yield_exit, NULL);
+    aco_resume(other);      /* takes the stack: owner's frames are saved */
+    *escaped = 5;
+}
+
+static void* thread_reads(void* arg) {
+    (void)arg;
+    int v = *escaped;
+    return (void*)(intptr_t)v;
+}
+
+static void child_thread(void* arg) {
+    (void)arg;
+    aco_t* owner;
+    aco_share_stack_t* s = world(&owner);
+    aco_create(main_co, s, 0, co_yield_exit, NULL);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, thread_reads, NULL) == 0);
+    pthread_join(t, NULL);
+}
+
+static void co_ends(void) {
+    volatile int local = 3;
+    escaped = (volatile int*)&local;
+    aco_exit();
+}
+
+static void child_ended(void* arg) {
+    (void)arg;
+    aco_thread_init(NULL);
+    main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* s = aco_share_stack_new(64 * 1024);
+    aco_t* co = aco_create(main_co, s, 0, co_ends, NULL);
+    aco_resume(co);
+    int v = *escaped;
+    (void)v;
+}
+
+/* ---- correct programs --------------------------------------------------- */
+
+static int main_local_seen;
+
+static void co_uses_main_local(void) {
+    int* p = aco_get_arg();
+    *p += 1;
+    aco_yield();
+    *p += 1;
+    aco_exit();
+}
+
+static void co_standalone(void) {
+    volatile int local = 77;
+    escaped = (volatile int*)&local;
+    aco_yield();
+    CHECK(local == 78);
+    aco_exit();
+}
+
+static volatile int pipe_target_ok;
+static void co_pipe_owner(void) {
+    volatile unsigned char buf[64];
+    memset((void*)buf, 0xab, sizeof(buf));
+    escaped = (volatile int*)(void*)buf;
+    aco_yield();
+    for (size_t i = 0; i < sizeof(buf); i++) CHECK(buf[i] == 0xab);
+    pipe_target_ok = 1;
+    aco_exit();
+}
+
+static void co_frames_check(void) {
+    volatile unsigned char mine[256];
+    memset((void*)mine, 0x5c, sizeof(mine));
+    aco_yield();
+    for (size_t i = 0; i < sizeof(mine); i++) CHECK(mine[i] == 0x5c);
+    aco_exit();
+}
+
+static void correct_programs(void) {
+    aco_thread_init(NULL);
+    main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    CHECK(aco_checked());
+
+    /* A main co's local, used by a co: fine. */
+    aco_share_stack_t* s = aco_share_stack_new(64 * 1024);
+    int shared = 0;
+    aco_t* a = aco_create(main_co, s, 0, co_uses_main_local, &shared);
+    aco_t* b = aco_create(main_co, s, 0, co_yield_exit, NULL);
+    aco_resume(a);
+    aco_resume(b);
+    aco_resume(a);
+    aco_resume(b);
+    ASSERT_EQ(shared, 2);
+    CHECK(a->is_end && b->is_end);
+    /* Copy statistics as without checked mode: a saved once (b took the
+     * stack), restored once; b never saved (it ran last, then ended). */
+    EXPECT_COUNTS(a, 1, 1);
+    EXPECT_COUNTS(b, 1, 1);
+    aco_destroy(a);
+    aco_destroy(b);
+    main_local_seen = shared;
+
+    /* A standalone co's local, touched while it is suspended: fine. */
+    aco_share_stack_t* alone = aco_share_stack_new(0);
+    aco_t* st = aco_create(main_co, alone, 0, co_standalone, NULL);
+    aco_resume(st);
+    CHECK(aco_on_share_stack(st, (const void*)escaped, sizeof(int)));
+    *escaped += 1;
+    aco_resume(st);
+    CHECK(st->is_end);
+    aco_destroy(st);
+    aco_share_stack_destroy(alone);
+
+    /* aco_on_share_stack: a co's own window, not another's (both on s). */
+    aco_t* o = aco_create(main_co, s, 0, co_pipe_owner, NULL);
+    aco_t* c = aco_create(main_co, s, 0, co_frames_check, NULL);
+    aco_resume(o);
+    CHECK(aco_on_share_stack(o, (const void*)escaped, 1));
+    CHECK(!aco_on_share_stack(c, (const void*)escaped, 1));
+    CHECK(!aco_on_share_stack(main_co, (const void*)escaped, 1));
+    CHECK(!aco_on_share_stack(o, &shared, sizeof(shared)));
+
+    /* The kernel writing into o's frames while c holds the stack: EFAULT,
+     * and neither o's saved frames nor c's live ones change. */
+    aco_resume(c);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    char junk[64];
+    memset(junk, 0x11, sizeof(junk));
+    CHECK(write(fds[1], junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+    errno = 0;
+    CHECK(read(fds[0], (void*)escaped, sizeof(junk)) == -1 && errno == EFAULT);
+    aco_resume(c);
+    aco_resume(o);
+    CHECK(pipe_target_ok && o->is_end && c->is_end);
+    close(fds[0]);
+    close(fds[1]);
+    aco_destroy(o);
+    aco_destroy(c);
+    aco_share_stack_destroy(s);
+    aco_destroy(main_co);
+}
+
+static void needles(const char* kind, const char* fn_accessor, const char* fn_owner,
+                    int names) {
+    snprintf(expect, sizeof(expect), "aco: checked: |%s|%s%s%s%s", kind,
+             names ? fn_accessor : "", names ? "|" : "", names ? fn_owner : "",
+             "|the owner, co ");
+    /* drop an empty part left by names == 0 */
+    char* p;
+    while ((p = strstr(expect, "||")) != NULL) memmove(p, p + 1, strlen(p));
+}
+
+int main(void) {
+    setenv("ACO_CHECKED", "1", 1);
+    if (!aco_checked()) {
+        printf("test_checked: this build ignores ACO_CHECKED (ASan or valgrind): "
+               "checked that it is off\n");
+        return 0;
+    }
+    /* Function and file names need addr2line and the host's view of the
+     * program: checked natively only. */
+    int names = getenv("ACO_TEST_EMULATOR") == NULL;
+    int fails = 0;
+
+    needles(" read 0x", "reader_fn at", "owner_frame_fn at", names);
+    fails += aco_test_expect_signal("another co reads", child_other_co, (void*)co_reader,
+                                    SIGSEGV, expect);
+    needles(" wrote 0x", "writer_fn at", "owner_frame_fn at", names);
+#if !defined(__x86_64__) && !defined(__i386__)
+    if (getenv("ACO_TEST_EMULATOR") != NULL)
+        needles("0x", "writer_fn at", "owner_frame_fn at", names);
+#endif
+    fails += aco_test_expect_signal("another co writes", child_other_co, (void*)co_writer,
+                                    SIGSEGV, expect);
+
+    static int* box;
+    heap_box = &box;
+    needles("which is suspended", "co_heap_writer at", "owner_frame_fn at", names);
+    fails += aco_test_expect_signal("through a heap object", child_other_co,
+                                    (void*)co_heap_writer, SIGSEGV, expect);
+    heap_box = NULL;
+
+    needles("main co 0x", "child_main_reads at", "owner_frame_fn at", names);
+    fails += aco_test_expect_signal("the main co reads", child_main_reads, NULL, SIGSEGV,
+                                    expect);
+    needles("(its frames evicted to its save stack)", "child_evicted at",
+            "owner_frame_fn at", names);
+    fails += aco_test_expect_signal("evicted", child_evicted, NULL, SIGSEGV, expect);
+    needles("a thread with no co", "thread_reads at", "owner_frame_fn at", names);
+    fails += aco_test_expect_signal("another thread", child_thread, NULL, SIGSEGV, expect);
+    snprintf(expect, sizeof(expect), "aco: checked: main co 0x|which has ended|its frames "
+             "are dead");
+    fails += aco_test_expect_signal("an ended co", child_ended, NULL, SIGSEGV, expect);
+    needles("handed on, to be written,", "co_hand_on at", "owner_frame_fn at", names);
+    fails += aco_test_expect_signal("aco_checked_access", child_other_co, (void*)co_hand_on,
+                                    SIGSEGV, expect);
+
+    correct_programs();
+    ASSERT_EQ(main_local_seen, 2);
+    if (fails) {
+        fprintf(stderr, "test_checked: %d case(s) failed\n", fails);
+        return 1;
+    }
+    printf("test_checked: every escape faulted with its report; correct uses ran\n");
+    return 0;
+}
