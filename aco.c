@@ -352,6 +352,7 @@ static size_t stack_rec_bytes(void);
 static int checked_stack_map(const char* fn, aco_share_stack_t* s, size_t sz, size_t pg,
                              char guard, int may_fail);
 static void checked_stack_unmap(const char* fn, aco_share_stack_t* s);
+static void checked_stack_laid(aco_share_stack_t* s);
 static size_t checked_co_extra(void);
 static void checked_co_new(const char* fn, aco_t* co);
 static void checked_co_destroy(aco_t* co);
@@ -451,6 +452,7 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_e
     *(const void**)s->align_retptr = aco_protector_ret;
 #endif
     s->align_limit = (size_t)((uintptr_t)s->align_retptr - (uintptr_t)s->ptr);
+    if (checked) checked_stack_laid(s);
     tool_stack_new(s);
     return s;
 }
@@ -512,7 +514,7 @@ static char* put_str(char* p, const char* s) {
 static void overflow_handler(int sig, siginfo_t* si, void* ctx) {
     aco_t* co = aco_gtls_co;
     uintptr_t a = (uintptr_t)si->si_addr;
-    if (co != NULL && co->main_co != NULL && co->share_stack != NULL &&
+    if (co != NULL && co->main_co != NULL && co->share_stack != NULL && !ckd() &&
         co->share_stack->guard_page_enabled &&
         a >= (uintptr_t)co->share_stack->real_ptr && a < (uintptr_t)co->share_stack->ptr) {
         aco_share_stack_t* s = co->share_stack;
@@ -1776,8 +1778,11 @@ void aco__switch(aco_t* from, aco_t* to) {
 #endif
 
 typedef struct {
-    char* at;       /* base of the mapping the stack's pages are in now */
-    char  open;     /* they are readable and writable there */
+    char*  at;      /* base of the mapping the stack's pages are in now */
+    char   open;    /* they are readable and writable there */
+    size_t gap;     /* offsets in a mapping: ptr (the guard page's size), */
+    size_t hi_off;  /* align_highptr and align_retptr */
+    size_t ret_off;
 } checked_stack;
 
 typedef struct {
@@ -1803,25 +1808,24 @@ static size_t checked_co_extra(void) {
 
 /* Bytes below the stack proper: the guard page, or nothing. */
 static size_t stack_gap(const aco_share_stack_t* s) {
-    return (size_t)((char*)s->ptr - (char*)s->real_ptr);
+    return cstk(s)->gap;
 }
 
-/* co's window address of the home address p. */
-static inline char* in_window(const aco_t* co, const void* p) {
-    return cco(co)->win + ((const char*)p - (const char*)co->share_stack->real_ptr);
+/* The lowest byte of co's stack in its window; its align_retptr there. */
+static inline char* window_lo(const aco_t* co) {
+    return cco(co)->win + cstk(co->share_stack)->gap;
 }
 
 static char* checked_top(const aco_t* co) {
-    return in_window(co, co->share_stack->align_retptr);
+    return cco(co)->win + cstk(co->share_stack)->ret_off;
 }
 
 static size_t checked_live_bytes(aco_t* owner) {
     size_t n = (uintptr_t)checked_top(owner) - (uintptr_t)SP(owner);
     if (aco_unlikely(n > owner->share_stack->align_limit)) {
-        aco_share_stack_t* s = owner->share_stack;
         fatal("aco_resume", "co %p's stack pointer %p lies outside its share stack "
               "[%p, %p) (its window in checked mode): it overflowed", (void*)owner,
-              SP(owner), (void*)in_window(owner, s->ptr), (void*)checked_top(owner));
+              SP(owner), (void*)window_lo(owner), (void*)checked_top(owner));
     }
     return n;
 }
@@ -1916,7 +1920,14 @@ static int checked_stack_map(const char* fn, aco_share_stack_t* s, size_t sz, si
     s->guard_page_enabled = guard ? 1 : 0;
     cstk(s)->at = s->real_ptr;
     cstk(s)->open = 1;
+    cstk(s)->gap = gap;
     return 1;
+}
+
+/* stack_new has laid the stack out at home: note where, in any mapping. */
+static void checked_stack_laid(aco_share_stack_t* s) {
+    cstk(s)->hi_off = (size_t)((char*)s->align_highptr - (char*)s->real_ptr);
+    cstk(s)->ret_off = (size_t)((char*)s->align_retptr - (char*)s->real_ptr);
 }
 
 static void checked_stack_unmap(const char* fn, aco_share_stack_t* s) {
@@ -1965,6 +1976,10 @@ static void pages_move(aco_share_stack_t* s, char* to) {
     cs->at = to;
     cs->open = 0;
     pages_prot(s, 1);
+    /* The record tells where the stack is now (aco.h). */
+    s->ptr = to + gap;
+    s->align_highptr = to + cs->hi_off;
+    s->align_retptr = to + cs->ret_off;
 }
 
 static void checked_co_new(const char* fn, aco_t* co) {
@@ -2059,7 +2074,7 @@ int aco_on_share_stack(const aco_t* co, const void* p, size_t n) {
     if (co == NULL || p == NULL || co->main_co == NULL) return 0;
     const aco_share_stack_t* s = co->share_stack;
     uintptr_t lo = (uintptr_t)s->ptr, a = (uintptr_t)p;
-    if (ckd()) lo = (uintptr_t)in_window(co, s->ptr);
+    if (ckd()) lo = (uintptr_t)window_lo(co);
     if (n == 0) n = 1;
     return a < lo + s->sz && a + n > lo;
 }
@@ -2073,10 +2088,7 @@ static aco_t* closed_window(uintptr_t a) {
     aco_t* co = reg_find(a);
     if (co == NULL) return NULL;
     checked_stack* cs = cstk(co->share_stack);
-    if (cs->at == cco(co)->win && cs->open &&
-        a >= (uintptr_t)co->share_stack->ptr - (uintptr_t)co->share_stack->real_ptr +
-                 (uintptr_t)cco(co)->win)
-        return NULL;
+    if (cs->at == cco(co)->win && cs->open && a >= (uintptr_t)window_lo(co)) return NULL;
     return co;
 }
 
@@ -2383,7 +2395,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
     aco_share_stack_t* s = owner->share_stack;
     line_buf l;
     l.n = 0;
-    uintptr_t lo = (uintptr_t)in_window(owner, s->ptr);
+    uintptr_t lo = (uintptr_t)window_lo(owner);
     if (a < lo) {
         /* The window's guard page: the running co overflowed (or a pointer
          * far below a frame).  aco_overflow_report_install's line, if asked. */

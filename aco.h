@@ -410,8 +410,11 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /* of writing (no signal: aco_checked_access lets code that hands memory on */
 /* report it first); a pointer kept past aco_destroy (the window's          */
 /* addresses may be reused); a co alone on its stack (see above).           */
-/* Windows are where the co's stack pointer lives: share_stack->ptr is the  */
-/* library's own view, so compare addresses with aco_on_share_stack().      */
+/* The share stack's ptr, align_highptr and align_retptr follow its pages: */
+/* they are its addresses in the window of the co that last took it (a     */
+/* place of the library's own before any co did, and again once that co is  */
+/* destroyed).  So while a co runs they describe its frames, as ever; for   */
+/* any co at any time, ask aco_on_share_stack().                            */
 /*                                                                          */
 /* With the tools: gdb and tools/aco_gdb.py work (a co's saved registers    */
 /* are addresses in its window).  UBSan and TSan combine with it.  ASan and */
@@ -481,7 +484,8 @@ typedef struct {
 } aco_save_stack_t;
 
 struct aco_share_stack_s {
-    void*  ptr;             /* (read) lowest usable byte */
+    void*  ptr;             /* (read) lowest usable byte (checked mode: where
+                               the stack is now, see there) */
     size_t sz;              /* (read) usable bytes */
     void*  align_highptr;   /* 16-byte aligned top of the used area */
     void*  align_retptr;    /* a new co's sp, the top of live bytes: x86 the

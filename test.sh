@@ -21,6 +21,8 @@
 #   asan              -fsanitize=address, gcc and clang, x86-64 and i386, each
 #                     run with detect_stack_use_after_return=0 and =1
 #   tsan              -fsanitize=thread, gcc and clang, x86-64
+#   checked           the gcc-O2 programs (every architecture) in checked mode
+#                     (ACO_CHECKED=1, aco.h): a correct program runs unchanged
 #   ubsan             -fsanitize=undefined -fno-sanitize-recover=all, gcc and
 #                     clang, x86-64 and i386
 #   checks            tests/check_*.sh: ELF/CET, gdb, gdb extension, install,
@@ -34,7 +36,7 @@ cd "$(dirname "$0")"
 top=$(pwd)
 t0=$SECONDS
 
-ALL_TARGETS="gcc-O2 clang-O2 gcc-O0 clang-O0 valgrind asan tsan ubsan checks"
+ALL_TARGETS="gcc-O2 clang-O2 gcc-O0 clang-O0 valgrind asan tsan ubsan checked checks"
 
 # make.sh strict: a missing toolchain fails the build, never leaves it out
 # (only -o no-X does, and the summary says so).
@@ -114,6 +116,7 @@ runs_of() {
         asan) echo "asan-gcc:asan-uar0 asan-gcc:asan-uar1 asan-clang:asan-uar0 asan-clang:asan-uar1" ;;
         tsan) echo "tsan-gcc:tsan tsan-clang:tsan" ;;
         ubsan) echo "ubsan-gcc:ubsan ubsan-clang:ubsan" ;;
+        checked) echo "gcc-O2:checked" ;;
         checks) echo "" ;;
     esac
 }
@@ -179,6 +182,15 @@ excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
         rt_test_faults:tsan)
             echo "it forks a child per allocation and per descriptor limit: the cross-thread" \
                  "paths it reaches are the ones test_pool and test_pthread_threads check under TSan" ;;
+        test_copy_counts:checked|test_copy_widths:checked|test_property:checked|test_stack_sizes:checked|test_big_stack:checked|test_valgrind_deep:checked)
+            echo "it checks the saves against share-stack addresses of cos that are not running" \
+                 "(white-box): in checked mode each co's frames lie in a window of its own (aco.h)" ;;
+        rt_test_faults:checked)
+            echo "it makes mmap fail at each call in turn: checked mode maps a window for" \
+                 "each co, in aco_create_in too, which cannot report a failure" ;;
+        test_guard_page:checked|test_signal_storm:checked)
+            echo "its signal handler knows the stacks by the addresses they had when made: in" \
+                 "checked mode a co runs in a window of its own (aco.h)" ;;
         test_aco_tutorial_1:asan-uar1)
             echo "it asserts the copy size of a 4 KiB array, which detect_stack_use_after_return=1" \
                  "moves to ASan's fake stack, off the share stack" ;;
@@ -196,6 +208,7 @@ env_of() {  # env_of <mode> <program> -> VAR=value
         asan-uar*) o="ASAN_OPTIONS=detect_stack_use_after_return=${1#asan-uar}:detect_leaks=1" ;;
         tsan) o="TSAN_OPTIONS=halt_on_error=1" ;;
         ubsan) o="UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" ;;
+        checked) echo "ACO_CHECKED=1"; return ;;
         *) return ;;
     esac
     case "$2:$1" in
@@ -235,6 +248,7 @@ adjust_reason() {  # adjust_reason <mode> <program> -> reason or nothing
 }
 variant_in_mode() {  # does this mode run this variant?
     case "$1:$2" in
+        checked:*valgrind.shareFPUenv*) return 1 ;;   # FP sharing: nothing to check
         memcheck:*no_valgrind*) return 1 ;;
         memcheck:*valgrind*) return 0 ;;
         *:*no_valgrind*) return 0 ;;

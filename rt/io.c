@@ -89,11 +89,13 @@ void rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
     rt_fd_forget(e);
 }
 
+/* Every buffer the runtime hands on passes here: in checked mode (aco.h)
+ * one on the stack of a suspended co is reported, as the co's escape,
+ * before the kernel would fail it with EFAULT. */
 int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
+    if (aco_unlikely(aco_checked())) aco_checked_access(p, n, 1);
     if (co->flags & RT_STANDALONE) return 0;    /* its stack is its own */
-    const aco_share_stack_t* ss = rt_aco(co)->share_stack;
-    uintptr_t lo = (uintptr_t)ss->ptr, hi = lo + ss->sz, a = (uintptr_t)p;
-    return p != NULL && a < hi && a + n > lo;
+    return aco_on_share_stack(rt_aco(co), p, n);
 }
 
 /* A deadline that has passed means one non-blocking try: the readiness way.
@@ -349,7 +351,7 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     CO_OR_EPERM(co);
     aco_rt_sched_t* s = co->s;
     int r;
-    if (use_uring(co, addr, addr ? sizeof(struct sockaddr_storage) : 0, deadline) &&
+    if (use_uring(co, addr, addr && addrlen ? (size_t)*addrlen : 0, deadline) &&
         !(addrlen && rt_on_share_stack(co, addrlen, sizeof(*addrlen)))) {
         /* addr and addrlen go to the kernel as they are: not on the stack */
         r = rt_uring_accept(co, fd, addr, addrlen, flags, deadline);

@@ -269,19 +269,22 @@ int main(void) {
                "checked that it is off\n");
         return 0;
     }
-    /* Function and file names need addr2line and the host's view of the
-     * program: checked natively only. */
-    int names = getenv("ACO_TEST_EMULATOR") == NULL;
+    /* Function and file names need addr2line, which reads the program's
+     * debug information whatever its architecture: everywhere. */
+    int names = 1;
     int fails = 0;
 
-    needles(" read 0x", "reader_fn at", "owner_frame_fn at", names);
+    /* Read or write: the x86 page fault's error code tells; elsewhere the
+     * kernel (and qemu) may not, and the report says "accessed". */
+#if defined(__x86_64__) || defined(__i386__)
+    const char* kind_read = " read 0x", * kind_write = " wrote 0x";
+#else
+    const char* kind_read = " 0x", * kind_write = " 0x";
+#endif
+    needles(kind_read, "reader_fn at", "owner_frame_fn at", names);
     fails += aco_test_expect_signal("another co reads", child_other_co, (void*)co_reader,
                                     SIGSEGV, expect);
-    needles(" wrote 0x", "writer_fn at", "owner_frame_fn at", names);
-#if !defined(__x86_64__) && !defined(__i386__)
-    if (getenv("ACO_TEST_EMULATOR") != NULL)
-        needles("0x", "writer_fn at", "owner_frame_fn at", names);
-#endif
+    needles(kind_write, "writer_fn at", "owner_frame_fn at", names);
     fails += aco_test_expect_signal("another co writes", child_other_co, (void*)co_writer,
                                     SIGSEGV, expect);
 
