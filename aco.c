@@ -1765,6 +1765,7 @@ void aco__switch(aco_t* from, aco_t* to) {
 /* ======================================================================== */
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/wait.h>
@@ -2079,9 +2080,12 @@ int aco_on_share_stack(const aco_t* co, const void* p, size_t n) {
     return a < lo + s->sz && a + n > lo;
 }
 
-/* Set by aco_checked_access for the report: 1 read, 2 write; its caller. */
+/* Set by aco_checked_access for the report: 1 read, 2 write; its callers
+ * (frame 0 is aco_checked_access). */
+#define HANDING_FRAMES 5
 static TLS int handing;
-static TLS void* handing_pc;
+static TLS void* handing_pcs[HANDING_FRAMES];
+static TLS int handing_n;
 
 /* The window holding a, when it is closed or empty (a touch would fault). */
 static aco_t* closed_window(uintptr_t a) {
@@ -2100,7 +2104,7 @@ void aco_checked_access(const void* p, size_t n, int write) {
     for (uintptr_t x = a; x < end; x = (x & ~(uintptr_t)(pg - 1)) + pg) {
         if (closed_window(x) == NULL) continue;
         handing = write ? 2 : 1;
-        handing_pc = __builtin_return_address(0);
+        handing_n = backtrace(handing_pcs, HANDING_FRAMES);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);    /* the handler reads them */
         (void)*(volatile const char*)x;     /* faults: the report, then death */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -2424,10 +2428,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
     int wrote;
     uintptr_t pc = fault_pc(ctx, &wrote);
     int hand = handing;
-    if (hand) {
-        wrote = hand == 2;
-        pc = (uintptr_t)handing_pc;
-    }
+    if (hand) wrote = hand == 2;
     lb_str(&l, "aco: checked: ");
     describe_co(&l, cur);
     lb_str(&l, hand ? (wrote ? " handed on, to be written, " : " handed on, to be read, ")
@@ -2452,7 +2453,14 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
     describe_co(&l, cur);
     lb_str(&l, ", in:\n");
     lb_flush(&l);
-    describe_pc(&l, "    ", hand ? pc - 1 : pc);
+    if (hand) {     /* the calls that led to aco_checked_access */
+        for (int i = 1; i < handing_n; i++) {
+            describe_pc(&l, "    ", (uintptr_t)handing_pcs[i] - 1);
+            lb_flush(&l);
+        }
+    } else {
+        describe_pc(&l, "    ", pc);
+    }
     lb_flush(&l);
     lb_str(&l, "aco: checked:   the owner, ");
     describe_co(&l, owner);

@@ -1,0 +1,224 @@
+/*
+ * test_checked_rt.c - checked mode (aco.h, "Checked mode") with the
+ * runtime: a pointer into a parked co's frames, handed on through the
+ * runtime, faults with a report naming both cos.  The program turns the mode
+ * on itself (ACO_CHECKED=1 before the first libaco call); builds that ignore
+ * it (ASan, valgrind) check that it is off.
+ *
+ * Escapes, each in a forked child that must die of SIGSEGV with the report:
+ *   - a channel of pointers: co A sends &local and parks; co B, on the same
+ *     share stack, receives it and writes through it;
+ *   - a co's argument: A spawns B with &local as B's arg and parks; B reads;
+ *   - the kernel: B asks aco_rt_read to fill a buffer in A's frames (a read
+ *     that the kernel would complete while A is parked): the runtime reports
+ *     it as B's escape before handing it on.
+ * The runtime itself owns every waiter and timer node (no call takes one
+ * from the caller), so those escapes are the program's own structures: the
+ * channel and argument cases are their shape.  In the parent: the kernel
+ * writing through a raw read(2) into a parked co's frames fails with EFAULT
+ * and changes nothing, and correct cos (a parked co's own locals, buffers on
+ * the co's own stack given to aco_rt_read) run as ever.
+ */
+#include "aco_rt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK(c)                                                              \
+    do {                                                                      \
+        if (!(c)) {                                                           \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static aco_rt_sched_t* one_stack_sched(void) {
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof(o));
+    o.share_stacks = 1;             /* every co on one share stack */
+    o.stack_size = 64 * 1024;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    CHECK(s != NULL);
+    return s;
+}
+
+/* ---- a channel of pointers ---------------------------------------------- */
+
+static aco_rt_chan_t* ch;
+
+__attribute__((noinline)) static void parked_sender(void* arg) {
+    (void)arg;
+    volatile int local = 41;
+    volatile int* p = &local;
+    CHECK(aco_rt_chan_send(ch, &p, -1) == 0);
+    aco_rt_sleep(200 * 1000 * 1000LL);      /* parked while B runs */
+    CHECK(local == 41);
+}
+
+__attribute__((noinline)) static void receiving_writer(void* arg) {
+    (void)arg;
+    volatile int* p;
+    CHECK(aco_rt_chan_recv(ch, &p, -1) == 0);
+    *p = 42;
+}
+
+static void child_chan(void) {
+    aco_rt_sched_t* s = one_stack_sched();
+    ch = aco_rt_chan_new(sizeof(int*), 1);
+    aco_rt_spawn(s, parked_sender, NULL);
+    aco_rt_spawn(s, receiving_writer, NULL);
+    aco_rt_sched_run(s);
+}
+
+/* ---- a co's argument on its spawner's stack ------------------------------ */
+
+__attribute__((noinline)) static void arg_reader(void* arg) {
+    int v = *(volatile int*)arg;
+    (void)v;
+}
+
+__attribute__((noinline)) static void arg_spawner(void* arg) {
+    (void)arg;
+    volatile int local = 7;
+    aco_rt_spawn(NULL, arg_reader, (void*)&local);
+    aco_rt_sleep(200 * 1000 * 1000LL);
+    CHECK(local == 7);
+}
+
+static void child_arg(void) {
+    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_spawn(s, arg_spawner, NULL);
+    aco_rt_sched_run(s);
+}
+
+/* ---- the kernel --------------------------------------------------------- */
+
+static volatile unsigned char* volatile parked_buf;
+static int pfd[2];
+
+__attribute__((noinline)) static void buf_owner(void* arg) {
+    (void)arg;
+    volatile unsigned char buf[64];
+    memset((void*)buf, 0xab, sizeof(buf));
+    parked_buf = buf;
+    aco_rt_sleep(200 * 1000 * 1000LL);
+    for (size_t i = 0; i < sizeof(buf); i++) CHECK(buf[i] == 0xab);
+}
+
+__attribute__((noinline)) static void rt_reader(void* arg) {
+    (void)arg;
+    volatile ssize_t r = aco_rt_read(pfd[0], (void*)parked_buf, 64, aco_rt_in_ms(1000));
+    (void)r;    /* not a tail call: rt_reader's frame is in the report */
+}
+
+static void child_kernel(void) {
+    CHECK(pipe(pfd) == 0);
+    CHECK(write(pfd[1], "data", 4) == 4);
+    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_spawn(s, buf_owner, NULL);
+    aco_rt_spawn(s, rt_reader, NULL);
+    aco_rt_sched_run(s);
+}
+
+/* ---- in the parent: correct cos, and a raw read(2) ----------------------- */
+
+static int raw_errno, own_ok;
+
+__attribute__((noinline)) static void raw_reader(void* arg) {
+    (void)arg;
+    volatile unsigned char mine[128];
+    memset((void*)mine, 0x5c, sizeof(mine));
+    errno = 0;
+    ssize_t r = read(pfd[0], (void*)parked_buf, 64);   /* no runtime: the kernel */
+    raw_errno = r < 0 ? errno : 0;
+    /* A buffer on its own stack: the runtime takes it (and it stays ours). */
+    char own[8];
+    ssize_t n = aco_rt_read(pfd[0], own, 4, aco_rt_in_ms(1000));
+    own_ok = n == 4 && memcmp(own, "data", 4) == 0;
+    for (size_t i = 0; i < sizeof(mine); i++) CHECK(mine[i] == 0x5c);
+}
+
+static void parent_cases(void) {
+    CHECK(pipe(pfd) == 0);
+    CHECK(write(pfd[1], "data", 4) == 4);
+    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_spawn(s, buf_owner, NULL);       /* checks its bytes at the end */
+    aco_rt_spawn(s, raw_reader, NULL);
+    CHECK(aco_rt_sched_run(s) == 0);
+    aco_rt_sched_free(s);
+    CHECK(raw_errno == EFAULT);
+    CHECK(own_ok);
+    close(pfd[0]);
+    close(pfd[1]);
+}
+
+/* Fork; the child runs fn and must die of SIGSEGV with every '|' part of
+ * needles on its stderr. */
+static int expect_fault(const char* what, void (*fn)(void), const char* needles) {
+    int p[2];
+    CHECK(pipe(p) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], 2);
+        close(p[0]);
+        fn();
+        _exit(0);
+    }
+    close(p[1]);
+    static char buf[16384];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0)
+        if (r > 0) len += (size_t)r; else if (errno != EINTR) break;
+    buf[len] = 0;
+    close(p[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) CHECK(errno == EINTR);
+    int ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
+    if (!ok) fprintf(stderr, "%s: child did not die of SIGSEGV (status %#x)\n", what, st);
+    for (const char* n = needles; ok && *n;) {
+        const char* bar = strchr(n, '|');
+        size_t k = bar ? (size_t)(bar - n) : strlen(n);
+        char part[128];
+        snprintf(part, sizeof(part), "%.*s", (int)k, n);
+        if (strstr(buf, part) == NULL) {
+            fprintf(stderr, "%s: the report lacks \"%s\"\n", what, part);
+            ok = 0;
+        }
+        n += k + (bar != NULL);
+    }
+    if (!ok) fprintf(stderr, "%s: child's stderr:\n%s\n", what, buf);
+    return !ok;
+}
+
+int main(void) {
+    setenv("ACO_CHECKED", "1", 1);
+    if (!aco_checked()) {
+        printf("test_checked_rt: this build ignores ACO_CHECKED (ASan or valgrind): it is off\n");
+        return 0;
+    }
+    int fails = 0;
+    fails += expect_fault("a channel of pointers", child_chan,
+                          "aco: checked: co 0x|receiving_writer at|the owner, co 0x|"
+                          "which is suspended|parked_sender at");
+    fails += expect_fault("a co's argument", child_arg,
+                          "aco: checked: co 0x|arg_reader at|the owner, co 0x|"
+                          "arg_spawner at");
+    fails += expect_fault("aco_rt_read into a parked co's frames", child_kernel,
+                          "handed on, to be written,|rt_reader at|the owner, co 0x|"
+                          "buf_owner at");
+    parent_cases();
+    if (fails) {
+        fprintf(stderr, "test_checked_rt: %d case(s) failed\n", fails);
+        return 1;
+    }
+    printf("test_checked_rt: every escape through the runtime faulted with its report\n");
+    return 0;
+}
