@@ -1448,7 +1448,7 @@ static void fd_table_growth(void* arg) {
 
 /* descriptors the program made non-blocking itself: the calls still wait */
 static void nb_writer(void* arg) {
-    int fd = *(int*)arg;
+    int fd = (int)(intptr_t)arg;    /* by value: its spawner's stack is shared */
     CHECK_EQ(aco_rt_sleep(2 * MS), 0);
     CHECK_EQ(write(fd, "nonblock", 8), 8);
 }
@@ -1460,7 +1460,7 @@ static void user_nonblock(void* arg) {
             int fds[2];
             make_pair(kind, fds);
             CHECK_EQ(fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK), 0);
-            aco_rt_co_t* c = aco_rt_spawn(NULL, nb_writer, &fds[1]);
+            aco_rt_co_t* c = aco_rt_spawn(NULL, nb_writer, (void*)(intptr_t)fds[1]);
             char sbuf[16];
             char* b = stack ? sbuf : (char*)HR;
             ssize_t r = kind == K_PIPE ? aco_rt_read(fds[0], b, 16, aco_rt_now() + 5000 * MS)
