@@ -104,6 +104,15 @@ def _is_running(co, addr, is_main):
     return (_u(sstk["owner"]) == addr and lo <= sp < lo + int(sstk["sz"]))
 
 
+def _checked_mode():
+    """libaco's checked mode is on in the inferior (aco.c's checked_state
+    is 2; a libaco without the mode, or without debug information: no)."""
+    try:
+        return int(gdb.parse_and_eval("checked_state")) == 2
+    except gdb.error:
+        return False
+
+
 class _Swap(object):
     """Registers (and optionally share-stack bytes) set for a while and put
     back exactly, with the selected frame."""
@@ -181,9 +190,17 @@ memory and the selected frame are restored afterwards."""
             sstk = co["share_stack"].dereference()
             top = _u(sstk["align_retptr"])
             started = sp != top
+            checked = _checked_mode()
+            if checked:
+                # Each co runs in a window of its own (aco.h, "Checked
+                # mode"): align_retptr is the last taker's.  A co that has
+                # not run still has its first pc, its function.
+                started = pc != _u(co["fp"])
             if started and _u(sstk["owner"]) != addr:
                 n = int(co["save_stack"]["valid_sz"])
                 buf = _u(co["save_stack"]["ptr"])
+                if checked:
+                    top = sp + n
                 if n != top - sp:
                     raise gdb.GdbError("aco-bt: co %#x: %d saved bytes but sp %#x is %d "
                                        "below the top" % (addr, n, sp, top - sp))
