@@ -35,6 +35,10 @@
  *       memcheck with zero false reports, shared stacks included (needs
  *       <valgrind/valgrind.h>; costs a little per stack copy).
  *
+ * Environment: ACO_CHECKED=1 runs the process in checked mode, where a
+ * pointer into a suspended co's frames faults at once with a report (see
+ * "Checked mode" below).
+ *
  * Sanitizers need no macro: compiled with -fsanitize=address or
  * -fsanitize=thread (aco.c and your program alike), libaco announces every
  * switch to the sanitizer and keeps ASan's view of the shared stacks exact
@@ -389,12 +393,17 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /*     it (x86: always; aarch64: where the kernel passes ESR; else          */
 /*     "access").  Then the process dies of that SIGSEGV (under gdb it      */
 /*     stops first, in the offending frame).  A guard-page fault of the     */
-/*     running co prints aco_overflow_report_install's line.                */
+/*     running co prints aco_overflow_report_install's line if that was     */
+/*     installed, and nothing else.  The report is libaco's SIGSEGV handler */
+/*     (installed with the mode; faults not in a window go to the handler   */
+/*     before it): a handler the program installs later must hand the      */
+/*     faults it does not know on to the one it replaced.                   */
 /*   - Pointers into a co's frames from the co itself, into a main co's     */
 /*     stack, into the heap: unaffected.                                    */
 /*                                                                          */
 /* Costs (checked mode only; a process without ACO_CHECKED=1 runs exactly   */
-/* the default code, its switch's fast path untouched): a window of         */
+/* the default code, its switch's fast path untouched): aco_co_size() is at */
+/* most 16 bytes more (the window's record, after the aco_t); a window of    */
 /* address space per co (no memory: 2 MiB + a page for the default stack)  */
 /* and one or two memory mappings of the kernel's per-process limit          */
 /* (vm.max_map_count); every resume of a co whose stack is shared takes the */
