@@ -1384,6 +1384,7 @@ void aco_destroy(aco_t* co) {
         if (ckd()) checked_co_destroy(co);
         aco_share_stack_t* s = co->share_stack;
         if (--s->co_ct == 0) s->thread = NULL;  /* free for any thread */
+        if (ckd()) checked_shared(s);
         save_free(&co->save_stack);
     }
     co->state = aco__state_dead;     /* the pools keep it: see pool_free */
@@ -1994,14 +1995,14 @@ static void checked_co_new(const char* fn, aco_t* co) {
     cco(co)->slot = reg_add(fn, co, w, s->real_sz);
 }
 
-/* s has one more co: if it has more than one now, the pages of a co that
- * is not running close (a co alone on its stack kept them open). */
+/* s gained or lost a co: the pages of its owner, if it is suspended, are
+ * open exactly when it is alone on s (aco.h); those of an ended co, or of
+ * none (home), stay as they are. */
 static void checked_shared(aco_share_stack_t* s) {
     checked_stack* cs = cstk(s);
-    if (s->co_ct < 2 || !cs->open || cs->at == (char*)s->real_ptr) return;
-    aco_t* cur = aco_gtls_co;
-    if (cur != NULL && cur->share_stack == s && cco(cur)->win == cs->at) return;
-    pages_prot(s, 0);
+    aco_t* owner = s->owner;
+    if (owner == NULL || cco(owner)->win != cs->at || owner == aco_gtls_co) return;
+    pages_prot(s, s->co_ct == 1);
 }
 
 /* co is destroyed: its pages go home first if they are in its window. */
@@ -2090,7 +2091,7 @@ static TLS int handing_n;
 /* The window holding a, when it is closed or empty (a touch would fault). */
 static aco_t* closed_window(uintptr_t a) {
     aco_t* co = reg_find(a);
-    if (co == NULL) return NULL;
+    if (co == NULL || a < (uintptr_t)window_lo(co)) return NULL;   /* guard page */
     checked_stack* cs = cstk(co->share_stack);
     if (cs->at == cco(co)->win && cs->open && a >= (uintptr_t)window_lo(co)) return NULL;
     return co;
@@ -2324,10 +2325,16 @@ static void owner_frame(line_buf* l, aco_t* owner, uintptr_t a) {
         lb_str(l, "aco: checked:   it has not started: it has no frames\n");
         return;
     }
-    if (a < sp || a >= top) {
+    if (a < sp) {
         lb_str(l, "aco: checked:   the address is below its stack pointer ");
         lb_hex(l, sp);
         lb_str(l, ": in no live frame of it (a frame that returned)\n");
+        return;
+    }
+    if (a >= top) {
+        lb_str(l, "aco: checked:   the address is above its live frames (top ");
+        lb_hex(l, top);
+        lb_str(l, "): the top of its stack, in no frame\n");
         return;
     }
     int on_stack = s->owner == owner, opened = 0;
@@ -2431,7 +2438,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
     if (hand) wrote = hand == 2;
     lb_str(&l, "aco: checked: ");
     describe_co(&l, cur);
-    lb_str(&l, hand ? (wrote ? " handed on, to be written, " : " handed on, to be read, ")
+    lb_str(&l, hand ? (wrote ? " handed on for writing " : " handed on for reading ")
                     : wrote == 1 ? " wrote " : wrote == 0 ? " read " : " accessed ");
     lb_hex(&l, a);
     lb_str(&l, ": a byte of the stack of ");
@@ -2445,7 +2452,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
     lb_str(&l, "\naco: checked:   a pointer into a co's frames was used while that co was "
                "not running (share stack ");
     lb_hex(&l, (uintptr_t)s);
-    lb_str(&l, ", the owner's window [");
+    lb_str(&l, ", that co's window [");
     lb_hex(&l, lo);
     lb_str(&l, ", ");
     lb_hex(&l, lo + s->sz);
@@ -2455,6 +2462,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
     lb_flush(&l);
     if (hand) {     /* the calls that led to aco_checked_access */
         for (int i = 1; i < handing_n; i++) {
+            if ((const char*)handing_pcs[i] == aco_protector_ret) break;   /* the co's bottom */
             describe_pc(&l, "    ", (uintptr_t)handing_pcs[i] - 1);
             lb_flush(&l);
         }
@@ -2462,7 +2470,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
         describe_pc(&l, "    ", pc);
     }
     lb_flush(&l);
-    lb_str(&l, "aco: checked:   the owner, ");
+    lb_str(&l, "aco: checked:   the co whose stack it is, ");
     describe_co(&l, owner);
     lb_str(&l, ":\n");
     lb_flush(&l);

@@ -227,14 +227,17 @@ void aco_overflow_report_install(void);
 
 /* Checked mode (see "Checked mode" below): non-zero when this process runs
  * in it.  Decided once, by the environment variable ACO_CHECKED, at the
- * first aco_thread_init(), aco_share_stack_new*() or aco_co_size() call of
- * the process, whichever comes first; the same every call after that. */
+ * first aco_thread_init(), aco_share_stack_new*(), aco_co_size() or
+ * aco_checked() call of the process, whichever comes first; the same every
+ * call after that. */
 int aco_checked(void);
 
 /* Non-zero if any of the n bytes at p (n == 0: the byte at p) lie where co
- * keeps its frames when it runs: its share stack's [ptr, ptr + sz), or in
- * checked mode co's own view of it (below).  0 for a main co and for
- * p == NULL.  The runtime's test for "this buffer is on a share stack". */
+ * keeps its frames when it runs: its share stack's [ptr, ptr + sz), the
+ * same addresses for every co of that stack; in checked mode (below) co's
+ * own window only, so that another co's locals are not on co's stack
+ * there.  0 for a main co and for p == NULL.  The runtime's test for "this
+ * buffer is on a share stack". */
 int aco_on_share_stack(const aco_t* co, const void* p, size_t n);
 
 /* In checked mode: if any of the n bytes at p lie on the stack of a co that
@@ -376,13 +379,15 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /*     page included.  The stack's memory moves (mremap) to the window of   */
 /*     the co that takes it, so the copy semantics are libaco's as ever:    */
 /*     lazy saves, the same copies, the same statistics (ct_save, ...).     */
-/*   - A co's window is accessible while it runs.  While it is suspended    */
-/*     (yielded, not started, ended) and its share stack has other cos      */
-/*     (share_stack->co_ct > 1), or once another co took the stack, its     */
-/*     window is inaccessible (PROT_NONE): any read or write through a      */
-/*     pointer into it, by any co or thread, is a SIGSEGV.  A co alone on   */
-/*     its share stack keeps its window while suspended (nothing else can   */
-/*     run there: its frames stay valid, as libaco has always promised).    */
+/*   - A co's window is accessible while it runs.  It is inaccessible      */
+/*     (PROT_NONE: any read or write through a pointer into it, by any co   */
+/*     or thread, is a SIGSEGV) once the co ended, once another co took the */
+/*     stack, and while the co is suspended (yielded, or reset, or not      */
+/*     started) with other cos on its share stack (share_stack->co_ct > 1,  */
+/*     as it is now: creating or destroying a co there closes or reopens    */
+/*     it).  A co alone on its share stack keeps its window while suspended */
+/*     (nothing else can run there: its frames stay valid, as libaco has    */
+/*     always promised).                                                    */
 /*   - The fault prints, with write(2), lines starting "aco: checked:"      */
 /*     naming: the co that made the access (or "main co", or "a thread with */
 /*     no co") and its frame (function, file:line when the program has      */
@@ -406,7 +411,9 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /* most 16 bytes more (the window's record, after the aco_t); a window of    */
 /* address space per co (no memory: 2 MiB + a page for the default stack)  */
 /* and one or two memory mappings of the kernel's per-process limit          */
-/* (vm.max_map_count); every resume of a co whose stack is shared takes the */
+/* (vm.max_map_count, 65530 by default: about 30000 cos that have run; past */
+/* it aco_create or aco_resume aborts naming it, aco_resume_reserve's 0     */
+/* notwithstanding); every resume of a co whose stack is shared takes the   */
 /* slow path, with one mprotect before the switch and one after it returns, */
 /* plus an mremap when the stack changes hands; an ended or reset co's     */
 /* window stays reserved until aco_destroy.  Share stacks are always page-  */
@@ -431,8 +438,8 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /* both keep state of their own per stack address (ASan's shadow, which    */
 /* libaco moves with the frames; valgrind's registered stacks) that the     */
 /* windows would have to follow.  Supported on x86-64, i386, aarch64 and    */
-/* riscv64 Linux (mremap); i386's address space holds only ~1500 windows of */
-/* the default 2 MiB.                                                       */
+/* riscv64 Linux (mremap); i386's address space holds only 1500 to 2000   */
+/* windows of the default 2 MiB.                                            */
 /* ======================================================================== */
 
 /* ======================================================================== */

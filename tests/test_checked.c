@@ -78,6 +78,18 @@ static void co_hand_on(void) {
     aco_exit();
 }
 
+/* A range from the guard page below the owner's stack into it: the bytes
+ * on the stack are reported, the guard page's are not stack bytes. */
+static void co_hand_on_low(void) {
+    aco_t* owner = aco_get_arg();
+    long pg = sysconf(_SC_PAGESIZE);
+    const char* their_lo = (const char*)((uintptr_t)escaped & ~(uintptr_t)(pg - 1));
+    while (aco_on_share_stack(owner, their_lo - pg, 1)) their_lo -= pg;
+    aco_checked_access(their_lo - 2, 4, 0);
+    aco_exit();
+}
+
+
 /* A world: main co, one share stack, the owner suspended on it. */
 static aco_share_stack_t* world(aco_t** owner) {
     aco_thread_init(NULL);
@@ -86,6 +98,14 @@ static aco_share_stack_t* world(aco_t** owner) {
     *owner = aco_create(main_co, s, 0, co_owner, NULL);
     aco_resume(*owner);
     return s;
+}
+
+static void child_hand_on_low(void* arg) {
+    (void)arg;
+    aco_t* owner;
+    aco_share_stack_t* s = world(&owner);
+    aco_t* co = aco_create(main_co, s, 0, co_hand_on_low, owner);
+    aco_resume(co);
 }
 
 static char expect[512];    /* the needles, filled by the child's parent */
@@ -222,6 +242,19 @@ static void correct_programs(void) {
     aco_destroy(st);
     aco_share_stack_destroy(alone);
 
+    /* A co alone again (the other destroyed before it ran) gets its window
+     * back while suspended. */
+    aco_share_stack_t* s2 = aco_share_stack_new(64 * 1024);
+    aco_t* lone = aco_create(main_co, s2, 0, co_standalone, NULL);
+    aco_t* gone = aco_create(main_co, s2, 0, co_yield_exit, NULL);
+    aco_resume(lone);
+    aco_destroy(gone);
+    *escaped += 1;
+    aco_resume(lone);
+    CHECK(lone->is_end);
+    aco_destroy(lone);
+    aco_share_stack_destroy(s2);
+
     /* aco_on_share_stack: a co's own window, not another's (both on s). */
     aco_t* o = aco_create(main_co, s, 0, co_pipe_owner, NULL);
     aco_t* c = aco_create(main_co, s, 0, co_frames_check, NULL);
@@ -256,7 +289,7 @@ static void needles(const char* kind, const char* fn_accessor, const char* fn_ow
                     int names) {
     snprintf(expect, sizeof(expect), "aco: checked: |%s|%s%s%s%s", kind,
              names ? fn_accessor : "", names ? "|" : "", names ? fn_owner : "",
-             "|the owner, co ");
+             "|the co whose stack it is, co ");
     /* drop an empty part left by names == 0 */
     char* p;
     while ((p = strstr(expect, "||")) != NULL) memmove(p, p + 1, strlen(p));
@@ -306,9 +339,13 @@ int main(void) {
     snprintf(expect, sizeof(expect), "aco: checked: main co 0x|which has ended|its frames "
              "are dead");
     fails += aco_test_expect_signal("an ended co", child_ended, NULL, SIGSEGV, expect);
-    needles("handed on, to be written,", "co_hand_on at", "owner_frame_fn at", names);
+    needles("handed on for writing ", "co_hand_on at", "owner_frame_fn at", names);
     fails += aco_test_expect_signal("aco_checked_access", child_other_co, (void*)co_hand_on,
                                     SIGSEGV, expect);
+    needles("handed on for reading ", "co_hand_on_low at", "the address is below its stack "
+            "pointer", names);
+    fails += aco_test_expect_signal("aco_checked_access from the guard page", child_hand_on_low,
+                                    NULL, SIGSEGV, expect);
 
     correct_programs();
     ASSERT_EQ(main_local_seen, 2);

@@ -206,13 +206,13 @@ int main(void) {
     }
     int fails = 0;
     fails += expect_fault("a channel of pointers", child_chan,
-                          "aco: checked: co 0x|receiving_writer at|the owner, co 0x|"
+                          "aco: checked: co 0x|receiving_writer at|the co whose stack it is, co 0x|"
                           "which is suspended|parked_sender at");
     fails += expect_fault("a co's argument", child_arg,
-                          "aco: checked: co 0x|arg_reader at|the owner, co 0x|"
+                          "aco: checked: co 0x|arg_reader at|the co whose stack it is, co 0x|"
                           "arg_spawner at");
     fails += expect_fault("aco_rt_read into a parked co's frames", child_kernel,
-                          "handed on, to be written,|rt_reader at|the owner, co 0x|"
+                          "handed on for writing |rt_reader at|the co whose stack it is, co 0x|"
                           "buf_owner at");
     parent_cases();
     if (fails) {
