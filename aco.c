@@ -1843,6 +1843,7 @@ typedef struct {
 #define REG_CHUNKS 4096     /* 16M windows: far beyond vm.max_map_count */
 static win_ent* reg_chunk[REG_CHUNKS];
 static size_t reg_used;         /* entries ever handed out */
+static uintptr_t reg_lo = UINTPTR_MAX, reg_hi;  /* every window ever was in */
 static size_t reg_free = SIZE_MAX;
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -1872,6 +1873,8 @@ static size_t reg_add(const char* fn, aco_t* co, char* lo, size_t n) {
     win_ent* e = reg_at(i);
     e->lo = (uintptr_t)lo;
     e->hi = (uintptr_t)lo + n;
+    if (e->lo < reg_lo) __atomic_store_n(&reg_lo, e->lo, __ATOMIC_RELEASE);
+    if (e->hi > reg_hi) __atomic_store_n(&reg_hi, e->hi, __ATOMIC_RELEASE);
     __atomic_store_n(&e->co, co, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&reg_mu);
     return i;
@@ -2088,29 +2091,44 @@ static TLS int handing;
 static TLS void* handing_pcs[HANDING_FRAMES];
 static TLS int handing_n;
 
-/* The window holding a, when it is closed or empty (a touch would fault). */
-static aco_t* closed_window(uintptr_t a) {
-    aco_t* co = reg_find(a);
-    if (co == NULL || a < (uintptr_t)window_lo(co)) return NULL;   /* guard page */
-    checked_stack* cs = cstk(co->share_stack);
-    if (cs->at == cco(co)->win && cs->open && a >= (uintptr_t)window_lo(co)) return NULL;
-    return co;
+/* The first byte of [a, end) on the stack part of a window that is closed
+ * or empty (a touch would fault there), or 0.  One pass over the registry,
+ * after two cheap answers: the bytes are all in the calling co's own open
+ * window, or outside every window there ever was. */
+static uintptr_t first_closed(uintptr_t a, uintptr_t end) {
+    aco_t* cur = aco_gtls_co;
+    if (cur != NULL && cur->main_co != NULL && cstk(cur->share_stack)->at == cco(cur)->win &&
+        a >= (uintptr_t)window_lo(cur) &&
+        end <= (uintptr_t)cco(cur)->win + cur->share_stack->real_sz)
+        return 0;
+    if (end <= __atomic_load_n(&reg_lo, __ATOMIC_ACQUIRE) ||
+        a >= __atomic_load_n(&reg_hi, __ATOMIC_ACQUIRE))
+        return 0;
+    size_t n = __atomic_load_n(&reg_used, __ATOMIC_ACQUIRE);
+    for (size_t i = 0; i < n; i++) {
+        win_ent* e = &__atomic_load_n(&reg_chunk[i / REG_CHUNK], __ATOMIC_ACQUIRE)[i % REG_CHUNK];
+        aco_t* co = __atomic_load_n(&e->co, __ATOMIC_ACQUIRE);
+        if (co == NULL || a >= e->hi || end <= e->lo) continue;
+        uintptr_t lo = (uintptr_t)window_lo(co), x = a > lo ? a : lo;
+        if (x >= end || x >= e->hi) continue;   /* only its guard page */
+        checked_stack* cs = cstk(co->share_stack);
+        if (cs->at != cco(co)->win || !cs->open) return x;
+    }
+    return 0;
 }
 
 void aco_checked_access(const void* p, size_t n, int write) {
     if (!ckd() || p == NULL) return;
     if (n == 0) n = 1;
     uintptr_t a = (uintptr_t)p, end = a + n < a ? UINTPTR_MAX : a + n;
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    for (uintptr_t x = a; x < end; x = (x & ~(uintptr_t)(pg - 1)) + pg) {
-        if (closed_window(x) == NULL) continue;
-        handing = write ? 2 : 1;
-        handing_n = backtrace(handing_pcs, HANDING_FRAMES);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);    /* the handler reads them */
-        (void)*(volatile const char*)x;     /* faults: the report, then death */
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        handing = 0;
-    }
+    uintptr_t x = first_closed(a, end);
+    if (x == 0) return;
+    handing = write ? 2 : 1;
+    handing_n = backtrace(handing_pcs, HANDING_FRAMES);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);    /* the handler reads them */
+    (void)*(volatile const char*)x;     /* faults: the report, then death */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    handing = 0;
 }
 
 /* ---- the report --------------------------------------------------------- */
