@@ -1766,11 +1766,11 @@ void aco__switch(aco_t* from, aco_t* to) {
 /* ======================================================================== */
 
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/wait.h>
 #include <ucontext.h>
+#include <unwind.h>
 
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4
@@ -2091,6 +2091,14 @@ static TLS int handing;
 static TLS void* handing_pcs[HANDING_FRAMES];
 static TLS int handing_n;
 
+/* The calls that led here, by libgcc's unwinder (glibc's backtrace() needs
+ * libgcc_s.so, which a static program lacks). */
+static _Unwind_Reason_Code handing_step(struct _Unwind_Context* c, void* arg) {
+    (void)arg;
+    handing_pcs[handing_n] = (void*)_Unwind_GetIP(c);
+    return ++handing_n == HANDING_FRAMES ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
 /* The first byte of [a, end) on the stack part of a window that is closed
  * or empty (a touch would fault there), or 0.  One pass over the registry,
  * after two cheap answers: the bytes are all in the calling co's own open
@@ -2124,7 +2132,12 @@ void aco_checked_access(const void* p, size_t n, int write) {
     uintptr_t x = first_closed(a, end);
     if (x == 0) return;
     handing = write ? 2 : 1;
-    handing_n = backtrace(handing_pcs, HANDING_FRAMES);
+    handing_n = 0;
+    _Unwind_Backtrace(handing_step, NULL);
+    if (handing_n < 2) {    /* no unwind tables (riscv64's default): the caller */
+        handing_pcs[1] = __builtin_return_address(0);
+        handing_n = 2;
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);    /* the handler reads them */
     (void)*(volatile const char*)x;     /* faults: the report, then death */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -2327,6 +2340,74 @@ static uintptr_t fault_pc(void* ctx, int* wrote) {
 #endif
 }
 
+/* The unwinder, run on owner's own stack: its frames are put back where
+ * they were (read-only pages opened; an evicted co's bytes copied from its
+ * save stack into its window), then acosw enters unwind_entry as if
+ * owner's suspended frame had called it (its registers, its stack pointer,
+ * its resume address as the return address), which records each frame's pc
+ * and the CFA libgcc gives with it, which is the stack pointer of that frame
+ * at its call (the CFA of the frame it called): frame i spans
+ * [CFA(i), CFA(i + 1)), the outermost up to the top of the stack.  The
+ * process dies after the report: what this leaves in the window does not
+ * matter, but the window is closed again so that the access faults again. */
+
+#define UW_FRAMES 64
+static aco_t uw_back, uw_fake;
+static uintptr_t uw_ip[UW_FRAMES], uw_cfa[UW_FRAMES];
+static int uw_n;
+
+static _Unwind_Reason_Code unwind_step(struct _Unwind_Context* c, void* arg) {
+    (void)arg;
+    uw_ip[uw_n] = (uintptr_t)_Unwind_GetIP(c);
+    uw_cfa[uw_n] = (uintptr_t)_Unwind_GetCFA(c);
+    if (uw_ip[uw_n] == 0 || ++uw_n == UW_FRAMES) return _URC_END_OF_STACK;
+    return _URC_NO_REASON;
+}
+
+static NOSAN __attribute__((noinline)) void unwind_entry(void) {
+    uw_n = 0;
+    _Unwind_Backtrace(unwind_step, NULL);
+    acosw(&uw_fake, &uw_back);      /* back into unwind_owner */
+}
+
+static int unwind_owner(aco_t* owner, uintptr_t a, uintptr_t* lo, uintptr_t* hi,
+                        uintptr_t* pc) {
+    aco_share_stack_t* s = owner->share_stack;
+    char* stk = window_lo(owner);
+    size_t n = s->real_sz - stack_gap(s);
+    if (mprotect(stk, n, PROT_READ | PROT_WRITE) != 0) return 0;
+    if (s->owner != owner || cstk(s)->at != cco(owner)->win) {    /* evicted */
+        if (owner->save_stack.ptr == NULL) return 0;
+        memcpy(SP(owner), owner->save_stack.ptr, owner->save_stack.valid_sz);
+#ifndef ACO_OFF_LR
+        *(const void**)checked_top(owner) = aco_protector_ret;
+#endif
+    }
+    memcpy(&uw_fake, owner, sizeof(uw_fake));
+    PC(&uw_fake) = (void*)(uintptr_t)unwind_entry;
+#ifdef ACO_OFF_LR
+    uw_fake.reg[aco__slot_lr] = PC(owner);
+#else
+    char* sp = (char*)SP(owner) - sizeof(void*);
+    memcpy(sp, &PC(owner), sizeof(void*));
+    SP(&uw_fake) = sp;
+#endif
+    uw_n = 0;
+    acosw(&uw_back, &uw_fake);
+    mprotect(stk, n, PROT_NONE);
+    /* uw 0 is unwind_entry; 1 owner's suspended frame; then its callers. */
+    for (int i = 1; i < uw_n; i++) {
+        uintptr_t end = i + 1 < uw_n ? uw_cfa[i + 1] : (uintptr_t)checked_top(owner);
+        if (a >= uw_cfa[i] && a < end) {
+            *lo = uw_cfa[i];
+            *hi = end;
+            *pc = uw_ip[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The frame of owner's that a lies in: the nearest return address below a
  * (between owner's stack pointer and a) is the call the frame's function
  * made last; none: a is in the innermost frame, whose function owner is
@@ -2355,6 +2436,17 @@ static void owner_frame(line_buf* l, aco_t* owner, uintptr_t a) {
         lb_str(l, "): the top of its stack, in no frame\n");
         return;
     }
+    uintptr_t lo, hi, pc;
+    if (unwind_owner(owner, a, &lo, &hi, &pc)) {
+        lb_str(l, "aco: checked:   the address lies in its frame [");
+        lb_hex(l, lo);
+        lb_str(l, ", ");
+        lb_hex(l, hi);
+        lb_str(l, ") of:\n");
+        describe_pc(l, "    ", pc - 1);
+        return;
+    }
+    /* No unwinder answer: guess by the nearest return address. */
     int on_stack = s->owner == owner, opened = 0;
     const char* base;       /* where the byte at sp is readable now */
     if (on_stack) {
@@ -2368,7 +2460,7 @@ static void owner_frame(line_buf* l, aco_t* owner, uintptr_t a) {
         base = owner->save_stack.ptr;
         if (base == NULL) return;
     }
-    uintptr_t pc = (uintptr_t)PC(owner), lo = sp, hi = top;
+    pc = (uintptr_t)PC(owner), lo = sp, hi = top;
     for (uintptr_t x = (a & ~(uintptr_t)(sizeof(void*) - 1)); x >= sp + sizeof(void*);) {
         x -= sizeof(void*);
         uintptr_t v;
