@@ -1847,6 +1847,20 @@ static uintptr_t reg_lo = UINTPTR_MAX, reg_hi;  /* every window ever was in */
 static size_t reg_free = SIZE_MAX;
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* fork: no thread may hold the registry's lock across it (as pool_mu). */
+static void reg_prefork(void) {
+    pthread_mutex_lock(&reg_mu);
+}
+
+static void reg_postfork(void) {
+    pthread_mutex_unlock(&reg_mu);
+}
+
+__attribute__((constructor))
+static void reg_atfork(void) {
+    pthread_atfork(reg_prefork, reg_postfork, reg_postfork);
+}
+
 static win_ent* reg_at(size_t i) {
     return &reg_chunk[i / REG_CHUNK][i % REG_CHUNK];
 }
