@@ -11,7 +11,10 @@
  *   a global pointer read, and written, by another co of the same stack;
  *   a heap object's pointer written by another co; a pointer read by the
  *   main co; a co evicted to its save stack; another thread; a co that
- *   ended; aco_checked_access (memory handed on, as to the kernel).
+ *   ended; a waiter node on a co's stack in a list another co walks to wake
+ *   it; a timer node on a co's stack in a list the main co's timer loop
+ *   fires; aco_checked_access (memory handed on, as to the kernel), also
+ *   from a guard page into a stack.
  * Correct uses, checked in the parent: a co's own locals, a main co's locals
  * used by cos, a standalone co's locals read while it is suspended, the copy
  * statistics of two cos alternating on one stack, aco_on_share_stack, and
@@ -71,6 +74,80 @@ static void co_yield_exit(void) {
     aco_yield();
     CHECK(pad[0] == 1);
     aco_exit();
+}
+
+/* A waiter node and a timer node on a co's stack, registered in lists that
+ * another co (the waker) and the main co (the timer loop) walk later. */
+struct node {
+    struct node* next;
+    int fired;
+    long deadline;
+};
+static struct node* waiters;
+static struct node* timers;
+
+/* Out of line: gcc would see the escape (-Wdangling-pointer) otherwise. */
+__attribute__((noinline)) static void push(struct node** list, struct node* n) {
+    n->next = *list;
+    *list = n;
+}
+
+__attribute__((noinline)) static void wait_on_node(void) {
+    struct node w = {NULL, 0, 0};
+    push(&waiters, &w);                 /* the escape: a node on our stack */
+    while (!w.fired) aco_yield();
+}
+
+static void co_waiter(void) {
+    wait_on_node();
+    aco_exit();
+}
+
+__attribute__((noinline)) static void wake_all(void) {
+    for (struct node* n = waiters; n != NULL; n = n->next) n->fired = 1;
+}
+
+static void co_waker(void) {
+    wake_all();
+    aco_exit();
+}
+
+static void child_waiter_node(void* arg) {
+    (void)arg;
+    aco_thread_init(NULL);
+    main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* s = aco_share_stack_new(64 * 1024);
+    aco_t* w = aco_create(main_co, s, 0, co_waiter, NULL);
+    aco_t* k = aco_create(main_co, s, 0, co_waker, NULL);
+    aco_resume(w);
+    aco_resume(k);
+}
+
+__attribute__((noinline)) static void sleep_on_timer(void) {
+    struct node t = {NULL, 0, 3};
+    push(&timers, &t);                  /* the escape */
+    while (!t.fired) aco_yield();
+}
+
+static void co_sleeper(void) {
+    sleep_on_timer();
+    aco_exit();
+}
+
+__attribute__((noinline)) static void timer_loop(long now) {
+    for (struct node* n = timers; n != NULL; n = n->next)
+        if (n->deadline <= now) n->fired = 1;
+}
+
+static void child_timer_node(void* arg) {
+    (void)arg;
+    aco_thread_init(NULL);
+    main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* s = aco_share_stack_new(64 * 1024);
+    aco_t* sl = aco_create(main_co, s, 0, co_sleeper, NULL);
+    aco_create(main_co, s, 0, co_yield_exit, NULL);     /* the stack is shared */
+    aco_resume(sl);
+    timer_loop(5);
 }
 
 static void co_hand_on(void) {
@@ -342,6 +419,10 @@ int main(void) {
     needles("handed on for writing ", "co_hand_on at", "owner_frame_fn at", names);
     fails += aco_test_expect_signal("aco_checked_access", child_other_co, (void*)co_hand_on,
                                     SIGSEGV, expect);
+    needles("which is suspended", "wake_all at", "wait_on_node at", names);
+    fails += aco_test_expect_signal("a waiter node", child_waiter_node, NULL, SIGSEGV, expect);
+    needles("main co 0x", "timer_loop at", "sleep_on_timer at", names);
+    fails += aco_test_expect_signal("a timer node", child_timer_node, NULL, SIGSEGV, expect);
     needles("handed on for reading ", "co_hand_on_low at", "the address is below its stack "
             "pointer", names);
     fails += aco_test_expect_signal("aco_checked_access from the guard page", child_hand_on_low,
