@@ -224,6 +224,14 @@ unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
     rt_nq_batch_t got[RT_NQ_BATCHES];
     uint32_t nb = 0, n = 0;
     rt_lock(&victim->newq_lock);
+    /* A pool cancel asked of victim and not yet done there
+     * (aco_rt_pool_wait(CANCEL)): the cos taken now were spawned before it,
+     * so they are cancelled here as victim would have cancelled them.  (A
+     * thief that had done its own cancel already would miss them:
+     * rt_cancel_all marks only what is in the newq while it looks, under
+     * this lock.) */
+    int cancel = __atomic_load_n(&victim->cancel_gen, __ATOMIC_SEQ_CST) !=
+                 __atomic_load_n(&victim->cancel_seen, __ATOMIC_SEQ_CST);
     uint32_t want = all ? victim->nq_count : victim->nq_count / 2;
     while (nb < want) {
         got[nb] = victim->nq[victim->nq_first];
@@ -259,6 +267,7 @@ unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
             aco_rt_co_t* next = c->next;
             if (victim != s && i) rec_prefetch(next);
             c->s = s;           /* published to others by started (rt_spawn_arrived) */
+            if (cancel) __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
             rt_spawn_arrived(s, c);
             c = next;
         }
