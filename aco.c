@@ -358,7 +358,7 @@ static void checked_co_new(const char* fn, aco_t* co);
 static void checked_co_destroy(aco_t* co);
 static char* checked_top(const aco_t* co);
 static size_t checked_live_bytes(aco_t* owner);
-static void checked_resume(aco_t* co);
+static void checked_resume(aco_t* co) __attribute__((noinline, cold));
 static void checked_shared(aco_share_stack_t* s);
 
 /* ======================================================================== */

@@ -186,7 +186,7 @@ excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
             echo "it checks the saves against share-stack addresses of cos that are not running" \
                  "(white-box): in checked mode each co's frames lie in a window of its own (aco.h)" ;;
         rt_test_pool:checked)
-            echo "its throughput runs take 100 s instead of 4: each switch of its two threads" \
+            echo "its throughput runs take minutes instead of seconds: each switch of its two threads" \
                  "is two or three page-table changes, each interrupting the other CPU; the rest" \
                  "of the runtime's tests cover its paths in this mode" ;;
         rt_test_faults:checked)
