@@ -1763,6 +1763,18 @@ void aco__switch(aco_t* from, aco_t* to) {
 /*                                                                          */
 /* A fault in a window is reported from a registry of windows that the     */
 /* SIGSEGV handler scans without a lock (entries are published whole).    */
+/*                                                                          */
+/* Why windows, not poisoning the vacated range for ASan: a stale pointer  */
+/* lands in the new owner's frames, which are valid for it, so no state of */
+/* the bytes can tell the two apart; only an address of its own per co     */
+/* can.  And it needs no ASan build, and stops the kernel too (EFAULT).    */
+/* Costs, in this mode only: per co a window of address space and one or   */
+/* two of the kernel's mappings; per round trip of a co on a shared stack  */
+/* two mprotects, and an mremap more when the stack changes hands (system  */
+/* calls: microseconds, and other CPUs interrupted when threads run); a co */
+/* alone on its stack nothing after its first resume.  Not caught: what    */
+/* aco.h lists (an access while the owner runs, the kernel's own accesses, */
+/* which fail instead, a pointer kept past aco_destroy, a co alone).       */
 /* ======================================================================== */
 
 #include <dlfcn.h>
