@@ -1973,7 +1973,8 @@ static void pages_prot(aco_share_stack_t* s, int open) {
     if (cs->open == open) return;
     check("aco_resume", mprotect(cs->at + stack_gap(s), s->real_sz - stack_gap(s),
                                  open ? PROT_READ | PROT_WRITE : PROT_NONE) == 0,
-          "checked mode: mprotect of a window failed: %s", strerror(errno));
+          "checked mode: mprotect of a window failed: %s (out of memory mappings? see "
+          "vm.max_map_count)", strerror(errno));
     cs->open = (char)open;
 }
 
@@ -2002,8 +2003,8 @@ static void pages_move(aco_share_stack_t* s, char* to) {
                   "(mmap: %s)", m == MAP_FAILED ? strerror(errno) : "elsewhere");
         }
     }
-    check(fn, r == to + gap, "checked mode: mremap of a share stack's pages failed: %s",
-          strerror(errno));
+    check(fn, r == to + gap, "checked mode: mremap of a share stack's pages failed: %s "
+          "(out of memory mappings? see vm.max_map_count)", strerror(errno));
     cs->at = to;
     cs->open = 0;
     pages_prot(s, 1);
