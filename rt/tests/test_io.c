@@ -1448,7 +1448,7 @@ static void fd_table_growth(void* arg) {
 
 /* descriptors the program made non-blocking itself: the calls still wait */
 static void nb_writer(void* arg) {
-    int fd = (int)(intptr_t)arg;    /* by value: its spawner's stack is shared */
+    int fd = (int)(intptr_t)arg;    /* by value: nothing of its spawner's stack */
     CHECK_EQ(aco_rt_sleep(2 * MS), 0);
     CHECK_EQ(write(fd, "nonblock", 8), 8);
 }
