@@ -358,7 +358,9 @@ static void checked_co_new(const char* fn, aco_t* co);
 static void checked_co_destroy(aco_t* co);
 static char* checked_top(const aco_t* co);
 static size_t checked_live_bytes(aco_t* owner);
-static void checked_resume(aco_t* co) __attribute__((noinline, cold));
+static aco_t* checked_resume(aco_t* co) __attribute__((noinline, cold));
+static void checked_open(aco_t* co);
+static void checked_close(aco_t* co);
 static void checked_shared(aco_share_stack_t* s);
 
 /* ======================================================================== */
@@ -384,9 +386,10 @@ aco_share_stack_t* aco_share_stack_new(size_t sz) {
 }
 
 /* A share stack (aco_share_stack_new2); may_fail: NULL with errno instead
- * of an abort when memory or the address space runs out. */
+ * of an abort when memory or the address space runs out; plain: never a
+ * checked-mode stack (the hand-off co's). */
 static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_enabled,
-                                    int may_fail) {
+                                    int may_fail, int plain) {
     if (sz == 0) sz = DEFAULT_STACK;
     if (sz < MIN_STACK) sz = MIN_STACK;
     size_t pg = page_size(fn);
@@ -394,7 +397,7 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_e
     if (may_fail && sz > SIZE_MAX - 2 * pg) { errno = ENOMEM; return NULL; }
     check(fn, sz <= SIZE_MAX - 2 * pg, "stack size %zu exceeds the address space", sz);
 
-    int checked = checked_decide();
+    int checked = checked_decide() && !plain;
     aco_share_stack_t* s = alloc(may_fail ? NULL : fn, stack_rec_bytes());
     if (s == NULL) { errno = ENOMEM; return NULL; }
     memset(s, 0, stack_rec_bytes());
@@ -458,11 +461,11 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_e
 }
 
 aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
-    return stack_new("aco_share_stack_new2", sz, guard_page_enabled, 0);
+    return stack_new("aco_share_stack_new2", sz, guard_page_enabled, 0, 0);
 }
 
 aco_share_stack_t* aco_share_stack_try_new2(size_t sz, char guard_page_enabled) {
-    return stack_new("aco_share_stack_try_new2", sz, guard_page_enabled, 1);
+    return stack_new("aco_share_stack_try_new2", sz, guard_page_enabled, 1, 0);
 }
 
 void aco_share_stack_destroy(aco_share_stack_t* sstk) {
@@ -815,14 +818,18 @@ static void save_free(aco_save_stack_t* ss) {
 /* The registers of a co that has not run yet: its first switch enters
  * co->fp at the top of its share stack, with the protector as the return
  * address and the FP control state aco_thread_init() captured. */
-static void init_regs(aco_t* co) {
+static void init_regs_at(aco_t* co, void* sp) {
     memset(co->reg, 0, sizeof(co->reg));
     PC(co) = tool_entry(co);
-    SP(co) = ckd() ? checked_top(co) : co->share_stack->align_retptr;
+    SP(co) = sp;
 #ifdef ACO_OFF_LR
     co->reg[aco__slot_lr] = (void*)(uintptr_t)aco_protector_ret;
 #endif
     fpenv_give(co);
+}
+
+static void init_regs(aco_t* co) {
+    init_regs_at(co, ckd() ? checked_top(co) : co->share_stack->align_retptr);
 }
 
 /* The checks of a non-main co's creation. */
@@ -1062,47 +1069,42 @@ static inline void restore(aco_t* co, char* top, size_t n, int width) {
 }
 
 /* co now holds its share stack s, and runs. */
-static inline void take_done(aco_t* co, aco_share_stack_t* s) {
+static inline aco_t* take_done(aco_t* co, aco_share_stack_t* s) {
     s->owner = co;
     co->state = aco__state_on;
-    /* cur is co->main_co, but reading it from co here, after the copies'
-     * stores, measured ~1 ns slower per stack change than from TLS. */
+    /* cur is co->main_co (or the co handing off), but reading it from co
+     * here, after the copies' stores, measured ~1 ns slower per stack change
+     * than from TLS. */
     aco_t* cur = aco_gtls_co;
     aco_gtls_co = co;
-    aco__sw(cur, co);   /* a tail jump, as in aco_resume */
+    return aco__sw(cur, co);   /* a tail jump, as in aco_resume */
 }
 
 /* aco_resume when the share stack changes hands: the owner's live bytes are
  * saved, co's restored.  Entered by a tail jump and calling nothing, so that
  * neither aco_resume's fast path nor this one saves a register. */
-static void take_slow(aco_t* co);
+static aco_t* take_slow(aco_t* co);
 
 __attribute__((always_inline))
-static inline void take(aco_t* co, int width) {
+static inline aco_t* take(aco_t* co, int width) {
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
     size_t n = 0;
     if (owner != NULL) {
         n = live_bytes(owner, s);
-        if (aco_unlikely(n > owner->save_stack.sz)) {
-            take_slow(co);
-            return;
-        }
+        if (aco_unlikely(n > owner->save_stack.sz)) return take_slow(co);
     }
     /* Both below a power of two: so is their OR, and conversely. */
     size_t m = co->save_stack.valid_sz;
-    if (aco_unlikely((n | m) >= COPY_SMALL)) {
-        take_slow(co);
-        return;
-    }
+    if (aco_unlikely((n | m) >= COPY_SMALL)) return take_slow(co);
     if (owner != NULL) save(owner, n, width);
     restore(co, s->align_retptr, m, width);
-    take_done(co, s);
+    return take_done(co, s);
 }
 
 __attribute__((noinline))
-static void take16(aco_t* co) {
-    take(co, 16);
+static aco_t* take16(aco_t* co) {
+    return take(co, 16);
 }
 
 /* On x86-64 the copies' width follows the CPU: one store of a 120-byte
@@ -1113,13 +1115,13 @@ static void take16(aco_t* co) {
 #if defined(__x86_64__) && !aco__san_switch
 #define VEC_DISPATCH 1
 __attribute__((noinline, target("avx")))
-static void take32(aco_t* co) {
-    take(co, 32);
+static aco_t* take32(aco_t* co) {
+    return take(co, 32);
 }
 
 __attribute__((noinline, target("avx512f")))
-static void take64(aco_t* co) {
-    take(co, 64);
+static aco_t* take64(aco_t* co) {
+    return take(co, 64);
 }
 
 static unsigned char vec_width = 16;       /* in use */
@@ -1157,7 +1159,7 @@ int aco__copy_width(int width) {
 /* take with memcpy for every copy, after growing the owner's save stack if
  * it is too small. */
 __attribute__((noinline))
-static void take_slow(aco_t* co) {
+static aco_t* take_slow(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
     if (owner != NULL) {
@@ -1174,17 +1176,40 @@ static void take_slow(aco_t* co) {
         save(owner, n, 0);
     }
     restore(co, s->align_retptr, co->save_stack.valid_sz, 0);
-    take_done(co, s);
+    return take_done(co, s);
 }
+
+/* take at the width in use. */
+static inline aco_t* take_any(aco_t* co) {
+#if VEC_DISPATCH
+    if (vec_width == 64) return take64(co);
+    if (vec_width == 32) return take32(co);
+#endif
+    return take16(co);
+}
+
+static aco_t* hop_make(const char* fn, aco_t* main_co);
+static TLS aco_t* hop;
 
 int aco_resume_reserve(aco_t* co) {
     static const char fn[] = "aco_resume_reserve";
     if (aco_unlikely(co == NULL || !LIVE(co) || co->main_co == NULL)) aco__not_a_co(fn, co);
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
+    aco_t* cur = aco_gtls_co;
+    int handing = cur != NULL && cur != co && cur->main_co == co->main_co;
+    if (handing && hop == NULL && (ckd() || cur->share_stack == s)) {
+        if ((hop = hop_make(NULL, co->main_co)) == NULL) { errno = ENOMEM; return -1; }
+    }
     if (owner == NULL || owner == co) return 0;
     aco_save_stack_t* ss = &owner->save_stack;
-    size_t n = ckd() ? checked_live_bytes(owner) : live_bytes(owner, s);
+    size_t n;
+    if (owner == cur) {     /* running: from here, with room for the hand-off */
+        n = (uintptr_t)s->align_retptr - (uintptr_t)__builtin_frame_address(0) + 512;
+        if (n > s->align_limit) n = s->align_limit;
+    } else {
+        n = ckd() ? checked_live_bytes(owner) : live_bytes(owner, s);
+    }
     if (n <= SS_CAP(ss)) return 0;
     size_t cap = save_capacity(n);
     void* p = n <= SAVE_MAX ? save_alloc(cap, NULL) : NULL;    /* NULL: no abort */
@@ -1247,7 +1272,8 @@ static inline uint16_t state_word(const aco_t* co) {
     return both;
 }
 
-void aco_resume(aco_t* co) {
+__attribute__((always_inline))
+static inline aco_t* resume(aco_t* co) {
     aco_t* cur = aco_gtls_co;
     /* cur == NULL passes only for a main co, which is never aco__state_on. */
     if (aco_unlikely(co == NULL || co->main_co != cur)) resume_misuse(co);
@@ -1255,22 +1281,9 @@ void aco_resume(aco_t* co) {
     if (aco_unlikely(st != STATE_WORD(0, aco__state_on))) {
         if (aco_unlikely(st != STATE_WORD(0, aco__state_off) || cur == NULL))
             resume_misuse(co);
-        if (ckd()) {        /* never aco__state_on: every resume comes here */
-            checked_resume(co);
-            return;
-        }
-#if VEC_DISPATCH
-        if (vec_width == 64) {
-            take64(co);
-            return;
-        }
-        if (vec_width == 32) {
-            take32(co);
-            return;
-        }
-#endif
-        take16(co);
-        return;
+        if (ckd())          /* never aco__state_on: every resume comes here */
+            return checked_resume(co);
+        return take_any(co);
     }
     aco_gtls_co = co;
     /* Last, so that compilers emit a tail jump: acosw then records our
@@ -1278,7 +1291,15 @@ void aco_resume(aco_t* co) {
      * co yields (aco_yield sets aco_gtls_co back), with no return of ours to
      * mispredict.  Without the tail call (-O0) it is merely slower.
      * (Sanitizer builds: aco__switch, which returns here.) */
-    aco__sw(cur, co);
+    return aco__sw(cur, co);
+}
+
+void aco_resume(aco_t* co) {
+    resume(co);
+}
+
+aco_t* aco_resume_last(aco_t* co) {
+    return resume(co);
 }
 
 /* The API function behind the aco_yield() macro of aco.h. */
@@ -1292,6 +1313,126 @@ void aco__yield1(aco_t* co, const char* fn) {
           "co %p must be the running non-main co (the running co is %p)",
           (void*)co, (void*)aco_gtls_co);
     aco__yield_inline();
+}
+
+/* ---- the hand-off: aco_yield_to ----------------------------------------
+ * A co handing off to a co of another share stack does what aco_resume
+ * does (the same take), only from the co instead of the main co: one
+ * switch, no detour.  Two cases need code that runs on neither stack: a
+ * co handing off to a co of its own share stack (its live frames cannot be
+ * copied out by code that runs on them, nor co's copied in over them), and
+ * every hand-off in checked mode (the caller's window is closed once
+ * nothing runs on it).  The thread's hand-off co does those: a co of its
+ * own, alone on a small stack of its own (never a checked one, so always
+ * open), that the caller switches to.  It saves the caller's frames as the
+ * main co would, restores co's, switches to co, and waits there for the
+ * next such hand-off.  It is made on the first (or by aco_resume_reserve)
+ * and freed with the main co.  It never switches to the main co, so
+ * aco_resume_last never returns it. */
+
+#define HOP_STACK ((size_t)64 << 10)
+
+/* hop: the thread's hand-off co, or NULL (declared above) */
+static TLS aco_t* hop_from;     /* the co handing off, suspended */
+static TLS aco_t* hop_to;       /* the co it hands off to */
+
+static void hop_fn(void) {
+    for (;;) {
+        aco_t* to = hop_to;
+        if (ckd()) {
+            checked_close(hop_from);
+            checked_open(to);
+            aco_gtls_co = to;
+            aco__sw(hop, to);
+        } else {
+            take_any(to);       /* saves hop_from, the stack's owner */
+        }
+    }
+}
+
+/* fn NULL: NULL when memory runs out, instead of an abort. */
+static aco_t* hop_make(const char* fn, aco_t* main_co) {
+    aco_share_stack_t* s = stack_new(fn ? fn : "aco_resume_reserve", HOP_STACK, 1,
+                                     fn == NULL, 1);
+    if (s == NULL) return NULL;
+    aco_t* h = alloc(fn, co_bytes());
+    if (h == NULL) {
+        tool_stack_destroy(s);
+        munmap(s->real_ptr, s->real_sz);
+        dealloc(s, stack_rec_bytes());
+        return NULL;
+    }
+    memset(h, 0, co_bytes());
+    h->main_co = main_co;
+    h->fp = hop_fn;
+    h->share_stack = s;
+    init_regs_at(h, s->align_retptr);
+    h->state = aco__state_on;           /* alone on its stack, for good */
+    s->owner = h;
+    s->co_ct = 1;
+    s->thread = &inited;
+    return h;
+}
+
+static void hop_free(void) {
+    aco_t* h = hop;
+    aco_share_stack_t* s = h->share_stack;
+    hop = NULL;
+    tool_frames_dead(h, 1);
+    tool_stack_destroy(s);
+    check("aco_destroy", munmap(s->real_ptr, s->real_sz) == 0, "munmap failed: %s",
+          strerror(errno));
+    dealloc(s, stack_rec_bytes());
+    dealloc(h, co_bytes());
+}
+
+__attribute__((noinline, cold, noreturn))
+static void yield_to_misuse(aco_t* co) {
+    static const char fn[] = "aco_yield_to";
+    aco_t* cur = aco_gtls_co;
+    if (cur == NULL || cur->main_co == NULL) aco__yield_misuse(fn);
+    if (co == NULL || !LIVE(co)) aco__not_a_co(fn, co);
+    check(fn, co != cur, "co %p is the caller; a co cannot hand off to itself", (void*)co);
+    check(fn, co->main_co == cur->main_co, "co %p belongs to main co %p, not to the "
+          "caller's (%p)", (void*)co, (void*)co->main_co, (void*)cur->main_co);
+    check(fn, !co->is_end, "co %p has ended (it called aco_exit())", (void*)co);
+    fatal(fn, "co %p: inconsistent state", (void*)co);
+}
+
+/* Through the hand-off co. */
+__attribute__((noinline))
+static void hop_switch(aco_t* cur, aco_t* co) {
+    if (aco_unlikely(hop == NULL)) hop = hop_make("aco_yield_to", cur->main_co);
+    hop_from = cur;
+    hop_to = co;
+    aco_gtls_co = hop;
+    aco__sw(cur, hop);
+}
+
+void aco_yield_to(aco_t* co) {
+    aco_t* cur = aco_gtls_co;
+    /* cur must be a non-main co (its main_co not NULL), co another co of
+     * its main co; co == cur->main_co is aco_yield. */
+    if (aco_unlikely(cur == NULL || co == NULL || co == cur || cur->main_co == NULL ||
+                     co->main_co != cur->main_co)) {
+        if (cur != NULL && co == cur->main_co && co != NULL) {
+            aco__yield_inline();
+            return;
+        }
+        yield_to_misuse(co);
+    }
+    uint16_t st = state_word(co);
+    if (aco_likely(st == STATE_WORD(0, aco__state_on))) {
+        aco_gtls_co = co;
+        aco__sw(cur, co);       /* a tail jump, as in aco_resume */
+        return;
+    }
+    if (aco_unlikely(st != STATE_WORD(0, aco__state_off))) yield_to_misuse(co);
+    if (ckd() || co->share_stack == cur->share_stack) {
+        hop_switch(cur, co);
+        return;
+    }
+    take_any(co);
 }
 
 aco_t* aco_get_co(void) {
@@ -1378,6 +1519,7 @@ void aco_destroy(aco_t* co) {
                   "co from its own thread", (void*)co, (void*)aco_gtls_co);
         }
         aco_gtls_co = NULL;
+        if (hop != NULL && hop->main_co == co) hop_free();
     } else {
         check_ours(fn, co, "destroy");
         drop_frames(co);
@@ -1460,6 +1602,10 @@ typedef struct {
 static inline tool_co* tool_of(aco_t* co) {
     return (tool_co*)(void*)(co + 1);
 }
+
+/* The co that made the thread's last switch: the one a co that continues
+ * was switched from (asan_entry cannot take acosw's return value). */
+static TLS aco_t* switch_from;
 #define TOOL_CO_BYTES sizeof(tool_co)
 #else
 #define TOOL_CO_BYTES 0
@@ -1544,7 +1690,13 @@ static void asan_vacate(const void* lo, const void* hi) {
 static NOSAN void asan_entry(void) {
     aco_t* co = aco_gtls_co;
     tool_co* m = tool_of(co->main_co);
-    __sanitizer_finish_switch_fiber(NULL, &m->asan_stack_lo, &m->asan_stack_sz);
+    const void* lo;
+    size_t sz;
+    __sanitizer_finish_switch_fiber(NULL, &lo, &sz);
+    if (aco_is_main_co(switch_from)) {   /* (not a co handing off) */
+        m->asan_stack_lo = lo;
+        m->asan_stack_sz = sz;
+    }
     co->fp();
     aco__funcp_protector();     /* the co function returned */
 }
@@ -1686,9 +1838,9 @@ static inline void tool_frames_dead(aco_t* co, int owned_stack) {
  * TSan's fiber switch must come right before the stack switch with no
  * instrumented code between them, and ASan must not see the stacks change
  * under it. */
-void aco__switch(aco_t* from, aco_t* to) NOSAN;
+aco_t* aco__switch(aco_t* from, aco_t* to) NOSAN;
 
-void aco__switch(aco_t* from, aco_t* to) {
+aco_t* aco__switch(aco_t* from, aco_t* to) {
     tool_co* f = tool_of(from);
     tool_co* t = tool_of(to);
     (void)f, (void)t;
@@ -1714,29 +1866,35 @@ void aco__switch(aco_t* from, aco_t* to) {
     /* flags 0: the switch orders what `from` did before what `to` does. */
     __tsan_switch_to_fiber(t->tsan_fiber, 0);
 #endif
+    switch_from = from;
     acosw(from, to);
+    /* Back in `from`, switched to by `came`: a main co by the co it resumed
+     * or the last one that co handed off to (aco_yield_to); a non-main co by
+     * its main co, or by a co handing off to it. */
+    aco_t* came = switch_from;
+    (void)came;
 #if aco__tsan
     /* Back in a main co from a co that ended: its fiber is done. */
-    if (aco_is_main_co(from) && to->is_end) {
-        __tsan_destroy_fiber(t->tsan_fiber);
-        t->tsan_fiber = NULL;
+    if (aco_is_main_co(from) && came->is_end) {
+        tool_co* c = tool_of(came);
+        __tsan_destroy_fiber(c->tsan_fiber);
+        c->tsan_fiber = NULL;
     }
 #endif
 #if aco__asan
-    /* Back in `from`: a main co returns here only from the co it resumed,
-     * `to`; a non-main co only from its main co. */
     const void* prev_lo;
     size_t prev_sz;
     __sanitizer_finish_switch_fiber(f->asan_fake_stack, &prev_lo, &prev_sz);
     if (aco_is_main_co(from)) {
-        if (to->is_end)     /* its frames are dead: clear their red zones */
-            asan_vacate(SP(to), to->share_stack->align_highptr);
-    } else {
+        if (came->is_end)   /* its frames are dead: clear their red zones */
+            asan_vacate(SP(came), came->share_stack->align_highptr);
+    } else if (aco_is_main_co(came)) {
         tool_co* m = tool_of(from->main_co);
         m->asan_stack_lo = prev_lo;
         m->asan_stack_sz = prev_sz;
     }
 #endif
+    return came;
 }
 #endif
 
@@ -2049,7 +2207,9 @@ static void checked_co_destroy(aco_t* co) {
 /* aco_resume in checked mode: section 8's take, on windows, with memcpy
  * (the copies are not what this mode is for), then the switch, which
  * returns here when co yields or ends. */
-static void checked_resume(aco_t* co) {
+/* Before co runs: its stack's pages in its window, open, its frames in
+ * place (the owner's saved). */
+static void checked_open(aco_t* co) {
     static const char fn[] = "aco_resume";
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
@@ -2088,12 +2248,22 @@ static void checked_resume(aco_t* co) {
     } else {
         pages_move(s, cco(co)->win);        /* there already: opens them */
     }
+}
+
+/* co yielded, ended or handed off.  Its frames stay where they are; nobody
+ * else may touch them now, unless co is alone on its stack (aco.h). */
+static void checked_close(aco_t* co) {
+    aco_share_stack_t* s = co->share_stack;
+    if (cstk(s)->at == cco(co)->win && (co->is_end || s->co_ct > 1)) pages_prot(s, 0);
+}
+
+static aco_t* checked_resume(aco_t* co) {
+    checked_open(co);
     aco_t* cur = aco_gtls_co;
     aco_gtls_co = co;
-    aco__sw(cur, co);
-    /* co yielded or ended.  Its frames stay where they are; nobody else may
-     * touch them now, unless co is alone on its stack (aco.h). */
-    if (cstk(s)->at == cco(co)->win && (co->is_end || s->co_ct > 1)) pages_prot(s, 0);
+    aco_t* last = aco__sw(cur, co);     /* co, or the last it handed off to */
+    checked_close(last);
+    return last;
 }
 
 /* ---- the public calls --------------------------------------------------- */

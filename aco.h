@@ -153,19 +153,47 @@ aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* sh
  * caller.  Returns mem, as the co. */
 aco_t* aco_create_main_in(void* mem, size_t sz, void* arg);
 
-/* What aco_resume(co) may allocate, now, without aborting: when co's share
- * stack holds another co's frames that outgrew that co's save stack, the
- * save stack grows.  0, or -1 with errno ENOMEM (nothing changed).  Until
- * another co of the thread runs, aco_resume(co) then allocates nothing. */
+/* What aco_resume(co), or aco_yield_to(co) from the calling co, may
+ * allocate, now, without aborting: when co's share stack holds another co's
+ * frames that outgrew that co's save stack, the save stack grows.  Called
+ * by a non-main co about to hand off to co: if the caller itself owns co's
+ * share stack, its frames are measured from the caller's frame with 512
+ * bytes to spare (frames deeper than that at the hand-off can still need an
+ * allocation), and the thread's hand-off co (see aco_yield_to) is made if
+ * the hand-off will need it.  0, or -1 with errno ENOMEM (nothing changed).
+ * Until another co of the thread runs, aco_resume(co) (aco_yield_to(co))
+ * then allocates nothing. */
 int aco_resume_reserve(aco_t* co);
 
 /* Run co (start it, or continue it after its aco_yield()) until it yields or
  * exits.  The caller must be co->main_co; co must be a non-main co that has
- * not ended. */
+ * not ended.  If co hands off with aco_yield_to, aco_resume returns when the
+ * co it handed off to (or the last of a chain of hand-offs) yields or exits:
+ * aco_resume_last tells which. */
 void aco_resume(aco_t* co);
+
+/* aco_resume(co), returning the co that yielded or exited back to the
+ * caller: co itself, unless co handed off (aco_yield_to). */
+aco_t* aco_resume_last(aco_t* co);
 
 /* Suspend the calling non-main co and continue its main co. */
 void aco_yield(void);
+
+/* A direct hand-off: suspend the calling non-main co and run co at once, as
+ * if the caller had yielded and its main co had then called aco_resume(co),
+ * without going through the main co: one switch instead of two.  co is
+ * started, or continued after its aco_yield() or aco_yield_to(); it must be
+ * a non-main co of the caller's main co that has not ended, not the caller.
+ * co's aco_yield() (or aco_exit()) goes back to the main co, whose
+ * aco_resume returns then: libaco stays asymmetric.  co == the caller's main
+ * co is aco_yield().  The share-stack rules are aco_resume's: if co's share
+ * stack holds another co's frames they are saved; if it holds the caller's
+ * own (the two share a stack) the caller's live frames are saved and co's
+ * restored by a small hand-off co of the thread (its own 64 KiB stack,
+ * mapped at the first such hand-off and freed with the main co; in checked
+ * mode every hand-off goes through it); save stacks grow as aco_resume's
+ * do (aco_resume_reserve).  Misuse aborts naming aco_yield_to. */
+void aco_yield_to(aco_t* co);
 
 /* aco_yield() where the caller names itself: co must be the running co. */
 #define aco_yield1(co) aco__yield1((co), "aco_yield1")
@@ -560,8 +588,9 @@ struct aco_s {
 /* ======================================================================== */
 
 /* Save the callee-saved state of from_co, load to_co's and continue it
- * (acosw.S).  Returns in from_co when something switches back to it. */
-void acosw(aco_t* from_co, aco_t* to_co) __asm__("acosw");
+ * (acosw.S).  Returns in from_co when something switches back to it, with
+ * the co that did. */
+aco_t* acosw(aco_t* from_co, aco_t* to_co) __asm__("acosw");
 
 /* The running co of this thread (between runs: its main co). */
 extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
@@ -592,7 +621,7 @@ void aco__exit1(aco_t* co);     /* no noreturn: see aco_exit */
  * ASan or TSan, calls acosw, and finishes the announcement on the other
  * side.  Other builds call acosw directly, exactly as before. */
 #if aco__san_switch
-void aco__switch(aco_t* from_co, aco_t* to_co);
+aco_t* aco__switch(aco_t* from_co, aco_t* to_co);
 #define aco__sw aco__switch
 #else
 #define aco__sw acosw

@@ -3,6 +3,10 @@
  *
  * Copyright 2026 the libaco authors.  Apache License 2.0 (see LICENSE).
  *
+ * acosw returns, in the co it continues, `from` (x86-64 moves it to rax;
+ * i386 eax, aarch64 x0 and riscv64 a0 hold it throughout): so a co learns
+ * which co switched to it (aco_resume_last, aco_yield_to's hand-off co).
+ *
  * acosw saves into from->reg exactly what the calling convention makes
  * callee-saved (plus the resume address and the stack pointer), loads the
  * same from to->reg and continues `to` where it stopped.  Everything else is
@@ -112,6 +116,7 @@ acosw:
     jne     .Lload_env64
 .Lenv_done64:
 #endif
+    movq    %rdi, %rax                  /* `to` sees acosw return from */
     movq    ACO_OFF_PC(%rsi), %rdx
     movq    ACO_OFF_SP(%rsi), %rsp      /* the one instruction that moves stacks */
     /* A resume address is not an IBT landing pad (it follows a call), hence

@@ -128,7 +128,7 @@ want=$(printf '%s\n' aco_thread_init aco_share_stack_new aco_share_stack_new2 \
     aco_overflow_report_install aco_set_allocator aco__not_a_co aco__yield1 aco__exit1 \
     aco_create_in aco_co_size aco_alloc aco_free \
     aco_share_stack_try_new2 aco_create_main_in aco_resume_reserve \
-    aco_checked aco_on_share_stack aco_checked_access |
+    aco_checked aco_on_share_stack aco_checked_access aco_yield_to aco_resume_last |
     sort | tr '\n' ' ')
 [ "$syms" = "$want" ] || bad "$so exports '$syms', want '$want'"
 echo "libaco.so exports: $(echo $syms)"
