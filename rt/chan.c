@@ -188,7 +188,7 @@ __attribute__((noinline))
 static int recv_wait_any(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     int r = recv_queue(me, ch, deadline);
     if (r) return r;
-    aco_yield();
+    rt_switch_out(me);
     return recv_done(elem);
 }
 
@@ -204,7 +204,7 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
     rt_park_begin(me, RT_W_CHAN_RECV, ch, -1);
-    aco_yield();
+    rt_switch_out(me);
     return recv_done(elem);
 }
 

@@ -360,6 +360,11 @@ struct aco_rt_sched {
     aco_rt_co_t*        cur;            /* running co, NULL in the loop */
     aco_rt_co_t*        rq_head;        /* ready queue */
     aco_rt_co_t*        rq_tail;
+    unsigned            since_poll;     /* cos run (resumed by the loop or
+                                           handed off to) since the loop
+                                           last looked for I/O, timers and
+                                           other threads (sched.c) */
+    int                 checked;        /* libaco's checked mode is on */
     const rt_backend_t* be;
     void*               be_data;
     aco_share_stack_t** stacks;
@@ -559,7 +564,7 @@ static inline void rt_wake_any(aco_rt_co_t* co, int res) {
     else rt_wake_remote(co, res);
 }
 
-/* rt_park in two: all but the switch, then the switch (aco_yield();
+/* rt_park in two: all but the switch, then the switch (rt_switch_out(co);
  * co->res), for a caller whose frames must stay small while it waits. */
 static inline void rt_park_begin(aco_rt_co_t* co, int wait, const void* obj,
                                  int64_t deadline) {
@@ -574,11 +579,23 @@ static inline void rt_park_begin(aco_rt_co_t* co, int wait, const void* obj,
     }
 }
 
-/* Inline (as aco_yield is): the co continues right here when resumed, one
- * return fewer to mispredict after the switch. */
+/* sched.c: the ready co the running co may hand off to now (taken off the
+ * ready queue and counted as running), or NULL: the loop's turn. */
+aco_rt_co_t* rt_handoff_next(aco_rt_sched_t* s);
+
+/* The running co stops (parked, or queued again): the next ready co runs,
+ * straight from here when it may (aco_yield_to: one switch, not two
+ * through the loop), else the loop picks.  Inline (as aco_yield is): the
+ * co continues right here when resumed, from either. */
+static inline void rt_switch_out(aco_rt_co_t* me) {
+    aco_rt_co_t* next = rt_handoff_next(me->s);
+    if (next) aco_yield_to(rt_aco(next));
+    else aco_yield();
+}
+
 static inline int rt_park(aco_rt_co_t* co, int wait, const void* obj, int64_t deadline) {
     rt_park_begin(co, wait, obj, deadline);
-    aco_yield();
+    rt_switch_out(co);
     return co->res;
 }
 

@@ -262,6 +262,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     if (s->evfd < 0) { int e = errno; free(s); errno = e; return NULL; }
     inbox_init(&s->inbox);
     s->spin_ns = 50000;
+    s->checked = aco_checked() != 0;
     if (!rt_thread_inited && aco_gtls_co == NULL) {
         aco_thread_init(NULL);
         rt_thread_inited = 1;
@@ -361,12 +362,15 @@ static int drain(aco_rt_sched_t* s) {
     }
 }
 
-static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    /* libaco aborts if it finds no memory to copy out the frames of the
-     * co on co's share stack: get it now, or co waits for its next turn. */
-    aco_t* a = rt_aco(co);
+/* libaco aborts if it finds no memory to copy out the frames of the co
+ * on a's share stack: get it now (0), or a waits for its next turn. */
+static inline int may_take(aco_t* a) {
     aco_t* owner = a->share_stack->owner;
-    if (rt_unlikely(owner != a && owner != NULL) && aco_resume_reserve(a) < 0) {
+    return rt_likely(owner == a || owner == NULL) ? 0 : aco_resume_reserve(a);
+}
+
+static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    if (may_take(rt_aco(co)) < 0) {
         rt_rq_push(s, co);
         return;
     }
@@ -374,6 +378,8 @@ static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->state = RT_RUNNING;
     s->st.switches++;
     aco_resume(rt_aco(co));
+    /* Back: co, or the co the last hand-off ran (rt_handoff_next). */
+    co = s->cur;
     s->cur = NULL;
     /* What it spawned goes out before it may count as ended (pool_wait). */
     if (s->out_pending) rt_outbox_flush_all(s);
@@ -418,19 +424,51 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
     return r;
 }
 
+/* Hand-offs.  A co that parks or yields runs the next ready co itself
+ * (aco_yield_to) instead of going back to the loop, which would only
+ * resume that same co: one switch instead of two and no pass through the
+ * loop.  The order is the loop's (the ready queue's head, FIFO: a hand-off
+ * never jumps the queue), and hand-offs count among the loop's resumes:
+ * every POLL_EVERY cos run, hand-offs or not, the co goes back to the
+ * loop, which looks for I/O, timers and other threads' messages.  No
+ * hand-off while spawns wait to go out to other threads (the loop flushes
+ * them after each resume) or a stop is asked.  Nor to a co of the caller's
+ * own share stack: the frames are copied either way, and only the loop
+ * knows the caller's live bytes exactly (aco_resume_reserve would measure
+ * them from here, with room to spare: a save stack of the guessed size
+ * would be outgrown), so it does that one.  In checked mode every hand-off
+ * needs libaco's hand-off co: aco_resume_reserve makes it, or says ENOMEM
+ * (the loop then resumes the co, which needs none). */
+aco_rt_co_t* rt_handoff_next(aco_rt_sched_t* s) {
+    aco_rt_co_t* co = s->rq_head;
+    if (co == NULL || co == s->cur || s->since_poll + 1 >= POLL_EVERY || s->out_pending ||
+        rt_load(&s->stop))
+        return NULL;
+    aco_t* a = rt_aco(co);
+    if (a->share_stack == rt_aco(s->cur)->share_stack) return NULL;
+    if (rt_unlikely(s->checked) ? aco_resume_reserve(a) < 0 : may_take(a) < 0)
+        return NULL;    /* the loop retries */
+    rq_pop(s);
+    s->since_poll++;
+    s->cur = co;
+    co->state = RT_RUNNING;
+    s->st.switches++;
+    return co;
+}
+
 int aco_rt_sched_run(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running || aco_gtls_co != s->main_co)
         return -EPERM;
     s->running = 1;
     int r = 0, hot = 0;
-    unsigned n = 0;
+    s->since_poll = 0;
     while (!rt_load(&s->stop)) {
         aco_rt_co_t* co;
         while ((co = rq_pop(s)) != NULL) {
             run_co(s, co);
             /* I/O, timers and other threads get their turn among busy cos. */
-            if (++n >= POLL_EVERY) {
-                n = 0;
+            if (++s->since_poll >= POLL_EVERY) {
+                s->since_poll = 0;
                 if ((s->st.io_inflight || s->wheel.armed) && (r = poll_once(s, 0)) < 0) goto out;
                 drain(s);
                 if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) rt_cancel_all(s);
@@ -501,9 +539,15 @@ int aco_rt_yield(void) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
     if (co->flags & RT_CANCELLED) return -ECANCELED;
+    aco_rt_sched_t* s = co->s;
+    if (s->rq_head == NULL && s->since_poll + 1 < POLL_EVERY && !s->out_pending) {
+        /* Nobody else is ready: the loop would resume co at once. */
+        s->since_poll++;
+        return 0;
+    }
     co->state = RT_READY;
-    rt_rq_push(co->s, co);
-    aco_yield();
+    rt_rq_push(s, co);
+    rt_switch_out(co);
     return 0;
 }
 
@@ -527,7 +571,7 @@ static int sleep_begin(int64_t deadline) {
 int aco_rt_sleep_until(int64_t deadline) {
     int r = sleep_begin(deadline);
     if (r) return r;
-    aco_yield();
+    rt_switch_out(rt_self());
     return rt_self()->res;
 }
 
