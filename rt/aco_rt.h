@@ -8,7 +8,11 @@
  * share stacks (or on a stack of their own when asked): the scheduler
  * resumes each ready co in turn; a co runs until it blocks in a call of this
  * header (or aco_rt_yield()), and a blocked co costs its object, its live
- * stack bytes and nothing else.
+ * stack bytes and nothing else.  A co that blocks or yields runs the next
+ * ready co itself (libaco's aco_yield_to: one switch, not two through the
+ * scheduler), in the same FIFO order: a hand-off never jumps the queue, and
+ * counts as one of the "co resumes" after every 64 of which the scheduler
+ * looks at I/O, timers and other threads.
  *
  * Threads.  A scheduler's own calls (run, free, stats, dump, timers) are
  * made from its thread.  Everything else works across threads, each

@@ -27,7 +27,7 @@
  * share (mutex, cond, sem, wait group, channel) have a spin lock over their
  * wait queues; a waiter is taken by exactly one party, whoever first flips
  * its co's claim word (rt_claim): a waker of any thread, or the co's own
- * deadline or cancel.
+ * deadline or cancel (under that lock, for a co's own waiter: rt_wq_take).
  */
 #ifndef ACO_RT_IMPL_H
 #define ACO_RT_IMPL_H
@@ -535,8 +535,20 @@ static inline void rt_claim_reset(aco_rt_co_t* co) {
  * others were taken by their deadline or another case of their select. */
 static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
     rt_waiter_t* w;
-    while ((w = rt_wq_pop(q)) != NULL)
-        if (rt_claim(w->co)) return w;
+    while ((w = rt_wq_pop(q)) != NULL) {
+        aco_rt_co_t* co = w->co;
+        /* A co's own waiter (not a select's) is on this queue alone, and
+         * whoever else may claim it (its deadline or cancel: rt_abort_shared)
+         * holds this lock too: a plain load and store, not an exchange. */
+        if (rt_likely(w == &co->w)) {
+            if (rt_load(&co->claim) == 0) {
+                rt_store(&co->claim, (uint8_t)1);
+                return w;
+            }
+        } else if (rt_claim(co)) {
+            return w;
+        }
+    }
     return NULL;
 }
 
@@ -579,9 +591,59 @@ static inline void rt_park_begin(aco_rt_co_t* co, int wait, const void* obj,
     }
 }
 
-/* sched.c: the ready co the running co may hand off to now (taken off the
- * ready queue and counted as running), or NULL: the loop's turn. */
-aco_rt_co_t* rt_handoff_next(aco_rt_sched_t* s);
+static inline aco_rt_co_t* rt_rq_pop(aco_rt_sched_t* s) {
+    aco_rt_co_t* co = s->rq_head;
+    if (co) {
+        s->rq_head = co->next;
+        if (s->rq_head == NULL) s->rq_tail = NULL;
+        s->st.cos_ready--;
+    }
+    return co;
+}
+
+/* The loop looks for I/O, timers and other threads' messages after every
+ * RT_POLL_EVERY cos it ran (resumed, or handed off to). */
+#define RT_POLL_EVERY 64
+
+/* co, the ready queue's head, runs next, handed off to: off the queue and
+ * counted as running. */
+static inline aco_rt_co_t* rt_handoff_go(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    rt_rq_pop(s);
+    s->since_poll++;
+    s->cur = co;
+    co->state = RT_RUNNING;
+    s->st.switches++;
+    return co;
+}
+
+aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co);     /* sched.c */
+
+/* Hand-offs.  A co that parks or yields runs the next ready co itself
+ * (aco_yield_to) instead of going back to the loop, which would only
+ * resume that same co: one switch instead of two, and no pass through the
+ * loop.  The order is the loop's (the ready queue's head, FIFO: a hand-off
+ * never jumps the queue), and hand-offs count among the loop's resumes:
+ * after RT_POLL_EVERY cos run, hand-offs or not, the co goes back to the
+ * loop.  None while spawns wait to go out to other threads (the loop
+ * flushes them after each resume) or a stop is asked.  Nor to a co of the
+ * caller's own share stack: the frames are copied either way, and only the
+ * loop knows the caller's live bytes exactly (aco_resume_reserve would
+ * measure them from here, with room to spare: a save stack of the guessed
+ * size would be outgrown).  In checked mode every hand-off goes through
+ * libaco's hand-off co: aco_resume_reserve makes it, or says ENOMEM (the
+ * loop then resumes the co, which needs none).
+ * Returns the co to hand off to, or NULL: the loop's turn. */
+static inline aco_rt_co_t* rt_handoff_next(aco_rt_sched_t* s) {
+    aco_rt_co_t* co = s->rq_head;
+    if (rt_unlikely(co == NULL || co == s->cur || s->since_poll >= RT_POLL_EVERY - 1 ||
+                    s->out_pending || rt_load(&s->stop)))
+        return NULL;
+    aco_t* a = rt_aco(co);
+    /* It holds its stack (another stack than the caller's): nothing to
+     * copy, no memory needed. */
+    if (rt_likely(a->share_stack->owner == a && !s->checked)) return rt_handoff_go(s, co);
+    return rt_handoff_take(s, co);
+}
 
 /* The running co stops (parked, or queued again): the next ready co runs,
  * straight from here when it may (aco_yield_to: one switch, not two

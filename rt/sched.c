@@ -32,7 +32,7 @@
 __thread aco_rt_sched_t* rt_tls_sched;
 uint32_t rt_nsched;
 
-#define POLL_EVERY 64
+#define POLL_EVERY RT_POLL_EVERY
 
 int64_t rt_now(void) {
     struct timespec ts;
@@ -46,15 +46,7 @@ int64_t aco_rt_now(void) { return rt_now(); }
 /* Ready queue, park, wake (the inline halves are in rt_impl.h)             */
 /* ------------------------------------------------------------------------ */
 
-static inline aco_rt_co_t* rq_pop(aco_rt_sched_t* s) {
-    aco_rt_co_t* co = s->rq_head;
-    if (co) {
-        s->rq_head = co->next;
-        if (s->rq_head == NULL) s->rq_tail = NULL;
-        s->st.cos_ready--;
-    }
-    return co;
-}
+#define rq_pop rt_rq_pop
 
 static void sleep_abort(aco_rt_co_t* co, int err);
 
@@ -424,36 +416,14 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
     return r;
 }
 
-/* Hand-offs.  A co that parks or yields runs the next ready co itself
- * (aco_yield_to) instead of going back to the loop, which would only
- * resume that same co: one switch instead of two and no pass through the
- * loop.  The order is the loop's (the ready queue's head, FIFO: a hand-off
- * never jumps the queue), and hand-offs count among the loop's resumes:
- * every POLL_EVERY cos run, hand-offs or not, the co goes back to the
- * loop, which looks for I/O, timers and other threads' messages.  No
- * hand-off while spawns wait to go out to other threads (the loop flushes
- * them after each resume) or a stop is asked.  Nor to a co of the caller's
- * own share stack: the frames are copied either way, and only the loop
- * knows the caller's live bytes exactly (aco_resume_reserve would measure
- * them from here, with room to spare: a save stack of the guessed size
- * would be outgrown), so it does that one.  In checked mode every hand-off
- * needs libaco's hand-off co: aco_resume_reserve makes it, or says ENOMEM
- * (the loop then resumes the co, which needs none). */
-aco_rt_co_t* rt_handoff_next(aco_rt_sched_t* s) {
-    aco_rt_co_t* co = s->rq_head;
-    if (co == NULL || co == s->cur || s->since_poll + 1 >= POLL_EVERY || s->out_pending ||
-        rt_load(&s->stop))
-        return NULL;
+/* rt_handoff_next (rt_impl.h) when co's share stack is not its own (or in
+ * checked mode): what run_co does before aco_resume, from the running co. */
+aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co) {
     aco_t* a = rt_aco(co);
     if (a->share_stack == rt_aco(s->cur)->share_stack) return NULL;
-    if (rt_unlikely(s->checked) ? aco_resume_reserve(a) < 0 : may_take(a) < 0)
+    if (s->checked ? aco_resume_reserve(a) < 0 : may_take(a) < 0)
         return NULL;    /* the loop retries */
-    rq_pop(s);
-    s->since_poll++;
-    s->cur = co;
-    co->state = RT_RUNNING;
-    s->st.switches++;
-    return co;
+    return rt_handoff_go(s, co);
 }
 
 int aco_rt_sched_run(aco_rt_sched_t* s) {
