@@ -787,7 +787,8 @@ int aco_rt_group_free(aco_rt_group_t* g);
 /* ======================================================================== */
 
 typedef struct {
-    uint64_t switches;          /* co resumes by the scheduler */
+    uint64_t switches;          /* cos run: resumed by the scheduler or
+                                   handed off to */
     uint64_t cos_alive;         /* spawned, not yet finished */
     uint64_t cos_parked;        /* blocked in a call */
     uint64_t cos_ready;         /* waiting for their turn */
@@ -796,6 +797,9 @@ typedef struct {
                                    cos waiting on epoll readiness */
     uint64_t spawned;           /* cos spawned so far */
     uint64_t polls;             /* backend waits (syscalls that block) */
+    uint64_t handoffs;          /* of switches: cos run straight from the
+                                   co that blocked or yielded before them
+                                   (aco_yield_to), not from the loop */
 } aco_rt_stats_t;
 
 /* Counters of s (NULL: the calling thread's scheduler). */

@@ -613,6 +613,7 @@ static inline aco_rt_co_t* rt_handoff_go(aco_rt_sched_t* s, aco_rt_co_t* co) {
     s->cur = co;
     co->state = RT_RUNNING;
     s->st.switches++;
+    s->st.handoffs++;
     return co;
 }
 
