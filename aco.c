@@ -545,7 +545,12 @@ static void overflow_handler(int sig, siginfo_t* si, void* ctx) {
     } else if (overflow_prev.sa_handler != SIG_DFL && overflow_prev.sa_handler != SIG_IGN) {
         overflow_prev.sa_handler(sig);
     } else {
-        signal(sig, SIG_DFL);   /* the fault repeats and kills, as without us */
+        /* Die of it now, as without us (SA_NODEFER: raise delivers at
+         * once).  Not by returning to the fault to repeat it: valgrind's
+         * registers at a fault may be stale, so that the repeat can write
+         * where the fault did not. */
+        signal(sig, SIG_DFL);
+        raise(sig);
     }
 }
 

@@ -694,13 +694,13 @@ spawn_section() {
     echo "headline spawn_join_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
     echo "headline spawn_join_ns ours=$o target=100 ratio=$(ratio "$o" 100)"
     o=$(med %.2f ours_wake)
-    echo "headline wake_to_run_ns ours=$o"
+    echo "headline wake_to_run_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
     o=$(med %.2f ours_timer)
     echo "headline timer_insert_cancel_ns ours=$o target=25 ratio=$(ratio "$o" 25)"
     o=$(med %.2f ours_mutex)
     echo "headline mutex_uncontended_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
     o=$(med %.2f ours_mutex_handoff)
-    echo "headline mutex_handoff_ns ours=$o"
+    echo "headline mutex_handoff_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
     # The same figures of the single-thread build (ACO_RT_NO_THREADS), one
     # run each after the rounds above
     if [ -x "$OUT/aco_rt_bench_st" ]; then

@@ -231,13 +231,15 @@ static void cond_fail(void* arg) {
     /* deadline while another co holds the mutex: it returns once it has
      * the mutex again */
     static int64_t d;
-    d = aco_rt_now() + 2 * MS;
+    /* (50 ms: under valgrind, whose first run of code is slow, 2 ms could
+     * pass before the co even waits, and it would time out at once) */
+    d = aco_rt_now() + 50 * MS;
     cvt_rc = 1;
     aco_rt_co_t* c = aco_rt_spawn(NULL, cv_timed, &d);
     CHECK_EQ(aco_rt_yield(), 0);
     CHECK_EQ(aco_rt_cond_wait(&CV, &M, -1), -EPERM);   /* not ours */
     CHECK_EQ(aco_rt_mutex_lock(&M, -1), 0);
-    CHECK_EQ(aco_rt_sleep(5 * MS), 0);      /* its deadline passes */
+    CHECK_EQ(aco_rt_sleep(100 * MS), 0);    /* its deadline passes */
     CHECK_EQ(cvt_rc, 1);                    /* still waits for the mutex */
     CHECK_EQ(aco_rt_mutex_unlock(&M), 0);
     CHECK_EQ(aco_rt_join(c, -1), 0);
