@@ -510,7 +510,8 @@ int aco_rt_yield(void) {
     if (co == NULL) return -EPERM;
     if (co->flags & RT_CANCELLED) return -ECANCELED;
     aco_rt_sched_t* s = co->s;
-    if (s->rq_head == NULL && s->since_poll + 1 < POLL_EVERY && !s->out_pending) {
+    if (s->rq_head == NULL && s->since_poll + 1 < POLL_EVERY && !s->out_pending &&
+        !rt_load(&s->stop)) {
         /* Nobody else is ready: the loop would resume co at once. */
         s->since_poll++;
         return 0;
