@@ -13,7 +13,9 @@
  *   non-main co  Created with a function and a share stack.  aco_resume(co)
  *                runs it until it calls aco_yield() (back to its main co) or
  *                aco_exit() (the end; it never runs again).  Returning from
- *                the co function is a bug: the library aborts loudly.
+ *                the co function is a bug: the library aborts loudly.  A
+ *                running co may hand off to another with aco_yield_to(co):
+ *                co runs at once, and yields back to the main co in turn.
  *   share stack  The execution stack non-main cos run on.  Many cos may share
  *                one.  The co whose frames are on it is its owner; when
  *                another co takes it, the owner's live bytes are copied to the
