@@ -96,11 +96,11 @@ for cc in $GDB_CCS; do
             check c "c_here c_inner c_fn aco_protector"
             check d "aco__yield_inline d_inner d_fn aco_protector"
             # main co: resumed in aco_resume, which tail-jumps to acosw when
-            # optimised (then main itself made the call); at -O0 the take
-            # path's functions (take, take16/32/64, take_slow, take_done)
-            # stay on the stack
+            # optimised (then main itself made the call); at -O0 its inline
+            # half (resume) and the take path's functions (take_any, take,
+            # take16/32/64, take_slow, take_done) stay on the stack
             got=$(frames main)
-            echo "$got" | grep -Eq '^((aco_resume|take[a-z0-9_]*) )*main $' ||
+            echo "$got" | grep -Eq '^((aco_resume|resume|take[a-z0-9_]*) )*main $' ||
                 bad "aco-bt main: frames '$got', want aco_resume's own frames (if any), then main"
             check e "e_fn aco_protector"
             section a | grep -q 'evicted to its save stack' || bad "co_a not reported as evicted"
