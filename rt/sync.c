@@ -61,16 +61,11 @@ static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
     /* 0: unlock made us the owner */
 }
 
-/* Both look before they compare-and-swap: a swap bound to fail (the mutex
- * held; waiters queued at an unlock) costs a locked instruction, a load
- * next to nothing (a hand-over between two cos: two locked instructions
- * fewer per lock and unlock). */
 int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_likely(me != NULL && !(me->flags & RT_CANCELLED))) {
         uintptr_t o = 0;
-        if (rt_likely(rt_load(&m->owner_) == 0 && rt_cas(&m->owner_, &o, (uintptr_t)me)))
-            return 0;
+        if (rt_likely(rt_cas(&m->owner_, &o, (uintptr_t)me))) return 0;
     }
     return lock_slow(m, me, deadline);
 }
@@ -96,9 +91,9 @@ static int unlock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, uintptr_t o) {
 
 int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
-    uintptr_t o = rt_load(&m->owner_);
-    if (rt_likely(me != NULL && o == (uintptr_t)me && rt_cas(&m->owner_, &o, 0))) return 0;
-    return unlock_slow(m, me, o);   /* o: what owner_ was */
+    uintptr_t o = (uintptr_t)me;
+    if (rt_likely(me != NULL && rt_cas(&m->owner_, &o, 0))) return 0;
+    return unlock_slow(m, me, o);
 }
 
 /* Take m back after a condition wait, whatever happened to the co: no
