@@ -1198,7 +1198,9 @@ static TLS aco_t* hop;
 
 int aco_resume_reserve(aco_t* co) {
     static const char fn[] = "aco_resume_reserve";
-    if (aco_unlikely(co == NULL || !LIVE(co) || co->main_co == NULL)) aco__not_a_co(fn, co);
+    if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
+    check(fn, co->main_co != NULL, "co %p is a main co; only non-main cos are resumed",
+          (void*)co);
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
     aco_t* cur = aco_gtls_co;
@@ -1250,8 +1252,7 @@ static void check_ours(const char* fn, const aco_t* co, const char* what) {
 }
 
 __attribute__((noinline, cold, noreturn))
-static void resume_misuse(aco_t* co) {
-    static const char fn[] = "aco_resume";
+static void resume_misuse(const char* fn, aco_t* co) {
     if (co == NULL || !LIVE(co)) aco__not_a_co(fn, co);
     check(fn, !aco_is_main_co(co), "co %p is a main co; only non-main cos can be "
           "resumed", (void*)co);
@@ -1278,14 +1279,14 @@ static inline uint16_t state_word(const aco_t* co) {
 }
 
 __attribute__((always_inline))
-static inline aco_t* resume(aco_t* co) {
+static inline aco_t* resume(const char* fn, aco_t* co) {
     aco_t* cur = aco_gtls_co;
     /* cur == NULL passes only for a main co, which is never aco__state_on. */
-    if (aco_unlikely(co == NULL || co->main_co != cur)) resume_misuse(co);
+    if (aco_unlikely(co == NULL || co->main_co != cur)) resume_misuse(fn, co);
     uint16_t st = state_word(co);
     if (aco_unlikely(st != STATE_WORD(0, aco__state_on))) {
         if (aco_unlikely(st != STATE_WORD(0, aco__state_off) || cur == NULL))
-            resume_misuse(co);
+            resume_misuse(fn, co);
         if (ckd())          /* never aco__state_on: every resume comes here */
             return checked_resume(co);
         return take_any(co);
@@ -1300,11 +1301,11 @@ static inline aco_t* resume(aco_t* co) {
 }
 
 void aco_resume(aco_t* co) {
-    resume(co);
+    resume("aco_resume", co);
 }
 
 aco_t* aco_resume_last(aco_t* co) {
-    return resume(co);
+    return resume("aco_resume_last", co);
 }
 
 /* The API function behind the aco_yield() macro of aco.h. */

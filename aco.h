@@ -157,12 +157,15 @@ aco_t* aco_create_main_in(void* mem, size_t sz, void* arg);
 
 /* What aco_resume(co), or aco_yield_to(co) from the calling co, may
  * allocate, now, without aborting: when co's share stack holds another co's
- * frames that outgrew that co's save stack, the save stack grows.  Called
+ * frames that outgrew that co's save stack, the save stack grows.  co is a
+ * non-main co (a main co, NULL or a destroyed co aborts); the caller is its
+ * main co (before aco_resume) or a co of it (before aco_yield_to).  Called
  * by a non-main co about to hand off to co: if the caller itself owns co's
  * share stack, its frames are measured from the caller's frame with 512
  * bytes to spare (frames deeper than that at the hand-off can still need an
  * allocation), and the thread's hand-off co (see aco_yield_to) is made if
- * the hand-off will need it.  0, or -1 with errno ENOMEM (nothing changed).
+ * the hand-off will need it.  0 (also for an ended co, or the caller
+ * itself: nothing to reserve), or -1 with errno ENOMEM (nothing changed).
  * Until another co of the thread runs, aco_resume(co) (aco_yield_to(co))
  * then allocates nothing. */
 int aco_resume_reserve(aco_t* co);
@@ -175,7 +178,8 @@ int aco_resume_reserve(aco_t* co);
 void aco_resume(aco_t* co);
 
 /* aco_resume(co), returning the co that yielded or exited back to the
- * caller: co itself, unless co handed off (aco_yield_to). */
+ * caller: co itself, unless co handed off (aco_yield_to).  Its misuse
+ * aborts as aco_resume's does, naming aco_resume_last. */
 aco_t* aco_resume_last(aco_t* co);
 
 /* Suspend the calling non-main co and continue its main co. */

@@ -21,7 +21,8 @@
  *     counting allocator); a destroyed main co takes its hand-off co along
  *     and a new main co hands off again.
  *   - Misuse aborts naming aco_yield_to: from the main co, to itself, to
- *     NULL, to an ended co, to another thread's co.
+ *     NULL, to an ended co, to another thread's co; aco_resume_last's names
+ *     aco_resume_last; aco_resume_reserve of a main co says so.
  */
 #include "aco_test.h"
 
@@ -377,6 +378,19 @@ static void misuse_other_thread(void* arg) {
     misuse_run((void*)co_to_victim);
 }
 
+static void misuse_last_ended(void* arg) {
+    (void)arg;
+    aco_share_stack_t* s = aco_share_stack_new(0);
+    aco_t* c = aco_create(main_co, s, 0, co_ends, NULL);
+    aco_resume(c);
+    aco_resume_last(c);
+}
+
+static void misuse_reserve_main(void* arg) {
+    (void)arg;
+    aco_resume_reserve(main_co);
+}
+
 static void misuse(void) {
     /* The other thread's co is made before the forks (TSan refuses new
      * threads in the child of a process with threads). */
@@ -394,6 +408,10 @@ static void misuse(void) {
                                     "aco_yield_to|has ended");
     fails += aco_test_expect_signal("other thread", misuse_other_thread, NULL, SIGABRT,
                                     "aco_yield_to|not to the caller's");
+    fails += aco_test_expect_signal("resume_last of an ended co", misuse_last_ended, NULL,
+                                    SIGABRT, "aco: aco_resume_last: |has ended");
+    fails += aco_test_expect_signal("reserve of a main co", misuse_reserve_main, NULL,
+                                    SIGABRT, "aco: aco_resume_reserve: |is a main co");
     ASSERT_EQ(fails, 0);
 }
 
