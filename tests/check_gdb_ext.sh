@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/aco_gdb.py: `aco-bt EXPR` shows the frames of suspended cos - one
 # still on its share stack, two evicted to their save stacks, a main co, a
-# co that never ran - by name and in order, the live frames of the running
-# co, and a note for an ended one; and it leaves gdb's state as it found it:
+# co that never ran, one evicted by the co it handed off to (aco_yield_to) -
+# by name and in order, the live frames of the running co, and a note for
+# an ended one; and it leaves gdb's state as it found it:
 # the registers, the bytes of both share stacks and the selected frame, and
 # the program then runs to its normal end.  gcc and clang, -O0 and -O2;
 # x86-64 and i386 natively, aarch64 and riscv64 (static cross builds) under
@@ -15,7 +16,7 @@ command -v gdb >/dev/null || { echo "gdb not found: install the Debian package g
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/bt_ext.c" <<'C'
 #include "aco.h"
-aco_t *main_co, *co_a, *co_b, *co_c, *co_d, *co_e, *co_f;
+aco_t *main_co, *co_a, *co_b, *co_c, *co_d, *co_e, *co_f, *co_g, *co_h;
 volatile int sink;
 __attribute__((noinline)) void c_here(void) { __asm__ volatile("" ::: "memory"); }
 __attribute__((noinline)) static void a_inner(int n) { volatile char pad[64]; pad[0] = (char)n; aco_yield(); sink = pad[0]; }
@@ -28,6 +29,9 @@ static void c_fn(void) { c_inner(); aco_exit(); }
 __attribute__((noinline)) static void d_inner(void) { aco_yield(); sink = 4; }
 static void d_fn(void) { d_inner(); aco_exit(); }
 static void e_fn(void) { aco_exit(); }
+__attribute__((noinline)) static void g_inner(void) { volatile char pad[200]; pad[0] = 1; aco_yield_to(co_h); sink = pad[0]; }
+static void g_fn(void) { g_inner(); aco_exit(); }
+static void h_fn(void) { aco_yield(); aco_exit(); }
 int main(void) {
     aco_thread_init(NULL);
     main_co = aco_create(NULL, NULL, 0, NULL, NULL);
@@ -39,13 +43,19 @@ int main(void) {
     co_d = aco_create(main_co, s2, 0, d_fn, NULL);
     co_e = aco_create(main_co, s1, 0, e_fn, NULL);   /* never resumed */
     co_f = aco_create(main_co, s2, 0, e_fn, NULL);
+    aco_share_stack_t* s3 = aco_share_stack_new(0);
+    co_g = aco_create(main_co, s3, 0, g_fn, NULL);
+    co_h = aco_create(main_co, s3, 0, h_fn, NULL);
+    aco_resume(co_g);   /* hands off to h, which evicts it and yields */
     aco_resume(co_f);   /* ends */
     aco_resume(co_d);   /* suspended on s2, its owner */
     aco_resume(co_a);
     aco_resume(co_b);   /* evicts a (a's frames are shallower than b's) */
     aco_resume(co_c);   /* evicts b; stops in c_here, running on s1 */
     aco_resume(co_a); aco_resume(co_b); aco_resume(co_c); aco_resume(co_d);
+    aco_resume(co_g); aco_resume(co_h);
     if (!(co_a->is_end && co_b->is_end && co_c->is_end && co_d->is_end)) return 1;
+    if (!(co_g->is_end && co_h->is_end)) return 1;
     return 0;
 }
 C
@@ -81,7 +91,7 @@ for cc in $GDB_CCS; do
                 -ex 'echo @@a\n' -ex 'aco-bt co_a' -ex 'echo @@b\n' -ex 'aco-bt co_b' \
                 -ex 'echo @@c\n' -ex 'aco-bt co_c' -ex 'echo @@d\n' -ex 'aco-bt co_d' \
                 -ex 'echo @@main\n' -ex 'aco-bt main_co' -ex 'echo @@e\n' -ex 'aco-bt co_e' \
-                -ex 'echo @@f\n' -ex 'aco-bt co_f' \
+                -ex 'echo @@f\n' -ex 'aco-bt co_f' -ex 'echo @@g\n' -ex 'aco-bt co_g' \
                 -ex 'echo @@selected\n' -ex 'frame' \
                 -ex 'frame 0' -ex 'echo @@regs-after\n' -ex 'info registers' -ex 'echo @@-\n' "${d1[@]}" \
                 -ex 'echo @@end\n' -ex 'delete' -ex continue \
@@ -103,6 +113,13 @@ for cc in $GDB_CCS; do
             echo "$got" | grep -Eq '^((aco_resume|resume|take[a-z0-9_]*) )*main $' ||
                 bad "aco-bt main: frames '$got', want aco_resume's own frames (if any), then main"
             check e "e_fn aco_protector"
+            # a co that handed off: aco_yield_to tail-jumps (through the
+            # hand-off co's entry, hop_switch) to acosw when optimised; at
+            # -O0 both stay on the stack
+            got=$(frames g)
+            echo "$got" | grep -Eq '^(hop_switch )?(aco_yield_to )?g_inner g_fn aco_protector $' ||
+                bad "aco-bt co_g: frames '$got', want [hop_switch aco_yield_to] g_inner g_fn aco_protector"
+            section g | grep -q 'evicted to its save stack' || bad "co_g not reported as evicted"
             section a | grep -q 'evicted to its save stack' || bad "co_a not reported as evicted"
             section d | grep -q '(suspended)' || bad "co_d not reported as suspended"
             section c | grep -q 'is running' || bad "co_c not reported as running"
