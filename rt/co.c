@@ -527,10 +527,11 @@ int aco_rt_cancel(aco_rt_co_t* co) {
     return 0;
 }
 
-/* Every co of s, at a pool's request (aco_rt_pool_wait, which waits until
- * each thread has done it: cancel_seen is stored when all are cancelled). */
-void rt_cancel_all(aco_rt_sched_t* s) {
-    uint32_t gen = rt_load(&s->cancel_gen);
+/* Every co of s, at a pool's request gen (aco_rt_pool_wait, which waits
+ * until each thread has done it: cancel_seen is stored when all are
+ * cancelled).  The caller read gen, then drained the inbox: a spawn sent
+ * before the request is a co of s by now. */
+void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen) {
     for (uint32_t i = 0; i < s->ncos; i++) rt_cancel_local(s->cos[i]);
     rt_lock(&s->newq_lock);
     for (uint32_t b = 0; b < s->nq_count; b++) {

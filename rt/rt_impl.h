@@ -760,7 +760,7 @@ static inline int rt_rec_opts(aco_rt_co_t* co, const aco_rt_spawn_opts_t* opts, 
 void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co);
 void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co);
 void rt_cancel_local(aco_rt_co_t* co);
-void rt_cancel_all(aco_rt_sched_t* s);
+void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen);
 void rt_cos_free_all(aco_rt_sched_t* s);
 void rt_join_abort(aco_rt_co_t* me, int err);
 

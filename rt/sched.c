@@ -361,6 +361,17 @@ static inline int may_take(aco_t* a) {
     return rt_likely(owner == a || owner == NULL) ? 0 : aco_resume_reserve(a);
 }
 
+/* A pool's cancel request (aco_rt_pool_wait(CANCEL)): its generation
+ * first, then the inbox, then every co.  A spawn another thread sent
+ * before the request was pushed before the generation grew (both seq_cst),
+ * so the drain after seeing the generation finds it; a drain before could
+ * miss it, and it would then start uncancelled after the pool's cancel. */
+static void cancel_all(aco_rt_sched_t* s) {
+    uint32_t gen = __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST);
+    drain(s);
+    rt_cancel_all(s, gen);
+}
+
 static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (may_take(rt_aco(co)) < 0) {
         rt_rq_push(s, co);
@@ -441,7 +452,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
                 s->since_poll = 0;
                 if ((s->st.io_inflight || s->wheel.armed) && (r = poll_once(s, 0)) < 0) goto out;
                 drain(s);
-                if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) rt_cancel_all(s);
+                if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) cancel_all(s);
                 /* (a spawner that never blocks: its new cos get a turn) */
                 if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED)) rt_take_new(s, s, 1);
             }
@@ -451,7 +462,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if (drain(s)) { hot = 1; continue; }
         if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED) && rt_take_new(s, s, 1)) continue;
         if (s->noutbox && rt_steal(s)) { hot = 1; continue; }
-        if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { rt_cancel_all(s); continue; }
+        if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { cancel_all(s); continue; }
         if (s->st.cos_alive == 0 && s->pool == NULL) break;
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
         if (timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 && s->pool == NULL &&
