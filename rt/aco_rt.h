@@ -363,6 +363,55 @@ int aco_rt_wait(int fd, int events, int64_t deadline);
 int aco_rt_close(int fd);
 
 /* ======================================================================== */
+/* Lent receives: the runtime's buffers, no copy of the caller's            */
+/* ======================================================================== */
+
+/* The most one lend holds. */
+#define ACO_RT_LEND_SIZE 16384
+
+/* Receive into a buffer of the runtime's and lend it to the caller: waits
+ * as aco_rt_recv does, then *data points at the bytes that came, in a
+ * buffer of ACO_RT_LEND_SIZE bytes that is the caller's until
+ * aco_rt_lend_return(*data).  The count (1 to ACO_RT_LEND_SIZE), 0 at the
+ * peer's end (again at every later call), or -errno: those of aco_rt_recv
+ * (-EBADF also when aco_rt_close closes fd meanwhile), -EINVAL (data
+ * NULL), -EBUSY (another co waits in a lend on fd's multishot receive,
+ * below: one at a time), and
+ * -ENOMEM (no memory for a buffer or the descriptor's record).  From a co
+ * (-EPERM elsewhere).  A lent buffer is never on a share stack; the caller
+ * may keep any number at once, read and write them, and pass them to
+ * another co or thread.
+ *
+ * Where it can, a scheduler lends from io_uring's provided buffer ring (a
+ * kernel of 6.0 or later: 5.19 for the ring, 6.0 for multishot receive):
+ * 128 buffers (2 MiB), made at its first lend.  A stream socket that lends
+ * gets one multishot receive, armed until the peer's end, an error, or the
+ * ring runs dry: the kernel fills a ring buffer with whatever comes, while
+ * the co does something else too, and the next lend takes it without a
+ * system call.  Everywhere else (the epoll backend, an older kernel, other
+ * descriptors, a deadline already passed) and whenever the ring has no
+ * buffer left, a lend receives once into a buffer from the heap: a lend
+ * never waits for a buffer.  aco_rt_stats() says which (lend_ring,
+ * lend_heap).
+ *
+ * On a descriptor that lends, aco_rt_read, aco_rt_recv, aco_rt_readv, the
+ * buffered reader and aco_rt_wait(POLLIN) see the bytes the multishot
+ * received first, in order, and may be mixed with lends (recv flags other
+ * than MSG_PEEK, MSG_DONTWAIT and MSG_WAITALL get -EOPNOTSUPP there; a
+ * recvmsg(2) of the program's own, or a read(2) past the runtime, would
+ * miss them).  Close such a descriptor with aco_rt_close: close(2) alone
+ * leaves the multishot holding the socket open until the number is used
+ * again by the runtime.  Lends on one descriptor by cos of two threads
+ * split its bytes between them unordered, as two threads' recv(2) would. */
+ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline);
+
+/* Give back a buffer that aco_rt_recv_lend lent (data as it gave it): 0,
+ * or -EINVAL (NULL).  From any thread, in a co or not, before or after
+ * the scheduler that lent it is freed.  Anything but a lent buffer, or one
+ * returned twice, is undefined, as free(3) of such a pointer is. */
+int aco_rt_lend_return(const char* data);
+
+/* ======================================================================== */
 /* Buffered I/O: a reader and a writer per connection, for protocols        */
 /* ======================================================================== */
 
@@ -800,6 +849,13 @@ typedef struct {
     uint64_t handoffs;          /* of switches: cos run straight from the
                                    co that blocked or yielded before them
                                    (aco_yield_to), not from the loop */
+    uint64_t lend_ring;         /* 1 once its lends come from io_uring's
+                                   provided buffer ring, 0 while it has
+                                   none (epoll, a kernel before 5.19, no
+                                   lend yet) */
+    uint64_t lends;             /* aco_rt_recv_lend calls that lent a buffer */
+    uint64_t lend_heap;         /* of lends: from a heap buffer (no ring,
+                                   the ring was empty, not a stream socket) */
 } aco_rt_stats_t;
 
 /* Counters of s (NULL: the calling thread's scheduler). */

@@ -57,7 +57,7 @@ static int fd_nonblock(int fd) {
 }
 
 /* The entry's guess of whether fd is a socket, made if it has none. */
-static int fd_kind(rt_fd_t* e, int fd) {
+int rt_fd_kind(rt_fd_t* e, int fd) {
     if (rt_likely(e->kind != RT_FD_UNKNOWN)) return e->kind;
     int type = 0;
     socklen_t len = sizeof(type);
@@ -75,9 +75,9 @@ static int fd_kind(rt_fd_t* e, int fd) {
 static void fd_fresh(aco_rt_sched_t* s, int fd) {
     rt_fd_t* e = rt_fd_get(s, fd);
     if (e == NULL) return;
-    if (e->registered || e->busy) s->be->closing(s, fd, 1);
+    if (e->registered || e->busy || e->rx) s->be->closing(s, fd, 1);
     rt_fd_forget(e);
-    fd_kind(e, fd);
+    rt_fd_kind(e, fd);
 }
 
 /* aco_rt_close on another thread: cos here that waited on that file are
@@ -154,7 +154,7 @@ static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
         return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
     if (q->kind == K_SEND)
         return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
-    int sock = fd_kind(e, q->fd) == RT_FD_SOCK;
+    int sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
     struct msghdr mh = {0};
     ssize_t r;
     switch (q->kind) {
@@ -227,16 +227,39 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     if (rt_unlikely(co == NULL)) return -EPERM;                 \
     if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED
 
-ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
-    CO_OR_EPERM(co);
+/* A descriptor that lent receives (lend.c) has bytes queued in runtime
+ * buffers, or coming there: the receive calls take those first. */
+#define FROM_LEND(co, fd, iov, cnt, flags, deadline)                         \
+    do {                                                                     \
+        rt_fd_t* e_ = rt_fd_peek((co)->s, (fd));                             \
+        if (rt_unlikely(e_ && e_->rx)) {                                     \
+            ssize_t r_ = rt_lend_read((co), e_, (iov), (cnt), (flags), (deadline)); \
+            if (r_ != RT_LEND_NONE) return r_;                               \
+        }                                                                    \
+    } while (0)
+
+static ssize_t read_plain(aco_rt_co_t* co, int fd, void* buf, size_t n, int64_t deadline) {
     if (use_uring(co, buf, n, deadline))
         return rt_uring_io(co, RT_OP_READ, fd, buf, n, 0, deadline);
     rq_t q = {K_READ, fd, buf, n, 0};
     return ready_io(co, &q, deadline);
 }
 
+ssize_t rt_recv_plain(int fd, void* buf, size_t n, int64_t deadline) {
+    return read_plain(rt_self(), fd, buf, n, deadline);
+}
+
+ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
+    CO_OR_EPERM(co);
+    struct iovec v = {buf, n};
+    FROM_LEND(co, fd, &v, 1, 0, deadline);
+    return read_plain(co, fd, buf, n, deadline);
+}
+
 ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_OR_EPERM(co);
+    struct iovec v = {buf, n};
+    FROM_LEND(co, fd, &v, 1, flags, deadline);
     if (use_uring(co, buf, n, deadline))
         return rt_uring_io(co, RT_OP_RECV, fd, buf, n, flags, deadline);
     rq_t q = {K_RECV, fd, buf, n, flags};
@@ -247,7 +270,7 @@ ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
  * a pipe's SIGPIPE would hit this thread). */
 static int uring_may_write(aco_rt_co_t* co, int fd) {
     rt_fd_t* e = rt_fd_get(co->s, fd);
-    return e && fd_kind(e, fd) == RT_FD_SOCK;
+    return e && rt_fd_kind(e, fd) == RT_FD_SOCK;
 }
 
 /* Write all n bytes: the count, or -errno if nothing was written. */
@@ -300,6 +323,7 @@ static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int
 
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
     CO_OR_EPERM(co);
+    if (iovcnt >= 0 && iovcnt <= IOV_MAX) FROM_LEND(co, fd, iov, iovcnt, 0, deadline);
     struct iovec* h = iov_for_uring(co, iov, iovcnt, deadline);
     if (h) return rt_uring_io(co, RT_OP_READV, fd, h, (size_t)iovcnt, 0, deadline);
     rq_t q = {K_READV, fd, (void*)iov, (size_t)iovcnt, 0};
@@ -401,10 +425,23 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
     struct pollfd p = {fd, (short)events, 0};
     int n = rt_sys_poll0(&p, 1);
     if (n < 0) return -errno;
+    /* Bytes a lend's multishot took off the socket are readable too; and
+     * what it takes while we wait wakes no poll: it tells the wait itself
+     * (lend.c, through e->pollers). */
+    rt_fd_t* e = rt_fd_peek(co->s, fd);
+    int lend = e && e->rx && (events & POLLIN);
+    if (lend && rt_lend_pending(e)) {
+        if (n == 1 && (p.revents & POLLNVAL)) return -EBADF;
+        return (n == 1 ? p.revents : 0) | POLLIN;
+    }
     if (n == 1) return p.revents & POLLNVAL ? -EBADF : p.revents;
     int r = rt_may_block(co, deadline);
     if (r) return r;
-    return co->s->be->wait_fd(co, fd, events, deadline);
+    if (!lend) return co->s->be->wait_fd(co, fd, events, deadline);
+    e->pollers++;
+    r = co->s->be->wait_fd(co, fd, events, deadline);
+    e->pollers--;
+    return r;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -477,7 +514,7 @@ int aco_rt_close(int fd) {
     if (s) {
         rt_fd_t* e = rt_fd_peek(s, fd);
         if (e) {
-            if (e->registered || e->busy) s->be->closing(s, fd, 0);
+            if (e->registered || e->busy || e->rx) s->be->closing(s, fd, 0);
             rt_fd_forget(e);
         }
     }

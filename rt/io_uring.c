@@ -108,9 +108,16 @@ static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
     return sqe;
 }
 
+struct io_uring* rt_ur_ring(aco_rt_sched_t* s) { return &((ur_t*)s->be_data)->ring; }
+struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s) { return get_sqe(s); }
+
 static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     void* data = io_uring_cqe_get_data(cqe);
     if (data == NULL) return;                   /* a cancel's own completion */
+    if ((uintptr_t)data & 1) {                  /* a multishot receive's (lend.c) */
+        rt_lend_cqe(s, data, cqe->res, cqe->flags);
+        return;
+    }
     if (data == EV_DATA) {                      /* a message came: read again */
         if (cqe->res != -ECANCELED) arm_evfd(s, (ur_t*)s->be_data);
         return;
@@ -227,6 +234,7 @@ static int ur_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
 static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     ur_t* u = (ur_t*)s->be_data;
     rt_fd_t* f = rt_fd_peek(s, fd);
+    if (f && f->rx) rt_lend_closing(s, f, gone);
     if (f == NULL || f->busy == 0) return;
     if (!gone) {
         /* Still open: the kernel finds the operations by the file. */

@@ -38,6 +38,8 @@ struct rt_fd {
                                    known to hold a new file */
     aco_rt_waitq_t q;           /* epoll: cos waiting for readiness
                                    (w.events says for what) */
+    struct rt_rx*  rx;          /* lend.c: its multishot receive, or NULL */
+    uint32_t       pollers;     /* cos in aco_rt_wait(POLLIN) on it */
 };
 
 /* (release: a close on another thread that sees it comes after our use of
@@ -66,6 +68,30 @@ static inline rt_fd_t* rt_fd_peek_remote(aco_rt_sched_t* s, int fd) {
     rt_fd_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
     return c ? &c[fd % RT_FD_CHUNK] : NULL;
 }
+/* The entry's guess of whether fd is a socket (RT_FD_*), made if none. */
+int      rt_fd_kind(rt_fd_t* e, int fd);                         /* io.c */
+/* A receive without the entry's rx (lend.c's heap buffers). */
+ssize_t  rt_recv_plain(int fd, void* buf, size_t n, int64_t deadline);   /* io.c */
+
+/* lend.c.  Whether the scheduler lends from a ring: */
+enum { RT_LEND_UNTRIED = 0, RT_LEND_RING, RT_LEND_HEAP };
+/* rt_lend_read's "no rx here: receive the plain way". */
+#define RT_LEND_NONE ((ssize_t)INT32_MIN)
+ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
+                      int flags, int64_t deadline);
+int      rt_lend_pending(rt_fd_t* e);
+/* A completion of a multishot receive (user_data tagged: io_uring.c). */
+void     rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags);
+/* e (with an rx) is being closed; gone as in rt_backend_t.closing. */
+void     rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone);
+/* Before the backend's fini. */
+void     rt_lend_fini(aco_rt_sched_t* s);
+#ifdef ACO_RT_HAVE_URING
+struct io_uring;
+struct io_uring* rt_ur_ring(aco_rt_sched_t* s);                  /* io_uring.c */
+struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s);
+#endif
+
 /* Forget what entry e says of the file under its number (a new file). */
 void     rt_fd_forget(rt_fd_t* e);
 void     rt_fd_free_all(aco_rt_sched_t* s);

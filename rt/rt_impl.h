@@ -16,6 +16,8 @@
  *   rt_sys.h    the system calls on descriptors, past any hooks
  *   io_uring.c  io_uring backend: operations, and readiness for buffers
  *               that lie on a share stack
+ *   lend.c      lent receives: io_uring's provided buffer ring and a
+ *               multishot receive per descriptor, heap buffers elsewhere
  *   pool.c      pools of scheduler threads, groups
  *   offload.c   blocking work on helper threads (aco_rt_offload)
  *   net.c       listen and dial "host:port" (names through offload.c)
@@ -405,6 +407,8 @@ struct aco_rt_sched {
     uint32_t            owed;           /* records it owes its siblings in
                                            all (stolen, not yet given back;
                                            each one's in outbox[].owed) */
+    struct rt_lend_pool* lend_pool;     /* lend.c: its buffer ring, or NULL */
+    uint8_t             lend_state;     /* RT_LEND_*: whether it has one */
     aco_rt_co_t*        nq_priv_head;   /* new cos not yet in the newq */
     aco_rt_co_t*        nq_priv_tail;
     uint32_t            nq_priv_n;
@@ -469,19 +473,20 @@ void rt_tmo_fire(aco_rt_timer_t* t);        /* a co's deadline passed */
 enum {
     RT_W_CHAN_SEND, RT_W_CHAN_RECV, RT_W_SELECT, RT_W_FD_IN, RT_W_FD_OUT, RT_W_JOIN,
     RT_W_SLEEP, RT_W_MUTEX, RT_W_COND, RT_W_SEM, RT_W_WG, RT_W_GROUP,
-    RT_W_OFFLOAD,
+    RT_W_OFFLOAD, RT_W_LEND,
     RT_W_UR_OP,     /* + RT_OP_*: an io_uring operation */
     RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
     RT_W_N
 };
 enum { RT_AB_SHARED, RT_AB_SELECT, RT_AB_EPOLL, RT_AB_URING, RT_AB_JOIN, RT_AB_SLEEP,
-       RT_AB_OFFLOAD };
+       RT_AB_OFFLOAD, RT_AB_LEND };
 typedef struct { const char* name; uint8_t abort; } rt_wait_kind_t;
 extern const rt_wait_kind_t rt_waits[RT_W_N];
 void rt_abort(aco_rt_co_t* co, int err);
 void rt_select_abort(aco_rt_co_t* co, int err);     /* chan.c */
 void rt_ep_abort(aco_rt_co_t* co, int err);         /* io_epoll.c */
 void rt_ur_abort(aco_rt_co_t* co, int err);         /* io_uring.c */
+void rt_lend_abort(aco_rt_co_t* co, int err);       /* lend.c */
 /* offload.c: a co waiting for a helper thread (its job in co->w.slot)
  * stops waiting (deadline, cancel: abort) or is destroyed (forsake: the
  * job's drop is called once, by whoever ends up with it); quiesce: no

@@ -58,6 +58,7 @@ const rt_wait_kind_t rt_waits[RT_W_N] = {
     [RT_W_MUTEX] = {"mutex", RT_AB_SHARED},         [RT_W_COND] = {"cond", RT_AB_SHARED},
     [RT_W_SEM] = {"sem", RT_AB_SHARED},             [RT_W_WG] = {"waitgroup", RT_AB_SHARED},
     [RT_W_GROUP] = {"group", RT_AB_SHARED},        [RT_W_OFFLOAD] = {"offload", RT_AB_OFFLOAD},
+    [RT_W_LEND] = {"recv_lend", RT_AB_LEND},
     [RT_W_UR_OP + RT_OP_READ] = {"read", RT_AB_URING},
     [RT_W_UR_OP + RT_OP_WRITE] = {"write", RT_AB_URING},
     [RT_W_UR_OP + RT_OP_READV] = {"readv", RT_AB_URING},
@@ -78,6 +79,7 @@ void rt_abort(aco_rt_co_t* co, int err) {
     case RT_AB_URING:  rt_ur_abort(co, err); break;
     case RT_AB_JOIN:   rt_join_abort(co, err); break;
     case RT_AB_OFFLOAD: rt_offload_abort(co, err); break;
+    case RT_AB_LEND:   rt_lend_abort(co, err); break;
     default:           sleep_abort(co, err); break;
     }
 }
@@ -499,6 +501,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
      * records, freed below; the program's timers outlive us disarmed. */
     rt_wheel_clear(&s->wheel);
     rt_cos_free_all(s);    /* (their timers went with the wheel) */
+    rt_lend_fini(s);
     s->be->fini(s);
     rt_fd_free_all(s);
     for (unsigned i = 0; i < s->nstacks; i++)

@@ -1,0 +1,553 @@
+/* lend.c - lent receives (aco_rt.h, "Lent receives"): the kernel fills a
+ * buffer of the runtime's, the co reads it where it lies and gives it
+ * back.
+ *
+ * Every lent buffer is ACO_RT_LEND_SIZE bytes after a header of its own
+ * (lend_hdr_t, RT_LEND_HDR bytes before the data): aco_rt_lend_return
+ * finds everything from the data pointer.  Two kinds:
+ *
+ *   ring  io_uring only: a pool of RT_LEND_BUFS buffers per scheduler,
+ *         made at its first lend, given to the kernel as a provided buffer
+ *         ring.  Each descriptor that lends gets one multishot receive
+ *         (its rx record, hung on its descriptor entry): the kernel picks a
+ *         buffer for whatever comes, whether or not a co waits, and the
+ *         completions queue the filled buffers on the rx, in order.  A lend
+ *         takes the first; when none is there it parks on the rx.  The
+ *         multishot stays armed until the peer's end, an error, the ring
+ *         running dry, or the descriptor's close.
+ *   heap  everywhere else (epoll, a kernel without buffer rings or
+ *         multishot receive, a socket that is not a stream, and whenever
+ *         the ring has no buffer left): a malloc'd buffer and one plain
+ *         receive into it.  So a lend never waits for a buffer: cos that
+ *         hold every ring buffer cannot starve another.
+ *
+ * A ring buffer is in one of three places: the kernel's ring, an rx's
+ * queue, or lent.  The pool outlives its scheduler while buffers are lent
+ * (refs: one per lent buffer, one for the scheduler).  A buffer returned on
+ * another thread than the pool's goes on the pool's return stack (atomic
+ * push, the owner takes the whole stack: no ABA), which the owner drains
+ * at its next lend; the returner drops its buffer's ref after the push, so
+ * the stack holds no refs (after the owner is gone nobody reads it).
+ *
+ * The other receive calls on a descriptor with an rx take the queued bytes
+ * first (rt_lend_read), so that mixing them with lends keeps the stream's
+ * order; aco_rt_wait for POLLIN sees them too.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+#include "rt_fd.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#ifdef ACO_RT_HAVE_URING
+#include <liburing.h>
+#endif
+
+#define RT_LEND_BUFS 128        /* a power of 2 (the ring's size) */
+#define RT_LEND_HDR 64
+#define LEND_MAGIC 0x6c656e64u  /* "lend" */
+
+enum { B_FREE, B_RING, B_QUEUED, B_LENT };
+
+typedef struct lend_hdr {
+    uint32_t         magic;
+    uint8_t          state;     /* B_* (atomic exchange at return) */
+    uint16_t         bid;       /* ring: its buffer id */
+    uint32_t         len;       /* queued: bytes in it, */
+    uint32_t         off;       /* from off (a plain receive took some) */
+    struct rt_lend_pool* pool;  /* NULL: a heap buffer */
+    struct lend_hdr* next;      /* rx queue / return stack */
+} lend_hdr_t;
+_Static_assert(sizeof(lend_hdr_t) <= RT_LEND_HDR, "the header fits before the data");
+
+typedef struct rt_lend_pool {
+    aco_rt_sched_t*  owner;     /* atomic: NULL once the scheduler is gone */
+    struct rt_rx*    rxs;       /* the owner's rx records */
+    uint32_t         refs;      /* atomic: lent buffers + 1 for the owner */
+    unsigned         in_ring;   /* buffers the kernel may pick (owner's) */
+    struct io_uring_buf_ring* br;
+    char*            mem;       /* RT_LEND_BUFS slots of RT_LEND_SLOT */
+    size_t           mem_len;
+    lend_hdr_t*      returns;   /* atomic: returned on other threads */
+} rt_lend_pool_t;
+
+#define RT_LEND_SLOT (RT_LEND_HDR + ACO_RT_LEND_SIZE)
+
+/* A descriptor's multishot receive and what it brought. */
+struct rt_rx {
+    int           fd;
+    uint32_t      gen;          /* of the descriptor entry when made */
+    uint8_t       armed;        /* the multishot is in the kernel */
+    uint8_t       dead;         /* the descriptor was closed: free at the
+                                   multishot's last completion */
+    uint8_t       eof;          /* the peer's end came (after the queue) */
+    int32_t       err;          /* an error came (after the queue), or 0 */
+    lend_hdr_t*   head;         /* filled buffers, oldest first */
+    lend_hdr_t*   tail;
+    aco_rt_co_t*  waiter;       /* the co parked on it, or NULL */
+    struct rt_rx* prev;         /* the pool's every rx, closed ones too */
+    struct rt_rx* next;         /* until their multishot ended */
+};
+
+static inline char* data_of(lend_hdr_t* h) { return (char*)h + RT_LEND_HDR; }
+static inline lend_hdr_t* hdr_of(const char* data) {
+    return (lend_hdr_t*)(void*)(data - RT_LEND_HDR);
+}
+
+static void pool_unref(rt_lend_pool_t* p) {
+    if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    munmap(p->mem, p->mem_len);
+#ifdef ACO_RT_HAVE_URING
+    if (p->br) munmap(p->br, (size_t)RT_LEND_BUFS * sizeof(struct io_uring_buf));
+#endif
+    free(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heap buffers                                                             */
+/* ------------------------------------------------------------------------ */
+
+static lend_hdr_t* heap_buf(void) {
+    lend_hdr_t* h = malloc(RT_LEND_SLOT);
+    if (h == NULL) return NULL;
+    memset(h, 0, sizeof(*h));
+    h->magic = LEND_MAGIC;
+    h->state = B_LENT;
+    return h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The ring (io_uring)                                                      */
+/* ------------------------------------------------------------------------ */
+
+#ifdef ACO_RT_HAVE_URING
+
+static inline lend_hdr_t* slot(rt_lend_pool_t* p, unsigned bid) {
+    return (lend_hdr_t*)(void*)(p->mem + (size_t)bid * RT_LEND_SLOT);
+}
+
+#define RX_TAG 1u   /* user_data of a multishot: its rx | RX_TAG (a co's
+                       record is 16-aligned) */
+
+/* Give buffer h back to the kernel (owner's thread). */
+static void ring_put(rt_lend_pool_t* p, lend_hdr_t* h) {
+    h->state = B_RING;
+    io_uring_buf_ring_add(p->br, data_of(h), ACO_RT_LEND_SIZE, h->bid,
+                          io_uring_buf_ring_mask(RT_LEND_BUFS), 0);
+    io_uring_buf_ring_advance(p->br, 1);
+    p->in_ring++;
+}
+
+/* Buffers returned on other threads: back to the kernel. */
+static void drain_returns(rt_lend_pool_t* p) {
+    if (__atomic_load_n(&p->returns, __ATOMIC_RELAXED) == NULL) return;
+    lend_hdr_t* h = __atomic_exchange_n(&p->returns, NULL, __ATOMIC_ACQUIRE);
+    while (h) {
+        lend_hdr_t* next = h->next;
+        ring_put(p, h);
+        h = next;
+    }
+}
+
+/* The scheduler's pool, made at the first lend: NULL where the kernel has
+ * no buffer rings (s->lend_state says so from then on). */
+static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
+    if (rt_likely(s->lend_pool != NULL)) return s->lend_pool;
+    if (s->lend_state != RT_LEND_UNTRIED) return NULL;
+    s->lend_state = RT_LEND_HEAP;
+    if (s->be != &rt_backend_uring) return NULL;
+    rt_lend_pool_t* p = calloc(1, sizeof(*p));
+    if (p == NULL) return NULL;
+    size_t brlen = (size_t)RT_LEND_BUFS * sizeof(struct io_uring_buf);
+    p->mem_len = (size_t)RT_LEND_BUFS * RT_LEND_SLOT;
+    p->br = mmap(NULL, brlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p->mem = mmap(NULL, p->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p->br == MAP_FAILED || p->mem == MAP_FAILED) {
+        if (p->br != MAP_FAILED) munmap(p->br, brlen);
+        if (p->mem != MAP_FAILED) munmap(p->mem, p->mem_len);
+        free(p);
+        s->lend_state = RT_LEND_UNTRIED;    /* memory: try again later */
+        return NULL;
+    }
+    io_uring_buf_ring_init(p->br);
+    struct io_uring_buf_reg reg;
+    memset(&reg, 0, sizeof(reg));
+    reg.ring_addr = (uint64_t)(uintptr_t)p->br;
+    reg.ring_entries = RT_LEND_BUFS;
+    reg.bgid = 0;
+    if (io_uring_register_buf_ring(rt_ur_ring(s), &reg, 0) != 0) {     /* before 5.19 */
+        munmap(p->br, brlen);
+        munmap(p->mem, p->mem_len);
+        free(p);
+        return NULL;
+    }
+    p->owner = s;
+    p->refs = 1;
+    for (unsigned i = 0; i < RT_LEND_BUFS; i++) {
+        lend_hdr_t* h = slot(p, i);
+        h->magic = LEND_MAGIC;
+        h->bid = (uint16_t)i;
+        h->pool = p;
+        ring_put(p, h);
+    }
+    s->lend_pool = p;
+    s->lend_state = RT_LEND_RING;
+    s->st.lend_ring = 1;
+    return p;
+}
+
+/* Arm rx's multishot receive. */
+static void rx_arm(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
+    struct io_uring_sqe* sqe = rt_ur_sqe(s);
+    io_uring_prep_recv_multishot(sqe, rx->fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = 0;
+    io_uring_sqe_set_data(sqe, (void*)((uintptr_t)rx | RX_TAG));
+    rx->armed = 1;
+    rt_fd_busy_add(e, 1);       /* closes must cancel it */
+    s->st.io_inflight++;
+}
+
+static void rx_wake(struct rt_rx* rx) {
+    aco_rt_co_t* co = rx->waiter;
+    if (co) {
+        rx->waiter = NULL;
+        rt_wake(co, 0);
+    }
+}
+
+static void rx_free(aco_rt_sched_t* s, struct rt_rx* rx) {
+    rt_lend_pool_t* p = s->lend_pool;
+    for (lend_hdr_t* h = rx->head; h; ) {
+        lend_hdr_t* next = h->next;
+        ring_put(p, h);
+        h = next;
+    }
+    if (rx->prev) rx->prev->next = rx->next; else p->rxs = rx->next;
+    if (rx->next) rx->next->prev = rx->prev;
+    free(rx);
+}
+
+/* cos in aco_rt_wait(POLLIN) on rx's descriptor: what the multishot took
+ * from the socket will not wake their poll, so end their waits with
+ * POLLIN (the result of an io_uring poll that is cancelled: io_abort). */
+static void rx_wake_pollers(aco_rt_sched_t* s, struct rt_rx* rx) {
+    for (uint32_t i = 0; i < s->ncos; i++) {
+        aco_rt_co_t* co = s->cos[i];
+        if (co->state == RT_PARKED && co->wait == RT_W_UR_OP + RT_OP_POLL &&
+            (co->flags & RT_IO_OP) && co->w.io.fd == rx->fd)
+            rt_ur_abort(co, POLLIN);
+    }
+}
+
+void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
+    struct rt_rx* rx = (struct rt_rx*)((uintptr_t)data & ~(uintptr_t)RX_TAG);
+    rt_lend_pool_t* p = s->lend_pool;
+    if (flags & IORING_CQE_F_BUFFER) {
+        lend_hdr_t* h = slot(p, flags >> IORING_CQE_BUFFER_SHIFT);
+        p->in_ring--;
+        if (res > 0 && !rx->dead) {
+            h->state = B_QUEUED;
+            h->len = (uint32_t)res;
+            h->off = 0;
+            h->next = NULL;
+            if (rx->tail) rx->tail->next = h; else rx->head = h;
+            rx->tail = h;
+        } else {
+            ring_put(p, h);
+        }
+    } else if (res == 0) {
+        rx->eof = 1;
+    } else if (res < 0 && res != -ENOBUFS && res != -ECANCELED) {
+        rx->err = res;
+    }
+    rt_fd_t* e = rt_fd_peek(s, rx->fd);
+    if (e && e->gen != rx->gen) e = NULL;       /* (a new file: not ours) */
+    if (!(flags & IORING_CQE_F_MORE)) {         /* it ended */
+        rx->armed = 0;
+        s->st.io_inflight--;
+        if (e && e->busy) rt_fd_busy_add(e, -1);
+        if (rx->dead) {
+            rx_free(s, rx);
+            return;
+        }
+    }
+    if (rx->dead) return;
+    rx_wake(rx);
+    if (e && e->pollers) rx_wake_pollers(s, rx);
+}
+
+/* fd's entry e is being closed (gone: maybe closed already, its number
+ * maybe another file's): the rx stops; the co parked on it gets -EBADF. */
+void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
+    struct rt_rx* rx = e->rx;
+    e->rx = NULL;
+    rx->dead = 1;
+    aco_rt_co_t* co = rx->waiter;
+    if (co) {
+        rx->waiter = NULL;
+        rt_wake(co, -EBADF);
+    }
+    if (!rx->armed) {
+        rx_free(s, rx);
+        return;
+    }
+    if (gone) {     /* (open: the caller cancels every operation on the file) */
+        struct io_uring_sqe* sqe = rt_ur_sqe(s);
+        io_uring_prep_cancel(sqe, (void*)((uintptr_t)rx | RX_TAG), 0);
+        io_uring_sqe_set_data(sqe, NULL);
+    }
+}
+
+void rt_lend_fini(aco_rt_sched_t* s) {
+    rt_lend_pool_t* p = s->lend_pool;
+    if (p == NULL) return;
+    /* The kernel picks no buffer from here on; the rx records go (their
+     * multishots die with the ring). */
+    io_uring_unregister_buf_ring(rt_ur_ring(s), 0);
+    while (p->rxs) {
+        struct rt_rx* rx = p->rxs;
+        rt_fd_t* e = rt_fd_peek(s, rx->fd);
+        if (e && e->rx == rx) e->rx = NULL;
+        p->rxs = rx->next;
+        free(rx);
+    }
+    __atomic_store_n(&p->owner, NULL, __ATOMIC_RELEASE);
+    s->lend_pool = NULL;
+    pool_unref(p);
+}
+
+#else /* !ACO_RT_HAVE_URING */
+
+static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) { (void)s; return NULL; }
+static void drain_returns(rt_lend_pool_t* p) { (void)p; }
+void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
+    (void)s; (void)data; (void)res; (void)flags;
+}
+void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
+    (void)s; (void)gone;
+    free(e->rx);
+    e->rx = NULL;
+}
+void rt_lend_fini(aco_rt_sched_t* s) { (void)s; }
+static void rx_arm(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
+    (void)s; (void)e; (void)rx;
+}
+
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* The calls                                                                */
+/* ------------------------------------------------------------------------ */
+
+void rt_lend_abort(aco_rt_co_t* co, int err) {
+    struct rt_rx* rx = (struct rt_rx*)(uintptr_t)co->wait_obj;
+    if (rx->waiter == co) rx->waiter = NULL;
+    rt_wake(co, err);
+}
+
+/* fd's rx, if it has a live one. */
+static struct rt_rx* rx_of(rt_fd_t* e) {
+    struct rt_rx* rx = e->rx;
+    if (rx && rx->gen != e->gen) {  /* (rt_lend_closing comes first: never) */
+        e->rx = NULL;
+        return NULL;
+    }
+    return rx;
+}
+
+/* Park co on rx until something comes: 0, or -errno. */
+static int rx_wait(aco_rt_co_t* co, struct rt_rx* rx, int64_t deadline) {
+    if (rx->waiter) return -EBUSY;
+    int r = rt_may_block(co, deadline);
+    if (r) return r;
+    rx->waiter = co;
+    return rt_park(co, RT_W_LEND, rx, deadline);
+}
+
+/* Take the queue's first buffer off rx. */
+static lend_hdr_t* rx_pop(struct rt_rx* rx) {
+    lend_hdr_t* h = rx->head;
+    rx->head = h->next;
+    if (rx->head == NULL) rx->tail = NULL;
+    return h;
+}
+
+/* What rx holds instead of bytes: 0 at the end, the error (once), or 1
+ * if nothing. */
+static int rx_end(struct rt_rx* rx) {
+    if (rx->err) {
+        int r = rx->err;
+        rx->err = 0;
+        return r;
+    }
+    return rx->eof ? 0 : 1;
+}
+
+/* A lend from a heap buffer: one plain receive. */
+static ssize_t lend_heap(aco_rt_sched_t* s, int fd, const char** data, int64_t deadline) {
+    lend_hdr_t* h = heap_buf();
+    if (h == NULL) return -ENOMEM;
+    ssize_t n = rt_recv_plain(fd, data_of(h), ACO_RT_LEND_SIZE, deadline);
+    if (n <= 0) {
+        free(h);
+        return n;
+    }
+    s->st.lends++;
+    s->st.lend_heap++;
+    *data = data_of(h);
+    return n;
+}
+
+ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
+    aco_rt_co_t* co = rt_self();
+    if (rt_unlikely(co == NULL)) return -EPERM;
+    if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED;
+    if (data == NULL) return -EINVAL;
+    aco_rt_sched_t* s = co->s;
+    rt_fd_t* e = rt_fd_get(s, fd);
+    if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;
+    rt_lend_pool_t* p = pool_get(s);
+    if (p == NULL) return lend_heap(s, fd, data, deadline);
+    drain_returns(p);
+    struct rt_rx* rx = rx_of(e);
+    for (;;) {
+        if (rx && rx->head) {
+            lend_hdr_t* h = rx_pop(rx);
+            if (h->off) memmove(data_of(h), data_of(h) + h->off, h->len);
+            h->off = 0;
+            h->state = B_LENT;
+            __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+            s->st.lends++;
+            *data = data_of(h);
+            return (ssize_t)h->len;
+        }
+        if (rx) {
+            int r = rx_end(rx);
+            if (r <= 0) return r;
+        }
+        if (rx == NULL || !rx->armed) {
+            /* Arm the multishot: a stream socket, buffers in the ring,
+             * and a deadline still to come. */
+            if (p->in_ring == 0 || (deadline != -1 && (deadline <= 0 || deadline <= rt_now())))
+                return lend_heap(s, fd, data, deadline);
+            if (rx == NULL) {
+                if (rt_fd_kind(e, fd) != RT_FD_SOCK || !e->stream)
+                    return lend_heap(s, fd, data, deadline);
+                if ((rx = calloc(1, sizeof(*rx))) == NULL) return -ENOMEM;
+                rx->fd = fd;
+                rx->gen = e->gen;
+                rx->next = p->rxs;
+                if (p->rxs) p->rxs->prev = rx;
+                p->rxs = rx;
+                e->rx = rx;
+            }
+            rx_arm(s, e, rx);
+        }
+        int r = rx_wait(co, rx, deadline);
+        if (r < 0) return r;
+        if (e->rx != rx) return -EBADF;     /* closed meanwhile */
+    }
+}
+
+int aco_rt_lend_return(const char* data) {
+    if (data == NULL) return -EINVAL;
+    lend_hdr_t* h = hdr_of(data);
+    if (h->magic != LEND_MAGIC ||
+        __atomic_exchange_n(&h->state, (uint8_t)B_FREE, __ATOMIC_ACQ_REL) != B_LENT)
+        return -EINVAL;
+    rt_lend_pool_t* p = h->pool;
+    if (p == NULL) {
+        h->magic = 0;
+        free(h);
+        return 0;
+    }
+#ifdef ACO_RT_HAVE_URING
+    aco_rt_sched_t* me = rt_tls_sched;
+    if (me && __atomic_load_n(&p->owner, __ATOMIC_ACQUIRE) == me) {
+        ring_put(p, h);
+        pool_unref(p);
+        return 0;
+    }
+#endif
+    /* Another thread's pool (or its scheduler is gone): its return stack. */
+    lend_hdr_t* top = __atomic_load_n(&p->returns, __ATOMIC_RELAXED);
+    do {
+        h->next = top;
+    } while (!__atomic_compare_exchange_n(&p->returns, &top, h, 1, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
+    pool_unref(p);
+    return 0;
+}
+
+/* Copy n bytes from src into iov[0, cnt) from byte at on: the count. */
+static size_t iov_put(const struct iovec* iov, int cnt, size_t at, const char* src, size_t n) {
+    size_t done = 0;
+    for (int i = 0; i < cnt && done < n; i++) {
+        if (at >= iov[i].iov_len) {
+            at -= iov[i].iov_len;
+            continue;
+        }
+        size_t c = iov[i].iov_len - at;
+        if (c > n - done) c = n - done;
+        memcpy((char*)iov[i].iov_base + at, src + done, c);
+        done += c;
+        at = 0;
+    }
+    return done;
+}
+
+/* The other receive calls on a descriptor with an rx (io.c): copy what is
+ * queued (MSG_PEEK: without taking it), or wait for the multishot.  The
+ * count, 0 at the end, -errno, or RT_LEND_NONE: no rx (or its multishot
+ * ended with nothing queued), go the plain way. */
+ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
+                     int flags, int64_t deadline) {
+    struct rt_rx* rx = rx_of(e);
+    if (rx == NULL) return RT_LEND_NONE;
+    if (flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
+        return -EOPNOTSUPP;
+    size_t want = 0;
+    for (int i = 0; i < cnt; i++) want += iov[i].iov_len;
+    if (want == 0) return 0;
+    size_t got = 0;
+    for (;;) {
+        if (flags & MSG_PEEK) got = 0;      /* (nothing was taken) */
+        lend_hdr_t* h = rx->head;
+        while (h && got < want) {
+            size_t c = iov_put(iov, cnt, got, data_of(h) + h->off, h->len);
+            got += c;
+            if (flags & MSG_PEEK) {
+                h = h->next;
+            } else if (c < h->len) {
+                h->off += (uint32_t)c;
+                h->len -= (uint32_t)c;
+                break;
+            } else {
+                rx_pop(rx);
+#ifdef ACO_RT_HAVE_URING
+                ring_put(co->s->lend_pool, h);
+#endif
+                h = rx->head;
+            }
+        }
+        if (got == want || (got && !(flags & MSG_WAITALL))) return (ssize_t)got;
+        if (rx->head == NULL) {
+            int r = rx_end(rx);
+            if (r <= 0) return got ? (ssize_t)got : r;
+        }
+        if (!rx->armed) return got ? (ssize_t)got : RT_LEND_NONE;
+        if (flags & MSG_DONTWAIT) return got ? (ssize_t)got : -EAGAIN;
+        int r = rx_wait(co, rx, deadline);
+        if (r < 0) return got ? (ssize_t)got : r;
+        if (e->rx != rx) return got ? (ssize_t)got : -EBADF;
+    }
+}
+
+/* aco_rt_wait: bytes (or the end) wait on fd's rx. */
+int rt_lend_pending(rt_fd_t* e) {
+    struct rt_rx* rx = rx_of(e);
+    return rx && (rx->head || rx->eof || rx->err);
+}
