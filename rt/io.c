@@ -425,23 +425,30 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
     struct pollfd p = {fd, (short)events, 0};
     int n = rt_sys_poll0(&p, 1);
     if (n < 0) return -errno;
-    /* Bytes a lend's multishot took off the socket are readable too; and
-     * what it takes while we wait wakes no poll: it tells the wait itself
-     * (lend.c, through e->pollers). */
+    /* A descriptor that lends: bytes its multishot took off the socket are
+     * readable too; while the multishot is armed, what comes to the socket
+     * is its own (the socket's POLLIN is not ours to see), and its arrival
+     * wakes this wait (lend.c, through e->pollers). */
     rt_fd_t* e = rt_fd_peek(co->s, fd);
-    int lend = e && e->rx && (events & POLLIN);
-    if (lend && rt_lend_pending(e)) {
+    int lend = e && e->rx && (events & POLLIN) ? rt_lend_state(e) : -1;
+    if (lend == 1) {
         if (n == 1 && (p.revents & POLLNVAL)) return -EBADF;
         return (n == 1 ? p.revents : 0) | POLLIN;
+    }
+    if (lend == 0) {
+        short rev = n == 1 ? (short)(p.revents & ~POLLIN) : 0;
+        if (rev) return rev & POLLNVAL ? -EBADF : rev;
+        int r = rt_may_block(co, deadline);
+        if (r) return r;
+        e->pollers++;
+        r = co->s->be->wait_fd(co, fd, events & ~POLLIN, deadline);
+        e->pollers--;
+        return r;
     }
     if (n == 1) return p.revents & POLLNVAL ? -EBADF : p.revents;
     int r = rt_may_block(co, deadline);
     if (r) return r;
-    if (!lend) return co->s->be->wait_fd(co, fd, events, deadline);
-    e->pollers++;
-    r = co->s->be->wait_fd(co, fd, events, deadline);
-    e->pollers--;
-    return r;
+    return co->s->be->wait_fd(co, fd, events, deadline);
 }
 
 /* ------------------------------------------------------------------------ */

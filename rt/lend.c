@@ -358,10 +358,16 @@ static struct rt_rx* rx_of(rt_fd_t* e) {
     return rx;
 }
 
-/* Park co on rx until something comes: 0, or -errno. */
+/* Park co on rx until something comes: 0, or -errno.  A deadline that
+ * has passed first reaps the completions there are (the one non-blocking
+ * try of the other calls): 0 if that brought something. */
 static int rx_wait(aco_rt_co_t* co, struct rt_rx* rx, int64_t deadline) {
     if (rx->waiter) return -EBUSY;
     int r = rt_may_block(co, deadline);
+    if (r == -ETIMEDOUT) {
+        co->s->be->poll(co->s, 0);
+        return rx->head || rx->eof || rx->err || !rx->armed ? 0 : r;
+    }
     if (r) return r;
     rx->waiter = co;
     return rt_park(co, RT_W_LEND, rx, deadline);
@@ -546,8 +552,12 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
     }
 }
 
-/* aco_rt_wait: bytes (or the end) wait on fd's rx. */
-int rt_lend_pending(rt_fd_t* e) {
+/* aco_rt_wait: 1 if bytes (or the end) wait on fd's rx, 0 if its
+ * multishot is armed with nothing queued (what comes to the socket is its:
+ * the socket's POLLIN says nothing), -1 if neither. */
+int rt_lend_state(rt_fd_t* e) {
     struct rt_rx* rx = rx_of(e);
-    return rx && (rx->head || rx->eof || rx->err);
+    if (rx == NULL) return -1;
+    if (rx->head || rx->eof || rx->err) return 1;
+    return rx->armed ? 0 : -1;
 }

@@ -79,7 +79,7 @@ enum { RT_LEND_UNTRIED = 0, RT_LEND_RING, RT_LEND_HEAP };
 #define RT_LEND_NONE ((ssize_t)INT32_MIN)
 ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
                       int flags, int64_t deadline);
-int      rt_lend_pending(rt_fd_t* e);
+int      rt_lend_state(rt_fd_t* e);
 /* A completion of a multishot receive (user_data tagged: io_uring.c). */
 void     rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags);
 /* e (with an rx) is being closed; gone as in rt_backend_t.closing. */
