@@ -5,11 +5,13 @@
  *   aco_resp [--port N] [--backend uring|epoll] [--bind ADDR] [--threads T]
  *            [--accept reuseport|handoff]
  *
- * One co per connection.  It receives into the connection's input buffer
- * (heap: io_uring may fill it while the co is parked), executes the
- * complete commands there (pipelining) appending the replies to the
- * connection's output buffer, up to 256 KiB of them, sends that, and goes
- * on.  While the peer does not take the replies, its requests are still
+ * One co per connection.  It receives into buffers the runtime lends
+ * (aco_rt_recv_lend: with io_uring, one multishot receive per connection
+ * into the provided buffer ring, so a request that came while the co was
+ * busy costs no system call), executes the complete commands where they
+ * lie (pipelining) appending the replies to the connection's output
+ * buffer, up to 256 KiB of them, sends that, and goes on; a command split
+ * between receives is gathered in the connection's input buffer.  While the peer does not take the replies, its requests are still
  * read (into the input buffer, executed once the replies are out): a
  * client may write its whole pipeline before reading.  A protocol error
  * gets "-ERR <what>" and the connection closed, as redis does; so does an
@@ -109,21 +111,22 @@ static int flush_out(conn_t* c) {
     return 0;
 }
 
-/* Execute the complete commands in c->in, until their replies fill
- * OUT_BATCH (the rest is left for after they are sent: a pipeline of GETs
- * must not build all its replies at once): 0 to go on, -1 to close (after
- * flushing what the replies say). */
-static int serve_input(conn_t* c) {
+/* Execute the complete commands in in[0, len) (c->in, or a lent buffer),
+ * until their replies fill OUT_BATCH (the rest is left for after they are
+ * sent: a pipeline of GETs must not build all its replies at once): 0 to
+ * go on, -1 to close (after flushing what the replies say).  *done: the
+ * bytes executed. */
+static int serve(conn_t* c, const char* in, size_t len, size_t* done) {
     size_t off = 0, used = 0;
     int r = RESP_OK;
     store_enter();
     while (c->out.len < OUT_BATCH &&
-           (r = resp_parse(&c->p, c->in.ptr + off, c->in.len - off, &used)) == RESP_OK) {
+           (r = resp_parse(&c->p, in + off, len - off, &used)) == RESP_OK) {
         off += used;
         int e = kv_exec(store, c->p.argc, c->p.argv, &c->out);
         if (e == KV_CLOSE || e < 0) {   /* QUIT, or no memory for the reply */
             store_leave();
-            resp_buf_consume(&c->in, off);
+            *done = off;
             return -1;
         }
     }
@@ -133,47 +136,68 @@ static int serve_input(conn_t* c) {
         char msg[128];
         int n = snprintf(msg, sizeof(msg), "ERR %s", e);
         resp_add_error(&c->out, msg, (size_t)n);
+        *done = off;
         return -1;
     }
     if (r == RESP_OK) {
         c->pending = 1;                 /* a full batch: more may follow */
         used = 0;
     }
-    off += used;
-    resp_buf_consume(&c->in, off);
+    *done = off + used;
     return 0;
+}
+
+static int serve_input(conn_t* c) {
+    size_t done;
+    int r = serve(c, c->in.ptr, c->in.len, &done);
+    resp_buf_consume(&c->in, done);
+    return r;
+}
+
+/* Receive what comes next, in a buffer the runtime lends, and execute what
+ * is complete: 0 to go on, 1 to close after the replies, -1 to close now.
+ * The lent buffer is parsed where it lies when c->in is empty (no copy);
+ * a part command, or a full batch's rest, is copied to c->in. */
+static int receive_and_serve(conn_t* c) {
+    const char* p;
+    ssize_t n = aco_rt_recv_lend(c->fd, &p, -1);
+    if (n <= 0) return -1;              /* peer closed or reset */
+    size_t done = 0;
+    int stop = 0;
+    if (c->in.len == 0 && resp_parser_need(&c->p) <= (size_t)n)
+        stop = serve(c, p, (size_t)n, &done) < 0;
+    if (!stop && done < (size_t)n) {
+        if (c->in.len + ((size_t)n - done) > QUERY_LIMIT) {
+            resp_add_error(&c->out, "ERR query buffer limit exceeded", 31);
+            stop = 1;
+        } else if (resp_buf_append(&c->in, p + done, (size_t)n - done) < 0) {
+            resp_add_error(&c->out, "ERR out of memory", 17);
+            stop = 1;
+        } else if (done == 0) {
+            c->pending = 1;             /* (not parsed yet) */
+        }
+    }
+    aco_rt_lend_return(p);
+    return stop;
 }
 
 static void conn_co(void* arg) {
     conn_t* c = (conn_t*)arg;
     for (;;) {
-        /* Room for the next read: what the parser says a pending command
-         * needs, at least a chunk. */
-        size_t need = resp_parser_need(&c->p);
-        if (!c->pending) {              /* else execute what is there */
+        int stop;
+        if (!c->pending) {
             if (c->eof) goto done;
-            size_t want = need > c->in.len ? need - c->in.len : 0;
-            if (want < READ_CHUNK) want = READ_CHUNK;
-            if (c->in.len + want > QUERY_LIMIT) {
-                resp_add_error(&c->out, "ERR query buffer limit exceeded", 31);
-                break;
-            }
-            if (resp_buf_reserve(&c->in, want) < 0) {
-                resp_add_error(&c->out, "ERR out of memory", 17);
-                break;
-            }
-            ssize_t n = aco_rt_recv(c->fd, c->in.ptr + c->in.len, c->in.cap - c->in.len, 0, -1);
-            if (n <= 0) goto done;      /* peer closed or reset */
-            c->in.len += (size_t)n;
+            if ((stop = receive_and_serve(c)) < 0) goto done;
+        } else {                        /* execute what c->in holds */
+            c->pending = 0;
+            /* (a big argument still arriving: receive first) */
+            if (c->in.len < resp_parser_need(&c->p)) continue;
+            stop = serve_input(c);
         }
-        c->pending = 0;
-        if (c->in.len < need) continue; /* a big argument still arriving */
-        int stop = serve_input(c);
         if (flush_out(c) < 0) goto done;
         if (stop) goto linger;
         resp_buf_shrink(&c->in, 1 << 20);
     }
-    if (flush_out(c) < 0) goto done;
 linger:
     /* We close first (an error, QUIT): the client may still be sending.
      * Closing with unread input would reset the connection, and a reset

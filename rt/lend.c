@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #include "rt_impl.h"
 #include "rt_fd.h"
+#include "rt_sys.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -358,10 +359,22 @@ static struct rt_rx* rx_of(rt_fd_t* e) {
     return rx;
 }
 
-/* Park co on rx until something comes: 0, or -errno.  A deadline that
- * has passed first reaps the completions there are (the one non-blocking
- * try of the other calls): 0 if that brought something. */
-static int rx_wait(aco_rt_co_t* co, struct rt_rx* rx, int64_t deadline) {
+/* The kernel may miss a socket's end with a multishot armed (a race on
+ * some kernels: the reset or the EOF comes, no completion follows).  So a
+ * wait on an rx looks at the socket itself after RT_LEND_CHECK, then after
+ * twice that, up to RT_LEND_CHECK_MAX apart: if poll(2) says it ended
+ * (POLLERR, POLLHUP, POLLRDHUP) while the multishot says nothing, the rx
+ * is given up (cancelled, and closed as by aco_rt_close: what it still
+ * brings is dropped, none can come after the end) and the calls go the
+ * plain way, which reads what the socket still holds, then the end. */
+#define RT_LEND_CHECK (1000 * 1000000LL)
+#define RT_LEND_CHECK_MAX (8 * RT_LEND_CHECK)
+
+/* Park co on rx until something comes: 0, -errno, or RT_LEND_NONE (the
+ * rx was given up: receive the plain way).  A deadline that has passed
+ * first reaps the completions there are (the one non-blocking try of the
+ * other calls): 0 if that brought something. */
+static int rx_wait(aco_rt_co_t* co, rt_fd_t* e, struct rt_rx* rx, int64_t deadline) {
     if (rx->waiter) return -EBUSY;
     int r = rt_may_block(co, deadline);
     if (r == -ETIMEDOUT) {
@@ -369,10 +382,22 @@ static int rx_wait(aco_rt_co_t* co, struct rt_rx* rx, int64_t deadline) {
         return rx->head || rx->eof || rx->err || !rx->armed ? 0 : r;
     }
     if (r) return r;
-    rx->waiter = co;
-    return rt_park(co, RT_W_LEND, rx, deadline);
+    aco_rt_sched_t* s = co->s;
+    for (int64_t check = RT_LEND_CHECK;; check *= 2) {
+        if (check > RT_LEND_CHECK_MAX) check = RT_LEND_CHECK_MAX;
+        int64_t look = (s->wheel.now << RT_TICK_SHIFT) + check;
+        int mine = deadline == -1 || look < deadline;
+        rx->waiter = co;
+        r = rt_park(co, RT_W_LEND, rx, mine ? look : deadline);
+        if (r != -ETIMEDOUT || !mine || e->rx != rx) return r;
+        if (rx->head || rx->eof || rx->err || !rx->armed) return 0;
+        struct pollfd p = {rx->fd, POLLIN | POLLRDHUP, 0};
+        if (rt_sys_poll0(&p, 1) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) {
+            rt_lend_closing(s, e, 1);
+            return (int)RT_LEND_NONE;
+        }
+    }
 }
-
 /* Take the queue's first buffer off rx. */
 static lend_hdr_t* rx_pop(struct rt_rx* rx) {
     lend_hdr_t* h = rx->head;
@@ -452,7 +477,8 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
             }
             rx_arm(s, e, rx);
         }
-        int r = rx_wait(co, rx, deadline);
+        int r = rx_wait(co, e, rx, deadline);
+        if (r == (int)RT_LEND_NONE) return lend_heap(s, fd, data, deadline);
         if (r < 0) return r;
         if (e->rx != rx) return -EBADF;     /* closed meanwhile */
     }
@@ -546,7 +572,8 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
         }
         if (!rx->armed) return got ? (ssize_t)got : RT_LEND_NONE;
         if (flags & MSG_DONTWAIT) return got ? (ssize_t)got : -EAGAIN;
-        int r = rx_wait(co, rx, deadline);
+        int r = rx_wait(co, e, rx, deadline);
+        if (r == (int)RT_LEND_NONE) return got ? (ssize_t)got : RT_LEND_NONE;
         if (r < 0) return got ? (ssize_t)got : r;
         if (e->rx != rx) return got ? (ssize_t)got : -EBADF;
     }
