@@ -181,6 +181,22 @@ static int receive_and_serve(conn_t* c) {
     return stop;
 }
 
+/* We close first (an error, QUIT): the client may still be sending.
+ * Closing with unread input would reset the connection, and a reset makes
+ * the client's kernel drop the reply it has not read yet: so say we are
+ * done and read what comes, for up to a second.  Out of line: its sink
+ * would make every frame of conn_co 4 KiB bigger, which the co's share
+ * stack copies at every switch. */
+static __attribute__((noinline)) void linger(int fd) {
+    shutdown(fd, SHUT_WR);
+    int64_t until = aco_rt_in_ms(1000);
+    size_t left = 16 << 20;
+    char sink[4096];
+    ssize_t n;
+    while (left && (n = aco_rt_recv(fd, sink, sizeof(sink), 0, until)) > 0)
+        left -= (size_t)n < left ? (size_t)n : left;
+}
+
 static void conn_co(void* arg) {
     conn_t* c = (conn_t*)arg;
     for (;;) {
@@ -199,19 +215,7 @@ static void conn_co(void* arg) {
         resp_buf_shrink(&c->in, 1 << 20);
     }
 linger:
-    /* We close first (an error, QUIT): the client may still be sending.
-     * Closing with unread input would reset the connection, and a reset
-     * makes the client's kernel drop the reply it has not read yet: so
-     * say we are done and read what comes, for up to a second. */
-    shutdown(c->fd, SHUT_WR);
-    {
-        int64_t until = aco_rt_in_ms(1000);
-        size_t left = 16 << 20;
-        char sink[4096];
-        ssize_t n;
-        while (left && (n = aco_rt_recv(c->fd, sink, sizeof(sink), 0, until)) > 0)
-            left -= (size_t)n < left ? (size_t)n : left;
-    }
+    linger(c->fd);
 done:
     aco_rt_close(c->fd);
     resp_buf_free(&c->in);
