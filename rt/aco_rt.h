@@ -392,14 +392,18 @@ int aco_rt_close(int fd);
  * descriptors, a deadline already passed) and whenever the ring has no
  * buffer left, a lend receives once into a buffer from the heap: a lend
  * never waits for a buffer.  aco_rt_stats() says which (lend_ring,
- * lend_heap).
+ * lend_heap).  Some kernels miss a socket's end while a multishot is armed
+ * (no completion comes): a call that waits on one looks at the socket
+ * itself after 1 s, then 2, 4 and every 8 s, and once poll(2) says it
+ * ended, receives the plain way (the end is seen within 8 s).
  *
  * On a descriptor that lends, aco_rt_read, aco_rt_recv, aco_rt_readv, the
  * buffered reader and aco_rt_wait(POLLIN) see the bytes the multishot
  * received first, in order, and may be mixed with lends (recv flags other
  * than MSG_PEEK, MSG_DONTWAIT and MSG_WAITALL get -EOPNOTSUPP there; a
  * recvmsg(2) of the program's own, or a read(2) past the runtime, would
- * miss them).  Close such a descriptor with aco_rt_close: close(2) alone
+ * miss them); one co at a time may wait on it (another gets -EBUSY).
+ * Close such a descriptor with aco_rt_close: close(2) alone
  * leaves the multishot holding the socket open until the number is used
  * again by the runtime.  Lends on one descriptor by cos of two threads
  * split its bytes between them unordered, as two threads' recv(2) would. */
