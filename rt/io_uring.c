@@ -12,6 +12,10 @@
  * own completion arrives: the kernel may still write the buffer until then.
  * If the operation completed anyway, its result stands (no data is lost).
  *
+ * A multishot receive of a lending descriptor (lend.c) has its rx record,
+ * tagged with the low bit, as user_data: complete() hands its completions
+ * to lend.c.
+ *
  * Buffers on a share stack never get here (io.c): SQEs are submitted later,
  * when another co may own that stack.  For those, and for descriptors
  * somebody made non-blocking (the operation then fails with EAGAIN),
