@@ -89,6 +89,10 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
         free(u);
         return -ENOSYS;     /* kernel older than 5.11: use epoll */
     }
+    /* The ring's own descriptor registered (5.18 and later; older kernels
+     * say EINVAL and it stays a plain one): io_uring_enter then skips the
+     * descriptor lookup.  Only this thread enters this ring. */
+    io_uring_register_ring_fd(&u->ring);
     s->be_data = u;
     arm_evfd(s, u);
     return 0;
