@@ -68,6 +68,7 @@ typedef struct rt_lend_pool {
     struct rt_rx*    rxs;       /* the owner's rx records */
     uint32_t         refs;      /* atomic: lent buffers + 1 for the owner */
     unsigned         in_ring;   /* buffers the kernel may pick (owner's) */
+    uint8_t          no_multishot;  /* the kernel said EINVAL to one (5.19) */
     struct io_uring_buf_ring* br;
     char*            mem;       /* RT_LEND_BUFS slots of RT_LEND_SLOT */
     size_t           mem_len;
@@ -238,7 +239,7 @@ static void rx_wake_pollers(aco_rt_sched_t* s, struct rt_rx* rx) {
     for (uint32_t i = 0; i < s->ncos; i++) {
         aco_rt_co_t* co = s->cos[i];
         if (co->state == RT_PARKED && co->wait == RT_W_UR_OP + RT_OP_POLL &&
-            (co->flags & RT_IO_OP) && co->w.io.fd == rx->fd)
+            (co->flags & RT_IO_OP) && co->w.io.fd == rx->fd && co->w.io.gen == rx->gen)
             rt_ur_abort(co, POLLIN);
     }
 }
@@ -261,6 +262,12 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
         }
     } else if (res == 0) {
         rx->eof = 1;
+    } else if (res == -EINVAL && !(flags & IORING_CQE_F_MORE) && rx->armed == 1 &&
+               !p->no_multishot && s->st.lends == s->st.lend_heap) {
+        /* the ring is there (5.19), multishot receive not (6.0): lend
+         * from the heap from now on */
+        p->no_multishot = 1;
+        s->st.lend_ring = 0;
     } else if (res < 0 && res != -ENOBUFS && res != -ECANCELED) {
         rx->err = res;
     }
@@ -441,7 +448,7 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
     rt_fd_t* e = rt_fd_get(s, fd);
     if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;
     rt_lend_pool_t* p = pool_get(s);
-    if (p == NULL) return lend_heap(s, fd, data, deadline);
+    if (p == NULL || p->no_multishot) return lend_heap(s, fd, data, deadline);
     drain_returns(p);
     struct rt_rx* rx = rx_of(e);
     for (;;) {
@@ -462,7 +469,8 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
         if (rx == NULL || !rx->armed) {
             /* Arm the multishot: a stream socket, buffers in the ring,
              * and a deadline still to come. */
-            if (p->in_ring == 0 || (deadline != -1 && (deadline <= 0 || deadline <= rt_now())))
+            if (p->no_multishot || p->in_ring == 0 ||
+                (deadline != -1 && (deadline <= 0 || deadline <= rt_now())))
                 return lend_heap(s, fd, data, deadline);
             if (rx == NULL) {
                 if (rt_fd_kind(e, fd) != RT_FD_SOCK || !e->stream)
