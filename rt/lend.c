@@ -396,7 +396,8 @@ static int rx_wait(aco_rt_co_t* co, rt_fd_t* e, struct rt_rx* rx, int64_t deadli
         int mine = deadline == -1 || look < deadline;
         rx->waiter = co;
         r = rt_park(co, RT_W_LEND, rx, mine ? look : deadline);
-        if (r != -ETIMEDOUT || !mine || e->rx != rx) return r;
+        if (r != -ETIMEDOUT || !mine) return r;
+        if (e->rx != rx) return -EBADF;     /* (closed meanwhile) */
         if (rx->head || rx->eof || rx->err || !rx->armed) return 0;
         struct pollfd p = {rx->fd, POLLIN | POLLRDHUP, 0};
         if (rt_sys_poll0(&p, 1) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) {
@@ -579,7 +580,8 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
             if (r <= 0) return got ? (ssize_t)got : r;
         }
         if (!rx->armed) return got ? (ssize_t)got : RT_LEND_NONE;
-        if (flags & MSG_DONTWAIT) return got ? (ssize_t)got : -EAGAIN;
+        /* (MSG_DONTWAIT waits too, as the runtime's receives always do:
+         * the deadline says how long) */
         int r = rx_wait(co, e, rx, deadline);
         if (r == (int)RT_LEND_NONE) return got ? (ssize_t)got : RT_LEND_NONE;
         if (r < 0) return got ? (ssize_t)got : r;
