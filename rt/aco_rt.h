@@ -328,6 +328,8 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * uses them, checked again at each call (other processes sharing the open
  * file see it too).  A descriptor closed by close(2) while cos wait on it
  * leaves them waiting until their deadline (only aco_rt_close tells them).
+ * A socket that lends (aco_rt_recv_lend) is the exception: close it with
+ * aco_rt_close (see there).
  *
  * SIGPIPE.  No call here raises it: a write, writev or send to a socket,
  * pipe or FIFO whose reader is gone returns -EPIPE, whatever the program's
@@ -370,17 +372,15 @@ int aco_rt_close(int fd);
 #define ACO_RT_LEND_SIZE 16384
 
 /* Receive into a buffer of the runtime's and lend it to the caller: waits
- * as aco_rt_recv does, then *data points at the bytes that came, in a
- * buffer of ACO_RT_LEND_SIZE bytes that is the caller's until
- * aco_rt_lend_return(*data).  The count (1 to ACO_RT_LEND_SIZE), 0 at the
- * peer's end (again at every later call), or -errno: those of aco_rt_recv
- * (-EBADF also when aco_rt_close closes fd meanwhile), -EINVAL (data
- * NULL), -EBUSY (another co waits in a lend on fd's multishot receive,
- * below: one at a time), and
- * -ENOMEM (no memory for a buffer or the descriptor's record).  From a co
- * (-EPERM elsewhere).  A lent buffer is never on a share stack; the caller
- * may keep any number at once, read and write them, and pass them to
- * another co or thread.
+ * as aco_rt_recv does, then *data points at the start of a buffer of
+ * ACO_RT_LEND_SIZE bytes holding the bytes that came, all of it the
+ * caller's to read and write until aco_rt_lend_return(*data).  The count
+ * (1 to ACO_RT_LEND_SIZE), 0 at the peer's end (again at every later
+ * call), or -errno: those of aco_rt_recv (-EBADF also when aco_rt_close
+ * closes fd meanwhile), -EINVAL (data NULL), -EBUSY (below), and -ENOMEM
+ * (no memory for a buffer or the descriptor's record).  From a co (-EPERM
+ * elsewhere).  A lent buffer is never on a share stack; the caller may
+ * keep any number at once and pass them to another co or thread.
  *
  * Where it can, a scheduler lends from io_uring's provided buffer ring (a
  * kernel of 6.0 or later: 5.19 for the ring, 6.0 for multishot receive):
@@ -389,24 +389,32 @@ int aco_rt_close(int fd);
  * ring runs dry: the kernel fills a ring buffer with whatever comes, while
  * the co does something else too, and the next lend takes it without a
  * system call.  Everywhere else (the epoll backend, an older kernel, other
- * descriptors, a deadline already passed) and whenever the ring has no
- * buffer left, a lend receives once into a buffer from the heap: a lend
- * never waits for a buffer.  aco_rt_stats() says which (lend_ring,
- * lend_heap).  Some kernels miss a socket's end while a multishot is armed
- * (no completion comes): a call that waits on one looks at the socket
- * itself after 1 s, then 2, 4 and every 8 s, and once poll(2) says it
- * ended, receives the plain way (the end is seen within 8 s).
+ * descriptors, a deadline already passed while no multishot is armed) and
+ * whenever the ring has no buffer left, a lend is one receive into a
+ * buffer from the heap (a datagram longer than ACO_RT_LEND_SIZE is cut, an
+ * empty one gives 0, as recv(2) into such a buffer would): a lend never
+ * waits for a buffer.  aco_rt_stats() says which (lend_ring, lend_heap).
  *
- * On a descriptor that lends, aco_rt_read, aco_rt_recv, aco_rt_readv, the
- * buffered reader and aco_rt_wait(POLLIN) see the bytes the multishot
- * received first, in order, and may be mixed with lends (recv flags other
- * than MSG_PEEK, MSG_DONTWAIT and MSG_WAITALL get -EOPNOTSUPP there; a
- * recvmsg(2) of the program's own, or a read(2) past the runtime, would
- * miss them); one co at a time may wait on it (another gets -EBUSY).
- * Close such a descriptor with aco_rt_close: close(2) alone
- * leaves the multishot holding the socket open until the number is used
- * again by the runtime.  Lends on one descriptor by cos of two threads
- * split its bytes between them unordered, as two threads' recv(2) would. */
+ * While a socket's multishot is armed:
+ *   - aco_rt_read, aco_rt_recv, aco_rt_readv, the buffered reader and
+ *     aco_rt_wait(POLLIN) see the bytes it received first, in order, and
+ *     may be mixed with lends; recv flags other than MSG_PEEK,
+ *     MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL and MSG_CMSG_CLOEXEC get
+ *     -EOPNOTSUPP there (a recvmsg(2) or read(2) of the program's own, past
+ *     the runtime, would miss those bytes);
+ *   - one co at a time may wait in those receives and lends (another gets
+ *     -EBUSY; aco_rt_wait is not counted);
+ *   - close the socket with aco_rt_close.  close(2) alone is not seen
+ *     until a call that waits looks at the socket (below): until then,
+ *     calls on the number, whatever file it holds by then, get the old
+ *     socket's bytes, and the old socket stays open;
+ *   - aco_rt_sched_free drops the bytes it received that no call took;
+ *   - some kernels miss a socket's end (no completion comes): so a call
+ *     that waits looks at the socket itself after 1 s of waiting, then 2,
+ *     4, and every 8 s, and once poll(2) says it ended, or the number holds
+ *     another file, receives the plain way (an end is seen within 8 s).
+ * Lends on one socket by cos of two threads split its bytes between them
+ * unordered, as two threads' recv(2) would. */
 ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline);
 
 /* Give back a buffer that aco_rt_recv_lend lent (data as it gave it): 0,
@@ -853,10 +861,10 @@ typedef struct {
     uint64_t handoffs;          /* of switches: cos run straight from the
                                    co that blocked or yielded before them
                                    (aco_yield_to), not from the loop */
-    uint64_t lend_ring;         /* 1 once its lends come from io_uring's
-                                   provided buffer ring, 0 while it has
-                                   none (epoll, a kernel before 5.19, no
-                                   lend yet) */
+    uint64_t lend_ring;         /* 1 while it has io_uring's provided
+                                   buffer ring (made at its first lend;
+                                   0: epoll, a kernel before 6.0, no lend
+                                   yet) */
     uint64_t lends;             /* aco_rt_recv_lend calls that lent a buffer */
     uint64_t lend_heap;         /* of lends: from a heap buffer (no ring,
                                    the ring was empty, not a stream socket) */

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #ifdef ACO_RT_HAVE_URING
 #include <liburing.h>
 #endif
@@ -86,6 +87,8 @@ struct rt_rx {
                                    multishot's last completion */
     uint8_t       eof;          /* the peer's end came (after the queue) */
     int32_t       err;          /* an error came (after the queue), or 0 */
+    dev_t         dev;          /* the socket's identity when made: a */
+    ino_t         ino;          /* look finds a close(2) and reuse */
     lend_hdr_t*   head;         /* filled buffers, oldest first */
     lend_hdr_t*   tail;
     aco_rt_co_t*  waiter;       /* the co parked on it, or NULL */
@@ -367,13 +370,16 @@ static struct rt_rx* rx_of(rt_fd_t* e) {
 }
 
 /* The kernel may miss a socket's end with a multishot armed (a race on
- * some kernels: the reset or the EOF comes, no completion follows).  So a
- * wait on an rx looks at the socket itself after RT_LEND_CHECK, then after
- * twice that, up to RT_LEND_CHECK_MAX apart: if poll(2) says it ended
- * (POLLERR, POLLHUP, POLLRDHUP) while the multishot says nothing, the rx
- * is given up (cancelled, and closed as by aco_rt_close: what it still
- * brings is dropped, none can come after the end) and the calls go the
- * plain way, which reads what the socket still holds, then the end. */
+ * some kernels: the reset or the EOF comes, no completion follows), and
+ * the program may close(2) the socket and get its number again for
+ * another file (the multishot holds the old one).  So a wait on an rx
+ * looks at the socket itself after RT_LEND_CHECK, then after twice that,
+ * up to RT_LEND_CHECK_MAX apart: if poll(2) says it ended (POLLERR,
+ * POLLHUP, POLLRDHUP) while the multishot says nothing, or fstat(2) says
+ * the number holds another file, the rx is given up (cancelled, and closed
+ * as by aco_rt_close: what it still brings is dropped; none can come after
+ * the end) and the calls go the plain way, which reads what the socket
+ * still holds, then the end. */
 #define RT_LEND_CHECK (1000 * 1000000LL)
 #define RT_LEND_CHECK_MAX (8 * RT_LEND_CHECK)
 
@@ -400,7 +406,9 @@ static int rx_wait(aco_rt_co_t* co, rt_fd_t* e, struct rt_rx* rx, int64_t deadli
         if (e->rx != rx) return -EBADF;     /* (closed meanwhile) */
         if (rx->head || rx->eof || rx->err || !rx->armed) return 0;
         struct pollfd p = {rx->fd, POLLIN | POLLRDHUP, 0};
-        if (rt_sys_poll0(&p, 1) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) {
+        struct stat st;
+        if ((rt_sys_poll0(&p, 1) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) ||
+            fstat(rx->fd, &st) < 0 || st.st_dev != rx->dev || st.st_ino != rx->ino) {
             rt_lend_closing(s, e, 1);
             return (int)RT_LEND_NONE;
         }
@@ -423,6 +431,15 @@ static int rx_end(struct rt_rx* rx) {
         return r;
     }
     return rx->eof ? 0 : 1;
+}
+
+/* rx told its end (or an error): with its multishot over and nothing
+ * queued it holds nothing of the kernel's, so it goes; the next call
+ * receives plainly (the end again, from the socket itself), or arms a new
+ * multishot.  A socket closed by close(2) and its number reused for
+ * another file is then read for what it is. */
+static void rx_ended(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
+    if (!rx->armed && rx->head == NULL && e->rx == rx) rt_lend_closing(s, e, 0);
 }
 
 /* A lend from a heap buffer: one plain receive. */
@@ -465,7 +482,10 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
         }
         if (rx) {
             int r = rx_end(rx);
-            if (r <= 0) return r;
+            if (r <= 0) {
+                rx_ended(s, e, rx);
+                return r;
+            }
         }
         if (rx == NULL || !rx->armed) {
             /* Arm the multishot: a stream socket, buffers in the ring,
@@ -476,9 +496,13 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
             if (rx == NULL) {
                 if (rt_fd_kind(e, fd) != RT_FD_SOCK || !e->stream)
                     return lend_heap(s, fd, data, deadline);
+                struct stat st;
+                if (fstat(fd, &st) < 0) return -errno;
                 if ((rx = calloc(1, sizeof(*rx))) == NULL) return -ENOMEM;
                 rx->fd = fd;
                 rx->gen = e->gen;
+                rx->dev = st.st_dev;
+                rx->ino = st.st_ino;
                 rx->next = p->rxs;
                 if (p->rxs) p->rxs->prev = rx;
                 p->rxs = rx;
@@ -577,7 +601,11 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
         if (got == want || (got && !(flags & MSG_WAITALL))) return (ssize_t)got;
         if (rx->head == NULL) {
             int r = rx_end(rx);
-            if (r <= 0) return got ? (ssize_t)got : r;
+            if (r <= 0) {
+                if (got) return (ssize_t)got;
+                rx_ended(co->s, e, rx);
+                return r;
+            }
         }
         if (!rx->armed) return got ? (ssize_t)got : RT_LEND_NONE;
         /* (MSG_DONTWAIT waits too, as the runtime's receives always do:

@@ -12,6 +12,8 @@
  *     when bytes come;
  *   - deadline, cancel, aco_rt_close by another co while one waits (-EBADF),
  *     the number reused by a new socket (its own bytes only), a reset;
+ *     close(2) behind the runtime's back and the number reused: the new
+ *     socket's bytes within the header's first look (1 s);
  *   - buffers returned by another thread, and after the scheduler is gone;
  *     misuse: -EINVAL, -EBUSY, -EPERM.
  */
@@ -377,6 +379,34 @@ static void reuse_co(void* arg) {
     CHECK_EQ(aco_rt_close(old), 0);
 }
 
+/* close(2) behind the runtime's back, the number reused: with nothing
+ * queued, a waiting lend finds the new socket's bytes at its first look
+ * at the socket (1 s), never later (the header's bound). */
+static void raw_close_co(void* arg) {
+    ends_t* t = arg;
+    const char* p;
+    CHECK_EQ(aco_rt_write(t->fds[1], "abc", 3, -1), 3);
+    CHECK_EQ(aco_rt_recv_lend(t->fds[0], &p, -1), 3);      /* (multishot armed) */
+    CHECK_EQ(aco_rt_lend_return(p), 0);
+    int old = t->fds[0];
+    CHECK_EQ(close(old), 0);        /* (its peer stays open: no end comes) */
+    int fds[2];
+    make_pair(K_UNIX, fds);
+    if (fds[0] != old) {
+        CHECK_EQ(dup2(fds[0], old), old);
+        CHECK_EQ(close(fds[0]), 0);
+    }
+    CHECK_EQ(aco_rt_write(fds[1], "new", 3, -1), 3);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_recv_lend(old, &p, aco_rt_in_ms(5000)), 3);
+    CHECK(memcmp(p, "new", 3) == 0);
+    CHECK_EQ(aco_rt_lend_return(p), 0);
+    CHECK_LT(aco_rt_now() - t0, 3000 * MS);
+    CHECK_EQ(aco_rt_close(old), 0);
+    CHECK_EQ(aco_rt_close(fds[1]), 0);
+    CHECK_EQ(aco_rt_close(t->fds[1]), 0);
+}
+
 static aco_rt_co_t* victim;
 
 static void cancel_victim_co(void* arg) {
@@ -407,6 +437,9 @@ static void ends(aco_rt_sched_t* s) {
 
     make_pair(K_TCP, t.fds);
     test_go(s, reuse_co, &t);
+
+    make_pair(K_UNIX, t.fds);
+    test_go(s, raw_close_co, &t);
 
     make_pair(K_UNIX, t.fds);
     victim = aco_rt_spawn(s, cancel_victim_co, &t);
