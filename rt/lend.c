@@ -204,14 +204,13 @@ static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
 }
 
 /* Arm rx's multishot receive. */
-static void rx_arm(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
+static void rx_arm(aco_rt_sched_t* s, struct rt_rx* rx) {
     struct io_uring_sqe* sqe = rt_ur_sqe(s);
     io_uring_prep_recv_multishot(sqe, rx->fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = 0;
     io_uring_sqe_set_data(sqe, (void*)((uintptr_t)rx | RX_TAG));
     rx->armed = 1;
-    rt_fd_busy_add(e, 1);       /* closes must cancel it */
     s->st.io_inflight++;
 }
 
@@ -279,7 +278,6 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     if (!(flags & IORING_CQE_F_MORE)) {         /* it ended */
         rx->armed = 0;
         s->st.io_inflight--;
-        if (e && e->busy) rt_fd_busy_add(e, -1);
         if (rx->dead) {
             rx_free(s, rx);
             return;
@@ -343,8 +341,8 @@ void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
     e->rx = NULL;
 }
 void rt_lend_fini(aco_rt_sched_t* s) { (void)s; }
-static void rx_arm(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
-    (void)s; (void)e; (void)rx;
+static void rx_arm(aco_rt_sched_t* s, struct rt_rx* rx) {
+    (void)s; (void)rx;
 }
 
 #endif
@@ -357,6 +355,14 @@ void rt_lend_abort(aco_rt_co_t* co, int err) {
     struct rt_rx* rx = (struct rt_rx*)(uintptr_t)co->wait_obj;
     if (rx->waiter == co) rx->waiter = NULL;
     rt_wake(co, err);
+}
+
+/* Drop e's rx though the descriptor stays (it ended, or a look gave it
+ * up; gone: cancel its multishot): the entry's count of what the runtime
+ * has on it goes down (a close zeroes the count instead). */
+static void rx_drop(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
+    if (e->busy) rt_fd_busy_add(e, -1);
+    rt_lend_closing(s, e, gone);
 }
 
 /* fd's rx, if it has a live one. */
@@ -409,7 +415,7 @@ static int rx_wait(aco_rt_co_t* co, rt_fd_t* e, struct rt_rx* rx, int64_t deadli
         struct stat st;
         if ((rt_sys_poll0(&p, 1) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) ||
             fstat(rx->fd, &st) < 0 || st.st_dev != rx->dev || st.st_ino != rx->ino) {
-            rt_lend_closing(s, e, 1);
+            rx_drop(s, e, 1);
             return (int)RT_LEND_NONE;
         }
     }
@@ -439,7 +445,7 @@ static int rx_end(struct rt_rx* rx) {
  * multishot.  A socket closed by close(2) and its number reused for
  * another file is then read for what it is. */
 static void rx_ended(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
-    if (!rx->armed && rx->head == NULL && e->rx == rx) rt_lend_closing(s, e, 0);
+    if (!rx->armed && rx->head == NULL && e->rx == rx) rx_drop(s, e, 0);
 }
 
 /* A lend from a heap buffer: one plain receive. */
@@ -507,8 +513,11 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
                 if (p->rxs) p->rxs->prev = rx;
                 p->rxs = rx;
                 e->rx = rx;
+                /* counted as busy while it lives: a close on any thread
+                 * finds it (aco_rt_close), and the backend cancels */
+                rt_fd_busy_add(e, 1);
             }
-            rx_arm(s, e, rx);
+            rx_arm(s, rx);
         }
         int r = rx_wait(co, e, rx, deadline);
         if (r == (int)RT_LEND_NONE) return lend_heap(s, fd, data, deadline);

@@ -13,7 +13,8 @@
  *   - deadline, cancel, aco_rt_close by another co while one waits (-EBADF),
  *     the number reused by a new socket (its own bytes only), a reset;
  *     close(2) behind the runtime's back and the number reused: the new
- *     socket's bytes within the header's first look (1 s);
+ *     socket's bytes within the header's first look (1 s); aco_rt_close
+ *     from another thread of a socket whose rx holds bytes and the end;
  *   - buffers returned by another thread, and after the scheduler is gone;
  *     misuse: -EINVAL, -EBUSY, -EPERM.
  */
@@ -407,6 +408,50 @@ static void raw_close_co(void* arg) {
     CHECK_EQ(aco_rt_close(t->fds[1]), 0);
 }
 
+/* aco_rt_close from a thread with no scheduler, of a socket whose rx
+ * holds bytes and the end (its multishot over): the rx goes with the
+ * close, and the number, reused, gives the new socket's bytes. */
+typedef struct {
+    int fd;
+    int newpeer;
+} remote_t;
+
+static void* remote_closer(void* arg) {
+    remote_t* r = arg;
+    CHECK_EQ(aco_rt_close(r->fd), 0);
+    int fds[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    if (fds[0] != r->fd) {
+        CHECK_EQ(dup2(fds[0], r->fd), r->fd);
+        CHECK_EQ(close(fds[0]), 0);
+    }
+    CHECK_EQ(write(fds[1], "new", 3), 3);
+    r->newpeer = fds[1];
+    return NULL;
+}
+
+static void remote_close_co(void* arg) {
+    ends_t* t = arg;
+    const char* p;
+    CHECK_EQ(aco_rt_write(t->fds[1], "a", 1, -1), 1);
+    CHECK_EQ(aco_rt_recv_lend(t->fds[0], &p, -1), 1);      /* (multishot armed) */
+    CHECK_EQ(aco_rt_lend_return(p), 0);
+    CHECK_EQ(aco_rt_write(t->fds[1], "x", 1, -1), 1);
+    CHECK_EQ(aco_rt_close(t->fds[1]), 0);
+    aco_rt_sleep(20 * MS);          /* "x" and the end come to the rx */
+    remote_t r = {t->fds[0], -1};
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, remote_closer, &r), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    aco_rt_sleep(20 * MS);          /* the close is heard */
+    ssize_t n = aco_rt_recv_lend(r.fd, &p, aco_rt_in_ms(500));
+    CHECK_EQ(n, 3);
+    CHECK(memcmp(p, "new", 3) == 0);
+    CHECK_EQ(aco_rt_lend_return(p), 0);
+    CHECK_EQ(aco_rt_close(r.fd), 0);
+    CHECK_EQ(close(r.newpeer), 0);
+}
+
 static aco_rt_co_t* victim;
 
 static void cancel_victim_co(void* arg) {
@@ -440,6 +485,9 @@ static void ends(aco_rt_sched_t* s) {
 
     make_pair(K_UNIX, t.fds);
     test_go(s, raw_close_co, &t);
+
+    make_pair(K_UNIX, t.fds);
+    test_go(s, remote_close_co, &t);
 
     make_pair(K_UNIX, t.fds);
     victim = aco_rt_spawn(s, cancel_victim_co, &t);
