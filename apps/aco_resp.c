@@ -11,9 +11,10 @@
  * busy costs no system call), executes the complete commands where they
  * lie (pipelining) appending the replies to the connection's output
  * buffer, up to 256 KiB of them, sends that, and goes on; a command split
- * between receives is gathered in the connection's input buffer.  While the peer does not take the replies, its requests are still
- * read (into the input buffer, executed once the replies are out): a
- * client may write its whole pipeline before reading.  A protocol error
+ * between receives is gathered in the connection's input buffer.  While
+ * the peer does not take the replies, its requests are still read (into
+ * the input buffer, executed once the replies are out): a client may write
+ * its whole pipeline before reading.  A protocol error
  * gets "-ERR <what>" and the connection closed, as redis does; so does an
  * input buffer over 1 GiB (redis' client-query-buffer-limit) and running
  * out of memory for a reply.  A SET is in the store before its +OK is
