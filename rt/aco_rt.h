@@ -395,7 +395,8 @@ int aco_rt_close(int fd);
  * empty one gives 0, as recv(2) into such a buffer would): a lend never
  * waits for a buffer.  aco_rt_stats() says which (lend_ring, lend_heap).
  *
- * While a socket's multishot is armed:
+ * While a socket has a multishot receive (armed, or its bytes still
+ * queued):
  *   - aco_rt_read, aco_rt_recv, aco_rt_readv, the buffered reader and
  *     aco_rt_wait(POLLIN) see the bytes it received first, in order, and
  *     may be mixed with lends; recv flags other than MSG_PEEK,

@@ -157,11 +157,11 @@ static void drain_returns(rt_lend_pool_t* p) {
 }
 
 /* The scheduler's pool, made at the first lend: NULL where the kernel has
- * no buffer rings (s->lend_state says so from then on). */
+ * no buffer rings (s->lend_tried says so from then on). */
 static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
     if (rt_likely(s->lend_pool != NULL)) return s->lend_pool;
-    if (s->lend_state != RT_LEND_UNTRIED) return NULL;
-    s->lend_state = RT_LEND_HEAP;
+    if (s->lend_tried) return NULL;
+    s->lend_tried = 1;
     if (s->be != &rt_backend_uring) return NULL;
     rt_lend_pool_t* p = calloc(1, sizeof(*p));
     if (p == NULL) return NULL;
@@ -173,7 +173,7 @@ static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
         if (p->br != MAP_FAILED) munmap(p->br, brlen);
         if (p->mem != MAP_FAILED) munmap(p->mem, p->mem_len);
         free(p);
-        s->lend_state = RT_LEND_UNTRIED;    /* memory: try again later */
+        s->lend_tried = 0;                  /* memory: try again later */
         return NULL;
     }
     io_uring_buf_ring_init(p->br);
@@ -198,7 +198,6 @@ static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
         ring_put(p, h);
     }
     s->lend_pool = p;
-    s->lend_state = RT_LEND_RING;
     s->st.lend_ring = 1;
     return p;
 }
@@ -365,15 +364,10 @@ static void rx_drop(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
     rt_lend_closing(s, e, gone);
 }
 
-/* fd's rx, if it has a live one. */
-static struct rt_rx* rx_of(rt_fd_t* e) {
-    struct rt_rx* rx = e->rx;
-    if (rx && rx->gen != e->gen) {  /* (rt_lend_closing comes first: never) */
-        e->rx = NULL;
-        return NULL;
-    }
-    return rx;
-}
+/* fd's rx, or NULL.  (Every path that gives the number a new file, or
+ * forgets it, goes through the backend's closing first, which drops the
+ * rx: an entry's rx is always of its current generation.) */
+static struct rt_rx* rx_of(rt_fd_t* e) { return e->rx; }
 
 /* The kernel may miss a socket's end with a multishot armed (a race on
  * some kernels: the reset or the EOF comes, no completion follows), and

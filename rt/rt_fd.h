@@ -73,9 +73,7 @@ int      rt_fd_kind(rt_fd_t* e, int fd);                         /* io.c */
 /* A receive without the entry's rx (lend.c's heap buffers). */
 ssize_t  rt_recv_plain(int fd, void* buf, size_t n, int64_t deadline);   /* io.c */
 
-/* lend.c.  Whether the scheduler lends from a ring: */
-enum { RT_LEND_UNTRIED = 0, RT_LEND_RING, RT_LEND_HEAP };
-/* rt_lend_read's "no rx here: receive the plain way". */
+/* lend.c.  rt_lend_read's "no rx here: receive the plain way". */
 #define RT_LEND_NONE ((ssize_t)INT32_MIN)
 ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
                       int flags, int64_t deadline);

@@ -408,7 +408,8 @@ struct aco_rt_sched {
                                            all (stolen, not yet given back;
                                            each one's in outbox[].owed) */
     struct rt_lend_pool* lend_pool;     /* lend.c: its buffer ring, or NULL */
-    uint8_t             lend_state;     /* RT_LEND_*: whether it has one */
+    uint8_t             lend_tried;     /* lend.c: the ring was tried (it
+                                           has one if lend_pool is set) */
     aco_rt_co_t*        nq_priv_head;   /* new cos not yet in the newq */
     aco_rt_co_t*        nq_priv_tail;
     uint32_t            nq_priv_n;
