@@ -69,6 +69,16 @@ static void make_pair(int kind, int fds[2]) {
     }
 }
 
+/* A new pair of kind whose reading end has the number num (dup2). */
+static void make_pair_at(int kind, int num, int fds[2]) {
+    make_pair(kind, fds);
+    if (fds[0] != num) {
+        CHECK_EQ(dup2(fds[0], num), num);
+        CHECK_EQ(close(fds[0]), 0);
+        fds[0] = num;
+    }
+}
+
 static uint64_t rnd_state = 88172645463325252ull;
 static uint64_t rnd(void) {
     rnd_state ^= rnd_state << 13;
@@ -362,11 +372,7 @@ static void reuse_co(void* arg) {
     CHECK_EQ(aco_rt_close(old), 0);
     CHECK_EQ(aco_rt_close(t->fds[1]), 0);
     int fds[2];
-    make_pair(K_TCP, fds);
-    if (fds[0] != old) {                /* put the new one under the old number */
-        CHECK_EQ(dup2(fds[0], old), old);
-        CHECK_EQ(close(fds[0]), 0);
-    }
+    make_pair_at(K_TCP, old, fds);
     CHECK_EQ(aco_rt_write(fds[1], "new", 3, -1), 3);
     CHECK_EQ(aco_rt_recv_lend(old, &p, aco_rt_in_ms(2000)), 3);
     CHECK(memcmp(p, "new", 3) == 0);
@@ -392,11 +398,7 @@ static void raw_close_co(void* arg) {
     int old = t->fds[0];
     CHECK_EQ(close(old), 0);        /* (its peer stays open: no end comes) */
     int fds[2];
-    make_pair(K_UNIX, fds);
-    if (fds[0] != old) {
-        CHECK_EQ(dup2(fds[0], old), old);
-        CHECK_EQ(close(fds[0]), 0);
-    }
+    make_pair_at(K_UNIX, old, fds);
     CHECK_EQ(aco_rt_write(fds[1], "new", 3, -1), 3);
     int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_recv_lend(old, &p, aco_rt_in_ms(5000)), 3);
@@ -420,11 +422,7 @@ static void* remote_closer(void* arg) {
     remote_t* r = arg;
     CHECK_EQ(aco_rt_close(r->fd), 0);
     int fds[2];
-    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    if (fds[0] != r->fd) {
-        CHECK_EQ(dup2(fds[0], r->fd), r->fd);
-        CHECK_EQ(close(fds[0]), 0);
-    }
+    make_pair_at(K_UNIX, r->fd, fds);
     CHECK_EQ(write(fds[1], "new", 3), 3);
     r->newpeer = fds[1];
     return NULL;
