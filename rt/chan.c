@@ -22,21 +22,25 @@
 
 #include <stdlib.h>
 
+/* What a send or receive writes is in the first 64 bytes (the one cache
+ * line that moves between threads), what it only reads after them. */
 struct aco_rt_chan {
-    size_t         elem_size;
-    size_t         cap;
-    size_t         head;        /* index of the oldest element */
-    size_t         len;
-    int            closed;
     uint32_t       lock;
+    int            closed;
     aco_rt_waitq_t sendq;
     aco_rt_waitq_t recvq;
+    size_t         head;        /* index of the oldest element */
+    size_t         len;
+    size_t         elem_size;
+    size_t         cap;
     char*          ring;
 };
+_Static_assert(offsetof(struct aco_rt_chan, elem_size) + sizeof(size_t) <= 64,
+               "a channel's hot fields share a cache line");
 
 aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
     if (elem_size == 0 || (cap && elem_size > SIZE_MAX / cap)) { errno = EINVAL; return NULL; }
-    /* A cache line of its own: cos of two threads write it all the time. */
+    /* Lines of its own: cos of two threads write the first all the time. */
     aco_rt_chan_t* ch = aligned_alloc(64, (sizeof(*ch) + 63) & ~(size_t)63);
     if (ch == NULL) return NULL;
     memset(ch, 0, sizeof(*ch));
@@ -189,6 +193,15 @@ static int recv_done(void* elem) {
     return r;
 }
 
+/* recv_done for recv_wait's waits: the size is in tmo.expiry_. */
+__attribute__((noinline))
+static int recv_box_done(void* elem) {
+    aco_rt_co_t* me = rt_self();
+    if (rt_unlikely(me->res)) return me->res;
+    rt_copy(elem, &me->w.box, (size_t)me->tmo.expiry_);
+    return 0;
+}
+
 /* The three: only elem lives across the switch, so that a parked
  * receiver's saved frames stay small (memory per parked co). */
 __attribute__((noinline))
@@ -211,8 +224,13 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
     rt_unlock(&ch->lock);
     rt_park_begin(me, RT_W_CHAN_RECV, ch, -1);
+    /* The element's size, kept in the record where the waker does not
+     * write: after the wake the channel's cache line is likely the
+     * waker's, of another thread (recv_done would wait for it).  The
+     * deadline timer is not armed (no deadline): its expiry is free. */
+    me->tmo.expiry_ = (int64_t)ch->elem_size;
     rt_switch_out(me);
-    return recv_done(elem);
+    return recv_box_done(elem);
 }
 
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {

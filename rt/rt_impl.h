@@ -65,6 +65,9 @@ static inline void rt_pause(void) {
 #endif
 }
 
+/* Ask for p's cache line, to write it (a hint: never faults). */
+static inline void rt_prefetch_w(const void* p) { __builtin_prefetch(p, 1, 3); }
+
 /* ACO_RT_NO_THREADS: the single-thread build, for programs with one
  * scheduler: no atomics, no locks (objects must not be shared by the cos of
  * two threads, and there is no pool). */
@@ -187,6 +190,10 @@ static inline void rt_wq_remove(rt_waiter_t* w) {   /* w is on a queue */
     w->q = NULL;
 }
 
+static inline rt_waiter_t* rt_wq_head(aco_rt_waitq_t* q) {  /* NULL if empty */
+    return (rt_waiter_t*)q->head_;
+}
+
 static inline rt_waiter_t* rt_wq_pop(aco_rt_waitq_t* q) {  /* NULL if empty */
     rt_waiter_t* w = (rt_waiter_t*)q->head_;
     if (w) rt_wq_remove(w);
@@ -239,7 +246,11 @@ typedef struct rt_extra {
 
 /* A co's record.  A million parked cos each have one: what few use is in
  * the extra block (x), the small fields are packed, and the wake and cancel
- * messages tell themselves apart by address (RT_MSG_IS_CANCEL). */
+ * messages tell themselves apart by address (RT_MSG_IS_CANCEL).  What a
+ * waker of another thread reads and writes (the waiter, s, the claim, the
+ * result, the message) comes first, together: two cache lines move between
+ * the threads per wake, not three (cmsg stays right after w: see
+ * RT_MSG_IS_CANCEL). */
 struct aco_rt_co {
     union {
         rt_waiter_t  w;         /* its place in a wait queue */
@@ -249,6 +260,17 @@ struct aco_rt_co {
     };
     rt_msg_t         cmsg;      /* cancel message */
     aco_rt_sched_t*  s;
+    uint8_t          claim;     /* 0 while its waiters may be taken, 1 once
+                                   one was (atomic; see rt_claim) */
+    uint8_t          msg_kind;  /* what msg says (RT_MSG_*) */
+    uint8_t          state;
+    uint8_t          wait;      /* parked: in what (RT_W_*: its name for
+                                   aco_rt_dump, how rt_abort leaves it) */
+    union {
+        int32_t      res;       /* what the waker says: the parked call's result */
+        int32_t      io_abort;  /* io_uring, while the op is in the kernel:
+                                   why it was cancelled (0: it was not) */
+    };
     aco_rt_fn_t      fn;        /* (its arg is its libaco co's: aco_get_arg;
                                    w.slot holds it until that co is made) */
     union {
@@ -259,22 +281,11 @@ struct aco_rt_co {
     aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
     rt_extra_t*      x;
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
-    uint8_t          state;
     uint8_t          flags;
     uint8_t          cancel_sent;   /* a cancel message was sent (atomic) */
     uint8_t          started;   /* atomic: 0 while it waits in a pool
                                    thread's newq (others may take it) */
     uint8_t          cancel_req;    /* atomic: cancelled before it started */
-    uint8_t          msg_kind;  /* what msg says (RT_MSG_*) */
-    uint8_t          claim;     /* 0 while its waiters may be taken, 1 once
-                                   one was (atomic; see rt_claim) */
-    uint8_t          wait;      /* parked: in what (RT_W_*: its name for
-                                   aco_rt_dump, how rt_abort leaves it) */
-    union {
-        int32_t      res;       /* what the waker says: the parked call's result */
-        int32_t      io_abort;  /* io_uring, while the op is in the kernel:
-                                   why it was cancelled (0: it was not) */
-    };
     uint32_t         slot;      /* index in s->cos */
     uint32_t         priv_cap;  /* the private buffer after the record: room
                                    (what the co asked for is in its last 4
@@ -541,7 +552,12 @@ static inline void rt_claim_reset(aco_rt_co_t* co) {
  * others were taken by their deadline or another case of their select. */
 static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
     rt_waiter_t* w;
-    while ((w = rt_wq_pop(q)) != NULL) {
+    while ((w = rt_wq_head(q)) != NULL) {
+        /* The claim is a cache line past w's first (its co's, if it is
+         * the co's own waiter): ask for both at once, not one after the
+         * other (a prefetch never faults, should w be a select's). */
+        rt_prefetch_w(&rt_container_of(w, aco_rt_co_t, w)->claim);
+        rt_wq_remove(w);
         aco_rt_co_t* co = w->co;
         /* A co's own waiter (not a select's) is on this queue alone, and
          * whoever else may claim it (its deadline or cancel: rt_abort_shared)
