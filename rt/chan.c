@@ -3,10 +3,22 @@
  * A channel is a ring of cap elements plus two wait queues.  At most one of
  * them is non-empty: senders wait only while the ring is full, receivers
  * only while it is empty.  An element never moves through a co's stack
- * while that co is blocked: a blocked sender's element waits in the
- * sender's heap mailbox (rt_extra), and a sender that finds a receiver
- * waiting writes into the receiver's mailbox, which the receiver copies out
- * once it runs (the share-stack rule).
+ * while that co is blocked: a blocked sender's element waits in its waiter
+ * (up to 8 bytes) or its heap block (rt_extra), and a sender that finds a
+ * receiver waiting writes where the receiver copies it from once it runs
+ * (the share-stack rule).
+ *
+ * The direct waiter.  A co that waits in a plain send or receive of an
+ * element of up to 8 bytes, when nobody waits on its side yet, waits in
+ * the channel's first cache line instead of on the queue: ch->direct (a
+ * sender's element in ch->dval).  Whoever takes it reads and writes none of
+ * its record, and a co of another thread of its pool wakes it through the
+ * mailbox, the element inside (rt_wake_remote_box): across threads a
+ * hand-over moves the channel's line and the mailbox's, not the record's
+ * too.  It came first, so it is taken before the queue's waiters; it is
+ * taken under the lock, by one party (no claim): a waker, or its own
+ * deadline or cancel (rt_chan_abort), which finds it gone when a waker was
+ * first (the wake is then on its way).
  *
  * Select puts one waiter per case on the channels' queues (the waiters are
  * in the co's rt_extra, allocated once and kept); the first case to go on
@@ -22,21 +34,27 @@
 
 #include <stdlib.h>
 
-/* What a send or receive writes is in the first 64 bytes (the one cache
- * line that moves between threads), what it only reads after them. */
+/* What a send or receive of an unbuffered channel writes is in the first
+ * 64 bytes (the one cache line that moves between threads), what it only
+ * reads after them. */
 struct aco_rt_chan {
     uint32_t       lock;
-    int            closed;
+    uint8_t        closed;
+    uint8_t        dsend;       /* direct is a sender (else a receiver) */
     aco_rt_waitq_t sendq;
     aco_rt_waitq_t recvq;
-    size_t         head;        /* index of the oldest element */
-    size_t         len;
+    aco_rt_co_t*   direct;      /* the direct waiter, or NULL */
+    aco_rt_sched_t* direct_s;   /* its scheduler (its record's line stays
+                                   where it is) */
+    uint64_t       dval;        /* a direct sender's element */
+    size_t         len;         /* (a buffered channel's len and head: */
+    size_t         head;        /* index of the oldest element) */
     size_t         elem_size;
     size_t         cap;
     char*          ring;
 };
-_Static_assert(offsetof(struct aco_rt_chan, elem_size) + sizeof(size_t) <= 64,
-               "a channel's hot fields share a cache line");
+_Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
+               "a channel's written fields share a cache line");
 
 aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
     if (elem_size == 0 || (cap && elem_size > SIZE_MAX / cap)) { errno = EINVAL; return NULL; }
@@ -53,7 +71,7 @@ aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
 int aco_rt_chan_free(aco_rt_chan_t* ch) {
     if (ch == NULL) return 0;
     rt_lock(&ch->lock);
-    int busy = !rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq);
+    int busy = !rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq) || ch->direct;
     rt_unlock(&ch->lock);
     if (busy) return -EBUSY;
     free(ch->ring);
@@ -75,19 +93,64 @@ static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
     return ch->ring + k * ch->elem_size;
 }
 
-/* Wake the co of waiter w, claimed, with result err: a select's co learns
- * the index (and takes its other waiters off their queues itself). */
-static inline void fire(rt_waiter_t* w, int err) {
-    aco_rt_co_t* co = w->co;
+/* The waiters taken off a channel, to wake after the unlock, are their
+ * waiter (rt_waiter_t*), or a direct waiter's co tagged with DIRECT (a
+ * record is 16-aligned; RECV_NOBODY, below, is 1). */
+#define DIRECT ((uintptr_t)2)
+static inline rt_waiter_t* direct_tag(aco_rt_co_t* co) {
+    return (rt_waiter_t*)((uintptr_t)co | DIRECT);
+}
+static inline aco_rt_co_t* direct_co(rt_waiter_t* w) {
+    return ((uintptr_t)w & DIRECT) ? (aco_rt_co_t*)((uintptr_t)w & ~DIRECT) : NULL;
+}
+
+/* With ch locked: the direct waiter if it is a sender (1) or a receiver
+ * (0) as asked, taken; else NULL. */
+static inline aco_rt_co_t* direct_take(aco_rt_chan_t* ch, int sender) {
+    aco_rt_co_t* co = ch->direct;
+    if (co == NULL || ch->dsend != sender) return NULL;
+    ch->direct = NULL;
+    return co;
+}
+
+/* Wake the co of waiter w, taken, with result err: a select's co learns
+ * the index (and takes its other waiters off their queues itself).  ds:
+ * the channel's direct_s, read under the lock (a direct waiter's). */
+static inline void fire(rt_waiter_t* w, int err, aco_rt_sched_t* ds) {
+    aco_rt_co_t* co = direct_co(w);
+    if (co) {
+        if (ds == rt_tls_sched) rt_wake(co, err);
+        else rt_wake_remote_to(co, ds, err);
+        return;
+    }
+    co = w->co;
     if (w == &co->w) { rt_wake_any(co, err); return; }
     co->x->sel_err = err;
     rt_wake_any(co, w->idx);
 }
 
+/* fire for send_now's receiver: a direct one gets elem (n bytes) now, in
+ * its w.box, from its own thread when it is another's. */
+static inline void fire_recv(rt_waiter_t* w, const void* elem, size_t n, aco_rt_sched_t* ds) {
+    aco_rt_co_t* co = direct_co(w);
+    if (co == NULL) { fire(w, 0, ds); return; }
+    if (ds == rt_tls_sched) {
+        rt_copy(&co->w.box, elem, n);
+        rt_wake(co, 0);
+    } else {
+        rt_wake_remote_box(co, ds, elem, n);
+    }
+}
+
 /* With ch locked: a waiting receiver gets elem, or the ring takes it;
  * a waiting sender gives its element, or the ring does.  Return 1 if it
- * happened.  The woken co is woken after the unlock: *wk. */
+ * happened.  The woken co is woken after the unlock: *wk (fire_recv). */
 static inline int send_now(aco_rt_chan_t* ch, const void* elem, rt_waiter_t** wk) {
+    aco_rt_co_t* d = direct_take(ch, 0);
+    if (d) {                    /* (its element is given by fire_recv) */
+        *wk = direct_tag(d);
+        return 1;
+    }
     rt_waiter_t* w = rt_wq_take(&ch->recvq);
     if (w) {
         rt_copy(w->slot, elem, ch->elem_size);
@@ -113,15 +176,58 @@ static inline rt_waiter_t* recv_now(aco_rt_chan_t* ch, void* elem) {
         ch->head = ch->head + 1 == ch->cap ? 0 : ch->head + 1;
         ch->len--;
         /* room now: the first waiting sender's element joins the ring */
+        aco_rt_co_t* d = direct_take(ch, 1);
+        if (d) {
+            rt_copy(ring_at(ch, ch->len), &ch->dval, ch->elem_size);
+            ch->len++;
+            return direct_tag(d);
+        }
         rt_waiter_t* w = rt_wq_take(&ch->sendq);
         if (w == NULL) return RECV_NOBODY;
         rt_copy(ring_at(ch, ch->len), w->slot, ch->elem_size);
         ch->len++;
         return w;
     }
-    rt_waiter_t* w = rt_wq_take(&ch->sendq);    /* rendezvous */
+    aco_rt_co_t* d = direct_take(ch, 1);        /* rendezvous */
+    if (d) {
+        rt_copy(elem, &ch->dval, ch->elem_size);
+        return direct_tag(d);
+    }
+    rt_waiter_t* w = rt_wq_take(&ch->sendq);
     if (w) rt_copy(elem, w->slot, ch->elem_size);
     return w;
+}
+
+/* With ch locked: may the running co wait as the direct waiter, a sender
+ * (1) or a receiver (0)?  Then it is (the lock is w.lock, as for a queued
+ * waiter: recv_done finds the channel there). */
+static inline int direct_park(aco_rt_co_t* me, aco_rt_chan_t* ch, int sender) {
+    if (ch->direct || ch->elem_size > sizeof(me->w.box) ||
+        !rt_wq_empty(sender ? &ch->sendq : &ch->recvq))
+        return 0;
+    ch->direct = me;
+    ch->direct_s = me->s;
+    ch->dsend = (uint8_t)sender;
+    me->w.lock = &ch->lock;
+    me->w.slot = &me->w.box;
+    return 1;
+}
+
+void rt_chan_abort(aco_rt_co_t* co, int err) {
+    aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
+    rt_lock(&ch->lock);
+    int won = ch->direct == co;
+    if (won) ch->direct = NULL;
+    rt_unlock(&ch->lock);
+    if (won) rt_wake(co, err);
+    /* else a waker took it: its wake is on the way (maybe via a mailbox) */
+}
+
+void rt_chan_forget(aco_rt_co_t* co) {
+    aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
+    rt_lock(&ch->lock);
+    if (ch->direct == co) ch->direct = NULL;
+    rt_unlock(&ch->lock);
 }
 
 /* Where a waiting co keeps the element it sends or receives (not on its
@@ -141,6 +247,11 @@ static int send_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem, int64
     void* box = r ? NULL : mailbox(me, ch->elem_size);
     if (r == 0 && box == NULL) r = -ENOMEM;
     if (r) { rt_unlock(&ch->lock); return r; }
+    if (direct_park(me, ch, 1)) {
+        rt_copy(&ch->dval, elem, ch->elem_size);
+        rt_unlock(&ch->lock);
+        return rt_park(me, RT_W_CHAN_SEND_D, ch, deadline);
+    }
     rt_copy(box, elem, ch->elem_size);
     me->w.slot = box;
     rt_claim_reset(me);
@@ -157,8 +268,10 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     rt_lock(&ch->lock);
     if (ch->closed) { rt_unlock(&ch->lock); return -EPIPE; }
     if (send_now(ch, elem, &wk)) {
+        size_t n = ch->elem_size;
+        aco_rt_sched_t* ds = ch->direct_s;
         rt_unlock(&ch->lock);
-        if (wk) fire(wk, 0);
+        if (wk) fire_recv(wk, elem, n, ds);
         return 0;
     }
     return send_wait(me, ch, elem, deadline);
@@ -172,6 +285,11 @@ static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline) {
     void* box = r ? NULL : mailbox(me, ch->elem_size);
     if (r == 0 && box == NULL) r = -ENOMEM;
     if (r) { rt_unlock(&ch->lock); return r; }
+    if (direct_park(me, ch, 0)) {
+        rt_unlock(&ch->lock);
+        rt_park_begin(me, RT_W_CHAN_RECV_D, ch, deadline);
+        return 0;
+    }
     me->w.slot = box;
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
@@ -219,11 +337,15 @@ __attribute__((noinline))
 static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     if (rt_unlikely(deadline != -1 || ch->closed || ch->elem_size > sizeof(me->w.box)))
         return recv_wait_any(me, ch, elem, deadline);
-    me->w.slot = &me->w.box;
-    rt_claim_reset(me);
-    rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
+    int wait = RT_W_CHAN_RECV_D;
+    if (!direct_park(me, ch, 0)) {
+        me->w.slot = &me->w.box;
+        rt_claim_reset(me);
+        rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
+        wait = RT_W_CHAN_RECV;
+    }
     rt_unlock(&ch->lock);
-    rt_park_begin(me, RT_W_CHAN_RECV, ch, -1);
+    rt_park_begin(me, wait, ch, -1);
     /* The element's size, kept in the record where the waker does not
      * write: after the wake the channel's cache line is likely the
      * waker's, of another thread (recv_done would wait for it).  The
@@ -240,8 +362,9 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     rt_lock(&ch->lock);
     rt_waiter_t* wk = recv_now(ch, elem);
     if (wk == NULL) return recv_wait(me, ch, elem, deadline);
+    aco_rt_sched_t* ds = ch->direct_s;
     rt_unlock(&ch->lock);
-    if (wk != RECV_NOBODY) fire(wk, 0);
+    if (wk != RECV_NOBODY) fire(wk, 0, ds);
     return 0;
 }
 
@@ -249,13 +372,18 @@ int aco_rt_chan_close(aco_rt_chan_t* ch) {
     rt_lock(&ch->lock);
     if (ch->closed) { rt_unlock(&ch->lock); return -EPIPE; }
     ch->closed = 1;
+    if (ch->direct) {
+        aco_rt_co_t* d = ch->direct;
+        ch->direct = NULL;
+        fire(direct_tag(d), -EPIPE, ch->direct_s);
+    }
     for (;;) {
         rt_waiter_t* w = rt_wq_take(&ch->sendq);
         if (w == NULL) w = rt_wq_take(&ch->recvq);
         if (w == NULL) break;
         /* fire after the unlock would need a list: the wake of another
          * thread's co only queues a message, so do it here */
-        fire(w, -EPIPE);
+        fire(w, -EPIPE, NULL);
     }
     rt_unlock(&ch->lock);
     return 0;
@@ -348,8 +476,11 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
     }
     int r = got >= 0 ? got : rt_may_block(me, deadline);
     if (r != 0 || got == 0) {
+        size_t wn = got >= 0 ? cases[got].ch->elem_size : 0;
+        aco_rt_sched_t* ds = got >= 0 ? cases[got].ch->direct_s : NULL;
         unlock_all(x->sellocks, k);
-        if (wk) fire(wk, 0);
+        if (wk && cases[got].op == ACO_RT_SEND) fire_recv(wk, cases[got].elem, wn, ds);
+        else if (wk) fire(wk, 0, ds);
         if (got >= 0 && err) *err = e;
         return r;
     }

@@ -421,6 +421,7 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         /* Parked: off the program's objects' wait queues, which outlive
          * it (a mutex it holds stays held: nothing records what it holds). */
         if (co->state == RT_PARKED) {
+            if (co->wait == RT_W_CHAN_SEND_D || co->wait == RT_W_CHAN_RECV_D) rt_chan_forget(co);
             unqueue(&co->w);
             for (int i = 0; co->x && i < co->x->seln; i++) unqueue(&co->x->selw[i]);
         }

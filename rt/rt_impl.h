@@ -137,6 +137,9 @@ typedef struct rt_outbox {
     rt_msg_t* last;
     unsigned  n;
     uint32_t  owed;
+    struct rt_mbox* mb;         /* wakes to it (sched.c), made at the first */
+    uint32_t  mb_next;          /* the next index to write in mb */
+    uint32_t  mb_free;          /* slots of mb known free from there */
 } rt_outbox_t;
 
 /* ------------------------------------------------------------------------ */
@@ -429,6 +432,8 @@ struct aco_rt_sched {
     _Alignas(64) rt_inbox_t inbox;      /* wakes, spawns, cancels, frees
                                            (head and tail 64 bytes apart) */
     _Alignas(64) uint32_t sleeping;     /* atomic: 1 while it may sleep */
+    struct rt_mbox*     mb_in;          /* atomic: the mailboxes of the
+                                           siblings that wake cos here */
     _Alignas(64) uint32_t load;         /* atomic: cos alive (written by its
                                            thread only) */
     uint32_t            sent;           /* atomic: spawns on their way here */
@@ -486,12 +491,13 @@ enum {
     RT_W_CHAN_SEND, RT_W_CHAN_RECV, RT_W_SELECT, RT_W_FD_IN, RT_W_FD_OUT, RT_W_JOIN,
     RT_W_SLEEP, RT_W_MUTEX, RT_W_COND, RT_W_SEM, RT_W_WG, RT_W_GROUP,
     RT_W_OFFLOAD, RT_W_LEND,
+    RT_W_CHAN_SEND_D, RT_W_CHAN_RECV_D,     /* a channel's direct waiter (chan.c) */
     RT_W_UR_OP,     /* + RT_OP_*: an io_uring operation */
     RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
     RT_W_N
 };
 enum { RT_AB_SHARED, RT_AB_SELECT, RT_AB_EPOLL, RT_AB_URING, RT_AB_JOIN, RT_AB_SLEEP,
-       RT_AB_OFFLOAD, RT_AB_LEND };
+       RT_AB_OFFLOAD, RT_AB_LEND, RT_AB_CHAN };
 typedef struct { const char* name; uint8_t abort; } rt_wait_kind_t;
 extern const rt_wait_kind_t rt_waits[RT_W_N];
 void rt_abort(aco_rt_co_t* co, int err);
@@ -512,6 +518,10 @@ void rt_abort_waitq(aco_rt_co_t* co, int err);
 /* abort for cos on the queue of a shared object (co->w, under w.lock):
  * claim, unlink, wake with err; nothing if a waker claimed it first. */
 void rt_abort_shared(aco_rt_co_t* co, int err);
+/* chan.c: abort for a channel's direct waiter; and the same without the
+ * wake, for a co freed where it waits (rt_cos_free_all). */
+void rt_chan_abort(aco_rt_co_t* co, int err);
+void rt_chan_forget(aco_rt_co_t* co);
 /* Push co's waiter w on q of the object locked by lock (held). */
 static inline void rt_wq_push_locked(aco_rt_waitq_t* q, rt_waiter_t* w, uint32_t* lock);
 
@@ -575,6 +585,13 @@ static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
 }
 
 void rt_wake_remote(aco_rt_co_t* co, int res);
+/* The same, to (co->s, which the caller knew without reading the record:
+ * through a mailbox, the waker touches none of it). */
+void rt_wake_remote_to(aco_rt_co_t* co, aco_rt_sched_t* to, int res);
+/* rt_wake_remote_to for a co parked in a channel receive whose element (n
+ * bytes, up to 8) goes to its w.box: written there by co's thread when the
+ * wake travels in a mailbox. */
+void rt_wake_remote_box(aco_rt_co_t* co, aco_rt_sched_t* to, const void* elem, size_t n);
 
 /* Make a parked co ready, res the result of its call.  From co's own
  * thread only (rt_wake_any from any). */

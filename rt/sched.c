@@ -59,6 +59,7 @@ const rt_wait_kind_t rt_waits[RT_W_N] = {
     [RT_W_SEM] = {"sem", RT_AB_SHARED},             [RT_W_WG] = {"waitgroup", RT_AB_SHARED},
     [RT_W_GROUP] = {"group", RT_AB_SHARED},        [RT_W_OFFLOAD] = {"offload", RT_AB_OFFLOAD},
     [RT_W_LEND] = {"recv_lend", RT_AB_LEND},
+    [RT_W_CHAN_SEND_D] = {"chan_send", RT_AB_CHAN}, [RT_W_CHAN_RECV_D] = {"chan_recv", RT_AB_CHAN},
     [RT_W_UR_OP + RT_OP_READ] = {"read", RT_AB_URING},
     [RT_W_UR_OP + RT_OP_WRITE] = {"write", RT_AB_URING},
     [RT_W_UR_OP + RT_OP_READV] = {"readv", RT_AB_URING},
@@ -80,6 +81,7 @@ void rt_abort(aco_rt_co_t* co, int err) {
     case RT_AB_JOIN:   rt_join_abort(co, err); break;
     case RT_AB_OFFLOAD: rt_offload_abort(co, err); break;
     case RT_AB_LEND:   rt_lend_abort(co, err); break;
+    case RT_AB_CHAN:   rt_chan_abort(co, err); break;
     default:           sleep_abort(co, err); break;
     }
 }
@@ -188,9 +190,133 @@ static int closes_drain(aco_rt_sched_t* s) {
     return 1;
 }
 
-void rt_wake_remote(aco_rt_co_t* co, int res) {
+/* ------------------------------------------------------------------------ */
+/* Mailboxes: wakes between the threads of a pool                           */
+/* ------------------------------------------------------------------------ */
+
+/* A wake through the inbox costs the receiving thread the woken record's
+ * cache lines, written by the waker (the message node is in it), besides
+ * the inbox's.  Between two threads of a pool a wake goes instead in a
+ * slot of a ring that one thread writes and the other reads: the co, the
+ * result, and for a channel receive the element, in one line that the
+ * receiver reads.  A ring is made at a thread's first wake of a co of that
+ * sibling, put on the sibling's list (mb_in), and freed with the sibling's
+ * scheduler (aco_rt_sched_free: past the pool's barrier nobody sends).  A
+ * full ring, a ring the heap refused, and a waker outside the pool use the
+ * inbox.  A co has one wake at most on its way (it was claimed, or taken
+ * off a channel, once): the two paths need no order between them. */
+#define RT_MB_SLOTS 16      /* a power of 2 */
+typedef struct rt_mslot {
+    _Alignas(32) uintptr_t co;  /* the co, | 1 if val is for its w.box */
+    uint64_t       val;
+    int32_t        res;
+    uint32_t       seq;         /* atomic: i + 1 once message i is in */
+} rt_mslot_t;
+/* The sender alone writes the slots, the receiver alone next: a message
+ * moves one cache line, once.  The sender reads next only when the slots
+ * it knows free are used up (rt_outbox_t.mb_free). */
+typedef struct rt_mbox {
+    rt_mslot_t      slot[RT_MB_SLOTS];
+    _Alignas(64) uint32_t next; /* atomic: the next index the receiver reads */
+    struct rt_mbox* next_in;    /* the receiver's list (mb_in) */
+} rt_mbox_t;
+
+__attribute__((noinline))
+static rt_mbox_t* mbox_new(aco_rt_sched_t* to, rt_outbox_t* o) {
+    rt_mbox_t* mb = aligned_alloc(64, sizeof(*mb));
+    if (mb == NULL) return NULL;
+    memset(mb, 0, sizeof(*mb));
+    mb->next_in = __atomic_load_n(&to->mb_in, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&to->mb_in, &mb->next_in, mb, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {}
+    o->mb = mb;
+    o->mb_free = RT_MB_SLOTS;
+    return mb;
+}
+
+/* Send co's wake (res; the element at elem, n bytes, for its w.box if elem
+ * is not NULL) in the mailbox from this thread to co's: 0 if it cannot. */
+static int mbox_send(aco_rt_co_t* co, aco_rt_sched_t* to, int res, const void* elem, size_t n) {
+    aco_rt_sched_t* me = rt_tls_sched;
+    if (me == NULL || me->pool == NULL || to->pool != me->pool || to->pool_idx >= me->noutbox)
+        return 0;
+    rt_outbox_t* o = &me->outbox[to->pool_idx];
+    rt_mbox_t* mb = o->mb;
+    if (rt_unlikely(mb == NULL) && (mb = mbox_new(to, o)) == NULL) return 0;
+    uint32_t i = o->mb_next;
+    if (rt_unlikely(o->mb_free == 0)) {
+        /* acquire: the receiver is done with the slots it passed */
+        o->mb_free = RT_MB_SLOTS - (i - __atomic_load_n(&mb->next, __ATOMIC_ACQUIRE));
+        if (o->mb_free == 0) return 0;      /* full */
+    }
+    o->mb_free--;
+    rt_mslot_t* sl = &mb->slot[i & (RT_MB_SLOTS - 1)];
+    sl->co = (uintptr_t)co | (elem != NULL);
+    sl->res = res;
+    if (elem) memcpy(&sl->val, elem, n);
+    /* seq_cst: ordered before the sleeping flag's load in rt_notify */
+    __atomic_store_n(&sl->seq, i + 1, __ATOMIC_SEQ_CST);
+    o->mb_next = i + 1;
+    rt_notify(to);
+    return 1;
+}
+
+/* Is a wake waiting in one of s's mailboxes? */
+static inline int mbox_ready(aco_rt_sched_t* s) {
+    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_ACQUIRE); mb; mb = mb->next_in) {
+        uint32_t i = mb->next;
+        if (__atomic_load_n(&mb->slot[i & (RT_MB_SLOTS - 1)].seq, __ATOMIC_SEQ_CST) == i + 1)
+            return 1;
+    }
+    return 0;
+}
+
+/* Wake the cos of s's mailboxes' messages: non-zero if there were some. */
+static int mbox_drain(aco_rt_sched_t* s) {
+    int got = 0;
+    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_ACQUIRE); mb; mb = mb->next_in) {
+        for (;;) {
+            uint32_t i = mb->next;
+            rt_mslot_t* sl = &mb->slot[i & (RT_MB_SLOTS - 1)];
+            if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != i + 1) break;
+            uintptr_t c = sl->co;
+            int res = sl->res;
+            uint64_t val = sl->val;
+            __atomic_store_n(&mb->next, i + 1, __ATOMIC_RELEASE);   /* the slot is free */
+            aco_rt_co_t* co = (aco_rt_co_t*)(c & ~(uintptr_t)1);
+            if (c & 1) memcpy(&co->w.box, &val, sizeof(val));
+            rt_wake(co, res);
+            got = 1;
+        }
+    }
+    return got;
+}
+
+static void mbox_free_all(aco_rt_sched_t* s) {
+    rt_mbox_t* mb = s->mb_in;
+    s->mb_in = NULL;
+    while (mb) {
+        rt_mbox_t* next = mb->next_in;
+        free(mb);
+        mb = next;
+    }
+}
+
+void rt_wake_remote_to(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
+    if (mbox_send(co, to, res, NULL, 0)) return;
     co->res = res;
-    rt_send(co->s, &co->msg, RT_MSG_WAKE);
+    rt_send(to, &co->msg, RT_MSG_WAKE);
+}
+
+void rt_wake_remote(aco_rt_co_t* co, int res) {
+    rt_wake_remote_to(co, co->s, res);
+}
+
+void rt_wake_remote_box(aco_rt_co_t* co, aco_rt_sched_t* to, const void* elem, size_t n) {
+    if (mbox_send(co, to, 0, elem, n)) return;
+    rt_copy(&co->w.box, elem, n);
+    co->res = 0;
+    rt_send(to, &co->msg, RT_MSG_WAKE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -334,6 +460,7 @@ static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* Everything other threads sent.  Non-zero if there was something. */
 static int drain(aco_rt_sched_t* s) {
     int got = closes_drain(s);
+    if (s->mb_in) got |= mbox_drain(s);
     for (;;) {
         rt_msg_t* m = inbox_pop(&s->inbox);
         if (m == NULL) return got;
@@ -406,7 +533,7 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
  * sender (notify) comes. */
 /* Has another thread asked something of s? */
 static inline int asked(aco_rt_sched_t* s) {
-    return !inbox_empty(&s->inbox) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
+    return !inbox_empty(&s->inbox) || mbox_ready(s) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
            __atomic_load_n(&s->closes, __ATOMIC_SEQ_CST) != NULL ||
            __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen ||
            (s->noutbox && rt_sibling_work(s));
@@ -416,7 +543,7 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
     if (*hot && timeout != 0 && s->spin_ns > 0) {
         *hot = 0;
         int64_t end = rt_now() + s->spin_ns;
-        for (unsigned i = 1; inbox_empty(&s->inbox); i++) {
+        for (unsigned i = 1; inbox_empty(&s->inbox) && !mbox_ready(s); i++) {
             rt_pause();     /* (one: more make a VM deschedule the vCPU) */
             if ((i & 63) == 0 && (asked(s) || rt_now() > end)) break;
         }
@@ -504,6 +631,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
      * records, freed below; the program's timers outlive us disarmed. */
     rt_wheel_clear(&s->wheel);
     rt_cos_free_all(s);    /* (their timers went with the wheel) */
+    mbox_free_all(s);       /* (drained above: nobody sends now) */
     rt_lend_fini(s);
     s->be->fini(s);
     rt_fd_free_all(s);
