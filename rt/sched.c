@@ -460,7 +460,7 @@ static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* Everything other threads sent.  Non-zero if there was something. */
 static int drain(aco_rt_sched_t* s) {
     int got = closes_drain(s);
-    if (s->mb_in) got |= mbox_drain(s);
+    if (__atomic_load_n(&s->mb_in, __ATOMIC_RELAXED)) got |= mbox_drain(s);
     for (;;) {
         rt_msg_t* m = inbox_pop(&s->inbox);
         if (m == NULL) return got;
