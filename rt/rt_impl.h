@@ -1,7 +1,8 @@
 /* rt_impl.h - the runtime's internals, shared by its sources (not installed).
  *
  * Map of the sources:
- *   sched.c     scheduler loop, park/wake, inbox, sleep/yield, stats
+ *   sched.c     scheduler loop, park/wake, inbox and mailboxes, sleep/yield,
+ *               stats
  *   co.c        cos and their records: spawn, start and end, join,
  *               detach, cancel
  *   steal.c     pool threads' exchange: batched spawns, stealing
@@ -9,7 +10,7 @@
  *   sync.c      mutex, condition variable, semaphore, wait group
  *   keys.c      co-local keys, aco_rt_exit
  *   pthread.c   the pthread-like face (aco_rt_pthread.h) over the above
- *   chan.c      channels and select
+ *   chan.c      channels and select, a channel's direct waiter
  *   io.c        the I/O calls, the share-stack check, closes across threads
  *   fd.c        the descriptor table (rt_fd.h; under io.c and the backends)
  *   io_epoll.c  epoll backend: readiness
@@ -25,11 +26,14 @@
  * Threads.  Everything of a scheduler (its ready queue, wheel, descriptor
  * table, backend, records) is touched by its own thread only.  Another
  * thread reaches it through its inbox (an intrusive MPSC queue of rt_msg_t,
- * below) and its eventfd.  The objects that cos of several threads may
- * share (mutex, cond, sem, wait group, channel) have a spin lock over their
- * wait queues; a waiter is taken by exactly one party, whoever first flips
- * its co's claim word (rt_claim): a waker of any thread, or the co's own
- * deadline or cancel (under that lock, for a co's own waiter: rt_wq_take).
+ * below), a sibling of its pool through a mailbox too (sched.c), and its
+ * eventfd.  The objects that cos of several threads may share (mutex,
+ * cond, sem, wait group, channel) have a spin lock over their wait queues;
+ * a waiter is taken by exactly one party, whoever first flips its co's
+ * claim word (rt_claim): a waker of any thread, or the co's own deadline or
+ * cancel (under that lock, for a co's own waiter: rt_wq_take).  A
+ * channel's direct waiter is on no queue and has no claim: it is taken out
+ * of the channel under its lock (chan.c).
  */
 #ifndef ACO_RT_IMPL_H
 #define ACO_RT_IMPL_H
@@ -566,7 +570,7 @@ static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
         /* The claim is a cache line past w's first (its co's, if it is
          * the co's own waiter): ask for both at once, not one after the
          * other (a prefetch never faults, should w be a select's). */
-        rt_prefetch_w(&rt_container_of(w, aco_rt_co_t, w)->claim);
+        rt_prefetch_w((void*)((uintptr_t)w + offsetof(aco_rt_co_t, claim)));
         rt_wq_remove(w);
         aco_rt_co_t* co = w->co;
         /* A co's own waiter (not a select's) is on this queue alone, and

@@ -132,7 +132,7 @@ static rt_msg_t* inbox_pop(rt_inbox_t* q) {
             return __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) == head ? NULL : RT_INBOX_BUSY;
         /* The record's fields drain reads next (its state, its result) are
          * a cache line past the node, another thread's write: ask now. */
-        rt_prefetch_w(&rt_container_of(next, aco_rt_co_t, msg)->res);
+        rt_prefetch_w((void*)((uintptr_t)next + offsetof(aco_rt_co_t, res)));
         q->head = head = next;
         next = __atomic_load_n(&next->next, __ATOMIC_ACQUIRE);
     }
