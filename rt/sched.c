@@ -203,9 +203,13 @@ static int closes_drain(aco_rt_sched_t* s) {
  * sibling, put on the sibling's list (mb_in), and freed with the sibling's
  * scheduler (aco_rt_sched_free: past the pool's barrier nobody sends).  A
  * full ring, a ring the heap refused, and a waker outside the pool use the
- * inbox.  A co has one wake at most on its way (it was claimed, or taken
- * off a channel, once): the two paths need no order between them. */
+ * inbox, and so do pools of more than RT_MB_POOL_MAX threads (a thread
+ * scans its mailboxes whenever it looks for messages, and a pool that wakes
+ * all to all would have a mailbox per pair of threads).  A co has one wake
+ * at most on its way (it was claimed, or taken off a channel, once): the
+ * two paths need no order between them. */
 #define RT_MB_SLOTS 16      /* a power of 2 */
+#define RT_MB_POOL_MAX 64
 typedef struct rt_mslot {
     _Alignas(32) uintptr_t co;  /* the co, | 1 if val is for its w.box */
     uint64_t       val;
@@ -238,7 +242,8 @@ static rt_mbox_t* mbox_new(aco_rt_sched_t* to, rt_outbox_t* o) {
  * is not NULL) in the mailbox from this thread to co's: 0 if it cannot. */
 static int mbox_send(aco_rt_co_t* co, aco_rt_sched_t* to, int res, const void* elem, size_t n) {
     aco_rt_sched_t* me = rt_tls_sched;
-    if (me == NULL || me->pool == NULL || to->pool != me->pool || to->pool_idx >= me->noutbox)
+    if (me == NULL || me->pool == NULL || to->pool != me->pool || to->pool_idx >= me->noutbox ||
+        me->noutbox > RT_MB_POOL_MAX)
         return 0;
     rt_outbox_t* o = &me->outbox[to->pool_idx];
     rt_mbox_t* mb = o->mb;
