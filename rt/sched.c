@@ -548,7 +548,8 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
     if (*hot && timeout != 0 && s->spin_ns > 0) {
         *hot = 0;
         int64_t end = rt_now() + s->spin_ns;
-        for (unsigned i = 1; inbox_empty(&s->inbox) && !mbox_ready(s); i++) {
+        for (unsigned i = 1;; i++) {
+            if (!inbox_empty(&s->inbox) || mbox_ready(s)) return 0;
             rt_pause();     /* (one: more make a VM deschedule the vCPU) */
             if ((i & 63) == 0 && (asked(s) || rt_now() > end)) break;
         }
