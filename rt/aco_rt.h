@@ -737,7 +737,9 @@ typedef struct aco_rt_chan aco_rt_chan_t;
 /* A channel of cap elements of elem_size bytes (>= 1): NULL with errno
  * ENOMEM or EINVAL. */
 aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap);
-/* Free it: no co may be waiting on it (-EBUSY, nothing freed). */
+/* Free it: no co may be waiting on it (-EBUSY, nothing freed).  Free it
+ * once every call on it has returned: a co woken by another thread's send
+ * or close may still be inside its call. */
 int  aco_rt_chan_free(aco_rt_chan_t* ch);
 /* Copy elem (elem_size bytes) in: 0, -EPIPE (closed), -ETIMEDOUT,
  * -ECANCELED. */

@@ -337,6 +337,13 @@ __attribute__((noinline))
 static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     if (rt_unlikely(deadline != -1 || ch->closed || ch->elem_size > sizeof(me->w.box)))
         return recv_wait_any(me, ch, elem, deadline);
+    /* The element's size, kept in the record where the waker does not
+     * write: after the wake the channel's cache line is likely the
+     * waker's, of another thread (recv_done would wait for it).  The
+     * deadline timer is not armed (no deadline): its expiry is free.  Read
+     * under the lock: once it is dropped, a waker may take this co and the
+     * program free the channel. */
+    me->tmo.expiry_ = (int64_t)ch->elem_size;
     int wait = RT_W_CHAN_RECV_D;
     if (!direct_park(me, ch, 0)) {
         me->w.slot = &me->w.box;
@@ -346,11 +353,6 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
     }
     rt_unlock(&ch->lock);
     rt_park_begin(me, wait, ch, -1);
-    /* The element's size, kept in the record where the waker does not
-     * write: after the wake the channel's cache line is likely the
-     * waker's, of another thread (recv_done would wait for it).  The
-     * deadline timer is not armed (no deadline): its expiry is free. */
-    me->tmo.expiry_ = (int64_t)ch->elem_size;
     rt_switch_out(me);
     return recv_box_done(elem);
 }

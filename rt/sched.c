@@ -231,7 +231,10 @@ static rt_mbox_t* mbox_new(aco_rt_sched_t* to, rt_outbox_t* o) {
     if (mb == NULL) return NULL;
     memset(mb, 0, sizeof(*mb));
     mb->next_in = __atomic_load_n(&to->mb_in, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&to->mb_in, &mb->next_in, mb, 1, __ATOMIC_RELEASE,
+    /* seq_cst, as the load in mbox_ready: a thread going to sleep stores
+     * its flag, then looks (idle); the first message of a new mailbox must
+     * not be missed by a load ordered before that store */
+    while (!__atomic_compare_exchange_n(&to->mb_in, &mb->next_in, mb, 1, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {}
     o->mb = mb;
     o->mb_free = RT_MB_SLOTS;
@@ -268,7 +271,7 @@ static int mbox_send(aco_rt_co_t* co, aco_rt_sched_t* to, int res, const void* e
 
 /* Is a wake waiting in one of s's mailboxes? */
 static inline int mbox_ready(aco_rt_sched_t* s) {
-    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_ACQUIRE); mb; mb = mb->next_in) {
+    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_SEQ_CST); mb; mb = mb->next_in) {
         uint32_t i = mb->next;
         if (__atomic_load_n(&mb->slot[i & (RT_MB_SLOTS - 1)].seq, __ATOMIC_SEQ_CST) == i + 1)
             return 1;

@@ -83,7 +83,7 @@ static void fifo_main(void* arg) {
         size_t n = sizes[k];
         ch = aco_rt_chan_new(n, 0);
         CHECK(ch != NULL);
-        rx_t rx[3];
+        static rx_t rx[3];     /* (written by other cos: not on a stack) */
         aco_rt_co_t* c[3];
         for (int i = 0; i < 3; i++) {
             memset(&rx[i], 0, sizeof(rx[i]));
@@ -99,7 +99,7 @@ static void fifo_main(void* arg) {
             rx_check(&rx[i], (uint8_t)(10 * (i + 1)));
         }
         /* senders: the first waits in the channel, the others queued */
-        tx_t tx[3];
+        static tx_t tx[3];
         for (int i = 0; i < 3; i++) {
             tx[i] = (tx_t){n, i == 2 ? aco_rt_now() + 60000 * MS : -1, (uint8_t)(i + 1), -1};
             c[i] = aco_rt_spawn(NULL, tx_co, &tx[i]);
@@ -121,7 +121,10 @@ static void leave_main(void* arg) {
     ch = aco_rt_chan_new(4, 0);
     CHECK(ch != NULL);
     /* a receiver's deadline; one queued behind it without one */
-    rx_t a = {.n = 4, .deadline = aco_rt_now() + 20 * MS}, b = {.n = 4, .deadline = -1};
+    static rx_t a, b, c;       /* (written by other cos: not on a stack) */
+    static tx_t t;
+    a = (rx_t){.n = 4, .deadline = aco_rt_now() + 20 * MS};
+    b = (rx_t){.n = 4, .deadline = -1};
     aco_rt_co_t* ca = aco_rt_spawn(NULL, rx_co, &a);
     settle();
     aco_rt_co_t* cb = aco_rt_spawn(NULL, rx_co, &b);
@@ -130,6 +133,25 @@ static void leave_main(void* arg) {
     send_n(4, 40);
     CHECK_EQ(aco_rt_join(cb, -1), 0);
     rx_check(&b, 40);
+    /* the first waiter leaves while one is queued: a newcomer queues
+     * behind that one (it does not take the first waiter's place) */
+    a = (rx_t){.n = 4, .deadline = aco_rt_now() + 20 * MS};
+    b = (rx_t){.n = 4, .deadline = -1};
+    c = (rx_t){.n = 4, .deadline = -1};
+    ca = aco_rt_spawn(NULL, rx_co, &a);
+    settle();
+    cb = aco_rt_spawn(NULL, rx_co, &b);
+    settle();
+    CHECK_EQ(aco_rt_join(ca, -1), 0);
+    CHECK_EQ(a.r, -ETIMEDOUT);
+    aco_rt_co_t* cc = aco_rt_spawn(NULL, rx_co, &c);
+    settle();
+    send_n(4, 41);
+    CHECK_EQ(aco_rt_join(cb, -1), 0);
+    rx_check(&b, 41);
+    send_n(4, 42);
+    CHECK_EQ(aco_rt_join(cc, -1), 0);
+    rx_check(&c, 42);
     /* a receiver alone: timed out, then another one is served */
     a = (rx_t){.n = 4, .deadline = aco_rt_now() + 10 * MS};
     ca = aco_rt_spawn(NULL, rx_co, &a);
@@ -142,7 +164,7 @@ static void leave_main(void* arg) {
     CHECK_EQ(aco_rt_join(cb, -1), 0);
     rx_check(&b, 50);
     /* a sender's deadline: its element is not received afterwards */
-    tx_t t = {4, aco_rt_now() + 10 * MS, 60, -1};
+    t = (tx_t){4, aco_rt_now() + 10 * MS, 60, -1};
     aco_rt_co_t* ct = aco_rt_spawn(NULL, tx_co, &t);
     CHECK_EQ(aco_rt_join(ct, -1), 0);
     CHECK_EQ(t.r, -ETIMEDOUT);
@@ -173,7 +195,10 @@ static void close_main(void* arg) {
     (void)arg;
     ch = aco_rt_chan_new(8, 0);
     CHECK(ch != NULL);
-    rx_t a = {.n = 8, .deadline = -1}, b = {.n = 8, .deadline = aco_rt_now() + 60000 * MS};
+    static rx_t a, b;          /* (written by other cos: not on a stack) */
+    static tx_t t;
+    a = (rx_t){.n = 8, .deadline = -1};
+    b = (rx_t){.n = 8, .deadline = aco_rt_now() + 60000 * MS};
     aco_rt_co_t* ca = aco_rt_spawn(NULL, rx_co, &a);
     settle();
     CHECK_EQ(aco_rt_chan_free(ch), -EBUSY);
@@ -187,7 +212,7 @@ static void close_main(void* arg) {
     CHECK_EQ(aco_rt_chan_free(ch), 0);
 
     ch = aco_rt_chan_new(8, 0);
-    tx_t t = {8, -1, 1, -1};
+    t = (tx_t){8, -1, 1, -1};
     aco_rt_co_t* ct = aco_rt_spawn(NULL, tx_co, &t);
     settle();
     CHECK_EQ(aco_rt_chan_free(ch), -EBUSY);
@@ -204,7 +229,9 @@ static void select_main(void* arg) {
     (void)arg;
     ch = aco_rt_chan_new(2, 0);
     aco_rt_chan_t* other = aco_rt_chan_new(2, 0);
-    rx_t a = {.n = 2, .deadline = -1};
+    static rx_t a;             /* (written by other cos: not on a stack) */
+    static tx_t t;
+    a = (rx_t){.n = 2, .deadline = -1};
     aco_rt_co_t* ca = aco_rt_spawn(NULL, rx_co, &a);
     settle();
     uint8_t e[2] = {7, 8}, o[2] = {0, 0};
@@ -214,7 +241,7 @@ static void select_main(void* arg) {
     CHECK_EQ(err, 0);
     CHECK_EQ(aco_rt_join(ca, -1), 0);
     rx_check(&a, 7);
-    tx_t t = {2, -1, 30, -1};
+    t = (tx_t){2, -1, 30, -1};
     aco_rt_co_t* ct = aco_rt_spawn(NULL, tx_co, &t);
     settle();
     uint8_t got[2] = {0, 0};
@@ -235,7 +262,9 @@ static void buffered_main(void* arg) {
     ch = aco_rt_chan_new(4, 2);
     send_n(4, 1);
     send_n(4, 2);
-    tx_t t1 = {4, -1, 3, -1}, t2 = {4, -1, 4, -1};
+    static tx_t t1, t2;        /* (written by other cos: not on a stack) */
+    t1 = (tx_t){4, -1, 3, -1};
+    t2 = (tx_t){4, -1, 4, -1};
     aco_rt_co_t* c1 = aco_rt_spawn(NULL, tx_co, &t1);
     settle();
     aco_rt_co_t* c2 = aco_rt_spawn(NULL, tx_co, &t2);
@@ -438,7 +467,8 @@ static void race_main(void* arg) {
 static void xcancel_main(void* arg) {
     (void)arg;
     ch = aco_rt_chan_new(4, 0);
-    rx_t a = {.n = 4, .deadline = -1};
+    static rx_t a;             /* (written by other cos: not on a stack) */
+    a = (rx_t){.n = 4, .deadline = -1};
     aco_rt_co_t* c = aco_rt_spawn(aco_rt_pool_sched(pool, 1), rx_co, &a);
     aco_rt_sleep(5 * MS);
     CHECK_EQ(aco_rt_cancel(c), 0);
@@ -447,6 +477,95 @@ static void xcancel_main(void* arg) {
     uint32_t v = 9;
     CHECK_EQ(aco_rt_chan_send(ch, &v, aco_rt_now() + 5 * MS), -ETIMEDOUT);
     CHECK_EQ(aco_rt_chan_free(ch), 0);
+}
+
+/* Results that cross in a mailbox: a close and a select of this thread
+ * meet a first waiter of the other, receiver or sender, with a 3-byte
+ * element between guards. */
+static void xresults_main(void* arg) {
+    (void)arg;
+    static rx_t a;             /* (written by other cos: not on a stack) */
+    static tx_t t;
+    aco_rt_sched_t* t1 = aco_rt_pool_sched(pool, 1);
+    ch = aco_rt_chan_new(3, 0);
+    a = (rx_t){.n = 3, .deadline = -1};
+    aco_rt_co_t* c = aco_rt_spawn(t1, rx_co, &a);
+    aco_rt_sleep(5 * MS);
+    CHECK_EQ(aco_rt_chan_close(ch), 0);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    CHECK_EQ(a.r, -EPIPE);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);
+    ch = aco_rt_chan_new(3, 0);
+    t = (tx_t){3, -1, 1, -1};
+    c = aco_rt_spawn(t1, tx_co, &t);
+    aco_rt_sleep(5 * MS);
+    CHECK_EQ(aco_rt_chan_close(ch), 0);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    CHECK_EQ(t.r, -EPIPE);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);
+
+    ch = aco_rt_chan_new(3, 0);
+    aco_rt_chan_t* other = aco_rt_chan_new(3, 0);
+    uint8_t e[3] = {90, 91, 92}, o[3];
+    int err = -1;
+    a = (rx_t){.n = 3, .deadline = -1};
+    c = aco_rt_spawn(t1, rx_co, &a);
+    aco_rt_sleep(5 * MS);
+    aco_rt_case_t cs[2] = {{other, ACO_RT_RECV, o}, {ch, ACO_RT_SEND, e}};
+    CHECK_EQ(aco_rt_chan_select(cs, 2, &err, -1), 1);
+    CHECK_EQ(err, 0);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    rx_check(&a, 90);
+    t = (tx_t){3, -1, 70, -1};
+    c = aco_rt_spawn(t1, tx_co, &t);
+    aco_rt_sleep(5 * MS);
+    uint8_t got[4] = {0, 0, 0, 0xAA};
+    aco_rt_case_t cr[2] = {{other, ACO_RT_RECV, o}, {ch, ACO_RT_RECV, got}};
+    CHECK_EQ(aco_rt_chan_select(cr, 2, &err, -1), 1);
+    CHECK_EQ(got[0], 70);
+    CHECK_EQ(got[2], 72);
+    CHECK_EQ(got[3], 0xAA);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    CHECK_EQ(t.r, 0);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);
+    CHECK_EQ(aco_rt_chan_free(other), 0);
+}
+
+/* Three threads: 1 and 2 each ping-pong with 0 at once (thread 0 reads
+ * two mailboxes, made at the same time). */
+#define TRI_ROUNDS (SLOW ? 3000 : 50000)
+static aco_rt_chan_t* tri_ch[2][2];         /* [pair][0: to the far side, 1: back] */
+static void tri_far(void* arg) {
+    int k = (int)(intptr_t)arg;
+    uint16_t v;
+    uint32_t n = 0;
+    while (aco_rt_chan_recv(tri_ch[k][0], &v, -1) == 0) {
+        CHECK_EQ(v, (uint16_t)(n * 3 + (uint32_t)k));
+        v = (uint16_t)~v;
+        CHECK_EQ(aco_rt_chan_send(tri_ch[k][1], &v, -1), 0);
+        n++;
+    }
+    CHECK_EQ(n, TRI_ROUNDS);
+}
+static void tri_near(void* arg) {
+    int k = (int)(intptr_t)arg;
+    for (uint32_t n = 0; n < TRI_ROUNDS; n++) {
+        uint16_t v = (uint16_t)(n * 3 + (uint32_t)k);
+        CHECK_EQ(aco_rt_chan_send(tri_ch[k][0], &v, -1), 0);
+        uint16_t w = 0;
+        CHECK_EQ(aco_rt_chan_recv(tri_ch[k][1], &w, -1), 0);
+        CHECK_EQ(w, (uint16_t)~v);
+    }
+    CHECK_EQ(aco_rt_chan_close(tri_ch[k][0]), 0);
+}
+static void tri_main(void* arg) {
+    (void)arg;
+    aco_rt_co_t* c[4];
+    for (int k = 0; k < 2; k++) {
+        c[2 * k] = aco_rt_spawn(aco_rt_pool_sched(pool, (unsigned)k + 1), tri_far, (void*)(intptr_t)k);
+        c[2 * k + 1] = aco_rt_spawn(NULL, tri_near, (void*)(intptr_t)k);
+    }
+    for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_join(c[i], -1), 0);
 }
 
 static void pool_part(void) {
@@ -466,6 +585,17 @@ static void pool_part(void) {
     for (int i = 0; i < BURST; i++) CHECK_EQ(aco_rt_chan_free(bch[i]), 0);
     run_on(0, race_main, NULL);
     run_on(0, xcancel_main, NULL);
+    run_on(0, xresults_main, NULL);
+    aco_rt_pool_free(pool);
+
+    o.threads = 3;
+    pool = aco_rt_pool_new(&o);
+    CHECK(pool != NULL);
+    for (int k = 0; k < 2; k++)
+        for (int d = 0; d < 2; d++) CHECK((tri_ch[k][d] = aco_rt_chan_new(2, 0)) != NULL);
+    run_on(0, tri_main, NULL);
+    for (int k = 0; k < 2; k++)
+        for (int d = 0; d < 2; d++) CHECK_EQ(aco_rt_chan_free(tri_ch[k][d]), 0);
     aco_rt_pool_free(pool);
 }
 
