@@ -42,8 +42,9 @@
  * use while it is blocked, so nothing that is written while the co is
  * blocked may point into its stack.  The runtime keeps to it itself: its
  * waiter records live in the co's heap object, a channel element waits in
- * heap memory (the co's record, or a mailbox beside it for elements over
- * 8 bytes), and io_uring never gets a buffer that lies on a
+ * heap memory (the co's record, the channel, a ring between two pool
+ * threads, or a mailbox beside the record for elements over 8 bytes), and
+ * io_uring never gets a buffer that lies on a
  * share stack (such a call waits for readiness instead and then does a plain
  * system call).  What the program must keep to: objects that other cos use
  * (aco_rt_mutex_t, aco_rt_chan_t, aco_rt_timer_t, ...) must not live on a
