@@ -1,5 +1,6 @@
 /* sched.c - the scheduler: its loop, parking and waking, the inbox that
- * other threads send to, sleep and yield, counters.
+ * other threads send to and the mailboxes of a pool's threads, sleep and
+ * yield, counters.
  *
  * The loop runs in the thread's libaco main co.  It resumes ready cos in
  * FIFO order; a co comes back to it when it parks (blocks in a call), yields
@@ -310,10 +311,14 @@ static void mbox_free_all(aco_rt_sched_t* s) {
     }
 }
 
-void rt_wake_remote_to(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
-    if (mbox_send(co, to, res, NULL, 0)) return;
+/* The inbox's wake: through co's record. */
+static void inbox_wake(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
     co->res = res;
     rt_send(to, &co->msg, RT_MSG_WAKE);
+}
+
+void rt_wake_remote_to(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
+    if (!mbox_send(co, to, res, NULL, 0)) inbox_wake(co, to, res);
 }
 
 void rt_wake_remote(aco_rt_co_t* co, int res) {
@@ -323,8 +328,7 @@ void rt_wake_remote(aco_rt_co_t* co, int res) {
 void rt_wake_remote_box(aco_rt_co_t* co, aco_rt_sched_t* to, const void* elem, size_t n) {
     if (mbox_send(co, to, 0, elem, n)) return;
     rt_copy(&co->w.box, elem, n);
-    co->res = 0;
-    rt_send(to, &co->msg, RT_MSG_WAKE);
+    inbox_wake(co, to, 0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -224,35 +224,42 @@ static void close_main(void* arg) {
     CHECK_EQ(aco_rt_chan_free(ch), 0);
 }
 
-/* Select meets a first waiter of either kind. */
-static void select_main(void* arg) {
-    (void)arg;
-    ch = aco_rt_chan_new(2, 0);
-    aco_rt_chan_t* other = aco_rt_chan_new(2, 0);
+/* Select meets a first waiter of either kind, of scheduler where (NULL:
+ * this one), with an n-byte element (guards around what it receives). */
+static void select_meets_first(aco_rt_sched_t* where, size_t n) {
     static rx_t a;             /* (written by other cos: not on a stack) */
     static tx_t t;
-    a = (rx_t){.n = 2, .deadline = -1};
-    aco_rt_co_t* ca = aco_rt_spawn(NULL, rx_co, &a);
-    settle();
-    uint8_t e[2] = {7, 8}, o[2] = {0, 0};
-    aco_rt_case_t cs[2] = {{other, ACO_RT_RECV, o}, {ch, ACO_RT_SEND, e}};
+    ch = aco_rt_chan_new(n, 0);
+    aco_rt_chan_t* other = aco_rt_chan_new(n, 0);
+    uint8_t e[16], o[16], got[20];
+    for (size_t i = 0; i < n; i++) e[i] = (uint8_t)(90 + i);
     int err = -1;
+    a = (rx_t){.n = n, .deadline = -1};
+    aco_rt_co_t* c = aco_rt_spawn(where, rx_co, &a);
+    if (where) aco_rt_sleep(5 * MS); else settle();
+    aco_rt_case_t cs[2] = {{other, ACO_RT_RECV, o}, {ch, ACO_RT_SEND, e}};
     CHECK_EQ(aco_rt_chan_select(cs, 2, &err, -1), 1);
     CHECK_EQ(err, 0);
-    CHECK_EQ(aco_rt_join(ca, -1), 0);
-    rx_check(&a, 7);
-    t = (tx_t){2, -1, 30, -1};
-    aco_rt_co_t* ct = aco_rt_spawn(NULL, tx_co, &t);
-    settle();
-    uint8_t got[2] = {0, 0};
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    rx_check(&a, 90);
+    t = (tx_t){n, -1, 70, -1};
+    c = aco_rt_spawn(where, tx_co, &t);
+    if (where) aco_rt_sleep(5 * MS); else settle();
+    memset(got, 0xAA, sizeof(got));
     aco_rt_case_t cr[2] = {{other, ACO_RT_RECV, o}, {ch, ACO_RT_RECV, got}};
     CHECK_EQ(aco_rt_chan_select(cr, 2, &err, -1), 1);
-    CHECK_EQ(got[0], 30);
-    CHECK_EQ(got[1], 31);
-    CHECK_EQ(aco_rt_join(ct, -1), 0);
+    CHECK_EQ(err, 0);
+    for (size_t i = 0; i < n; i++) CHECK_EQ(got[i], (uint8_t)(70 + i));
+    for (size_t i = n; i < sizeof(got); i++) CHECK_EQ(got[i], 0xAA);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
     CHECK_EQ(t.r, 0);
     CHECK_EQ(aco_rt_chan_free(ch), 0);
     CHECK_EQ(aco_rt_chan_free(other), 0);
+}
+
+static void select_main(void* arg) {
+    (void)arg;
+    select_meets_first(NULL, 2);
 }
 
 /* A buffered channel, full: the first waiting sender's element joins the
@@ -364,8 +371,10 @@ static void ping_co(void* arg) {
 }
 
 /* A burst: 300 cos of thread 1 each wait first in a channel of their own;
- * one co of thread 0 serves them all without yielding (more wakes than a
- * mailbox holds), then the same with 300 waiting senders. */
+ * one co of thread 0 serves them all while a co of thread 1 keeps that
+ * thread busy (it reads no message until all 300 are sent: more wakes than
+ * a mailbox holds, the rest through the inbox), then the same with 300
+ * waiting senders. */
 #define BURST 300
 static aco_rt_chan_t* bch[BURST];
 static aco_rt_wg_t bwg;
@@ -385,6 +394,13 @@ static void burst_tx(void* arg) {
     CHECK_EQ(aco_rt_chan_send(bch[i], &v, -1), 0);
     bgot[i]++;
 }
+static int busy_state;         /* atomic: 1 thread 1 is busy, 2 may stop */
+static void busy_co(void* arg) {
+    (void)arg;
+    __atomic_store_n(&busy_state, 1, __ATOMIC_RELEASE);
+    int64_t end = aco_rt_now() + 10000 * MS;   /* (a bound, should 2 never come) */
+    while (__atomic_load_n(&busy_state, __ATOMIC_ACQUIRE) != 2 && aco_rt_now() < end) {}
+}
 static void burst_main(void* arg) {
     (void)arg;
     for (int round = 0; round < 2; round++) {
@@ -398,6 +414,9 @@ static void burst_main(void* arg) {
         }
         CHECK_EQ(aco_rt_wg_wait(&bwg, -1), 0);
         aco_rt_sleep(5 * MS);       /* (each one in its receive or send) */
+        __atomic_store_n(&busy_state, 0, __ATOMIC_RELEASE);
+        aco_rt_co_t* busy = aco_rt_spawn(aco_rt_pool_sched(pool, 1), busy_co, NULL);
+        while (__atomic_load_n(&busy_state, __ATOMIC_ACQUIRE) != 1) aco_rt_sleep(MS / 10);
         for (int i = 0; i < BURST; i++) {
             uint32_t v = (uint32_t)i * 7u + 1u;
             if (round == 0) {
@@ -407,6 +426,8 @@ static void burst_main(void* arg) {
                 CHECK_EQ(v, (uint32_t)i * 5u + 2u);
             }
         }
+        __atomic_store_n(&busy_state, 2, __ATOMIC_RELEASE);
+        CHECK_EQ(aco_rt_join(busy, -1), 0);
         for (int i = 0; i < BURST; i++) {
             CHECK_EQ(aco_rt_join(c[i], -1), 0);
             CHECK_EQ(bgot[i], 1);
@@ -504,31 +525,7 @@ static void xresults_main(void* arg) {
     CHECK_EQ(t.r, -EPIPE);
     CHECK_EQ(aco_rt_chan_free(ch), 0);
 
-    ch = aco_rt_chan_new(3, 0);
-    aco_rt_chan_t* other = aco_rt_chan_new(3, 0);
-    uint8_t e[3] = {90, 91, 92}, o[3];
-    int err = -1;
-    a = (rx_t){.n = 3, .deadline = -1};
-    c = aco_rt_spawn(t1, rx_co, &a);
-    aco_rt_sleep(5 * MS);
-    aco_rt_case_t cs[2] = {{other, ACO_RT_RECV, o}, {ch, ACO_RT_SEND, e}};
-    CHECK_EQ(aco_rt_chan_select(cs, 2, &err, -1), 1);
-    CHECK_EQ(err, 0);
-    CHECK_EQ(aco_rt_join(c, -1), 0);
-    rx_check(&a, 90);
-    t = (tx_t){3, -1, 70, -1};
-    c = aco_rt_spawn(t1, tx_co, &t);
-    aco_rt_sleep(5 * MS);
-    uint8_t got[4] = {0, 0, 0, 0xAA};
-    aco_rt_case_t cr[2] = {{other, ACO_RT_RECV, o}, {ch, ACO_RT_RECV, got}};
-    CHECK_EQ(aco_rt_chan_select(cr, 2, &err, -1), 1);
-    CHECK_EQ(got[0], 70);
-    CHECK_EQ(got[2], 72);
-    CHECK_EQ(got[3], 0xAA);
-    CHECK_EQ(aco_rt_join(c, -1), 0);
-    CHECK_EQ(t.r, 0);
-    CHECK_EQ(aco_rt_chan_free(ch), 0);
-    CHECK_EQ(aco_rt_chan_free(other), 0);
+    select_meets_first(t1, 3);
 }
 
 /* Three threads: 1 and 2 each ping-pong with 0 at once (thread 0 reads
