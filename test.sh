@@ -277,6 +277,17 @@ runner_of() {  # variant -> emulator command, empty for native
     esac
 }
 
+# Programs that spend their time waiting (deadlines, timers, a peer's
+# pause), not computing: measured natively, CPU time under a tenth of the
+# wall time, more than a second.  They run in a lane of their own beside
+# the others (below), so their waits do not hold a CPU's place.
+waits_mostly() {
+    case "$1" in
+        rt_test_matrix|rt_test_fd_identity|rt_test_lend|rt_test_header|rt_test_offload|rt_test_net) return 0 ;;
+    esac
+    return 1
+}
+
 jobs_file="$LOGS/jobs"
 notes="$LOGS/notes"
 : > "$jobs_file"; : > "$notes"
@@ -314,8 +325,10 @@ for t in "${targets[@]}"; do
                 # signals too slowly (two at once, one per core, already
                 # miss them).  The goals are the -O2 builds'; the -O0 and
                 # UBSan storms switch through the same acosw and run
-                # time-bound, with the others.
+                # time-bound, with the others.  The lane: 0 the CPU's, 1
+                # alone, 2 the waiting programs'.
                 excl=0 envs=$(env_of "$mode" "$prog")
+                waits_mostly "$prog" && excl=2
                 if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
                     case "$t:$mode" in
                         gcc-O2:native|clang-O2:native) excl=1 ;;
@@ -336,7 +349,7 @@ if [ -s "$notes" ]; then
         END {for (i = 0; i < n; i++) {split(o[i], f, "\t"); printf "  %s %s: %s\n", f[1], t[o[i]], f[2]}}'
 fi
 
-run_one() {  # one job line: name, bin, mode, expect, env, exclusive, emulator, args
+run_one() {  # one job line: name, bin, mode, expect, env, lane, emulator, args
     local name bin mode expect envs excl emu args
     IFS='|' read -r name bin mode expect envs excl emu args <<< "$1"
     local log="$LOGS/${name//\//_}.log"
@@ -395,17 +408,24 @@ if has_target checks; then
         printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
     done
 fi
-# Longest first keeps both cores busy to the end: by last run's durations
-# (output/test-durations), else by a guess from the mode.  Then the
-# exclusive runs, one at a time.
+# Two lanes side by side, $JOBS jobs each: the programs that mostly wait
+# (waits_mostly) and the rest.  In each, longest first keeps the cores busy
+# to the end: by last run's durations (output/test-durations), else by a
+# guess from the mode.  Then the exclusive runs, one at a time.
 order() {
     awk -F'|' -v d="$DURATIONS" '
         BEGIN { while ((getline l < d) > 0) { split(l, f, "\t"); t[f[1]] = f[2] } }
         { e = ($1 in t) ? t[$1] : ($3 == "check" ? 60 : $3 == "memcheck" ? 20 : $7 != "" ? 10 : 3)
           print e "\t" $0 }' | sort -t$'\t' -k1,1nr | cut -f2-
 }
-awk -F'|' '$6 == 0' "$jobs_file" | order |
-    xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+lane() {  # lane <field 6's value>: run those jobs, print all but passes
+    awk -F'|' -v l="$1" '$6 == l' "$jobs_file" | order |
+        xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+}
+lane 2 > "$LOGS/lane-waits" &
+lane 0
+wait
+cat "$LOGS/lane-waits"
 awk -F'|' '$6 == 1' "$jobs_file" |
     xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
 cat "$LOGS/runs" >> "$results"

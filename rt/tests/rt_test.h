@@ -4,7 +4,8 @@
  * Backends.  A test runs its checks on every backend named in
  * $ACO_RT_TEST_BACKENDS (space-separated: uring, epoll; default
  * "uring epoll"), one after the other: test_on_backends() creates the
- * scheduler on each (opts.backend forced), runs the body and frees it.  A
+ * scheduler on each (opts.backend forced), runs the body and frees it
+ * (test_backends_apart(): all at once, a process each).  A
  * named backend that cannot start is a failure, never a skip.  test_sched()
  * (the old way) makes a scheduler with the given opts as they are (AUTO:
  * $ACO_RT_BACKEND, else io_uring where it works).
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,6 +168,65 @@ static inline void test_watchdog(void) {
     unsigned sec = e && *e ? (unsigned)atoi(e) : 300;
     signal(SIGALRM, test_watchdog_fire);
     alarm(sec);
+}
+
+/* fn(backend) for each backend of $ACO_RT_TEST_BACKENDS, all at once, each
+ * in a child process of its own: for tests whose time goes to waiting
+ * (deadlines, pauses), not computing.  fn returns 0, or non-zero for a
+ * failure it counted.  With one backend fn runs in this process (the suite
+ * gives valgrind one backend: it would not follow a child).  Any child that
+ * fails (a status other than 0, or a signal) fails the test once all have
+ * ended; a child dies with this process. */
+static inline void test_backends_apart(int (*fn)(int backend)) {
+    int bs[8];
+    int n = test_backends(bs, 8);
+    if (n == 1) {
+        test_backend_id = bs[0];
+        test_backend_label = test_backend_str(bs[0]);
+        int r = fn(bs[0]);
+        test_backend_label = "";
+        if (r != 0) exit(1);
+        return;
+    }
+    pid_t pids[8];
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < n; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0) {
+            fprintf(stderr, "FAIL: fork: %s\n", strerror(errno));
+            abort();
+        }
+        if (pids[i] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            test_watchdog();
+            test_backend_id = bs[i];
+            test_backend_label = test_backend_str(bs[i]);
+            int r = fn(bs[i]);
+            fflush(stdout);
+            fflush(stderr);
+            _exit(r != 0);
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        int st;
+        while (waitpid(pids[i], &st, 0) < 0)
+            if (errno != EINTR) {
+                fprintf(stderr, "FAIL: waitpid: %s\n", strerror(errno));
+                abort();
+            }
+        if (WIFSIGNALED(st)) {
+            fprintf(stderr, "FAIL [%s]: its process died of signal %d\n",
+                    test_backend_str(bs[i]), WTERMSIG(st));
+            bad++;
+        } else if (WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "FAIL [%s]: its process exited with %d\n",
+                    test_backend_str(bs[i]), WEXITSTATUS(st));
+            bad++;
+        }
+    }
+    if (bad) exit(1);
 }
 
 /* body(s, arg) on each backend of $ACO_RT_TEST_BACKENDS, each on a fresh

@@ -17,7 +17,7 @@
  *     blocked on that descriptor (read, wait, accept) with -EBADF at once,
  *     and the pool drains.
  * Stack and heap buffers (the readiness and the io_uring ways), both
- * backends.
+ * backends, at once (a process each: the time is waiting).
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
@@ -288,11 +288,17 @@ static void cross_thread(int backend) {
     aco_rt_pool_free(p);
 }
 
+static int one_backend(int backend) {
+    aco_rt_sched_t* s = test_sched_on(backend, NULL);
+    reuse_body(s, NULL);
+    aco_rt_sched_free(s);
+    cross_thread(backend);
+    return 0;
+}
+
 int main(void) {
-    test_on_backends(NULL, reuse_body, NULL);
-    int bs[8];
-    int nb = test_backends(bs, 8);
-    for (int i = 0; i < nb; i++) cross_thread(bs[i]);
+    test_watchdog();
+    test_backends_apart(one_backend);
     printf("test_fd_identity: ok\n");
     return 0;
 }
