@@ -127,23 +127,6 @@ builds_of() {
     esac
 }
 
-built=" "
-for t in "${targets[@]}"; do
-    for b in $(builds_of "$t"); do
-        case "$built" in *" $b "*) continue ;; esac
-        built="$built$b "
-        IFS='|' read -r cc cflags out opts <<< "$(build_spec "$b")"
-        if ! command -v "$cc" >/dev/null; then missing "build/$b" "$cc" "$cc"; continue; fi
-        # shellcheck disable=SC2086
-        if CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
-                > "$LOGS/build-$b.log" 2>&1; then
-            pass "build/$b"
-        else
-            fail "build/$b" "see $LOGS/build-$b.log"; tail -20 "$LOGS/build-$b.log" | sed 's/^/    | /'
-        fi
-    done
-done
-
 # ---------------------------------------------------------------------------
 # What each mode runs, leaves out and adjusts.
 # ---------------------------------------------------------------------------
@@ -288,66 +271,6 @@ waits_mostly() {
     return 1
 }
 
-jobs_file="$LOGS/jobs"
-notes="$LOGS/notes"
-: > "$jobs_file"; : > "$notes"
-for t in "${targets[@]}"; do
-    for rs in $(runs_of "$t"); do
-        b=${rs%%:*} mode=${rs#*:}
-        IFS='|' read -r cc _ out _ <<< "$(build_spec "$b")"
-        [ -f "$out/variants" ] || continue
-        label=$cc
-        case "$mode" in asan-uar*) label="$cc-uar${mode#asan-uar}" ;; esac
-        prefix="$t/$label"
-        case "$mode" in native) prefix=$t ;; esac
-        while read -r v; do
-            variant_in_mode "$mode" "$v" || continue
-            for bin in "$out"/*.."$v"; do
-                [ -x "$bin" ] || continue
-                prog=$(basename "$bin"); prog=${prog%%..*}
-                name="$prefix/$v/$prog"
-                if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
-                why=$(excluded_from "$mode" "$prog")
-                if [ -n "$why" ]; then
-                    printf '%s left out of\t%s\t%s\n' "$prog" "$t" "$why" >> "$notes"
-                    continue
-                fi
-                why=$(adjust_reason "$mode" "$prog")
-                [ -n "$why" ] && printf '%s runs in\t%s\twith %s\n' "$prog" "$t" "$why" >> "$notes"
-                if [ "$mode" = memcheck ] && [ $have_valgrind = 0 ]; then
-                    missing "$name" valgrind valgrind; continue
-                fi
-                emu=$(runner_of "$v")
-                if [ -n "$emu" ] && ! command -v "${emu%% *}" >/dev/null; then
-                    missing "$name" "${emu%% *}" qemu-user; continue
-                fi
-                # Signal storms with goals run alone: a busy machine delivers
-                # signals too slowly (two at once, one per core, already
-                # miss them).  The goals are the -O2 builds'; the -O0 and
-                # UBSan storms switch through the same acosw and run
-                # time-bound, with the others.  The lane: 0 the CPU's, 1
-                # alone, 2 the waiting programs'.
-                excl=0 envs=$(env_of "$mode" "$prog")
-                waits_mostly "$prog" && excl=2
-                if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
-                    case "$t:$mode" in
-                        gcc-O2:native|clang-O2:native) excl=1 ;;
-                        *:native|*:ubsan) envs="${envs:+$envs }ACO_TEST_STORM_GOALS=0" ;;
-                    esac
-                fi
-                # '|'-separated: IFS would merge the empty fields of tabs
-                printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$bin" "$mode" "$(expect_of "$prog")" \
-                    "$envs" "$excl" "$emu" "$(args_of "$prog")" >> "$jobs_file"
-            done
-        done < "$out/variants"
-    done
-done
-if [ -s "$notes" ]; then
-    echo "By design:"
-    # One line per program and reason, naming the targets.
-    sort -u "$notes" | awk -F'\t' '{k = $1 "\t" $3; if (!(k in t)) o[n++] = k; t[k] = t[k] (t[k] ? ", " : "") $2}
-        END {for (i = 0; i < n; i++) {split(o[i], f, "\t"); printf "  %s %s: %s\n", f[1], t[o[i]], f[2]}}'
-fi
 
 run_one() {  # one job line: name, bin, mode, expect, env, lane, emulator, args
     local name bin mode expect envs excl emu args
@@ -398,6 +321,113 @@ export -f run_one
 export LOGS
 
 : > "$LOGS/runs"
+
+jobs_file="$LOGS/jobs"
+notes="$LOGS/notes"
+: > "$jobs_file"; : > "$notes"
+# The runs of every target on build $1, into $jobs_file (one line each).
+add_jobs() {
+    local t rs b mode cc out label prefix v bin prog name why emu excl envs
+    for t in "${targets[@]}"; do
+        for rs in $(runs_of "$t"); do
+            b=${rs%%:*} mode=${rs#*:}
+            [ "$b" = "$1" ] || continue
+            IFS='|' read -r cc _ out _ <<< "$(build_spec "$b")"
+            [ -f "$out/variants" ] || continue
+            label=$cc
+            case "$mode" in asan-uar*) label="$cc-uar${mode#asan-uar}" ;; esac
+            prefix="$t/$label"
+            case "$mode" in native) prefix=$t ;; esac
+            while read -r v; do
+                variant_in_mode "$mode" "$v" || continue
+                for bin in "$out"/*.."$v"; do
+                    [ -x "$bin" ] || continue
+                    prog=$(basename "$bin"); prog=${prog%%..*}
+                    name="$prefix/$v/$prog"
+                    if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
+                    why=$(excluded_from "$mode" "$prog")
+                    if [ -n "$why" ]; then
+                        printf '%s left out of\t%s\t%s\n' "$prog" "$t" "$why" >> "$notes"
+                        continue
+                    fi
+                    why=$(adjust_reason "$mode" "$prog")
+                    [ -n "$why" ] && printf '%s runs in\t%s\twith %s\n' "$prog" "$t" "$why" >> "$notes"
+                    if [ "$mode" = memcheck ] && [ $have_valgrind = 0 ]; then
+                        missing "$name" valgrind valgrind; continue
+                    fi
+                    emu=$(runner_of "$v")
+                    if [ -n "$emu" ] && ! command -v "${emu%% *}" >/dev/null; then
+                        missing "$name" "${emu%% *}" qemu-user; continue
+                    fi
+                    # Signal storms with goals run alone: a busy machine delivers
+                    # signals too slowly (two at once, one per core, already
+                    # miss them).  The goals are the -O2 builds'; the -O0 and
+                    # UBSan storms switch through the same acosw and run
+                    # time-bound, with the others.  The lane: 0 the CPU's, 1
+                    # alone, 2 the waiting programs'.
+                    excl=0 envs=$(env_of "$mode" "$prog")
+                    waits_mostly "$prog" && excl=2
+                    if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
+                        case "$t:$mode" in
+                            gcc-O2:native|clang-O2:native) excl=1 ;;
+                            *:native|*:ubsan) envs="${envs:+$envs }ACO_TEST_STORM_GOALS=0" ;;
+                        esac
+                    fi
+                    # '|'-separated: IFS would merge the empty fields of tabs
+                    printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$bin" "$mode" "$(expect_of "$prog")" \
+                        "$envs" "$excl" "$emu" "$(args_of "$prog")" >> "$jobs_file"
+                done
+            done < "$out/variants"
+        done
+    done
+}
+
+# Longest first keeps the cores busy to the end: by last run's durations
+# (output/test-durations), else by a guess from the mode.
+order() {
+    awk -F'|' -v d="$DURATIONS" '
+        BEGIN { while ((getline l < d) > 0) { split(l, f, "\t"); t[f[1]] = f[2] } }
+        { e = ($1 in t) ? t[$1] : ($3 == "check" ? 60 : $3 == "memcheck" ? 20 : $7 != "" ? 10 : 3)
+          print e "\t" $0 }' | sort -t$'\t' -k1,1nr | cut -f2-
+}
+
+# The programs that mostly wait (waits_mostly) run in a lane of their own,
+# $JOBS at a time, fed through a FIFO as soon as their build is done: they
+# run during the later builds and beside the other programs, whose lane
+# starts when every build is done.
+mkfifo "$LOGS/waits.fifo"
+xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ < "$LOGS/waits.fifo" |
+    grep -v '^PASS' > "$LOGS/lane-waits" &
+waits_lane=$!
+exec 4> "$LOGS/waits.fifo"
+
+built=" "
+for t in "${targets[@]}"; do
+    for b in $(builds_of "$t"); do
+        case "$built" in *" $b "*) continue ;; esac
+        built="$built$b "
+        IFS='|' read -r cc cflags out opts <<< "$(build_spec "$b")"
+        if ! command -v "$cc" >/dev/null; then missing "build/$b" "$cc" "$cc"; continue; fi
+        # shellcheck disable=SC2086
+        if CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
+                > "$LOGS/build-$b.log" 2>&1; then
+            pass "build/$b"
+        else
+            fail "build/$b" "see $LOGS/build-$b.log"; tail -20 "$LOGS/build-$b.log" | sed 's/^/    | /'
+        fi
+        n=$(wc -l < "$jobs_file")
+        add_jobs "$b"
+        # its waiting programs start now, while the next build compiles
+        tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 2' | order >&4
+    done
+done
+exec 4>&-
+if [ -s "$notes" ]; then
+    echo "By design:"
+    # One line per program and reason, naming the targets.
+    sort -u "$notes" | awk -F'\t' '{k = $1 "\t" $3; if (!(k in t)) o[n++] = k; t[k] = t[k] (t[k] ? ", " : "") $2}
+        END {for (i = 0; i < n; i++) {split(o[i], f, "\t"); printf "  %s %s: %s\n", f[1], t[o[i]], f[2]}}'
+fi
 # Whole-artifact checks (tests/check_*.sh), one verdict each, run in the same
 # pool as the programs.
 if has_target checks; then
@@ -408,23 +438,11 @@ if has_target checks; then
         printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
     done
 fi
-# Two lanes side by side, $JOBS jobs each: the programs that mostly wait
-# (waits_mostly) and the rest.  In each, longest first keeps the cores busy
-# to the end: by last run's durations (output/test-durations), else by a
-# guess from the mode.  Then the exclusive runs, one at a time.
-order() {
-    awk -F'|' -v d="$DURATIONS" '
-        BEGIN { while ((getline l < d) > 0) { split(l, f, "\t"); t[f[1]] = f[2] } }
-        { e = ($1 in t) ? t[$1] : ($3 == "check" ? 60 : $3 == "memcheck" ? 20 : $7 != "" ? 10 : 3)
-          print e "\t" $0 }' | sort -t$'\t' -k1,1nr | cut -f2-
-}
-lane() {  # lane <field 6's value>: run those jobs, print all but passes
-    awk -F'|' -v l="$1" '$6 == l' "$jobs_file" | order |
-        xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
-}
-lane 2 > "$LOGS/lane-waits" &
-lane 0
-wait
+# The other programs and the checks, $JOBS at a time; then, the waiting
+# lane done too, the exclusive runs, one at a time.
+awk -F'|' '$6 == 0' "$jobs_file" | order |
+    xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+wait "$waits_lane"
 cat "$LOGS/lane-waits"
 awk -F'|' '$6 == 1' "$jobs_file" |
     xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true

@@ -40,7 +40,7 @@
 #define MAX_DEPTH 14
 #define MAX_FRAME_WORDS 512         /* 2 KiB per frame at most */
 #define STEPS 800000L               /* ~1 s natively at -O2 */
-#define TIME_CAP_SEC 2.5            /* a slow build stops early */
+#define TIME_CAP_SEC 1.5            /* a slow build stops early */
 #define SWEEP_EVERY 1009            /* full invariant sweep period */
 
 static const struct {

@@ -65,7 +65,7 @@
 #define FLOOR_RESUMES 200000L       /* fail below this: nothing was stormed */
 #define VG_SEC 4.0                  /* valgrind: switch for this long, */
 #define VG_HARD_SEC 15.0            /* at most this long */
-#define BOUND_SEC 3.0               /* sanitizers, emulators: this long */
+#define BOUND_SEC 1.5               /* sanitizers, emulators: this long */
 
 /* acosw's extent (acosw.S); weak, so a port that lacks the label still
  * links and the test says what is missing. */

@@ -79,6 +79,14 @@ static int test_backend_id __attribute__((unused));
 #ifndef SLOW
 #define SLOW 0
 #endif
+/* FEW: stress loops run fewer rounds: SLOW, or an unoptimised build (-O0),
+ * whose loops take several times as long and reach no path the -O2 builds'
+ * do not. */
+#if SLOW || !defined(__OPTIMIZE__)
+#define FEW 1
+#else
+#define FEW 0
+#endif
 
 /* A scheduler for the test with opts as given. */
 static inline aco_rt_sched_t* test_sched(const aco_rt_opts_t* o) {

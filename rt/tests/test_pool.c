@@ -2,7 +2,7 @@
  * detach and cancel, channels, select, mutex, cond, semaphore and wait group
  * between cos of different threads, groups, stopping a busy pool, fork with
  * a running pool, and a stress of 10 million cross-thread hand-offs (fewer
- * under valgrind and the sanitizers).  Every figure is checked: nothing
+ * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
  */
 #define _GNU_SOURCE
@@ -610,7 +610,7 @@ static void stress_main(void* arg) {
 }
 
 static void test_stress(void) {
-    long total = SLOW ? 200000 : 10000000;
+    long total = FEW ? 200000 : 10000000;
     hops_per_token = total / TOKENS;
     for (int i = 0; i < RING; i++) ring[i] = aco_rt_chan_new(sizeof(token_t), 1);
     finished = aco_rt_chan_new(sizeof(token_t), TOKENS);
