@@ -188,10 +188,23 @@ static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
     }
 }
 
+/* Checked mode (aco.h): a buffer in a suspended co's frames is reported as
+ * the caller's escape, as the io_uring way's rt_on_share_stack does, before
+ * the kernel would fail it with EFAULT. */
+static void rq_check(const rq_t* q, int rd) {
+    if (q->kind == K_READV || q->kind == K_WRITEV) {
+        const struct iovec* v = q->buf;
+        for (size_t i = 0; i < q->n; i++) aco_checked_access(v[i].iov_base, v[i].iov_len, rd);
+    } else {
+        aco_checked_access(q->buf, q->n, rd);
+    }
+}
+
 static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     int rd = q->kind == K_READ || q->kind == K_READV || q->kind == K_RECV;
     int r, events = rd ? POLLIN : POLLOUT;
+    if (aco_unlikely(aco_checked())) rq_check(q, rd);
     rt_fd_t* f = rt_fd_get(s, q->fd);
     if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
     /* epoll: a stream socket that a short read drained has nothing until
