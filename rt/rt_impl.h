@@ -265,6 +265,10 @@ struct aco_rt_co {
                                    while w is on no queue (before it starts,
                                    once a waker took it off, after its end) */
     };
+#if UINTPTR_MAX == 0xffffffffu
+    void*            pad_;      /* 32 bits: the waiter is 32 bytes, cmsg
+                                   must be at an odd multiple of 4 */
+#endif
     rt_msg_t         cmsg;      /* cancel message */
     aco_rt_sched_t*  s;
     uint8_t          claim;     /* 0 while its waiters may be taken, 1 once

@@ -79,10 +79,10 @@ static int test_backend_id __attribute__((unused));
 #ifndef SLOW
 #define SLOW 0
 #endif
-/* FEW: stress loops run fewer rounds: SLOW, or an unoptimised build (-O0),
+/* FEW: stress loops run fewer rounds: SLOW, an unoptimised build (-O0),
  * whose loops take several times as long and reach no path the -O2 builds'
- * do not. */
-#if SLOW || !defined(__OPTIMIZE__)
+ * do not, or ACO_RT_TEST_FEW defined (tests/check_rt_m32.sh). */
+#if SLOW || !defined(__OPTIMIZE__) || defined(ACO_RT_TEST_FEW)
 #define FEW 1
 #else
 #define FEW 0

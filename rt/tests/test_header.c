@@ -69,7 +69,7 @@ static void sched_new_errors(void) {
 
     PROMISE();
     o.backend = ACO_RT_BACKEND_EPOLL;
-    o.stack_size = (size_t)1 << 60;
+    o.stack_size = sizeof(size_t) == 8 ? (size_t)1 << (sizeof(size_t) * 8 - 4) : (size_t)-1 - 65535;
     errno = 0;
     CHECK(aco_rt_sched_new(&o) == NULL);
     CHECK_EQ(errno, ENOMEM);

@@ -709,7 +709,7 @@ static void many_main(void* arg) {
     CHECK_EQ(st.cos_ready, NMANY);
     for (uintptr_t i = 0; i < NMANY; i++) {
         CHECK_EQ(aco_rt_join(c[i], -1), 0);
-        CHECK_EQ(many_val[i], i * 2654435761u + (uint64_t)(char)i);
+        CHECK_EQ(many_val[i], (uint64_t)i * 2654435761u + (uint64_t)(char)i);
     }
     aco_rt_stats(NULL, &st);
     CHECK_EQ(st.cos_alive, 1);
@@ -1295,7 +1295,8 @@ static void forever_main(void* arg) {
 }
 
 /* a stack that cannot be had: NULL with ENOMEM, the process lives on */
-#define HUGE_STACK ((size_t)1 << 52)        /* 4 PiB: no mmap gives that */
+/* 4 PiB, or on 32 bits all but 64 KiB of the address space: no mmap gives that */
+#define HUGE_STACK (sizeof(size_t) == 8 ? (size_t)1 << (sizeof(size_t) * 8 - 12) : (size_t)-1 - 65535)
 static void huge_stack_child(void* arg) {
     int b = (int)(intptr_t)arg;
     aco_rt_sched_t* s = test_sched_on(b, NULL);

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The runtime on i386.  make.sh builds libaco_rt for x86-64 only; here its
+# sources and the core are built with gcc -m32 (-Wall -Wextra -Werror, no
+# liburing: Debian's i386 liburing-dev would have to be installed beside
+# the x86-64 one, so the epoll backend), and each runtime test below runs on
+# epoll (test_alloc looks at a record: -Irt): the 32-bit layouts (a record's wake and cancel messages tell
+# themselves apart by address, rt_impl.h), 64-bit atomics and sizes on a
+# 32-bit ABI.  The tests' stress loops run fewer rounds (ACO_RT_TEST_FEW):
+# the x86-64 builds run them whole.
+#   bash tests/check_rt_m32.sh [TEST...]     (default: the list below)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CC=${CC:-gcc}
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(sched handoff lend alloc timer sync chan chan_direct io bufio
+                                 fd_identity contract deadlines_load many_conns pool pthread
+                                 pthread_threads header offload net)
+if ! echo 'int main(void){return 0;}' | $CC -m32 -x c - -o /dev/null 2>/dev/null; then
+    echo "FAIL: $CC -m32 cannot link: install the Debian package gcc-multilib"
+    exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+c="$CC -m32 -O2 -g -Wall -Wextra -Werror -std=gnu11 -I."
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# The core and the runtime's sources, then each test linked with them.
+srcs="aco.c acosw.S $(grep -v '^#' rt/sources.list | sed 's|^|rt/|' | tr '\n' ' ')"
+if ! printf '%s\n' $srcs | xargs -P "$JOBS" -I{} sh -c \
+        'f={}; o='"$tmp"'/$(echo "$f" | tr / _).o; '"$c"' -c "$f" -o "$o" 2>"$o.err" || { cat "$o.err"; exit 255; }'; then
+    echo "FAIL: the runtime does not build with -m32"
+    exit 1
+fi
+ar rcs "$tmp/librt32.a" "$tmp"/*.o
+fail=0
+for t in "${tests[@]}"; do
+    args=$(grep -v '^[[:space:]]*#' rt/tests/tests.list | awk -v n="test_$t" '$1 == n {$1 = ""; print}')
+    if ! $c -Irt -DACO_RT_TEST_FEW "rt/tests/test_$t.c" "$tmp/librt32.a" -lpthread -o "$tmp/test_$t" 2>"$tmp/$t.err"; then
+        echo "FAIL: rt/tests/test_$t.c does not build with -m32:"; sed 's/^/    | /' "$tmp/$t.err" | head -20
+        fail=1; continue
+    fi
+    start=$SECONDS
+    # shellcheck disable=SC2086
+    if ACO_RT_TEST_BACKENDS=epoll ACO_RT_BACKEND=epoll timeout -k 10 300 "$tmp/test_$t" $args \
+            > "$tmp/$t.log" 2>&1; then
+        echo "ok   test_$t (i386, epoll, $((SECONDS - start)) s)"
+    else
+        echo "FAIL test_$t (i386, epoll): exit $?"; tail -15 "$tmp/$t.log" | sed 's/^/    | /'
+        fail=1
+    fi
+done
+[ $fail = 0 ] && echo "check_rt_m32: the runtime builds and its tests pass on i386 (epoll)"
+exit $fail
