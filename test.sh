@@ -262,8 +262,9 @@ runner_of() {  # variant -> emulator command, empty for native
 
 # Programs that spend their time waiting (deadlines, timers, a peer's
 # pause), not computing: measured natively, CPU time under a tenth of the
-# wall time, more than a second.  They run in a lane of their own beside
-# the others (below), so their waits do not hold a CPU's place.
+# wall time, more than a second.  Natively and under UBSan and ASan they run
+# in a lane of their own beside the others (below), so their waits do not
+# hold a CPU's place.
 waits_mostly() {
     case "$1" in
         rt_test_matrix|rt_test_fd_identity|rt_test_lend|rt_test_header|rt_test_offload|rt_test_net) return 0 ;;
@@ -366,7 +367,11 @@ add_jobs() {
                     # time-bound, with the others.  The lane: 0 the CPU's, 1
                     # alone, 2 the waiting programs'.
                     excl=0 envs=$(env_of "$mode" "$prog")
-                    waits_mostly "$prog" && excl=2
+                    # (natively, UBSan and ASan: memcheck, TSan and checked
+                    # mode make them busy, and emulators)
+                    case "$mode" in native|ubsan|asan-*)
+                        [ -z "$(runner_of "$v")" ] && waits_mostly "$prog" && excl=2 ;;
+                    esac
                     if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
                         case "$t:$mode" in
                             gcc-O2:native|clang-O2:native) excl=1 ;;
@@ -395,7 +400,7 @@ order() {
 # $JOBS at a time, fed through a FIFO as soon as their build is done: they
 # run during the later builds and beside the other programs, whose lane
 # starts when every build is done.
-mkfifo "$LOGS/waits.fifo"
+mkfifo "$LOGS/waits.fifo" || { echo "test.sh: mkfifo $LOGS/waits.fifo failed" >&2; exit 2; }
 xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ < "$LOGS/waits.fifo" |
     grep -v '^PASS' > "$LOGS/lane-waits" &
 waits_lane=$!
@@ -410,7 +415,7 @@ for t in "${targets[@]}"; do
         if ! command -v "$cc" >/dev/null; then missing "build/$b" "$cc" "$cc"; continue; fi
         # shellcheck disable=SC2086
         if CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
-                > "$LOGS/build-$b.log" 2>&1; then
+                > "$LOGS/build-$b.log" 2>&1 4>&-; then
             pass "build/$b"
         else
             fail "build/$b" "see $LOGS/build-$b.log"; tail -20 "$LOGS/build-$b.log" | sed 's/^/    | /'
@@ -447,6 +452,10 @@ cat "$LOGS/lane-waits"
 awk -F'|' '$6 == 1' "$jobs_file" |
     xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
 cat "$LOGS/runs" >> "$results"
+# A job that left no verdict (its xargs gave up after a killed child, or
+# the lane never started) fails, by name.
+comm -23 <(cut -d'|' -f1 "$jobs_file" | sort -u) <(cut -f2 "$LOGS/runs" | sort -u) |
+    while read -r name; do fail "$name" "it never ran (see $LOGS/lane-waits)"; done
 echo "ran $(wc -l < "$jobs_file") program runs and checks; the longest:"
 sort -t$'\t' -k4,4nr "$LOGS/runs" | head -8 | awk -F'\t' '{printf "  %4ds %s\n", $4, $2}'
 

@@ -191,11 +191,13 @@ static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
 /* Checked mode (aco.h): a buffer in a suspended co's frames is reported as
  * the caller's escape, as the io_uring way's rt_on_share_stack does, before
  * the kernel would fail it with EFAULT. */
-static void rq_check(const rq_t* q, int rd) {
+static inline __attribute__((always_inline)) void rq_check(const rq_t* q, int rd) {
     if (q->kind == K_READV || q->kind == K_WRITEV) {
         const struct iovec* v = q->buf;
-        for (size_t i = 0; i < q->n; i++) aco_checked_access(v[i].iov_base, v[i].iov_len, rd);
-    } else {
+        aco_checked_access(v, q->n * sizeof(*v), 0);
+        for (size_t i = 0; i < q->n; i++)
+            if (v[i].iov_len) aco_checked_access(v[i].iov_base, v[i].iov_len, rd);
+    } else if (q->n) {
         aco_checked_access(q->buf, q->n, rd);
     }
 }
@@ -339,7 +341,8 @@ static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int
 
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
     CO_OR_EPERM(co);
-    if (iovcnt >= 0 && iovcnt <= IOV_MAX) FROM_LEND(co, fd, iov, iovcnt, 0, deadline);
+    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
+    FROM_LEND(co, fd, iov, iovcnt, 0, deadline);
     struct iovec* h = iov_for_uring(co, iov, iovcnt, deadline);
     if (h) return rt_uring_io(co, RT_OP_READV, fd, h, (size_t)iovcnt, 0, deadline);
     rq_t q = {K_READV, fd, (void*)iov, (size_t)iovcnt, 0};
@@ -402,6 +405,10 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
         /* accept4 has no per-call flag: the listening socket must be
          * O_NONBLOCK now (another thread may accept the one we saw). */
         if ((r = fd_nonblock(fd)) < 0) return r;
+        if (aco_unlikely(aco_checked()) && addrlen) {       /* as rq_check */
+            aco_checked_access(addrlen, sizeof(*addrlen), 1);
+            if (addr && *addrlen) aco_checked_access(addr, *addrlen, 1);
+        }
         int nfd = rt_sys_accept4(fd, addr, addrlen, flags);
         if (nfd >= 0) {
             fd_fresh(s, nfd);
@@ -421,7 +428,9 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
     fd_fresh(s, fd);
     int r = fd_nonblock(fd);    /* connect has no per-call flag either */
     if (r < 0) return r;
-    /* A plain connect: the address is read at once, so it may be anywhere. */
+    /* A plain connect: the address is read at once, so it may be on the
+     * caller's stack (not on a suspended co's: checked mode says so). */
+    if (aco_unlikely(aco_checked()) && addr && addrlen) aco_checked_access(addr, addrlen, 0);
     if (rt_sys_connect(fd, addr, addrlen) == 0) return 0;
     if (errno != EINPROGRESS && errno != EINTR) return -errno;
     for (;;) {

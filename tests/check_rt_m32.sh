@@ -3,9 +3,9 @@
 # sources and the core are built with gcc -m32 (-Wall -Wextra -Werror, no
 # liburing: Debian's i386 liburing-dev would have to be installed beside
 # the x86-64 one, so the epoll backend), and each runtime test below runs on
-# epoll (test_alloc looks at a record: -Irt): the 32-bit layouts (a record's wake and cancel messages tell
-# themselves apart by address, rt_impl.h), 64-bit atomics and sizes on a
-# 32-bit ABI.  The tests' stress loops run fewer rounds (ACO_RT_TEST_FEW):
+# epoll.  What it guards: the 32-bit layouts (a record's wake and cancel
+# messages tell themselves apart by address, rt_impl.h), 64-bit atomics and
+# sizes on a 32-bit ABI.  (-Irt: test_alloc looks at a record.)  The tests' stress loops run fewer rounds (ACO_RT_TEST_FEW):
 # the x86-64 builds run them whole.
 #   bash tests/check_rt_m32.sh [TEST...]     (default: the list below)
 set -euo pipefail
@@ -21,13 +21,15 @@ if ! echo 'int main(void){return 0;}' | $CC -m32 -x c - -o /dev/null 2>/dev/null
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 143' TERM INT
 c="$CC -m32 -O2 -g -Wall -Wextra -Werror -std=gnu11 -I."
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 # The core and the runtime's sources, then each test linked with them.
 srcs="aco.c acosw.S $(grep -v '^#' rt/sources.list | sed 's|^|rt/|' | tr '\n' ' ')"
-if ! printf '%s\n' $srcs | xargs -P "$JOBS" -I{} sh -c \
-        'f={}; o='"$tmp"'/$(echo "$f" | tr / _).o; '"$c"' -c "$f" -o "$o" 2>"$o.err" || { cat "$o.err"; exit 255; }'; then
+# shellcheck disable=SC2086
+if ! printf '%s\n' $srcs | TMPD=$tmp C=$c xargs -P "$JOBS" -I{} sh -c \
+        'o="$TMPD/$(echo "$1" | tr / _).o"; $C -c "$1" -o "$o" 2>"$o.err" || { cat "$o.err"; exit 1; }' _ {}; then
     echo "FAIL: the runtime does not build with -m32"
     exit 1
 fi
@@ -41,7 +43,8 @@ for t in "${tests[@]}"; do
     fi
     start=$SECONDS
     # shellcheck disable=SC2086
-    if ACO_RT_TEST_BACKENDS=epoll ACO_RT_BACKEND=epoll timeout -k 10 300 "$tmp/test_$t" $args \
+    if ACO_RT_TEST_BACKENDS=epoll ACO_RT_BACKEND=epoll ACO_RT_TEST_WATCHDOG=240 \
+            timeout -k 10 300 "$tmp/test_$t" $args \
             > "$tmp/$t.log" 2>&1; then
         echo "ok   test_$t (i386, epoll, $((SECONDS - start)) s)"
     else

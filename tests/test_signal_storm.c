@@ -410,7 +410,8 @@ int main(void) {
             if (resumes >= MIN_RESUMES && sig_count >= GOAL_SIGNALS &&
                 sig_in_switch >= GOAL_IN_SWITCH)
                 break;
-        } else if (resumes >= FLOOR_RESUMES && t > (on_vg ? VG_SEC : BOUND_SEC)) {
+        } else if (resumes >= FLOOR_RESUMES && sig_count >= 2 * MIN_SIGNALS &&
+                   t > (on_vg ? VG_SEC : BOUND_SEC)) {
             break;
         }
     }

@@ -184,7 +184,8 @@ static inline void test_watchdog(void) {
  * failure it counted.  With one backend fn runs in this process (the suite
  * gives valgrind one backend: it would not follow a child).  Any child that
  * fails (a status other than 0, or a signal) fails the test once all have
- * ended; a child dies with this process. */
+ * ended; a child dies with this process, and has the watchdog (this
+ * process's is off while it waits). */
 static inline void test_backends_apart(int (*fn)(int backend)) {
     int bs[8];
     int n = test_backends(bs, 8);
@@ -196,7 +197,7 @@ static inline void test_backends_apart(int (*fn)(int backend)) {
         if (r != 0) exit(1);
         return;
     }
-    pid_t pids[8];
+    pid_t pids[8], parent = getpid();
     fflush(stdout);
     fflush(stderr);
     for (int i = 0; i < n; i++) {
@@ -207,15 +208,17 @@ static inline void test_backends_apart(int (*fn)(int backend)) {
         }
         if (pids[i] == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) _exit(1);      /* it died before prctl */
             test_watchdog();
             test_backend_id = bs[i];
             test_backend_label = test_backend_str(bs[i]);
-            int r = fn(bs[i]);
-            fflush(stdout);
-            fflush(stderr);
-            _exit(r != 0);
+            /* exit, not _exit: LeakSanitizer checks at exit */
+            exit(fn(bs[i]) != 0);
         }
     }
+    /* The children's watchdogs report a hang (with their schedulers' dump);
+     * this process's would fire first and kill them. */
+    alarm(0);
     int bad = 0;
     for (int i = 0; i < n; i++) {
         int st;
