@@ -9,8 +9,8 @@
  *   - a channel of pointers: co A sends &local and parks; co B, on the same
  *     share stack, receives it and writes through it;
  *   - a co's argument: A spawns B with &local as B's arg and parks; B reads;
- *   - the kernel: B asks aco_rt_read (or aco_rt_readv, one of its buffers)
- *     to fill a buffer in A's frames (a read that the kernel would complete
+ *   - the kernel: B asks aco_rt_read (or aco_rt_readv, one of its buffers,
+ *     or aco_rt_accept, the peer's address) to fill a buffer in A's frames (a read that the kernel would complete
  *     while A is parked): the runtime reports it as B's escape before
  *     handing it on, on the default backend and on epoll.
  * The runtime itself owns every waiter and timer node (no call takes one
@@ -22,11 +22,14 @@
  */
 #include "aco_rt.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,6 +132,15 @@ __attribute__((noinline)) static void rt_vec_reader(void* arg) {
     (void)r;
 }
 
+static int lfd = -1;
+
+__attribute__((noinline)) static void rt_acceptor(void* arg) {
+    (void)arg;
+    static socklen_t len = sizeof(struct sockaddr_in);
+    volatile int r = aco_rt_accept(lfd, (struct sockaddr*)parked_buf, &len, 0, aco_rt_in_ms(1000));
+    (void)r;
+}
+
 static void child_kernel_with(aco_rt_fn_t reader) {
     CHECK(pipe(pfd) == 0);
     CHECK(write(pfd[1], "data", 4) == 4);
@@ -138,6 +150,15 @@ static void child_kernel_with(aco_rt_fn_t reader) {
     aco_rt_sched_run(s);
 }
 static void child_kernel(void) { child_kernel_with(rt_reader); }
+static void child_kernel_accept(void) {
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(lfd >= 0 && bind(lfd, (struct sockaddr*)&a, sizeof(a)) == 0 && listen(lfd, 4) == 0);
+    child_kernel_with(rt_acceptor);
+}
 static void child_kernel_vec(void) { child_kernel_with(rt_vec_reader); }
 
 /* ---- in the parent: correct cos, and a raw read(2) ----------------------- */
@@ -235,6 +256,11 @@ int main(void) {
                               child_kernel,
                               "handed on for writing |rt_reader at|the co whose stack it is, co 0x|"
                               "buf_owner at");
+        fails += expect_fault(i ? "aco_rt_accept's address in a parked co's frames (epoll)"
+                                : "aco_rt_accept's address in a parked co's frames",
+                              child_kernel_accept,
+                              "handed on for writing |rt_acceptor at|the co whose stack it is, "
+                              "co 0x|buf_owner at");
         fails += expect_fault(i ? "aco_rt_readv into a parked co's frames (epoll)"
                                 : "aco_rt_readv into a parked co's frames",
                               child_kernel_vec,
