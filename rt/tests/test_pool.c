@@ -202,8 +202,14 @@ static void steal_main(void* arg) {
         }
         if (i % 10 == 0) keep[nkeep++] = c;
         else CHECK_EQ(aco_rt_detach(c), 0);
-        if (i % 1000 == 999) aco_rt_yield();    /* a chance to start some */
+        if (i % 1000 == 999 && i + 1 < STEAL_N) aco_rt_yield();    /* a chance to start some */
     }
+    /* The last thousand wait in this thread's queue.  Hold the thread (no
+     * co switch) until the idle sibling, woken for them, took some: on a
+     * busy machine it may get a CPU only after this thread would have
+     * started them all itself. */
+    int64_t until = aco_rt_now() + 30000 * MS;
+    while (!SLOW && atomic_load(&steal_thread[1]) == 0 && aco_rt_now() < until) sched_yield();
     CHECK_EQ(aco_rt_wg_wait(&steal_wg, -1), 0);
     for (int k = 0; k < nkeep; k++) CHECK_EQ(aco_rt_join(keep[k], -1), 0);
 }
