@@ -175,7 +175,7 @@ static void solo_co(void* arg) {
 
 /* Memory per parked co: what N cos parked in a sleep, or in a receive on a
  * channel, took from the allocator. */
-#define NPARK 1000
+#define NPARK CO_MANY(1000)
 static aco_rt_chan_t* never;        /* nobody sends on it */
 
 /* (as aco_rt_bench parked / parked_chan's: cancelled in the end) */
@@ -248,7 +248,7 @@ static void parked_body(aco_rt_sched_t* s, void* arg) {
  * thief's.  Records go round (thieves give theirs back): once warm, a round
  * allocates almost nothing.  Private buffers come zeroed whatever record
  * they come in. */
-#define POOL_N (SLOW ? 1000 : 4000)     /* (the sanitizers and memcheck: fewer) */
+#define POOL_N CO_MANY(SLOW ? 1000 : 4000)     /* (the sanitizers and memcheck: fewer) */
 #define POOL_ROUNDS 8
 static aco_rt_pool_t* apool;
 static aco_rt_wg_t pool_wg;

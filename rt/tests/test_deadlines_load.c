@@ -1,6 +1,7 @@
 /* test_deadlines_load: deadlines firing under load.
  *
- * 1000 socketpairs, a reader co on each end (2000 readers) doing read /
+ * 1000 socketpairs (CO_MANY: fewer under gcc's TSan), a reader co on
+ * each end (2000 readers) doing read /
  * recv / readv with short random deadlines (heap and stack buffers), 100
  * writer cos sending to random ends at random times, and busy cos that only
  * compute and yield.  Every -ETIMEDOUT comes at or after its deadline; every
@@ -15,7 +16,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define NPAIRS 1000
+#define NPAIRS CO_MANY(1000)
 #define NEND (2 * NPAIRS)
 #define NWRITERS 100
 #define WRITES_PER_END 6

@@ -47,7 +47,7 @@ static void run_on(unsigned i, aco_rt_fn_t fn, void* arg) {
 /* whole batches, before thread 0 starts the rest.  Each runs once.       */
 /* ------------------------------------------------------------------------ */
 
-#define DEEP_N 5000
+#define DEEP_N CO_MANY(5000)
 static unsigned char deep_ran[DEEP_N], deep_cancelled[DEEP_N], deep_saw[DEEP_N];
 static atomic_long deep_on1;
 static atomic_int deep_busy;
@@ -175,7 +175,7 @@ static void test_spawn_from_outside(void) {
 /* sibling takes some before they start                                     */
 /* ------------------------------------------------------------------------ */
 
-#define STEAL_N (SLOW ? 3000 : 20000)
+#define STEAL_N CO_MANY(SLOW ? 3000 : 20000)
 static unsigned char steal_cancelled[STEAL_N], steal_saw_cancel[STEAL_N], steal_ran[STEAL_N];
 static atomic_long steal_thread[2];
 static aco_rt_wg_t steal_wg;
@@ -571,7 +571,7 @@ static void test_groups(void) {
 /* 10 million hand-offs between threads, through channels and mutexes      */
 /* ------------------------------------------------------------------------ */
 
-#define RING 2000                       /* cos, alternately on each thread */
+#define RING CO_MANY(2000)              /* cos, alternately on each thread */
 #define TOKENS 64
 #define LOCKS 8
 static aco_rt_chan_t* ring[RING];

@@ -231,7 +231,7 @@ static void keys_reuse(void* arg) {
 }
 
 /* 10000 cos, three keys each, with heap values. */
-#define MANY 10000
+#define MANY CO_MANY(10000)
 static aco_rt_key_t KM[3];
 static int64_t many_freed;
 static void dmany(void* v) {

@@ -684,7 +684,7 @@ static void free_with_parked(int b) {
 /* many cos, standalone cos                                                 */
 /* ------------------------------------------------------------------------ */
 
-#define NMANY 10000
+#define NMANY CO_MANY(10000)
 static uint64_t many_val[NMANY];
 static void many_co(void* arg) {
     uint64_t i = (uint64_t)(uintptr_t)arg;
