@@ -91,9 +91,10 @@ void rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
 
 /* Every buffer the runtime hands on passes here: in checked mode (aco.h)
  * one on the stack of a suspended co is reported, as the co's escape,
- * before the kernel would fail it with EFAULT. */
-int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n) {
-    if (aco_unlikely(aco_checked())) aco_checked_access(p, n, 1);
+ * before the kernel would fail it with EFAULT.  wr: the kernel (or whoever
+ * gets p) writes there, not only reads. */
+int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n, int wr) {
+    if (aco_unlikely(aco_checked())) aco_checked_access(p, n, wr);
     if (co->flags & RT_STANDALONE) return 0;    /* its stack is its own */
     return aco_on_share_stack(rt_aco(co), p, n);
 }
@@ -104,8 +105,9 @@ static inline int passed(int64_t deadline) {
     return deadline != -1 && (deadline <= 0 || deadline <= rt_now());
 }
 
-static inline int use_uring(const aco_rt_co_t* co, const void* buf, size_t n, int64_t deadline) {
-    return co->s->be == &rt_backend_uring && !rt_on_share_stack(co, buf, n) &&
+static inline int use_uring(const aco_rt_co_t* co, const void* buf, size_t n, int wr,
+                            int64_t deadline) {
+    return co->s->be == &rt_backend_uring && !rt_on_share_stack(co, buf, n, wr) &&
            !passed(deadline);
 }
 
@@ -257,7 +259,7 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
  * that called aco_rt_read, a few frames up from the access.) */
 static inline __attribute__((always_inline)) ssize_t read_plain(aco_rt_co_t* co, int fd, void* buf,
                                                                 size_t n, int64_t deadline) {
-    if (use_uring(co, buf, n, deadline))
+    if (use_uring(co, buf, n, 1, deadline))
         return rt_uring_io(co, RT_OP_READ, fd, buf, n, 0, deadline);
     rq_t q = {K_READ, fd, buf, n, 0};
     return ready_io(co, &q, deadline);
@@ -278,7 +280,7 @@ ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_OR_EPERM(co);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);
-    if (use_uring(co, buf, n, deadline))
+    if (use_uring(co, buf, n, 1, deadline))
         return rt_uring_io(co, RT_OP_RECV, fd, buf, n, flags, deadline);
     rq_t q = {K_RECV, fd, buf, n, flags};
     return ready_io(co, &q, deadline);
@@ -298,7 +300,7 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
     do {
         const char* p = (const char*)buf + done;
         ssize_t r;
-        if (use_uring(co, p, n - done, deadline) && uring_may_write(co, fd)) {
+        if (use_uring(co, p, n - done, 0, deadline) && uring_may_write(co, fd)) {
             r = rt_uring_io(co, RT_OP_SEND, fd, (void*)p, n - done, flags, deadline);
             if (r == -ENOTSOCK && op == K_WRITE) {      /* a new file: guess again */
                 rt_fd_t* e = rt_fd_peek(co->s, fd);
@@ -332,7 +334,7 @@ static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int
     if (co->s->be != &rt_backend_uring || passed(deadline) || cnt <= 0 || cnt > IOV_MAX)
         return NULL;
     for (int i = 0; i < cnt; i++)
-        if (rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len)) return NULL;
+        if (rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len, 1)) return NULL;
     rt_extra_t* x = rt_extra(co, (size_t)cnt * sizeof(*iov));
     if (x == NULL) return NULL;
     memcpy(x->buf, iov, (size_t)cnt * sizeof(*iov));
@@ -365,7 +367,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
         ssize_t r;
         int heap = co->s->be == &rt_backend_uring && !passed(deadline) && uring_may_write(co, fd);
         for (int i = 0; heap && i < cnt; i++)
-            if (rt_on_share_stack(co, v[i].iov_base, v[i].iov_len)) heap = 0;
+            if (rt_on_share_stack(co, v[i].iov_base, v[i].iov_len, 0)) heap = 0;
         if (heap) {
             memset(&x->mh, 0, sizeof(x->mh));
             x->mh.msg_iov = v;
@@ -394,8 +396,8 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     CO_OR_EPERM(co);
     aco_rt_sched_t* s = co->s;
     int r;
-    if (use_uring(co, addr, addr && addrlen ? (size_t)*addrlen : 0, deadline) &&
-        !(addrlen && rt_on_share_stack(co, addrlen, sizeof(*addrlen)))) {
+    if (use_uring(co, addr, addr && addrlen ? (size_t)*addrlen : 0, 1, deadline) &&
+        !(addrlen && rt_on_share_stack(co, addrlen, sizeof(*addrlen), 1))) {
         /* addr and addrlen go to the kernel as they are: not on the stack */
         r = rt_uring_accept(co, fd, addr, addrlen, flags, deadline);
         if (r >= 0) fd_fresh(s, r);

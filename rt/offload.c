@@ -197,7 +197,7 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
                    void** result, int64_t deadline) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
-    if (fn == NULL || (arg && rt_on_share_stack(co, arg, 1))) return -EINVAL;
+    if (fn == NULL || (arg && rt_on_share_stack(co, arg, 1, 1))) return -EINVAL;
     int r = rt_may_block(co, deadline);
     if (r) {
         if (drop) drop(arg, NULL);

@@ -62,7 +62,7 @@ static int64_t deadline_of(clockid_t clk, const struct timespec* abs) {
 /* Would p lie on the share stack of the calling co? */
 static int on_share_stack(const void* p, size_t n) {
     aco_rt_co_t* co = rt_self();
-    return co != NULL && rt_on_share_stack(co, p, n);
+    return co != NULL && rt_on_share_stack(co, p, n, 1);
 }
 
 /* Take m even if the caller was cancelled (aco_rt_mutex_lock refuses then):

@@ -840,7 +840,7 @@ static inline void rt_rec_pay_all(aco_rt_sched_t* s) { (void)s; }
 void     rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen);
 /* io.c: every scheduler of the process, for closes from other threads. */
 void     rt_sched_reg(aco_rt_sched_t* s, int add);
-int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n);
+int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n, int wr);
 
 /* io_uring operations (io_uring.c): the result, or -errno. */
 enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,

@@ -10,9 +10,11 @@
  *     share stack, receives it and writes through it;
  *   - a co's argument: A spawns B with &local as B's arg and parks; B reads;
  *   - the kernel: B asks aco_rt_read (or aco_rt_readv, one of its buffers,
- *     or aco_rt_accept, the peer's address) to fill a buffer in A's frames (a read that the kernel would complete
- *     while A is parked): the runtime reports it as B's escape before
- *     handing it on, on the default backend and on epoll.
+ *     or aco_rt_accept, the peer's address) to fill a buffer in A's frames
+ *     (a read that the kernel would complete while A is parked): the
+ *     runtime reports it as B's escape, "handed on for writing", before
+ *     handing it on, on the default backend and on epoll; aco_rt_send from
+ *     A's frames is "handed on for reading" (the kernel only reads it).
  * The runtime itself owns every waiter and timer node (no call takes one
  * from the caller), so those escapes are the program's own structures: the
  * channel and argument cases are their shape.  In the parent: the kernel
@@ -161,6 +163,20 @@ static void child_kernel_accept(void) {
 }
 static void child_kernel_vec(void) { child_kernel_with(rt_vec_reader); }
 
+/* A send from a parked co's frames: the kernel only reads there. */
+static int sfd[2];
+
+__attribute__((noinline)) static void rt_sender(void* arg) {
+    (void)arg;
+    volatile ssize_t r = aco_rt_send(sfd[0], (const void*)parked_buf, 64, 0, aco_rt_in_ms(1000));
+    (void)r;
+}
+
+static void child_kernel_send(void) {
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sfd) == 0);
+    child_kernel_with(rt_sender);
+}
+
 /* ---- in the parent: correct cos, and a raw read(2) ----------------------- */
 
 static int raw_errno, own_ok;
@@ -265,6 +281,11 @@ int main(void) {
                                 : "aco_rt_readv into a parked co's frames",
                               child_kernel_vec,
                               "handed on for writing |rt_vec_reader at|the co whose stack it is, "
+                              "co 0x|buf_owner at");
+        fails += expect_fault(i ? "aco_rt_send from a parked co's frames (epoll)"
+                                : "aco_rt_send from a parked co's frames",
+                              child_kernel_send,
+                              "handed on for reading |rt_sender at|the co whose stack it is, "
                               "co 0x|buf_owner at");
     }
     backend = ACO_RT_BACKEND_AUTO;
