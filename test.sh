@@ -18,8 +18,11 @@
 #                     qemu-aarch64 / qemu-riscv64
 #   gcc-O0 clang-O0   the same at -O0 -g, x86-64 and i386
 #   valgrind          the valgrind variants of gcc-O2 and clang-O2, memcheck
-#   asan              -fsanitize=address, gcc and clang, x86-64 and i386, each
-#                     run with detect_stack_use_after_return=0 and =1
+#                     (the core's programs: gcc's per-co FPU env variants,
+#                     clang's shared ones: paired_out)
+#   asan              -fsanitize=address, gcc and clang, x86-64 and i386, with
+#                     detect_stack_use_after_return=0 and =1 (the core's
+#                     programs: 0 per-co FPU env, 1 shared: paired_out)
 #   tsan              -fsanitize=thread, gcc and clang, x86-64
 #   checked           the gcc-O2 programs, x86-64, in checked mode
 #                     (ACO_CHECKED=1, aco.h): a correct program runs unchanged
@@ -49,7 +52,7 @@ while [ $# -gt 0 ]; do
         -o) shift; make_opts+=(-o "${1:-}"); skipped+=("${1:-}") ;;
         -k) shift; pattern=${1:-} ;;
         -l) echo "$ALL_TARGETS"; exit 0 ;;
-        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "test.sh: unknown option '$1'" >&2; exit 2 ;;
         *) case " $ALL_TARGETS " in
                *" $1 "*) targets+=("$1") ;;
