@@ -18,11 +18,11 @@
 #                     qemu-aarch64 / qemu-riscv64
 #   gcc-O0 clang-O0   the same at -O0 -g, x86-64 and i386
 #   valgrind          the valgrind variants of gcc-O2 and clang-O2, memcheck
-#                     (the core's programs: gcc's per-co FPU env variants,
-#                     clang's shared ones: paired_out)
+#                     (each program in one FPU env per compiler, or under
+#                     one compiler: paired_out)
 #   asan              -fsanitize=address, gcc and clang, x86-64 and i386, with
-#                     detect_stack_use_after_return=0 and =1 (the core's
-#                     programs: 0 per-co FPU env, 1 shared: paired_out)
+#                     detect_stack_use_after_return=0 and =1 (each option on
+#                     one FPU env, or one per compiler: paired_out)
 #   tsan              -fsanitize=thread, gcc and clang, x86-64
 #   checked           the gcc-O2 programs, x86-64, in checked mode
 #                     (ACO_CHECKED=1, aco.h): a correct program runs unchanged
@@ -103,12 +103,12 @@ build_spec() {
         clang-O2)   echo "clang|-O2 -g|output/clang|" ;;
         gcc-O0)     echo "gcc|-O0 -g|output/gcc-O0|-o no-valgrind -o no-aarch64 -o no-riscv64" ;;
         clang-O0)   echo "clang|-O0 -g|output/clang-O0|-o no-valgrind -o no-aarch64 -o no-riscv64" ;;
-        asan-gcc)   echo "gcc|-O1 -g|output/asan-gcc|-s asan" ;;
-        asan-clang) echo "clang|-O1 -g|output/asan-clang|-s asan" ;;
-        tsan-gcc)   echo "gcc|-O1 -g|output/tsan-gcc|-s tsan" ;;
-        tsan-clang) echo "clang|-O1 -g|output/tsan-clang|-s tsan" ;;
-        ubsan-gcc)  echo "gcc|-O2 -g|output/ubsan-gcc|-s ubsan" ;;
-        ubsan-clang) echo "clang|-O2 -g|output/ubsan-clang|-s ubsan" ;;
+        asan-gcc)   echo "gcc|-O1 -g1|output/asan-gcc|-s asan" ;;
+        asan-clang) echo "clang|-O1 -g1|output/asan-clang|-s asan" ;;
+        tsan-gcc)   echo "gcc|-O1 -g1|output/tsan-gcc|-s tsan" ;;
+        tsan-clang) echo "clang|-O1 -g1|output/tsan-clang|-s tsan" ;;
+        ubsan-gcc)  echo "gcc|-O2 -g1|output/ubsan-gcc|-s ubsan" ;;
+        ubsan-clang) echo "clang|-O2 -g1|output/ubsan-clang|-s ubsan" ;;
     esac
 }
 # Target -> run sets "build:mode" (mode: how the programs run).
@@ -255,20 +255,38 @@ variant_in_mode() {  # does this mode run this variant?
 #   asan      detect_stack_use_after_return=0 on the per-co FPU env
 #             variants, =1 on the shared ones (gcc and clang alike)
 #   memcheck  gcc's per-co FPU env variants, clang's shared ones
-# A program built in one FPU env only (the runtime's tests) runs in every
-# pairing.
+# The runtime's tests, built in one FPU env, are paired by their parity
+# (rt_parity: half of them each way):
+#   asan      each under both compilers, with each option once: gcc with
+#             detect_stack_use_after_return=<parity>, clang with the other
+#   memcheck  each under one compiler: gcc (parity 0) or clang (parity 1)
+rt_parity() {  # rt_parity <program>: 0 or 1, by its name
+    echo $(( $(printf '%s' "$1" | cksum | cut -d' ' -f1) % 2 ))
+}
 paired_out() {  # paired_out <mode> <compiler> <variant> <program>: left out?
-    case "$4" in rt_*) return 1 ;; esac
+    case "$4" in
+        rt_*)
+            local p clang=0
+            p=$(rt_parity "$4")
+            [ "$2" = clang ] && clang=1
+            case "$1" in
+                asan-uar*) [ "${1#asan-uar}" != $((p ^ clang)) ] && return 0 ;;
+                memcheck) [ "$p" != "$clang" ] && return 0 ;;
+            esac
+            return 1 ;;
+    esac
     case "$1:$2:$3" in
         asan-uar0:*:*shareFPUenv|asan-uar1:*:*standaloneFPUenv) return 0 ;;
         memcheck:gcc:*shareFPUenv|memcheck:clang:*standaloneFPUenv) return 0 ;;
     esac
     return 1
 }
-paired_note() {  # paired_note <target>: the line "By design" prints
-    case "$1" in
-        asan) printf 'the core programs (not rt_*) run in\tasan\twith detect_stack_use_after_return=0 on the per-co FPU env variants, =1 on the shared ones (the FPU env is acosw'"'"'s alone, which ASan does not look into)\n' ;;
-        valgrind) printf 'the core programs (not rt_*) run in\tvalgrind\tgcc'"'"'s per-co FPU env variants and clang'"'"'s shared ones (the FPU env is acosw'"'"'s alone, which memcheck does not look into)\n' ;;
+paired_note() {  # paired_note <target> <program>: the line "By design" prints
+    case "$1:$2" in
+        asan:rt_*) printf 'the runtime'"'"'s tests (rt_*) run in\tasan\tunder gcc with detect_stack_use_after_return=0 and clang with =1, or the other way round, half of them each way (by their names'"'"' parity)\n' ;;
+        valgrind:rt_*) printf 'the runtime'"'"'s tests (rt_*) run in\tvalgrind\tunder gcc'"'"'s memcheck or clang'"'"'s, half of them each (by their names'"'"' parity)\n' ;;
+        asan:*) printf 'the core programs (not rt_*) run in\tasan\twith detect_stack_use_after_return=0 on the per-co FPU env variants, =1 on the shared ones (the FPU env is acosw'"'"'s alone, which ASan does not look into)\n' ;;
+        valgrind:*) printf 'the core programs (not rt_*) run in\tvalgrind\tgcc'"'"'s per-co FPU env variants and clang'"'"'s shared ones (the FPU env is acosw'"'"'s alone, which memcheck does not look into)\n' ;;
     esac
 }
 
@@ -287,13 +305,18 @@ runner_of() {  # variant -> emulator command, empty for native
 }
 
 # Programs that spend their time waiting (deadlines, timers, a peer's
-# pause), not computing: measured natively, CPU time under a tenth of the
-# wall time, more than a second.  Natively and under UBSan and ASan they run
-# in a lane of their own beside the others (below), so their waits do not
-# hold a CPU's place.
-waits_mostly() {
-    case "$1" in
-        rt_test_matrix|rt_test_fd_identity|rt_test_lend|rt_test_header|rt_test_offload|rt_test_net) return 0 ;;
+# pause), not computing: CPU time under a tenth of the wall time, more than
+# a second, measured in each mode (memcheck and TSan make the others busy;
+# checked mode and the emulators were not measured).  They run in a lane of
+# their own beside the others (below), so their waits do not hold a CPU's
+# place.
+waits_mostly() {  # waits_mostly <mode> <program>
+    case "$1:$2" in
+        native:rt_test_*|ubsan:rt_test_*|asan-*:rt_test_*)
+            case "$2" in
+                rt_test_matrix|rt_test_fd_identity|rt_test_lend|rt_test_header|rt_test_offload|rt_test_net) return 0 ;;
+            esac ;;
+        memcheck:rt_test_matrix|memcheck:rt_test_fd_identity|tsan:rt_test_matrix|tsan:rt_test_fd_identity) return 0 ;;
     esac
     return 1
 }
@@ -373,7 +396,7 @@ add_jobs() {
                     name="$prefix/$v/$prog"
                     if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
                     if paired_out "$mode" "$cc" "$v" "$prog"; then
-                        paired_note "$t" >> "$notes"; continue
+                        paired_note "$t" "$prog" >> "$notes"; continue
                     fi
                     why=$(excluded_from "$mode" "$prog")
                     if [ -n "$why" ]; then
@@ -396,11 +419,7 @@ add_jobs() {
                     # time-bound, with the others.  The lane: 0 the CPU's, 1
                     # alone, 2 the waiting programs'.
                     excl=0 envs=$(env_of "$mode" "$prog")
-                    # (natively, UBSan and ASan: memcheck, TSan and checked
-                    # mode make them busy, and emulators)
-                    case "$mode" in native|ubsan|asan-*)
-                        [ -z "$(runner_of "$v")" ] && waits_mostly "$prog" && excl=2 ;;
-                    esac
+                    [ -z "$emu" ] && waits_mostly "$mode" "$prog" && excl=2
                     if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
                         case "$t:$mode" in
                             gcc-O2:native|clang-O2:native) excl=1 ;;
