@@ -81,7 +81,7 @@ LOGS="$top/output/test-logs"
 # How long each run took last time: the longest start first (below).
 DURATIONS="$top/output/test-durations"
 [ -f "$LOGS/runs" ] && awk -F'\t' 'NF >= 4 {print $2 "\t" $4}' "$LOGS/runs" > "$DURATIONS.new" &&
-    { cat "$DURATIONS.new"; cat "$DURATIONS" 2>/dev/null; } | awk -F'\t' '!seen[$1]++' > "$DURATIONS.tmp" &&
+    { cat "$DURATIONS.new"; cat "$DURATIONS" 2>/dev/null || true; } | awk -F'\t' '!seen[$1]++' > "$DURATIONS.tmp" &&
     mv "$DURATIONS.tmp" "$DURATIONS"; rm -f "$DURATIONS.new"
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 results="$LOGS/results"
@@ -140,11 +140,14 @@ expect_of() {
         *) echo 0 ;;
     esac
 }
+# A program's arguments: the rest of its line in its tests.list, read once.
+declare -A list_args=()
+while read -r n rest; do list_args[rt_$n]=$rest; done < <(cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)')
+while read -r n rest; do list_args[$n]=$rest; done < <(grep -v '^[[:space:]]*\(#\|$\)' tests/tests.list)
 args_of() {
     case "$1" in
         test_aco_benchmark) echo "--smoke" ;;
-        rt_*) cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*#' | awk -v n="${1#rt_}" '$1 == n {$1 = ""; print}' ;;
-        *) grep -v '^[[:space:]]*#' tests/tests.list | awk -v n="$1" '$1 == n {$1 = ""; print}' ;;
+        *) echo "${list_args[$1]:-}" ;;
     esac
 }
 # Programs a mode leaves out, with the reason (printed, never silent).
@@ -436,11 +439,12 @@ add_jobs() {
 }
 
 # Longest first keeps the cores busy to the end: by last run's durations
-# (output/test-durations), else by a guess from the mode.
+# (output/test-durations), else by a guess from the mode and the program
+# (a runtime test takes longer than a core one).
 order() {
     awk -F'|' -v d="$DURATIONS" '
         BEGIN { while ((getline l < d) > 0) { split(l, f, "\t"); t[f[1]] = f[2] } }
-        { e = ($1 in t) ? t[$1] : ($3 == "check" ? 60 : $3 == "memcheck" ? 20 : $7 != "" ? 10 : 3)
+        { e = ($1 in t) ? t[$1] : ($3 == "check" ? 60 : $3 == "memcheck" ? 20 : $7 != "" ? 10 : index($2, "/rt_") ? 6 : 3)
           print e "\t" $0 }' | sort -t$'\t' -k1,1nr | cut -f2-
 }
 
