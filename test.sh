@@ -16,7 +16,8 @@
 #   gcc-O2 clang-O2   every non-valgrind variant, -O2 -g: x86-64 and i386
 #                     natively, the aarch64 and riscv64 cross builds under
 #                     qemu-aarch64 / qemu-riscv64
-#   gcc-O0 clang-O0   the same at -O0 -g, x86-64 and i386
+#   gcc-O0 clang-O0   the same at -O0 -g, x86-64 and i386 (the core's
+#                     programs: gcc per-co FPU env, clang shared: paired_out)
 #   valgrind          the valgrind variants of gcc-O2 and clang-O2, memcheck
 #                     (each program in one FPU env per compiler, or under
 #                     one compiler: paired_out)
@@ -266,7 +267,7 @@ variant_in_mode() {  # does this mode run this variant?
 rt_parity() {  # rt_parity <program>: 0 or 1, by its name
     echo $(( $(printf '%s' "$1" | cksum | cut -d' ' -f1) % 2 ))
 }
-paired_out() {  # paired_out <mode> <compiler> <variant> <program>: left out?
+paired_out() {  # paired_out <mode> <compiler> <variant> <program> <target>: left out?
     case "$4" in
         rt_*)
             local p clang=0
@@ -282,6 +283,10 @@ paired_out() {  # paired_out <mode> <compiler> <variant> <program>: left out?
         asan-uar0:*:*shareFPUenv|asan-uar1:*:*standaloneFPUenv) return 0 ;;
         memcheck:gcc:*shareFPUenv|memcheck:clang:*standaloneFPUenv) return 0 ;;
     esac
+    # -O0: gcc's per-co FPU env variants, clang's shared ones
+    case "$5:$3" in
+        gcc-O0:*shareFPUenv|clang-O0:*standaloneFPUenv) return 0 ;;
+    esac
     return 1
 }
 paired_note() {  # paired_note <target> <program>: the line "By design" prints
@@ -290,6 +295,7 @@ paired_note() {  # paired_note <target> <program>: the line "By design" prints
         valgrind:rt_*) printf 'the runtime'"'"'s tests (rt_*) run in\tvalgrind\tunder gcc'"'"'s memcheck or clang'"'"'s, half of them each (by their names'"'"' parity)\n' ;;
         asan:*) printf 'the core programs (not rt_*) run in\tasan\twith detect_stack_use_after_return=0 on the per-co FPU env variants, =1 on the shared ones (the FPU env is acosw'"'"'s alone, which ASan does not look into)\n' ;;
         valgrind:*) printf 'the core programs (not rt_*) run in\tvalgrind\tgcc'"'"'s per-co FPU env variants and clang'"'"'s shared ones (the FPU env is acosw'"'"'s alone, which memcheck does not look into)\n' ;;
+        gcc-O0:*|clang-O0:*) printf 'the core programs (not rt_*) run in\t%s\tgcc'"'"'s per-co FPU env variants and clang'"'"'s shared ones (both FPU envs and both ABIs still run unoptimised)\n' "$1" ;;
     esac
 }
 
@@ -398,7 +404,7 @@ add_jobs() {
                     prog=$(basename "$bin"); prog=${prog%%..*}
                     name="$prefix/$v/$prog"
                     if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
-                    if paired_out "$mode" "$cc" "$v" "$prog"; then
+                    if paired_out "$mode" "$cc" "$v" "$prog" "$t"; then
                         paired_note "$t" "$prog" >> "$notes"; continue
                     fi
                     why=$(excluded_from "$mode" "$prog")
