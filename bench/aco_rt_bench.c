@@ -4,8 +4,11 @@
  *                                   int channels, one send each way a round
  *   aco_rt_bench spawn_join [N]     spawn_join_ns: spawn an empty co, join it
  *   aco_rt_bench wake [N]           wake_ns: from a semaphore post in one co
- *                                   to the waiting co running (clock reads
- *                                   included: clock_ns says their cost)
+ *                                   to the waiting co running: half a
+ *                                   round trip of two cos that post to
+ *                                   each other; then wake_clocked_ns, each
+ *                                   wake timed alone (one clock read
+ *                                   included: clock_ns says its cost)
  *   aco_rt_bench timer [N]          timer_ns: aco_rt_timer_start + _stop
  *   aco_rt_bench mutex [N]          mutex_ns: lock + unlock, uncontended
  *   aco_rt_bench mutex_handoff [N]  mutex_handoff_ns: two cos that each lock,
@@ -104,17 +107,30 @@ static void spawn_join_body(long n) {
     for (long i = 0; i < n; i++) aco_rt_join(aco_rt_spawn(NULL, empty_co, NULL), -1);
 }
 
-/* ---- wake ---- */
+/* ---- wake ----
+ * Two cos hand a semaphore unit back and forth: each post wakes the other,
+ * each wait parks the poster, so half a round trip is one wake-to-run (the
+ * post, the poster parking, the switch, the waiter's return).  wake_ns is
+ * that half, with no clock read in the loop; wake_clocked_ns times each
+ * wake alone, from before the post to the waiter running, and so includes
+ * one clock read (clock_ns: this machine's aco_rt_now). */
 static aco_rt_sem_t sem_a, sem_b;
 static int64_t wake_t0, wake_sum;
+static int wake_clocked;
 static void waker_peer_co(void* arg) {
     (void)arg;
     while (aco_rt_sem_wait(&sem_b, -1) == 0) {
-        wake_sum += aco_rt_now() - wake_t0;
+        if (wake_clocked) wake_sum += aco_rt_now() - wake_t0;
         aco_rt_sem_post(&sem_a);
     }
 }
 static void wake_body(long n) {
+    for (long i = 0; i < n; i++) {
+        aco_rt_sem_post(&sem_b);
+        aco_rt_sem_wait(&sem_a, -1);
+    }
+}
+static void wake_clocked_body(long n) {
     for (long i = 0; i < n; i++) {
         wake_t0 = aco_rt_now();
         aco_rt_sem_post(&sem_b);
@@ -124,11 +140,18 @@ static void wake_body(long n) {
 static void wake_co(void* arg) {
     (void)arg;
     for (int i = 0; i <= SEGMENTS; i++) {
-        wake_sum = 0;
+        int64_t t0 = aco_rt_now();
         wake_body(n_ops);
-        seg[i] = (double)wake_sum / (double)n_ops;
+        seg[i] = (double)(aco_rt_now() - t0) / (double)n_ops / 2;
     }
     printf("wake_ns %.2f\n", median(seg + 1, SEGMENTS));
+    wake_clocked = 1;
+    for (int i = 0; i <= SEGMENTS; i++) {
+        wake_sum = 0;
+        wake_clocked_body(n_ops);
+        seg[i] = (double)wake_sum / (double)n_ops;
+    }
+    printf("wake_clocked_ns %.2f\n", median(seg + 1, SEGMENTS));
     for (int i = 0; i < SEGMENTS; i++) {
         int64_t t0 = aco_rt_now();
         for (long k = 0; k < n_ops; k++) wake_t0 = aco_rt_now();
