@@ -191,6 +191,31 @@ void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
 /* 3. Errors: "aco: <function>: <rule broken>", then abort                  */
 /* ======================================================================== */
 
+/* What the reports below do from their signal handlers goes to the system
+ * calls themselves, not to read(), write(), close() or dup2(), which a
+ * program may interpose.  The runtime's syscall hooks do: in a co, their
+ * read parks the co, and they allocate, which a signal handler must not. */
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static long sys_read(int fd, void* b, size_t n) { return syscall(SYS_read, fd, b, n); }
+static void sys_close(int fd) { (void)syscall(SYS_close, fd); }
+static void sys_dup2(int fd, int to) {      /* (dup3: no dup2 on aarch64) */
+    if (fd != to) (void)syscall(SYS_dup3, fd, to, 0);
+}
+
+static void err_write(const char* p, size_t n) {
+    int saved = errno;
+    while (n > 0) {
+        long r = syscall(SYS_write, 2, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        p += r;
+        n -= (size_t)r;
+    }
+    errno = saved;
+}
+
 __attribute__((noreturn, cold, format(printf, 2, 3)))
 static void fatal(const char* fn, const char* fmt, ...) {
     va_list ap;
@@ -488,7 +513,7 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk) {
 /* The overflow report (aco.h), opt-in.  A co that overflows runs on its
  * share stack, so the faulting thread's running co names it: no registry of
  * stacks is needed.  The handler runs on an alternate stack (the share
- * stack is exhausted), writes one line with write(2) and hands the fault on:
+ * stack is exhausted), writes one line (err_write) and hands the fault on:
  * to the previous handler, or back to the default action, which kills the
  * process with SIGSEGV when the faulting instruction runs again. */
 #include <signal.h>
@@ -537,8 +562,7 @@ static void overflow_handler(int sig, siginfo_t* si, void* ctx) {
         p = put_str(p, " in its guard page (co function ");
         p = put_hex(p, (uintptr_t)co->fp);
         p = put_str(p, ")\n");
-        ssize_t r = write(2, line, (size_t)(p - line));
-        (void)r;
+        err_write(line, (size_t)(p - line));
     }
     if (overflow_prev.sa_flags & SA_SIGINFO) {
         overflow_prev.sa_sigaction(sig, si, ctx);
@@ -2349,7 +2373,7 @@ void aco_checked_access(const void* p, size_t n, int write) {
 
 /* ---- the report --------------------------------------------------------- */
 
-/* Lines built in a buffer and written with write(2): the handler's. */
+/* Lines built in a buffer and written with err_write: the handler's. */
 typedef struct {
     char b[1024];
     size_t n;
@@ -2366,11 +2390,7 @@ static void lb_hex(line_buf* l, uintptr_t v) {
 }
 
 static void lb_flush(line_buf* l) {
-    for (size_t off = 0; off < l->n;) {
-        ssize_t r = write(2, l->b + off, l->n - off);
-        if (r <= 0) break;
-        off += (size_t)r;
-    }
+    err_write(l->b, l->n);
     l->n = 0;
 }
 
@@ -2450,24 +2470,25 @@ static void describe_pc(line_buf* l, const char* indent, uintptr_t pc) {
         *put_hex(hex, rel) = '\0';
         pid_t pid = fork();
         if (pid == 0) {
-            dup2(fds[1], 1);
+            sys_dup2(fds[1], 1);
             int null = open("/dev/null", O_RDWR);
-            if (null >= 0) { dup2(null, 0); dup2(null, 2); }
-            close(fds[0]);
+            if (null >= 0) { sys_dup2(null, 0); sys_dup2(null, 2); }
+            sys_close(fds[0]);
             execlp("addr2line", "addr2line", "-f", "-i", "-p", "-C", "-e", obj, hex,
                    (char*)NULL);
             _exit(127);
         }
-        close(fds[1]);
+        sys_close(fds[1]);
         if (pid > 0) {
-            ssize_t r;
+            long r;
             while (got < sizeof(out) - 1 &&
-                   (r = read(fds[0], out + got, sizeof(out) - 1 - got)) > 0)
-                got += (size_t)r;
+                   ((r = sys_read(fds[0], out + got, sizeof(out) - 1 - got)) > 0 ||
+                    (r < 0 && errno == EINTR)))
+                if (r > 0) got += (size_t)r;
             int st;
             while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
         }
-        close(fds[0]);
+        sys_close(fds[0]);
     }
     out[got] = '\0';
     if (got > 0 && strncmp(out, "??", 2) != 0) {
@@ -2810,8 +2831,7 @@ static int checked_decide(void) {
         if (on) {
             static const char msg[] = "aco: ACO_CHECKED=1 is ignored: checked mode does "
                                       "not combine with ASan or ACO_USE_VALGRIND builds (aco.h)\n";
-            ssize_t r = write(2, msg, sizeof(msg) - 1);
-            (void)r;
+            err_write(msg, sizeof(msg) - 1);
             on = 0;
         }
 #endif

@@ -422,7 +422,8 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /*     it).  A co alone on its share stack keeps its window while suspended */
 /*     (nothing else can run there: its frames stay valid, as libaco has    */
 /*     always promised).                                                    */
-/*   - The fault prints, with write(2), lines starting "aco: checked:"      */
+/*   - The fault prints, with the write(2) system call itself (not a        */
+/*     write() the program interposes), lines starting "aco: checked:"      */
 /*     naming: the co that made the access (or "main co", or "a thread with */
 /*     no co") and its frame (function, file:line when the program has      */
 /*     debug information and addr2line is installed, else the pc); the co   */
