@@ -448,7 +448,7 @@ rt_rules() {
             extra=""
             case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; test_http) extra="$obj/http.o" ;; esac
             [ $p = test_port ] && extra="$obj/port_pthreads.o $obj/port_aco.o"
-            [ $p = test_hook ] && extra="$obj/hook.o -ldl"
+            case $p in test_hook|test_checked_hook) extra="$obj/hook.o -ldl" ;; esac
             # test_faults: the allocations of the runtime's and libaco's
             # objects come through its own functions, which fail on demand
             ld=""

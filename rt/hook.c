@@ -318,12 +318,24 @@ EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
     return r;
 }
 
+/* Checked mode (aco.h): memory that a co hands to the kernel here, past
+ * the runtime's calls (which check their own), is reported as the co's
+ * escape if it lies in a suspended co's frames, before the kernel would
+ * fail the call with EFAULT.  Inlined: the report names the program's
+ * frame, a few up from the access. */
+static inline __attribute__((always_inline)) void hk_check(const void* p, size_t n, int wr) {
+    if (aco_unlikely(aco_checked()) && n) aco_checked_access(p, n, wr);
+}
+
 /* With an address: the call itself, non-blocking, and the runtime's
  * readiness wait between tries. */
 EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, socklen_t* l) {
     if (a == NULL) return recv(fd, buf, n, flags);
     if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(rcv_of(fd));
+        hk_check(buf, n, 1);
+        hk_check(l, sizeof(*l), 1);     /* before *l is read */
+        if (l) hk_check(a, *l, 1);
         for (;;) {
             ssize_t r = LIBC(recvfrom)(fd, buf, n, flags | MSG_DONTWAIT, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
@@ -342,6 +354,8 @@ EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct
     if (a == NULL) return send(fd, buf, n, flags);
     if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(snd_of(fd));
+        hk_check(buf, n, 0);
+        hk_check(a, l, 0);
         for (;;) {
             ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
@@ -494,6 +508,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...) {
 
 EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
     if (!in_co()) return LIBC(poll)(fds, n, timeout);
+    hk_check(fds, n * sizeof(*fds), 1);
     int r = rt_sys_poll0(fds, n);
     if (r != 0 || timeout == 0) return r;
     int64_t dl = timeout < 0 ? -1 : aco_rt_now() + (int64_t)timeout * 1000000;

@@ -1,0 +1,238 @@
+/*
+ * test_checked_hook.c - checked mode (aco.h, "Checked mode") through the
+ * syscall hooks (rt/hook.c, linked in): the hooked calls that hand memory
+ * to the kernel themselves, past the runtime's calls, report a buffer in a
+ * parked co's frames as the caller's escape, before the kernel would fail
+ * the call with EFAULT.  The program turns the mode on itself; builds that
+ * ignore it (ASan, valgrind) check that it is off.
+ *
+ * Each case in a forked child that must die of SIGSEGV with the report
+ * ("handed on for writing" or "for reading", the calling co's function, the
+ * parked co's): co A parks with a buffer of its frames published; co B, on
+ * the same share stack, calls
+ *   - recvfrom(2) with an address into A's buffer (the data, the address,
+ *     the address' length: each reported as written);
+ *   - sendto(2) of A's bytes to an address (read);
+ *   - poll(2) of two descriptors whose array is A's (written: revents).
+ * In the parent, the same calls with buffers on B's own stack work.
+ */
+#include "aco_rt.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK(c)                                                              \
+    do {                                                                      \
+        if (!(c)) {                                                           \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static aco_rt_sched_t* one_stack_sched(void) {
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof(o));
+    o.share_stacks = 1;             /* every co on one share stack */
+    o.stack_size = 64 * 1024;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    CHECK(s != NULL);
+    return s;
+}
+
+/* Two UDP sockets on 127.0.0.1, each knowing the other's address; one
+ * datagram waits at u[0]. */
+static int u[2];
+static struct sockaddr_in ua[2];
+
+static void udp_pair(void) {
+    for (int i = 0; i < 2; i++) {
+        memset(&ua[i], 0, sizeof(ua[i]));
+        ua[i].sin_family = AF_INET;
+        ua[i].sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        u[i] = socket(AF_INET, SOCK_DGRAM, 0);      /* the hook's socket() */
+        socklen_t l = sizeof(ua[i]);
+        CHECK(u[i] >= 0 && bind(u[i], (struct sockaddr*)&ua[i], sizeof(ua[i])) == 0 &&
+              getsockname(u[i], (struct sockaddr*)&ua[i], &l) == 0);
+    }
+    CHECK(sendto(u[1], "ping", 4, 0, (struct sockaddr*)&ua[0], sizeof(ua[0])) == 4);
+}
+
+/* ---- co A: parks with its buffer published ------------------------------ */
+
+static volatile unsigned char* volatile parked_buf;
+
+__attribute__((noinline)) static void buf_owner(void* arg) {
+    (void)arg;
+    volatile unsigned char buf[64];
+    memset((void*)buf, 0xab, sizeof(buf));
+    parked_buf = buf;
+    aco_rt_sleep(200 * 1000 * 1000LL);
+    for (size_t i = 0; i < sizeof(buf); i++) CHECK(buf[i] == 0xab);
+}
+
+/* ---- co B: each hands A's buffer on ------------------------------------- */
+
+__attribute__((noinline)) static void hk_recvfrom_data(void* arg) {
+    (void)arg;
+    struct sockaddr_in from;
+    socklen_t l = sizeof(from);
+    volatile ssize_t r = recvfrom(u[0], (void*)parked_buf, 64, 0, (struct sockaddr*)&from, &l);
+    (void)r;    /* not a tail call: this frame is in the report */
+}
+
+__attribute__((noinline)) static void hk_recvfrom_addr(void* arg) {
+    (void)arg;
+    char data[8];
+    static socklen_t l = sizeof(struct sockaddr_in);
+    volatile ssize_t r = recvfrom(u[0], data, sizeof(data), 0, (struct sockaddr*)parked_buf, &l);
+    (void)r;
+}
+
+__attribute__((noinline)) static void hk_recvfrom_len(void* arg) {
+    (void)arg;
+    char data[8];
+    struct sockaddr_in from;
+    volatile ssize_t r = recvfrom(u[0], data, sizeof(data), 0, (struct sockaddr*)&from,
+                                  (socklen_t*)parked_buf);
+    (void)r;
+}
+
+__attribute__((noinline)) static void hk_sendto(void* arg) {
+    (void)arg;
+    volatile ssize_t r = sendto(u[1], (const void*)parked_buf, 16, 0, (struct sockaddr*)&ua[0],
+                                sizeof(ua[0]));
+    (void)r;
+}
+
+__attribute__((noinline)) static void hk_poll(void* arg) {
+    (void)arg;
+    struct pollfd* p = (struct pollfd*)parked_buf;
+    volatile int r = poll(p, 2, 1000);
+    (void)r;
+}
+
+static void child_with(aco_rt_fn_t fn) {
+    udp_pair();
+    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_spawn(s, buf_owner, NULL);
+    aco_rt_spawn(s, fn, NULL);
+    aco_rt_sched_run(s);
+}
+static void child_recvfrom_data(void) { child_with(hk_recvfrom_data); }
+static void child_recvfrom_addr(void) { child_with(hk_recvfrom_addr); }
+static void child_recvfrom_len(void) { child_with(hk_recvfrom_len); }
+static void child_sendto(void) { child_with(hk_sendto); }
+static void child_poll(void) { child_with(hk_poll); }
+
+/* ---- in the parent: the same calls, buffers on the caller's own stack --- */
+
+static int own_ok;
+
+__attribute__((noinline)) static void own_calls(void* arg) {
+    (void)arg;
+    char data[8];
+    struct sockaddr_in from;
+    socklen_t l = sizeof(from);
+    CHECK(recvfrom(u[0], data, sizeof(data), 0, (struct sockaddr*)&from, &l) == 4);
+    CHECK(memcmp(data, "ping", 4) == 0 && l == sizeof(from) && from.sin_port == ua[1].sin_port);
+    CHECK(sendto(u[0], "pong", 4, 0, (struct sockaddr*)&ua[1], sizeof(ua[1])) == 4);
+    struct pollfd p[2] = {{u[1], POLLIN, 0}, {u[0], POLLIN, 0}};
+    CHECK(poll(p, 2, 1000) == 1 && (p[0].revents & POLLIN) && p[1].revents == 0);
+    CHECK(recvfrom(u[1], data, sizeof(data), 0, (struct sockaddr*)&from, &l) == 4);
+    CHECK(memcmp(data, "pong", 4) == 0);
+    own_ok = 1;
+}
+
+static void parent_case(void) {
+    udp_pair();
+    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_spawn(s, buf_owner, NULL);       /* checks its bytes at the end */
+    aco_rt_spawn(s, own_calls, NULL);
+    CHECK(aco_rt_sched_run(s) == 0);
+    aco_rt_sched_free(s);
+    CHECK(own_ok);
+    close(u[0]);
+    close(u[1]);
+}
+
+/* Fork; the child runs fn and must die of SIGSEGV with every '|' part of
+ * needles on its stderr. */
+static int expect_fault(const char* what, void (*fn)(void), const char* needles) {
+    int p[2];
+    CHECK(pipe(p) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], 2);
+        close(p[0]);
+        fn();
+        _exit(0);
+    }
+    close(p[1]);
+    static char buf[16384];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0)
+        if (r > 0) len += (size_t)r; else if (errno != EINTR) break;
+    buf[len] = 0;
+    close(p[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) CHECK(errno == EINTR);
+    int ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
+    if (!ok) fprintf(stderr, "%s: child did not die of SIGSEGV (status %#x)\n", what, st);
+    for (const char* n = needles; ok && *n;) {
+        const char* bar = strchr(n, '|');
+        size_t k = bar ? (size_t)(bar - n) : strlen(n);
+        char part[128];
+        snprintf(part, sizeof(part), "%.*s", (int)k, n);
+        if (strstr(buf, part) == NULL) {
+            fprintf(stderr, "%s: the report lacks \"%s\"\n", what, part);
+            ok = 0;
+        }
+        n += k + (bar != NULL);
+    }
+    if (!ok) fprintf(stderr, "%s: child's stderr:\n%s\n", what, buf);
+    return !ok;
+}
+
+int main(void) {
+    setenv("ACO_CHECKED", "1", 1);
+    if (!aco_checked()) {
+        printf("test_checked_hook: this build ignores ACO_CHECKED (ASan or valgrind): it is off\n");
+        return 0;
+    }
+    int fails = 0;
+    fails += expect_fault("recvfrom's data into a parked co's frames", child_recvfrom_data,
+                          "handed on for writing |hk_recvfrom_data at|"
+                          "the co whose stack it is, co 0x|buf_owner at");
+    fails += expect_fault("recvfrom's address into a parked co's frames", child_recvfrom_addr,
+                          "handed on for writing |hk_recvfrom_addr at|"
+                          "the co whose stack it is, co 0x|buf_owner at");
+    fails += expect_fault("recvfrom's address length in a parked co's frames", child_recvfrom_len,
+                          "handed on for writing |hk_recvfrom_len at|"
+                          "the co whose stack it is, co 0x|buf_owner at");
+    fails += expect_fault("sendto from a parked co's frames", child_sendto,
+                          "handed on for reading |hk_sendto at|"
+                          "the co whose stack it is, co 0x|buf_owner at");
+    fails += expect_fault("poll of an array in a parked co's frames", child_poll,
+                          "handed on for writing |hk_poll at|"
+                          "the co whose stack it is, co 0x|buf_owner at");
+    parent_case();
+    if (fails) {
+        fprintf(stderr, "test_checked_hook: %d case(s) failed\n", fails);
+        return 1;
+    }
+    printf("test_checked_hook: every hooked call handing a parked co's frames to the kernel "
+           "faulted with its report; the same calls with the caller's own buffers worked\n");
+    return 0;
+}
