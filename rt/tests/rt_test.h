@@ -294,6 +294,64 @@ static inline int test_in_child(void (*fn)(void*), void* arg, int* status) {
     return 0;
 }
 
+/* Checked mode's escapes (aco.h): fork; the child runs fn with its stderr
+ * into a pipe and must die of SIGSEGV with every '|'-separated part of
+ * needles in what it wrote.  0 if so, else 1 (and the child's stderr is
+ * shown). */
+static inline int test_expect_fault(const char* what, void (*fn)(void), const char* needles) {
+    int p[2];
+    CHECK(pipe(p) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl = {0, 0};
+        setrlimit(RLIMIT_CORE, &rl);
+        dup2(p[1], 2);
+        close(p[0]);
+        fn();
+        _exit(0);
+    }
+    close(p[1]);
+    static char buf[16384];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0)
+        if (r > 0) len += (size_t)r; else if (errno != EINTR) break;
+    buf[len] = 0;
+    close(p[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) CHECK(errno == EINTR);
+    int ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
+    if (!ok) fprintf(stderr, "%s: child did not die of SIGSEGV (status %#x)\n", what, st);
+    for (const char* n = needles; ok && *n;) {
+        const char* bar = strchr(n, '|');
+        size_t k = bar ? (size_t)(bar - n) : strlen(n);
+        char part[128];
+        snprintf(part, sizeof(part), "%.*s", (int)k, n);
+        if (strstr(buf, part) == NULL) {
+            fprintf(stderr, "%s: the report lacks \"%s\"\n", what, part);
+            ok = 0;
+        }
+        n += k + (bar != NULL);
+    }
+    if (!ok) fprintf(stderr, "%s: child's stderr:\n%s\n", what, buf);
+    return !ok;
+}
+
+/* A scheduler on backend b whose cos all share one share stack of 64 KiB
+ * (checked mode's cases: a parked co's frames are another co's window). */
+static inline aco_rt_sched_t* test_one_stack_sched(int b) {
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof(o));
+    o.backend = b;
+    o.share_stacks = 1;
+    o.stack_size = 64 * 1024;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    CHECK(s != NULL);
+    return s;
+}
+
 /* Small deterministic PRNG (xorshift64*). */
 static inline uint64_t test_rand(uint64_t* st) {
     uint64_t x = *st;

@@ -16,37 +16,12 @@
  *   - poll(2) of two descriptors whose array is A's (written: revents).
  * In the parent, the same calls with buffers on B's own stack work.
  */
-#include "aco_rt.h"
+#include "rt_test.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-
-static aco_rt_sched_t* one_stack_sched(void) {
-    aco_rt_opts_t o;
-    memset(&o, 0, sizeof(o));
-    o.share_stacks = 1;             /* every co on one share stack */
-    o.stack_size = 64 * 1024;
-    aco_rt_sched_t* s = aco_rt_sched_new(&o);
-    CHECK(s != NULL);
-    return s;
-}
 
 /* Two UDP sockets on 127.0.0.1, each knowing the other's address; one
  * datagram waits at u[0]. */
@@ -122,7 +97,7 @@ __attribute__((noinline)) static void hk_poll(void* arg) {
 
 static void child_with(aco_rt_fn_t fn) {
     udp_pair();
-    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_sched_t* s = test_one_stack_sched(ACO_RT_BACKEND_AUTO);
     aco_rt_spawn(s, buf_owner, NULL);
     aco_rt_spawn(s, fn, NULL);
     aco_rt_sched_run(s);
@@ -154,7 +129,7 @@ __attribute__((noinline)) static void own_calls(void* arg) {
 
 static void parent_case(void) {
     udp_pair();
-    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_sched_t* s = test_one_stack_sched(ACO_RT_BACKEND_AUTO);
     aco_rt_spawn(s, buf_owner, NULL);       /* checks its bytes at the end */
     aco_rt_spawn(s, own_calls, NULL);
     CHECK(aco_rt_sched_run(s) == 0);
@@ -164,69 +139,34 @@ static void parent_case(void) {
     close(u[1]);
 }
 
-/* Fork; the child runs fn and must die of SIGSEGV with every '|' part of
- * needles on its stderr. */
-static int expect_fault(const char* what, void (*fn)(void), const char* needles) {
-    int p[2];
-    CHECK(pipe(p) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(p[1], 2);
-        close(p[0]);
-        fn();
-        _exit(0);
-    }
-    close(p[1]);
-    static char buf[16384];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0)
-        if (r > 0) len += (size_t)r; else if (errno != EINTR) break;
-    buf[len] = 0;
-    close(p[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0) CHECK(errno == EINTR);
-    int ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
-    if (!ok) fprintf(stderr, "%s: child did not die of SIGSEGV (status %#x)\n", what, st);
-    for (const char* n = needles; ok && *n;) {
-        const char* bar = strchr(n, '|');
-        size_t k = bar ? (size_t)(bar - n) : strlen(n);
-        char part[128];
-        snprintf(part, sizeof(part), "%.*s", (int)k, n);
-        if (strstr(buf, part) == NULL) {
-            fprintf(stderr, "%s: the report lacks \"%s\"\n", what, part);
-            ok = 0;
-        }
-        n += k + (bar != NULL);
-    }
-    if (!ok) fprintf(stderr, "%s: child's stderr:\n%s\n", what, buf);
-    return !ok;
-}
-
 int main(void) {
     setenv("ACO_CHECKED", "1", 1);
     if (!aco_checked()) {
         printf("test_checked_hook: this build ignores ACO_CHECKED (ASan or valgrind): it is off\n");
         return 0;
     }
+    static const struct {
+        const char* what;
+        void (*fn)(void);
+        const char* needles;
+    } cases[] = {
+        {"recvfrom's data into a parked co's frames", child_recvfrom_data,
+         "handed on for writing |hk_recvfrom_data at|"},
+        {"recvfrom's address into a parked co's frames", child_recvfrom_addr,
+         "handed on for writing |hk_recvfrom_addr at|"},
+        {"recvfrom's address length in a parked co's frames", child_recvfrom_len,
+         "handed on for writing |hk_recvfrom_len at|"},
+        {"sendto from a parked co's frames", child_sendto, "handed on for reading |hk_sendto at|"},
+        {"poll of an array in a parked co's frames", child_poll,
+         "handed on for writing |hk_poll at|"},
+    };
     int fails = 0;
-    fails += expect_fault("recvfrom's data into a parked co's frames", child_recvfrom_data,
-                          "handed on for writing |hk_recvfrom_data at|"
-                          "the co whose stack it is, co 0x|buf_owner at");
-    fails += expect_fault("recvfrom's address into a parked co's frames", child_recvfrom_addr,
-                          "handed on for writing |hk_recvfrom_addr at|"
-                          "the co whose stack it is, co 0x|buf_owner at");
-    fails += expect_fault("recvfrom's address length in a parked co's frames", child_recvfrom_len,
-                          "handed on for writing |hk_recvfrom_len at|"
-                          "the co whose stack it is, co 0x|buf_owner at");
-    fails += expect_fault("sendto from a parked co's frames", child_sendto,
-                          "handed on for reading |hk_sendto at|"
-                          "the co whose stack it is, co 0x|buf_owner at");
-    fails += expect_fault("poll of an array in a parked co's frames", child_poll,
-                          "handed on for writing |hk_poll at|"
-                          "the co whose stack it is, co 0x|buf_owner at");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char needles[256];
+        snprintf(needles, sizeof(needles), "%sthe co whose stack it is, co 0x|buf_owner at",
+                 cases[i].needles);
+        fails += test_expect_fault(cases[i].what, cases[i].fn, needles);
+    }
     parent_case();
     if (fails) {
         fprintf(stderr, "test_checked_hook: %d case(s) failed\n", fails);

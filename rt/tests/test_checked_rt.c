@@ -22,40 +22,14 @@
  * and changes nothing, and correct cos (a parked co's own locals, buffers on
  * the co's own stack given to aco_rt_read) run as ever.
  */
-#include "aco_rt.h"
+#include "rt_test.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 static int backend = ACO_RT_BACKEND_AUTO;
-
-static aco_rt_sched_t* one_stack_sched(void) {
-    aco_rt_opts_t o;
-    memset(&o, 0, sizeof(o));
-    o.backend = backend;
-    o.share_stacks = 1;             /* every co on one share stack */
-    o.stack_size = 64 * 1024;
-    aco_rt_sched_t* s = aco_rt_sched_new(&o);
-    CHECK(s != NULL);
-    return s;
-}
 
 /* ---- a channel of pointers ---------------------------------------------- */
 
@@ -78,7 +52,7 @@ __attribute__((noinline)) static void receiving_writer(void* arg) {
 }
 
 static void child_chan(void) {
-    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_sched_t* s = test_one_stack_sched(backend);
     ch = aco_rt_chan_new(sizeof(int*), 1);
     aco_rt_spawn(s, parked_sender, NULL);
     aco_rt_spawn(s, receiving_writer, NULL);
@@ -101,7 +75,7 @@ __attribute__((noinline)) static void arg_spawner(void* arg) {
 }
 
 static void child_arg(void) {
-    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_sched_t* s = test_one_stack_sched(backend);
     aco_rt_spawn(s, arg_spawner, NULL);
     aco_rt_sched_run(s);
 }
@@ -146,7 +120,7 @@ __attribute__((noinline)) static void rt_acceptor(void* arg) {
 static void child_kernel_with(aco_rt_fn_t reader) {
     CHECK(pipe(pfd) == 0);
     CHECK(write(pfd[1], "data", 4) == 4);
-    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_sched_t* s = test_one_stack_sched(backend);
     aco_rt_spawn(s, buf_owner, NULL);
     aco_rt_spawn(s, reader, NULL);
     aco_rt_sched_run(s);
@@ -198,7 +172,7 @@ __attribute__((noinline)) static void raw_reader(void* arg) {
 static void parent_cases(void) {
     CHECK(pipe(pfd) == 0);
     CHECK(write(pfd[1], "data", 4) == 4);
-    aco_rt_sched_t* s = one_stack_sched();
+    aco_rt_sched_t* s = test_one_stack_sched(backend);
     aco_rt_spawn(s, buf_owner, NULL);       /* checks its bytes at the end */
     aco_rt_spawn(s, raw_reader, NULL);
     CHECK(aco_rt_sched_run(s) == 0);
@@ -209,47 +183,6 @@ static void parent_cases(void) {
     close(pfd[1]);
 }
 
-/* Fork; the child runs fn and must die of SIGSEGV with every '|' part of
- * needles on its stderr. */
-static int expect_fault(const char* what, void (*fn)(void), const char* needles) {
-    int p[2];
-    CHECK(pipe(p) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(p[1], 2);
-        close(p[0]);
-        fn();
-        _exit(0);
-    }
-    close(p[1]);
-    static char buf[16384];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof(buf) - 1 && (r = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0)
-        if (r > 0) len += (size_t)r; else if (errno != EINTR) break;
-    buf[len] = 0;
-    close(p[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0) CHECK(errno == EINTR);
-    int ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV;
-    if (!ok) fprintf(stderr, "%s: child did not die of SIGSEGV (status %#x)\n", what, st);
-    for (const char* n = needles; ok && *n;) {
-        const char* bar = strchr(n, '|');
-        size_t k = bar ? (size_t)(bar - n) : strlen(n);
-        char part[128];
-        snprintf(part, sizeof(part), "%.*s", (int)k, n);
-        if (strstr(buf, part) == NULL) {
-            fprintf(stderr, "%s: the report lacks \"%s\"\n", what, part);
-            ok = 0;
-        }
-        n += k + (bar != NULL);
-    }
-    if (!ok) fprintf(stderr, "%s: child's stderr:\n%s\n", what, buf);
-    return !ok;
-}
-
 int main(void) {
     setenv("ACO_CHECKED", "1", 1);
     if (!aco_checked()) {
@@ -257,36 +190,40 @@ int main(void) {
         return 0;
     }
     int fails = 0;
-    fails += expect_fault("a channel of pointers", child_chan,
-                          "aco: checked: co 0x|receiving_writer at|the co whose stack it is, co 0x|"
-                          "which is suspended|parked_sender at");
-    fails += expect_fault("a co's argument", child_arg,
-                          "aco: checked: co 0x|arg_reader at|the co whose stack it is, co 0x|"
-                          "arg_spawner at");
+    fails += test_expect_fault("a channel of pointers", child_chan,
+                               "aco: checked: co 0x|receiving_writer at|"
+                               "the co whose stack it is, co 0x|"
+                               "which is suspended|parked_sender at");
+    fails += test_expect_fault("a co's argument", child_arg,
+                               "aco: checked: co 0x|arg_reader at|"
+                               "the co whose stack it is, co 0x|"
+                               "arg_spawner at");
     /* The kernel case on the default backend (io_uring where it works) and
      * on epoll: the readiness way checks the buffer too. */
     for (int i = 0; i < 2; i++) {
         backend = i ? ACO_RT_BACKEND_EPOLL : ACO_RT_BACKEND_AUTO;
-        fails += expect_fault(i ? "aco_rt_read into a parked co's frames (epoll)"
-                                : "aco_rt_read into a parked co's frames",
-                              child_kernel,
-                              "handed on for writing |rt_reader at|the co whose stack it is, co 0x|"
-                              "buf_owner at");
-        fails += expect_fault(i ? "aco_rt_accept's address in a parked co's frames (epoll)"
-                                : "aco_rt_accept's address in a parked co's frames",
-                              child_kernel_accept,
-                              "handed on for writing |rt_acceptor at|the co whose stack it is, "
-                              "co 0x|buf_owner at");
-        fails += expect_fault(i ? "aco_rt_readv into a parked co's frames (epoll)"
-                                : "aco_rt_readv into a parked co's frames",
-                              child_kernel_vec,
-                              "handed on for writing |rt_vec_reader at|the co whose stack it is, "
-                              "co 0x|buf_owner at");
-        fails += expect_fault(i ? "aco_rt_send from a parked co's frames (epoll)"
-                                : "aco_rt_send from a parked co's frames",
-                              child_kernel_send,
-                              "handed on for reading |rt_sender at|the co whose stack it is, "
-                              "co 0x|buf_owner at");
+        fails += test_expect_fault(i ? "aco_rt_read into a parked co's frames (epoll)"
+                                     : "aco_rt_read into a parked co's frames",
+                                   child_kernel,
+                                   "handed on for writing |rt_reader at|"
+                                   "the co whose stack it is, co 0x|"
+                                   "buf_owner at");
+        fails += test_expect_fault(i ? "aco_rt_accept's address in a parked co's frames (epoll)"
+                                     : "aco_rt_accept's address in a parked co's frames",
+                                   child_kernel_accept,
+                                   "handed on for writing |rt_acceptor at|the co whose stack it is, "
+                                   "co 0x|buf_owner at");
+        fails += test_expect_fault(i ? "aco_rt_readv into a parked co's frames (epoll)"
+                                     : "aco_rt_readv into a parked co's frames",
+                                   child_kernel_vec,
+                                   "handed on for writing |rt_vec_reader at|"
+                                   "the co whose stack it is, "
+                                   "co 0x|buf_owner at");
+        fails += test_expect_fault(i ? "aco_rt_send from a parked co's frames (epoll)"
+                                     : "aco_rt_send from a parked co's frames",
+                                   child_kernel_send,
+                                   "handed on for reading |rt_sender at|the co whose stack it is, "
+                                   "co 0x|buf_owner at");
     }
     backend = ACO_RT_BACKEND_AUTO;
     parent_cases();
