@@ -20,9 +20,11 @@
 #              server's utime+stime (/proc/PID/stat) across the run.
 #   b. chan    ping-pong over unbuffered channels, one CPU: aco_rt_bench
 #              pingpong vs Go (go/pingpong.go) and Boost.Fiber
-#              (fiber_pingpong.cpp).
+#              (fiber_pingpong.cpp); the single-thread build
+#              (aco_rt_bench_st: no locked instructions) in the same rounds.
 #   c. spawn   aco_rt_bench spawn_join vs Go (go/spawn.go), and the runtime's
-#              own wake / timer / mutex / mutex_handoff figures.
+#              own wake / timer / mutex / mutex_handoff figures, each also
+#              of the single-thread build, in the same rounds.
 #   d. parked  memory per parked coroutine, parked in a sleep and in a
 #              channel receive: aco_rt_bench parked N and parked_chan N vs
 #              Go (go/parked.go -mode sleep and -mode chan).
@@ -613,6 +615,11 @@ chan_section() {
     [ $have_go = 1 ] && echo "          $PEERS/go_pingpong $loop_args_go   ($GO_VER)"
     [ $have_go_alt = 1 ] && echo "          $PEERS/go_pingpong_alt $loop_args_go   ($GO_ALT_VER, extra row)"
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $LOOP_N $LOOP_SEG $LOOP_WARM   (Boost $BOOST_VER, $fiber_kind)"
+    # the single-thread build (ACO_RT_NO_THREADS: no locked instructions)
+    # in the same rounds, an extra row and headline
+    local st=0
+    [ -x "$OUT/aco_rt_bench_st" ] && st=1
+    [ $st = 1 ] && echo "          $OUT/aco_rt_bench_st pingpong $LOOP_N   (single-thread build)"
     local r ours_ok=$have_ours_bench
     for r in $(seq 1 "$ROUNDS"); do
         if [ $ours_ok = 1 ]; then
@@ -620,6 +627,10 @@ chan_section() {
                 { say "ours: '$OURS_BENCH pingpong' gave no chan_pingpong_ns: ${LAST_ERR:-no output}"; ours_ok=0; }
         else
             addv ours_pp n/a
+        fi
+        if [ $st = 1 ]; then
+            run_metric st_pp chan_pingpong_ns 120 "$OUT/aco_rt_bench_st" pingpong "$LOOP_N" ||
+                { say "ours: 'aco_rt_bench_st pingpong' gave no chan_pingpong_ns: ${LAST_ERR:-no output}"; st=0; }
         fi
         if [ $have_go = 1 ]; then
             # shellcheck disable=SC2086
@@ -638,6 +649,7 @@ chan_section() {
     done
     printf '%-34s %10s   %s\n' program ns/rtrip "each round"
     printf '%-34s %10s   %s\n' "aco_rt (ours)" "$(med %.2f ours_pp)" "$(rounds ours_pp)"
+    [ $st = 1 ] && printf '%-34s %10s   %s\n' "aco_rt_st (ours, single-thread)" "$(med %.2f st_pp)" "$(rounds st_pp)"
     [ $have_go = 1 ] && printf '%-34s %10s   %s\n' "go $GO_VER" "$(med %.2f go_pp)" "$(rounds go_pp)"
     [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER (extra)" "$(med %.2f go_alt_pp)" "$(rounds go_alt_pp)"
     [ $have_fiber = 1 ] && printf '%-34s %10s   %s\n' "boost.fiber $BOOST_VER ($fiber_kind)" "$(med %.2f fiber_pp)" "$(rounds fiber_pp)"
@@ -645,6 +657,10 @@ chan_section() {
     o=$(med %.2f ours_pp); g=$(med %.2f go_pp); f=$(med %.2f fiber_pp)
     echo "headline chan_pingpong_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
     echo "headline chan_pingpong_vs_boost_fiber_ns ours=$o peer=$f ratio=$(ratio "$o" "$f")"
+    if [ $st = 1 ]; then
+        o=$(med %.2f st_pp)
+        echo "headline chan_pingpong_single_thread_build_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+    fi
 }
 
 OURS_MICRO="spawn_join:spawn_join_ns wake:wake_ns timer:timer_ns mutex:mutex_ns mutex_handoff:mutex_handoff_ns"
@@ -668,6 +684,12 @@ spawn_section() {
                     { say "ours: '$OURS_BENCH $sub' gave no $name: ${LAST_ERR:-no output}"; ok[$sub]=0; }
             else
                 addv "ours_$sub" n/a
+            fi
+            # the single-thread build (ACO_RT_NO_THREADS) in the same rounds
+            if [ -x "$OUT/aco_rt_bench_st" ]; then
+                # shellcheck disable=SC2046
+                run_metric "st_$sub" "$name" 120 "$OUT/aco_rt_bench_st" "$sub" $( [ $sub = spawn_join ] && echo "$LOOP_N") ||
+                    say "ours: 'aco_rt_bench_st $sub' gave no $name: ${LAST_ERR:-no output}"
             fi
             if [ $sub = spawn_join ]; then
                 if [ $have_go = 1 ]; then
@@ -701,23 +723,21 @@ spawn_section() {
     echo "headline mutex_uncontended_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
     o=$(med %.2f ours_mutex_handoff)
     echo "headline mutex_handoff_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
-    # The same figures of the single-thread build (ACO_RT_NO_THREADS), one
-    # run each after the rounds above
+    # The same figures of the single-thread build (ACO_RT_NO_THREADS), run
+    # in the same rounds
     if [ -x "$OUT/aco_rt_bench_st" ]; then
-        for sm in $OURS_MICRO; do
-            sub=${sm%%:*} name=${sm#*:}
-            # shellcheck disable=SC2046
-            run_metric "st_$sub" "$name" 120 "$OUT/aco_rt_bench_st" "$sub" $( [ $sub = spawn_join ] && echo "$LOOP_N") ||
-                say "ours: 'aco_rt_bench_st $sub' gave no $name: ${LAST_ERR:-no output}"
-        done
         echo "single-thread build ($OUT/aco_rt_bench_st):"
         for sm in $OURS_MICRO; do
-            printf '%-34s %10s\n' "aco_rt_st ${sm#*:}" "$(med %.2f "st_${sm%%:*}")"
+            printf '%-34s %10s   %s\n' "aco_rt_st ${sm#*:}" "$(med %.2f "st_${sm%%:*}")" "$(rounds "st_${sm%%:*}")"
         done
         o=$(med %.2f st_mutex)
         echo "headline mutex_uncontended_single_thread_build_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
         o=$(med %.2f st_spawn_join)
         echo "headline spawn_join_single_thread_build_ns ours=$o target=100 ratio=$(ratio "$o" 100)"
+        o=$(med %.2f st_wake)
+        echo "headline wake_to_run_single_thread_build_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
+        o=$(med %.2f st_mutex_handoff)
+        echo "headline mutex_handoff_single_thread_build_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
     fi
 }
 
