@@ -195,6 +195,7 @@ void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
  * calls themselves, not to read(), write(), close() or dup2(), which a
  * program may interpose.  The runtime's syscall hooks do: in a co, their
  * read parks the co, and they allocate, which a signal handler must not. */
+#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -204,11 +205,19 @@ static void sys_dup2(int fd, int to) {      /* (dup3: no dup2 on aarch64) */
     if (fd != to) (void)syscall(SYS_dup3, fd, to, 0);
 }
 
+/* (stderr may be non-blocking: the hooks make a descriptor so when a co
+ * waits on it.  Then a full pipe is waited for, a second at a time.) */
 static void err_write(const char* p, size_t n) {
     int saved = errno;
     while (n > 0) {
         long r = syscall(SYS_write, 2, p, n);
         if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) {
+            struct pollfd pf = {2, POLLOUT, 0};
+            struct { long s, ns; } sec = {1, 0};    /* the kernel's timespec on each ABI */
+            if (syscall(SYS_ppoll, &pf, 1, &sec, NULL, 0) > 0) continue;
+            break;
+        }
         if (r <= 0) break;
         p += r;
         n -= (size_t)r;

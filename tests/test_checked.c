@@ -14,7 +14,8 @@
  *   ended; a waiter node on a co's stack in a list another co walks to wake
  *   it; a timer node on a co's stack in a list the main co's timer loop
  *   fires; aco_checked_access (memory handed on, as to the kernel), also
- *   from a guard page into a stack.
+ *   from a guard page into a stack; and a report into a full, non-blocking
+ *   stderr arrives whole (the handler waits for the reader).
  * Correct uses, checked in the parent: a co's own locals, a main co's locals
  * used by cos, a standalone co's locals read while it is suspended, the copy
  * statistics of two cos alternating on one stack, aco_on_share_stack, and
@@ -23,6 +24,7 @@
  */
 #include "aco_test.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/uio.h>
 
@@ -245,6 +247,58 @@ static void child_ended(void* arg) {
     (void)v;
 }
 
+/* A report into a full, non-blocking stderr (the runtime's hooks leave a
+ * descriptor so once a co has waited on it): the handler waits for the
+ * reader, and the whole report arrives.  The child fills its stderr pipe
+ * (nobody reads yet), says so on a second pipe, then makes the escape; the
+ * parent drains only after that, and finds the report's last line. */
+static int full_report(void) {
+    int out[2], ready[2];
+    CHECK(pipe(out) == 0 && pipe(ready) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(out[0]);
+        close(ready[0]);
+        dup2(out[1], 2);
+        close(out[1]);
+        CHECK(fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK) == 0);
+        static char fill[4096];
+        memset(fill, '.', sizeof(fill));
+        while (write(2, fill, sizeof(fill)) > 0) {}
+        CHECK(errno == EAGAIN);
+        CHECK(write(ready[1], "f", 1) == 1);
+        child_other_co((void*)co_writer);
+        _exit(0);
+    }
+    close(out[1]);
+    close(ready[1]);
+    char c;
+    int filled = read(ready[0], &c, 1) == 1;
+    close(ready[0]);
+    usleep(100 * 1000);     /* the handler meets the full pipe meanwhile */
+    static char buf[256 * 1024];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof(buf) - 1 &&
+           ((r = read(out[0], buf + len, sizeof(buf) - 1 - len)) > 0 || (r < 0 && errno == EINTR)))
+        if (r > 0) len += (size_t)r;
+    buf[len] = '\0';
+    close(out[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0) CHECK(errno == EINTR);
+    int ok = filled && WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV &&
+             strstr(buf, "writer_fn") != NULL && strstr(buf, "the co whose stack it is, co ") != NULL &&
+             strstr(buf, "owner_frame_fn") != NULL;
+    if (!ok) {
+        const char* rep = strstr(buf, "aco: ");
+        fprintf(stderr, "a report into a full non-blocking stderr: filled %d, status %#x, "
+                "report:\n%s\n", filled, st, rep ? rep : "(none)");
+    }
+    return !ok;
+}
+
 /* ---- correct programs --------------------------------------------------- */
 
 static int main_local_seen;
@@ -427,6 +481,8 @@ int main(void) {
             "pointer", names);
     fails += aco_test_expect_signal("aco_checked_access from the guard page", child_hand_on_low,
                                     NULL, SIGSEGV, expect);
+
+    fails += full_report();
 
     correct_programs();
     ASSERT_EQ(main_local_seen, 2);
