@@ -36,6 +36,12 @@
  * 5 ms until one is ready or its timeout passes (one descriptor: the
  * runtime's readiness wait, no polling).
  *
+ * Checked mode (aco.h).  The memory every hooked call hands to the kernel
+ * (buffers, I/O vectors, addresses and their lengths, poll's array, a
+ * socket option's value, nanosleep's times) is checked first, in cos and
+ * outside: one in a suspended co's frames is reported as the caller's
+ * escape.  fcntl's and ioctl's pointer arguments are not.
+ *
  * getaddrinfo.  glibc reaches the name server through its own internal
  * calls, which no hook sees: in a co the whole lookup goes to a helper
  * thread (aco_rt_offload) and the co parks.  A cancelled co gets
@@ -50,6 +56,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -252,11 +259,36 @@ static int64_t snd_of(int fd) {
     return e ? __atomic_load_n(&e->snd_ns, __ATOMIC_RELAXED) : 0;
 }
 
+/* Checked mode (aco.h): memory a hooked call hands to the kernel that lies
+ * in a suspended co's frames is reported as the caller's escape (a co's,
+ * or the main co's outside cos) before the kernel would fail the call with
+ * EFAULT.  The runtime's calls check what they hand on themselves; the
+ * hooks check first, for the calls that go to libc too.  Inlined: the
+ * report names the program's frame, a few up from the access. */
+#define HK_CHECKED() aco_unlikely(aco_checked())
+#define HK_INLINE static inline __attribute__((always_inline))
+
+HK_INLINE void hk_mem(const void* p, size_t n, int wr) {
+    if (n) aco_checked_access(p, n, wr);
+}
+HK_INLINE void hk_iov(const struct iovec* v, int cnt, int wr) {
+    if (cnt <= 0 || cnt > IOV_MAX) return;      /* the kernel's EINVAL */
+    hk_mem(v, (size_t)cnt * sizeof(*v), 0);
+    for (int i = 0; i < cnt; i++) hk_mem(v[i].iov_base, v[i].iov_len, wr);
+}
+/* An address the kernel fills, *l bytes of it (l itself read and written). */
+HK_INLINE void hk_addr_out(const struct sockaddr* a, const socklen_t* l) {
+    if (l == NULL) return;
+    hk_mem(l, sizeof(*l), 1);       /* before *l is read */
+    if (a) hk_mem(a, *l, 1);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Reads and writes                                                         */
 /* ------------------------------------------------------------------------ */
 
 EXPORT ssize_t read(int fd, void* buf, size_t n) {
+    if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co()) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_read(fd, buf, n, deadline_of(rcv_of(fd))));
@@ -267,6 +299,7 @@ EXPORT ssize_t read(int fd, void* buf, size_t n) {
 }
 
 EXPORT ssize_t write(int fd, const void* buf, size_t n) {
+    if (HK_CHECKED()) hk_mem(buf, n, 0);
     if (in_co()) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_write(fd, buf, n, deadline_of(snd_of(fd))));
@@ -277,6 +310,7 @@ EXPORT ssize_t write(int fd, const void* buf, size_t n) {
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec* iov, int cnt) {
+    if (HK_CHECKED()) hk_iov(iov, cnt, 1);
     if (in_co()) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_readv(fd, iov, cnt, deadline_of(rcv_of(fd))));
@@ -287,6 +321,7 @@ EXPORT ssize_t readv(int fd, const struct iovec* iov, int cnt) {
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
+    if (HK_CHECKED()) hk_iov(iov, cnt, 0);
     if (in_co()) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_writev(fd, iov, cnt, deadline_of(snd_of(fd))));
@@ -297,6 +332,7 @@ EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
 }
 
 EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
+    if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co() && !(flags & MSG_DONTWAIT)) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_recv(fd, buf, n, flags, deadline_of(rcv_of(fd))));
@@ -308,6 +344,7 @@ EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
 }
 
 EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
+    if (HK_CHECKED()) hk_mem(buf, n, 0);
     if (in_co() && !(flags & MSG_DONTWAIT)) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_send(fd, buf, n, flags, deadline_of(snd_of(fd))));
@@ -318,24 +355,17 @@ EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
     return r;
 }
 
-/* Checked mode (aco.h): memory that a co hands to the kernel here, past
- * the runtime's calls (which check their own), is reported as the co's
- * escape if it lies in a suspended co's frames, before the kernel would
- * fail the call with EFAULT.  Inlined: the report names the program's
- * frame, a few up from the access. */
-static inline __attribute__((always_inline)) void hk_check(const void* p, size_t n, int wr) {
-    if (aco_unlikely(aco_checked()) && n) aco_checked_access(p, n, wr);
-}
 
 /* With an address: the call itself, non-blocking, and the runtime's
  * readiness wait between tries. */
 EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, socklen_t* l) {
     if (a == NULL) return recv(fd, buf, n, flags);
+    if (HK_CHECKED()) {
+        hk_mem(buf, n, 1);
+        hk_addr_out(a, l);
+    }
     if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(rcv_of(fd));
-        hk_check(buf, n, 1);
-        hk_check(l, sizeof(*l), 1);     /* before *l is read */
-        if (l) hk_check(a, *l, 1);
         for (;;) {
             ssize_t r = LIBC(recvfrom)(fd, buf, n, flags | MSG_DONTWAIT, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
@@ -352,10 +382,12 @@ EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr*
 EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct sockaddr* a,
                       socklen_t l) {
     if (a == NULL) return send(fd, buf, n, flags);
+    if (HK_CHECKED()) {
+        hk_mem(buf, n, 0);
+        hk_mem(a, l, 0);
+    }
     if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(snd_of(fd));
-        hk_check(buf, n, 0);
-        hk_check(a, l, 0);
         for (;;) {
             ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
@@ -375,6 +407,7 @@ EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct
 
 EXPORT int accept4(int fd, struct sockaddr* a, socklen_t* l, int flags) {
     int r;
+    if (HK_CHECKED()) hk_addr_out(a, l);
     if (in_co() && co_entry(fd)) {
         r = (int)ret(aco_rt_accept(fd, a, l, flags, deadline_of(rcv_of(fd))));
         if (r >= 0) {
@@ -393,6 +426,7 @@ EXPORT int accept4(int fd, struct sockaddr* a, socklen_t* l, int flags) {
 EXPORT int accept(int fd, struct sockaddr* a, socklen_t* l) { return accept4(fd, a, l, 0); }
 
 EXPORT int connect(int fd, const struct sockaddr* a, socklen_t l) {
+    if (HK_CHECKED()) hk_mem(a, l, 0);
     if (in_co() && co_entry(fd)) return (int)ret(aco_rt_connect(fd, a, l, deadline_of(snd_of(fd))));
     int r = LIBC(connect)(fd, a, l);
     if (r < 0 && errno == EINPROGRESS && block_outside(fd, POLLOUT, snd_of(fd))) {
@@ -433,6 +467,7 @@ EXPORT int dup3(int fd, int nfd, int flags) {
 }
 
 EXPORT int setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
+    if (HK_CHECKED()) hk_mem(v, l, 0);
     int r = LIBC(setsockopt)(fd, level, name, v, l);
     if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
         l >= sizeof(struct timeval)) {
@@ -507,8 +542,8 @@ EXPORT int ioctl(int fd, unsigned long req, ...) {
 /* ------------------------------------------------------------------------ */
 
 EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
+    if (HK_CHECKED()) hk_mem(fds, n * sizeof(*fds), 1);
     if (!in_co()) return LIBC(poll)(fds, n, timeout);
-    hk_check(fds, n * sizeof(*fds), 1);
     int r = rt_sys_poll0(fds, n);
     if (r != 0 || timeout == 0) return r;
     int64_t dl = timeout < 0 ? -1 : aco_rt_now() + (int64_t)timeout * 1000000;
@@ -534,6 +569,10 @@ EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
 }
 
 EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
+    if (HK_CHECKED()) {
+        hk_mem(req, sizeof(*req), 0);
+        if (rem) hk_mem(rem, sizeof(*rem), 1);
+    }
     if (!in_co()) return LIBC(nanosleep)(req, rem);
     if (req == NULL || req->tv_nsec < 0 || req->tv_nsec >= 1000000000 || req->tv_sec < 0) {
         errno = EINVAL;

@@ -307,6 +307,7 @@ static inline int test_expect_fault(const char* what, void (*fn)(void), const ch
     if (pid == 0) {
         struct rlimit rl = {0, 0};
         setrlimit(RLIMIT_CORE, &rl);
+        alarm(60);          /* a hang dies of SIGALRM: the case fails */
         dup2(p[1], 2);
         close(p[0]);
         fn();
