@@ -26,6 +26,10 @@
  *                                   for the two above: two plain threads on
  *                                   CPUs 0 and 1 bounce one cache line (a
  *                                   counter each writes in turn)
+ *   aco_rt_bench locked [N]         locked_xchg_ns, locked_add_ns,
+ *                                   locked_cas_ns, plain_add_ns: one
+ *                                   instruction of each kind in a dependent
+ *                                   chain on one cache line, one thread
  *   aco_rt_bench pool_spawn [N]     pool_spawn_ns: a co of a 2-thread pool
  *                                   spawns N empty cos with aco_rt_pool_spawn
  *                                   (each ends with a wait group's done) and
@@ -231,6 +235,39 @@ static int run_in_pool(aco_rt_fn_t fn, unsigned threads) {
     return 0;
 }
 
+/* ---- locked: what one locked instruction costs this machine ----
+ * Dependent chains (each on the last one's result, as in the runtime's
+ * lock-then-unlock sequences), one thread, its own cache line: the floor
+ * of the thread-safe build's figures above the single-thread build's. */
+static _Alignas(64) long lk_word;
+static int locked(void) {
+    static const char* name[4] = {"locked_xchg_ns", "locked_add_ns", "locked_cas_ns",
+                                  "plain_add_ns"};
+    for (int w = 0; w < 4; w++) {
+        long v = 0;
+        for (int sg = 0; sg <= SEGMENTS; sg++) {
+            int64_t t0 = aco_rt_now();
+            for (long k = 0; k < n_ops; k++) {
+                if (w == 0) v += __atomic_exchange_n(&lk_word, v, __ATOMIC_ACQ_REL);
+                else if (w == 1) v += __atomic_fetch_add(&lk_word, 1, __ATOMIC_ACQ_REL);
+                else if (w == 2) {
+                    long e = v;
+                    __atomic_compare_exchange_n(&lk_word, &e, e + 1, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE);
+                    v = e + 1;
+                } else {
+                    v = *(volatile long*)&lk_word + 1;
+                    *(volatile long*)&lk_word = v;
+                }
+            }
+            seg[sg] = (double)(aco_rt_now() - t0) / (double)n_ops;
+        }
+        printf("%s %.2f\n", name[w], median(seg + 1, SEGMENTS));
+        if (v == 42) printf(" ");       /* keep v */
+    }
+    return 0;
+}
+
 /* ---- cacheline ---- */
 static _Alignas(64) long cl_a;
 static _Alignas(64) long cl_b;
@@ -298,11 +335,15 @@ int main(int argc, char** argv) {
     if (argc < 2) {
 usage:
         fprintf(stderr, "usage: aco_rt_bench pingpong|spawn_join|wake|timer|mutex|"
-                        "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline [N]\n");
+                        "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline|locked [N]\n");
         return 2;
     }
     const char* what = argv[1];
     n_ops = argc > 2 ? atol(argv[2]) : 0;
+    if (strcmp(what, "locked") == 0) {
+        if (!n_ops) n_ops = 10000000;
+        return locked();
+    }
     if (strcmp(what, "cacheline") == 0) {
         if (!n_ops) n_ops = 200000;
         return cacheline();

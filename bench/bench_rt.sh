@@ -98,7 +98,9 @@
 #                              segment size, 1000000, --quick 200000), wake,
 #                              timer, mutex, mutex_handoff print
 #                              `<metric> <ns>`; parked N and parked_chan N
-#                              print `parked_bytes_per_co <B>`
+#                              print `parked_bytes_per_co <B>` (the
+#                              single-thread build's rows run
+#                              OUTPUT_DIR/aco_rt_bench_st, when built)
 set -uo pipefail
 
 usage() {
@@ -617,8 +619,8 @@ chan_section() {
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $LOOP_N $LOOP_SEG $LOOP_WARM   (Boost $BOOST_VER, $fiber_kind)"
     # the single-thread build (ACO_RT_NO_THREADS: no locked instructions)
     # in the same rounds, an extra row and headline
-    local st=0
-    [ -x "$OUT/aco_rt_bench_st" ] && st=1
+    local st=0 st_ok=0
+    [ -x "$OUT/aco_rt_bench_st" ] && st=1 st_ok=1
     [ $st = 1 ] && echo "          $OUT/aco_rt_bench_st pingpong $LOOP_N   (single-thread build)"
     local r ours_ok=$have_ours_bench
     for r in $(seq 1 "$ROUNDS"); do
@@ -628,9 +630,11 @@ chan_section() {
         else
             addv ours_pp n/a
         fi
-        if [ $st = 1 ]; then
+        if [ $st_ok = 1 ]; then
             run_metric st_pp chan_pingpong_ns 120 "$OUT/aco_rt_bench_st" pingpong "$LOOP_N" ||
-                { say "ours: 'aco_rt_bench_st pingpong' gave no chan_pingpong_ns: ${LAST_ERR:-no output}"; st=0; }
+                { say "ours: 'aco_rt_bench_st pingpong' gave no chan_pingpong_ns: ${LAST_ERR:-no output}"; st_ok=0; }
+        elif [ $st = 1 ]; then
+            addv st_pp n/a
         fi
         if [ $have_go = 1 ]; then
             # shellcheck disable=SC2086
@@ -670,9 +674,11 @@ spawn_section() {
     echo "commands: $OURS_BENCH spawn_join $LOOP_N; $OURS_BENCH {wake,timer,mutex,mutex_handoff}"
     [ $have_go = 1 ] && echo "          $PEERS/go_spawn $loop_args_go   ($GO_VER)"
     [ $have_go_alt = 1 ] && echo "          $PEERS/go_spawn_alt $loop_args_go   ($GO_ALT_VER, extra row)"
-    local r sm sub name
-    local -A ok
-    for sm in $OURS_MICRO; do ok[${sm%%:*}]=$have_ours_bench; done
+    local r sm sub name st=0
+    local -A ok st_ok
+    [ -x "$OUT/aco_rt_bench_st" ] && st=1 &&
+        echo "          $OUT/aco_rt_bench_st {spawn_join $LOOP_N,wake,timer,mutex,mutex_handoff}   (single-thread build)"
+    for sm in $OURS_MICRO; do ok[${sm%%:*}]=$have_ours_bench; st_ok[${sm%%:*}]=$st; done
     for r in $(seq 1 "$ROUNDS"); do
         for sm in $OURS_MICRO; do
             sub=${sm%%:*} name=${sm#*:}
@@ -686,10 +692,12 @@ spawn_section() {
                 addv "ours_$sub" n/a
             fi
             # the single-thread build (ACO_RT_NO_THREADS) in the same rounds
-            if [ -x "$OUT/aco_rt_bench_st" ]; then
+            if [ "${st_ok[$sub]}" = 1 ]; then
                 # shellcheck disable=SC2046
                 run_metric "st_$sub" "$name" 120 "$OUT/aco_rt_bench_st" "$sub" $( [ $sub = spawn_join ] && echo "$LOOP_N") ||
-                    say "ours: 'aco_rt_bench_st $sub' gave no $name: ${LAST_ERR:-no output}"
+                    { say "ours: 'aco_rt_bench_st $sub' gave no $name: ${LAST_ERR:-no output}"; st_ok[$sub]=0; }
+            elif [ $st = 1 ]; then
+                addv "st_$sub" n/a
             fi
             if [ $sub = spawn_join ]; then
                 if [ $have_go = 1 ]; then
@@ -723,9 +731,15 @@ spawn_section() {
     echo "headline mutex_uncontended_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
     o=$(med %.2f ours_mutex_handoff)
     echo "headline mutex_handoff_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
+    # What separates the two builds: a locked instruction on this machine
+    # (one run, for information)
+    if [ $have_ours_bench = 1 ]; then
+        echo "this machine's locked instructions ($OURS_BENCH locked, dependent chains, one thread):"
+        timeout 60 taskset -c "$SERVER_CPU" $OURS_BENCH locked $( [ "$quick" = 2 ] && echo 200000) 2>/dev/null | sed 's/^/  /'
+    fi
     # The same figures of the single-thread build (ACO_RT_NO_THREADS), run
     # in the same rounds
-    if [ -x "$OUT/aco_rt_bench_st" ]; then
+    if [ $st = 1 ]; then
         echo "single-thread build ($OUT/aco_rt_bench_st):"
         for sm in $OURS_MICRO; do
             printf '%-34s %10s   %s\n' "aco_rt_st ${sm#*:}" "$(med %.2f "st_${sm%%:*}")" "$(rounds "st_${sm%%:*}")"
