@@ -355,7 +355,6 @@ EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
     return r;
 }
 
-
 /* With an address: the call itself, non-blocking, and the runtime's
  * readiness wait between tries. */
 EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, socklen_t* l) {
