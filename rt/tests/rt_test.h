@@ -340,6 +340,20 @@ static inline int test_expect_fault(const char* what, void (*fn)(void), const ch
     return !ok;
 }
 
+/* Checked mode's escapes, the owner's side: a co that publishes 64 bytes
+ * of its frames in test_parked_buf, parks (200 ms) while another co of its
+ * share stack hands them on, and checks they are untouched.  Its frame is
+ * the "test_buf_owner at" of the reports. */
+static volatile unsigned char* volatile test_parked_buf __attribute__((unused));
+__attribute__((noinline, unused)) static void test_buf_owner(void* arg) {
+    (void)arg;
+    volatile unsigned char buf[64];
+    memset((void*)buf, 0xab, sizeof(buf));
+    test_parked_buf = buf;
+    aco_rt_sleep(200 * MS);
+    for (size_t i = 0; i < sizeof(buf); i++) CHECK(buf[i] == 0xab);
+}
+
 /* A scheduler on backend b whose cos all share one share stack of 64 KiB
  * (checked mode's cases: a parked co's frames are another co's window). */
 static inline aco_rt_sched_t* test_one_stack_sched(int b) {

@@ -50,24 +50,13 @@ static void udp_pair(void) {
 
 /* ---- co A: parks with its buffer published ------------------------------ */
 
-static volatile unsigned char* volatile parked_buf;
-
-__attribute__((noinline)) static void buf_owner(void* arg) {
-    (void)arg;
-    volatile unsigned char buf[64];
-    memset((void*)buf, 0xab, sizeof(buf));
-    parked_buf = buf;
-    aco_rt_sleep(200 * 1000 * 1000LL);
-    for (size_t i = 0; i < sizeof(buf); i++) CHECK(buf[i] == 0xab);
-}
-
 /* ---- co B: each hands A's buffer on ------------------------------------- */
 
 __attribute__((noinline)) static void hk_recvfrom_data(void* arg) {
     (void)arg;
     struct sockaddr_in from;
     socklen_t l = sizeof(from);
-    volatile ssize_t r = recvfrom(u[0], (void*)parked_buf, 64, 0, (struct sockaddr*)&from, &l);
+    volatile ssize_t r = recvfrom(u[0], (void*)test_parked_buf, 64, 0, (struct sockaddr*)&from, &l);
     (void)r;    /* not a tail call: this frame is in the report */
 }
 
@@ -75,7 +64,8 @@ __attribute__((noinline)) static void hk_recvfrom_addr(void* arg) {
     (void)arg;
     char data[8];
     static socklen_t l = sizeof(struct sockaddr_in);
-    volatile ssize_t r = recvfrom(u[0], data, sizeof(data), 0, (struct sockaddr*)parked_buf, &l);
+    volatile ssize_t r = recvfrom(u[0], data, sizeof(data), 0, (struct sockaddr*)test_parked_buf,
+                                  &l);
     (void)r;
 }
 
@@ -84,20 +74,20 @@ __attribute__((noinline)) static void hk_recvfrom_len(void* arg) {
     char data[8];
     struct sockaddr_in from;
     volatile ssize_t r = recvfrom(u[0], data, sizeof(data), 0, (struct sockaddr*)&from,
-                                  (socklen_t*)parked_buf);
+                                  (socklen_t*)test_parked_buf);
     (void)r;
 }
 
 __attribute__((noinline)) static void hk_sendto(void* arg) {
     (void)arg;
-    volatile ssize_t r = sendto(u[1], (const void*)parked_buf, 16, 0, (struct sockaddr*)&ua[0],
+    volatile ssize_t r = sendto(u[1], (const void*)test_parked_buf, 16, 0, (struct sockaddr*)&ua[0],
                                 sizeof(ua[0]));
     (void)r;
 }
 
 __attribute__((noinline)) static void hk_poll(void* arg) {
     (void)arg;
-    struct pollfd* p = (struct pollfd*)parked_buf;
+    struct pollfd* p = (struct pollfd*)test_parked_buf;
     volatile int r = poll(p, 2, 1000);
     (void)r;
 }
@@ -108,33 +98,35 @@ static int pfd[2];
 
 __attribute__((noinline)) static void hk_read_nonblock(void* arg) {
     (void)arg;
-    volatile ssize_t r = read(pfd[0], (void*)parked_buf, 64);
+    volatile ssize_t r = read(pfd[0], (void*)test_parked_buf, 64);
     (void)r;
 }
 
 __attribute__((noinline)) static void hk_recv_dontwait(void* arg) {
     (void)arg;
-    volatile ssize_t r = recv(u[0], (void*)parked_buf, 64, MSG_DONTWAIT);
+    volatile ssize_t r = recv(u[0], (void*)test_parked_buf, 64, MSG_DONTWAIT);
     (void)r;
 }
 
 __attribute__((noinline)) static void hk_writev(void* arg) {
     (void)arg;
     static char head[2] = "hd";
-    struct iovec v[2] = {{head, sizeof(head)}, {(void*)parked_buf, 16}};
+    struct iovec v[2] = {{head, sizeof(head)}, {(void*)test_parked_buf, 16}};
     volatile ssize_t r = writev(pfd[1], v, 2);
     (void)r;
 }
 
 __attribute__((noinline)) static void hk_connect(void* arg) {
     (void)arg;
-    volatile int r = connect(u[1], (const struct sockaddr*)parked_buf, sizeof(struct sockaddr_in));
+    volatile int r = connect(u[1], (const struct sockaddr*)test_parked_buf,
+                             sizeof(struct sockaddr_in));
     (void)r;
 }
 
 __attribute__((noinline)) static void hk_setsockopt(void* arg) {
     (void)arg;
-    volatile int r = setsockopt(u[0], SOL_SOCKET, SO_RCVBUF, (const void*)parked_buf, sizeof(int));
+    volatile int r = setsockopt(u[0], SOL_SOCKET, SO_RCVBUF, (const void*)test_parked_buf,
+                                sizeof(int));
     (void)r;
 }
 
@@ -143,7 +135,7 @@ static aco_rt_timer_t tm;
 
 __attribute__((noinline)) static void hk_main_read(aco_rt_timer_t* t) {
     (void)t;
-    volatile ssize_t r = read(pfd[0], (void*)parked_buf, 64);
+    volatile ssize_t r = read(pfd[0], (void*)test_parked_buf, 64);
     (void)r;
 }
 
@@ -158,7 +150,7 @@ static void child_with(aco_rt_fn_t fn) {
     CHECK(fcntl(pfd[0], F_SETFL, O_NONBLOCK) == 0);
     CHECK(write(pfd[1], "data", 4) == 4);
     aco_rt_sched_t* s = test_one_stack_sched(ACO_RT_BACKEND_AUTO);
-    aco_rt_spawn(s, buf_owner, NULL);
+    aco_rt_spawn(s, test_buf_owner, NULL);
     aco_rt_spawn(s, fn, NULL);
     aco_rt_sched_run(s);
 }
@@ -196,7 +188,7 @@ __attribute__((noinline)) static void own_calls(void* arg) {
 static void parent_case(void) {
     udp_pair();
     aco_rt_sched_t* s = test_one_stack_sched(ACO_RT_BACKEND_AUTO);
-    aco_rt_spawn(s, buf_owner, NULL);       /* checks its bytes at the end */
+    aco_rt_spawn(s, test_buf_owner, NULL);       /* checks its bytes at the end */
     aco_rt_spawn(s, own_calls, NULL);
     CHECK(aco_rt_sched_run(s) == 0);
     aco_rt_sched_free(s);
@@ -241,7 +233,7 @@ int main(void) {
     int fails = 0;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char needles[256];
-        snprintf(needles, sizeof(needles), "%sthe co whose stack it is, co 0x|buf_owner at",
+        snprintf(needles, sizeof(needles), "%sthe co whose stack it is, co 0x|test_buf_owner at",
                  cases[i].needles);
         fails += test_expect_fault(cases[i].what, cases[i].fn, needles);
     }

@@ -82,28 +82,18 @@ static void child_arg(void) {
 
 /* ---- the kernel --------------------------------------------------------- */
 
-static volatile unsigned char* volatile parked_buf;
 static int pfd[2];
-
-__attribute__((noinline)) static void buf_owner(void* arg) {
-    (void)arg;
-    volatile unsigned char buf[64];
-    memset((void*)buf, 0xab, sizeof(buf));
-    parked_buf = buf;
-    aco_rt_sleep(200 * 1000 * 1000LL);
-    for (size_t i = 0; i < sizeof(buf); i++) CHECK(buf[i] == 0xab);
-}
 
 __attribute__((noinline)) static void rt_reader(void* arg) {
     (void)arg;
-    volatile ssize_t r = aco_rt_read(pfd[0], (void*)parked_buf, 64, aco_rt_in_ms(1000));
+    volatile ssize_t r = aco_rt_read(pfd[0], (void*)test_parked_buf, 64, aco_rt_in_ms(1000));
     (void)r;    /* not a tail call: rt_reader's frame is in the report */
 }
 
 __attribute__((noinline)) static void rt_vec_reader(void* arg) {
     (void)arg;
     static char head[2];
-    struct iovec v[2] = {{head, sizeof(head)}, {(void*)parked_buf, 64}};
+    struct iovec v[2] = {{head, sizeof(head)}, {(void*)test_parked_buf, 64}};
     volatile ssize_t r = aco_rt_readv(pfd[0], v, 2, aco_rt_in_ms(1000));
     (void)r;
 }
@@ -113,7 +103,8 @@ static int lfd = -1;
 __attribute__((noinline)) static void rt_acceptor(void* arg) {
     (void)arg;
     static socklen_t len = sizeof(struct sockaddr_in);
-    volatile int r = aco_rt_accept(lfd, (struct sockaddr*)parked_buf, &len, 0, aco_rt_in_ms(1000));
+    volatile int r = aco_rt_accept(lfd, (struct sockaddr*)test_parked_buf, &len, 0,
+                                   aco_rt_in_ms(1000));
     (void)r;
 }
 
@@ -121,7 +112,7 @@ static void child_kernel_with(aco_rt_fn_t reader) {
     CHECK(pipe(pfd) == 0);
     CHECK(write(pfd[1], "data", 4) == 4);
     aco_rt_sched_t* s = test_one_stack_sched(backend);
-    aco_rt_spawn(s, buf_owner, NULL);
+    aco_rt_spawn(s, test_buf_owner, NULL);
     aco_rt_spawn(s, reader, NULL);
     aco_rt_sched_run(s);
 }
@@ -142,7 +133,8 @@ static int sfd[2];
 
 __attribute__((noinline)) static void rt_sender(void* arg) {
     (void)arg;
-    volatile ssize_t r = aco_rt_send(sfd[0], (const void*)parked_buf, 64, 0, aco_rt_in_ms(1000));
+    volatile ssize_t r = aco_rt_send(sfd[0], (const void*)test_parked_buf, 64, 0,
+                                     aco_rt_in_ms(1000));
     (void)r;
 }
 
@@ -160,7 +152,7 @@ __attribute__((noinline)) static void raw_reader(void* arg) {
     volatile unsigned char mine[128];
     memset((void*)mine, 0x5c, sizeof(mine));
     errno = 0;
-    ssize_t r = read(pfd[0], (void*)parked_buf, 64);   /* no runtime: the kernel */
+    ssize_t r = read(pfd[0], (void*)test_parked_buf, 64);   /* no runtime: the kernel */
     raw_errno = r < 0 ? errno : 0;
     /* A buffer on its own stack: the runtime takes it (and it stays ours). */
     char own[8];
@@ -173,7 +165,7 @@ static void parent_cases(void) {
     CHECK(pipe(pfd) == 0);
     CHECK(write(pfd[1], "data", 4) == 4);
     aco_rt_sched_t* s = test_one_stack_sched(backend);
-    aco_rt_spawn(s, buf_owner, NULL);       /* checks its bytes at the end */
+    aco_rt_spawn(s, test_buf_owner, NULL);       /* checks its bytes at the end */
     aco_rt_spawn(s, raw_reader, NULL);
     CHECK(aco_rt_sched_run(s) == 0);
     aco_rt_sched_free(s);
@@ -207,23 +199,24 @@ int main(void) {
                                    child_kernel,
                                    "handed on for writing |rt_reader at|"
                                    "the co whose stack it is, co 0x|"
-                                   "buf_owner at");
+                                   "test_buf_owner at");
         fails += test_expect_fault(i ? "aco_rt_accept's address in a parked co's frames (epoll)"
                                      : "aco_rt_accept's address in a parked co's frames",
                                    child_kernel_accept,
-                                   "handed on for writing |rt_acceptor at|the co whose stack it is, "
-                                   "co 0x|buf_owner at");
+                                   "handed on for writing |rt_acceptor at|"
+                                   "the co whose stack it is, "
+                                   "co 0x|test_buf_owner at");
         fails += test_expect_fault(i ? "aco_rt_readv into a parked co's frames (epoll)"
                                      : "aco_rt_readv into a parked co's frames",
                                    child_kernel_vec,
                                    "handed on for writing |rt_vec_reader at|"
                                    "the co whose stack it is, "
-                                   "co 0x|buf_owner at");
+                                   "co 0x|test_buf_owner at");
         fails += test_expect_fault(i ? "aco_rt_send from a parked co's frames (epoll)"
                                      : "aco_rt_send from a parked co's frames",
                                    child_kernel_send,
                                    "handed on for reading |rt_sender at|the co whose stack it is, "
-                                   "co 0x|buf_owner at");
+                                   "co 0x|test_buf_owner at");
     }
     backend = ACO_RT_BACKEND_AUTO;
     parent_cases();
