@@ -196,6 +196,7 @@ void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
  * program may interpose.  The runtime's syscall hooks do: in a co, their
  * read parks the co, and they allocate, which a signal handler must not. */
 #include <poll.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -204,6 +205,12 @@ static void sys_close(int fd) { (void)syscall(SYS_close, fd); }
 static void sys_dup2(int fd, int to) {      /* (dup3: no dup2 on aarch64) */
     if (fd != to) (void)syscall(SYS_dup3, fd, to, 0);
 }
+/* fork without fork(): no atfork handler runs (the program's, and libaco's
+ * and the runtime's, which take locks the faulting thread may hold), and no
+ * libc state is reset; the child only dups, opens and execs.  clone with
+ * SIGCHLD alone and no new stack is a fork on every ABI (aarch64 and
+ * riscv64 have no fork system call), whatever the order of the rest. */
+static pid_t sys_fork(void) { return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); }
 
 /* (stderr may be non-blocking: the hooks make a descriptor so when a co
  * waits on it.  Then a full pipe is waited for, a second at a time.) */
@@ -2451,6 +2458,34 @@ static int looks_like_return(uintptr_t v) {
 #endif
 }
 
+/* The child of describe_pc's sys_fork: addr2line's answer into fds[1],
+ * nothing else of it anywhere.  System calls alone (a sanitizer's libc
+ * wrappers may wait for a lock another thread of the parent held). */
+__attribute__((noreturn))
+static void addr2line_child(const int fds[2], const char* path, const char* obj,
+                            const char* hex) {
+    sys_dup2(fds[1], 1);
+    int null = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+    if (null >= 0) { sys_dup2(null, 0); sys_dup2(null, 2); }
+    sys_close(fds[0]);
+    const char* argv[] = {"addr2line", "-f", "-i", "-p", "-C", "-e", obj, hex, NULL};
+    static const char name[] = "/addr2line";
+    char file[512];
+    for (const char* d = path; ; d++) {          /* each directory of PATH */
+        const char* e = d;
+        while (*e != '\0' && *e != ':') e++;
+        size_t n = (size_t)(e - d);
+        if (n == 0) { file[0] = '.'; n = 1; } else if (n < sizeof(file) - sizeof(name)) memcpy(file, d, n);
+        if (n < sizeof(file) - sizeof(name)) {
+            memcpy(file + n, name, sizeof(name));
+            (void)syscall(SYS_execve, file, argv, environ);
+        }
+        if (*e == '\0') break;
+        d = e;
+    }
+    for (;;) (void)syscall(SYS_exit_group, 127);
+}
+
 /* "function (file:line)" of pc (the call's line for a return address:
  * pass pc - 1) on lines of their own, through addr2line where it is
  * installed and the program has debug information; else what dladdr
@@ -2477,16 +2512,9 @@ static void describe_pc(line_buf* l, const char* indent, uintptr_t pc) {
     if (obj[0] != '\0' && pipe(fds) == 0) {
         char hex[2 + 2 * sizeof(rel) + 1];
         *put_hex(hex, rel) = '\0';
-        pid_t pid = fork();
-        if (pid == 0) {
-            sys_dup2(fds[1], 1);
-            int null = open("/dev/null", O_RDWR);
-            if (null >= 0) { sys_dup2(null, 0); sys_dup2(null, 2); }
-            sys_close(fds[0]);
-            execlp("addr2line", "addr2line", "-f", "-i", "-p", "-C", "-e", obj, hex,
-                   (char*)NULL);
-            _exit(127);
-        }
+        const char* path = getenv("PATH");
+        pid_t pid = sys_fork();
+        if (pid == 0) addr2line_child(fds, path ? path : "/usr/bin:/bin", obj, hex);
         sys_close(fds[1]);
         if (pid > 0) {
             long r;

@@ -14,8 +14,9 @@
  *   ended; a waiter node on a co's stack in a list another co walks to wake
  *   it; a timer node on a co's stack in a list the main co's timer loop
  *   fires; aco_checked_access (memory handed on, as to the kernel), also
- *   from a guard page into a stack; and a report into a full, non-blocking
- *   stderr arrives whole (the handler waits for the reader).
+ *   from a guard page into a stack; a report runs none of the program's
+ *   atfork handlers; and a report into a full, non-blocking stderr arrives
+ *   whole (the handler waits for the reader).
  * Correct uses, checked in the parent: a co's own locals, a main co's locals
  * used by cos, a standalone co's locals read while it is suspended, the copy
  * statistics of two cos alternating on one stack, aco_on_share_stack, and
@@ -245,6 +246,22 @@ static void child_ended(void* arg) {
     aco_resume(co);
     int v = *escaped;
     (void)v;
+}
+
+/* The report runs addr2line in a child of its own, without fork(): the
+ * program's atfork handlers must not run inside the SIGSEGV handler (one
+ * may take a lock the faulting thread holds).  This one ends the process
+ * with 42 instead of the signal, and its report names no frame. */
+static void atfork_ran(void) {
+    static const char m[] = "test_checked: an atfork handler ran in the report\n";
+    ssize_t w = write(2, m, sizeof(m) - 1);
+    (void)w;
+    _exit(42);
+}
+
+static void child_atfork(void* arg) {
+    CHECK(pthread_atfork(atfork_ran, NULL, NULL) == 0);
+    child_other_co(arg);
 }
 
 /* A report into a full, non-blocking stderr (the runtime's hooks leave a
@@ -482,6 +499,9 @@ int main(void) {
     fails += aco_test_expect_signal("aco_checked_access from the guard page", child_hand_on_low,
                                     NULL, SIGSEGV, expect);
 
+    needles(kind_write, "writer_fn at", "owner_frame_fn at", names);
+    fails += aco_test_expect_signal("no atfork handler runs", child_atfork, (void*)co_writer,
+                                    SIGSEGV, expect);
     fails += full_report();
 
     correct_programs();
