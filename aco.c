@@ -931,7 +931,7 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
               "a main co (main_co == NULL) takes no share stack and no co function");
         return main_make(fn, co_alloc(fn), arg);
     }
-    check(fn, save_stack_sz <= SAVE_MAX, "save_stack_sz %zu exceeds 4 GiB", save_stack_sz);
+    check(fn, save_stack_sz <= SAVE_MAX, "save_stack_sz %zu exceeds 4 GiB - 8", save_stack_sz);
     check_create(fn, main_co, share_stack, fp);
     aco_t* co = co_alloc(fn);
     make(fn, co, main_co, share_stack, fp, arg);
@@ -1241,9 +1241,12 @@ int aco_resume_reserve(aco_t* co) {
     if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
     check(fn, co->main_co != NULL, "co %p is a main co; only non-main cos are resumed",
           (void*)co);
+    aco_t* cur = aco_gtls_co;
+    check(fn, cur != NULL && (cur == co->main_co || cur->main_co == co->main_co),
+          "co %p belongs to main co %p; the caller must be that main co or one of its "
+          "cos (the caller is co %p)", (void*)co, (void*)co->main_co, (void*)cur);
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
-    aco_t* cur = aco_gtls_co;
     int handing = cur != NULL && cur != co && cur->main_co == co->main_co;
     if (handing && hop == NULL && (ckd() || cur->share_stack == s)) {
         if ((hop = hop_make(NULL, co->main_co)) == NULL) { errno = ENOMEM; return -1; }

@@ -88,23 +88,31 @@ typedef void (*aco_cofuncp_t)(void);
 void aco_runtime_test(void);
 
 /* Initialise libaco for the calling thread; call it once per thread before
- * any other call.  Records the thread's current FP control state (x87
- * control word and MXCSR, FPCR, frm): new cos start with it.
- * last_word_co_fp, if not NULL, is called (on the offending co, so
- * aco_get_co() works) when a co function returns instead of calling
- * aco_exit(); the process aborts after it in any case. */
+ * any other call (the aco_create* calls abort without it; a second call
+ * records again what the first did).  Records the thread's current FP
+ * control state (x87 control word and MXCSR, FPCR, frm): new cos start
+ * with it.  last_word_co_fp, if not NULL, is called (on the offending co,
+ * so aco_get_co() works) when a co function returns instead of calling
+ * aco_exit(); when it returns, the process aborts.  (One that calls
+ * aco_exit() itself ends the co as aco_exit() does; one that yields returns
+ * to the resumer, and the abort comes when the co is resumed.) */
 void aco_thread_init(aco_cofuncp_t last_word_co_fp);
 
 /* aco_share_stack_new2(sz, 1). */
 aco_share_stack_t* aco_share_stack_new(size_t sz);
 
 /* A new share stack.  sz is a hint in bytes, 0 meaning 2 MiB.  The usable
- * size is >= 4096, >= sz, a multiple of the page size when guard_page_enabled
- * is non-zero, and as close to sz as that allows; any size the address space
- * and memory allow (the pages are committed as the cos touch them).  With a
- * guard page an inaccessible page sits right below the stack, so an overflow
- * faults (SIGSEGV) instead of corrupting memory (aco_overflow_report_install
- * names the co).  Never returns NULL.
+ * size is >= 4096, >= sz, a multiple of 16 (of the page size when
+ * guard_page_enabled is non-zero), and as close to sz as that allows; any
+ * size the address space and memory allow (a stack with a guard page is
+ * mapped, its pages committed as the cos touch them; one without comes from
+ * the allocator, whose limits apply, except in checked mode).  With a guard
+ * page an inaccessible page sits right below the stack, so an overflow that
+ * reaches it faults (SIGSEGV) instead of corrupting memory
+ * (aco_overflow_report_install names the co); a single frame larger than a
+ * page can step over it unless the program is built with
+ * -fstack-clash-protection, which makes such frames touch every page.
+ * Never returns NULL.
  * A share stack belongs to the thread whose co was first created on it; it
  * passes to another thread only when no co uses it any more (every co on it
  * destroyed): then the next aco_create on it, from any thread, claims it. */
@@ -119,11 +127,15 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk);
 
 /* Create a co.  Never returns NULL.
  *   aco_create(NULL, NULL, 0, NULL, NULL) creates the calling thread's main
- *   co (arg may be anything; it is stored in co->arg).
+ *   co (arg may be anything; it is stored in co->arg; save_stack_sz is
+ *   ignored).  A thread has one main co at a time: one made while another
+ *   exists takes its place, and the cos of the old one can no longer run
+ *   (nor can the old one be destroyed): destroy the old one first.
  *   Otherwise main_co is the thread's main co (aco_yield() returns to it),
  *   share_stack the stack to run on, save_stack_sz the initial size of the
  *   private save stack (0: none until the co's frames are first copied out,
- *   then exactly what they need; it grows to fit on demand), fp the co
+ *   then exactly what they need; it grows to fit on demand; more than
+ *   4 GiB - 8 aborts), fp the co
  *   function and arg its argument (aco_get_arg()).  The new co is in the "init"
  *   state: its first aco_resume() calls fp. */
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
@@ -141,10 +153,11 @@ size_t aco_co_size(size_t save_sz);
  * aco_co_size(n): one for n bytes of frames), so a co whose frames fit is
  * made and run without any allocation (frames that outgrow it get a save
  * stack of libaco's, as a co of aco_create's does, and the room in mem
- * stays unused from then on).  With the caller's own data beside it this
- * is one allocation per co.  mem must stay where it is, untouched by the
- * program, until aco_destroy(co); that frees only what libaco allocated for
- * co, and mem is the caller's again (to free, or to make another co in).
+ * stays unused from then on; so does room past aco_co_size(4 GiB - 8)).
+ * With the caller's own data beside it this is one allocation per co.  mem
+ * must stay where it is, untouched by the program, until aco_destroy(co);
+ * that frees only what libaco allocated for co, and mem is the caller's
+ * again (to free, or to make another co in).
  * Only non-main cos.  Returns mem, as the co. */
 aco_t* aco_create_in(void* mem, size_t sz, aco_t* main_co, aco_share_stack_t* share_stack,
                      aco_cofuncp_t fp, void* arg);
@@ -270,13 +283,14 @@ int aco_checked(void);
  * keeps its frames when it runs: its share stack's [ptr, ptr + sz), the
  * same addresses for every co of that stack; in checked mode (below) co's
  * own window only, so that another co's locals are not on co's stack
- * there.  0 for a main co and for p == NULL.  The runtime's test for "this
- * buffer is on a share stack". */
+ * there.  0 for a main co, for co == NULL and for p == NULL.  The
+ * runtime's test for "this buffer is on a share stack". */
 int aco_on_share_stack(const aco_t* co, const void* p, size_t n);
 
-/* In checked mode: if any of the n bytes at p lie on the stack of a co that
- * is suspended (so that a touch would fault, below), report it as an escape
- * by the calling thread's running co, as if it had touched them ("handed
+/* In checked mode: if any of the n bytes at p (n == 0: the byte at p, as
+ * aco_on_share_stack) lie on the stack of a co that is suspended (so that a
+ * touch would fault, below), report it as an escape by the calling
+ * thread's running co, as if it had touched them ("handed
  * on for writing" when write is non-zero, "for reading" else), and die of
  * SIGSEGV.  Otherwise, and outside checked mode, nothing.  For code that
  * hands memory to the kernel or to another thread, where an escape would

@@ -153,6 +153,11 @@ aco_protector:
     .globl  aco_protector_ret
     .hidden aco_protector_ret
 aco_protector_ret:
+    /* Below the slot that holds aco_protector_ret: the call must not write
+     * over it, for the next co to start on this stack (a last word may end
+     * the co with aco_exit() and return here no more). */
+    subq    $16, %rsp
+    .cfi_adjust_cfa_offset 16
     call    aco__funcp_protector        /* never returns */
     ud2
     .cfi_endproc
@@ -258,6 +263,8 @@ aco_protector:
     .globl  aco_protector_ret
     .hidden aco_protector_ret
 aco_protector_ret:
+    subl    $16, %esp                   /* (as on x86-64: keep the slot) */
+    .cfi_adjust_cfa_offset 16
     call    aco__funcp_protector        /* hidden: a direct call, PIC or not */
     ud2
     .cfi_endproc

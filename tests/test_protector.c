@@ -11,7 +11,9 @@
  * stack and restored; once with no last word (this thread) and once with one
  * (a second thread, which has its own aco_thread_init()).  The cos are
  * created before the fork, so the parent knows the pointers the messages
- * must name.
+ * must name.  A last word that calls aco_exit() ends the co, no abort (a
+ * third thread); one that yields returns to the resumer, and the next
+ * resume aborts (a fourth).
  */
 #include "aco_test.h"
 
@@ -130,6 +132,59 @@ static int run_scenarios(int with_last_word) {
     return fails;
 }
 
+/* A last word that leaves the co instead of returning: one that calls
+ * aco_exit() ends the co (aco.h: as aco_exit() does, no abort); one that
+ * yields returns to the resumer, and the abort comes at the next resume. */
+static int exits_calls;
+static void last_word_exits(void) {
+    exits_calls++;
+    aco_exit();
+}
+static void last_word_yields(void) {
+    aco_yield();
+}
+
+static void child_resume(void* arg) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    aco_resume((aco_t*)arg);
+}
+
+static void* thread_last_word_exits(void* arg) {
+    (void)arg;
+    aco_thread_init(last_word_exits);
+    aco_t* m = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* s = aco_share_stack_new(64 * 1024);
+    aco_t* a = aco_create(m, s, 0, co_returns_at_once, NULL);
+    aco_t* b = aco_create(m, s, 0, co_returns_after_yield, NULL);
+    aco_resume(a);
+    CHECK(a->is_end && exits_calls == 1);
+    aco_resume(b);
+    CHECK(!b->is_end);
+    aco_resume(b);                      /* its frame intact, then returns */
+    CHECK(b->is_end && exits_calls == 2);
+    aco_destroy(a);
+    aco_destroy(b);
+    aco_share_stack_destroy(s);
+    aco_destroy(m);
+    return NULL;
+}
+
+static void* thread_last_word_yields(void* arg) {
+    int* fails = arg;
+    aco_thread_init(last_word_yields);
+    aco_t* m = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* s = aco_share_stack_new(64 * 1024);
+    aco_t* a = aco_create(m, s, 0, co_returns_at_once, NULL);
+    aco_resume(a);                      /* into the last word, which yields */
+    CHECK(!a->is_end);
+    char needle[256];
+    snprintf(needle, sizeof(needle), "aco: |co %p|%p|aco_exit", (void*)a, (void*)a->fp);
+    *fails = aco_test_expect_signal("a last word that yields, resumed", child_resume, a,
+                                    SIGABRT, needle);
+    return NULL;
+}
+
 static void* thread_with_last_word(void* arg) {
     int* fails = arg;
     aco_thread_init(last_word);
@@ -148,8 +203,16 @@ int main(void) {
     CHECK(pthread_create(&t, NULL, thread_with_last_word, &thread_fails) == 0);
     CHECK(pthread_join(t, NULL) == 0);
 
+    CHECK(pthread_create(&t, NULL, thread_last_word_exits, NULL) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    ASSERT_EQ(exits_calls, 2);
+    int yield_fails = -1;
+    CHECK(pthread_create(&t, NULL, thread_last_word_yields, &yield_fails) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+
     ASSERT_EQ(fails, 0);
     ASSERT_EQ(thread_fails, 0);
+    ASSERT_EQ(yield_fails, 0);
     ASSERT_EQ(last_word_calls, 0);    /* only ever called in the children */
     printf("test_protector: OK\n");
     return 0;

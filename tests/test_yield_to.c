@@ -22,7 +22,8 @@
  *     and a new main co hands off again.
  *   - Misuse aborts naming aco_yield_to: from the main co, to itself, to
  *     NULL, to an ended co, to another thread's co; aco_resume_last's names
- *     aco_resume_last; aco_resume_reserve of a main co says so.
+ *     aco_resume_last; aco_resume_reserve of a main co, or of another
+ *     thread's co, says so.
  */
 #include "aco_test.h"
 
@@ -391,6 +392,11 @@ static void misuse_reserve_main(void* arg) {
     aco_resume_reserve(main_co);
 }
 
+static void misuse_reserve_other_thread(void* arg) {
+    (void)arg;
+    aco_resume_reserve(other_thread_co);
+}
+
 static void misuse(void) {
     /* The other thread's co is made before the forks (TSan refuses new
      * threads in the child of a process with threads). */
@@ -412,6 +418,9 @@ static void misuse(void) {
                                     SIGABRT, "aco: aco_resume_last: |has ended");
     fails += aco_test_expect_signal("reserve of a main co", misuse_reserve_main, NULL,
                                     SIGABRT, "aco: aco_resume_reserve: |is a main co");
+    fails += aco_test_expect_signal("reserve of another thread's co",
+                                    misuse_reserve_other_thread, NULL, SIGABRT,
+                                    "aco: aco_resume_reserve: |the caller must be that main co");
     ASSERT_EQ(fails, 0);
 }
 
