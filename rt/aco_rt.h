@@ -113,9 +113,13 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
  * scheduler, from a co, or already running); -EDEADLK when every co left
  * waits on another co (join, sync, channel) without a deadline and nothing
  * else can wake one: no I/O, no timer, and no other scheduler in the
- * process (with other schedulers alive, a co of theirs or another thread
- * may still wake one, so the run waits for that instead); or -errno if the
- * backend failed.  The cos are then left as they are. */
+ * process (while other schedulers are alive, a co of theirs or another
+ * thread may still wake one, so the run waits, and returns -EDEADLK when
+ * the last of them is freed); or -errno if the backend failed.  The cos
+ * are then left as they are.  A thread with no scheduler does not count:
+ * cos that only such a thread will wake (aco_rt_sem_post, ..._cond_signal,
+ * ..._wg_done, ..._chan_close, aco_rt_cancel from outside cos) need a
+ * deadline, or another scheduler alive meanwhile. */
 int aco_rt_sched_run(aco_rt_sched_t* s);
 
 /* Make aco_rt_sched_run() return as soon as the running co (if any) blocks

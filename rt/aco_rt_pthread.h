@@ -134,8 +134,10 @@ int aco_rt_pthread_yield(void);
  * and run the scheduler.  As when main returns in a pthreads program, the
  * other cos are stopped when main_fn returns (aco_rt_sched_stop; destroyed
  * if the scheduler was made here); after aco_rt_pthread_exit in main_fn
- * they run to their end.  main_fn's result; 1 with a message on stderr if
- * the scheduler could not start. */
+ * they run to their end.  main_fn's result (0 when it ended with
+ * aco_rt_pthread_exit); 1 with a message on stderr if the scheduler could
+ * not start or failed, or stopped with every co waiting for another
+ * (aco_rt_sched_run's -EDEADLK). */
 int aco_rt_pthread_run_main(int (*main_fn)(int, char**), int argc, char** argv);
 
 /* ======================================================================== */
@@ -222,7 +224,8 @@ int aco_rt_pthread_cond_timedwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex
 /* The same on clock clk (CLOCK_REALTIME or CLOCK_MONOTONIC). */
 int aco_rt_pthread_cond_clockwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
                                   clockid_t clk, const struct timespec* abstime);
-/* From anywhere (a co or not); 0. */
+/* From anywhere (a co or not); 0.  (A thread with no scheduler wakes a co
+ * only while its scheduler runs: see aco_rt_sched_run on -EDEADLK.) */
 int aco_rt_pthread_cond_signal(aco_rt_pthread_cond_t* c);
 int aco_rt_pthread_cond_broadcast(aco_rt_pthread_cond_t* c);
 

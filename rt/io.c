@@ -502,6 +502,12 @@ void rt_sched_reg(aco_rt_sched_t* s, int add) {
     pthread_rwlock_unlock(&reg_lock);
 }
 
+void rt_sched_notify_all(void) {
+    pthread_rwlock_rdlock(&reg_lock);
+    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) rt_notify(s);
+    pthread_rwlock_unlock(&reg_lock);
+}
+
 /* Tell every other scheduler with cos waiting on fd that it goes (each
  * hears it in its own thread, soon: the file may be gone by then, which is
  * why what they do needs no descriptor).  -ENOMEM if a message could not be

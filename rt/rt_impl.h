@@ -420,6 +420,10 @@ struct aco_rt_sched {
     struct aco_rt_pool* pool;           /* its pool, or NULL */
     uint32_t            cancel_seen;    /* cancel_gen done (atomic for others) */
     int                 spin_ns;        /* how long an idle loop spins */
+    int                 others_only;    /* it sleeps with every co waiting on
+                                           another co: only another
+                                           scheduler can end that (its
+                                           cos, or its going: -EDEADLK) */
     unsigned            pool_idx;       /* its index in its pool */
     struct rt_outbox*   outbox;         /* pool: spawns for each sibling */
     unsigned            noutbox;
@@ -840,6 +844,8 @@ static inline void rt_rec_pay_all(aco_rt_sched_t* s) { (void)s; }
 void     rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen);
 /* io.c: every scheduler of the process, for closes from other threads. */
 void     rt_sched_reg(aco_rt_sched_t* s, int add);
+/* Wake every scheduler asleep in its thread (it looks again at its cos). */
+void     rt_sched_notify_all(void);
 int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n, int wr);
 
 /* io_uring operations (io_uring.c): the result, or -errno. */

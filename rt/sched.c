@@ -548,7 +548,8 @@ static inline int asked(aco_rt_sched_t* s) {
     return !inbox_empty(&s->inbox) || mbox_ready(s) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
            __atomic_load_n(&s->closes, __ATOMIC_SEQ_CST) != NULL ||
            __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen ||
-           (s->noutbox && rt_sibling_work(s));
+           (s->noutbox && rt_sibling_work(s)) ||
+           (s->others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1);
 }
 
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
@@ -610,8 +611,9 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { cancel_all(s); continue; }
         if (s->st.cos_alive == 0 && s->pool == NULL) break;
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
-        if (timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 && s->pool == NULL &&
-            __atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE) == 1) {
+        s->others_only = timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 &&
+                         s->pool == NULL;
+        if (s->others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1) {
             /* Every co waits on another co, and nothing else can wake one. */
             r = -EDEADLK;
             break;
@@ -654,7 +656,9 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     free(s->cos);
     if (s->own_main) main_free(s->main_co);
     rt_sys_close(s->evfd);
-    __atomic_fetch_sub(&rt_nsched, 1u, __ATOMIC_ACQ_REL);
+    /* A scheduler whose cos all wait on cos may be left alone now: it looks
+     * again (asked(): the count, seq_cst, against its sleeping flag). */
+    if (__atomic_sub_fetch(&rt_nsched, 1u, __ATOMIC_SEQ_CST) == 1) rt_sched_notify_all();
     rt_tls_sched = NULL;
     free(s);
 }

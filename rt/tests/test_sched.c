@@ -15,7 +15,9 @@
  *  - aco_rt_sleep / sleep_until never return early; past deadlines return
  *    at once; -EPERM for blocking calls outside a co;
  *  - aco_rt_sched_run: -EDEADLK when every co waits for another forever,
- *    and a later run goes on once something changed; aco_rt_sched_stop;
+ *    and a later run goes on once something changed; with another
+ *    scheduler alive it waits, and says -EDEADLK once that one is freed;
+ *    aco_rt_sched_stop;
  *    aco_rt_sched_free of a scheduler with parked cos (none runs on);
  *  - 10000 cos spawned and joined; standalone cos with deep recursion on a
  *    big stack of their own;
@@ -567,6 +569,44 @@ static void deadlock(void) {
     CHECK_EQ(st.cos_alive, 0);
     CHECK_EQ(aco_rt_chan_free(dl_a), 0);
     CHECK_EQ(aco_rt_chan_free(dl_b), 0);
+}
+
+/* Another scheduler alive: a run whose cos all wait on cos waits, since a
+ * co of the other may wake one; once the other is freed, the run must
+ * stop with -EDEADLK (it is told: it was asleep with nothing else to
+ * wake it). */
+static aco_rt_sem_t dl_never;
+static pthread_barrier_t dl_up;
+static volatile int dl_other_freed;
+static void dl_waiter(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sem_wait(&dl_never, -1), -ECANCELED);
+}
+static void* dl_other(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* o = aco_rt_sched_new(NULL);
+    CHECK(o != NULL);
+    pthread_barrier_wait(&dl_up);
+    usleep(100 * 1000);             /* S's run is asleep by now */
+    __atomic_store_n(&dl_other_freed, 1, __ATOMIC_SEQ_CST);
+    aco_rt_sched_free(o);
+    return NULL;
+}
+static void deadlock_other_goes(void) {
+    aco_rt_sem_init(&dl_never, 0);
+    CHECK_EQ(pthread_barrier_init(&dl_up, NULL, 2), 0);
+    aco_rt_co_t* w = aco_rt_spawn(S, dl_waiter, NULL);
+    CHECK(w != NULL);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, dl_other, NULL), 0);
+    pthread_barrier_wait(&dl_up);
+    CHECK_EQ(aco_rt_sched_run(S), -EDEADLK);
+    CHECK_EQ(__atomic_load_n(&dl_other_freed, __ATOMIC_SEQ_CST), 1);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(aco_rt_cancel(w), 0);
+    CHECK_EQ(aco_rt_detach(w), 0);
+    test_run(S);
+    CHECK_EQ(pthread_barrier_destroy(&dl_up), 0);
 }
 
 static long stop_count;
@@ -1166,6 +1206,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(S, sleep_main, NULL);
     test_go(S, many_sleepers, NULL);
     deadlock();
+    deadlock_other_goes();
     stop_test();
     test_go(S, many_main, NULL);
     test_go(S, standalone_main, NULL);
