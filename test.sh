@@ -207,7 +207,7 @@ env_of() {  # env_of <mode> <program> -> VAR=value
     esac
     case "$2:$1" in
         test_guard_page:*|test_overflow_report:*) o="$o:handle_segv=0" ;;
-        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan) o="$o:die_after_fork=0" ;;
+        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan|rt_test_offload:tsan) o="$o:die_after_fork=0" ;;
         test_big_stack:asan-*) o="$o:allocator_may_return_null=1" ;;
         test_big_stack:tsan) o="$o:allocator_may_return_null=1" ;;
         test_reset:asan-*) o="$o:allocator_may_return_null=1" ;;
@@ -226,7 +226,7 @@ adjust_reason() {  # adjust_reason <mode> <program> -> reason or nothing
         test_overflow_report:asan-*|test_overflow_report:tsan|test_overflow_report:ubsan)
             echo "handle_segv=0: the overflow's SIGSEGV goes to libaco's report, then" \
                  "kills the child, instead of becoming the sanitizer's report" ;;
-        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan)
+        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan|rt_test_offload:tsan)
             echo "die_after_fork=0: it forks while threads run, or its forked children start threads" ;;
         test_big_stack:asan-*|test_big_stack:tsan)
             echo "allocator_may_return_null=1: it checks that an impossible share-stack" \

@@ -79,21 +79,28 @@ static struct {
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static int pool_used;                   /* atomic: the pool was ever set up */
 
-/* fork: the child has none of the helper threads, and mu must not be
- * caught held by one of them. */
-static void fork_prepare(void) { pthread_mutex_lock(&pool.mu); }
-static void fork_parent(void) { pthread_mutex_unlock(&pool.mu); }
-static void fork_child(void) {
-    pool.threads = pool.idle = 0;
-    pthread_mutex_unlock(&pool.mu);
-}
-
-static void pool_init(void) {
+static void cv_init(void) {
     pthread_condattr_t a;
     pthread_condattr_init(&a);
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(&pool.cv, &a);
     pthread_condattr_destroy(&a);
+}
+
+/* fork: the child has none of the helper threads, and mu must not be
+ * caught held by one of them.  Nor may cv count the parent's idle helpers
+ * as its waiters (a signal would wait for them): the child's is new. */
+static void fork_prepare(void) { pthread_mutex_lock(&pool.mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&pool.mu); }
+static void fork_child(void) {
+    pool.threads = pool.idle = 0;
+    memset(&pool.cv, 0, sizeof(pool.cv));
+    cv_init();
+    pthread_mutex_unlock(&pool.mu);
+}
+
+static void pool_init(void) {
+    cv_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     __atomic_store_n(&pool_used, 1, __ATOMIC_RELEASE);
 }

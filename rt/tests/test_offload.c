@@ -2,7 +2,8 @@
  * the co parks.  Results, queueing past the thread limit, the thread running
  * other cos meanwhile, deadline and cancel (drop exactly once, after fn
  * ended or instead of it), a full queue, the share-stack rule, -EPERM,
- * cos of a pool's threads, a co destroyed while it waits; -ENOSYS in the
+ * cos of a pool's threads, a co destroyed while it waits, calls in the
+ * child of a fork while the parent's helper idles; -ENOSYS in the
  * single-thread build.
  */
 #include "rt_test.h"
@@ -392,6 +393,51 @@ static void test_forsake(void) {
     free(b);
 }
 
+/* ------------------------------------------------------------------------ */
+/* fork: the child's calls start helpers of its own                         */
+/* ------------------------------------------------------------------------ */
+
+/* The parent's helper waits for work when the fork comes: the child's queue
+ * must not count it as a waiter (its signal would wait for a thread that
+ * is not there), call after call. */
+static void* plus_fn(void* arg) { return (void*)((intptr_t)arg + 1); }
+
+static void offloads_co(void* arg) {
+    int* ok = arg;
+    for (intptr_t i = 0; i < 5; i++) {
+        void* r = NULL;
+        CHECK_EQ(aco_rt_offload(plus_fn, (void*)i, NULL, &r, aco_rt_in_ms(10000)), 0);
+        CHECK_EQ((intptr_t)r, i + 1);
+    }
+    *ok = 1;
+}
+
+static void forked(void* arg) {
+    (void)arg;
+    alarm(60);                  /* a hang dies of SIGALRM: the case fails */
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK(s != NULL);
+    int ok = 0;
+    test_go(s, offloads_co, &ok);
+    aco_rt_sched_free(s);
+    _exit(ok ? 0 : 3);
+}
+
+static void test_fork(void) {
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK(s != NULL);
+    int ok = 0;
+    test_go(s, offloads_co, &ok);       /* the parent's helpers, now idle */
+    CHECK_EQ(ok, 1);
+    aco_rt_sched_free(s);
+    nap_ms(20);
+    for (int i = 0; i < 3; i++) {
+        int st = -1;
+        CHECK_EQ(test_in_child(forked, NULL, &st), 0);
+        CHECK_EQ(st, 0);
+    }
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     test_on_backends(NULL, body_result, NULL);
@@ -401,6 +447,7 @@ int main(void) {
     test_on_backends(NULL, body_misuse, NULL);
     test_pool_threads();
     test_forsake();
+    test_fork();
     printf("test_offload: OK\n");
     return 0;
 }
