@@ -9,7 +9,7 @@
  *   - lends mixed at random with recv, MSG_PEEK, readv, the buffered reader
  *     and aco_rt_wait(POLLIN): one stream, in order;
  *   - aco_rt_wait(POLLIN) on a descriptor whose multishot is armed wakes
- *     when bytes come;
+ *     when bytes come, and with a passed deadline sees what it took;
  *   - deadline, cancel, aco_rt_close by another co while one waits (-EBADF),
  *     the number reused by a new socket (its own bytes only), a reset;
  *     close(2) behind the runtime's back and the number reused: the new
@@ -290,6 +290,15 @@ static void poll_waiter_co(void* arg) {
     CHECK_EQ(aco_rt_write(t->wfd, "de", 2, -1), 2);
     CHECK_EQ(aco_rt_recv_lend(t->fd, &p, -1), 2);
     CHECK_EQ(aco_rt_lend_return(p), 0);
+    /* a passed deadline (the one try): bytes the multishot took and the
+     * loop has not reaped yet count */
+    CHECK_EQ(write(t->wfd, "fg", 2), 2);    /* (no park: nothing reaped) */
+    ev = aco_rt_wait(t->fd, POLLIN, 0);
+    CHECK(ev > 0 && (ev & POLLIN));
+    CHECK_EQ(aco_rt_recv_lend(t->fd, &p, 0), 2);
+    CHECK(memcmp(p, "fg", 2) == 0);
+    CHECK_EQ(aco_rt_lend_return(p), 0);
+    CHECK_EQ(aco_rt_wait(t->fd, POLLIN, 0), -ETIMEDOUT);
     t->phase = 2;
 }
 
