@@ -173,7 +173,7 @@ typedef struct {
  * message, and a lack of memory there shows at its join: -ENOMEM).  The
  * handle stays valid until aco_rt_join() returned 0 (or -ENOMEM) for it or
  * it was detached.  NULL with errno: ENOMEM, EPERM (s NULL and the thread
- * has no scheduler). */
+ * has no scheduler), EINVAL (fn is NULL). */
 aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg);
 aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                            const aco_rt_spawn_opts_t* opts);
@@ -192,8 +192,10 @@ int aco_rt_detach(aco_rt_co_t* co);
 
 /* Ask co to stop: its blocking call (now or next) returns -ECANCELED, and so
  * does every later one; nothing is unwound by force.  0; cancelling a co
- * twice, or one that finished, does nothing.  From any thread (a co of
- * another thread's scheduler hears it soon, through that scheduler). */
+ * twice, or one that finished, does nothing; -EINVAL if co is NULL.  From
+ * any thread (a co of another thread's scheduler hears it soon, through
+ * that scheduler: a wake that comes first may still end its blocking call
+ * with success, and the next one fails). */
 int aco_rt_cancel(aco_rt_co_t* co);
 
 /* The calling co, or NULL outside cos. */
@@ -207,8 +209,9 @@ void* aco_rt_private(size_t* size);
 /* Non-zero if the calling co has been cancelled. */
 int aco_rt_cancelled(void);
 
-/* Let every other ready co run once, then come back: 0, -ECANCELED; -EPERM
- * outside a co. */
+/* Let every other ready co run once, then come back: 0; -ECANCELED if the
+ * co was cancelled (by then: it still lets the others run first, so a
+ * cancelled co that loops on yields starves nobody); -EPERM outside a co. */
 int aco_rt_yield(void);
 
 /* Sleep ns nanoseconds / until the deadline: 0, or -ECANCELED. */
@@ -841,11 +844,12 @@ int aco_rt_group_spawn(aco_rt_group_t* g, aco_rt_fn_t fn, void* arg,
 size_t aco_rt_group_size(aco_rt_group_t* g);
 
 /* Wait until g has no member: 0, -ETIMEDOUT, -ECANCELED, -EDEADLK (the
- * caller is a member), -EPERM (not in a co). */
+ * caller is a member), -EPERM (not in a co), -EINVAL (g is NULL). */
 int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline);
 
 /* Cancel every member (and those spawned until it is empty), then wait as
- * aco_rt_group_join. */
+ * aco_rt_group_join.  Its -EPERM, -EINVAL and -EDEADLK come before anything
+ * is cancelled (outside a co, cancel the members one by one). */
 int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline);
 
 /* Free g: -EBUSY (nothing freed) while it has members or joiners. */

@@ -670,18 +670,20 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
 int aco_rt_yield(void) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
-    if (co->flags & RT_CANCELLED) return -ECANCELED;
     aco_rt_sched_t* s = co->s;
+    /* A cancelled co yields too (one that loops on yields, waiting for
+     * another co, must not starve it), and then hears it. */
+    int r = co->flags & RT_CANCELLED ? -ECANCELED : 0;
     if (s->rq_head == NULL && s->since_poll + 1 < POLL_EVERY && !s->out_pending &&
         !rt_load(&s->stop)) {
         /* Nobody else is ready: the loop would resume co at once. */
         s->since_poll++;
-        return 0;
+        return r;
     }
     co->state = RT_READY;
     rt_rq_push(s, co);
     rt_switch_out(co);
-    return 0;
+    return co->flags & RT_CANCELLED ? -ECANCELED : 0;
 }
 
 static void sleep_abort(aco_rt_co_t* co, int err) {

@@ -11,7 +11,8 @@
  *  - cancel: a sleeping co (sleep returns -ECANCELED at once), a co blocked
  *    in join (the target goes on and can be joined later), a co cancelled
  *    before it started, sticky (every later blocking call -ECANCELED at
- *    once), cancel twice / of a finished co: 0;
+ *    once), cancel twice / of a finished co: 0; a cancelled co's yields
+ *    still let the others run;
  *  - aco_rt_sleep / sleep_until never return early; past deadlines return
  *    at once; -EPERM for blocking calls outside a co;
  *  - aco_rt_sched_run: -EDEADLK when every co waits for another forever,
@@ -357,6 +358,22 @@ static void sticky(void* arg) {
     sticky_phase = 2;
 }
 
+/* A cancelled co that waits for another by yielding: its yields still let
+ * the other run (each says -ECANCELED). */
+static int yflag;
+static void yield_looper(void* arg) {
+    (void)arg;
+    long n = 0;
+    while (!yflag) {
+        CHECK_EQ(aco_rt_yield(), -ECANCELED);
+        CHECK_LT(++n, 100000);
+    }
+}
+static void flag_setter(void* arg) {
+    (void)arg;
+    yflag = 1;
+}
+
 static int early_rc = 1, early_flag = -1;
 static void cancelled_early(void* arg) {
     (void)arg;
@@ -410,6 +427,16 @@ static void cancel_main(void* arg) {
     CHECK_EQ(aco_rt_mutex_unlock(&sticky_m), 0);
     CHECK_EQ(aco_rt_join(sticky_child, -1), 0);      /* still valid */
     CHECK_EQ(aco_rt_chan_free(sticky_ch), 0);
+
+    /* a cancelled co's yields let the others run */
+    yflag = 0;
+    c = aco_rt_spawn(NULL, yield_looper, NULL);
+    aco_rt_co_t* c2 = aco_rt_spawn(NULL, flag_setter, NULL);
+    CHECK(c && c2);
+    CHECK_EQ(aco_rt_cancel(c), 0);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    CHECK_EQ(aco_rt_join(c2, -1), 0);
+    CHECK_EQ(yflag, 1);
 
     /* cancelled before it started */
     c = aco_rt_spawn(NULL, cancelled_early, NULL);
