@@ -345,7 +345,8 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * blocks SIGPIPE in the calling thread for the duration of the system call
  * and takes back (sigtimedwait) the SIGPIPE that call raised, so the
  * program's disposition and mask are never changed (where the program
- * blocks SIGPIPE itself, a pending one is left to it). */
+ * blocks SIGPIPE itself, one that was pending before the call stays
+ * pending, and the call adds none). */
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline);
 ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline);
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline);

@@ -120,16 +120,19 @@ static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co
 /* write(2) or writev(2) to something that is not a socket (no
  * MSG_NOSIGNAL there): a reader gone raises SIGPIPE in the calling thread,
  * so block it for the call and take back the one the call raised.  If the
- * program blocks SIGPIPE itself, its pending signal is its own business. */
+ * program blocks SIGPIPE itself, one already pending is its own (the call
+ * adds none: a second is not queued), so only one that was not is taken. */
 static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
-    sigset_t pipe_set, old;
+    sigset_t pipe_set, old, pend;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int take = !sigismember(&old, SIGPIPE) ||
+               (sigpending(&pend) == 0 && !sigismember(&pend, SIGPIPE));
     ssize_t r = vec ? rt_sys_writev(fd, (const struct iovec*)buf, (int)n)
                     : rt_sys_write(fd, buf, n);
     int err = errno;
-    if (r < 0 && err == EPIPE && !sigismember(&old, SIGPIPE)) {
+    if (r < 0 && err == EPIPE && take) {
         struct timespec zero = {0, 0};
         while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {}
     }
