@@ -318,7 +318,9 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
 /* ======================================================================== */
 
 /* POSIX shapes plus a deadline; the result or -errno.  From a co (-EPERM
- * elsewhere).  read/recv return as soon as some bytes are there;
+ * elsewhere).  read/recv return as soon as some bytes are there (recv with
+ * MSG_WAITALL, and neither MSG_PEEK nor MSG_DONTWAIT: once n bytes came,
+ * or sooner with what came when the end, an error or the deadline does);
  * write/send/writev send everything (like a blocking socket) and return
  * less than asked only when an error or the deadline comes after part was
  * sent.  Buffers may lie anywhere, on the co's share stack too (see the
@@ -331,10 +333,10 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * runtime's back: no call here ever blocks the thread, or misses a
  * readiness, because of what happened to the number before.  Sockets are
  * left as they are (each call is non-blocking by itself: MSG_DONTWAIT);
- * accept's listening socket, connect's socket and descriptors that are not
- * sockets (pipes, FIFOs, terminals) are made O_NONBLOCK when a call here
- * uses them, checked again at each call (other processes sharing the open
- * file see it too).  A descriptor closed by close(2) while cos wait on it
+ * connect's socket and descriptors that are not sockets (pipes, FIFOs,
+ * terminals) are made O_NONBLOCK when a call here uses them, accept's
+ * listening socket when the backend needs it (epoll), checked again at each
+ * call (other processes sharing the open file see it too).  A descriptor closed by close(2) while cos wait on it
  * leaves them waiting until their deadline (only aco_rt_close tells them).
  * A socket that lends (aco_rt_recv_lend) is the exception: close it with
  * aco_rt_close (see there).
@@ -616,9 +618,9 @@ int aco_rt_offload_limits(unsigned threads, unsigned queue);
  * Port 0: listen on a port the kernel picks (aco_rt_net_port says which);
  * dial refuses it (-EINVAL).
  *
- * The socket is SOCK_STREAM (TCP), close-on-exec unless asked otherwise,
- * and left blocking: the runtime's calls make it O_NONBLOCK when they use
- * it (the I/O section).  Every failure is returned, none is worked around
+ * The socket is SOCK_STREAM (TCP), close-on-exec unless asked otherwise;
+ * listen's is left blocking (aco_rt_accept may make it O_NONBLOCK: the I/O
+ * section), dial's was connected by aco_rt_connect and is O_NONBLOCK.  Every failure is returned, none is worked around
  * (a port that is taken is -EADDRINUSE, never another port), and the
  * socket made on the way is closed. */
 typedef struct {

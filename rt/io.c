@@ -281,7 +281,7 @@ ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     return read_plain(co, fd, buf, n, deadline);
 }
 
-ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
+static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_OR_EPERM(co);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);
@@ -289,6 +289,20 @@ ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
         return rt_uring_io(co, RT_OP_RECV, fd, buf, n, flags, deadline);
     rq_t q = {K_RECV, fd, buf, n, flags};
     return ready_io(co, &q, deadline);
+}
+
+/* MSG_WAITALL (without MSG_PEEK or MSG_DONTWAIT): receive until n bytes
+ * came, or the end, an error or the deadline: then what came, if any. */
+ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
+    if (rt_likely((flags & (MSG_WAITALL | MSG_PEEK | MSG_DONTWAIT)) != MSG_WAITALL))
+        return recv_some(fd, buf, n, flags, deadline);
+    size_t got = 0;
+    do {
+        ssize_t r = recv_some(fd, (char*)buf + got, n - got, flags & ~MSG_WAITALL, deadline);
+        if (r <= 0) return got ? (ssize_t)got : r;
+        got += (size_t)r;
+    } while (got < n);
+    return (ssize_t)got;
 }
 
 /* io_uring may write to fd for us only if it is a socket (MSG_NOSIGNAL:

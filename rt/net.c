@@ -215,8 +215,10 @@ static int resolve(const net_addr_t* a, int passive, struct addrinfo** out, int6
 /* Listen                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int opts_check(const aco_rt_net_opts_t* o) {
-    return o && (o->backlog < 0 || (o->flags & ~(unsigned)KNOWN_FLAGS)) ? -EINVAL : 0;
+/* (dial ignores the backlog) */
+static int opts_check(const aco_rt_net_opts_t* o, int listening) {
+    return o && ((listening && o->backlog < 0) || (o->flags & ~(unsigned)KNOWN_FLAGS))
+           ? -EINVAL : 0;
 }
 
 static int set_int(int fd, int level, int opt, int v) {
@@ -245,7 +247,7 @@ static int listen_on(const struct sockaddr* sa, socklen_t len, const aco_rt_net_
 
 int aco_rt_listen(const char* addr, const aco_rt_net_opts_t* opts, int64_t deadline) {
     net_addr_t a;
-    int r = opts_check(opts);
+    int r = opts_check(opts, 1);
     if (r == 0) r = parse_addr(addr, &a);
     if (r < 0) return r;
     if (a.kind == ADDR_NUM) {
@@ -304,7 +306,7 @@ static int dial_list(struct addrinfo* ai, int port, unsigned fl, int64_t deadlin
 int aco_rt_dial(const char* addr, const aco_rt_net_opts_t* opts, int64_t deadline) {
     if (rt_self() == NULL) return -EPERM;
     net_addr_t a;
-    int r = opts_check(opts);
+    int r = opts_check(opts, 0);
     if (r == 0) r = parse_addr(addr, &a);
     if (r < 0) return r;
     if (a.port == 0) return -EINVAL;

@@ -1127,6 +1127,42 @@ static void io_close(void* arg) {
     close(io_fds[1]);
 }
 
+/* "recv with MSG_WAITALL, and neither MSG_PEEK nor MSG_DONTWAIT: once n
+ * bytes came, or sooner with what came when the end, an error or the
+ * deadline does" (a writer co trickles the bytes). */
+static int wa_fd;
+static void wa_writer(void* arg) {
+    (void)arg;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+        CHECK_EQ(aco_rt_write(wa_fd, "ab", 2, -1), 2);
+    }
+    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    CHECK_EQ(aco_rt_write(wa_fd, "c", 1, -1), 1);
+    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    CHECK_EQ(shutdown(wa_fd, SHUT_WR), 0);
+}
+static void io_waitall(void* arg) {
+    (void)arg;
+    int sp[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    wa_fd = sp[1];
+    aco_rt_co_t* w = aco_rt_spawn(NULL, wa_writer, NULL);
+    CHECK(w != NULL);
+    char b[8];
+    CHECK_EQ(aco_rt_recv(sp[0], b, 6, MSG_WAITALL, aco_rt_in_ms(5000)), 6);
+    CHECK(memcmp(b, "ababab", 6) == 0);
+    CHECK_EQ(aco_rt_recv(sp[0], b, 4, MSG_WAITALL, aco_rt_in_ms(5000)), 1);    /* the end */
+    CHECK_EQ(b[0], 'c');
+    CHECK_EQ(aco_rt_recv(sp[0], b, 4, MSG_WAITALL, aco_rt_in_ms(5000)), 0);
+    CHECK_EQ(aco_rt_join(w, -1), 0);
+    /* the deadline with part of it: that part */
+    CHECK_EQ(write(sp[0], "xy", 2), 2);
+    CHECK_EQ(aco_rt_recv(sp[1], b, 4, MSG_WAITALL, aco_rt_in_ms(20)), 2);
+    CHECK_EQ(aco_rt_recv(sp[1], b, 4, MSG_WAITALL, aco_rt_in_ms(5)), -ETIMEDOUT);
+    close(sp[0]); close(sp[1]);
+}
+
 /* SIGPIPE: never raised, "whatever the program's SIGPIPE disposition";
  * disposition and mask never changed; "where the program blocks SIGPIPE
  * itself, one that was pending before the call stays pending, and the call
@@ -1309,6 +1345,8 @@ static void io_all(aco_rt_sched_t* s, void* arg) {
     in_co(io_close, (void*)0);
     PROMISE();
     in_co(io_close, (void*)1);
+    PROMISE();
+    in_co(io_waitall, NULL);
     PROMISE(); PROMISE(); PROMISE(); PROMISE();
     in_co(io_sigpipe, NULL);
     PROMISE(); PROMISE(); PROMISE();

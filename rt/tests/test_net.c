@@ -248,6 +248,19 @@ static void malformed_co(void* arg) {
     CHECK_EQ(aco_rt_listen(long_name, NULL, -1), -EINVAL);
     aco_rt_net_opts_t o = {.backlog = -1};
     CHECK_EQ(aco_rt_listen("127.0.0.1:0", &o, -1), -EINVAL);
+    /* dial ignores the backlog; listen's socket is left blocking, dial's
+     * is O_NONBLOCK (connected by aco_rt_connect) */
+    int lfd = aco_rt_listen("127.0.0.1:0", NULL, -1);
+    CHECK_GE(lfd, 0);
+    CHECK_EQ(fcntl(lfd, F_GETFL) & O_NONBLOCK, 0);
+    char a[40];
+    snprintf(a, sizeof(a), "127.0.0.1:%d", aco_rt_net_port(lfd));
+    int cfd = aco_rt_dial(a, &o, aco_rt_in_ms(5000));
+    CHECK_GE(cfd, 0);
+    CHECK(fcntl(cfd, F_GETFL) & O_NONBLOCK);
+    exchange(lfd, cfd);
+    CHECK_EQ(aco_rt_close(cfd), 0);
+    CHECK_EQ(aco_rt_close(lfd), 0);
     o = (aco_rt_net_opts_t){.flags = 1u << 12};
     CHECK_EQ(aco_rt_listen("127.0.0.1:0", &o, -1), -EINVAL);
     CHECK_EQ(aco_rt_dial("127.0.0.1:1", &o, -1), -EINVAL);
