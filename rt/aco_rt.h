@@ -325,7 +325,8 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * less than asked only when an error or the deadline comes after part was
  * sent.  Buffers may lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
- * the descriptor (numbers up to 2^24).
+ * the descriptor (numbers up to 2^24 have one: a number past that gets
+ * -ENOMEM, open or not).
  *
  * A descriptor is the file, not the number.  Any descriptor works, blocking
  * or not, however it was made (by a library, by another thread), and the
@@ -335,9 +336,12 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * left as they are (each call is non-blocking by itself: MSG_DONTWAIT);
  * connect's socket and descriptors that are not sockets (pipes, FIFOs,
  * terminals) are made O_NONBLOCK when a call here uses them, accept's
- * listening socket when the backend needs it (epoll), checked again at each
- * call (other processes sharing the open file see it too).  A descriptor closed by close(2) while cos wait on it
- * leaves them waiting until their deadline (only aco_rt_close tells them).
+ * listening socket when the backend needs it (epoll), checked again at
+ * each call (other processes sharing the open file see it too).  A
+ * descriptor closed by close(2) while cos wait on it leaves them waiting
+ * until their deadline (only aco_rt_close tells them), or, with epoll,
+ * until a call here uses the number for the new file it holds by then
+ * (they get -EBADF).
  * A socket that lends (aco_rt_recv_lend) is the exception: close it with
  * aco_rt_close (see there).
  *
@@ -387,9 +391,10 @@ int aco_rt_close(int fd);
  * ACO_RT_LEND_SIZE bytes holding the bytes that came, all of it the
  * caller's to read and write until aco_rt_lend_return(*data).  The count
  * (1 to ACO_RT_LEND_SIZE), 0 at the peer's end (again at every later
- * call), or -errno: those of aco_rt_recv (-EBADF also when aco_rt_close
- * closes fd meanwhile), -EINVAL (data NULL), -EBUSY (below), and -ENOMEM
- * (no memory for a buffer or the descriptor's record).  From a co (-EPERM
+ * call; nothing is lent then, and *data is left as it was), or -errno:
+ * those of aco_rt_recv (-EBADF also when aco_rt_close closes fd
+ * meanwhile), -EINVAL (data NULL), -EBUSY (below), and -ENOMEM (no memory
+ * for a buffer or the descriptor's record).  From a co (-EPERM
  * elsewhere).  A lent buffer is never on a share stack; the caller may
  * keep any number at once and pass them to another co or thread.
  *
@@ -620,9 +625,10 @@ int aco_rt_offload_limits(unsigned threads, unsigned queue);
  *
  * The socket is SOCK_STREAM (TCP), close-on-exec unless asked otherwise;
  * listen's is left blocking (aco_rt_accept may make it O_NONBLOCK: the I/O
- * section), dial's was connected by aco_rt_connect and is O_NONBLOCK.  Every failure is returned, none is worked around
- * (a port that is taken is -EADDRINUSE, never another port), and the
- * socket made on the way is closed. */
+ * section), dial's was connected by aco_rt_connect and is O_NONBLOCK.
+ * Every failure is returned, none is worked around (a port that is taken
+ * is -EADDRINUSE, never another port), and the socket made on the way is
+ * closed. */
 typedef struct {
     int      backlog;           /* listen: queue of connections not yet
                                    accepted (0: 4096; the kernel clamps it
