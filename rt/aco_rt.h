@@ -34,7 +34,8 @@
  *               later blocking call of the co fail so, at once, whether
  *               or not they would have had to wait (a cancelled co cannot
  *               go on looping through calls that happen not to block);
- *   -EPERM      called outside a co of a running scheduler.
+ *   -EPERM      called outside a co of a running scheduler (but
+ *               aco_rt_pool_wait, which blocks the calling thread).
  * They never lose data: a call that returns an error transferred nothing
  * (I/O calls: or returns the byte count it did transfer).
  *
@@ -823,7 +824,9 @@ aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i);
  * ACO_RT_POOL_CANCEL first cancels each (aco_rt_cancel: their blocking
  * calls fail with -ECANCELED from then on; cos spawned later are not).
  * 0, -ETIMEDOUT (they go on), -EDEADLK (called from one of its threads),
- * -EINVAL. */
+ * -EINVAL; those two before anything is cancelled.  It blocks the calling
+ * thread (called from a co of another scheduler, that scheduler's other
+ * cos wait too). */
 enum { ACO_RT_POOL_DRAIN = 0, ACO_RT_POOL_CANCEL = 1 };
 int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline);
 
