@@ -132,8 +132,9 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished
  * is destroyed without running any more of its code, and leaves the wait
- * queues of the objects it waited on; a mutex it held stays locked).  Not
- * from a co. */
+ * queues of the objects it waited on; a mutex it held stays locked).  Their
+ * handles go with them: no co of another scheduler may be joining one of
+ * them then, or use its handle after.  Not from a co. */
 void aco_rt_sched_free(aco_rt_sched_t* s);
 
 /* The calling thread's scheduler, or NULL. */
