@@ -105,7 +105,10 @@ typedef struct {
  * ENOMEM (also: a stack_size the address space cannot take), EBUSY (the
  * thread has one),
  * ENOSYS or the kernel's error (a forced backend that cannot start), EINVAL
- * (bad opts, or an unknown $ACO_RT_BACKEND). */
+ * (bad opts, or an unknown $ACO_RT_BACKEND).  A scheduler does not cross
+ * fork(2): in the child, neither run nor free the parent's (an io_uring
+ * backend's ring and buffers are the parent's too); a thread of the child
+ * that has none may make one. */
 aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
 
 /* Run the scheduler until no co is left (joined, detached and finished, or
@@ -217,7 +220,9 @@ int aco_rt_cancelled(void);
  * cancelled co that loops on yields starves nobody); -EPERM outside a co. */
 int aco_rt_yield(void);
 
-/* Sleep ns nanoseconds / until the deadline: 0, or -ECANCELED. */
+/* Sleep ns nanoseconds (ns <= 0: not at all) / until the deadline (-1:
+ * for good; another deadline as the blocking calls'): 0, or -ECANCELED;
+ * -EPERM outside a co. */
 int aco_rt_sleep(int64_t ns);
 int aco_rt_sleep_until(int64_t deadline);
 
