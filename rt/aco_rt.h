@@ -597,10 +597,9 @@ int aco_rt_bufio_flush_more(aco_rt_bufio_t* b, int64_t deadline);
  * Helper threads block every signal.  One heap record (malloc) per call,
  * freed when the call is over.  At exit(3) the helper threads end with the
  * process: work running or queued is abandoned (no drop is called).  In
- * the child of a fork(2), the helper threads are gone: calls whose fn was
- * running in the parent wait in the child until their deadline or cancel
- * (and then drop is never called); queued work runs on threads the child
- * starts at its next call. */
+ * the child of a fork(2), the helper threads are gone, and so are the
+ * parent's schedulers (aco_rt_sched_new) with the cos that waited for
+ * them; calls of the child's own schedulers start threads of its own. */
 int aco_rt_offload(void* (*fn)(void* arg), void* arg,
                    void (*drop)(void* arg, void* result),
                    void** result, int64_t deadline);
