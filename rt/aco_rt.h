@@ -599,7 +599,8 @@ int aco_rt_bufio_flush_more(aco_rt_bufio_t* b, int64_t deadline);
  * process: work running or queued is abandoned (no drop is called).  In
  * the child of a fork(2), the helper threads are gone, and so are the
  * parent's schedulers (aco_rt_sched_new) with the cos that waited for
- * them; calls of the child's own schedulers start threads of its own. */
+ * them: their work, running or queued, never runs there (only in the
+ * parent); calls of the child's own schedulers start threads of its own. */
 int aco_rt_offload(void* (*fn)(void* arg), void* arg,
                    void (*drop)(void* arg, void* result),
                    void** result, int64_t deadline);

@@ -89,11 +89,15 @@ static void cv_init(void) {
 
 /* fork: the child has none of the helper threads, and mu must not be
  * caught held by one of them.  Nor may cv count the parent's idle helpers
- * as its waiters (a signal would wait for them): the child's is new. */
+ * as its waiters (a signal would wait for them): the child's is new.  The
+ * queued work is the parent's, for cos of its schedulers, which do not
+ * cross a fork: the child forgets it (its fn must not run twice). */
 static void fork_prepare(void) { pthread_mutex_lock(&pool.mu); }
 static void fork_parent(void) { pthread_mutex_unlock(&pool.mu); }
 static void fork_child(void) {
     pool.threads = pool.idle = 0;
+    pool.head = pool.tail = NULL;
+    pool.queued = 0;
     memset(&pool.cv, 0, sizeof(pool.cv));
     cv_init();
     pthread_mutex_unlock(&pool.mu);

@@ -3,12 +3,14 @@
  * other cos meanwhile, deadline and cancel (drop exactly once, after fn
  * ended or instead of it), a full queue, the share-stack rule, -EPERM,
  * cos of a pool's threads, a co destroyed while it waits, calls in the
- * child of a fork while the parent's helper idles; -ENOSYS in the
+ * child of a fork while the parent's helper idles, and none of the
+ * parent's queued work running there; -ENOSYS in the
  * single-thread build.
  */
 #include "rt_test.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static void nap_ms(int ms) {
@@ -423,6 +425,60 @@ static void forked(void* arg) {
     _exit(ok ? 0 : 3);
 }
 
+/* Work queued in the parent when it forks never runs in the child (its fn
+ * would run twice): a helper held busy, a job queued behind it, a fork
+ * from a plain thread, and in the child a call that starts a helper. */
+static int* fk_shared;          /* [0] hold, [1] held, [2] runs, [3] in child */
+static pid_t fk_parent;
+static void* hold_fn(void* arg) {
+    (void)arg;
+    __atomic_store_n(&fk_shared[1], 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&fk_shared[0], __ATOMIC_SEQ_CST)) nap_ms(1);
+    return NULL;
+}
+static void* fk_count_fn(void* arg) {
+    (void)arg;
+    __atomic_fetch_add(&fk_shared[2], 1, __ATOMIC_SEQ_CST);
+    if (getpid() != fk_parent) __atomic_fetch_add(&fk_shared[3], 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+static void offload_co(void* arg) {
+    CHECK_EQ(aco_rt_offload((void* (*)(void*))arg, NULL, NULL, NULL, aco_rt_in_ms(20000)), 0);
+}
+static void* fork_thread(void* arg) {
+    (void)arg;
+    while (!__atomic_load_n(&fk_shared[1], __ATOMIC_SEQ_CST)) nap_ms(1);
+    nap_ms(20);                 /* the second job is queued */
+    int st = -1;
+    CHECK_EQ(test_in_child(forked, NULL, &st), 0);
+    CHECK_EQ(st, 0);
+    __atomic_store_n(&fk_shared[0], 0, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+static void test_fork_queued(void) {
+    fk_shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(fk_shared != MAP_FAILED);
+    fk_shared[0] = 1;
+    fk_parent = getpid();
+    CHECK_EQ(aco_rt_offload_limits(1, 0), 0);
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK(s != NULL);
+    aco_rt_co_t* a = aco_rt_spawn(s, offload_co, (void*)hold_fn);
+    aco_rt_co_t* b = aco_rt_spawn(s, offload_co, (void*)fk_count_fn);
+    CHECK(a && b);
+    CHECK_EQ(aco_rt_detach(a), 0);
+    CHECK_EQ(aco_rt_detach(b), 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, fork_thread, NULL), 0);
+    test_run(s);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    aco_rt_sched_free(s);
+    CHECK_EQ(fk_shared[2], 1);
+    CHECK_EQ(fk_shared[3], 0);
+    CHECK_EQ(aco_rt_offload_limits(0, 0), 0);
+    munmap(fk_shared, 4096);
+}
+
 static void test_fork(void) {
     aco_rt_sched_t* s = aco_rt_sched_new(NULL);
     CHECK(s != NULL);
@@ -448,6 +504,7 @@ int main(void) {
     test_pool_threads();
     test_forsake();
     test_fork();
+    test_fork_queued();
     printf("test_offload: OK\n");
     return 0;
 }
