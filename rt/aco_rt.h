@@ -135,9 +135,9 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished
  * is destroyed without running any more of its code, and leaves the wait
- * queues of the objects it waited on; a mutex it held stays locked).  A co
- * of another scheduler joining one of them gets -ESRCH (aco_rt_join); the
- * other handles go with them, not to be used after.  Not from a co. */
+ * queues of the objects it waited on; a mutex it held stays locked).  Their
+ * handles go with them: no co of another scheduler may be joining one of
+ * them then, or use its handle after.  Not from a co. */
 void aco_rt_sched_free(aco_rt_sched_t* s);
 
 /* The calling thread's scheduler, or NULL. */
@@ -185,8 +185,7 @@ aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
 
 /* Wait until co finished, then free its handle: 0.  -ENOMEM: co never ran
  * (spawned into another thread's scheduler, which found no memory for it);
- * -ESRCH: its scheduler was freed (aco_rt_sched_free, in another thread)
- * while the caller waited for it; its handle is freed too in both cases.  -ETIMEDOUT or -ECANCELED: co goes on and the
+ * its handle is freed too.  -ETIMEDOUT or -ECANCELED: co goes on and the
  * handle stays valid.  -EINVAL: co is the caller, or already has a joiner,
  * or was detached.  -EPERM: not in a co.  One joiner per co, from a co of
  * any scheduler. */

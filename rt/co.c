@@ -393,28 +393,10 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (st) aco_share_stack_destroy(st);
 }
 
-/* Free a finished record of any thread's scheduler (or of none: an
- * orphan, below). */
+/* Free a finished record of any thread's scheduler. */
 static void record_free_any(aco_rt_co_t* co) {
-    if (co->s == NULL) rt_rec_free(co);
-    else if (co->s == rt_tls_sched) rt_record_free(co->s, co);
+    if (co->s == rt_tls_sched) rt_record_free(co->s, co);
     else rt_send(co->s, &co->msg, RT_MSG_FREE);
-}
-
-/* aco_rt_sched_free of an unfinished co that a co of another scheduler is
- * joining: its libaco co goes, but its record (the handle) stays, with no
- * scheduler (co->s NULL), for the joiner, who frees it: after its join
- * says -ESRCH, or, if its deadline or cancel took the wait first, at its
- * next join. */
-static void orphan(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    cos_del(s, co);
-    rt_keys_free(co);
-    aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? rt_aco(co)->share_stack : NULL;
-    aco_destroy(rt_aco(co));
-    if (st) aco_share_stack_destroy(st);
-    co->flags = 0;
-    co->state = RT_DONE;
-    rt_store(&co->s, (aco_rt_sched_t*)NULL);
 }
 
 /* Take waiter w off its queue, under its object's lock if it has one. */
@@ -445,18 +427,6 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         }
         co->flags &= RT_STANDALONE;
         co->cancel_sent = 0;            /* a late message would be the program's bug */
-        aco_rt_co_t* j = co->state == RT_DONE ? NULL : rt_xchg(&co->joiner, RT_JOIN_DONE);
-        if (j != NULL && j != RT_JOIN_DONE && j != RT_JOIN_DETACH) {
-            /* A joiner whose wait another thread took (its deadline or
-             * cancel) is of another scheduler too: nothing of this one
-             * runs now. */
-            int won = rt_claim(j);
-            if (!won || j->s != s) {
-                orphan(s, co);
-                if (won) rt_wake_remote(j, 0);
-                continue;
-            }
-        }
         s->nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */
         rt_record_free(s, co);
     }
@@ -519,7 +489,7 @@ int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {
             return -EINVAL;             /* another joiner, or a detach, came first */
         }
     }
-    int r = (co->flags & RT_NO_START) ? -ENOMEM : rt_load(&co->s) == NULL ? -ESRCH : 0;
+    int r = (co->flags & RT_NO_START) ? -ENOMEM : 0;
     record_free_any(co);
     return r;
 }

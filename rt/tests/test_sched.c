@@ -18,8 +18,7 @@
  *  - aco_rt_sched_run: -EDEADLK when every co waits for another forever,
  *    and a later run goes on once something changed; with another
  *    scheduler alive it waits, and says -EDEADLK once that one is freed;
- *    aco_rt_sched_stop; a join of a co whose scheduler another thread
- *    frees meanwhile: -ESRCH;
+ *    aco_rt_sched_stop;
  *    aco_rt_sched_free of a scheduler with parked cos (none runs on);
  *  - 10000 cos spawned and joined; standalone cos with deep recursion on a
  *    big stack of their own;
@@ -637,53 +636,6 @@ static void deadlock_other_goes(void) {
     CHECK_EQ(pthread_barrier_destroy(&dl_up), 0);
 }
 
-/* A co joining a co of another thread's scheduler, which that thread
- * frees before the co finished: the join says -ESRCH (and frees the
- * handle; ASan sees no use after free). */
-static aco_rt_sem_t xj_never;
-static aco_rt_co_t* volatile xj_target;
-static volatile int xj_joining;
-static void xj_victim(void* arg) {
-    (void)arg;
-    aco_rt_sem_wait(&xj_never, -1);
-    CHECK(0);                       /* destroyed where it waits */
-}
-static void xj_stopper(void* arg) {
-    while (!xj_joining) aco_rt_sleep(MS);
-    aco_rt_sleep(20 * MS);          /* the joiner is parked in its join */
-    aco_rt_sched_stop(arg);
-}
-static void* xj_thread(void* arg) {
-    (void)arg;
-    aco_rt_sched_t* b = aco_rt_sched_new(NULL);
-    CHECK(b != NULL);
-    aco_rt_co_t* st = aco_rt_spawn(b, xj_stopper, b);
-    CHECK(st != NULL);
-    CHECK_EQ(aco_rt_detach(st), 0);
-    xj_target = aco_rt_spawn(b, xj_victim, NULL);
-    CHECK(xj_target != NULL);
-    CHECK_EQ(aco_rt_sched_run(b), 0);
-    aco_rt_sched_free(b);
-    return NULL;
-}
-static void xj_joiner(void* arg) {
-    int* rc = arg;
-    while (xj_target == NULL) aco_rt_sleep(MS);
-    xj_joining = 1;
-    *rc = aco_rt_join(xj_target, aco_rt_in_ms(20000));
-}
-static __attribute__((unused)) void join_freed(void) {
-    aco_rt_sem_init(&xj_never, 0);
-    xj_target = NULL;
-    xj_joining = 0;
-    int rc = 1;
-    pthread_t t;
-    CHECK_EQ(pthread_create(&t, NULL, xj_thread, NULL), 0);
-    test_go(S, xj_joiner, &rc);
-    CHECK_EQ(pthread_join(t, NULL), 0);
-    CHECK_EQ(rc, -ESRCH);
-}
-
 static long stop_count;
 static int stop_done;
 static void counter_co(void* arg) {
@@ -1282,9 +1234,6 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(S, many_sleepers, NULL);
     deadlock();
     deadlock_other_goes();
-#ifndef ACO_RT_NO_THREADS
-    join_freed();       /* (a cross-thread join: not in the single-thread build) */
-#endif
     stop_test();
     test_go(S, many_main, NULL);
     test_go(S, standalone_main, NULL);
