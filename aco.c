@@ -210,7 +210,9 @@ static void sys_dup2(int fd, int to) {      /* (dup3: no dup2 on aarch64) */
  * libc state is reset; the child only dups, opens and execs.  clone with
  * SIGCHLD alone and no new stack is a fork on every ABI (aarch64 and
  * riscv64 have no fork system call), whatever the order of the rest. */
-static pid_t sys_fork(void) { return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); }
+static pid_t sys_fork(void) {
+    return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+}
 
 /* (stderr may be non-blocking: the hooks make a descriptor so when a co
  * waits on it.  Then a full pipe is waited for, a second at a time.) */
@@ -2478,7 +2480,12 @@ static void addr2line_child(const int fds[2], const char* path, const char* obj,
         const char* e = d;
         while (*e != '\0' && *e != ':') e++;
         size_t n = (size_t)(e - d);
-        if (n == 0) { file[0] = '.'; n = 1; } else if (n < sizeof(file) - sizeof(name)) memcpy(file, d, n);
+        if (n == 0) {
+            file[0] = '.';          /* an empty entry: the current directory */
+            n = 1;
+        } else if (n < sizeof(file) - sizeof(name)) {
+            memcpy(file, d, n);
+        }
         if (n < sizeof(file) - sizeof(name)) {
             memcpy(file + n, name, sizeof(name));
             (void)syscall(SYS_execve, file, argv, environ);

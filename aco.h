@@ -135,9 +135,9 @@ void aco_share_stack_destroy(aco_share_stack_t* sstk);
  *   share_stack the stack to run on, save_stack_sz the initial size of the
  *   private save stack (0: none until the co's frames are first copied out,
  *   then exactly what they need; it grows to fit on demand; more than
- *   4 GiB - 8 aborts), fp the co
- *   function and arg its argument (aco_get_arg()).  The new co is in the "init"
- *   state: its first aco_resume() calls fp. */
+ *   4 GiB - 8 aborts), fp the co function and arg its argument
+ *   (aco_get_arg()).  The new co is in the "init" state: its first
+ *   aco_resume() calls fp. */
 aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg);
 
@@ -172,7 +172,8 @@ aco_t* aco_create_main_in(void* mem, size_t sz, void* arg);
  * allocate, now, without aborting: when co's share stack holds another co's
  * frames that outgrew that co's save stack, the save stack grows.  co is a
  * non-main co (a main co, NULL or a destroyed co aborts); the caller is its
- * main co (before aco_resume) or a co of it (before aco_yield_to).  Called
+ * main co (before aco_resume) or a co of it (before aco_yield_to): another
+ * thread's aborts.  Called
  * by a non-main co about to hand off to co: if the caller itself owns co's
  * share stack, its frames are measured from the caller's frame with 512
  * bytes to spare (frames deeper than that at the hand-off can still need an

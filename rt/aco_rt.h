@@ -135,9 +135,12 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished
  * is destroyed without running any more of its code, and leaves the wait
- * queues of the objects it waited on; a mutex it held stays locked).  Their
- * handles go with them: no co of another scheduler may be joining one of
- * them then, or use its handle after.  Not from a co. */
+ * queues of the objects it waited on; a mutex it held stays locked).  Not
+ * from a co.  Joins across schedulers must be over first: their handles go
+ * with them, so no co of another scheduler may be in aco_rt_join for one
+ * of them (its join must have returned, even if they finished) or use one
+ * after; and none of s's cos may be in aco_rt_join for a co of another
+ * scheduler (end that wait first: a deadline, a cancel, or that co's end). */
 void aco_rt_sched_free(aco_rt_sched_t* s);
 
 /* The calling thread's scheduler, or NULL. */
@@ -219,9 +222,10 @@ int aco_rt_cancelled(void);
  * cancelled co that loops on yields starves nobody); -EPERM outside a co. */
 int aco_rt_yield(void);
 
-/* Sleep ns nanoseconds (ns <= 0: not at all) / until the deadline (-1:
- * for good; another deadline as the blocking calls'): 0, or -ECANCELED;
- * -EPERM outside a co. */
+/* Sleep ns nanoseconds / until the deadline (-1: for good; every other
+ * negative one is long past): 0, or -ECANCELED; -EPERM outside a co.  With
+ * ns <= 0, or a deadline passed, the co comes back when a timer due now
+ * would fire (aco_rt_timer_start): the other ready cos run meanwhile. */
 int aco_rt_sleep(int64_t ns);
 int aco_rt_sleep_until(int64_t deadline);
 
@@ -325,9 +329,10 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
 /* ======================================================================== */
 
 /* POSIX shapes plus a deadline; the result or -errno.  From a co (-EPERM
- * elsewhere).  read/recv return as soon as some bytes are there (recv with
- * MSG_WAITALL, and neither MSG_PEEK nor MSG_DONTWAIT: once n bytes came,
- * or sooner with what came when the end, an error or the deadline does);
+ * elsewhere).  read/recv return as soon as some bytes are there (recv on
+ * a stream socket with MSG_WAITALL, and neither MSG_PEEK nor MSG_DONTWAIT:
+ * once n bytes came, or sooner with what came when the end, an error or
+ * the deadline does; a datagram is one message whatever the flags);
  * write/send/writev send everything (like a blocking socket) and return
  * less than asked only when an error or the deadline comes after part was
  * sent.  Buffers may lie anywhere, on the co's share stack too (see the

@@ -291,10 +291,15 @@ static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadlin
     return ready_io(co, &q, deadline);
 }
 
-/* MSG_WAITALL (without MSG_PEEK or MSG_DONTWAIT): receive until n bytes
- * came, or the end, an error or the deadline: then what came, if any. */
+/* MSG_WAITALL (without MSG_PEEK or MSG_DONTWAIT) on a stream socket:
+ * receive until n bytes came, or the end, an error or the deadline: then
+ * what came, if any.  (A datagram is one message whatever the flag.) */
 ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     if (rt_likely((flags & (MSG_WAITALL | MSG_PEEK | MSG_DONTWAIT)) != MSG_WAITALL))
+        return recv_some(fd, buf, n, flags, deadline);
+    int type = 0;
+    socklen_t tl = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM)
         return recv_some(fd, buf, n, flags, deadline);
     size_t got = 0;
     do {
@@ -487,9 +492,14 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
         int r = rt_may_block(co, deadline);
         if (r == -ETIMEDOUT) {
             /* the one try of a passed deadline: what the multishot has
-             * brought and the loop not yet reaped counts (as for a read) */
+             * brought and the loop not yet reaped counts (as for a read);
+             * a multishot that ended so leaves the socket's own state */
             co->s->be->poll(co->s, 0);
-            return rt_lend_state(e) == 1 ? POLLIN : r;
+            int now = rt_lend_state(e);
+            if (now == 1) return POLLIN;
+            if (now < 0 && rt_sys_poll0(&p, 1) == 1)
+                return p.revents & POLLNVAL ? -EBADF : p.revents;
+            return r;
         }
         if (r) return r;
         e->pollers++;
@@ -511,7 +521,22 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static aco_rt_sched_t* reg_head;
 
+/* fork: the lock is not caught held by another thread, and the child has
+ * none of the parent's schedulers (they do not cross a fork: aco_rt.h), so
+ * its closes tell none of them and its -EDEADLK counts its own alone. */
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static void reg_prefork(void) { pthread_rwlock_wrlock(&reg_lock); }
+static void reg_parent(void) { pthread_rwlock_unlock(&reg_lock); }
+static void reg_child(void) {
+    static const pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    reg_head = NULL;
+    __atomic_store_n(&rt_nsched, 0u, __ATOMIC_SEQ_CST);
+    memcpy(&reg_lock, &fresh, sizeof(reg_lock));
+}
+static void reg_atfork(void) { pthread_atfork(reg_prefork, reg_parent, reg_child); }
+
 void rt_sched_reg(aco_rt_sched_t* s, int add) {
+    pthread_once(&reg_once, reg_atfork);
     pthread_rwlock_wrlock(&reg_lock);
     if (add) {
         s->reg_prev = NULL;

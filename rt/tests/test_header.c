@@ -1127,9 +1127,9 @@ static void io_close(void* arg) {
     close(io_fds[1]);
 }
 
-/* "recv with MSG_WAITALL, and neither MSG_PEEK nor MSG_DONTWAIT: once n
- * bytes came, or sooner with what came when the end, an error or the
- * deadline does" (a writer co trickles the bytes). */
+/* "recv on a stream socket with MSG_WAITALL, and neither MSG_PEEK nor
+ * MSG_DONTWAIT: once n bytes came, or sooner with what came when the end,
+ * an error or the deadline does" (a writer co trickles the bytes). */
 static int wa_fd;
 static void wa_writer(void* arg) {
     (void)arg;
@@ -1160,6 +1160,16 @@ static void io_waitall(void* arg) {
     CHECK_EQ(write(sp[0], "xy", 2), 2);
     CHECK_EQ(aco_rt_recv(sp[1], b, 4, MSG_WAITALL, aco_rt_in_ms(20)), 2);
     CHECK_EQ(aco_rt_recv(sp[1], b, 4, MSG_WAITALL, aco_rt_in_ms(5)), -ETIMEDOUT);
+    close(sp[0]); close(sp[1]);
+    /* "a datagram is one message whatever the flags" */
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, sp), 0);
+    CHECK_EQ(write(sp[1], "hello", 5), 5);
+    CHECK_EQ(write(sp[1], "world", 5), 5);
+    char d[100];
+    CHECK_EQ(aco_rt_recv(sp[0], d, sizeof(d), MSG_WAITALL, aco_rt_in_ms(5000)), 5);
+    CHECK(memcmp(d, "hello", 5) == 0);
+    CHECK_EQ(aco_rt_recv(sp[0], d, sizeof(d), MSG_WAITALL, aco_rt_in_ms(5000)), 5);
+    CHECK(memcmp(d, "world", 5) == 0);
     close(sp[0]); close(sp[1]);
 }
 

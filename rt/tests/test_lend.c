@@ -293,6 +293,8 @@ static void poll_waiter_co(void* arg) {
     /* a passed deadline (the one try): bytes the multishot took and the
      * loop has not reaped yet count */
     CHECK_EQ(write(t->wfd, "fg", 2), 2);    /* (no park: nothing reaped) */
+    struct timespec nap = {0, 20 * 1000000L};  /* the thread's: reaps nothing */
+    while (nanosleep(&nap, &nap) != 0) {}
     ev = aco_rt_wait(t->fd, POLLIN, 0);
     CHECK(ev > 0 && (ev & POLLIN));
     CHECK_EQ(aco_rt_recv_lend(t->fd, &p, 0), 2);
