@@ -310,8 +310,11 @@ void aco_free(void* p, size_t sz) {
 __attribute__((visibility("hidden"), noreturn))
 void aco__funcp_protector(void);
 
+static void protector_slot_again(const aco_t* co);
+
 void aco__funcp_protector(void) {
     aco_t* co = aco_gtls_co;
+    if (co != NULL && co->share_stack != NULL) protector_slot_again(co);
     if (last_word != NULL) last_word();
     fatal("protector", "co %p returned from its co function %p instead of "
           "calling aco_exit(); a co function must end with aco_exit()",
@@ -873,6 +876,19 @@ static void init_regs_at(aco_t* co, void* sp) {
     co->reg[aco__slot_lr] = (void*)(uintptr_t)aco_protector_ret;
 #endif
     fpenv_give(co);
+}
+
+/* x86: the co function's return popped its share stack's return-address
+ * slot, which memcheck counts as dead from then on, and the next co to
+ * start there returns through it (a last word may end this co with
+ * aco_exit()): say it again.  (The lr architectures have no slot.) */
+static void protector_slot_again(const aco_t* co) {
+#ifndef ACO_OFF_LR
+    *(const void**)(ckd() ? checked_top(co) : (char*)co->share_stack->align_retptr) =
+        aco_protector_ret;
+#else
+    (void)co;
+#endif
 }
 
 static void init_regs(aco_t* co) {
