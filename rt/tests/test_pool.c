@@ -677,15 +677,30 @@ static void child_co(void* arg) {
     aco_rt_chan_free(ch);
 }
 
+static void stuck_co(void* arg) {
+    aco_rt_sem_t* never = arg;
+    CHECK_EQ(aco_rt_sem_wait(never, -1), -ECANCELED);
+}
+
 static void fork_child(void* arg) {
     (void)arg;
     /* Only this thread exists here: the pool's are gone.  A scheduler of
-     * its own works. */
+     * its own works, and is the only one: the parent's do not count for
+     * -EDEADLK (they do not cross a fork). */
+    alarm(60);                  /* a hang dies of SIGALRM: the case fails */
     aco_rt_sched_t* s = aco_rt_sched_new(NULL);
     CHECK(s != NULL);
     int ok = 0;
     aco_rt_co_t* c = aco_rt_spawn(s, child_co, &ok);
     CHECK(c != NULL);
+    CHECK_EQ(aco_rt_detach(c), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sem_t never;
+    aco_rt_sem_init(&never, 0);
+    c = aco_rt_spawn(s, stuck_co, &never);
+    CHECK(c != NULL);
+    CHECK_EQ(aco_rt_sched_run(s), -EDEADLK);
+    CHECK_EQ(aco_rt_cancel(c), 0);
     CHECK_EQ(aco_rt_detach(c), 0);
     CHECK_EQ(aco_rt_sched_run(s), 0);
     aco_rt_sched_free(s);
