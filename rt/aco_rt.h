@@ -872,7 +872,7 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline);
 
 /* Cancel every member (and those spawned until it is empty), then wait as
  * aco_rt_group_join.  Its -EPERM, -EINVAL and -EDEADLK come before anything
- * is cancelled (outside a co, cancel the members one by one). */
+ * is cancelled. */
 int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline);
 
 /* Free g: -EBUSY (nothing freed) while it has members or joiners. */
