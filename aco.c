@@ -170,6 +170,44 @@ static void fpenv_give(aco_t* co) {
 #endif
 }
 
+/* How acosw.S treats to's FP control words on x86-64 (ACO_SWITCH64): 1
+ * loads them on every switch, where loading is cheap and reading back what
+ * stmxcsr just stored is slow (AMD and Hygon, by cpuid's vendor string); 0
+ * compares and loads only on a difference (Intel and the rest).  Either is
+ * correct at any switch; set before main, read by every switch. */
+#if defined(__x86_64__) && !defined(ACO_CONFIG_SHARE_FPU_MXCSR_ENV)
+#include <cpuid.h>
+
+extern unsigned char aco__fp_eager __attribute__((visibility("hidden")));
+
+__attribute__((constructor))
+static void fp_eager_init(void) {
+    unsigned a, b, c, d;
+    char v[12];
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+    memcpy(v, &b, 4);
+    memcpy(v + 4, &d, 4);
+    memcpy(v + 8, &c, 4);
+    aco__fp_eager = memcmp(v, "AuthenticAMD", 12) == 0 || memcmp(v, "HygonGenuine", 12) == 0;
+}
+#endif
+
+/* For tests and the benchmark (hidden; tests/aco_test.h): the strategy in
+ * use, 0 or 1 as above, or -1 where the build has only one (i386, aarch64,
+ * riscv64, ACO_CONFIG_SHARE_FPU_MXCSR_ENV).  mode 0 or 1 selects it, -1
+ * only asks. */
+__attribute__((visibility("hidden"))) int aco__fp_mode(int mode);
+
+int aco__fp_mode(int mode) {
+#if defined(__x86_64__) && !defined(ACO_CONFIG_SHARE_FPU_MXCSR_ENV)
+    if (mode == 0 || mode == 1) aco__fp_eager = (unsigned char)mode;
+    return aco__fp_eager;
+#else
+    (void)mode;
+    return -1;
+#endif
+}
+
 static void overflow_altstack(void);
 static int overflow_installed;
 
@@ -1525,7 +1563,7 @@ void aco_exit(void) {
     co->state = aco__state_off;
     co->save_stack.valid_sz = 0;
     aco_gtls_co = co->main_co;
-    aco__sw(co, co->main_co);
+    aco__sw_back(co, co->main_co);
     fatal("aco_exit", "co %p was resumed after its end", (void*)co);
 }
 

@@ -614,6 +614,10 @@ struct aco_s {
  * the co that did. */
 aco_t* acosw(aco_t* from_co, aco_t* to_co) __asm__("acosw");
 
+/* acosw again, at an address of its own on x86 (acosw.S): the way back to
+ * the main co, which aco_yield and aco_exit take. */
+aco_t* aco__yieldsw(aco_t* from_co, aco_t* to_co) __asm__("aco__yieldsw");
+
 /* The running co of this thread (between runs: its main co). */
 extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
 
@@ -638,15 +642,18 @@ static inline int aco__is_main_co(const aco_t* co) {
 void aco__yield1(aco_t* co, const char* fn);
 void aco__exit1(aco_t* co);     /* no noreturn: see aco_exit */
 
-/* The switch the library and aco_yield call.  Sanitizer builds call aco.c's
- * uninstrumented aco__switch instead of acosw: it announces the switch to
- * ASan or TSan, calls acosw, and finishes the announcement on the other
- * side.  Other builds call acosw directly, exactly as before. */
+/* The switches the library and aco_yield call: aco__sw, and aco__sw_back
+ * for the way back to the main co.  Sanitizer builds call aco.c's
+ * uninstrumented aco__switch for both: it announces the switch to ASan or
+ * TSan, calls acosw, and finishes the announcement on the other side.
+ * Other builds call acosw and aco__yieldsw directly. */
 #if aco__san_switch
 aco_t* aco__switch(aco_t* from_co, aco_t* to_co);
 #define aco__sw aco__switch
+#define aco__sw_back aco__switch
 #else
 #define aco__sw acosw
+#define aco__sw_back aco__yieldsw
 #endif
 
 /* aco_yield is inlined into the co's code so that acosw continues the co
@@ -660,7 +667,7 @@ static inline void aco__yield_inline(void) {
     if (aco_unlikely(co == NULL || co->main_co == NULL))
         aco__yield_misuse("aco_yield");
     aco_gtls_co = co->main_co;
-    aco__sw(co, co->main_co);
+    aco__sw_back(co, co->main_co);
 }
 
 #define aco_yield() aco__yield_inline()

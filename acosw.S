@@ -72,20 +72,8 @@
 #define ACO_REG_SLOTS   8           /* pointer-sized slots before 0x40 */
 
 #ifndef ACO_ASM_LAYOUT_ONLY
-    .text
-    .p2align 4
-    .globl  acosw
-    .type   acosw, @function
-acosw:
-    /* rdi = from, rsi = to */
-    .cfi_startproc
-#if ACO_IBT
-    endbr64
-#endif
-#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-    fnstcw  ACO_OFF_FPUCW(%rdi)         /* first: slow, and read back last */
-    stmxcsr ACO_OFF_MXCSR(%rdi)
-#endif
+/* from's registers saved, to's loaded; rdx = from's resume pc. */
+.macro ACO_GPRS64
     popq    %rdx                        /* rdx = from's resume pc; rsp = its sp */
     .cfi_adjust_cfa_offset -8
     .cfi_register %rip, %rdx
@@ -103,42 +91,103 @@ acosw:
     movq    ACO_OFF_R13(%rsi), %r13
     movq    ACO_OFF_R14(%rsi), %r14
     movq    ACO_OFF_R15(%rsi), %r15
-#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-    /* fldcw and ldmxcsr are slow (microcoded, serialising): load the words
-     * only when the control bits differ.  MXCSR bits 0-5 are exception
-     * flags, status not control (scratch at a call): ignore them. */
-    movl    ACO_OFF_MXCSR(%rdi), %eax
-    xorl    ACO_OFF_MXCSR(%rsi), %eax
-    testl   $~0x3f, %eax
-    jnz     .Lload_env64
-    movzwl  ACO_OFF_FPUCW(%rdi), %ecx
-    cmpw    %cx, ACO_OFF_FPUCW(%rsi)
-    jne     .Lload_env64
-.Lenv_done64:
-#endif
+.endm
+
+/* Continue `to`.  A resume address is not an IBT landing pad (it follows a
+ * call), hence notrack; a new co's pc is a C function, which has its own
+ * endbr64. */
+.macro ACO_GO64
     movq    %rdi, %rax                  /* `to` sees acosw return from */
     movq    ACO_OFF_PC(%rsi), %rdx
     movq    ACO_OFF_SP(%rsi), %rsp      /* the one instruction that moves stacks */
-    /* A resume address is not an IBT landing pad (it follows a call), hence
-     * notrack; a new co's pc is a C function, which has its own endbr64. */
 #if ACO_IBT
     notrack jmp *%rdx
 #else
     jmp     *%rdx
 #endif
-#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-.Lload_env64:                           /* off the hot path */
+.endm
+
+/* The FP control words, unless shared.  Reading MXCSR (stmxcsr) is slow on
+ * every x86 and cannot be avoided: nothing else says whether the co changed
+ * it.  What to do with to's words depends on the vendor (aco__fp_eager, set
+ * once at load time by aco.c from cpuid):
+ *   0 (Intel and others): fldcw and ldmxcsr are slow (microcoded,
+ *     serialising): compare the words just saved with to's and load only on
+ *     a difference.  MXCSR bits 0-5 are exception flags, status not control
+ *     (scratch at a call): ignored.  The compare comes last, to read the
+ *     stored words back as late as possible.
+ *   1 (AMD, Hygon): loading is cheap, and reading back what stmxcsr has
+ *     just stored waits for it (~3 ns a switch on Zen 3): load to's words
+ *     unconditionally, right away.  (The exception flags then travel with
+ *     each co; either way they are status, which a call may change.)
+ * The two paths are whole copies, so the eager one has no taken branch. */
+.macro ACO_SWITCH64 name
+    .p2align 4
+    .globl  \name
+    .type   \name, @function
+\name:
+    /* rdi = from, rsi = to */
+    .cfi_startproc
+#if ACO_IBT
+    endbr64
+#endif
+#ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+    ACO_GPRS64
+    ACO_GO64
+#else
+    fnstcw  ACO_OFF_FPUCW(%rdi)
+    stmxcsr ACO_OFF_MXCSR(%rdi)
+    testb   $1, aco__fp_eager(%rip)
+    jz      .Llazy\@
     fldcw   ACO_OFF_FPUCW(%rsi)
     ldmxcsr ACO_OFF_MXCSR(%rsi)
-    jmp     .Lenv_done64
+    .cfi_remember_state
+    ACO_GPRS64
+    ACO_GO64
+    .cfi_restore_state
+.Llazy\@:
+    ACO_GPRS64
+    movl    ACO_OFF_MXCSR(%rdi), %eax
+    xorl    ACO_OFF_MXCSR(%rsi), %eax
+    testl   $~0x3f, %eax
+    jnz     .Lload\@
+    movzwl  ACO_OFF_FPUCW(%rdi), %ecx
+    cmpw    %cx, ACO_OFF_FPUCW(%rsi)
+    jne     .Lload\@
+    ACO_GO64
+.Lload\@:                               /* off the hot path */
+    fldcw   ACO_OFF_FPUCW(%rsi)
+    ldmxcsr ACO_OFF_MXCSR(%rsi)
+    ACO_GO64
 #endif
-    /* acosw's end, for tests that ask whether a pc lies in the switch:
-     * [acosw, aco__acosw_end) is exactly acosw's .size. */
+    .cfi_endproc
+    .size   \name, .-\name
+.endm
+
+    .text
+    ACO_SWITCH64 acosw
+    /* The same switch at a second address, for aco_yield and aco_exit (the
+     * way back to the main co): each of the two ends in an indirect jump of
+     * its own, so the branch predictor learns the two directions apart.
+     * Through one jump, resume and yield alternate its target, and on Zen 3
+     * that mispredicted in about half of all address-space layouts. */
+    ACO_SWITCH64 aco__yieldsw
+    /* The switch's end, for tests that ask whether a pc lies in it:
+     * [acosw, aco__acosw_end) holds exactly acosw and aco__yieldsw. */
     .globl  aco__acosw_end
     .hidden aco__acosw_end
 aco__acosw_end:
-    .cfi_endproc
-    .size   acosw, .-acosw
+
+#ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
+    .bss
+    .globl  aco__fp_eager
+    .hidden aco__fp_eager
+    .type   aco__fp_eager, @object
+    .size   aco__fp_eager, 1
+aco__fp_eager:
+    .zero   1
+    .text
+#endif
 
 /* The co function "returns" here: rsp == align_retptr + 8 == align_highptr,
  * 16-byte aligned, as a call requires. */
@@ -192,11 +241,14 @@ aco_protector_ret:
 #define ACO_REG_SLOTS   6
 
 #ifndef ACO_ASM_LAYOUT_ONLY
-    .text
+/* As on x86-64, one switch emitted twice: acosw and aco__yieldsw.  i386
+ * keeps the compare on every vendor: its code may be PIC, where reaching
+ * aco__fp_eager would cost a GOT base per switch. */
+.macro ACO_SWITCH32 name
     .p2align 4
-    .globl  acosw
-    .type   acosw, @function
-acosw:
+    .globl  \name
+    .type   \name, @function
+\name:
     .cfi_startproc
 #if ACO_IBT
     endbr32
@@ -225,8 +277,8 @@ acosw:
     movzwl  ACO_OFF_FPUCW(%eax), %esi
     xorw    ACO_OFF_FPUCW(%ecx), %si
     orl     %esi, %ebx
-    jnz     .Lload_env32
-.Lenv_done32:
+    jnz     .Lload\@
+.Ldone\@:
 #endif
     movl    ACO_OFF_EBX(%ecx), %ebx
     movl    ACO_OFF_EBP(%ecx), %ebp
@@ -240,16 +292,21 @@ acosw:
     jmp     *%edx
 #endif
 #ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
-.Lload_env32:                           /* off the hot path */
+.Lload\@:                               /* off the hot path */
     fldcw   ACO_OFF_FPUCW(%ecx)
     ldmxcsr ACO_OFF_MXCSR(%ecx)
-    jmp     .Lenv_done32
+    jmp     .Ldone\@
 #endif
+    .cfi_endproc
+    .size   \name, .-\name
+.endm
+
+    .text
+    ACO_SWITCH32 acosw
+    ACO_SWITCH32 aco__yieldsw
     .globl  aco__acosw_end              /* as on x86-64 */
     .hidden aco__acosw_end
 aco__acosw_end:
-    .cfi_endproc
-    .size   acosw, .-acosw
 
 /* The co function "returns" here: esp == align_highptr, 16-byte aligned. */
     .p2align 4
@@ -383,6 +440,14 @@ acosw:
 aco__acosw_end:
     .cfi_endproc
     .size   acosw, .-acosw
+    /* aco__yieldsw, aco_yield's switch, is acosw itself here: x86 has a
+     * second copy so that each direction has an indirect branch of its
+     * own; these ports run under qemu in our suite, where nothing about a
+     * branch predictor can be measured, and stay one switch. */
+    .globl  aco__yieldsw
+    .type   aco__yieldsw, %function
+    .set    aco__yieldsw, acosw
+    .size   aco__yieldsw, aco__acosw_end - acosw
 
 /* The co function "returns" here (its lr was set to aco_protector_ret):
  * sp == align_highptr, 16-byte aligned, as a call requires. */
@@ -522,6 +587,14 @@ acosw:
 aco__acosw_end:
     .cfi_endproc
     .size   acosw, .-acosw
+    /* aco__yieldsw, aco_yield's switch, is acosw itself here: x86 has a
+     * second copy so that each direction has an indirect branch of its
+     * own; these ports run under qemu in our suite, where nothing about a
+     * branch predictor can be measured, and stay one switch. */
+    .globl  aco__yieldsw
+    .type   aco__yieldsw, %function
+    .set    aco__yieldsw, acosw
+    .size   aco__yieldsw, aco__acosw_end - acosw
 
 /* The co function "returns" here (its ra was set to aco_protector_ret):
  * sp == align_highptr, 16-byte aligned, as a call requires. */

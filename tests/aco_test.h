@@ -98,6 +98,12 @@ static inline uint32_t aco_test_rand(uint32_t* s) {
  * the width now in use, or -1 when w is not available. */
 int aco__copy_width(int w);
 
+/* aco.c's other hidden hook: how acosw treats the FP control words on
+ * x86-64 (1: loads to's on every switch, AMD's default; 0: compares and
+ * loads on a difference, everyone else's); -1 where the build has one way.
+ * mode 0 or 1 selects it; returns the mode in use. */
+int aco__fp_mode(int mode);
+
 /* Non-zero when running under valgrind (only known in valgrind builds). */
 static inline int aco_test_on_valgrind(void) {
 #ifdef ACO_USE_VALGRIND
