@@ -32,7 +32,10 @@
  *       own floating-point control state (x86: x87 control word and MXCSR;
  *       aarch64: FPCR; riscv64: the rounding mode frm), switched with it.
  *       Define it when no code changes them (fesetround, ...) to save a few
- *       ns per switch.
+ *       ns per switch.  Either way the exception flags (fetestexcept) are
+ *       status, not control: across a switch they are unspecified (a co
+ *       may find its own from before it yielded, or what another co
+ *       raised), so test them between two switches only.
  *   ACO_USE_VALGRIND  undefined by default: define it to run under valgrind
  *       memcheck with zero false reports, shared stacks included (needs
  *       <valgrind/valgrind.h>; costs a little per stack copy).

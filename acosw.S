@@ -75,7 +75,10 @@
 /* from's registers saved, to's loaded; rdx = from's resume pc. */
 .macro ACO_GPRS64
     popq    %rdx                        /* rdx = from's resume pc; rsp = its sp */
-    .cfi_adjust_cfa_offset -8
+    /* Absolute, not an adjustment: clang's assembler applies adjustments
+     * as if .cfi_restore_state had not run (the second copy of this came
+     * out at rsp-8). */
+    .cfi_def_cfa_offset 0
     .cfi_register %rip, %rdx
     movq    %rdx, ACO_OFF_PC(%rdi)
     movq    %rsp, ACO_OFF_SP(%rdi)

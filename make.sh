@@ -350,7 +350,8 @@ lib_rules() {
     cc_rule "$obj/acosw.o" "acosw.S" "$obj" "$c -c acosw.S -o $obj/acosw.o"
     rule "$OUTPUT/libaco.a" "$obj/aco.o $obj/acosw.o" \
          "rm -f $OUTPUT/libaco.a && ar rcs $OUTPUT/libaco.a $obj/aco.o $obj/acosw.o"
-    # Export the API and what aco.h's inline fast paths call (aco_*, acosw);
+    # Export the API and what aco.h's inline fast paths call (aco_*: among
+    # them aco__yieldsw, aco_yield's switch; acosw);
     # internals are hidden in the sources.
     put_if_changed "$obj/libaco.map" "$(printf '{\n  global: aco_*; acosw;\n  local: *;\n};')"
     rule "$OUTPUT/libaco.so" "$obj/aco.o $obj/acosw.o $obj/libaco.map $obj/flags" \

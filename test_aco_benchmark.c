@@ -54,7 +54,8 @@
  * cleared before every peer context is made and before every timed segment,
  * times are kept in integer ns until all rounds are done, and every peer
  * context reports its MXCSR as it ends: it must equal main's.  acosw compares
- * the control bits only and ignores the flags.
+ * the control bits only and ignores the flags, or (AMD) loads the whole
+ * MXCSR too; the headline also times that with main's flags set.
  *
  * Layout: the workloads - create N cos, run R resume/yield round trips over
  * them, destroy them - are bench_create(), bench_rounds() and bench_destroy()
@@ -1706,9 +1707,12 @@ static double bench_memory(size_t n, size_t k) {
 
 
 /* BENCH_HL_SOLO_ALT: the solo loop with acosw's other way with the FP
- * words (x86-64: see aco__fp_mode), timed in the same rounds. */
+ * words (x86-64: see aco__fp_mode); BENCH_HL_SOLO_DIRTY: the solo loop
+ * with main's inexact flag set and the co's clear, so that a switch that
+ * loads MXCSR whole loads a changed one every time.  Both in the same
+ * rounds, not in the targets. */
 enum { BENCH_HL_SOLO, BENCH_HL_FCTX, BENCH_HL_COPY, BENCH_HL_SOLO_ALT,
-       BENCH_HL_SERIES };
+       BENCH_HL_SOLO_DIRTY, BENCH_HL_SERIES };
 
 static struct {
     size_t payload;             /* bench_hl_co_copy's alloca bytes */
@@ -1790,6 +1794,12 @@ static uint64_t bench_hl_segment(bench_hl_cos_t* c, int w, size_t place,
         uint64_t ns = bench_hl_solo_loop(c->solo, iters);
         aco__fp_mode(m);
         return ns;
+    }
+    case BENCH_HL_SOLO_DIRTY: {
+        volatile double x = 1.0, y = 3.0;
+        volatile double z = x / y;      /* inexact */
+        (void)z;
+        return bench_hl_solo_loop(c->solo, iters);
     }
 #ifdef BENCH_HAVE_FCONTEXT
     case BENCH_HL_FCTX: return bench_hl_fctx_loop(&c->fctx[place], iters);
@@ -1894,12 +1904,14 @@ static double bench_headline(size_t rounds, int quick) {
             for (int j = 0; j < BENCH_HL_SERIES; j++) {
                 int w = (int)((j + r + p) % BENCH_HL_SERIES);  /* rotate */
                 if (w == BENCH_HL_FCTX && !have_f) continue;
-                if (w == BENCH_HL_SOLO_ALT && fp_mode < 0) continue;
+                if ((w == BENCH_HL_SOLO_ALT || w == BENCH_HL_SOLO_DIRTY) && fp_mode < 0)
+                    continue;
                 t[w][p] = bench_hl_segment(&c, w, p, iters);
             }
         if (r == 0) continue;      /* the warm-up round */
         for (int w = 0; w < BENCH_HL_SERIES; w++)
-            if ((w != BENCH_HL_FCTX || have_f) && (w != BENCH_HL_SOLO_ALT || fp_mode >= 0))
+            if ((w != BENCH_HL_FCTX || have_f) &&
+                ((w != BENCH_HL_SOLO_ALT && w != BENCH_HL_SOLO_DIRTY) || fp_mode >= 0))
                 bench_series_add(&s[w], bench_hl_mid(t[w]));
     }
 
@@ -1917,11 +1929,14 @@ static double bench_headline(size_t rounds, int quick) {
     double copy = bench_series_median(&s[BENCH_HL_COPY]);
     if (fp_mode >= 0)
         printf("   FP control words %s (this CPU's way): standalone %.2f ns; "
-               "%s instead: %.2f ns, %.3f times\n",
+               "%s instead: %.2f ns, %.3f times; this CPU's way with main's "
+               "inexact flag set: %.2f ns, %.3f times\n",
                fp_mode ? "loaded on every switch" : "compared, loaded on a difference",
                solo, fp_mode ? "compared, loaded on a difference" : "loaded on every switch",
                bench_series_median(&s[BENCH_HL_SOLO_ALT]),
-               bench_series_ratio(&s[BENCH_HL_SOLO_ALT], &s[BENCH_HL_SOLO]));
+               bench_series_ratio(&s[BENCH_HL_SOLO_ALT], &s[BENCH_HL_SOLO]),
+               bench_series_median(&s[BENCH_HL_SOLO_DIRTY]),
+               bench_series_ratio(&s[BENCH_HL_SOLO_DIRTY], &s[BENCH_HL_SOLO]));
     printf("   round trip, ns (median)   aco %.2f standalone, %.2f with %zu B "
            "copied each way", solo, copy, cpsz);
     if (have_f) {

@@ -321,6 +321,7 @@ so=$sh/lib/libaco.so.$version
 readelf -dW "$so" | grep -q 'SONAME.*\[libaco\.so\.1\]' || fail "SONAME is not libaco.so.1"
 exports=$(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 echo "$exports" | grep -q '^acosw$' || fail "libaco.so does not export acosw"
+echo "$exports" | grep -q '^aco__yieldsw$' || fail "libaco.so does not export aco__yieldsw (aco_yield calls it)"
 echo "$exports" | grep -q '^aco_resume$' || fail "libaco.so does not export aco_resume"
 bad=$(echo "$exports" | grep -v -e '^aco_' -e '^acosw$' || true)
 [ -z "$bad" ] || fail "libaco.so exports more than aco_* and acosw: $bad"

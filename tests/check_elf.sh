@@ -63,11 +63,19 @@ for m in -m64 -m32; do
             case $sym in aco_protector_ret|aco__acosw_end) continue ;; esac  # labels, never branch targets
             insn=$(objdump -d --no-show-raw-insn "$tmp/s.o" | awk -v s="<$sym>:" '$2 == s {getline; print $2; exit}')
             case "$insn" in endbr64|endbr32) ;;
-                *) # only acosw is reached indirectly (PLT, function pointers);
+                *) # acosw and aco__yieldsw are reached indirectly (PLT,
+                   # function pointers);
                    # aco_protector is reached by ret alone
                    [ "$sym" = aco_protector ] || bad "$cc $m: $sym starts with '$insn', not endbr" ;;
             esac
         done
+        # The switch's CFA is the stack pointer plus 8 (i386: 4) before the
+        # pop of the return address and plus 0 after it, on every path of
+        # both copies (clang's assembler once put a second path's at -8).
+        cfa=$(readelf --debug-dump=frames-interp "$tmp/s.o" | awk '$2 ~ /^[re]sp/ {print $2}' | sort -u | tr '\n' ' ')
+        case "$cfa" in
+            *-*|"") bad "$cc $m: acosw.o's CFA rows are '$cfa' (none may be below the stack pointer)" ;;
+        esac
     done
 done
 # Where the crt files do carry notes, the whole program shows it directly.
@@ -106,7 +114,9 @@ for arch in $cross; do
             notes=$(readelf -nW "$tmp/sw.o")
             echo "$notes" | grep -q 'AArch64 feature: BTI' || bad "$name -mbranch-protection=$bp: no BTI property"
             if echo "$notes" | grep -q 'PAC'; then bad "$name -mbranch-protection=$bp: acosw.S claims PAC"; fi
-            first=$(aarch64-linux-gnu-objdump -d "$tmp/sw.o" | awk '/<acosw>:/ {getline; print $3, $4; exit}')
+            # (aco__yieldsw is acosw here: objdump may label the address
+            # with either name)
+            first=$(aarch64-linux-gnu-objdump -d "$tmp/sw.o" | awk '/<(acosw|aco__yieldsw)>:/ {getline; print $3, $4; exit}')
             [ "$first" = "bti c" ] || bad "$name -mbranch-protection=$bp: acosw starts with '$first', not bti c"
         done
         $cc -mbranch-protection=pac-ret -c acosw.S -o "$tmp/sw.o"
@@ -119,11 +129,11 @@ done
 so=output/libaco.so
 readelf -dW "$so" | grep -q 'SONAME.*\[libaco\.so\.[0-9]*\]' || bad "$so has no SONAME"
 syms=$(nm -D --defined-only "$so" | awk '{print $3}' | sort | tr '\n' ' ')
-# Exactly the API, plus the thread-local current co and the out-of-line
-# half of aco.h's inline aco_yield.
+# Exactly the API, plus the thread-local current co, the out-of-line
+# half of aco.h's inline aco_yield and the switch it calls.
 want=$(printf '%s\n' aco_thread_init aco_share_stack_new aco_share_stack_new2 \
     aco_share_stack_destroy aco_create aco_resume aco_yield aco_get_co aco_get_arg \
-    aco_exit aco_destroy aco_reset aco_reset2 acosw aco_gtls_co aco__yield_misuse \
+    aco_exit aco_destroy aco_reset aco_reset2 acosw aco__yieldsw aco_gtls_co aco__yield_misuse \
     aco_runtime_test aco_save_fpucw_mxcsr aco_funcp_protector aco_funcp_protector_asm \
     aco_overflow_report_install aco_set_allocator aco__not_a_co aco__yield1 aco__exit1 \
     aco_create_in aco_co_size aco_alloc aco_free \

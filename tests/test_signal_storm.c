@@ -1,6 +1,6 @@
 /*
  * test_signal_storm.c - timer signals that land anywhere in millions of
- * switches, inside acosw included, always find the stack pointer on a real
+ * switches, inside the switch included, always find the stack pointer on a real
  * stack, and corrupt no local of a co or of main.
  *
  * A signal handler runs on whatever stack the interrupted code was using, at
@@ -10,19 +10,22 @@
  * fast as the machine can deliver it while main resumes cos on shared and
  * standalone stacks millions of times.  The handler
  *   - reads the interrupted pc and sp from its ucontext_t; counts the
- *     signals whose pc lies inside acosw ([acosw, aco__acosw_end), its exact
- *     extent) and the distinct pcs among them; counts those whose sp was
+ *     signals whose pc lies inside the switch ([acosw, aco__acosw_end):
+ *     acosw and, on x86, its second copy aco__yieldsw) and the distinct pcs
+ *     among them; counts those whose sp was
  *     outside every stack the program knows (the main thread's stack and
  *     every share stack): that must never happen;
  *   - fills and checks a 256-byte buffer on its own stack, which lives below
  *     the interrupted sp.
  * Cos and main keep patterned locals across every switch and check them.
+ * On x86-64 the batches of resumes alternate acosw's two ways with the FP
+ * control words (aco__fp_mode), so that signals land on both.
  *
  * The run alternates two phases, a few hundred signals each: "work" (cos
  * with one or two patterned frames, on shared stacks, so resumes copy
  * frames) and, seven times as long, "ping" (cos that only yield, one
  * standalone and two sharing a stack with tiny frames), where a good part
- * of the time is spent inside acosw itself.
+ * of the time is spent inside the switch itself.
  *
  * The timer is one-shot, re-armed by the handler as it returns: the next
  * signal comes a period after the last one was handled.  Delivering a
@@ -379,10 +382,14 @@ int main(void) {
     storm_rearm = 1;
     CHECK(timer_settime(storm_timer, 0, &storm_shot, NULL) == 0);
     int next_ping = 0;
+    int fp_dflt = aco__fp_mode(-1);     /* x86-64: two ways through the switch */
     for (;;) {
         /* One work phase, then seven ping phases. */
         int ping = (sig_count / PHASE_SIGNALS) % 8 != 0;
         phase = ping;
+        /* Each batch of 1024 resumes goes the other way with the FP words
+         * (where there are two), so that signals land on both paths. */
+        if (fp_dflt >= 0) aco__fp_mode((int)((resumes / 1024) & 1));
         if (ping) {
             /* The same co 1024 times, then the next: few copies, and as
              * little as possible besides the switches, even at -O0. */
@@ -442,7 +449,7 @@ int main(void) {
            "sp_outside=%ld corruptions=%ld resumes=%ld seconds=%.2f\n",
            arch_name(), sig_count, sig_in_switch, pcs, sig_sp_outside, corrupt,
            resumes, elapsed);
-    printf("test_signal_storm: %ld switches; acosw is %u bytes; periods "
+    printf("test_signal_storm: %ld switches; the switch is %u bytes; periods "
            "%ld..%ld ns (work %ld, ping %ld at the end); corruptions: cos %ld, "
            "main %ld, handler %ld\n", 2 * resumes, (unsigned)(sw_hi - sw_lo),
            MIN_PERIOD_NS, period_max_seen, period_of[0], period_of[1], co_bad,
