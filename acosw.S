@@ -123,7 +123,9 @@
  *     just stored waits for it (~3 ns a switch on Zen 3): load to's words
  *     unconditionally, right away.  (The exception flags then travel with
  *     each co; either way they are status, which a call may change.)
- * The two paths are whole copies, so the eager one has no taken branch. */
+ * The two paths are whole copies: the first is the compare, as it was
+ * before there were two (one not-taken test more), and AMD's begins with
+ * the one taken branch at the top. */
 .macro ACO_SWITCH64 name
     .p2align 4
     .globl  \name
@@ -138,17 +140,11 @@
     ACO_GPRS64
     ACO_GO64
 #else
+    testb   $1, aco__fp_eager(%rip)
+    jnz     .Leager\@
     fnstcw  ACO_OFF_FPUCW(%rdi)
     stmxcsr ACO_OFF_MXCSR(%rdi)
-    testb   $1, aco__fp_eager(%rip)
-    jz      .Llazy\@
-    fldcw   ACO_OFF_FPUCW(%rsi)
-    ldmxcsr ACO_OFF_MXCSR(%rsi)
     .cfi_remember_state
-    ACO_GPRS64
-    ACO_GO64
-    .cfi_restore_state
-.Llazy\@:
     ACO_GPRS64
     movl    ACO_OFF_MXCSR(%rdi), %eax
     xorl    ACO_OFF_MXCSR(%rsi), %eax
@@ -161,6 +157,14 @@
 .Lload\@:                               /* off the hot path */
     fldcw   ACO_OFF_FPUCW(%rsi)
     ldmxcsr ACO_OFF_MXCSR(%rsi)
+    ACO_GO64
+    .cfi_restore_state
+.Leager\@:
+    fnstcw  ACO_OFF_FPUCW(%rdi)
+    stmxcsr ACO_OFF_MXCSR(%rdi)
+    fldcw   ACO_OFF_FPUCW(%rsi)
+    ldmxcsr ACO_OFF_MXCSR(%rsi)
+    ACO_GPRS64
     ACO_GO64
 #endif
     .cfi_endproc

@@ -1852,28 +1852,25 @@ static uint64_t bench_hl_mid(uint64_t* t) {
     return t[BENCH_PLACES / 2];
 }
 
-/* The headline lines (their form is issue #11's), after a table of what
- * they came from.  quick: 0 the real thing, 1 fewer round trips (--quick),
- * 2 a functional check (--smoke).  rounds 0: 9, or 3 with quick.  Returns
- * fcontext's round trip in ns (0 without fcontext). */
-static double bench_headline(size_t rounds, int quick) {
-    double fctx_ns = 0.0;
+/* What one process measures for the headline: medians over its rounds,
+ * ratios medians of per-round ratios (NAN where a side is missing). */
+typedef struct {
+    double solo, copy, fctx;    /* ns per round trip */
+    double r1, r2;              /* solo and copy / fcontext's solo */
+    double alt, r_alt;          /* solo, the other FP way; / solo */
+    double dirty, r_dirty;      /* solo, main's flags set; / solo */
+    size_t cpsz;                /* bytes each copy moved */
+} bench_hl_res_t;
+
+/* The headline loops in this process (see above).  quick: 0 the real
+ * thing, 1 fewer round trips (--quick), 2 a functional check (--smoke). */
+static void bench_headline_measure(size_t rounds, int quick, bench_hl_res_t* res) {
     const size_t iters = quick == 0 ? 200000 : quick == 1 ? 20000 : 2000;
-    if (rounds == 0) rounds = quick ? 3 : 9;
-    if (rounds >= BENCH_MAX_ROUNDS) rounds = BENCH_MAX_ROUNDS - 1;
     int have_f = bench_have(BENCH_FCTX);
     int fp_mode = aco__fp_mode(-1);     /* -1: no other way to time */
     bench_hl_cos_t c;
     bench_series_t* s = bench_xmalloc(BENCH_HL_SERIES * sizeof(*s));
     memset(s, 0, BENCH_HL_SERIES * sizeof(*s));
-
-    printf("\n== headline: minimal symmetric loops (aco: one aco_resume, the "
-           "co one aco_yield; fcontext: one jump_fcontext each way, its own "
-           "%u KiB stack; nothing else in either loop), %zu round trips per "
-           "segment, the median of %d placements of main's frame (and "
-           "fcontext's stack top) per round, %zu interleaved rounds after one warm-up, "
-           "medians; FP exception flags cleared before each segment\n",
-           BENCH_OWN_STACK_SZ >> 10, iters, BENCH_PLACES, rounds);
 
     bench_hl.payload = bench_hl_calibrate(120);
 
@@ -1925,26 +1922,174 @@ static double bench_headline(size_t rounds, int quick) {
     BENCH_CHECK(c.solo->save_stack.ct_save == 0, "headline: the standalone co "
                 "was copied %zu times", c.solo->save_stack.ct_save);
 
-    double solo = bench_series_median(&s[BENCH_HL_SOLO]);
-    double copy = bench_series_median(&s[BENCH_HL_COPY]);
+    res->cpsz = cpsz;
+    res->solo = bench_series_median(&s[BENCH_HL_SOLO]);
+    res->copy = bench_series_median(&s[BENCH_HL_COPY]);
+    res->fctx = res->r1 = res->r2 = NAN;
+    res->alt = res->r_alt = res->dirty = res->r_dirty = NAN;
+    if (have_f) {
+        res->fctx = bench_series_median(&s[BENCH_HL_FCTX]);
+        res->r1 = bench_series_ratio(&s[BENCH_HL_SOLO], &s[BENCH_HL_FCTX]);
+        res->r2 = bench_series_ratio(&s[BENCH_HL_COPY], &s[BENCH_HL_FCTX]);
+    }
+    if (fp_mode >= 0) {
+        res->alt = bench_series_median(&s[BENCH_HL_SOLO_ALT]);
+        res->r_alt = bench_series_ratio(&s[BENCH_HL_SOLO_ALT], &s[BENCH_HL_SOLO]);
+        res->dirty = bench_series_median(&s[BENCH_HL_SOLO_DIRTY]);
+        res->r_dirty = bench_series_ratio(&s[BENCH_HL_SOLO_DIRTY], &s[BENCH_HL_SOLO]);
+    }
+
+    aco_destroy(c.solo);
+    aco_destroy(c.copy[0]);
+    aco_destroy(c.copy[1]);
+    aco_share_stack_destroy(s_solo);
+    aco_share_stack_destroy(s_copy);
+#ifdef BENCH_HAVE_FCONTEXT
+    for (size_t i = 0; i < BENCH_PLACES; i++) bench_stack_free(&fst[i]);
+#endif
+    free(s);
+}
+
+/* The real headline's processes (bench_headline_procs). */
+#define BENCH_HL_PROCS 5
+
+/* The fields of bench_hl_res_t as one line, for --headline-child. */
+#define BENCH_HL_FMT "hlchild %la %la %la %la %la %la %la %la %la %zu\n"
+
+static int bench_headline_child(size_t rounds, int quick) {
+    bench_hl_res_t r;
+    bench_headline_measure(rounds, quick, &r);
+    printf(BENCH_HL_FMT, r.solo, r.copy, r.fctx, r.r1, r.r2, r.alt, r.r_alt,
+           r.dirty, r.r_dirty, r.cpsz);
+    return bench_failures != 0;
+}
+
+static int bench_dbl_cmp(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of n values (NAN if any is NAN: a side was missing). */
+static double bench_median_of(double* v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (isnan(v[i])) return NAN;
+    qsort(v, n, sizeof(*v), bench_dbl_cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The headline in procs fresh processes, one after another (this program
+ * again, --headline-child): each has its own address-space layout (ASLR),
+ * and on some CPUs the layout alone moves a switch by a third (Zen 3:
+ * which lines of the stacks and records share an L1 set, which branches
+ * share predictor entries), so that one process is one draw.  Every field
+ * of res is the median over the processes of theirs. */
+static void bench_headline_procs(size_t rounds, int quick, int procs,
+                                 bench_hl_res_t* res, double* r1s) {
+    double f[9][BENCH_HL_PROCS];
+    size_t cpsz = 0;
+    for (int i = 0; i < procs; i++) {
+        int fd[2];
+        if (pipe(fd) != 0) bench_die("pipe: %s", strerror(errno));
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) bench_die("fork: %s", strerror(errno));
+        if (pid == 0) {
+            char r[32], q[32];
+            snprintf(r, sizeof(r), "%zu", rounds);
+            snprintf(q, sizeof(q), "%d", quick);
+            dup2(fd[1], 1);
+            close(fd[0]);
+            close(fd[1]);
+            execl("/proc/self/exe", "test_aco_benchmark", "--headline-child", r, q,
+                  (char*)NULL);
+            _exit(127);
+        }
+        close(fd[1]);
+        FILE* in = fdopen(fd[0], "r");
+        if (in == NULL) bench_die("fdopen: %s", strerror(errno));
+        char line[1024];
+        int got = 0;
+        while (fgets(line, sizeof(line), in) != NULL) {
+            double v[9];
+            size_t cz;
+            if (sscanf(line, BENCH_HL_FMT, &v[0], &v[1], &v[2], &v[3], &v[4],
+                       &v[5], &v[6], &v[7], &v[8], &cz) == 10) {
+                for (int k = 0; k < 9; k++) f[k][i] = v[k];
+                cpsz = cz;
+                got = 1;
+            } else {
+                fputs(line, stdout);    /* a failed check's message */
+            }
+        }
+        fclose(in);
+        int st;
+        if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || !got) {
+            bench_failures++;
+            printf("headline: process %d of %d failed (status 0x%x)\n", i + 1, procs, st);
+            for (int k = 0; k < 9; k++) f[k][i] = NAN;
+        }
+        r1s[i] = f[3][i];
+    }
+    double* out[9] = {&res->solo, &res->copy, &res->fctx, &res->r1, &res->r2,
+                      &res->alt, &res->r_alt, &res->dirty, &res->r_dirty};
+    for (int k = 0; k < 9; k++) *out[k] = bench_median_of(f[k], (size_t)procs);
+    res->cpsz = cpsz;
+}
+
+/* The headline lines (their form is issue #11's), after a table of what
+ * they came from.  quick: 0 the real thing, 1 fewer round trips (--quick),
+ * 2 a functional check (--smoke).  rounds 0: 9, or 3 with quick.  The real
+ * thing runs in BENCH_HL_PROCS fresh processes (bench_headline_procs), the
+ * others in this one.  Returns fcontext's round trip in ns (0 without fcontext). */
+static double bench_headline(size_t rounds, int quick) {
+    double fctx_ns = 0.0;
+    const size_t iters = quick == 0 ? 200000 : quick == 1 ? 20000 : 2000;
+    if (rounds == 0) rounds = quick ? 3 : 9;
+    if (rounds >= BENCH_MAX_ROUNDS) rounds = BENCH_MAX_ROUNDS - 1;
+    int procs = quick == 0 && !bench_on_valgrind() ? BENCH_HL_PROCS : 1;
+    int have_f = bench_have(BENCH_FCTX);
+    int fp_mode = aco__fp_mode(-1);
+
+    printf("\n== headline: minimal symmetric loops (aco: one aco_resume, the "
+           "co one aco_yield; fcontext: one jump_fcontext each way, its own "
+           "%u KiB stack; nothing else in either loop), %zu round trips per "
+           "segment, the median of %d placements of main's frame (and "
+           "fcontext's stack top) per round, %zu interleaved rounds after one warm-up, "
+           "medians; FP exception flags cleared before each segment",
+           BENCH_OWN_STACK_SZ >> 10, iters, BENCH_PLACES, rounds);
+    if (procs > 1)
+        printf("; in %d fresh processes one after another (each its own "
+               "address-space layout), the median of theirs", procs);
+    printf("\n");
+
+    bench_hl_res_t res;
+    double r1s[BENCH_HL_PROCS];
+    if (procs > 1) {
+        bench_headline_procs(rounds, quick, procs, &res, r1s);
+    } else {
+        bench_headline_measure(rounds, quick, &res);
+    }
+    double solo = res.solo, copy = res.copy;
+    size_t cpsz = res.cpsz;
     if (fp_mode >= 0)
         printf("   FP control words %s (this CPU's way): standalone %.2f ns; "
                "%s instead: %.2f ns, %.3f times; this CPU's way with main's "
                "inexact flag set: %.2f ns, %.3f times\n",
                fp_mode ? "loaded on every switch" : "compared, loaded on a difference",
                solo, fp_mode ? "compared, loaded on a difference" : "loaded on every switch",
-               bench_series_median(&s[BENCH_HL_SOLO_ALT]),
-               bench_series_ratio(&s[BENCH_HL_SOLO_ALT], &s[BENCH_HL_SOLO]),
-               bench_series_median(&s[BENCH_HL_SOLO_DIRTY]),
-               bench_series_ratio(&s[BENCH_HL_SOLO_DIRTY], &s[BENCH_HL_SOLO]));
+               res.alt, res.r_alt, res.dirty, res.r_dirty);
     printf("   round trip, ns (median)   aco %.2f standalone, %.2f with %zu B "
            "copied each way", solo, copy, cpsz);
     if (have_f) {
-        double f = bench_series_median(&s[BENCH_HL_FCTX]);
+        double f = res.fctx;
         fctx_ns = f;
-        double r1 = bench_series_ratio(&s[BENCH_HL_SOLO], &s[BENCH_HL_FCTX]);
-        double r2 = bench_series_ratio(&s[BENCH_HL_COPY], &s[BENCH_HL_FCTX]);
+        double r1 = res.r1, r2 = res.r2;
         printf("; fcontext %.2f\n", f);
+        if (procs > 1) {
+            printf("   standalone / fcontext in each process:");
+            for (int i = 0; i < procs; i++) printf(" %.3f", r1s[i]);
+            printf("\n");
+        }
         /* Issue #28's targets: per vendor, since the FP words cost what
          * they cost on each; the shared-FP build skips them. */
         int amd = bench_cpu_amd();
@@ -1976,16 +2121,6 @@ static double bench_headline(size_t rounds, int quick) {
                "ratio=n/a\n", copy);
     }
     fflush(stdout);
-
-    aco_destroy(c.solo);
-    aco_destroy(c.copy[0]);
-    aco_destroy(c.copy[1]);
-    aco_share_stack_destroy(s_solo);
-    aco_share_stack_destroy(s_copy);
-#ifdef BENCH_HAVE_FCONTEXT
-    for (size_t i = 0; i < BENCH_PLACES; i++) bench_stack_free(&fst[i]);
-#endif
-    free(s);
     return fctx_ns;
 }
 
@@ -2131,7 +2266,8 @@ static size_t bench_parse_size(const char* s) {
 }
 
 enum { MODE_DEFAULT, MODE_SMOKE, MODE_LONG, MODE_COMPARE, MODE_MEMORY,
-       MODE_QUICK, MODE_HEADLINE, MODE_MEMORY_CHILD, MODE_CD_CHILD };
+       MODE_QUICK, MODE_HEADLINE, MODE_MEMORY_CHILD, MODE_CD_CHILD,
+       MODE_HEADLINE_CHILD };
 
 int main(int argc, char** argv) {
     int mode = MODE_DEFAULT;
@@ -2151,6 +2287,10 @@ int main(int argc, char** argv) {
             mode = MODE_QUICK;
         } else if (strcmp(a, "--headline") == 0) {
             mode = MODE_HEADLINE;
+        } else if (strcmp(a, "--headline-child") == 0 && i + 2 < argc) {
+            mode = MODE_HEADLINE_CHILD;         /* bench_headline_procs */
+            mem_n = bench_parse_size(argv[++i]);        /* rounds */
+            mem_k = bench_parse_size(argv[++i]);        /* quick */
         } else if (strcmp(a, "--no-headline") == 0) {
             no_headline = 1;
         } else if ((strcmp(a, "--memory") == 0 ||
@@ -2175,6 +2315,12 @@ int main(int argc, char** argv) {
     }
     if (mode == MODE_MEMORY_CHILD) return bench_memory_child(mem_n, mem_k);
     if (mode == MODE_CD_CHILD) return bench_cd_child(mem_n, mem_k);
+    if (mode == MODE_HEADLINE_CHILD) {
+        (void)bench_pin_last_cpu();
+        aco_thread_init(NULL);
+        bench_main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+        return bench_headline_child(mem_n, (int)mem_k);
+    }
     if (csv != NULL) {
         bench_csv = fopen(csv, "a");
         if (bench_csv == NULL) bench_die("cannot open %s: %s", csv, strerror(errno));
