@@ -1978,11 +1978,11 @@ static double bench_median_of(double* v, size_t n) {
 }
 
 /* The headline in procs fresh processes, one after another (this program
- * again, --headline-child): each has its own address-space layout (ASLR),
- * and on some CPUs the layout alone moves a switch by a third (Zen 3:
- * which lines of the stacks and records share an L1 set, which branches
- * share predictor entries), so that one process is one draw.  Every field
- * of res is the median over the processes of theirs. */
+ * again, --headline-child): on the Zen 3 guest one process's ratio differed
+ * from the next's by up to a third, with the machine's state (its other
+ * tenants) and the process's address-space layout, so that one process is
+ * one draw.  Every field of res is the median over the processes of
+ * theirs. */
 static void bench_headline_procs(size_t rounds, int quick, int procs,
                                  bench_hl_res_t* res, double* r1s) {
     double f[9][BENCH_HL_PROCS];
