@@ -120,9 +120,10 @@
  *     (scratch at a call): ignored.  The compare comes last, to read the
  *     stored words back as late as possible.
  *   1 (AMD, Hygon): loading is cheap, and reading back what stmxcsr has
- *     just stored waits for it (~3 ns a switch on Zen 3): load to's words
- *     unconditionally, right away.  (The exception flags then travel with
- *     each co; either way they are status, which a call may change.)
+ *     just stored waits for it (~3 ns a round trip on Zen 3): load to's
+ *     words unconditionally, right away.  (MXCSR's exception flags then
+ *     travel with each co, the x87 status word's never do; either way they
+ *     are status, which a call may change.)
  * The two paths are whole copies: the first is the compare, as it was
  * before there were two (one not-taken test more), and AMD's begins with
  * the one taken branch at the top. */
@@ -177,8 +178,9 @@
      * way back to the main co): each of the two ends in an indirect jump of
      * its own, so the branch predictor learns the two directions apart
      * (through one, resume and yield alternate its target).  In interleaved
-     * runs on a Zen 3 guest it took a solo round trip from 1.47 to 0.99
-     * times fcontext's, the FP words handled alike. */
+     * runs on a Zen 3 guest it was faster in four pairings of five (solo
+     * round trip / fcontext's 1.47 to 0.99 with the FP words loaded on
+     * every switch) and equal in the fifth. */
     ACO_SWITCH64 aco__yieldsw
     /* The switch's end, for tests that ask whether a pc lies in it:
      * [acosw, aco__acosw_end) holds exactly acosw and aco__yieldsw. */

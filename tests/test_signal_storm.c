@@ -422,6 +422,7 @@ int main(void) {
             break;
         }
     }
+    if (fp_dflt >= 0) aco__fp_mode(fp_dflt);
     /* Stop the handler re-arming first, then disarm: no expiry after this. */
     storm_rearm = 0;
     struct itimerspec off;
