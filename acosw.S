@@ -183,7 +183,8 @@
      * every switch) and equal in the fifth. */
     ACO_SWITCH64 aco__yieldsw
     /* The switch's end, for tests that ask whether a pc lies in it:
-     * [acosw, aco__acosw_end) holds exactly acosw and aco__yieldsw. */
+     * [acosw, aco__acosw_end) holds acosw, aco__yieldsw and the alignment
+     * padding between them. */
     .globl  aco__acosw_end
     .hidden aco__acosw_end
 aco__acosw_end:
