@@ -35,6 +35,13 @@
 #                                   minutes (tests/check_rt_chaos.sh, which
 #                                   test.sh's checks run for 40 s;
 #                                   CHAOS_SECONDS: another length)
+#   bash make.sh list               print what a build makes (libraries,
+#                                   programs, output/<program>..<variant>:
+#                                   everything but output/obj/), one per
+#                                   line, and build nothing
+#   bash make.sh [...] OUTPUT...    build only these outputs (as `list`
+#                                   prints them) and what they are built
+#                                   from (test.sh: what it runs)
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
 #                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
@@ -90,6 +97,7 @@ no_uring=0
 strict=${ACO_STRICT:-0}
 san=""
 action=build
+only=()         # outputs named on the command line: only these are built
 while [ $# -gt 0 ]; do
     case "$1" in
         -o) shift
@@ -113,6 +121,8 @@ while [ $# -gt 0 ]; do
         bench) action=bench ;;
         bench-rt) action=bench-rt ;;
         soak) action=soak ;;
+        list) action=list ;;
+        */*) only+=("$1") ;;
         *) echo "make.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
     shift
@@ -476,7 +486,7 @@ rt_rules() {
         cc_rule "$OUTPUT/hook_hiredis_linked" "rt/tests/hook_hiredis.c $obj/hook.o$objs $vo/aco.o $vo/acosw.o" "$obj" \
             "$c -Irt rt/tests/hook_hiredis.c $obj/hook.o$objs $vo/aco.o $vo/acosw.o -lhiredis -ldl $libs -o $OUTPUT/hook_hiredis_linked"
     elif [ $action != bench ]; then
-        echo "make.sh: leaving out output/hook_hiredis (the hooks with hiredis): install libhiredis-dev"
+        echo "make.sh: leaving out output/hook_hiredis (the hooks with hiredis): install libhiredis-dev" >&2
     fi
     # The single-thread build (ACO_RT_NO_THREADS: no atomics, no locks, no
     # pools): libaco_rt_st.a, the benchmarks and four tests linked with it.
@@ -621,9 +631,10 @@ do_install() {
 if [ $action = install ]; then do_install; exit 0; fi
 
 mkdir -p "$OUTPUT"
-echo "make.sh: CC=$CC CFLAGS='$CFLAGS' variants: ${variants[*]}"
+[ $action = list ] || echo "make.sh: CC=$CC CFLAGS='$CFLAGS' variants: ${variants[*]}"
 # Name the cross compilers for the log: a wrapper may stand for another one.
 for arch in aarch64 riscv64; do
+    [ $action = list ] && break
     case " ${variants[*]} " in *" $arch."*) ;; *) continue ;; esac
     # shellcheck disable=SC2046
     id=$($(cross_cc $arch) --version 2>/dev/null | head -1)
@@ -652,10 +663,27 @@ elif [ $action = bench-rt ]; then
         case $t in "$OUTPUT"/obj/*|*..*) ;; *) bench_targets+=("$t") ;; esac
     done
 fi
+if [ $action = list ]; then
+    for r in "${rules[@]}"; do
+        t=${r%%|*}
+        case $t in "$OUTPUT"/obj/*) ;; *) echo "$t" ;; esac
+    done
+    exit 0
+fi
 if [ ${#bench_targets[@]} -gt 0 ]; then
     run_build "${bench_targets[@]}"
 else
-run_build
+if [ ${#only[@]} -gt 0 ]; then
+    # each must be one of this build's outputs: a typo is an error, not a no-op
+    declare -A known=()
+    for r in "${rules[@]}"; do known[${r%%|*}]=1; done
+    for t in "${only[@]}"; do
+        [ -n "${known[$t]:-}" ] || { echo "make.sh: '$t' is not an output of this build (bash make.sh list)" >&2; exit 2; }
+    done
+    run_build "${only[@]}"
+else
+    run_build
+fi
 # Programs no longer built (a test renamed or removed) go: test.sh runs what
 # it finds in $OUTPUT, and must not run a stale one.
 names=" $(programs | sed 's|.*/||' | tr '\n' ' ') $(rt_tests | sed 's|^|rt_|' | tr '\n' ' ') $(for p in $(rt_st_tests); do printf 'rt_%s_st ' $p; done)"
@@ -667,7 +695,11 @@ for v in "${variants[@]}"; do
     done
 done
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
-echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"
+if [ ${#only[@]} -gt 0 ]; then
+    echo "make.sh: built the ${#only[@]} outputs asked for"
+else
+    echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"
+fi
 fi
 
 if [ $action = bench ]; then

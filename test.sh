@@ -15,26 +15,32 @@
 # target/[compiler/]variant/program; builds go to output/<build>/):
 #   gcc-O2 clang-O2   every non-valgrind variant, -O2 -g: x86-64 and i386
 #                     natively, the aarch64 and riscv64 cross builds under
-#                     qemu-aarch64 / qemu-riscv64
+#                     qemu-aarch64 / qemu-riscv64 (each program under one
+#                     compiler there: paired_out)
 #   gcc-O0 clang-O0   the same at -O0 -g, x86-64 and i386 (the core's
-#                     programs: gcc per-co FPU env, clang shared: paired_out)
+#                     programs: gcc per-co FPU env, clang shared; the
+#                     runtime's tests under one compiler each: paired_out)
 #   valgrind          the valgrind variants of gcc-O2 and clang-O2, memcheck
-#                     (each program in one FPU env per compiler, or under
-#                     one compiler: paired_out)
+#                     (each program under one compiler, in one FPU env per
+#                     compiler: paired_out)
 #   asan              -fsanitize=address, gcc and clang, x86-64 and i386, with
 #                     detect_stack_use_after_return=0 and =1 (each option on
 #                     one FPU env, or one per compiler: paired_out)
-#   tsan              -fsanitize=thread, gcc and clang, x86-64
+#   tsan              -fsanitize=thread, gcc and clang, x86-64 (the FPU env
+#                     variants, or the runtime's tests, paired with the
+#                     compilers: paired_out)
 #   checked           the gcc-O2 programs, x86-64, in checked mode
 #                     (ACO_CHECKED=1, aco.h): a correct program runs unchanged
 #   ubsan             -fsanitize=undefined -fno-sanitize-recover=all, gcc and
-#                     clang, x86-64 and i386
+#                     clang, x86-64 and i386 (paired as tsan)
 #   checks            tests/check_*.sh: ELF/CET, gdb, gdb extension, install,
 #                     headers
 # A run passes when it ends as expected (exit 0; SIGABRT for tutorials 4
 # and 5) and its log holds no sanitizer or memcheck report.  What a target
 # leaves out, or runs with an adjusted sanitizer option, is printed with the
 # reason; a missing tool is a failure naming the package, never a skip.
+# A build makes only the programs its targets run (make.sh list, then
+# make.sh OUTPUT...), and for checks gcc-O2's libraries and other programs.
 set -uo pipefail
 cd "$(dirname "$0")"
 top=$(pwd)
@@ -254,48 +260,69 @@ variant_in_mode() {  # does this mode run this variant?
 }
 
 # The slow modes run a core program in both FPU env variants, but not
-# every pairing twice: the FPU env is acosw's alone, which neither ASan nor
+# every pairing twice: the FPU env is acosw's alone, which no sanitizer nor
 # memcheck looks into, and each pairing still runs on both ABIs.
 #   asan      detect_stack_use_after_return=0 on the per-co FPU env
-#             variants, =1 on the shared ones (gcc and clang alike)
+#             variants, =1 on the shared ones
 #   memcheck  gcc's per-co FPU env variants, clang's shared ones
-# The runtime's tests, built in one FPU env, are paired by their parity
-# (rt_parity: half of them each way):
+#   tsan      the same
+#   ubsan     gcc's shared variants, clang's per-co FPU env ones
+#   -O0       as memcheck
+# and in asan, memcheck, ubsan and the cross variants of the -O2 targets
+# (qemu-user) each program under one compiler, by its name's parity
+# (rt_parity): gcc (0) or clang (1), asan and the cross runs the other way.
+# The runtime's tests, built in one FPU env, are paired by their parity too:
 #   asan      each under both compilers, with each option once: gcc with
 #             detect_stack_use_after_return=<parity>, clang with the other
 #   memcheck  each under one compiler: gcc (parity 0) or clang (parity 1)
+#   ubsan     the same, and -O0 too
+#   tsan      each under one compiler: gcc (parity 1) or clang (parity 0)
+# so that a test's memcheck and TSan runs are of different compilers.
 rt_parity() {  # rt_parity <program>: 0 or 1, by its name
     echo $(( $(printf '%s' "$1" | cksum | cut -d' ' -f1) % 2 ))
 }
 paired_out() {  # paired_out <mode> <compiler> <variant> <program> <target>: left out?
+    local p clang=0
+    p=$(rt_parity "$4")
+    [ "$2" = clang ] && clang=1
     case "$4" in
         rt_*)
-            local p clang=0
-            p=$(rt_parity "$4")
-            [ "$2" = clang ] && clang=1
-            case "$1" in
-                asan-uar*) [ "${1#asan-uar}" != $((p ^ clang)) ] && return 0 ;;
-                memcheck) [ "$p" != "$clang" ] && return 0 ;;
+            case "$1:$5" in
+                asan-uar*) [ "${1#asan-uar}" != $((p ^ clang)) ] ;;
+                memcheck:*|ubsan:*|native:gcc-O0|native:clang-O0) [ "$p" != "$clang" ] ;;
+                tsan:*) [ "$p" = "$clang" ] ;;
+                *) return 1 ;;
             esac
-            return 1 ;;
+            return ;;
     esac
+    # The core's programs: one FPU env per compiler (or per option) ...
     case "$1:$2:$3" in
         asan-uar0:*:*shareFPUenv|asan-uar1:*:*standaloneFPUenv) return 0 ;;
         memcheck:gcc:*shareFPUenv|memcheck:clang:*standaloneFPUenv) return 0 ;;
+        tsan:gcc:*shareFPUenv|tsan:clang:*standaloneFPUenv) return 0 ;;
+        ubsan:gcc:*standaloneFPUenv|ubsan:clang:*shareFPUenv) return 0 ;;
     esac
-    # -O0: gcc's per-co FPU env variants, clang's shared ones
     case "$5:$3" in
         gcc-O0:*shareFPUenv|clang-O0:*standaloneFPUenv) return 0 ;;
     esac
-    return 1
+    # ... and in the slowest modes under one compiler, by parity
+    case "$1:$3" in
+        memcheck:*|ubsan:*) [ "$p" != "$clang" ] ;;
+        asan-*|native:aarch64*|native:riscv64*) [ "$p" = "$clang" ] ;;
+        *) return 1 ;;
+    esac
 }
 paired_note() {  # paired_note <target> <program>: the line "By design" prints
+    local q="'"
     case "$1:$2" in
-        asan:rt_*) printf 'the runtime'"'"'s tests (rt_*) run in\tasan\tunder gcc with detect_stack_use_after_return=0 and clang with =1, or the other way round, half of them each way (by their names'"'"' parity)\n' ;;
-        valgrind:rt_*) printf 'the runtime'"'"'s tests (rt_*) run in\tvalgrind\tunder gcc'"'"'s memcheck or clang'"'"'s, half of them each (by their names'"'"' parity)\n' ;;
-        asan:*) printf 'the core programs (not rt_*) run in\tasan\twith detect_stack_use_after_return=0 on the per-co FPU env variants, =1 on the shared ones (the FPU env is acosw'"'"'s alone, which ASan does not look into)\n' ;;
-        valgrind:*) printf 'the core programs (not rt_*) run in\tvalgrind\tgcc'"'"'s per-co FPU env variants and clang'"'"'s shared ones (the FPU env is acosw'"'"'s alone, which memcheck does not look into)\n' ;;
-        gcc-O0:*|clang-O0:*) printf 'the core programs (not rt_*) run in\t%s\tgcc'"'"'s per-co FPU env variants and clang'"'"'s shared ones (both FPU envs and both ABIs still run unoptimised)\n' "$1" ;;
+        asan:rt_*) printf 'the runtime%ss tests (rt_*) run in\tasan\tunder gcc with detect_stack_use_after_return=0 and clang with =1, or the other way round, half of them each way (by their names%s parity)\n' "$q" "$q" ;;
+        *:rt_*) printf 'the runtime%ss tests (rt_*) run in\t%s\tunder gcc%ss build or clang%ss, half of them each (by their names%s parity; a test%ss memcheck and TSan runs under different compilers)\n' "$q" "$1" "$q" "$q" "$q" "$q" ;;
+        asan:*) printf 'the core programs (not rt_*) run in\tasan\tunder gcc or clang, half of them each (by their names%s parity), on both ABIs, with detect_stack_use_after_return=0 on the per-co FPU env variants, =1 on the shared ones (the FPU env is acosw%ss alone, which ASan does not look into)\n' "$q" "$q" ;;
+        valgrind:*) printf 'the core programs (not rt_*) run in\tvalgrind\tunder gcc%ss per-co FPU env variants or clang%ss shared ones, half of them each (by their names%s parity), on both ABIs (the FPU env is acosw%ss alone, which memcheck does not look into)\n' "$q" "$q" "$q" "$q" ;;
+        tsan:*) printf 'the core programs (not rt_*) run in\ttsan\tgcc%ss per-co FPU env variants and clang%ss shared ones (the FPU env is acosw%ss alone, which TSan does not look into)\n' "$q" "$q" "$q" ;;
+        ubsan:*) printf 'the core programs (not rt_*) run in\tubsan\tunder gcc%ss shared FPU env variants or clang%ss per-co ones, half of them each (by their names%s parity), on both ABIs (the FPU env is acosw%ss alone, which UBSan does not look into)\n' "$q" "$q" "$q" "$q" ;;
+        gcc-O0:*|clang-O0:*) printf 'the core programs (not rt_*) run in\t%s\tgcc%ss per-co FPU env variants and clang%ss shared ones (both FPU envs and both ABIs still run unoptimised)\n' "$1" "$q" "$q" ;;
+        gcc-O2:*|clang-O2:*) printf 'the core programs (not rt_*) run in\t%s\ton aarch64 and riscv64 (qemu-user) under gcc%ss build or clang%ss, half of them each (by their names%s parity); on x86-64 and i386 under both\n' "$1" "$q" "$q" "$q" ;;
     esac
 }
 
@@ -353,10 +380,12 @@ run_one() {  # one job line: name, bin, mode, expect, env, lane, emulator, args
              --suppressions="$PWD/tests/valgrind.supp"
              --max-stackframe=8388608 -q "$bin")
     fi
-    local start=$SECONDS
+    local start=$SECONDS cpu TIMEFORMAT='%U %S'
     # shellcheck disable=SC2086
-    env $envs timeout -k 10 600 "${cmd[@]}" $args > "$log" 2>&1
+    cpu=$( { time env $envs timeout -k 10 600 "${cmd[@]}" $args > "$log" 2>&1; } 2>&1; exit $?)
     local rc=$? got secs=$((SECONDS - start))
+    # CPU seconds (user + system) of the run and everything it waited for
+    cpu=$(awk '{printf "%.1f", $1 + $2}' <<< "$cpu")
     if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then got="SIG$(kill -l $((rc - 128)))"; else got=$rc; fi
     # Reports: sanitizer reports, or memcheck's error count.
     local reports
@@ -368,10 +397,10 @@ run_one() {  # one job line: name, bin, mode, expect, env, lane, emulator, args
         [ "$rc" = 99 ] && [ "$reports" = 0 ] && reports=1
     fi
     if [ "$got" = "$expect" ] && [ "$reports" = 0 ]; then
-        printf 'PASS\t%s\t0\t%s\n' "$name" "$secs" >> "$LOGS/runs"
+        printf 'PASS\t%s\t0\t%s\t%s\n' "$name" "$secs" "$cpu" >> "$LOGS/runs"
         echo "PASS $name (${secs}s)"
     else
-        printf 'FAIL\t%s\t%s\t%s\n' "$name" "$reports" "$secs" >> "$LOGS/runs"
+        printf 'FAIL\t%s\t%s\t%s\t%s\n' "$name" "$reports" "$secs" "$cpu" >> "$LOGS/runs"
         echo "FAIL $name: expected $expect, got $got, $reports reports; log: $log"
         tail -15 "$log" | sed 's/^/    | /'
     fi
@@ -384,7 +413,9 @@ export LOGS
 jobs_file="$LOGS/jobs"
 notes="$LOGS/notes"
 : > "$jobs_file"; : > "$notes"
-# The runs of every target on build $1, into $jobs_file (one line each).
+# The runs of every target on build $1, into $jobs_file (one line each),
+# from the programs the build makes (file $2: make.sh list).  Planned before
+# the build, which then makes only the programs these runs need.
 add_jobs() {
     local t rs b mode cc out label prefix v bin prog name why emu excl envs
     for t in "${targets[@]}"; do
@@ -392,54 +423,51 @@ add_jobs() {
             b=${rs%%:*} mode=${rs#*:}
             [ "$b" = "$1" ] || continue
             IFS='|' read -r cc _ out _ <<< "$(build_spec "$b")"
-            [ -f "$out/variants" ] || continue
             label=$cc
             case "$mode" in asan-uar*) label="$cc-uar${mode#asan-uar}" ;; esac
             prefix="$t/$label"
             case "$mode" in native) prefix=$t ;; esac
-            while read -r v; do
+            while read -r bin; do
+                v=${bin##*..}
                 variant_in_mode "$mode" "$v" || continue
-                for bin in "$out"/*.."$v"; do
-                    [ -x "$bin" ] || continue
-                    prog=$(basename "$bin"); prog=${prog%%..*}
-                    name="$prefix/$v/$prog"
-                    if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
-                    if paired_out "$mode" "$cc" "$v" "$prog" "$t"; then
-                        paired_note "$t" "$prog" >> "$notes"; continue
-                    fi
-                    why=$(excluded_from "$mode" "$prog")
-                    if [ -n "$why" ]; then
-                        printf '%s left out of\t%s\t%s\n' "$prog" "$t" "$why" >> "$notes"
-                        continue
-                    fi
-                    why=$(adjust_reason "$mode" "$prog")
-                    [ -n "$why" ] && printf '%s runs in\t%s\twith %s\n' "$prog" "$t" "$why" >> "$notes"
-                    if [ "$mode" = memcheck ] && [ $have_valgrind = 0 ]; then
-                        missing "$name" valgrind valgrind; continue
-                    fi
-                    emu=$(runner_of "$v")
-                    if [ -n "$emu" ] && ! command -v "${emu%% *}" >/dev/null; then
-                        missing "$name" "${emu%% *}" qemu-user; continue
-                    fi
-                    # Signal storms with goals run alone: a busy machine delivers
-                    # signals too slowly (two at once, one per core, already
-                    # miss them).  The goals are the -O2 builds'; the -O0 and
-                    # UBSan storms switch through the same acosw and run
-                    # time-bound, with the others.  The lane: 0 the CPU's, 1
-                    # alone, 2 the waiting programs'.
-                    excl=0 envs=$(env_of "$mode" "$prog")
-                    [ -z "$emu" ] && waits_mostly "$mode" "$prog" && excl=2
-                    if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
-                        case "$t:$mode" in
-                            gcc-O2:native|clang-O2:native) excl=1 ;;
-                            *:native|*:ubsan) envs="${envs:+$envs }ACO_TEST_STORM_GOALS=0" ;;
-                        esac
-                    fi
-                    # '|'-separated: IFS would merge the empty fields of tabs
-                    printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$bin" "$mode" "$(expect_of "$prog")" \
-                        "$envs" "$excl" "$emu" "$(args_of "$prog")" >> "$jobs_file"
-                done
-            done < "$out/variants"
+                prog=$(basename "$bin"); prog=${prog%%..*}
+                name="$prefix/$v/$prog"
+                if [ -n "$pattern" ] && [[ "$name" != *$pattern* ]]; then continue; fi
+                if paired_out "$mode" "$cc" "$v" "$prog" "$t"; then
+                    paired_note "$t" "$prog" >> "$notes"; continue
+                fi
+                why=$(excluded_from "$mode" "$prog")
+                if [ -n "$why" ]; then
+                    printf '%s left out of\t%s\t%s\n' "$prog" "$t" "$why" >> "$notes"
+                    continue
+                fi
+                why=$(adjust_reason "$mode" "$prog")
+                [ -n "$why" ] && printf '%s runs in\t%s\twith %s\n' "$prog" "$t" "$why" >> "$notes"
+                if [ "$mode" = memcheck ] && [ $have_valgrind = 0 ]; then
+                    missing "$name" valgrind valgrind; continue
+                fi
+                emu=$(runner_of "$v")
+                if [ -n "$emu" ] && ! command -v "${emu%% *}" >/dev/null; then
+                    missing "$name" "${emu%% *}" qemu-user; continue
+                fi
+                # Signal storms with goals run alone: a busy machine delivers
+                # signals too slowly (two at once, one per core, already
+                # miss them).  The goals are the -O2 builds'; the -O0 and
+                # UBSan storms switch through the same acosw and run
+                # time-bound, with the others.  The lane: 0 the CPU's, 1
+                # alone, 2 the waiting programs'.
+                excl=0 envs=$(env_of "$mode" "$prog")
+                [ -z "$emu" ] && waits_mostly "$mode" "$prog" && excl=2
+                if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
+                    case "$t:$mode" in
+                        gcc-O2:native|clang-O2:native) excl=1 ;;
+                        *:native|*:ubsan) envs="${envs:+$envs }ACO_TEST_STORM_GOALS=0" ;;
+                    esac
+                fi
+                # '|'-separated: IFS would merge the empty fields of tabs
+                printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$bin" "$mode" "$(expect_of "$prog")" \
+                    "$envs" "$excl" "$emu" "$(args_of "$prog")" >> "$jobs_file"
+            done < "$2"
         done
     done
 }
@@ -465,21 +493,49 @@ waits_lane=$!
 exec 4> "$LOGS/waits.fifo"
 
 built=" "
+TIMEFORMAT='%U %S'
+: > "$LOGS/builds"
 for t in "${targets[@]}"; do
     for b in $(builds_of "$t"); do
         case "$built" in *" $b "*) continue ;; esac
         built="$built$b "
         IFS='|' read -r cc cflags out opts <<< "$(build_spec "$b")"
         if ! command -v "$cc" >/dev/null; then missing "build/$b" "$cc" "$cc"; continue; fi
+        # The runs first, planned from the programs the build would make;
+        # then the build makes only what they run, and for the checks
+        # gcc-O2's libraries and other programs (check_elf looks at the
+        # test programs there are, of output/ and output/clang).
+        bstart=$SECONDS
         # shellcheck disable=SC2086
-        if CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
-                > "$LOGS/build-$b.log" 2>&1 4>&-; then
-            pass "build/$b"
-        else
+        if ! CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts list \
+                > "$LOGS/outputs-$b" 2> "$LOGS/build-$b.log" 4>&-; then
             fail "build/$b" "see $LOGS/build-$b.log"; tail -20 "$LOGS/build-$b.log" | sed 's/^/    | /'
+            continue
         fi
         n=$(wc -l < "$jobs_file")
-        add_jobs "$b"
+        grep -F .. "$LOGS/outputs-$b" > "$LOGS/programs-$b" || true
+        add_jobs "$b" "$LOGS/programs-$b"
+        mapfile -t only < <(tail -n +$((n + 1)) "$jobs_file" | cut -d'|' -f2 | sort -u)
+        case " $(builds_of checks) " in
+            *" $b "*)
+                if has_target checks; then
+                    # nothing of it runs (test.sh checks): all of it
+                    [ ${#only[@]} = 0 ] && mapfile -t only < "$LOGS/outputs-$b"
+                    [ "$b" = gcc-O2 ] && mapfile -t -O ${#only[@]} only < <(grep -vF .. "$LOGS/outputs-$b")
+                fi ;;
+        esac
+        if [ ${#only[@]} = 0 ]; then echo "build/$b: none of its programs runs: not built"; continue; fi
+        # shellcheck disable=SC2086
+        if bcpu=$( { time CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
+                "${only[@]+"${only[@]}"}" >> "$LOGS/build-$b.log" 2>&1 4>&-; } 2>&1); then
+            pass "build/$b"
+            printf 'build/%s\t%s\t%s\n' "$b" $((SECONDS - bstart)) "$(awk '{printf "%.0f", $1 + $2}' <<< "$bcpu")" >> "$LOGS/builds"
+        else
+            fail "build/$b" "see $LOGS/build-$b.log"; tail -20 "$LOGS/build-$b.log" | sed 's/^/    | /'
+            # its runs go: the build's failure is their verdict
+            head -n "$n" "$jobs_file" > "$jobs_file.tmp" && mv "$jobs_file.tmp" "$jobs_file"
+            continue
+        fi
         # its waiting programs start now, while the next build compiles
         tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 2' | order >&4
     done
@@ -501,10 +557,13 @@ if has_target checks; then
         printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
     done
 fi
-# The other programs and the checks, $JOBS at a time; then, the waiting
-# lane done too, the exclusive runs, one at a time.
+# The other programs and the checks, one more than $JOBS at a time: many
+# of them wait part of their time (a peer, a deadline, a thread's turn), and
+# with $JOBS the CPUs idled a quarter of this phase; then, the waiting lane
+# done too, the exclusive runs, one at a time.
+runs_start=$SECONDS
 awk -F'|' '$6 == 0' "$jobs_file" | order |
-    xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+    xargs -r -d '\n' -P $((JOBS + 1)) -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
 wait "$waits_lane"
 cat "$LOGS/lane-waits"
 awk -F'|' '$6 == 1' "$jobs_file" |
@@ -516,6 +575,13 @@ comm -23 <(cut -d'|' -f1 "$jobs_file" | sort -u) <(cut -f2 "$LOGS/runs" | sort -
     while read -r name; do fail "$name" "it never ran (see $LOGS/lane-waits)"; done
 echo "ran $(wc -l < "$jobs_file") program runs and checks; the longest:"
 sort -t$'\t' -k4,4nr "$LOGS/runs" | head -8 | awk -F'\t' '{printf "  %4ds %s\n", $4, $2}'
+# Where the suite's time goes: each build's wall and CPU seconds, and the
+# runs' per target (the CPU seconds count every process a run waited for).
+echo "Time (wall s, CPU s): the runs after the builds took $((SECONDS - runs_start)) s"
+awk -F'\t' '{w += $2; c += $3; printf "  %-22s %5d %6d\n", $1, $2, $3}
+    END {printf "  %-22s %5d %6d\n", "builds", w, c}' "$LOGS/builds"
+awk -F'\t' '{split($2, p, "/"); w[p[1]] += $4; c[p[1]] += $5; if (!(p[1] in w0)) o[n++] = p[1]; w0[p[1]] = 1}
+    END {for (i = 0; i < n; i++) printf "  runs of %-14s %5d %6d\n", o[i], w[o[i]], c[o[i]]}' "$LOGS/runs"
 
 # ---------------------------------------------------------------------------
 # Figures: per target, and the signal storms.
