@@ -482,15 +482,41 @@ order() {
           print e "\t" $0 }' | sort -t$'\t' -k1,1nr | cut -f2-
 }
 
-# The programs that mostly wait (waits_mostly) run in a lane of their own,
-# $JOBS at a time, fed through a FIFO as soon as their build is done: they
-# run during the later builds and beside the other programs, whose lane
-# starts when every build is done.
-mkfifo "$LOGS/waits.fifo" || { echo "test.sh: mkfifo $LOGS/waits.fifo failed" >&2; exit 2; }
+# Two lanes run the programs, each fed through a FIFO as soon as their build
+# is done, so that they run during the later builds (which are niced: the
+# runs come first, the compilers take the CPU time left over):
+#  - the programs that mostly wait (waits_mostly), $JOBS at a time;
+#  - the others and the checks, one more than $JOBS at a time: many of them
+#    wait part of their time (a peer, a deadline, the other thread's turn).
+# The checks join the second lane once gcc-O2 and clang-O2 are built (their
+# output/ and output/clang).  Then, both lanes done, the exclusive runs, one
+# at a time.
+for lane in waits main; do
+    mkfifo "$LOGS/$lane.fifo" || { echo "test.sh: mkfifo $LOGS/$lane.fifo failed" >&2; exit 2; }
+done
 xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'run_one "$1" 2>/dev/null' _ < "$LOGS/waits.fifo" |
     grep -v '^PASS' > "$LOGS/lane-waits" &
 waits_lane=$!
-exec 4> "$LOGS/waits.fifo"
+xargs -r -d '\n' -P $((JOBS + 1)) -n 1 bash -c 'run_one "$1" 2>/dev/null' _ < "$LOGS/main.fifo" |
+    grep -v '^PASS' > "$LOGS/lane-main" &
+main_lane=$!
+exec 4> "$LOGS/waits.fifo" 5> "$LOGS/main.fifo"
+# Whole-artifact checks (tests/check_*.sh), one verdict each, into the main
+# lane.
+checks_queued=0
+queue_checks() {
+    local chk n k=$(wc -l < "$jobs_file")
+    checks_queued=1
+    has_target checks || return 0
+    for chk in tests/check_*.sh; do
+        [ -f "$chk" ] || continue
+        n="checks/$(basename "$chk" .sh)"
+        if [ -n "$pattern" ] && [[ "$n" != *$pattern* ]]; then continue; fi
+        printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
+    done
+    tail -n +$((k + 1)) "$jobs_file" | order > "$LOGS/batch-checks.main"
+    cat "$LOGS/batch-checks.main" >&5 &
+}
 
 built=" "
 TIMEFORMAT='%U %S'
@@ -508,7 +534,7 @@ for t in "${targets[@]}"; do
         bstart=$SECONDS
         # shellcheck disable=SC2086
         if ! CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts list \
-                > "$LOGS/outputs-$b" 2> "$LOGS/build-$b.log" 4>&-; then
+                > "$LOGS/outputs-$b" 2> "$LOGS/build-$b.log" 4>&- 5>&-; then
             fail "build/$b" "see $LOGS/build-$b.log"; tail -20 "$LOGS/build-$b.log" | sed 's/^/    | /'
             continue
         fi
@@ -526,8 +552,8 @@ for t in "${targets[@]}"; do
         esac
         if [ ${#only[@]} = 0 ]; then echo "build/$b: none of its programs runs: not built"; continue; fi
         # shellcheck disable=SC2086
-        if bcpu=$( { time CC=$cc CFLAGS=$cflags OUTPUT=$out bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
-                "${only[@]+"${only[@]}"}" >> "$LOGS/build-$b.log" 2>&1 4>&-; } 2>&1); then
+        if bcpu=$( { time CC=$cc CFLAGS=$cflags OUTPUT=$out nice -n 10 bash make.sh "${make_opts[@]+"${make_opts[@]}"}" $opts \
+                "${only[@]+"${only[@]}"}" >> "$LOGS/build-$b.log" 2>&1 4>&- 5>&-; } 2>&1); then
             pass "build/$b"
             printf 'build/%s\t%s\t%s\n' "$b" $((SECONDS - bstart)) "$(awk '{printf "%.0f", $1 + $2}' <<< "$bcpu")" >> "$LOGS/builds"
         else
@@ -536,36 +562,27 @@ for t in "${targets[@]}"; do
             head -n "$n" "$jobs_file" > "$jobs_file.tmp" && mv "$jobs_file.tmp" "$jobs_file"
             continue
         fi
-        # its waiting programs start now, while the next build compiles
-        tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 2' | order >&4
+        # its programs start now, while the next build compiles (written
+        # in the background: a lane reads its FIFO only as fast as it runs)
+        tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 2' | order > "$LOGS/batch-$b.waits"
+        tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 0' | order > "$LOGS/batch-$b.main"
+        cat "$LOGS/batch-$b.waits" >&4 &
+        cat "$LOGS/batch-$b.main" >&5 &
+        case "$built" in *" gcc-O2 "*) case "$built" in *" clang-O2 "*)
+            [ $checks_queued = 1 ] || queue_checks ;; esac ;; esac
     done
 done
-exec 4>&-
+builds_end=$((SECONDS - t0))
+[ $checks_queued = 1 ] || queue_checks
+exec 4>&- 5>&-
 if [ -s "$notes" ]; then
     echo "By design:"
     # One line per program and reason, naming the targets.
     sort -u "$notes" | awk -F'\t' '{k = $1 "\t" $3; if (!(k in t)) o[n++] = k; t[k] = t[k] (t[k] ? ", " : "") $2}
         END {for (i = 0; i < n; i++) {split(o[i], f, "\t"); printf "  %s %s: %s\n", f[1], t[o[i]], f[2]}}'
 fi
-# Whole-artifact checks (tests/check_*.sh), one verdict each, run in the same
-# pool as the programs.
-if has_target checks; then
-    for chk in tests/check_*.sh; do
-        [ -f "$chk" ] || continue
-        n="checks/$(basename "$chk" .sh)"
-        if [ -n "$pattern" ] && [[ "$n" != *$pattern* ]]; then continue; fi
-        printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
-    done
-fi
-# The other programs and the checks, one more than $JOBS at a time: many
-# of them wait part of their time (a peer, a deadline, a thread's turn), and
-# with $JOBS the CPUs idled a quarter of this phase; then, the waiting lane
-# done too, the exclusive runs, one at a time.
-runs_start=$SECONDS
-awk -F'|' '$6 == 0' "$jobs_file" | order |
-    xargs -r -d '\n' -P $((JOBS + 1)) -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
-wait "$waits_lane"
-cat "$LOGS/lane-waits"
+wait "$main_lane" "$waits_lane"
+cat "$LOGS/lane-main" "$LOGS/lane-waits"
 awk -F'|' '$6 == 1' "$jobs_file" |
     xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
 cat "$LOGS/runs" >> "$results"
@@ -577,7 +594,7 @@ echo "ran $(wc -l < "$jobs_file") program runs and checks; the longest:"
 sort -t$'\t' -k4,4nr "$LOGS/runs" | head -8 | awk -F'\t' '{printf "  %4ds %s\n", $4, $2}'
 # Where the suite's time goes: each build's wall and CPU seconds, and the
 # runs' per target (the CPU seconds count every process a run waited for).
-echo "Time (wall s, CPU s): the runs after the builds took $((SECONDS - runs_start)) s"
+echo "Time (wall s, CPU s): the builds ended at $builds_end s, the runs at $((SECONDS - t0)) s"
 awk -F'\t' '{w += $2; c += $3; printf "  %-22s %5d %6d\n", $1, $2, $3}
     END {printf "  %-22s %5d %6d\n", "builds", w, c}' "$LOGS/builds"
 awk -F'\t' '{split($2, p, "/"); w[p[1]] += $4; c[p[1]] += $5; if (!(p[1] in w0)) o[n++] = p[1]; w0[p[1]] = 1}

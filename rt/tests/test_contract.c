@@ -28,16 +28,19 @@ static aco_rt_chan_t* ch;
 static int sv[2];
 static int lfd;
 
+/* The holder keeps the mutex, and the blocker lives, until the deadlines
+ * are done (released, not a sleep: a slow machine would outlast a sleep). */
+static aco_rt_sem_t released;
 static void holder(void* arg) {
     (void)arg;
     CHECK_EQ(aco_rt_mutex_lock(&mu, -1), 0);
-    aco_rt_sleep(50 * MS);
+    CHECK_EQ(aco_rt_sem_wait(&released, -1), 0);
     CHECK_EQ(aco_rt_mutex_unlock(&mu), 0);
 }
 
 static void blocker(void* arg) {
     (void)arg;
-    aco_rt_sleep(50 * MS);
+    CHECK_EQ(aco_rt_sem_wait(&released, -1), 0);
 }
 
 static void past_co(void* arg) {
@@ -70,6 +73,8 @@ static void past_co(void* arg) {
             TEST_FAIL_AT(__FILE__, __LINE__, "deadline %lld waited %lld ms", (long long)d,
                          (long long)(took / MS));
     }
+    aco_rt_sem_post(&released);
+    aco_rt_sem_post(&released);
     CHECK_EQ(aco_rt_join(h, -1), 0);
     CHECK_EQ(aco_rt_join(b, -1), 0);
 }
@@ -79,6 +84,7 @@ static void past_body(aco_rt_sched_t* s, void* arg) {
     aco_rt_mutex_init(&mu);
     aco_rt_cond_init(&cv);
     aco_rt_sem_init(&sem, 0);
+    aco_rt_sem_init(&released, 0);
     aco_rt_wg_init(&wg);
     CHECK_EQ(aco_rt_wg_add(&wg, 1), 0);
     CHECK((ch = aco_rt_chan_new(8, 1)) != NULL);

@@ -1,7 +1,7 @@
 /* test_pool.c - the runtime across threads: pools, cross-thread spawn, join,
  * detach and cancel, channels, select, mutex, cond, semaphore and wait group
  * between cos of different threads, groups, stopping a busy pool, fork with
- * a running pool, and a stress of 10 million cross-thread hand-offs (fewer
+ * a running pool, and a stress of 2 million cross-thread hand-offs (fewer
  * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
  */
@@ -287,12 +287,12 @@ static void stream_src(void* arg) {
 static void test_channels(void) {
     for (size_t cap = 0; cap <= 1; cap++) {
         pp_t p = {aco_rt_chan_new(sizeof(long), cap), aco_rt_chan_new(sizeof(long), cap),
-                  SLOW ? 2000 : 100000};
+                  SLOW ? 2000 : 20000};
         run_on(0, ping_fn, &p);
         CHECK_EQ(aco_rt_chan_free(p.ping), 0);
         CHECK_EQ(aco_rt_chan_free(p.pong), 0);
     }
-    pp_t s = {aco_rt_chan_new(sizeof(long), 16), NULL, SLOW ? 5000 : 200000};
+    pp_t s = {aco_rt_chan_new(sizeof(long), 16), NULL, SLOW ? 5000 : 50000};
     run_on(0, stream_src, &s);
     CHECK_EQ(aco_rt_chan_free(s.ping), 0);
 }
@@ -568,7 +568,7 @@ static void test_groups(void) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* 10 million hand-offs between threads, through channels and mutexes      */
+/* 2 million hand-offs between threads, through channels and mutexes       */
 /* ------------------------------------------------------------------------ */
 
 #define RING CO_MANY(2000)              /* cos, alternately on each thread */
@@ -616,7 +616,7 @@ static void stress_main(void* arg) {
 }
 
 static void test_stress(void) {
-    long total = FEW ? 200000 : 10000000;
+    long total = FEW ? 200000 : 2000000;
     hops_per_token = total / TOKENS;
     for (int i = 0; i < RING; i++) ring[i] = aco_rt_chan_new(sizeof(token_t), 1);
     finished = aco_rt_chan_new(sizeof(token_t), TOKENS);
