@@ -114,8 +114,8 @@ build_spec() {
         asan-clang) echo "clang|-O1 -g1|output/asan-clang|-s asan" ;;
         tsan-gcc)   echo "gcc|-O1 -g1|output/tsan-gcc|-s tsan" ;;
         tsan-clang) echo "clang|-O1 -g1|output/tsan-clang|-s tsan" ;;
-        ubsan-gcc)  echo "gcc|-O2 -g1|output/ubsan-gcc|-s ubsan" ;;
-        ubsan-clang) echo "clang|-O2 -g1|output/ubsan-clang|-s ubsan" ;;
+        ubsan-gcc)  echo "gcc|-O1 -g1|output/ubsan-gcc|-s ubsan" ;;
+        ubsan-clang) echo "clang|-O1 -g1|output/ubsan-clang|-s ubsan" ;;
     esac
 }
 # Target -> run sets "build:mode" (mode: how the programs run).
