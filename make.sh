@@ -684,8 +684,8 @@ if [ ${#only[@]} -gt 0 ]; then
 else
     run_build
 fi
-# Programs no longer built (a test renamed or removed) go: test.sh runs what
-# it finds in $OUTPUT, and must not run a stale one.
+# Programs no longer built (a test renamed or removed) go: nobody should
+# run a stale one from $OUTPUT.
 names=" $(programs | sed 's|.*/||' | tr '\n' ' ') $(rt_tests | sed 's|^|rt_|' | tr '\n' ' ') $(for p in $(rt_st_tests); do printf 'rt_%s_st ' $p; done)"
 for v in "${variants[@]}"; do
     for f in "$OUTPUT"/*.."$v"; do

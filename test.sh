@@ -515,7 +515,7 @@ queue_checks() {
         printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
     done
     tail -n +$((k + 1)) "$jobs_file" | order > "$LOGS/batch-checks.main"
-    cat "$LOGS/batch-checks.main" >&5 &
+    cat "$LOGS/batch-checks.main" >&5 4>&- &
 }
 
 built=" "
@@ -566,8 +566,8 @@ for t in "${targets[@]}"; do
         # in the background: a lane reads its FIFO only as fast as it runs)
         tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 2' | order > "$LOGS/batch-$b.waits"
         tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 0' | order > "$LOGS/batch-$b.main"
-        cat "$LOGS/batch-$b.waits" >&4 &
-        cat "$LOGS/batch-$b.main" >&5 &
+        cat "$LOGS/batch-$b.waits" >&4 5>&- &
+        cat "$LOGS/batch-$b.main" >&5 4>&- &
         case "$built" in *" gcc-O2 "*) case "$built" in *" clang-O2 "*)
             [ $checks_queued = 1 ] || queue_checks ;; esac ;; esac
     done
