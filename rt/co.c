@@ -83,9 +83,7 @@ void rt_co_exit(aco_rt_co_t* co) {
     if (co->x && co->x->keys) rt_keys_exit(co);     /* in the co: they may block */
     co->state = RT_DONE;
     if (co->x && co->x->group) rt_group_leave(co);
-    aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
-    if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) rt_wake_any(j, 0);
-    if (j == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
+    if (rt_join_end(co) == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
     aco_exit();
     __builtin_unreachable();    /* an ended co is never resumed */
 }
@@ -336,9 +334,7 @@ void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (__atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pool)
         rt_pool_idle(s->pool);
     if (co->x && co->x->group) rt_group_leave(co);
-    aco_rt_co_t* j = rt_xchg(&co->joiner, RT_JOIN_DONE);
-    if (j == RT_JOIN_DETACH) rt_rec_free(co);
-    else if (j != NULL && rt_claim(j)) rt_wake_any(j, 0);
+    if (rt_join_end(co) == RT_JOIN_DETACH) rt_rec_free(co);
 }
 
 
@@ -463,12 +459,29 @@ int aco_rt_cancelled(void) {
     return co && (co->flags & RT_CANCELLED);
 }
 
+/* A join's two ends race for the target's mark: the joiner's deadline or
+ * cancel takes it back (me -> NULL), the target's end keeps it taken (me ->
+ * RT_JOIN_TAKEN).  The one whose exchange wins wakes the joiner; the claim
+ * follows, so a wake can never land on a later wait of the joiner.  The mark
+ * stays taken until the joiner's join returns and frees the handle: a join
+ * meanwhile is a second joiner's (-EINVAL), not a second free. */
+aco_rt_co_t* rt_join_end(aco_rt_co_t* co) {
+    aco_rt_co_t* j = rt_load(&co->joiner);
+    for (;;) {
+        if (j == NULL || j == RT_JOIN_DETACH) {
+            if (rt_cas(&co->joiner, &j, RT_JOIN_DONE)) return j;
+        } else if (rt_cas(&co->joiner, &j, RT_JOIN_TAKEN)) {
+            if (rt_claim(j)) rt_wake_any(j, 0);
+            return j;
+        }
+    }
+}
+
 void rt_join_abort(aco_rt_co_t* me, int err) {
-    if (!rt_claim(me)) return;          /* it ended: its wake is coming */
     aco_rt_co_t* target = (aco_rt_co_t*)me->wait_obj;
     aco_rt_co_t* e = me;
-    rt_cas(&target->joiner, &e, NULL);  /* fails only if it ended meanwhile */
-    rt_wake(me, err);
+    if (!rt_cas(&target->joiner, &e, NULL)) return;   /* it ended: its wake is coming */
+    if (rt_claim(me)) rt_wake(me, err);
 }
 
 int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {

@@ -228,6 +228,11 @@ enum {
 /* co->joiner besides a joiner co: */
 #define RT_JOIN_DONE   ((aco_rt_co_t*)1)    /* finished (set by the co) */
 #define RT_JOIN_DETACH ((aco_rt_co_t*)2)    /* detached */
+#define RT_JOIN_TAKEN  ((aco_rt_co_t*)3)    /* finished with a joiner, which
+                                               frees it when its join returns */
+/* co ended (co.c): its joiner's wake, or the mark of a finished co.  Returns
+ * what the mark was (RT_JOIN_DETACH: nobody will join co, free it). */
+aco_rt_co_t* rt_join_end(aco_rt_co_t* co);
 
 /* What a co has only once it needs it (select, bigger channel elements,
  * an iovec copy): allocated once per record, kept while the record lives. */
@@ -289,7 +294,7 @@ struct aco_rt_co {
         const void*  wait_obj;  /* parked: what it waits on (aco_rt_dump,
                                    join: the co) */
     };
-    aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH */
+    aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH/TAKEN */
     rt_extra_t*      x;
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
     uint8_t          flags;

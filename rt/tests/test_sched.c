@@ -281,6 +281,19 @@ static void join_main(void* arg) {
     CHECK_EQ(aco_rt_join(sj, -1), 0);
     CHECK_EQ(second_joiner_rc, -EINVAL);
 
+    /* a second joiner after the target ended, before the first joiner's
+     * join returned: still -EINVAL (the handle is the first joiner's to
+     * free, and is freed once) */
+    jt = aco_rt_spawn(NULL, short_co, NULL);
+    sj = aco_rt_spawn(NULL, second_joiner, NULL);
+    CHECK(jt && sj);
+    second_joiner_rc = 1;
+    int before = done_count;
+    CHECK_EQ(aco_rt_join(jt, -1), 0);   /* jt ends, then sj joins, then we go on */
+    CHECK_EQ(done_count, before + 1);
+    CHECK_EQ(second_joiner_rc, -EINVAL);
+    CHECK_EQ(aco_rt_join(sj, -1), 0);
+
     /* the other way round: the other co waits, we are the second joiner */
     jt = aco_rt_spawn(NULL, target_co, (void*)(intptr_t)(5 * MS));
     sj = aco_rt_spawn(NULL, second_joiner, NULL);
