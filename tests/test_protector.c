@@ -182,6 +182,10 @@ static void* thread_last_word_yields(void* arg) {
     snprintf(needle, sizeof(needle), "aco: |co %p|%p|aco_exit", (void*)a, (void*)a->fp);
     *fails = aco_test_expect_signal("a last word that yields, resumed", child_resume, a,
                                     SIGABRT, needle);
+    /* a co may be destroyed wherever it stopped, its last word included */
+    aco_destroy(a);
+    aco_share_stack_destroy(s);
+    aco_destroy(m);
     return NULL;
 }
 
