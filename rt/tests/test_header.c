@@ -170,14 +170,21 @@ static void stop_self(void* arg) {
     CHECK_EQ(aco_rt_sleep(1 * MS), 0);
     stop_count += 1000;
 }
+/* The sleeper parks (a far deadline: the run waits in the kernel) until the
+ * test lets it go, not for a time the stop must beat: on a loaded machine
+ * the thread may run late. */
+static aco_rt_sem_t stop_release;
+static atomic_int stop_parking;
 static void* stop_from_thread(void* arg) {
-    usleep(30000);
+    while (!atomic_load(&stop_parking)) usleep(1000);
+    usleep(30000);                      /* (the run is asleep by now, mostly) */
     aco_rt_sched_stop((aco_rt_sched_t*)arg);
     return NULL;
 }
 static void stop_sleeper(void* arg) {
     (void)arg;
-    CHECK_EQ(aco_rt_sleep(300 * MS), 0);
+    atomic_store(&stop_parking, 1);
+    CHECK_EQ(aco_rt_sem_wait(&stop_release, aco_rt_in_ms(100000)), 0);
 }
 static void sched_stop_checks(aco_rt_sched_t* s, void* arg) {
     (void)arg;
@@ -203,15 +210,17 @@ static void sched_stop_checks(aco_rt_sched_t* s, void* arg) {
     /* from another thread while the run waits in the kernel */
     PROMISE();
     pthread_t th;
+    aco_rt_sem_init(&stop_release, 0);
+    atomic_store(&stop_parking, 0);
     CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, stop_sleeper, NULL)), 0);
-    int64_t t0 = aco_rt_now();
     CHECK_EQ(pthread_create(&th, NULL, stop_from_thread, s), 0);
     CHECK_EQ(aco_rt_sched_run(s), 0);
-    CHECK_LT(since(t0), 250 * MS);
     CHECK_EQ(pthread_join(th, NULL), 0);
     aco_rt_stats_t st;
     aco_rt_stats(s, &st);
     CHECK_EQ(st.cos_alive, 1);
+    CHECK_EQ(st.cos_parked, 1);         /* still waits: the stop ended the run */
+    aco_rt_sem_post(&stop_release);
     CHECK_EQ(aco_rt_sched_run(s), 0);
     aco_rt_stats(s, &st);
     CHECK_EQ(st.cos_alive, 0);
@@ -604,13 +613,19 @@ static void sl_body(void* arg) {
         CHECK_EQ(aco_rt_sleep_until(until), 0);
         CHECK_GE(aco_rt_now(), until);
     }
-    int64_t t0 = aco_rt_now();
-    CHECK_EQ(aco_rt_sleep_until(0), 0);
-    CHECK_EQ(aco_rt_sleep_until(-5), 0);
-    CHECK_EQ(aco_rt_sleep_until(INT64_MIN), 0);
-    CHECK_EQ(aco_rt_sleep(0), 0);
-    CHECK_EQ(aco_rt_sleep(-1000), 0);
-    CHECK_LT(since(t0), 50 * MS);
+    /* (a loaded machine may take the CPU away for longer than the bound
+     * in any one round: the fastest of up to 20 rounds counts) */
+    int64_t best = INT64_MAX;
+    for (int round = 0; round < 20 && best >= 50 * MS; round++) {
+        int64_t t0 = aco_rt_now();
+        CHECK_EQ(aco_rt_sleep_until(0), 0);
+        CHECK_EQ(aco_rt_sleep_until(-5), 0);
+        CHECK_EQ(aco_rt_sleep_until(INT64_MIN), 0);
+        CHECK_EQ(aco_rt_sleep(0), 0);
+        CHECK_EQ(aco_rt_sleep(-1000), 0);
+        if (since(t0) < best) best = since(t0);
+    }
+    CHECK_LT(best, 50 * MS);
 }
 static void co_sleep(aco_rt_sched_t* s, void* arg) {
     (void)s; (void)arg;
@@ -621,8 +636,10 @@ static void co_sleep(aco_rt_sched_t* s, void* arg) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t m = ts.tv_sec * 1000000000LL + ts.tv_nsec;
     int64_t n = aco_rt_now();
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t m2 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
     CHECK_GE(n, m);
-    CHECK_LT(n - m, 100 * MS);
+    CHECK_LE(n, m2);        /* between two reads of it (not a time bound) */
     PROMISE();      /* -EPERM outside a co */
     CHECK_EQ(aco_rt_sleep(1), -EPERM);
     CHECK_EQ(aco_rt_sleep_until(-1), -EPERM);
@@ -877,8 +894,10 @@ static void tm_body(void* arg) {
     tm_due[6] = 0;
     int64_t armed = aco_rt_now();
     CHECK_EQ(aco_rt_timer_start(&tm_t[6], -5, tm_fn), 0);
-    int yields = 0;
+    int yields = 0, late_yields = 0;
     while (tm_fired[6] == 0 && yields < 100000) {
+        /* yields begun once the clock is past the next tick (2^14 ns) */
+        if (aco_rt_now() >= armed + 2 * 16384) late_yields++;
         CHECK_EQ(aco_rt_yield(), 0);
         yields++;
     }
@@ -886,17 +905,39 @@ static void tm_body(void* arg) {
      * after the clock enters the next 16 us tick; while this co keeps
      * yielding (a co always ready) the scheduler looks every 64 resumes, so
      * it fires with the co never parking, within about a tick (a 64-yield
-     * round can take less than a tick: yields alone cannot bound it). */
+     * round can take less than a tick: yields alone cannot bound it).
+     * Counted in yields after that tick, not in ms: a loaded machine may
+     * stop the thread for any time in between. */
     CHECK_EQ(tm_fired[6], 1);
-    CHECK_LT(tm_at[6] - armed, (SLOW ? 100 : 20) * MS);
+    CHECK_LE(late_yields, 2 * 64 + 1);
     CHECK_EQ(aco_rt_sleep(40 * MS), 0);
+    int64_t late = 0;
     for (int i = 0; i < 5; i++) {
         CHECK_EQ(tm_fired[i], 1);
         CHECK_GE(tm_at[i], tm_due[i]);                  /* never early */
-        CHECK_LT(tm_at[i] - tm_due[i], 30 * MS);        /* generous */
+        if (tm_at[i] - tm_due[i] > late) late = tm_at[i] - tm_due[i];
         CHECK_EQ(aco_rt_timer_stop(&tm_t[i]), 0);       /* fired */
     }
     CHECK_EQ(tm_fired[5], 0);
+    /* not late by more than a generous 30 ms: a loaded machine may stop
+     * the thread longer than that in any one round, so further rounds of
+     * the same timers may show it (the best of up to 10) */
+    for (int round = 0; round < 10 && late >= 30 * MS; round++) {
+        memset(tm_fired, 0, 5 * sizeof tm_fired[0]);
+        now = aco_rt_now();
+        for (int i = 0; i < 5; i++) {
+            tm_due[i] = now + (int64_t)(6 - i) * 3 * MS;
+            CHECK_EQ(aco_rt_timer_start(&tm_t[i], tm_due[i], tm_fn), 0);
+        }
+        CHECK_EQ(aco_rt_sleep(40 * MS), 0);
+        late = 0;
+        for (int i = 0; i < 5; i++) {
+            CHECK_EQ(tm_fired[i], 1);
+            CHECK_GE(tm_at[i], tm_due[i]);
+            if (tm_at[i] - tm_due[i] > late) late = tm_at[i] - tm_due[i];
+        }
+    }
+    CHECK_LT(late, 30 * MS);
     /* a fired timer may be armed again; callbacks may start timers */
     CHECK_EQ(aco_rt_timer_start(&tm_t[0], aco_rt_now() + MS, tm_fn), 0);
     tm_chain_n = 0;
@@ -1225,11 +1266,16 @@ static void io_sigpipe(void* arg) {
 /* "A descriptor is the file, not the number": close(2) and a new file on
  * the number, dup2 over it, O_NONBLOCK cleared behind our back: never a
  * blocked thread, never a missed readiness. */
+/* Ticks due every 2 ms from tick_t0; a tick whose time has come goes
+ * without a sleep, so the ticks due before a deadline are all in before
+ * the co of that deadline runs, however late the thread ran. */
 static int tick_n;
+static int64_t tick_t0;
 static void ticker(void* arg) {
     (void)arg;
-    for (int i = 0; i < 10; i++) {
-        CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    for (int i = 1; i <= 10; i++) {
+        int64_t due = tick_t0 + i * 2 * MS;
+        if (aco_rt_now() < due) CHECK_EQ(aco_rt_sleep_until(due), 0);
         tick_n++;
     }
 }
@@ -1250,6 +1296,7 @@ static void io_identity(void* arg) {
      * thread, and a write that comes later is seen */
     CHECK_EQ(fcntl(q[0], F_SETFL, fcntl(q[0], F_GETFL) & ~O_NONBLOCK), 0);
     tick_n = 0;
+    tick_t0 = aco_rt_now();
     aco_rt_co_t* t = aco_rt_spawn(NULL, ticker, NULL);
     int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_read(q[0], b, sizeof b, aco_rt_now() + 30 * MS), -ETIMEDOUT);
@@ -1437,14 +1484,18 @@ static void mx_body(void* arg) {
     CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
     CHECK_EQ(aco_rt_join(h, -1), 0);
 }
+/* The holder keeps mx until the timed locks are done (released, not a
+ * sleep: a slow machine would outlast a sleep). */
+static aco_rt_sem_t mx_release;
 static void mx_holder(void* arg) {
     (void)arg;
     CHECK_EQ(aco_rt_mutex_lock(&mx, -1), 0);
-    CHECK_EQ(aco_rt_sleep(40 * MS), 0);
+    CHECK_EQ(aco_rt_sem_wait(&mx_release, -1), 0);
     CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
 }
 static void mx_timed(void* arg) {
     (void)arg;
+    aco_rt_sem_init(&mx_release, 0);
     aco_rt_co_t* h = aco_rt_spawn(NULL, mx_holder, NULL);
     CHECK_EQ(aco_rt_yield(), 0);
     CHECK_EQ(aco_rt_mutex_lock(&mx, 0), -ETIMEDOUT);
@@ -1453,6 +1504,7 @@ static void mx_timed(void* arg) {
     CHECK_EQ(aco_rt_mutex_lock(&mx, aco_rt_now() + 10 * MS), -ETIMEDOUT);
     CHECK_GE(since(t0), 10 * MS);
     CHECK_EQ(aco_rt_mutex_unlock(&mx), -EPERM);     /* not the holder */
+    aco_rt_sem_post(&mx_release);
     CHECK_EQ(aco_rt_mutex_lock(&mx, -1), 0);
     CHECK_EQ(aco_rt_mutex_unlock(&mx), 0);
     CHECK_EQ(aco_rt_join(h, -1), 0);
@@ -1483,10 +1535,16 @@ static void cv_waiter(void* arg) {
     cv_order[cv_n++] = (int)(intptr_t)arg;
     CHECK_EQ(aco_rt_mutex_unlock(&cvm), 0);
 }
+/* A signal with nobody waiting is not kept, and the thread may run before
+ * the co reaches its wait (a loaded machine): it signals until the co woke. */
+static atomic_int cv_thread_woke;
 static void* cv_thread_signal(void* arg) {
     (void)arg;
     usleep(20000);
-    aco_rt_cond_signal(&cv);
+    while (!atomic_load(&cv_thread_woke)) {
+        aco_rt_cond_signal(&cv);
+        usleep(1000);
+    }
     return NULL;
 }
 static void cv_body(void* arg) {
@@ -1515,8 +1573,10 @@ static void cv_body(void* arg) {
     /* a signal from a thread outside any scheduler */
     pthread_t th;
     CHECK_EQ(aco_rt_mutex_lock(&cvm, -1), 0);
+    atomic_store(&cv_thread_woke, 0);
     CHECK_EQ(pthread_create(&th, NULL, cv_thread_signal, NULL), 0);
     CHECK_EQ(aco_rt_cond_wait(&cv, &cvm, aco_rt_now() + 3000 * MS), 0);
+    atomic_store(&cv_thread_woke, 1);
     CHECK_EQ(aco_rt_mutex_unlock(&cvm), 0);
     CHECK_EQ(pthread_join(th, NULL), 0);
 }
@@ -1805,7 +1865,7 @@ static aco_rt_sched_t* pl_where[2];
 static aco_rt_sem_t pl_hold;
 static void pl_where_am_i(void* arg) {
     __atomic_store_n(&pl_where[(intptr_t)arg], aco_rt_sched_current(), __ATOMIC_RELEASE);
-    CHECK_EQ(aco_rt_sem_wait(&pl_hold, aco_rt_now() + 5000 * MS), 0);
+    CHECK_EQ(aco_rt_sem_wait(&pl_hold, aco_rt_in_ms(100000)), 0);
 }
 static void pools(void) {
     PROMISE();
@@ -1832,9 +1892,12 @@ static void pools(void) {
         /* from outside: to the thread with the fewest cos */
         PROMISE();
         memset(&pl_hold, 0, sizeof pl_hold);
+        for (int i = 0; i < 2; i++) __atomic_store_n(&pl_where[i], NULL, __ATOMIC_RELEASE);
         for (int i = 0; i < 2; i++) {
             CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_where_am_i, (void*)(intptr_t)i, NULL)), 0);
-            usleep(20000);
+            /* it runs (and stays, held) before the next comes: waited
+             * for, not a time (a loaded machine runs the pool late) */
+            while (__atomic_load_n(&pl_where[i], __ATOMIC_ACQUIRE) == NULL) usleep(1000);
         }
         aco_rt_sched_t* w0 = __atomic_load_n(&pl_where[0], __ATOMIC_ACQUIRE);
         aco_rt_sched_t* w1 = __atomic_load_n(&pl_where[1], __ATOMIC_ACQUIRE);
@@ -1994,13 +2057,17 @@ static void groups_pool(void) {
 /* Seeing inside                                                            */
 /* ======================================================================== */
 
+/* Parked (with a deadline: an armed timer) until the checks are done, not
+ * for a time the 20 ms sleep below must beat. */
+static aco_rt_sem_t st_release;
 static void st_sleeper(void* arg) {
     (void)arg;
-    CHECK_EQ(aco_rt_sleep(200 * MS), 0);
+    CHECK_EQ(aco_rt_sem_wait(&st_release, aco_rt_in_ms(100000)), 0);
 }
 static void st_body(void* arg) {
     (void)arg;
     aco_rt_stats_t a, b;
+    aco_rt_sem_init(&st_release, 0);
     aco_rt_stats(NULL, &a);
     aco_rt_spawn_opts_t o = {0};
     o.name = "napper-xyz";
@@ -2032,6 +2099,7 @@ static void st_body(void* arg) {
     int lines = 0;
     for (char* q = buf; *q; q++) lines += *q == '\n';
     CHECK_GE(lines, 2);
+    aco_rt_sem_post(&st_release);
     CHECK_EQ(aco_rt_join(c, -1), 0);
     CHECK_EQ(aco_rt_join(r, -1), 0);
 }

@@ -131,10 +131,13 @@ static void* create_no_sched(void* a) {
 static aco_rt_pthread_mutex_t pm = ACO_RT_PTHREAD_MUTEX_INITIALIZER;
 static aco_rt_pthread_mutex_t rm = ACO_RT_PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static aco_rt_pthread_mutex_t em = ACO_RT_PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+/* The holder keeps pm until the timed locks are done (released, not a
+ * sleep: a slow machine would outlast a sleep). */
+static aco_rt_sem_t mx_release;
 static void* mx_holder(void* a) {
     (void)a;
     CHECK_EQ(aco_rt_pthread_mutex_lock(&pm), 0);
-    aco_rt_sleep(30 * MS);
+    CHECK_EQ(aco_rt_sem_wait(&mx_release, -1), 0);
     CHECK_EQ(aco_rt_pthread_mutex_unlock(&pm), 0);
     return NULL;
 }
@@ -169,6 +172,7 @@ static void* mx_main(void* a) {
     CHECK_EQ(aco_rt_pthread_mutex_unlock(&rm), EPERM);
     /* timed: ETIMEDOUT never early; a bad abstime only when it must wait */
     aco_rt_pthread_t h;
+    aco_rt_sem_init(&mx_release, 0);
     CHECK_EQ(aco_rt_pthread_create(&h, NULL, mx_holder, NULL), 0);
     CHECK_EQ(aco_rt_pthread_yield(), 0);
     struct timespec ts = rt_in(5 * MS);
@@ -185,6 +189,7 @@ static void* mx_main(void* a) {
     CHECK_EQ(aco_rt_pthread_mutex_clocklock(&pm, CLOCK_MONOTONIC, &mono), ETIMEDOUT);
     CHECK_GE(since(t0), 2 * MS);
     CHECK_EQ(aco_rt_pthread_mutex_clocklock(&pm, CLOCK_PROCESS_CPUTIME_ID, &mono), EINVAL);
+    aco_rt_sem_post(&mx_release);
     CHECK_EQ(aco_rt_pthread_join(h, NULL), 0);
     CHECK_EQ(aco_rt_pthread_mutex_timedlock(&pm, &bad), 0);   /* free: no wait */
     CHECK_EQ(aco_rt_pthread_mutex_unlock(&pm), 0);
@@ -404,10 +409,13 @@ static void misc(aco_rt_sched_t* s, void* arg) {
 
 /* ---- run_main ---------------------------------------------------------- */
 
+/* The other thread sleeps far longer than any run of the test: had
+ * run_main waited for it, its end would show. */
+#define RM_OTHER_MS 100000
 static int rm_other_ran_to_end;
 static void* rm_other(void* a) {
     (void)a;
-    aco_rt_sleep(200 * MS);
+    aco_rt_sleep(RM_OTHER_MS * MS);
     rm_other_ran_to_end = 1;
     return NULL;
 }
@@ -429,7 +437,7 @@ static void* rm_thread(void* a) {
     int64_t t0 = aco_rt_now();
     int r = aco_rt_pthread_run_main(rm_main, 2, argv);
     CHECK_EQ(r, 17);
-    CHECK_LT(since(t0), 150 * MS);          /* others stopped, not waited for */
+    CHECK_LT(since(t0), RM_OTHER_MS * MS);  /* others stopped, not waited for */
     CHECK_EQ(rm_other_ran_to_end, 0);
     CHECK(aco_rt_sched_current() == NULL);  /* made here, freed after */
     return NULL;

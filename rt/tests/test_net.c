@@ -7,7 +7,9 @@
  *
  * getaddrinfo is interposed here (the runtime's call reaches this one
  * first): it records the thread it ran on, and a name "slow-<name>" takes
- * 200 ms before <name> is looked up, so that a slow name server is at hand.
+ * 200 ms before <name> is looked up, so that a slow name server is at hand;
+ * "held-<name>" waits while gai_hold is set (at most 30 s), so that a test
+ * knows the lookup has not ended, however slow the machine.
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
@@ -22,6 +24,7 @@
 
 static pthread_t main_thread;
 static int gai_calls, gai_on_main;      /* atomic */
+static int gai_hold, gai_held_in, gai_held_out;    /* atomic: "held-" names */
 
 /* TSan's own getaddrinfo interceptor ignores the memory accesses inside
  * libc's (its malloc/free pairs synchronise in ways TSan cannot see: false
@@ -49,14 +52,24 @@ int getaddrinfo(const char* node, const char* service, const struct addrinfo* hi
     __atomic_fetch_add(&gai_calls, 1, __ATOMIC_SEQ_CST);
     if (pthread_equal(pthread_self(), main_thread))
         __atomic_fetch_add(&gai_on_main, 1, __ATOMIC_SEQ_CST);
+    int held = 0;
     if (node && strncmp(node, "slow-", 5) == 0) {
         struct timespec ts = {0, 200 * 1000000L};
         while (nanosleep(&ts, &ts) != 0) {}
+        node += 5;
+    } else if (node && strncmp(node, "held-", 5) == 0) {
+        held = 1;
+        __atomic_fetch_add(&gai_held_in, 1, __ATOMIC_SEQ_CST);
+        for (int i = 0; i < 30000 && __atomic_load_n(&gai_hold, __ATOMIC_SEQ_CST); i++) {
+            struct timespec ts = {0, 1000000L};
+            while (nanosleep(&ts, &ts) != 0) {}
+        }
         node += 5;
     }
     __tsan_ignore_thread_begin();
     int rc = real(node, service, hints, res);
     __tsan_ignore_thread_end();
+    if (held) __atomic_fetch_add(&gai_held_out, 1, __ATOMIC_SEQ_CST);
     return rc;
 }
 
@@ -281,20 +294,27 @@ static void past_co(void* arg) {
     CHECK_EQ(aco_rt_listen("localhost:0", NULL, 0), -ETIMEDOUT);
     CHECK_EQ(aco_rt_dial(a, NULL, 0), -ETIMEDOUT);
     CHECK_EQ(aco_rt_dial(a, NULL, -7), -ETIMEDOUT);
-    /* a numeric dial with a deadline passed: one try that does not wait */
+    /* a numeric dial with a deadline passed: one try that does not wait
+     * (a loaded machine may stop the thread longer than the bound in any
+     * one try: the fastest of up to 20 counts) */
     snprintf(a, sizeof(a), "127.0.0.1:%d", port);
-    int64_t t0 = aco_rt_now();
-    int c = aco_rt_dial(a, NULL, 0);
-    CHECK_LT(aco_rt_now() - t0, 100 * MS);
-    CHECK(c >= 0 || c == -ETIMEDOUT);
-    if (c >= 0) exchange(lfd, c), aco_rt_close(c);
+    int64_t best = INT64_MAX;
+    for (int round = 0; round < 20 && best >= 100 * MS; round++) {
+        int64_t t0 = aco_rt_now();
+        int c = aco_rt_dial(a, NULL, 0);
+        if (aco_rt_now() - t0 < best) best = aco_rt_now() - t0;
+        CHECK(c >= 0 || c == -ETIMEDOUT);
+        if (c >= 0) exchange(lfd, c), aco_rt_close(c);
+    }
+    CHECK_LT(best, 100 * MS);
     CHECK_EQ(aco_rt_close(lfd), 0);
 }
 
-/* Cancel and deadline while a name resolves (200 ms): prompt; the lookup's
- * record is freed when it ends (LeakSanitizer). */
+/* Cancel and deadline while a name resolves (held until the test lets it
+ * go): before the lookup's end; the lookup's record is freed when it ends
+ * (LeakSanitizer). */
 static void resolver_co(void* arg) {
-    CHECK_EQ(aco_rt_dial("slow-localhost:9", NULL, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_dial("held-localhost:9", NULL, -1), -ECANCELED);
     *(int*)arg = 1;
 }
 
@@ -302,18 +322,25 @@ static void cancel_co(void* arg) {
     (void)arg;
     static int done;
     done = 0;
+    __atomic_store_n(&gai_hold, 1, __ATOMIC_SEQ_CST);
+    int out0 = __atomic_load_n(&gai_held_out, __ATOMIC_SEQ_CST);
     aco_rt_co_t* r = aco_rt_spawn(NULL, resolver_co, &done);
     CHECK(r != NULL);
     aco_rt_sleep(20 * MS);
-    int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_cancel(r), 0);
     CHECK_EQ(aco_rt_join(r, aco_rt_in_ms(5000)), 0);
-    CHECK_LT(aco_rt_now() - t0, 150 * MS);
+    CHECK_EQ(__atomic_load_n(&gai_held_out, __ATOMIC_SEQ_CST), out0);  /* not waited for */
     CHECK_EQ(done, 1);
-    t0 = aco_rt_now();
-    CHECK_EQ(aco_rt_listen("slow-localhost:0", NULL, aco_rt_in_ms(30)), -ETIMEDOUT);
-    CHECK_LT(aco_rt_now() - t0, 150 * MS);
-    aco_rt_sleep(300 * MS);             /* the lookups end, their records go */
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_listen("held-localhost:0", NULL, aco_rt_in_ms(30)), -ETIMEDOUT);
+    CHECK_GE(aco_rt_now() - t0, 30 * MS);
+    CHECK_EQ(__atomic_load_n(&gai_held_out, __ATOMIC_SEQ_CST), out0);  /* not waited for */
+    __atomic_store_n(&gai_hold, 0, __ATOMIC_SEQ_CST);
+    /* the lookups that started end, their records go */
+    while (__atomic_load_n(&gai_held_out, __ATOMIC_SEQ_CST) !=
+           __atomic_load_n(&gai_held_in, __ATOMIC_SEQ_CST))
+        aco_rt_sleep(MS);
+    aco_rt_sleep(300 * MS);
 }
 
 /* ------------------------------------------------------------------------ */

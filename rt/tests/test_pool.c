@@ -471,6 +471,11 @@ static atomic_int cancel_seen;
 
 static void sleeper(void* arg) { aco_rt_sleep((int64_t)(uintptr_t)arg * MS); }
 
+/* Waits until let go (not a time the other thread's timed join must beat:
+ * a loaded machine may run this thread late). */
+static aco_rt_sem_t held_release;
+static void held(void* arg) { (void)arg; CHECK_EQ(aco_rt_sem_wait(&held_release, -1), 0); }
+
 static void blocked(void* arg) {
     (void)arg;
     long v;
@@ -482,9 +487,11 @@ static void blocked(void* arg) {
 
 static void xjoin_main(void* arg) {
     (void)arg;
-    aco_rt_co_t* c = aco_rt_spawn(T(1), sleeper, (void*)30);
+    aco_rt_sem_init(&held_release, 0);
+    aco_rt_co_t* c = aco_rt_spawn(T(1), held, NULL);
     CHECK(c != NULL);
     CHECK_EQ(aco_rt_join(c, aco_rt_now() + 5 * MS), -ETIMEDOUT);
+    aco_rt_sem_post(&held_release);
     CHECK_EQ(aco_rt_join(c, -1), 0);
     /* detach before and after it ends */
     c = aco_rt_spawn(T(1), sleeper, (void*)5);

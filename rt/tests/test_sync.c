@@ -232,11 +232,21 @@ static void cond_fail(void* arg) {
      * the mutex again */
     static int64_t d;
     /* (50 ms: under valgrind, whose first run of code is slow, 2 ms could
-     * pass before the co even waits, and it would time out at once) */
-    d = aco_rt_now() + 50 * MS;
-    cvt_rc = 1;
-    aco_rt_co_t* c = aco_rt_spawn(NULL, cv_timed, &d);
-    CHECK_EQ(aco_rt_yield(), 0);
+     * pass before the co even waits, and it would time out at once; a
+     * loaded machine may stop it longer than any margin: then it did not
+     * wait, which is checked, and a new co tries again) */
+    aco_rt_co_t* c;
+    for (int tries = 0;; tries++) {
+        d = aco_rt_now() + 50 * MS;
+        cvt_rc = 1;
+        c = aco_rt_spawn(NULL, cv_timed, &d);
+        CHECK_EQ(aco_rt_yield(), 0);
+        if (cvt_rc == 1) break;             /* it waits in the cond */
+        CHECK_EQ(cvt_rc, -ETIMEDOUT);       /* d passed first: no wait */
+        CHECK_GE(cvt_end, d);
+        CHECK_EQ(aco_rt_join(c, -1), 0);
+        CHECK_LT(tries, 20);
+    }
     CHECK_EQ(aco_rt_cond_wait(&CV, &M, -1), -EPERM);   /* not ours */
     CHECK_EQ(aco_rt_mutex_lock(&M, -1), 0);
     CHECK_EQ(aco_rt_sleep(100 * MS), 0);    /* its deadline passes */
