@@ -400,7 +400,7 @@ else
 fi
 
 have_nc=0
-if have nc && nc -h 2>&1 | grep -q OpenBSD; then
+if have nc && grep -q OpenBSD < <(nc -h 2>&1); then
     have_nc=1
 else
     say "leaving out nc: install netcat-openbsd"

@@ -31,7 +31,7 @@ esac
 if grep -q 'MISS' "$tmp/log" && grep -qi 'all checks passed' "$tmp/log"; then
     echo "FAIL: 'all checks passed' after a MISS"; fail=1
 fi
-if grep -q 'MISS' "$tmp/log" && ! echo "$last" | grep -q '[1-9][0-9]* missed'; then
+if grep -q 'MISS' "$tmp/log" && ! grep -q '[1-9][0-9]* missed' <<< "$last"; then
     echo "FAIL: a MISS above, but the last line says none missed: '$last'"; fail=1
 fi
 [ $fail = 0 ] && echo "make.sh bench: built $(echo "$built" | wc -l) programs; $last"

@@ -70,11 +70,11 @@ for cc in gcc clang; do
             [ $ok = 1 ] || { cat "$tmp/err"; fail=1; }
             out=$(ACO_CHECKED=1 gdb -nx -q -batch -x tools/aco_gdb.py -ex run -ex bt -ex 'aco-bt co0' \
                   "$tmp/escape" 2>&1)
-            if ! echo "$out" | grep -qE "SIGSEGV" ||
-               ! echo "$out" | grep -qE "^#0 .*co_fp1 .* at .*escape.c:$line_access"; then
+            if ! grep -qE "SIGSEGV" <<< "$out" ||
+               ! grep -qE "^#0 .*co_fp1 .* at .*escape.c:$line_access" <<< "$out"; then
                 echo "FAIL $what: gdb did not stop in co_fp1 at line $line_access"; echo "$out"; fail=1
-            elif ! echo "$out" | grep -q "evicted to its save stack" ||
-                 ! echo "$out" | grep -qE "^#[0-9]+ .*co_fp0 .*escape.c:$line_owner"; then
+            elif ! grep -q "evicted to its save stack" <<< "$out" ||
+                 ! grep -qE "^#[0-9]+ .*co_fp0 .*escape.c:$line_owner" <<< "$out"; then
                 echo "FAIL $what: aco-bt co0 does not show co_fp0's evicted frames"; echo "$out"; fail=1
             fi
             [ $fail = 1 ] || echo "ok $what"

@@ -235,7 +235,7 @@ consumer "$tmp/c-find-static" -DACO_CONSUME=find_package -DCMAKE_PREFIX_PATH="$s
 grep -q "found aco 1\.[0-9.]* in $st/lib/cmake/aco" "$tmp/c-find-static-configure.log" ||
     fail "find_package did not find the package under $st"
 for p in aco_consumer aco_rt_consumer; do
-    needed "$tmp/c-find-static/$p" | grep -q libaco && fail "static consumer $p needs a libaco.so"
+    grep -q libaco < <(needed "$tmp/c-find-static/$p") && fail "static consumer $p needs a libaco.so"
 done
 export PKG_CONFIG_PATH=$st/lib/pkgconfig
 flags=$(pkg-config --cflags --libs libaco)
@@ -244,7 +244,7 @@ case " $flags " in *" -D"*) fail "libaco.pc has macros that libaco was built wit
 # shellcheck disable=SC2086
 "$CC" -Wall -Wextra -Werror -DACO_CONSUMER_EXPECT_SHARE_FPU=0 tests/cmake_consumer/main.c \
     $flags -o "$tmp/pc-static" || fail "pkg-config build against the static install"
-"$tmp/pc-static" | grep -q '^aco_consumer: ok$' || fail "pkg-config build (static) does not run"
+grep -q '^aco_consumer: ok$' < <("$tmp/pc-static") || fail "pkg-config build (static) does not run"
 # shellcheck disable=SC2046
 "$CC" tests/cmake_consumer/main.c $(pkg-config --static --cflags --libs libaco) -o "$tmp/pc-static2" ||
     fail "pkg-config --static build"
@@ -266,7 +266,7 @@ consumer "$tmp/c-subdir" -DACO_CONSUME=add_subdirectory -DACO_SOURCE_DIR="$top" 
     -DACO_SHARE_FPU_MXCSR_ENV=ON -DACO_EXPECT_SHARE_FPU=ON -DACO_RT_URING=OFF -DACO_EXPECT_EPOLL_ONLY=ON
 grep -q '^ACO_BUILD_TESTS:BOOL=OFF$' "$tmp/c-subdir/CMakeCache.txt" ||
     fail "add_subdirectory: ACO_BUILD_TESTS is not OFF by default"
-if find "$tmp/c-subdir" -name 'test_aco_*' | grep -q .; then
+if grep -q . < <(find "$tmp/c-subdir" -name 'test_aco_*'); then
     fail "add_subdirectory built libaco's tests"
 fi
 for t in aco aco_rt; do
@@ -318,29 +318,29 @@ for l in libaco libaco_rt; do
         fail "$l.so: executable stack"
 done
 so=$sh/lib/libaco.so.$version
-readelf -dW "$so" | grep -q 'SONAME.*\[libaco\.so\.1\]' || fail "SONAME is not libaco.so.1"
+grep -q 'SONAME.*\[libaco\.so\.1\]' < <(readelf -dW "$so") || fail "SONAME is not libaco.so.1"
 exports=$(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
-echo "$exports" | grep -q '^acosw$' || fail "libaco.so does not export acosw"
-echo "$exports" | grep -q '^aco__yieldsw$' || fail "libaco.so does not export aco__yieldsw (aco_yield calls it)"
-echo "$exports" | grep -q '^aco_resume$' || fail "libaco.so does not export aco_resume"
+grep -q '^acosw$' <<< "$exports" || fail "libaco.so does not export acosw"
+grep -q '^aco__yieldsw$' <<< "$exports" || fail "libaco.so does not export aco__yieldsw (aco_yield calls it)"
+grep -q '^aco_resume$' <<< "$exports" || fail "libaco.so does not export aco_resume"
 bad=$(echo "$exports" | grep -v -e '^aco_' -e '^acosw$' || true)
 [ -z "$bad" ] || fail "libaco.so exports more than aco_* and acosw: $bad"
 echo "    libaco.so.$version: SONAME libaco.so.1, $(echo "$exports" | wc -l) symbols exported, all aco_*/acosw"
 rtso=$sh/lib/libaco_rt.so.$version
-readelf -dW "$rtso" | grep -q 'SONAME.*\[libaco_rt\.so\.1\]' || fail "SONAME is not libaco_rt.so.1"
-readelf -dW "$rtso" | grep -q '(RUNPATH).*\[\$ORIGIN\]' || fail "libaco_rt.so: run path is not \$ORIGIN"
-needed "$rtso" | grep -qx 'libaco.so.1' || fail "libaco_rt.so does not need libaco.so.1"
+grep -q 'SONAME.*\[libaco_rt\.so\.1\]' < <(readelf -dW "$rtso") || fail "SONAME is not libaco_rt.so.1"
+grep -q '(RUNPATH).*\[\$ORIGIN\]' < <(readelf -dW "$rtso") || fail "libaco_rt.so: run path is not \$ORIGIN"
+grep -qx 'libaco.so.1' < <(needed "$rtso") || fail "libaco_rt.so does not need libaco.so.1"
 exports=$(nm -D --defined-only "$rtso" | awk '{print $3}' | sed 's/@.*//' | sort -u)
-echo "$exports" | grep -q '^aco_rt_sched_new$' || fail "libaco_rt.so does not export aco_rt_sched_new"
+grep -q '^aco_rt_sched_new$' <<< "$exports" || fail "libaco_rt.so does not export aco_rt_sched_new"
 bad=$(echo "$exports" | grep -v -e '^aco_rt_' || true)
 [ -z "$bad" ] || fail "libaco_rt.so exports more than aco_rt_*: $bad"
 echo "    libaco_rt.so.$version: SONAME libaco_rt.so.1, run path \$ORIGIN, $(echo "$exports" | wc -l) symbols exported, all aco_rt_*"
 
 consumer "$tmp/c-find-shared" -DACO_CONSUME=find_package -DCMAKE_PREFIX_PATH="$sh" \
     -DACO_EXPECT_SHARE_FPU=ON
-needed "$tmp/c-find-shared/aco_consumer" | grep -qx 'libaco.so.1' ||
+grep -qx 'libaco.so.1' < <(needed "$tmp/c-find-shared/aco_consumer") ||
     fail "the find_package consumer of the shared install does not need libaco.so.1"
-needed "$tmp/c-find-shared/aco_rt_consumer" | grep -qx 'libaco_rt.so.1' ||
+grep -qx 'libaco_rt.so.1' < <(needed "$tmp/c-find-shared/aco_rt_consumer") ||
     fail "the find_package consumer of the shared install does not need libaco_rt.so.1"
 # The macro's check has teeth: expecting the wrong one fails the build.
 if cmake -S "$top/tests/cmake_consumer" -B "$tmp/c-wrong" -DCMAKE_PREFIX_PATH="$sh" \
@@ -358,15 +358,15 @@ case " $flags " in *" -DACO_CONFIG_SHARE_FPU_MXCSR_ENV "*) ;; *) fail "libaco.pc
 # shellcheck disable=SC2086
 "$CC" -Wall -Wextra -Werror -DACO_CONSUMER_EXPECT_SHARE_FPU=1 tests/cmake_consumer/main.c \
     $flags -o "$tmp/pc-shared" || fail "pkg-config build against the shared install"
-needed "$tmp/pc-shared" | grep -qx 'libaco.so.1' || fail "the pkg-config build does not need libaco.so.1"
+grep -qx 'libaco.so.1' < <(needed "$tmp/pc-shared") || fail "the pkg-config build does not need libaco.so.1"
 out=$(LD_LIBRARY_PATH=$sh/lib "$tmp/pc-shared") || fail "pkg-config build (shared) does not run"
-echo "$out" | grep -q 'FP control state shared' || fail "pkg-config build: the macro did not arrive"
+grep -q 'FP control state shared' <<< "$out" || fail "pkg-config build: the macro did not arrive"
 # The runtime with a run path to the prefix alone: libaco_rt.so finds
 # libaco.so beside it.
 # shellcheck disable=SC2046
 "$CC" -Wall -Wextra -Werror "$rt_main" $(pkg-config --cflags --libs libaco_rt) -Wl,-rpath,"$sh/lib" \
     -o "$tmp/pc-rt-shared" || fail "pkg-config libaco_rt build against the shared install"
-needed "$tmp/pc-rt-shared" | grep -qx 'libaco_rt.so.1' || fail "the pkg-config build does not need libaco_rt.so.1"
+grep -qx 'libaco_rt.so.1' < <(needed "$tmp/pc-rt-shared") || fail "the pkg-config build does not need libaco_rt.so.1"
 runs_ok "$tmp/pc-rt-shared" 'rt_consumer: ok' > /dev/null
 unset PKG_CONFIG_PATH
 

@@ -27,13 +27,13 @@ for m in -m64 -m32; do
     for cc in gcc clang; do
         $cc $m -fcf-protection=full -c acosw.S -o "$tmp/sw.o"
         notes=$(readelf -nW "$tmp/sw.o")
-        echo "$notes" | grep -q 'x86 feature: IBT' || bad "$cc $m -fcf-protection: no IBT property"
-        if echo "$notes" | grep -q SHSTK; then bad "$cc $m: acosw.S claims SHSTK"; fi
-        first=$(objdump -d --no-show-raw-insn "$tmp/sw.o" | awk '/<acosw>:/ {getline; print $2; exit}')
+        grep -q 'x86 feature: IBT' <<< "$notes" || bad "$cc $m -fcf-protection: no IBT property"
+        if grep -q SHSTK <<< "$notes"; then bad "$cc $m: acosw.S claims SHSTK"; fi
+        first=$(awk '/<acosw>:/ {getline; print $2; exit}' < <(objdump -d --no-show-raw-insn "$tmp/sw.o"))
         case "$first" in endbr64|endbr32) ;; *) bad "$cc $m: acosw starts with '$first', not endbr" ;; esac
         # Without CET nothing is claimed.
         $cc $m -c acosw.S -o "$tmp/sw0.o"
-        if readelf -nW "$tmp/sw0.o" | grep -q 'x86 feature'; then bad "$cc $m: property note without -fcf-protection"; fi
+        if grep -q 'x86 feature' < <(readelf -nW "$tmp/sw0.o"); then bad "$cc $m: property note without -fcf-protection"; fi
     done
 done
 echo "CET property notes checked"
@@ -58,10 +58,10 @@ for m in -m64 -m32; do
         [ "$c_only" = "x86 feature: IBT, SHSTK" ] || bad "$cc $m: the C objects claim '$c_only', want IBT, SHSTK"
         [ "$all" = "x86 feature: IBT" ] || bad "$cc $m: the program with acosw.o claims '$all', want IBT only"
         ind=$(objdump -d --no-show-raw-insn "$tmp/s.o" | grep -E '(jmp|call) +\*' || true)
-        if echo "$ind" | grep -vq notrack; then bad "$cc $m: an indirect branch in acosw.o is not notrack: $ind"; fi
+        if grep -vq notrack <<< "$ind"; then bad "$cc $m: an indirect branch in acosw.o is not notrack: $ind"; fi
         for sym in $(nm --defined-only -g "$tmp/s.o" | awk '$2 == "T" {print $3}'); do
             case $sym in aco_protector_ret|aco__acosw_end) continue ;; esac  # labels, never branch targets
-            insn=$(objdump -d --no-show-raw-insn "$tmp/s.o" | awk -v s="<$sym>:" '$2 == s {getline; print $2; exit}')
+            insn=$(awk -v s="<$sym>:" '$2 == s {getline; print $2; exit}' < <(objdump -d --no-show-raw-insn "$tmp/s.o"))
             case "$insn" in endbr64|endbr32) ;;
                 *) # acosw and aco__yieldsw are reached indirectly (PLT,
                    # function pointers);
@@ -81,9 +81,9 @@ done
 # Where the crt files do carry notes, the whole program shows it directly.
 printf 'int main(void){return 0;}\n' > "$tmp/m.c"
 gcc -fcf-protection=full "$tmp/m.c" -o "$tmp/m"
-if readelf -nW "$tmp/m" | grep -q 'x86 feature: IBT, SHSTK'; then
+if grep -q 'x86 feature: IBT, SHSTK' < <(readelf -nW "$tmp/m"); then
     gcc -fcf-protection=full -I. test_aco_synopsis.c aco.c acosw.S -o "$tmp/whole"
-    readelf -nW "$tmp/whole" | grep -q 'x86 feature: IBT$' || bad "the whole program is not IBT-only"
+    grep -q 'x86 feature: IBT$' < <(readelf -nW "$tmp/whole") || bad "the whole program is not IBT-only"
     echo "whole-program link: IBT only"
 else
     echo "this system's crt files carry no CET notes: the link was checked with ld -r"
@@ -101,33 +101,33 @@ for arch in $cross; do
         name="${cc%% *} ($arch)"
         # shellcheck disable=SC2086
         $cc -c acosw.S -o "$tmp/sw.o"
-        readelf -SW "$tmp/sw.o" | grep -q '\.note\.GNU-stack' || bad "$name: acosw.o has no .note.GNU-stack"
+        grep -q '\.note\.GNU-stack' < <(readelf -SW "$tmp/sw.o") || bad "$name: acosw.o has no .note.GNU-stack"
         # The protector's FDE marks the return-address column undefined.
         ra=r30; [ $arch = riscv64 ] && ra=r1
-        readelf -wf "$tmp/sw.o" | grep -q "DW_CFA_undefined: $ra " ||
+        grep -q "DW_CFA_undefined: $ra " < <(readelf -wf "$tmp/sw.o") ||
             bad "$name: no DW_CFA_undefined $ra (return address) in acosw.o's CFI"
-        if readelf -nW "$tmp/sw.o" | grep -q 'feature'; then bad "$name: property note without branch protection"; fi
+        if grep -q 'feature' < <(readelf -nW "$tmp/sw.o"); then bad "$name: property note without branch protection"; fi
         [ $arch = aarch64 ] || continue
         # -mbranch-protection: BTI claimed, PAC never; bti c opens acosw.
         for bp in standard bti; do
             $cc -mbranch-protection=$bp -c acosw.S -o "$tmp/sw.o"
             notes=$(readelf -nW "$tmp/sw.o")
-            echo "$notes" | grep -q 'AArch64 feature: BTI' || bad "$name -mbranch-protection=$bp: no BTI property"
-            if echo "$notes" | grep -q 'PAC'; then bad "$name -mbranch-protection=$bp: acosw.S claims PAC"; fi
+            grep -q 'AArch64 feature: BTI' <<< "$notes" || bad "$name -mbranch-protection=$bp: no BTI property"
+            if grep -q 'PAC' <<< "$notes"; then bad "$name -mbranch-protection=$bp: acosw.S claims PAC"; fi
             # (aco__yieldsw is acosw here: objdump may label the address
             # with either name)
-            first=$(aarch64-linux-gnu-objdump -d "$tmp/sw.o" | awk '/<(acosw|aco__yieldsw)>:/ {getline; print $3, $4; exit}')
+            first=$(awk '/<(acosw|aco__yieldsw)>:/ {getline; print $3, $4; exit}' < <(aarch64-linux-gnu-objdump -d "$tmp/sw.o"))
             [ "$first" = "bti c" ] || bad "$name -mbranch-protection=$bp: acosw starts with '$first', not bti c"
         done
         $cc -mbranch-protection=pac-ret -c acosw.S -o "$tmp/sw.o"
-        if readelf -nW "$tmp/sw.o" | grep -q 'feature'; then bad "$name -mbranch-protection=pac-ret: a property note"; fi
+        if grep -q 'feature' < <(readelf -nW "$tmp/sw.o"); then bad "$name -mbranch-protection=pac-ret: a property note"; fi
     done
     echo "$arch: GNU-stack note, protector CFI$([ $arch = aarch64 ] && echo ', BTI property notes') checked"
 done
 
 # 3. libaco.so: a SONAME, and the exported symbols are the API only.
 so=output/libaco.so
-readelf -dW "$so" | grep -q 'SONAME.*\[libaco\.so\.[0-9]*\]' || bad "$so has no SONAME"
+grep -q 'SONAME.*\[libaco\.so\.[0-9]*\]' < <(readelf -dW "$so") || bad "$so has no SONAME"
 syms=$(nm -D --defined-only "$so" | awk '{print $3}' | sort | tr '\n' ' ')
 # Exactly the API, plus the thread-local current co, the out-of-line
 # half of aco.h's inline aco_yield and the switch it calls.

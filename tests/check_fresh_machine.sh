@@ -53,7 +53,7 @@ env -u ACO_STRICT PATH="$bin" OUTPUT="$tmp/out" BENCH_ARGS=--quick bash make.sh 
 [ $rc = 0 ] || { bad "make.sh bench exited $rc"; tail -20 "$out"; }
 # bench builds only what it runs: of the missing parts only the fcontext
 # peer concerns it, and only that one is named.
-grep '^make.sh: leaving out' "$out" | grep -q -- libboost-context-dev ||
+grep -q -- libboost-context-dev < <(grep '^make.sh: leaving out' "$out") ||
     bad "make.sh bench does not name libboost-context-dev"
 n=$(grep -c '^make.sh: leaving out' "$out" || true)
 [ "$n" = 1 ] || bad "make.sh bench: $n 'leaving out' lines, expected 1 (fcontext)"
@@ -63,7 +63,7 @@ grep -q '^headline copy120_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a$' "$o
     bad "no copy120 headline line"
 [ "$(tail -2 "$out" | head -1 | cut -d' ' -f1-2)" = "headline copy120_roundtrip_ns" ] ||
     bad "make.sh bench does not end with the headline lines"
-tail -1 "$out" | grep -q '^make.sh bench: every correctness check passed; ' ||
+grep -q '^make.sh bench: every correctness check passed; ' < <(tail -1 "$out") ||
     bad "make.sh bench's last line is not its verdict: $(tail -1 "$out")"
 grep '^make.sh: leaving out' "$out"
 
@@ -79,7 +79,7 @@ grep -q "^$tmp/out4/test_aco_synopsis\.\.no_valgrind\.standaloneFPUenv\$" "$out"
 grep -q '\.\.m32\.' "$out" && bad "make.sh list lists i386 programs without gcc-multilib"
 for pkg in gcc-multilib valgrind gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
            gcc-riscv64-linux-gnu libc6-dev-riscv64-cross libboost-context-dev; do
-    grep '^make.sh: leaving out' "$out" | grep -q -- "$pkg" || bad "no 'leaving out' line names $pkg"
+    grep -q -- "$pkg" < <(grep '^make.sh: leaving out' "$out") || bad "no 'leaving out' line names $pkg"
 done
 n=$(grep -c '^make.sh: leaving out' "$out" || true)
 [ "$n" = 5 ] || bad "$n 'leaving out' lines, expected 5 (m32, valgrind, aarch64, riscv64, fcontext)"

@@ -54,7 +54,7 @@ for cc in $GDB_CCS; do
                     echo "FAIL $cc $m $opt bt $b: frames '$names', want '$want'"; echo "$out"; fail=1
                 fi
             done
-            if echo "$out" | grep -qE '\?\?|Backtrace stopped|previous frame identical|corrupt stack'; then
+            if grep -qE '\?\?|Backtrace stopped|previous frame identical|corrupt stack' <<< "$out"; then
                 echo "FAIL $cc $m $opt: unclean backtrace"; echo "$out"; fail=1
             fi
             echo "ok $cc $m $opt"

@@ -110,28 +110,28 @@ for cc in $GDB_CCS; do
             # half (resume) and the take path's functions (take_any, take,
             # take16/32/64, take_slow, take_done) stay on the stack
             got=$(frames main)
-            echo "$got" | grep -Eq '^((aco_resume|resume|take[a-z0-9_]*) )*main $' ||
+            grep -Eq '^((aco_resume|resume|take[a-z0-9_]*) )*main $' <<< "$got" ||
                 bad "aco-bt main: frames '$got', want aco_resume's own frames (if any), then main"
             check e "e_fn aco_protector"
             # a co that handed off: aco_yield_to tail-jumps (through the
             # hand-off co's entry, hop_switch) to acosw when optimised; at
             # -O0 both stay on the stack
             got=$(frames g)
-            echo "$got" | grep -Eq '^(hop_switch )?(aco_yield_to )?g_inner g_fn aco_protector $' ||
+            grep -Eq '^(hop_switch )?(aco_yield_to )?g_inner g_fn aco_protector $' <<< "$got" ||
                 bad "aco-bt co_g: frames '$got', want [hop_switch aco_yield_to] g_inner g_fn aco_protector"
-            section g | grep -q 'evicted to its save stack' || bad "co_g not reported as evicted"
-            section a | grep -q 'evicted to its save stack' || bad "co_a not reported as evicted"
-            section d | grep -q '(suspended)' || bad "co_d not reported as suspended"
-            section c | grep -q 'is running' || bad "co_c not reported as running"
-            section e | grep -q 'not started yet' || bad "co_e not reported as not started"
-            section f | grep -q 'has ended' || bad "co_f not reported as ended"
-            section selected | grep -q '^#2 ' || bad "selected frame not restored: $(section selected | head -1)"
+            grep -q 'evicted to its save stack' < <(section g) || bad "co_g not reported as evicted"
+            grep -q 'evicted to its save stack' < <(section a) || bad "co_a not reported as evicted"
+            grep -q '(suspended)' < <(section d) || bad "co_d not reported as suspended"
+            grep -q 'is running' < <(section c) || bad "co_c not reported as running"
+            grep -q 'not started yet' < <(section e) || bad "co_e not reported as not started"
+            grep -q 'has ended' < <(section f) || bad "co_f not reported as ended"
+            grep -q '^#2 ' < <(section selected) || bad "selected frame not restored: $(section selected | head -1)"
             [ "$(section regs-before)" = "$(section regs-after)" ] || bad "registers changed"
             [ -n "$(section regs-before)" ] || bad "no registers read"
             for s in s1 s2; do
                 cmp -s "$tmp/$s.before" "$tmp/$s.after" || bad "share stack $s changed"
             done
-            section end | grep -q 'exited normally' || bad "the program did not run to its normal end"
+            grep -q 'exited normally' < <(section end) || bad "the program did not run to its normal end"
             if grep -qE '\?\?|Backtrace stopped|previous frame identical|corrupt stack|Python Exception|Error' "$tmp/out"; then
                 bad "unclean output"
             fi

@@ -74,14 +74,14 @@ gcc -Wall -Wextra -Werror test_aco_synopsis.c -I"$root/include" "$root/lib/libac
 # The runtime: dynamic, its run path naming the prefix's lib alone.
 # shellcheck disable=SC2086
 gcc -Wall -Wextra -Werror "$rt_main" $rtflags -Wl,-rpath,"$root/lib" -o "$tmp/rt_dyn"
-needed "$tmp/rt_dyn" | grep -qx libaco_rt.so.1 || fail "rt_dyn does not need libaco_rt.so.1"
+grep -qx libaco_rt.so.1 < <(needed "$tmp/rt_dyn") || fail "rt_dyn does not need libaco_rt.so.1"
 runs_ok 'rt_consumer: ok' "$tmp/rt_dyn"
 # libaco_rt.so finds libaco.so beside it, wherever the prefix is.
-readelf -dW "$root/lib/libaco_rt.so" | grep -q '(RUNPATH).*\[\$ORIGIN\]' || fail "libaco_rt.so: run path is not \$ORIGIN"
+grep -q '(RUNPATH).*\[\$ORIGIN\]' < <(readelf -dW "$root/lib/libaco_rt.so") || fail "libaco_rt.so: run path is not \$ORIGIN"
 # Static: nothing of libaco's looked for at run time.
 # shellcheck disable=SC2046
 gcc -Wall -Wextra -Werror "$rt_main" $(pkg-config --static --cflags --libs libaco_rt) -static -o "$tmp/rt_static"
-needed "$tmp/rt_static" | grep -q libaco && fail "rt_static needs a libaco library"
+grep -q libaco < <(needed "$tmp/rt_static") && fail "rt_static needs a libaco library"
 runs_ok 'rt_consumer: ok' "$tmp/rt_static"
 
 # The build tree's pkg-config files (output/, here $tmp/out).
