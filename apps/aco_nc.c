@@ -79,6 +79,48 @@ static int send_file(int in) {
     }
 }
 
+/* Move n bytes from the pipe p0 to out, waiting on out while it is full:
+ * 0 or -errno. */
+static int drain_pipe(int p0, int out, ssize_t n) {
+    while (n > 0) {
+        ssize_t m = splice(p0, NULL, out, NULL, (size_t)n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (m > 0) { n -= m; continue; }
+        if (m < 0 && errno == EINTR) continue;
+        if (m < 0 && errno == EAGAIN) {
+            int r = aco_rt_wait(out, POLLOUT, -1);
+            if (r < 0) return r;
+            continue;
+        }
+        return m < 0 ? -errno : -EIO;
+    }
+    return 0;
+}
+
+/* stdin (a regular file) to the socket through a pipe of 1 MiB by splice:
+ * 0, -errno, or 1 if splice cannot do it (nothing was sent).  sendfile
+ * does the same through a pipe of its own of 16 pages, so the socket
+ * takes 64 KiB a call; from this pipe it takes up to 1 MiB. */
+static int send_splice(int in) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) return 1;
+    fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+    int r = 0, moved = 0;
+    for (;;) {
+        ssize_t n = splice(in, NULL, p[1], NULL, 1 << 20, SPLICE_F_MOVE);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            r = (!moved && (errno == EINVAL || errno == ENOSYS)) ? 1 : -errno;
+            break;
+        }
+        moved = 1;
+        if ((r = drain_pipe(p[0], sock, n)) < 0) break;
+    }
+    close(p[0]);
+    close(p[1]);
+    return r;
+}
+
 /* The socket to out (a pipe or file) by splice: 0, -errno, or 1 if splice
  * cannot do it (nothing moved). */
 static int recv_splice(int out) {
@@ -100,19 +142,8 @@ static int recv_splice(int out) {
             break;
         }
         moved = 1;
-        while (n > 0) {     /* drain the pipe into out */
-            ssize_t m = splice(p[0], NULL, out, NULL, (size_t)n, SPLICE_F_MOVE);
-            if (m < 0 && errno == EINTR) continue;
-            if (m < 0 && errno == EAGAIN) {     /* out is a full pipe */
-                if ((r = aco_rt_wait(out, POLLOUT, -1)) < 0) goto out;
-                r = 0;
-                continue;
-            }
-            if (m <= 0) { r = m < 0 ? -errno : -EIO; goto out; }
-            n -= m;
-        }
+        if ((r = drain_pipe(p[0], out, n)) < 0) break;
     }
-out:
     close(p[0]);
     close(p[1]);
     return r;
@@ -122,7 +153,7 @@ static void send_co(void* arg) {
     (void)arg;
     struct stat st;
     int r = 1;
-    if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) r = send_file(0);
+    if (fstat(0, &st) == 0 && S_ISREG(st.st_mode) && (r = send_splice(0)) == 1) r = send_file(0);
     if (r == 1) r = copy_rw(0, sock, 0);
     if (r < 0) fail("sending", -r);
     shutdown(sock, SHUT_WR);
