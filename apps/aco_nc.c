@@ -9,10 +9,11 @@
  * side is shut down (what OpenBSD nc does with -N); the program ends when
  * both directions have ended: stdin's and the peer's.
  * Each direction takes the cheapest way the descriptors allow:
- *   stdin a regular file   sendfile(2) to the socket (no copy through us);
+ *   stdin a regular file   splice(2) file -> pipe -> socket (no copy
+ *                          through us; sendfile(2) where splice cannot);
  *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy);
  *   otherwise              read/write through a 256 KiB heap buffer.
- * sendfile and splice are plain system calls, not the runtime's: the socket
+ * splice and sendfile are plain system calls, not the runtime's: the socket
  * is non-blocking (accepted so; aco_rt_connect makes it so) and SIGPIPE is
  * ignored, so that a peer or a reader that left is an EPIPE, not a death
  * (the runtime's own calls never raise it).
