@@ -61,14 +61,11 @@ static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
     /* 0: unlock made us the owner */
 }
 
-/* Both fast paths look before they compare-and-swap: a held mutex (or one
- * with waiters, for unlock) goes the slow way without a locked instruction
- * that is bound to fail (each costs as much as one that succeeds). */
 int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_likely(me != NULL && !(me->flags & RT_CANCELLED))) {
-        uintptr_t o = __atomic_load_n(&m->owner_, __ATOMIC_RELAXED);
-        if (rt_likely(o == 0 && rt_cas(&m->owner_, &o, (uintptr_t)me))) return 0;
+        uintptr_t o = 0;
+        if (rt_likely(rt_cas(&m->owner_, &o, (uintptr_t)me))) return 0;
     }
     return lock_slow(m, me, deadline);
 }
@@ -94,8 +91,8 @@ static int unlock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, uintptr_t o) {
 
 int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
-    uintptr_t o = __atomic_load_n(&m->owner_, __ATOMIC_RELAXED);
-    if (rt_likely(me != NULL && o == (uintptr_t)me && rt_cas(&m->owner_, &o, 0))) return 0;
+    uintptr_t o = (uintptr_t)me;
+    if (rt_likely(me != NULL && rt_cas(&m->owner_, &o, 0))) return 0;
     return unlock_slow(m, me, o);
 }
 
