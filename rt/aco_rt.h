@@ -188,11 +188,11 @@ aco_rt_co_t* aco_rt_spawn2(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
 
 /* Wait until co finished, then free its handle: 0.  -ENOMEM: co never ran
  * (spawned into another thread's scheduler, which found no memory for it);
- * its handle is freed too.  -ETIMEDOUT or -ECANCELED: co goes on and the
- * handle stays valid.  -EINVAL: co is the caller, or already has a joiner
- * (one whose aco_rt_join has not returned yet, even if co has finished), or
- * was detached.  -EPERM: not in a co.  One joiner per co, from a co of any
- * scheduler. */
+ * its handle is freed too.  -ETIMEDOUT or -ECANCELED: the handle stays
+ * valid (co goes on, or has finished meanwhile).  -EINVAL: co is the
+ * caller, or already has a joiner (one whose aco_rt_join has not returned
+ * yet, even if co has finished), or was detached.  -EPERM: not in a co.
+ * One joiner per co, from a co of any scheduler. */
 int aco_rt_join(aco_rt_co_t* co, int64_t deadline);
 
 /* Let co's handle go: freed as soon as co finishes.  0; -EINVAL if co

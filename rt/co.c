@@ -463,18 +463,17 @@ int aco_rt_cancelled(void) {
  * cancel takes it back (me -> NULL), the target's end keeps it taken (me ->
  * RT_JOIN_TAKEN).  The one whose exchange wins wakes the joiner; the claim
  * follows, so a wake can never land on a later wait of the joiner.  The mark
- * stays taken until the joiner's join returns and frees the handle: a join
- * meanwhile is a second joiner's (-EINVAL), not a second free. */
+ * stays taken until the handle is freed (by the joiner's join, or by the
+ * scheduler if detached): a join or detach meanwhile gets -EINVAL, and a
+ * handle is never freed twice.  Unjoined, the end leaves RT_JOIN_DONE: the
+ * first join or detach to take it frees the handle. */
 aco_rt_co_t* rt_join_end(aco_rt_co_t* co) {
     aco_rt_co_t* j = rt_load(&co->joiner);
-    for (;;) {
-        if (j == NULL || j == RT_JOIN_DETACH) {
-            if (rt_cas(&co->joiner, &j, RT_JOIN_DONE)) return j;
-        } else if (rt_cas(&co->joiner, &j, RT_JOIN_TAKEN)) {
-            if (rt_claim(j)) rt_wake_any(j, 0);
-            return j;
-        }
+    while (!rt_cas(&co->joiner, &j, j == NULL ? RT_JOIN_DONE : RT_JOIN_TAKEN)) {
+        /* a joiner came, or left (its deadline): again */
     }
+    if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) rt_wake_any(j, 0);
+    return j;
 }
 
 void rt_join_abort(aco_rt_co_t* me, int err) {
@@ -498,10 +497,14 @@ int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {
         if (rt_cas(&co->joiner, &j, me)) {
             r = rt_park(me, RT_W_JOIN, co, deadline);
             if (r) return r;
-        } else if (j != RT_JOIN_DONE) {
-            return -EINVAL;             /* another joiner, or a detach, came first */
+            goto take;                  /* its end left the mark taken for us */
         }
+        if (j != RT_JOIN_DONE) return -EINVAL;  /* another joiner, or a detach, came first */
     }
+    /* It had ended: the handle is ours if we take the mark first (another
+     * join or a detach of another thread may be as far as we are). */
+    if (!rt_cas(&co->joiner, &j, RT_JOIN_TAKEN)) return -EINVAL;
+take:;
     int r = (co->flags & RT_NO_START) ? -ENOMEM : 0;
     record_free_any(co);
     return r;
@@ -511,7 +514,8 @@ int aco_rt_detach(aco_rt_co_t* co) {
     if (co == NULL) return -EINVAL;
     aco_rt_co_t* j = NULL;
     if (rt_cas(&co->joiner, &j, RT_JOIN_DETACH)) return 0;  /* freed when it ends */
-    if (j != RT_JOIN_DONE) return -EINVAL;
+    /* ended: free it, unless a join or another detach takes it first */
+    if (j != RT_JOIN_DONE || !rt_cas(&co->joiner, &j, RT_JOIN_TAKEN)) return -EINVAL;
     record_free_any(co);
     return 0;
 }

@@ -228,8 +228,9 @@ enum {
 /* co->joiner besides a joiner co: */
 #define RT_JOIN_DONE   ((aco_rt_co_t*)1)    /* finished (set by the co) */
 #define RT_JOIN_DETACH ((aco_rt_co_t*)2)    /* detached */
-#define RT_JOIN_TAKEN  ((aco_rt_co_t*)3)    /* finished with a joiner, which
-                                               frees it when its join returns */
+#define RT_JOIN_TAKEN  ((aco_rt_co_t*)3)    /* finished, and the handle is
+                                               its joiner's or (detached) the
+                                               scheduler's to free */
 /* co ended (co.c): its joiner's wake, or the mark of a finished co.  Returns
  * what the mark was (RT_JOIN_DETACH: nobody will join co, free it). */
 aco_rt_co_t* rt_join_end(aco_rt_co_t* co);

@@ -517,8 +517,47 @@ static void xjoin_main(void* arg) {
     CHECK_EQ(aco_rt_chan_free(never), 0);
 }
 
+/* Two threads take one handle at once: two joins, or a join and a detach,
+ * of a co that has mostly ended by then.  Exactly one gets it (0), the
+ * other -EINVAL (a joiner or a detach came first); never both, which
+ * would free the handle twice. */
+#ifdef ACO_USE_VALGRIND
+#define JR_N 0          /* (memcheck runs one thread at a time: no race) */
+#else
+#define JR_N (SLOW ? 200 : 3000)
+#endif
+static aco_rt_co_t* jr_target;
+static atomic_int jr_start, jr_ready;
+static int jr_rc[2];
+static void jr_racer(void* arg) {
+    int how = (int)(intptr_t)arg;       /* 0, 1: join; 2: detach */
+    atomic_fetch_add(&jr_ready, 1);
+    while (!atomic_load(&jr_start)) aco_rt_yield();
+    jr_rc[how != 0] = how == 2 ? aco_rt_detach(jr_target) : aco_rt_join(jr_target, -1);
+}
+static void jr_main(void* arg) {
+    (void)arg;
+    for (int r = 0; r < JR_N; r++) {
+        atomic_store(&jr_start, 0);
+        atomic_store(&jr_ready, 0);
+        jr_rc[0] = jr_rc[1] = 1;
+        jr_target = aco_rt_spawn(T(1), sleeper, (void*)0);
+        CHECK(jr_target != NULL);
+        aco_rt_co_t* a = aco_rt_spawn(T(0), jr_racer, (void*)0);
+        aco_rt_co_t* b = aco_rt_spawn(T(1), jr_racer, (void*)(intptr_t)(r & 1 ? 2 : 1));
+        CHECK(a && b);
+        while (atomic_load(&jr_ready) < 2) aco_rt_yield();
+        atomic_store(&jr_start, 1);
+        CHECK_EQ(aco_rt_join(a, -1), 0);
+        CHECK_EQ(aco_rt_join(b, -1), 0);
+        for (int i = 0; i < 2; i++) CHECK(jr_rc[i] == 0 || jr_rc[i] == -EINVAL);
+        CHECK((jr_rc[0] == 0) != (jr_rc[1] == 0));
+    }
+}
+
 static void test_join_cancel(void) {
     run_on(0, xjoin_main, NULL);
+    run_on(0, jr_main, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
