@@ -11,7 +11,8 @@
  * Each direction takes the cheapest way the descriptors allow:
  *   stdin a regular file   splice(2) file -> pipe -> socket (no copy
  *                          through us; sendfile(2) where splice cannot);
- *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy);
+ *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy; not
+ *                          a file opened for appending, which splice refuses);
  *   otherwise              read/write through a 256 KiB heap buffer.
  * splice and sendfile are plain system calls, not the runtime's: the socket
  * is non-blocking (accepted so; aco_rt_connect makes it so) and SIGPIPE is
@@ -164,7 +165,10 @@ static void recv_co(void* arg) {
     (void)arg;
     struct stat st;
     int r = 1;
-    if (fstat(1, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+    /* (splice(2) cannot write a file opened for appending: >> out) */
+    int fl = fcntl(1, F_GETFL);
+    if (fstat(1, &st) == 0 && fl >= 0 && !(fl & O_APPEND) &&
+        (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
         r = recv_splice(1);
     if (r == 1) r = copy_rw(sock, 1, 1);
     if (r < 0) fail("receiving", -r);

@@ -148,6 +148,16 @@ PY
     timeout 60 nc -N 127.0.0.1 "$port" < "$tmp/n.in"
     wait $lpid
     if cmp -s "$tmp/n.in" "$tmp/n3.out"; then ok "$be: nc -> aco_nc (pipe stdout)"; else bad "$be: nc -> aco_nc differs"; fi
+    # stdout a file opened for appending (splice refuses it): after what it held
+    port=$(free_port)
+    echo head > "$tmp/n4.out"
+    timeout 60 "$OUT/aco_nc" --backend "$be" -l "$port" < /dev/null >> "$tmp/n4.out" &
+    lpid=$!
+    sleep 0.3
+    timeout 60 nc -N 127.0.0.1 "$port" < "$tmp/n.in"
+    wait $lpid
+    if cmp -s <(echo head; cat "$tmp/n.in") "$tmp/n4.out"; then ok "$be: nc -> aco_nc (stdout appended to)"
+    else bad "$be: nc -> aco_nc >> file differs"; fi
 done
 # ---- threads: aco_resp and aco_echo with --threads 2, both accept modes ----
 for mode in reuseport handoff; do

@@ -176,7 +176,10 @@ static void stop_self(void* arg) {
 static aco_rt_sem_t stop_release;
 static atomic_int stop_parking;
 static void* stop_from_thread(void* arg) {
-    while (!atomic_load(&stop_parking)) usleep(1000);
+    for (int i = 0; !atomic_load(&stop_parking); i++) {
+        CHECK_LT(i, 60000);             /* a minute: the co never ran */
+        usleep(1000);
+    }
     usleep(30000);                      /* (the run is asleep by now, mostly) */
     aco_rt_sched_stop((aco_rt_sched_t*)arg);
     return NULL;
@@ -1897,7 +1900,10 @@ static void pools(void) {
             CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_where_am_i, (void*)(intptr_t)i, NULL)), 0);
             /* it runs (and stays, held) before the next comes: waited
              * for, not a time (a loaded machine runs the pool late) */
-            while (__atomic_load_n(&pl_where[i], __ATOMIC_ACQUIRE) == NULL) usleep(1000);
+            for (int k = 0; __atomic_load_n(&pl_where[i], __ATOMIC_ACQUIRE) == NULL; k++) {
+                CHECK_LT(k, 60000);     /* a minute: the pool never ran it */
+                usleep(1000);
+            }
         }
         aco_rt_sched_t* w0 = __atomic_load_n(&pl_where[0], __ATOMIC_ACQUIRE);
         aco_rt_sched_t* w1 = __atomic_load_n(&pl_where[1], __ATOMIC_ACQUIRE);
