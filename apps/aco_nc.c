@@ -9,12 +9,11 @@
  * side is shut down (what OpenBSD nc does with -N); the program ends when
  * both directions have ended: stdin's and the peer's.
  * Each direction takes the cheapest way the descriptors allow:
- *   stdin a regular file   splice(2) file -> pipe -> socket (no copy
- *                          through us; sendfile(2) where splice cannot);
+ *   stdin a regular file   sendfile(2) to the socket (no copy through us);
  *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy; not
  *                          a file opened for appending, which splice refuses);
  *   otherwise              read/write through a 256 KiB heap buffer.
- * splice and sendfile are plain system calls, not the runtime's: the socket
+ * sendfile and splice are plain system calls, not the runtime's: the socket
  * is non-blocking (accepted so; aco_rt_connect makes it so) and SIGPIPE is
  * ignored, so that a peer or a reader that left is an EPIPE, not a death
  * (the runtime's own calls never raise it).
@@ -81,8 +80,8 @@ static int send_file(int in) {
     }
 }
 
-/* Move n bytes from the pipe p0 to out, waiting on out while it is full:
- * 0 or -errno. */
+/* Move n bytes from the pipe p0 to out, the co (not the thread) waiting
+ * while out is a full pipe: 0 or -errno. */
 static int drain_pipe(int p0, int out, ssize_t n) {
     while (n > 0) {
         ssize_t m = splice(p0, NULL, out, NULL, (size_t)n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -96,31 +95,6 @@ static int drain_pipe(int p0, int out, ssize_t n) {
         return m < 0 ? -errno : -EIO;
     }
     return 0;
-}
-
-/* stdin (a regular file) to the socket through a pipe of 1 MiB by splice:
- * 0, -errno, or 1 if splice cannot do it (nothing was sent).  sendfile
- * does the same through a pipe of its own of 16 pages, so the socket
- * takes 64 KiB a call; from this pipe it takes up to 1 MiB. */
-static int send_splice(int in) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) return 1;
-    fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
-    int r = 0, moved = 0;
-    for (;;) {
-        ssize_t n = splice(in, NULL, p[1], NULL, 1 << 20, SPLICE_F_MOVE);
-        if (n == 0) break;
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            r = (!moved && (errno == EINVAL || errno == ENOSYS)) ? 1 : -errno;
-            break;
-        }
-        moved = 1;
-        if ((r = drain_pipe(p[0], sock, n)) < 0) break;
-    }
-    close(p[0]);
-    close(p[1]);
-    return r;
 }
 
 /* The socket to out (a pipe or file) by splice: 0, -errno, or 1 if splice
@@ -155,7 +129,7 @@ static void send_co(void* arg) {
     (void)arg;
     struct stat st;
     int r = 1;
-    if (fstat(0, &st) == 0 && S_ISREG(st.st_mode) && (r = send_splice(0)) == 1) r = send_file(0);
+    if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) r = send_file(0);
     if (r == 1) r = copy_rw(0, sock, 0);
     if (r < 0) fail("sending", -r);
     shutdown(sock, SHUT_WR);
