@@ -130,7 +130,8 @@ int aco_rt_sched_run(aco_rt_sched_t* s);
  * or yields; the cos stay as they are and a later aco_rt_sched_run() goes
  * on with them.  From any
  * thread; asked while s does not run, it makes the next run return at
- * once (a stop is never lost, and ends one run). */
+ * once (a stop is never lost, and ends one run: stops asked while s does
+ * not run end the next run only). */
 void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished
@@ -351,10 +352,12 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * terminals) are made O_NONBLOCK when a call here uses them, accept's
  * listening socket when the backend needs it (epoll), checked again at
  * each call (other processes sharing the open file see it too).  A
- * descriptor closed by close(2) while cos wait on it leaves them waiting
- * until their deadline (only aco_rt_close tells them), or, with epoll,
- * until a call here uses the number for the new file it holds by then
- * (they get -EBADF).
+ * descriptor closed by close(2) while cos wait on it is not told to them
+ * (only aco_rt_close tells them): they wait until their deadline; with
+ * io_uring, whose operation keeps the file open, until what comes to that
+ * file ends the call (data, or the end of a pipe whose writer closed);
+ * with epoll, until a call here uses the number for the new file it holds
+ * by then (they get -EBADF).
  * A socket that lends (aco_rt_recv_lend) is the exception: close it with
  * aco_rt_close (see there).
  *
@@ -387,7 +390,8 @@ int aco_rt_wait(int fd, int events, int64_t deadline);
 
 /* Close fd: calls of other cos blocked on it return -EBADF first, on
  * every scheduler of the process (cos of other threads' schedulers hear it
- * through their scheduler, soon after).  From any thread, in a co or not.
+ * through their scheduler, soon after), and so do calls that begin to wait
+ * on it while it closes.  From any thread, in a co or not.
  * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
  * close(2)'s error. */
 int aco_rt_close(int fd);
@@ -728,8 +732,10 @@ void aco_rt_mutex_init(aco_rt_mutex_t* m);
 int  aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline);
 /* 0, or -EBUSY; -EPERM outside a co (a mutex is held by a co). */
 int  aco_rt_mutex_trylock(aco_rt_mutex_t* m);
-/* 0; -EPERM if the caller does not hold it (outside a co: never).  Hands m
- * to the first waiter. */
+/* 0; -EPERM if the caller does not hold it (outside a co: always, a mutex
+ * is held by a co).  Hands m to the first waiter.  A co that ends, or is
+ * destroyed, holding m leaves it held for good (its record, a few hundred
+ * bytes, stays allocated: no later co is taken for the holder). */
 int  aco_rt_mutex_unlock(aco_rt_mutex_t* m);
 
 typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;

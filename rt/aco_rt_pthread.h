@@ -107,7 +107,9 @@ int aco_rt_pthread_create(aco_rt_pthread_t* t, const aco_rt_pthread_attr_t* attr
  * caller), EINVAL (t detached, or has a joiner), ESRCH (t was not made by
  * aco_rt_pthread_create), EPERM (outside a co), ECANCELED. */
 int aco_rt_pthread_join(aco_rt_pthread_t t, void** ret);
-/* As join, but EBUSY at once if t has not ended (glibc's _np calls). */
+/* As join, but EBUSY at once if t has not ended (glibc's _np calls); a
+ * cancelled caller gets ECANCELED, as from join, whether t has ended or
+ * not. */
 int aco_rt_pthread_tryjoin_np(aco_rt_pthread_t t, void** ret);
 /* As join, but ETIMEDOUT once abstime (CLOCK_REALTIME) passed; EINVAL for
  * a bad abstime. */

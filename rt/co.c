@@ -372,6 +372,17 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
     }
     cos_del(s, co);
     rt_keys_free(co);                   /* a co destroyed before its end */
+    aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? rt_aco(co)->share_stack : NULL;
+    if (rt_unlikely(__atomic_load_n(&co->held, __ATOMIC_RELAXED))) {
+        /* It ended (or was destroyed) holding a mutex, which stays held:
+         * the record stays too, for good, so that no later co at this
+         * address passes for the holder.  Its co and stack go. */
+        aco_destroy(rt_aco(co));
+        extra_free(co->x);
+        co->x = NULL;
+        if (st) aco_share_stack_destroy(st);
+        return;
+    }
     if (!(co->flags & RT_STANDALONE) && s->nfree < FREE_RECS_MAX) {
         co->next = s->free_recs;
         s->free_recs = co;
@@ -384,7 +395,6 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         s->nsolo++;
         return;
     }
-    aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? rt_aco(co)->share_stack : NULL;
     rec_drop(co);
     if (st) aco_share_stack_destroy(st);
 }

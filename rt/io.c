@@ -556,57 +556,104 @@ void rt_sched_notify_all(void) {
     pthread_rwlock_unlock(&reg_lock);
 }
 
-/* Tell every other scheduler with cos waiting on fd that it goes (each
- * hears it in its own thread, soon: the file may be gone by then, which is
- * why what they do needs no descriptor).  -ENOMEM if a message could not be
- * made (nobody is told then). */
-static int close_remote(aco_rt_sched_t* me, int fd) {
+/* fd's entry in s if cos of s wait on it, else NULL (s any thread's). */
+static rt_fd_t* waited(aco_rt_sched_t* s, int fd) {
+    rt_fd_t* e = rt_fd_peek_remote(s, fd);
+    return e && __atomic_load_n(&e->busy, __ATOMIC_SEQ_CST) ? e : NULL;
+}
+
+/* The part of a close for the calling thread's scheduler s (if any). */
+static void close_here(aco_rt_sched_t* s, int fd) {
+    rt_fd_t* e = s ? rt_fd_peek(s, fd) : NULL;
+    if (e) {
+        if (e->registered || e->busy || e->rx) s->be->closing(s, fd, 0);
+        rt_fd_forget(e);
+    }
+}
+
+/* A close while other schedulers run.  Each with cos waiting on fd gets a
+ * message before the close (heard in its own thread, soon: the file may be
+ * gone by then, which is why what they do needs no descriptor).  A co of
+ * another thread may begin to wait as we look: it counts itself first
+ * (rt_fd_busy_inc_fenced), so if we missed it, it began before the close
+ * and we see it when we look again after: its scheduler is asked to check
+ * its waits (rt_fd_recheck), where the backend tells a file that is gone
+ * from a new one under the same number, which a message could not.  The
+ * list of schedulers is held throughout.  -ENOMEM: a message could not be
+ * made (nothing was closed, nobody told). */
+static int close_shared(aco_rt_sched_t* me, int fd) {
     enum { BATCH = 16 };
     rt_close_msg_t* pre[BATCH];
-    int r = 0;
+    aco_rt_sched_t* pre_to[BATCH];
+    rt_close_msg_t** m = pre;
+    aco_rt_sched_t** to = pre_to;
+    int r = -ENOMEM, n = 0, got = 0, told = 0;
     pthread_rwlock_rdlock(&reg_lock);
-    int n = 0;
-    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) {
-        rt_fd_t* e = s == me ? NULL : rt_fd_peek_remote(s, fd);
-        if (e && __atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) n++;
-    }
+    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next)
+        if (s != me && waited(s, fd)) n++;
     /* Allocate first, so that either all are told or none. */
-    rt_close_msg_t** m = n <= BATCH ? pre : malloc((size_t)n * sizeof(*m));
-    int got = 0;
-    if (m) for (; got < n && (m[got] = malloc(sizeof(**m))) != NULL; got++) {}
-    if (m == NULL || got < n) {
-        while (got) free(m[--got]);
-        r = -ENOMEM;
-    } else {
-        int i = 0;
-        for (aco_rt_sched_t* s = reg_head; s && i < n; s = s->reg_next) {
-            rt_fd_t* e = s == me ? NULL : rt_fd_peek_remote(s, fd);
-            if (e == NULL || !__atomic_load_n(&e->busy, __ATOMIC_ACQUIRE)) continue;
-            m[i]->fd = fd;
-            m[i]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
-            rt_sched_close(s, m[i]);
-            i++;
-        }
-        while (i < n) free(m[i++]);     /* (one went idle meanwhile) */
+    if (n > BATCH) {
+        m = malloc((size_t)n * sizeof(*m));
+        to = malloc((size_t)n * sizeof(*to));
     }
+    if (m && to) for (; got < n && (m[got] = malloc(sizeof(**m))) != NULL; got++) {}
+    if (m == NULL || to == NULL || got < n) {
+        while (got) free(m[--got]);
+        goto out;
+    }
+    for (aco_rt_sched_t* s = reg_head; s && told < n; s = s->reg_next) {
+        rt_fd_t* e = s == me ? NULL : waited(s, fd);
+        if (e == NULL) continue;
+        m[told]->fd = fd;
+        m[told]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
+        to[told] = s;
+        rt_sched_close(s, m[told++]);
+    }
+    for (int i = told; i < n; i++) free(m[i]);      /* (one went idle meanwhile) */
+    close_here(me, fd);
+    r = rt_sys_close(fd) == 0 ? 0 : -errno;
+    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) {
+        rt_fd_t* e = s == me ? NULL : waited(s, fd);
+        int i = 0;
+        while (i < told && to[i] != s) i++;
+        if (e == NULL || i < told) continue;
+        __atomic_store_n(&e->recheck, (uint8_t)1, __ATOMIC_SEQ_CST);
+        if (__atomic_exchange_n(&s->recheck_on, 1u, __ATOMIC_SEQ_CST) == 0) {
+            s->recheck.fd = -1;
+            rt_sched_close(s, &s->recheck);
+        }
+    }
+out:
     pthread_rwlock_unlock(&reg_lock);
-    if (m && m != pre) free(m);
+    if (m != pre) free(m);
+    if (to != pre_to) free(to);
     return r;
 }
 
 int aco_rt_close(int fd) {
     aco_rt_sched_t* s = rt_tls_sched;
-    uint32_t ns = __atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE);
-    if (ns > (s != NULL)) {
-        int r = close_remote(s, fd);
-        if (r < 0) return r;
-    }
-    if (s) {
-        rt_fd_t* e = rt_fd_peek(s, fd);
-        if (e) {
-            if (e->registered || e->busy || e->rx) s->be->closing(s, fd, 0);
+    if (__atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE) > (s != NULL)) return close_shared(s, fd);
+    close_here(s, fd);
+    return rt_sys_close(fd) == 0 ? 0 : -errno;
+}
+
+/* The descriptor a parked co waits on (epoll's readiness, an io_uring
+ * operation), or -1. */
+static int parked_on(const aco_rt_co_t* co) {
+    if (co->state != RT_PARKED) return -1;
+    if (co->wait == RT_W_FD_IN || co->wait == RT_W_FD_OUT) return (int)(intptr_t)co->wait_obj;
+    if (co->flags & RT_IO_OP) return co->w.io.fd;
+    return -1;
+}
+
+void rt_fd_recheck(aco_rt_sched_t* s) {
+    for (uint32_t i = 0; i < s->ncos; i++) {
+        int fd = parked_on(s->cos[i]);
+        rt_fd_t* e = fd >= 0 ? rt_fd_peek(s, fd) : NULL;
+        if (e == NULL || !__atomic_exchange_n(&e->recheck, (uint8_t)0, __ATOMIC_SEQ_CST)) continue;
+        if (s->be->stale(s, fd)) {
+            s->be->closing(s, fd, 1);
             rt_fd_forget(e);
         }
     }
-    return rt_sys_close(fd) == 0 ? 0 : -errno;
 }

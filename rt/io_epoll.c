@@ -78,14 +78,15 @@ static void wake_fd(aco_rt_sched_t* s, rt_fd_t* f, uint32_t events) {
     }
 }
 
-/* Wake every waiter of f with err. */
+/* Wake every waiter of f with err (one by one off busy: a wait that is
+ * starting stays counted). */
 static void wake_all(aco_rt_sched_t* s, rt_fd_t* f, int err) {
     rt_waiter_t* w;
     while ((w = rt_wq_pop(&f->q)) != NULL) {
+        rt_fd_busy_add(f, -1);
         s->st.io_inflight--;
         rt_wake(w->co, err);
     }
-    __atomic_store_n(&f->busy, 0, __ATOMIC_RELAXED);
 }
 
 static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
@@ -134,6 +135,9 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     struct epoll_event ev = {0};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.fd = fd;
+    /* Counted before the add: an aco_rt_close on another thread either
+     * sees us waiting, or closes after it looked and looks again. */
+    rt_fd_busy_inc_fenced(f);
     if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
         /* Added anew: if we had added it before, that file is gone. */
         if (f->registered) {
@@ -142,14 +146,14 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
             f->rd_empty = f->rd_hup = 0;
         }
         f->registered = 1;
-    } else if (errno == EPERM) {
-        return events;                  /* a regular file: always ready */
     } else if (errno != EEXIST) {
-        return -errno;
+        int r = errno == EPERM ? events : -errno;   /* EPERM: a regular
+                                                       file, always ready */
+        rt_fd_busy_add(f, -1);
+        return r;
     }
     co->w.events = events;
     rt_wq_push(&f->q, &co->w);
-    rt_fd_busy_add(f, 1);
     s->st.io_inflight++;
     return rt_park(co, events & POLLOUT ? RT_W_FD_OUT : RT_W_FD_IN, (void*)(intptr_t)fd,
                    deadline);
@@ -166,6 +170,18 @@ static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {
     wake_all(s, f, -EBADF);
 }
 
+/* Our registration belongs to the file we added: a file closed for good
+ * left epoll, and another file now under the number was not added by us
+ * (or it was, by a wait here that began after: then its registration is
+ * what we find, and the waiters are its own). */
+static int ep_stale(aco_rt_sched_t* s, int fd) {
+    ep_t* e = (ep_t*)s->be_data;
+    struct epoll_event ev = {0};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.fd = fd;
+    return epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 && (errno == EBADF || errno == ENOENT);
+}
+
 const rt_backend_t rt_backend_epoll = {
-    "epoll", ep_init, ep_fini, ep_poll, ep_wait_fd, ep_closing,
+    "epoll", ep_init, ep_fini, ep_poll, ep_wait_fd, ep_closing, ep_stale,
 };

@@ -24,7 +24,9 @@
 #define _GNU_SOURCE
 #include "rt_impl.h"
 #include "rt_fd.h"
+#include "rt_sys.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -190,7 +192,7 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
     rt_fd_t* f = rt_fd_get(co->s, fd);
     co->w.io.fd = fd;
     co->w.io.gen = f ? f->gen : 0;
-    if (f) rt_fd_busy_add(f, 1);
+    if (f) rt_fd_busy_inc_fenced(f);    /* before the kernel takes the file */
     return rt_park(co, wait, (void*)(intptr_t)fd, deadline);
 }
 
@@ -265,8 +267,16 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     }
 }
 
+/* An operation holds its file, so the kernel never ends it for a close:
+ * ours are orphans if the number is closed now.  Under a number that holds
+ * another file now they cannot be told from that file's (0). */
+static int ur_stale(aco_rt_sched_t* s, int fd) {
+    (void)s;
+    return rt_sys_fcntl(fd, F_GETFD, 0) < 0 && errno == EBADF;
+}
+
 const rt_backend_t rt_backend_uring = {
-    "uring", ur_init, ur_fini, ur_poll, ur_wait_fd, ur_closing,
+    "uring", ur_init, ur_fini, ur_poll, ur_wait_fd, ur_closing, ur_stale,
 };
 
 #else /* !ACO_RT_HAVE_URING: built without liburing */

@@ -32,6 +32,9 @@ struct rt_fd {
                                    seen: a short read does not mean drained
                                    then, the end may still be pending, its
                                    edge gone */
+    uint8_t        recheck;     /* atomic: an aco_rt_close on another thread
+                                   saw busy only after it had closed: are
+                                   our waiters' file still there? */
     uint32_t       busy;        /* atomic store: cos waiting on it (epoll)
                                    or operations in the kernel (io_uring) */
     uint32_t       gen;         /* atomic store: bumped when the number is
@@ -46,6 +49,13 @@ struct rt_fd {
  * the descriptor, epoll_ctl included) */
 static inline void rt_fd_busy_add(rt_fd_t* e, int d) {
     __atomic_store_n(&e->busy, e->busy + (uint32_t)d, __ATOMIC_RELEASE);
+}
+/* The same before a wait starts (an epoll add, an io_uring operation):
+ * ordered before it (seq_cst: a full barrier), so that a close on another
+ * thread that comes after the wait's start sees the count when it looks
+ * again (aco_rt_close). */
+static inline void rt_fd_busy_inc_fenced(rt_fd_t* e) {
+    __atomic_fetch_add(&e->busy, 1u, __ATOMIC_SEQ_CST);
 }
 
 /* The table: chunks that never move (waiters point into them), under a

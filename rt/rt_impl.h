@@ -213,7 +213,7 @@ static inline void rt_wq_push_locked(aco_rt_waitq_t* q, rt_waiter_t* w, uint32_t
 }
 
 /* Co states. */
-enum { RT_READY = 1, RT_RUNNING, RT_PARKED, RT_DONE };
+enum { RT_READY = 1, RT_RUNNING, RT_PARKED, RT_DONE };     /* (3 bits) */
 /* Co flags. */
 enum {
     RT_CANCELLED  = 1 << 0,
@@ -280,9 +280,14 @@ struct aco_rt_co {
     uint8_t          claim;     /* 0 while its waiters may be taken, 1 once
                                    one was (atomic; see rt_claim) */
     uint8_t          msg_kind;  /* what msg says (RT_MSG_*) */
-    uint8_t          state;
-    uint8_t          wait;      /* parked: in what (RT_W_*: its name for
+    uint8_t          state : 3; /* RT_READY ... RT_DONE */
+    uint8_t          wait : 5;  /* parked: in what (RT_W_*: its name for
                                    aco_rt_dump, how rt_abort leaves it) */
+    uint8_t          held;      /* mutexes it holds (sync.c; 255: that many
+                                   or more, for good): a co that ends holding
+                                   one keeps its record (rt_record_free), so
+                                   that no later co at its address passes for
+                                   the holder */
     union {
         int32_t      res;       /* what the waker says: the parked call's result */
         int32_t      io_abort;  /* io_uring, while the op is in the kernel:
@@ -354,6 +359,11 @@ typedef struct rt_backend {
      * it may be closed already (by another thread), and its number taken
      * by another file. */
     void (*closing)(aco_rt_sched_t* s, int fd, int gone);
+    /* Another thread closed fd (or is closing it) and may have missed our
+     * waiters: 1 if what they wait on is no longer the file under the
+     * number (closed, or another file now), 0 if it still is or it cannot
+     * tell (never a false 1: that would fail a wait on a new file). */
+    int  (*stale)(aco_rt_sched_t* s, int fd);
 } rt_backend_t;
 
 extern const rt_backend_t rt_backend_epoll;
@@ -457,6 +467,9 @@ struct aco_rt_sched {
     uint32_t            sent;           /* atomic: spawns on their way here */
     rt_close_msg_t*     closes;         /* atomic: closes from other threads
                                            (a stack: rt_sched_close) */
+    rt_close_msg_t      recheck;        /* on closes when recheck_on (fd -1):
+                                           check the waits (rt_fd_recheck) */
+    uint32_t            recheck_on;     /* atomic */
     uint64_t            mv_begun;       /* atomic: moves of cos into sent */
     uint64_t            mv_ended;       /* (from other threads) begun and
                                            ended: aco_rt_pool_wait looks
@@ -514,6 +527,7 @@ enum {
     RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
     RT_W_N
 };
+_Static_assert(RT_W_N <= 32, "co->wait has 5 bits");
 enum { RT_AB_SHARED, RT_AB_SELECT, RT_AB_EPOLL, RT_AB_URING, RT_AB_JOIN, RT_AB_SLEEP,
        RT_AB_OFFLOAD, RT_AB_LEND, RT_AB_CHAN };
 typedef struct { const char* name; uint8_t abort; } rt_wait_kind_t;
@@ -848,6 +862,9 @@ static inline void rt_rec_pay_all(aco_rt_sched_t* s) { (void)s; }
 /* io.c: fd was closed elsewhere while cos here waited on it (a close
  * message: rt_sched_close). */
 void     rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen);
+/* io.c: a close elsewhere found cos here that began to wait as it closed
+ * (s->recheck): those whose file is gone are told -EBADF. */
+void     rt_fd_recheck(aco_rt_sched_t* s);
 /* io.c: every scheduler of the process, for closes from other threads. */
 void     rt_sched_reg(aco_rt_sched_t* s, int add);
 /* Wake every scheduler asleep in its thread (it looks again at its cos). */

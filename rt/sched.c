@@ -184,8 +184,14 @@ static int closes_drain(aco_rt_sched_t* s) {
     rt_close_msg_t* c = __atomic_exchange_n(&s->closes, NULL, __ATOMIC_ACQUIRE);
     while (c) {
         rt_close_msg_t* next = c->next;
-        rt_fd_closed_remote(s, c->fd, c->gen);
-        free(c);
+        if (c == &s->recheck) {
+            /* (off first: a close that sets a flag later sends it again) */
+            __atomic_store_n(&s->recheck_on, 0u, __ATOMIC_SEQ_CST);
+            rt_fd_recheck(s);
+        } else {
+            rt_fd_closed_remote(s, c->fd, c->gen);
+            free(c);
+        }
         c = next;
     }
     return 1;

@@ -28,6 +28,14 @@ static inline aco_rt_co_t* owner_of(uintptr_t o) {
     return (aco_rt_co_t*)(o & ~MUTEX_WAITERS);
 }
 
+/* co's count of mutexes held, +1 or -1 (255 stays: its record is kept).
+ * Written by co's thread, and by an unlock that hands a mutex to co while
+ * it is parked (relaxed: its wake orders it). */
+static inline void held_add(aco_rt_co_t* co, int d) {
+    uint8_t h = __atomic_load_n(&co->held, __ATOMIC_RELAXED);
+    if (h != 255) __atomic_store_n(&co->held, (uint8_t)(h + d), __ATOMIC_RELAXED);
+}
+
 /* Queue me on m unless it is free (then take it): 1 if queued (lock
  * released, park next), 0 if taken. */
 static int lock_or_queue(aco_rt_mutex_t* m, aco_rt_co_t* me) {
@@ -35,7 +43,11 @@ static int lock_or_queue(aco_rt_mutex_t* m, aco_rt_co_t* me) {
     uintptr_t o = rt_load(&m->owner_);
     for (;;) {
         if (o == 0) {
-            if (rt_cas(&m->owner_, &o, (uintptr_t)me)) { rt_unlock(&m->lock_); return 0; }
+            if (rt_cas(&m->owner_, &o, (uintptr_t)me)) {
+                rt_unlock(&m->lock_);
+                held_add(me, 1);
+                return 0;
+            }
         } else if ((o & MUTEX_WAITERS) || rt_cas(&m->owner_, &o, o | MUTEX_WAITERS)) {
             break;
         }
@@ -58,14 +70,17 @@ static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
     if (r) return r;
     if (!lock_or_queue(m, me)) return 0;
     return rt_park(me, RT_W_MUTEX, m, deadline);
-    /* 0: unlock made us the owner */
+    /* 0: unlock made us the owner (and counted it) */
 }
 
 int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_likely(me != NULL && !(me->flags & RT_CANCELLED))) {
         uintptr_t o = 0;
-        if (rt_likely(rt_cas(&m->owner_, &o, (uintptr_t)me))) return 0;
+        if (rt_likely(rt_cas(&m->owner_, &o, (uintptr_t)me))) {
+            held_add(me, 1);
+            return 0;
+        }
     }
     return lock_slow(m, me, deadline);
 }
@@ -74,16 +89,20 @@ int aco_rt_mutex_trylock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     uintptr_t o = 0;
-    return rt_cas(&m->owner_, &o, (uintptr_t)me) ? 0 : -EBUSY;
+    if (!rt_cas(&m->owner_, &o, (uintptr_t)me)) return -EBUSY;
+    held_add(me, 1);
+    return 0;
 }
 
 __attribute__((noinline))
 static int unlock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, uintptr_t o) {
     if (rt_unlikely(me == NULL || owner_of(o) != me)) return -EPERM;
+    held_add(me, -1);
     /* Waiters may be queued: hand m to the first that can take it. */
     rt_lock(&m->lock_);
     rt_waiter_t* w = rt_wq_take(&m->q_);
     rt_store(&m->owner_, w ? (uintptr_t)w->co | (rt_wq_empty(&m->q_) ? 0 : MUTEX_WAITERS) : 0);
+    if (w) held_add(w->co, 1);
     rt_unlock(&m->lock_);
     if (w) rt_wake_any(w->co, 0);
     return 0;
@@ -92,7 +111,10 @@ static int unlock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, uintptr_t o) {
 int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
     uintptr_t o = (uintptr_t)me;
-    if (rt_likely(me != NULL && rt_cas(&m->owner_, &o, 0))) return 0;
+    if (rt_likely(me != NULL && rt_cas(&m->owner_, &o, 0))) {
+        held_add(me, -1);
+        return 0;
+    }
     return unlock_slow(m, me, o);
 }
 
@@ -100,7 +122,10 @@ int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
  * deadline, and a cancel does not make it give up (the caller is owed m). */
 static void relock(aco_rt_co_t* me, aco_rt_mutex_t* m) {
     uintptr_t o = 0;
-    if (rt_cas(&m->owner_, &o, (uintptr_t)me)) return;
+    if (rt_cas(&m->owner_, &o, (uintptr_t)me)) {
+        held_add(me, 1);
+        return;
+    }
     while (lock_or_queue(m, me) && rt_park(me, RT_W_MUTEX, m, -1) != 0) {
         /* a cancel took us off the queue: queue again */
     }

@@ -15,7 +15,12 @@
  *   - across threads: aco_rt_close from a co of one pool thread, or from a
  *     thread outside any scheduler, wakes a co of the other pool thread
  *     blocked on that descriptor (read, wait, accept) with -EBADF at once,
- *     and the pool drains.
+ *     and the pool drains;
+ *   - the same close just as the co begins to wait (0-15 us after it
+ *     calls read or wait, many rounds): the call returns -EBADF at once,
+ *     never at its deadline (a close that looked for waiters a moment
+ *     before the wait was counted lost it: epoll's registration went with
+ *     the file, and nobody told the co).
  * Stack and heap buffers (the readiness and the io_uring ways), both
  * backends, at once (a process each: the time is waiting).
  */
@@ -288,11 +293,67 @@ static void cross_thread(int backend) {
     aco_rt_pool_free(p);
 }
 
+/* The close races the wait's start: the waiter says it is about to call,
+ * the closer (outside the schedulers) spins a random few microseconds and
+ * closes. */
+typedef struct {
+    int fd, wait;
+    int started;        /* atomic */
+    int rc;
+    int64_t took;
+} race_t;
+
+static void race_waiter(void* arg) {
+    race_t* x = arg;
+    char buf[8];
+    int64_t start = aco_rt_now(), dl = start + 5000 * MS;
+    __atomic_store_n(&x->started, 1, __ATOMIC_RELEASE);
+    x->rc = x->wait ? aco_rt_wait(x->fd, POLLIN, dl) : (int)aco_rt_read(x->fd, buf, sizeof(buf), dl);
+    x->took = aco_rt_now() - start;
+}
+
+static void spin_us(int us) {
+    int64_t end = aco_rt_now() + us * 1000LL;
+    while (aco_rt_now() < end) {}
+}
+
+static void close_race(int backend) {
+    aco_rt_pool_opts_t po = {0};
+    po.threads = 2;
+    po.sched.backend = backend;
+    aco_rt_pool_t* p = aco_rt_pool_new(&po);
+    CHECK(p != NULL);
+    unsigned seed = 12345;
+    int rounds = SLOW ? 200 : 3000;
+    for (int i = 0; i < rounds; i++) {
+        race_t x = {0};
+        int v[2];
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, v), 0);
+        x.fd = v[0];
+        x.wait = i & 1;
+        aco_rt_co_t* w = aco_rt_spawn(aco_rt_pool_sched(p, 1), race_waiter, &x);
+        CHECK(w != NULL);
+        CHECK_EQ(aco_rt_detach(w), 0);
+        while (!__atomic_load_n(&x.started, __ATOMIC_ACQUIRE)) {}
+        seed = seed * 1103515245 + 12345;
+        spin_us((int)(seed >> 16) % 16);
+        CHECK_EQ(aco_rt_close(x.fd), 0);
+        int r = aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_now() + 10000 * MS);
+        if (r != 0 || x.rc != -EBADF || x.took > 2000 * MS)
+            TEST_FAIL_AT(__FILE__, __LINE__, "%s: round %d: %s closed as it began: rc %d after "
+                         "%lld ms, drain %d", test_backend_str(backend), i,
+                         x.wait ? "wait" : "read", x.rc, (long long)(x.took / MS), r);
+        CHECK_EQ(close(v[1]), 0);
+    }
+    aco_rt_pool_free(p);
+}
+
 static int one_backend(int backend) {
     aco_rt_sched_t* s = test_sched_on(backend, NULL);
     reuse_body(s, NULL);
     aco_rt_sched_free(s);
     cross_thread(backend);
+    close_race(backend);
     return 0;
 }
 

@@ -5,7 +5,11 @@
  *    owner locks again, -EPERM unlock by a non-owner / of a free mutex, a
  *    lock deadline (-ETIMEDOUT not before it) and a cancel at the head, in
  *    the middle and at the tail of the queue leave it intact for the
- *    others; zero-initialised objects work;
+ *    others; zero-initialised objects work; a co that ends holding a mutex
+ *    (by returning, by aco_rt_exit, or destroyed with its scheduler, also
+ *    one that was handed the mutex and never ran) leaves it held: the cos
+ *    that come after, whatever record they get, are not its holder (unlock
+ *    -EPERM, lock -ETIMEDOUT, trylock -EBUSY);
  *  - cond: signal wakes one in FIFO order, broadcast all; a wait's deadline
  *    gives -ETIMEDOUT with the mutex held again (also when another co held
  *    it meanwhile), a cancel gives -ECANCELED with the mutex held; -EPERM
@@ -581,8 +585,91 @@ static void wg_edge(void* arg) {
     CHECK_EQ(aco_rt_wg_wait(&wg, 0), 0);
 }
 
+/* A co that ends holding a mutex: it stays held, and no co that comes
+ * after passes for its holder (a record is reused at once when free: the
+ * next spawn would get the holder's). */
+static aco_rt_mutex_t MH;
+static aco_rt_co_t* mh_holder;
+
+static void mh_lock_and_end(void* arg) {
+    mh_holder = aco_rt_self();
+    CHECK_EQ(aco_rt_mutex_lock(&MH, -1), 0);
+    if (arg) aco_rt_exit();
+}
+
+static void mh_not_holder(void* arg) {
+    (void)arg;
+    CHECK(aco_rt_self() != mh_holder);      /* a record of its own */
+    CHECK_EQ(aco_rt_mutex_unlock(&MH), -EPERM);
+    CHECK_EQ(aco_rt_mutex_trylock(&MH), -EBUSY);
+    CHECK_EQ(aco_rt_mutex_lock(&MH, aco_rt_now() + MS), -ETIMEDOUT);
+}
+
+static void mutex_holder_gone(void* arg) {
+    (void)arg;
+    for (int how = 0; how < 2; how++) {         /* 0: returns, 1: aco_rt_exit */
+        aco_rt_mutex_init(&MH);
+        CHECK_EQ(aco_rt_join(aco_rt_spawn(NULL, mh_lock_and_end, how ? &MH : NULL), -1), 0);
+        for (int i = 0; i < 3; i++)
+            CHECK_EQ(aco_rt_join(aco_rt_spawn(NULL, mh_not_holder, NULL), -1), 0);
+    }
+}
+
+/* The same when the holder is destroyed with its scheduler: parked while
+ * holding it, or handed it by an unlock and not run since (the scheduler
+ * stopped first). */
+static aco_rt_sched_t* mh_s;
+static aco_rt_sem_t mh_never;                   /* never posted */
+
+static void mh_hold_park(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_mutex_lock(&MH, -1), 0);
+    aco_rt_sched_stop(mh_s);
+    aco_rt_sem_wait(&mh_never, -1);
+    CHECK(0);
+}
+
+static void mh_hand_park(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_mutex_lock(&MH, -1), 0);
+    CHECK_EQ(aco_rt_yield(), 0);                /* mh_blocked queues */
+    aco_rt_sched_stop(mh_s);
+    CHECK_EQ(aco_rt_mutex_unlock(&MH), 0);      /* hands it over */
+    aco_rt_sem_wait(&mh_never, -1);             /* the run returns */
+    CHECK(0);
+}
+
+static void mh_blocked(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_mutex_lock(&MH, -1), 0);    /* never comes back */
+    CHECK(0);
+}
+
+static void mutex_holder_freed(int backend) {
+    for (int handed = 0; handed < 2; handed++) {
+        aco_rt_mutex_init(&MH);
+        aco_rt_sem_init(&mh_never, 0);
+        mh_s = test_sched_on(backend, NULL);
+        if (handed) {
+            CHECK_EQ(aco_rt_detach(aco_rt_spawn(mh_s, mh_hand_park, NULL)), 0);
+            mh_holder = aco_rt_spawn(mh_s, mh_blocked, NULL);
+            CHECK_EQ(aco_rt_detach(mh_holder), 0);
+        } else {
+            mh_holder = aco_rt_spawn(mh_s, mh_hold_park, NULL);
+            CHECK_EQ(aco_rt_detach(mh_holder), 0);
+        }
+        CHECK_EQ(aco_rt_sched_run(mh_s), 0);    /* stopped */
+        aco_rt_sched_free(mh_s);
+        aco_rt_sched_t* s = test_sched_on(backend, NULL);
+        for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, mh_not_holder, NULL)), 0);
+        test_run(s);
+        aco_rt_sched_free(s);
+    }
+}
+
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
+    test_go(s, mutex_holder_gone, NULL);
     test_go(s, mutex_fifo, NULL);
     test_go(s, mutex_leave, NULL);
     test_go(s, cond_signal, NULL);
@@ -601,5 +688,7 @@ static void body_last(aco_rt_sched_t* s, void* arg) {
 int main(void) {
     test_on_backends(NULL, body, NULL);
     test_on_backends(NULL, body_last, NULL);
+    int b[2], nb = test_backends(b, 2);
+    for (int i = 0; i < nb; i++) mutex_holder_freed(b[i]);
     return 0;
 }
