@@ -364,6 +364,11 @@ aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
 /* The end of a co, its record freed                                        */
 /* ------------------------------------------------------------------------ */
 
+/* Records kept for good (their co ended holding a mutex: rt_record_free),
+ * listed so that they stay reachable (leak checkers) and are never used
+ * again.  A stack through next (atomic: any thread's scheduler adds). */
+static aco_rt_co_t* kept;
+
 void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (co->flags & RT_NO_START) { rt_rec_free(co); return; } /* no aco, not listed */
     if (rt_load(&co->cancel_sent) == 1) {
@@ -381,6 +386,9 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         extra_free(co->x);
         co->x = NULL;
         if (st) aco_share_stack_destroy(st);
+        co->next = __atomic_load_n(&kept, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&kept, &co->next, co, 1, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED)) {}
         return;
     }
     if (!(co->flags & RT_STANDALONE) && s->nfree < FREE_RECS_MAX) {
@@ -425,7 +433,8 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         /* waiting for a helper thread, or woken by it and not yet run */
         if (co->flags & RT_OFFLOADING) rt_offload_forsake(co);
         /* Parked: off the program's objects' wait queues, which outlive
-         * it (a mutex it holds stays held: nothing records what it holds). */
+         * it (a mutex it holds stays held, and its record is kept:
+         * rt_record_free). */
         if (co->state == RT_PARKED) {
             if (co->wait == RT_W_CHAN_SEND_D || co->wait == RT_W_CHAN_RECV_D) rt_chan_forget(co);
             unqueue(&co->w);

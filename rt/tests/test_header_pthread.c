@@ -59,8 +59,8 @@ static void* th_main(void* a) {
     /* tryjoin / timedjoin */
     CHECK_EQ(aco_rt_pthread_create(&t, NULL, sleeper, (void*)30), 0);
     CHECK_EQ(aco_rt_pthread_tryjoin_np(t, &r), EBUSY);
+    int64_t t0 = aco_rt_now();              /* (before the deadline is made) */
     struct timespec ts = rt_in(5 * MS);
-    int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_pthread_timedjoin_np(t, &r, &ts), ETIMEDOUT);
     CHECK_GE(since(t0), 4 * MS);      /* wall clock vs monotonic: a little slack */
     struct timespec bad = {0, 2000000000L};
@@ -175,8 +175,8 @@ static void* mx_main(void* a) {
     aco_rt_sem_init(&mx_release, 0);
     CHECK_EQ(aco_rt_pthread_create(&h, NULL, mx_holder, NULL), 0);
     CHECK_EQ(aco_rt_pthread_yield(), 0);
+    int64_t t0 = aco_rt_now();              /* (before the deadline is made) */
     struct timespec ts = rt_in(5 * MS);
-    int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_pthread_mutex_timedlock(&pm, &ts), ETIMEDOUT);
     CHECK_GE(since(t0), 4 * MS);
     struct timespec bad = {0, -1};
@@ -245,8 +245,8 @@ static void* cv_main(void* a) {
     (void)a;
     CHECK_EQ(aco_rt_pthread_cond_wait(&cv, &pm), EPERM);
     CHECK_EQ(aco_rt_pthread_mutex_lock(&pm), 0);
+    int64_t t0 = aco_rt_now();              /* (before the deadline is made) */
     struct timespec ts = rt_in(5 * MS);
-    int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_pthread_cond_timedwait(&cv, &pm, &ts), ETIMEDOUT);
     CHECK_GE(since(t0), 4 * MS);
     CHECK_EQ(aco_rt_pthread_mutex_trylock(&pm), EBUSY);     /* held again */
@@ -372,9 +372,9 @@ static void* misc_main(void* a) {
     CHECK_EQ(aco_rt_pthread_yield(), 0);
     CHECK_EQ(aco_rt_pthread_rwlock_unlock(&rw), 0);
     CHECK_EQ(aco_rt_pthread_join(t[0], NULL), 0);
+    int64_t t0 = aco_rt_now();              /* (before the deadline is made) */
     struct timespec ts = rt_in(3 * MS);
     CHECK_EQ(aco_rt_pthread_rwlock_rdlock(&rw), 0);
-    int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_pthread_rwlock_timedwrlock(&rw, &ts), ETIMEDOUT);
     CHECK_GE(since(t0), 2 * MS);
     CHECK_EQ(aco_rt_pthread_rwlock_unlock(&rw), 0);
