@@ -53,7 +53,7 @@ gdb_run() {
             # an address, not a name: a minimal root has no /etc/hosts
             out=$(timeout 120 gdb-multiarch -nx -q -batch -ex "target remote 127.0.0.1:$port" \
                   "${setup[@]}" -ex continue "$@" "$prog" 2>&1)
-            echo "$out" | grep -q 'Connection refused' || break
+            grep -q 'Connection refused' <<< "$out" || break
             sleep 0.1
         done
         if wait $qpid; then echo "$out"; return; fi
