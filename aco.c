@@ -1626,7 +1626,13 @@ void aco_destroy(aco_t* co) {
         aco_gtls_co = NULL;
         if (hop != NULL && hop->main_co == co) hop_free();
     } else {
-        check_ours(fn, co, "destroy");
+        /* Its thread's, not its main co's: a co outlives a destroyed main
+         * co (and a new main co of the thread), and is destroyed then. */
+        check(fn, co != aco_gtls_co, "co %p is running; a co cannot destroy itself",
+              (void*)co);
+        check(fn, co->share_stack->thread == &inited,
+              "co %p belongs to another thread (its share stack %p is that thread's); "
+              "destroy a co from its own thread", (void*)co, (void*)co->share_stack);
         drop_frames(co);
         if (ckd()) checked_co_destroy(co);
         aco_share_stack_t* s = co->share_stack;

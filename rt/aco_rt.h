@@ -300,6 +300,8 @@ int   aco_rt_setspecific(aco_rt_key_t key, const void* val);
 
 /* A callback timer, for code that runs in the scheduler rather than in a co.
  * The struct is the program's (no allocation); its fields are private.
+ * Before its first start it is all-zero (static, calloc, = {0}) or given
+ * to aco_rt_timer_init: other bytes may read as an armed timer.
  * Insert and cancel are O(1) (a hierarchical timing wheel of 2^14 ns ticks:
  * a timer never fires early, and late by at most a tick plus the time the
  * scheduler needs to come round: while cos stay ready, it looks at its
@@ -310,6 +312,10 @@ typedef struct aco_rt_timer {
     int64_t expiry_;            /* in ticks */
     void (*fn_)(struct aco_rt_timer*);
 } aco_rt_timer_t;
+
+/* Make t a timer that is not armed, as all-zero memory is (never on an
+ * armed timer: the wheel would keep pointing at it). */
+void aco_rt_timer_init(aco_rt_timer_t* t);
 
 /* Arm t (not armed) to call fn(t) from the scheduler (not in a co: fn must
  * not block) when aco_rt_now() >= deadline.  Timers live on a wheel of
@@ -879,10 +885,14 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline);
 
 /* Cancel every member (and those spawned until it is empty), then wait as
  * aco_rt_group_join.  Its -EPERM, -EINVAL and -EDEADLK come before anything
- * is cancelled. */
+ * is cancelled.  On a group that is empty it cancels nothing, now or
+ * later. */
 int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline);
 
-/* Free g: -EBUSY (nothing freed) while it has members or joiners. */
+/* Free g: 0; -EBUSY (nothing freed) while it has members, or cos waiting
+ * in aco_rt_group_join or _cancel.  A join that the last member's end
+ * woke waits no more: it returns 0 without looking at g again, so g may
+ * be freed before that co runs. */
 int aco_rt_group_free(aco_rt_group_t* g);
 
 /* ======================================================================== */

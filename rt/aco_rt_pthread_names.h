@@ -154,25 +154,58 @@
 #define pthread_barrier_destroy     aco_rt_pthread_barrier_destroy
 #define pthread_barrier_wait        aco_rt_pthread_barrier_wait
 
-/* Not in this face: stop at compile time. */
+/* Not in this face: stop at compile time.  Every other pthread_ call of
+ * glibc's <pthread.h> and <signal.h> (as of 2.36, and those it may add are
+ * no safer: they take a pthread_t or one of the mapped types) is poisoned:
+ * any use after this line is an error ("attempt to use poisoned"), with
+ * any compiler flags, instead of a call of the real one on a co's id or on
+ * one of this face's objects.  (The system headers above declared them
+ * already; a program that includes them again gets nothing new: their
+ * guards.) */
+#if defined(__cplusplus) && defined(__has_include)
+#if __has_include(<bits/gthr.h>)
+#include <bits/gthr.h>  /* libstdc++'s: it names every pthread_ call itself */
+#endif
+#endif
 #undef pthread_cleanup_push
 #undef pthread_cleanup_pop
-#define pthread_cancel              aco_rt_pthread_has_no_cancel
-#define pthread_testcancel          aco_rt_pthread_has_no_cancel
-#define pthread_setcancelstate      aco_rt_pthread_has_no_cancel
-#define pthread_setcanceltype       aco_rt_pthread_has_no_cancel
-#define pthread_cleanup_push        aco_rt_pthread_has_no_cancel
-#define pthread_cleanup_pop         aco_rt_pthread_has_no_cancel
-#define pthread_kill                aco_rt_pthread_has_no_signals
-#define pthread_sigmask             aco_rt_pthread_has_no_signals
-#define pthread_atfork              aco_rt_pthread_has_no_atfork
-#define pthread_spin_init           aco_rt_pthread_has_no_spin_locks
-#define pthread_spin_lock           aco_rt_pthread_has_no_spin_locks
-#define pthread_spin_trylock        aco_rt_pthread_has_no_spin_locks
-#define pthread_spin_unlock         aco_rt_pthread_has_no_spin_locks
-#define pthread_spin_destroy        aco_rt_pthread_has_no_spin_locks
-#define pthread_setname_np          aco_rt_pthread_has_no_names
-#define pthread_getname_np          aco_rt_pthread_has_no_names
-#define pthread_getattr_np          aco_rt_pthread_has_no_getattr
+#undef pthread_cleanup_push_defer_np
+#undef pthread_cleanup_pop_restore_np
+/* cancellation */
+#pragma GCC poison pthread_cancel pthread_testcancel pthread_setcancelstate
+#pragma GCC poison pthread_setcanceltype pthread_cleanup_push pthread_cleanup_pop
+#pragma GCC poison pthread_cleanup_push_defer_np pthread_cleanup_pop_restore_np
+/* signals */
+#pragma GCC poison pthread_kill pthread_sigmask pthread_sigqueue
+#pragma GCC poison pthread_attr_setsigmask_np pthread_attr_getsigmask_np
+/* fork handlers, spin locks, names */
+#pragma GCC poison pthread_atfork
+#pragma GCC poison pthread_spin_init pthread_spin_destroy pthread_spin_lock
+#pragma GCC poison pthread_spin_trylock pthread_spin_unlock
+#pragma GCC poison pthread_setname_np pthread_getname_np
+/* scheduling, CPUs, clocks: a co is not a kernel thread */
+#pragma GCC poison pthread_setschedparam pthread_getschedparam pthread_setschedprio
+#pragma GCC poison pthread_setaffinity_np pthread_getaffinity_np pthread_getcpuclockid
+#pragma GCC poison pthread_setconcurrency pthread_getconcurrency
+#pragma GCC poison pthread_getattr_np pthread_getattr_default_np pthread_setattr_default_np
+#pragma GCC poison pthread_clockjoin_np
+/* attributes this face has no field for */
+#pragma GCC poison pthread_attr_setaffinity_np pthread_attr_getaffinity_np
+#pragma GCC poison pthread_attr_setguardsize pthread_attr_getguardsize
+#pragma GCC poison pthread_attr_setinheritsched pthread_attr_getinheritsched
+#pragma GCC poison pthread_attr_setschedparam pthread_attr_getschedparam
+#pragma GCC poison pthread_attr_setschedpolicy pthread_attr_getschedpolicy
+#pragma GCC poison pthread_attr_setscope pthread_attr_getscope
+#pragma GCC poison pthread_attr_setstack pthread_attr_getstack
+#pragma GCC poison pthread_attr_setstackaddr pthread_attr_getstackaddr
+/* robust and priority mutexes, rwlock kinds and clocks */
+#pragma GCC poison pthread_mutex_consistent pthread_mutex_consistent_np
+#pragma GCC poison pthread_mutex_getprioceiling pthread_mutex_setprioceiling
+#pragma GCC poison pthread_mutexattr_getprioceiling pthread_mutexattr_setprioceiling
+#pragma GCC poison pthread_mutexattr_getprotocol pthread_mutexattr_setprotocol
+#pragma GCC poison pthread_mutexattr_getrobust pthread_mutexattr_setrobust
+#pragma GCC poison pthread_mutexattr_getrobust_np pthread_mutexattr_setrobust_np
+#pragma GCC poison pthread_rwlockattr_getkind_np pthread_rwlockattr_setkind_np
+#pragma GCC poison pthread_rwlock_clockrdlock pthread_rwlock_clockwrlock
 
 #endif /* ACO_RT_PTHREAD_NAMES_H */

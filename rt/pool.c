@@ -293,7 +293,7 @@ void aco_rt_pool_free(aco_rt_pool_t* p) {
 struct aco_rt_group {
     aco_rt_sched_t* s;
     uint32_t        lock;
-    int             cancelling;
+    int             cancelling;     /* until the group is empty */
     size_t          n;              /* members alive */
     aco_rt_co_t*    head;           /* their list (gnext, gprev) */
     aco_rt_waitq_t  q;              /* cos in aco_rt_group_join */
@@ -374,6 +374,8 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline) {
     rt_claim_reset(me);
     rt_wq_push_locked(&g->q, &me->w, &g->lock);
     rt_unlock(&g->lock);
+    /* (woken by the last member's end, it does not look at g again: the
+     * group may be freed before it runs) */
     return rt_park(me, RT_W_GROUP, g, deadline);
 }
 
@@ -383,7 +385,7 @@ int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline) {
     if (g == NULL) return -EINVAL;
     if (me->x && me->x->group == g) return -EDEADLK;
     rt_lock(&g->lock);
-    g->cancelling = 1;
+    g->cancelling = g->n != 0;      /* (empty: nothing to cancel, nor later) */
     /* Through the inbox, also for cos of this thread: a cancel runs the
      * co's abort, which takes other locks; none is taken under ours. */
     for (aco_rt_co_t* c = g->head; c; c = c->x->gnext) rt_cancel_async(c);

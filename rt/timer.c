@@ -161,6 +161,8 @@ void rt_wheel_advance(rt_wheel_t* w, int64_t now_ns) {
     if (target > w->now) w->now = target;
 }
 
+void aco_rt_timer_init(aco_rt_timer_t* t) { memset(t, 0, sizeof(*t)); }
+
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
                        void (*fn)(aco_rt_timer_t*)) {
     aco_rt_sched_t* s = rt_tls_sched;
