@@ -444,6 +444,12 @@ int aco_rt_close(int fd);
  *     the runtime, would miss those bytes);
  *   - one co at a time may wait in those receives and lends (another gets
  *     -EBUSY; aco_rt_wait is not counted);
+ *   - its bytes are its scheduler's: on another scheduler (a co of another
+ *     thread) those receives and aco_rt_wait(POLLIN) get -EBUSY at once
+ *     instead of waiting for bytes that would never come to them, until
+ *     the multishot has ended and its bytes were read there, or the socket
+ *     is closed.  So a socket goes to another thread before its first
+ *     lend;
  *   - close the socket with aco_rt_close.  close(2) alone is not seen
  *     until a call that waits looks at the socket (below): until then,
  *     calls on the number, whatever file it holds by then, get the old

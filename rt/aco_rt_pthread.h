@@ -245,7 +245,7 @@ typedef struct {
  * that come meanwhile wait for it to return.  init must return (an
  * aco_rt_pthread_exit in it leaves them waiting for good).  0, EPERM
  * (outside a co, unless init already ran), EDEADLK (init called once on o),
- * ECANCELED. */
+ * ECANCELED (in a cancelled co, whether or not init already ran). */
 int aco_rt_pthread_once(aco_rt_pthread_once_t* o, void (*init)(void));
 
 /* ======================================================================== */
@@ -280,7 +280,7 @@ typedef struct {
     aco_rt_cond_t  writers_q_;
     void*          writer_;     /* the co that holds it for writing */
     unsigned       readers_;    /* cos that hold it for reading */
-    unsigned       wwait_;      /* writers waiting */
+    unsigned       wwait_;      /* (unused: writers_q_ says who waits) */
 } aco_rt_pthread_rwlock_t;
 #define ACO_RT_PTHREAD_RWLOCK_INITIALIZER ACO_RT_PTHREAD_ZERO_
 

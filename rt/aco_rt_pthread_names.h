@@ -7,8 +7,13 @@
  * are included first, before any mapping, so their own declarations keep
  * their names; the mapping then applies to the program's text.  The calls
  * this face does not have (cancellation, signals, spin locks, fork
- * handlers, names) map to undeclared names: the compiler stops at them
- * instead of the program calling real pthreads on a co's id.
+ * handlers, names, scheduling, affinity, ...: every other pthread_ call of
+ * those headers) are poisoned: the compiler stops at them, whatever its
+ * flags, instead of the program calling real pthreads on a co's id.
+ *
+ * Those system headers come before the program's first line: a feature
+ * macro the program defines itself (_GNU_SOURCE) comes too late for them;
+ * give it on the command line (-D_GNU_SOURCE).
  *
  * main itself is no co: a port runs its main through
  * aco_rt_pthread_run_main (e.g. rename it with -Dmain=prog_main and add a

@@ -250,13 +250,18 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED
 
 /* A descriptor that lent receives (lend.c) has bytes queued in runtime
- * buffers, or coming there: the receive calls take those first. */
+ * buffers, or coming there: the receive calls take those first.  If
+ * another scheduler's lend has them, they would wait for bytes that never
+ * come here: -EBUSY. */
 #define FROM_LEND(co, fd, iov, cnt, flags, deadline)                         \
     do {                                                                     \
         rt_fd_t* e_ = rt_fd_peek((co)->s, (fd));                             \
         if (rt_unlikely(e_ && e_->rx)) {                                     \
             ssize_t r_ = rt_lend_read((co), e_, (iov), (cnt), (flags), (deadline)); \
             if (r_ != RT_LEND_NONE) return r_;                               \
+        } else if (rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) && \
+                   rt_lend_elsewhere(e_, (fd))) {                            \
+            return -EBUSY;      /* its bytes are another scheduler's */      \
         }                                                                    \
     } while (0)
 
@@ -482,6 +487,9 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
      * wakes this wait (lend.c, through e->pollers). */
     rt_fd_t* e = rt_fd_peek(co->s, fd);
     int lend = e && e->rx && (events & POLLIN) ? rt_lend_state(e) : -1;
+    if (lend < 0 && (events & POLLIN) && rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) &&
+        rt_lend_elsewhere(e, fd))
+        return -EBUSY;          /* what comes is another scheduler's */
     if (lend == 1) {
         if (n == 1 && (p.revents & POLLNVAL)) return -EBADF;
         return (n == 1 ? p.revents : 0) | POLLIN;

@@ -39,6 +39,7 @@
 #include "rt_sys.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -121,6 +122,81 @@ static lend_hdr_t* heap_buf(void) {
     h->magic = LEND_MAGIC;
     h->state = B_LENT;
     return h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Marks: which descriptors have an rx, on any scheduler                    */
+/* ------------------------------------------------------------------------ */
+
+/* The bytes an rx took are its scheduler's alone, so a receive on another
+ * scheduler would wait for what it never gets: it fails with -EBUSY
+ * instead (aco_rt.h).  To know, without a lock, a count per descriptor
+ * number of the schedulers whose entry has an rx (two schedulers' lends
+ * may each have one), in chunks made at first use and kept (other threads
+ * read them).  rt_rx_alive (all the counts' sum) lets the receives of a
+ * process without rxs skip the look. */
+uint32_t rt_rx_alive;
+static uint32_t** rx_marks;             /* RT_FD_CHUNKS chunks, made lazily */
+
+static void marks_child(void) {         /* (a fork's child has no rx) */
+    __atomic_store_n(&rx_marks, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&rt_rx_alive, 0u, __ATOMIC_RELAXED);
+}
+static void marks_atfork(void) { pthread_atfork(NULL, NULL, marks_child); }
+
+/* fd's count, made if need be: NULL without memory. */
+static uint32_t* mark_of(int fd) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, marks_atfork);
+    uint32_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
+    if (top == NULL) {
+        uint32_t** t = calloc(RT_FD_CHUNKS, sizeof(*t));
+        if (t == NULL) return NULL;
+        if (!__atomic_compare_exchange_n(&rx_marks, &top, t, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            free(t);
+        else
+            top = t;
+    }
+    uint32_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    if (c == NULL) {
+        uint32_t* n = calloc(RT_FD_CHUNK, sizeof(*n));
+        if (n == NULL) return NULL;
+        if (!__atomic_compare_exchange_n(&top[fd / RT_FD_CHUNK], &c, n, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            free(n);
+        else
+            c = n;
+    }
+    return &c[fd % RT_FD_CHUNK];
+}
+
+/* e gets rx (its count made first: 0), or loses it. */
+static int rx_hang(rt_fd_t* e, int fd, struct rt_rx* rx) {
+    uint32_t* m = mark_of(fd);
+    if (m == NULL) return -ENOMEM;
+    __atomic_add_fetch(m, 1u, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&rt_rx_alive, 1u, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&e->rx, rx, __ATOMIC_RELEASE);
+    return 0;
+}
+static void rx_unhang(rt_fd_t* e, int fd) {
+    __atomic_store_n(&e->rx, NULL, __ATOMIC_RELEASE);
+    uint32_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
+    if (top == NULL) return;            /* (made before a fork: the child's) */
+    uint32_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    if (c == NULL || __atomic_load_n(&c[fd % RT_FD_CHUNK], __ATOMIC_RELAXED) == 0) return;
+    __atomic_sub_fetch(&c[fd % RT_FD_CHUNK], 1u, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&rt_rx_alive, 1u, __ATOMIC_SEQ_CST);
+}
+
+int rt_lend_elsewhere(rt_fd_t* e, int fd) {
+    uint32_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
+    if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return 0;
+    uint32_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    if (c == NULL) return 0;
+    uint32_t mine = e && __atomic_load_n(&e->rx, __ATOMIC_RELAXED) ? 1u : 0u;
+    return __atomic_load_n(&c[fd % RT_FD_CHUNK], __ATOMIC_SEQ_CST) > mine;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -291,7 +367,7 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
  * maybe another file's): the rx stops; the co parked on it gets -EBADF. */
 void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
     struct rt_rx* rx = e->rx;
-    e->rx = NULL;
+    rx_unhang(e, rx->fd);
     rx->dead = 1;
     aco_rt_co_t* co = rx->waiter;
     if (co) {
@@ -318,7 +394,7 @@ void rt_lend_fini(aco_rt_sched_t* s) {
     while (p->rxs) {
         struct rt_rx* rx = p->rxs;
         rt_fd_t* e = rt_fd_peek(s, rx->fd);
-        if (e && e->rx == rx) e->rx = NULL;
+        if (e && e->rx == rx) rx_unhang(e, rx->fd);
         p->rxs = rx->next;
         free(rx);
     }
@@ -336,8 +412,9 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
 }
 void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
     (void)s; (void)gone;
-    free(e->rx);
-    e->rx = NULL;
+    struct rt_rx* rx = e->rx;
+    rx_unhang(e, rx->fd);
+    free(rx);
 }
 void rt_lend_fini(aco_rt_sched_t* s) { (void)s; }
 static void rx_arm(aco_rt_sched_t* s, struct rt_rx* rx) {
@@ -503,10 +580,13 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
                 rx->gen = e->gen;
                 rx->dev = st.st_dev;
                 rx->ino = st.st_ino;
+                if (rx_hang(e, fd, rx) < 0) {
+                    free(rx);
+                    return -ENOMEM;
+                }
                 rx->next = p->rxs;
                 if (p->rxs) p->rxs->prev = rx;
                 p->rxs = rx;
-                e->rx = rx;
                 /* counted as busy while it lives: a close on any thread
                  * finds it (aco_rt_close), and the backend cancels */
                 rt_fd_busy_add(e, 1);

@@ -264,14 +264,16 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
     int r = 0;
     pthread_mutex_lock(&p->mu);
     __atomic_fetch_add(&p->waiters, 1u, __ATOMIC_SEQ_CST);
-    int cancel = how == ACO_RT_POOL_CANCEL;
-    while (pool_busy(p) || (cancel && cancel_pending(p))) {
-        if (deadline < 0) {
-            pthread_cond_wait(&p->cv, &p->mu);
-        } else if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT) {
-            if (pool_busy(p) || (cancel && cancel_pending(p))) r = -ETIMEDOUT;
-            break;
-        }
+    int cancel = how == ACO_RT_POOL_CANCEL, late = 0;
+    for (;;) {
+        int busy = pool_busy(p);
+        if (!busy && !(cancel && cancel_pending(p))) break;
+        if (busy && late) { r = -ETIMEDOUT; break; }
+        /* Past the deadline with no co left, the cancel has only to be
+         * seen by the idle threads (at once: they were notified), so that
+         * it hits no co spawned after we return. */
+        if (deadline < 0 || late) pthread_cond_wait(&p->cv, &p->mu);
+        else if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT) late = 1;
     }
     __atomic_fetch_sub(&p->waiters, 1u, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&p->mu);

@@ -3,11 +3,11 @@
  * Threads.  aco_rt_pthread_create spawns pt_main with a small heap record
  * (pt_t: the start routine, its argument, the value for the joiner); an id
  * is the co's handle, so aco_rt_pthread_self() in the co is the id its
- * creator got.  While the start routine runs, the co's value of an internal
- * key points to its pt_t: that is how aco_rt_pthread_exit finds where the
- * joiner's value goes.  When the routine returns or exits, pt_end stores
- * the value and, if the co was detached, frees the pt_t; otherwise join
- * does, after aco_rt_join.  Detach and the end race only across threads:
+ * creator got.  The co's argument is its pt_t: that is how
+ * aco_rt_pthread_exit finds where the joiner's value goes (no key of the
+ * program's ACO_RT_KEYS_MAX is taken).  When the routine returns or exits,
+ * pt_end stores the value and, if the co was detached, frees the pt_t;
+ * otherwise join does, after aco_rt_join.  Detach and the end race only across threads:
  * an atomic state word decides which of the two frees it.
  *
  * Mutexes and conds are aco_rt_mutex_t / aco_rt_cond_t plus the pthreads
@@ -130,20 +130,24 @@ typedef struct {
 } pt_t;
 enum { PT_ENDED = 1, PT_DETACHED = 2 };
 
-static aco_rt_key_t pt_key;     /* a co's pt_t while its routine runs */
-static int pt_key_err = -1;
-static pthread_once_t pt_key_once = PTHREAD_ONCE_INIT;
+static pthread_once_t pt_hook_once = PTHREAD_ONCE_INIT;
 static void pt_dropped(aco_rt_co_t* co);
-static void pt_key_make(void) {
-    pt_key_err = aco_rt_key_create(&pt_key, NULL);
+static void pt_hook(void) {
     __atomic_store_n(&rt_co_dropped, pt_dropped, __ATOMIC_RELEASE);
 }
 
+/* The co's argument: its pt_t, tagged PT_OVER once its routine is over
+ * (then a detach on another thread may free it: an exit from a key
+ * destructor must not look at it), NULL once freed by the end. */
+#define PT_OVER ((uintptr_t)1)
+
 /* p's routine is over with ret: for the joiner, or p goes if detached. */
 static void pt_end(pt_t* p, void* ret) {
+    aco_t* a = rt_aco(rt_self());
+    __atomic_store_n(&a->arg, (void*)((uintptr_t)p | PT_OVER), __ATOMIC_RELAXED);
     p->ret = ret;
     if (__atomic_fetch_or(&p->state, PT_ENDED, __ATOMIC_ACQ_REL) & PT_DETACHED) {
-        rt_aco(rt_self())->arg = NULL;  /* (its key destructors may still block) */
+        __atomic_store_n(&a->arg, NULL, __ATOMIC_RELAXED);  /* (its key destructors may block) */
         free(p);
     }
 }
@@ -154,7 +158,8 @@ static void pt_main(void* arg);
  * (detached) - nobody can join it any more. */
 static void pt_dropped(aco_rt_co_t* co) {
     if (co->fn != pt_main) return;
-    pt_t* p = (pt_t*)rt_aco(co)->arg;   /* (a local spawn: made at once) */
+    /* (a local spawn: made at once) */
+    pt_t* p = (pt_t*)((uintptr_t)__atomic_load_n(&rt_aco(co)->arg, __ATOMIC_RELAXED) & ~PT_OVER);
     if (p == NULL) return;
     uint32_t st = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
     if ((st & (PT_ENDED | PT_DETACHED)) != (PT_ENDED | PT_DETACHED)) free(p);
@@ -162,12 +167,7 @@ static void pt_dropped(aco_rt_co_t* co) {
 
 static void pt_main(void* arg) {
     pt_t* p = (pt_t*)arg;
-    /* Without memory for the key (never in practice) aco_rt_pthread_exit
-     * cannot find p: the co still ends, its value is lost. */
-    int keyed = aco_rt_setspecific(pt_key, p) == 0;
-    void* ret = p->fn(p->arg);
-    if (keyed) aco_rt_setspecific(pt_key, NULL);
-    pt_end(p, ret);
+    pt_end(p, p->fn(p->arg));
 }
 
 int aco_rt_pthread_create(aco_rt_pthread_t* t, const aco_rt_pthread_attr_t* attr,
@@ -179,8 +179,7 @@ int aco_rt_pthread_create(aco_rt_pthread_t* t, const aco_rt_pthread_attr_t* attr
         return EINVAL;
     aco_rt_sched_t* s = rt_tls_sched;
     if (s == NULL) return EPERM;
-    pthread_once(&pt_key_once, pt_key_make);
-    if (pt_key_err) return EAGAIN;
+    pthread_once(&pt_hook_once, pt_hook);
     pt_t* p = calloc(1, sizeof(*p));
     if (p == NULL) return EAGAIN;
     p->fn = fn;
@@ -206,7 +205,8 @@ static pt_t* pt_of(aco_rt_pthread_t t, aco_rt_co_t** co) {
     aco_rt_co_t* c = (aco_rt_co_t*)(uintptr_t)t;
     if (c->fn != pt_main) return NULL;          /* a co of aco_rt_spawn */
     *co = c;
-    return (pt_t*)rt_aco(c)->arg;      /* (made at once: a local spawn) */
+    /* (made at once: a local spawn; the tag is only for its own exit) */
+    return (pt_t*)((uintptr_t)__atomic_load_n(&rt_aco(c)->arg, __ATOMIC_RELAXED) & ~PT_OVER);
 }
 
 /* Join t until deadline; busy: the error for a deadline that passed. */
@@ -266,12 +266,11 @@ void aco_rt_pthread_exit(void* ret) {
                 "runs a scheduler is not a co of it)\n");
         abort();
     }
-    pthread_once(&pt_key_once, pt_key_make);
-    pt_t* p = pt_key_err == 0 ? (pt_t*)aco_rt_getspecific(pt_key) : NULL;
-    if (p) {        /* NULL: a co of aco_rt_spawn, or its routine is over */
-        aco_rt_setspecific(pt_key, NULL);
-        pt_end(p, ret);
-    }
+    /* Its routine's pt_t, unless it is a co of aco_rt_spawn, or its
+     * routine is over (an exit from a key destructor). */
+    aco_rt_co_t* me = rt_self();
+    uintptr_t a = (uintptr_t)rt_aco(me)->arg;
+    if (me->fn == pt_main && a != 0 && !(a & PT_OVER)) pt_end((pt_t*)a, ret);
     aco_rt_exit();
 }
 
@@ -542,8 +541,12 @@ int aco_rt_pthread_cond_broadcast(aco_rt_pthread_cond_t* c) {
 /* ------------------------------------------------------------------------ */
 
 int aco_rt_pthread_once(aco_rt_pthread_once_t* o, void (*init)(void)) {
+    aco_rt_co_t* me = rt_self();
+    /* (a cancelled co gets ECANCELED from a call that can block even when
+     * this one would not: aco_rt.h) */
+    if (me && (me->flags & RT_CANCELLED)) return ECANCELED;
     if (__atomic_load_n(&o->done_, __ATOMIC_ACQUIRE)) return 0;
-    if (rt_self() == NULL) return EPERM;
+    if (me == NULL) return EPERM;
     /* The first to lock runs init holding the mutex; the others queue on it
      * (FIFO) and find it done. */
     int r = aco_rt_mutex_lock(&o->m_, -1);
@@ -603,8 +606,19 @@ int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l,
     return 0;
 }
 
+/* Cos waiting on c: what its queue holds (a co that a deadline, a cancel
+ * or aco_rt_sched_free took away is off it: no count of ours can say so). */
+static unsigned cond_waiters(aco_rt_cond_t* c) {
+    unsigned n = 0;
+    rt_lock(&c->lock_);
+    for (rt_waiter_t* w = rt_wq_first(&c->q_); w; w = w->next) n++;
+    rt_unlock(&c->lock_);
+    return n;
+}
+
 int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l) {
-    if (l->writer_ || l->readers_ || l->wwait_ ||
+    if (l->writer_ || l->readers_ ||
+        __atomic_load_n(&l->writers_q_.q_.head_, __ATOMIC_RELAXED) != NULL ||
         __atomic_load_n(&l->readers_q_.q_.head_, __ATOMIC_RELAXED) != NULL)
         return EBUSY;
     return 0;
@@ -628,11 +642,9 @@ static int rw_lock(aco_rt_pthread_rwlock_t* l, int how, int64_t deadline, int tr
         if (r == 0 && l->readers_ == UINT_MAX) r = EAGAIN;
         if (r == 0) l->readers_++;
     } else {
-        l->wwait_++;
         while ((l->writer_ || l->readers_) && r == 0)
             r = try ? EBUSY : -aco_rt_cond_wait(&l->writers_q_, &l->m_, deadline);
         if (r == ETIMEDOUT && l->writer_ == NULL && l->readers_ == 0) r = 0;
-        l->wwait_--;
         if (r == 0) l->writer_ = me;
     }
     aco_rt_mutex_unlock(&l->m_);
@@ -674,12 +686,15 @@ int aco_rt_pthread_rwlock_unlock(aco_rt_pthread_rwlock_t* l) {
     if (me == NULL) return EPERM;
     int r = 0;
     lock_anyway(me, &l->m_);
+    /* (a signal with no writer waiting does nothing: the queue says, not
+     * a count, which a waiter destroyed by aco_rt_sched_free would leave
+     * wrong) */
     if (l->writer_ == me) {
         l->writer_ = NULL;
         aco_rt_cond_broadcast(&l->readers_q_);
-        if (l->wwait_) aco_rt_cond_signal(&l->writers_q_);
+        aco_rt_cond_signal(&l->writers_q_);
     } else if (l->readers_ > 0 && l->writer_ == NULL) {
-        if (--l->readers_ == 0 && l->wwait_) aco_rt_cond_signal(&l->writers_q_);
+        if (--l->readers_ == 0) aco_rt_cond_signal(&l->writers_q_);
     } else {
         r = EPERM;
     }
@@ -720,7 +735,7 @@ int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
 }
 
 int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b) {
-    return b->arrived_ ? EBUSY : 0;
+    return __atomic_load_n(&b->q_.q_.head_, __ATOMIC_RELAXED) != NULL ? EBUSY : 0;
 }
 
 int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
@@ -728,7 +743,10 @@ int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
     int r = aco_rt_mutex_lock(&b->m_, -1);
     if (r) return -r;
     unsigned round = b->round_;
-    if (++b->arrived_ >= b->n_) {
+    /* arrived_ may count cos that left (cancelled, or destroyed by
+     * aco_rt_sched_free): when it says the round is full, the queue says
+     * who is still there (one look per round). */
+    if (++b->arrived_ >= b->n_ && (b->arrived_ = cond_waiters(&b->q_) + 1) >= b->n_) {
         b->arrived_ = 0;
         b->round_++;
         aco_rt_cond_broadcast(&b->q_);
@@ -738,7 +756,7 @@ int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
     do r = aco_rt_cond_wait(&b->q_, &b->m_, -1);
     while (r == 0 && b->round_ == round);
     if (b->round_ != round) r = 0;      /* the round ended: it counted */
-    else b->arrived_--;                 /* cancelled: it no longer counts */
+    /* else cancelled: off the queue, it no longer counts (above) */
     aco_rt_mutex_unlock(&b->m_);
     return -r;
 }

@@ -88,6 +88,10 @@ ssize_t  rt_recv_plain(int fd, void* buf, size_t n, int64_t deadline);   /* io.c
 ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
                       int flags, int64_t deadline);
 int      rt_lend_state(rt_fd_t* e);
+/* Has another scheduler an rx on fd (e: fd's entry here, or NULL)?  Only
+ * when rt_rx_alive (the process has rxs at all). */
+extern uint32_t rt_rx_alive;
+int      rt_lend_elsewhere(rt_fd_t* e, int fd);
 /* A completion of a multishot receive (user_data tagged: io_uring.c). */
 void     rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags);
 /* e (with an rx) is being closed; gone as in rt_backend_t.closing. */

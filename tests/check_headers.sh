@@ -5,7 +5,8 @@
 # The runtime's public headers (rt/aco_rt.h, aco_rt_pthread.h,
 # aco_rt_pthread_names.h) each compile alone and twice over (their guards)
 # as C99, C11, GNU C11 (-Wpedantic) and C++11, with gcc and clang, and
-# aco_rt.h's ACO_RT_VERSION_* are aco.h's ACO_VERSION_*.
+# aco_rt.h's ACO_RT_VERSION_* are aco.h's ACO_VERSION_*.  A pthread_ call
+# that aco_rt_pthread_names.h does not map stops the compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -61,6 +62,45 @@ for h in aco_rt.h aco_rt_pthread.h aco_rt_pthread_names.h; do
         $cxx -std=c++11 -Wall -Wextra -Werror -I. -Irt -c "$tmp/h.cc" -o "$tmp/h.o" ||
             { echo "FAIL: rt/$h alone, $cxx -std=c++11"; exit 1; }
     done
+done
+# aco_rt_pthread_names.h: a pthread_ call the face does not have stops the
+# compiler whatever the flags (poisoned: no call of the real one on a co's
+# id), and a C++ program that includes libstdc++'s thread headers after it
+# still builds.
+for f in pthread_cancel pthread_testcancel pthread_cleanup_push pthread_kill \
+         pthread_sigmask pthread_sigqueue pthread_atfork pthread_spin_lock \
+         pthread_setname_np pthread_getattr_np pthread_setaffinity_np \
+         pthread_getcpuclockid pthread_setschedprio pthread_clockjoin_np \
+         pthread_rwlock_clockrdlock pthread_attr_setguardsize \
+         pthread_mutexattr_setrobust; do
+    printf 'void f(void);\nvoid f(void) { (void)%s; }\n' "$f" > "$tmp/p.c"
+    for cc in gcc clang; do
+        if $cc -w -I. -Irt -include aco_rt_pthread_names.h -c "$tmp/p.c" -o "$tmp/p.o" \
+               2> "$tmp/p.err"; then
+            echo "FAIL: $f compiled through aco_rt_pthread_names.h ($cc)"; exit 1
+        fi
+        grep -q poisoned "$tmp/p.err" ||
+            { echo "FAIL: $f: $cc did not say poisoned"; cat "$tmp/p.err"; exit 1; }
+    done
+done
+cat > "$tmp/port.cc" <<'PORT'
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <thread>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+int main() {
+    std::mutex sm;
+    std::lock_guard<std::mutex> g(sm);
+    pthread_mutex_lock(&m);
+    std::cout << "x";
+    return pthread_mutex_unlock(&m);
+}
+PORT
+for cxx in g++ clang++; do
+    $cxx -std=c++11 -Wall -Wextra -Werror -I. -Irt -include aco_rt_pthread_names.h \
+        -c "$tmp/port.cc" -o "$tmp/port.o" ||
+        { echo "FAIL: a C++ port with libstdc++'s headers ($cxx)"; exit 1; }
 done
 cat > "$tmp/v.c" <<'VERSION'
 #include "aco_rt.h"

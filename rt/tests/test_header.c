@@ -978,6 +978,18 @@ static void timers(aco_rt_sched_t* s, void* arg) {
     CHECK_EQ(pthread_create(&th, NULL, tm_no_sched, NULL), 0);
     CHECK_EQ(pthread_join(th, &r), 0);
     CHECK_EQ((intptr_t)r, -EPERM);
+    /* "Before its first start it is all-zero ... or given to
+     * aco_rt_timer_init": memory with other bytes, made a timer */
+    PROMISE();
+    aco_rt_timer_t* h = malloc(sizeof *h);
+    CHECK(h != NULL);
+    memset(h, 0xbe, sizeof *h);
+    aco_rt_timer_init(h);
+    CHECK_EQ(aco_rt_timer_stop(h), 0);          /* never started */
+    CHECK_EQ(aco_rt_timer_start(h, aco_rt_now() + 1000 * MS, (void (*)(aco_rt_timer_t*))nop), 0);
+    CHECK_EQ(aco_rt_timer_start(h, aco_rt_now() + 1000 * MS, (void (*)(aco_rt_timer_t*))nop), -EINVAL);
+    CHECK_EQ(aco_rt_timer_stop(h), 1);
+    free(h);
     /* from the scheduler's thread outside any co, before the run */
     PROMISE();
     memset(tm_fired, 0, sizeof tm_fired);
@@ -1939,6 +1951,18 @@ static void pools(void) {
         CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_wait_inside, NULL, NULL)), 0);
         CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, -1), 0);
         CHECK_EQ(aco_rt_pool_wait(PL, 7, -1), -EINVAL);
+        /* "0" when every co has finished: also with CANCEL and a deadline
+         * that has passed (nothing to wait for), and the cancel hits no co
+         * spawned after */
+        PROMISE();
+        for (int i = 0; i < 3; i++) {
+            CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_CANCEL, 0), 0);
+            CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_CANCEL, -5), 0);
+        }
+        atomic_store(&pl_done, 0);
+        CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_stay, NULL, NULL)), 0);
+        CHECK_EQ(aco_rt_pool_wait(PL, ACO_RT_POOL_DRAIN, -1), 0);
+        CHECK_EQ(atomic_load(&pl_done), 1);
         /* free with cos still there: destroyed where they stand */
         PROMISE();
         for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(PL, pl_forever, NULL, NULL)), 0);
@@ -2004,6 +2028,15 @@ static void gr_body(void* arg) {
     CHECK_LT(since(t0), 2000 * MS);
     CHECK_EQ(aco_rt_group_size(G), 0);
     CHECK_GE(atomic_load(&gr_cancelled), 4);
+    /* "On a group that is empty it cancels nothing, now or later" */
+    CHECK_EQ(aco_rt_group_cancel(G, 0), 0);
+    CHECK_EQ(aco_rt_group_cancel(G, aco_rt_now() + 1 * MS), 0);
+    atomic_store(&gr_cancelled, 0);
+    atomic_store(&gr_ended, 0);
+    CHECK_EQ(aco_rt_group_spawn(G, gr_member, (void*)(intptr_t)1, NULL), 0);
+    CHECK_EQ(aco_rt_group_join(G, -1), 0);
+    CHECK_EQ(atomic_load(&gr_ended), 1);
+    CHECK_EQ(atomic_load(&gr_cancelled), 0);
     CHECK_EQ(aco_rt_group_free(G), 0);
 }
 static void* gr_remote_spawn(void* arg) {
@@ -2018,7 +2051,7 @@ static void gr_pool_joiner(void* arg) {
 static void groups(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE(); PROMISE();
-    PROMISE(); PROMISE();
+    PROMISE(); PROMISE(); PROMISE();
     G = aco_rt_group_new(NULL);
     CHECK(G != NULL);
     in_co(gr_body, NULL);

@@ -340,6 +340,96 @@ static void* rw_reader(void* a) {
     CHECK_EQ(aco_rt_pthread_rwlock_unlock(&rw), 0);
     return NULL;
 }
+/* Waiters that aco_rt_sched_free destroys "leave the wait queues of the
+ * objects [they] waited on" (aco_rt.h): a thread's scheduler with a co in
+ * wrlock and one in barrier_wait is freed under them. */
+static aco_rt_pthread_rwlock_t rw2 = ACO_RT_PTHREAD_RWLOCK_INITIALIZER;
+static aco_rt_pthread_barrier_t bar3;
+static int dw_parked;
+static void dw_writer(void* a) {
+    (void)a;
+    __atomic_add_fetch(&dw_parked, 1, __ATOMIC_SEQ_CST);
+    aco_rt_pthread_rwlock_wrlock(&rw2);         /* destroyed in it */
+    CHECK(!"a destroyed waiter ran on");
+}
+static void dw_barrier(void* a) {
+    (void)a;
+    __atomic_add_fetch(&dw_parked, 1, __ATOMIC_SEQ_CST);
+    aco_rt_pthread_barrier_wait(&bar3);         /* destroyed in it */
+    CHECK(!"a destroyed waiter ran on");
+}
+static void dw_stop(void* a) {
+    (void)a;
+    while (__atomic_load_n(&dw_parked, __ATOMIC_SEQ_CST) < 2) aco_rt_sleep(1 * MS);
+    aco_rt_sleep(5 * MS);       /* (both are in their waits by now) */
+    aco_rt_sched_stop(aco_rt_sched_current());
+}
+static void* dw_thread(void* a) {
+    (void)a;
+    aco_rt_opts_t o = {0};
+    o.backend = test_backend_id;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    CHECK(s != NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, dw_writer, NULL)), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, dw_barrier, NULL)), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, dw_stop, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    return NULL;
+}
+static int dw_late_came;
+static void* dw_late(void* a) {
+    (void)a;
+    aco_rt_sleep(20 * MS);
+    __atomic_store_n(&dw_late_came, 1, __ATOMIC_SEQ_CST);
+    int r = aco_rt_pthread_barrier_wait(&bar3);
+    CHECK(r == 0 || r == ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD);
+    return (void*)(intptr_t)r;
+}
+static void* dw_early(void* a) {
+    (void)a;
+    int r = aco_rt_pthread_barrier_wait(&bar3);
+    CHECK(r == 0 || r == ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD);
+    return (void*)(intptr_t)r;
+}
+static void destroyed_waiters(void) {
+    dw_parked = 0;
+    dw_late_came = 0;
+    aco_rt_pthread_rwlock_t zr = ACO_RT_PTHREAD_RWLOCK_INITIALIZER;
+    rw2 = zr;
+    CHECK_EQ(aco_rt_pthread_barrier_init(&bar3, NULL, 3), 0);
+    CHECK_EQ(aco_rt_pthread_rwlock_rdlock(&rw2), 0);    /* the writer waits */
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, dw_thread, NULL), 0);
+    while (__atomic_load_n(&dw_parked, __ATOMIC_SEQ_CST) < 2) aco_rt_sleep(1 * MS);
+    /* (pthread_join would block this co's scheduler: poll for the end) */
+    while (pthread_tryjoin_np(th, NULL) != 0) aco_rt_sleep(1 * MS);
+    CHECK_EQ(aco_rt_pthread_rwlock_unlock(&rw2), 0);
+    CHECK_EQ(aco_rt_pthread_rwlock_destroy(&rw2), 0);   /* nobody waits */
+    CHECK_EQ(aco_rt_pthread_rwlock_trywrlock(&rw2), 0);
+    CHECK_EQ(aco_rt_pthread_rwlock_unlock(&rw2), 0);
+    /* "Wait for count cos": the destroyed one does not count */
+    aco_rt_pthread_t e, l;
+    CHECK_EQ(aco_rt_pthread_create(&e, NULL, dw_early, NULL), 0);
+    CHECK_EQ(aco_rt_pthread_create(&l, NULL, dw_late, NULL), 0);
+    CHECK_EQ(aco_rt_pthread_yield(), 0);
+    int r = aco_rt_pthread_barrier_wait(&bar3);
+    CHECK_EQ(__atomic_load_n(&dw_late_came, __ATOMIC_SEQ_CST), 1);
+    void *re, *rl;
+    CHECK_EQ(aco_rt_pthread_join(e, &re), 0);
+    CHECK_EQ(aco_rt_pthread_join(l, &rl), 0);
+    CHECK_EQ((r == ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD) +
+             ((intptr_t)re == ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD) +
+             ((intptr_t)rl == ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD), 1);
+    CHECK_EQ(aco_rt_pthread_barrier_destroy(&bar3), 0);
+}
+static void* cancelled_once(void* a) {
+    (void)a;
+    CHECK_EQ(aco_rt_cancel(aco_rt_self()), 0);
+    /* "ECANCELED (in a cancelled co, whether or not init already ran)" */
+    CHECK_EQ(aco_rt_pthread_once(&once, once_init), ECANCELED);
+    return NULL;
+}
 static void* misc_main(void* a) {
     (void)a;
     aco_rt_pthread_t t[3];
@@ -356,6 +446,16 @@ static void* misc_main(void* a) {
     CHECK_EQ(aco_rt_pthread_key_delete(k), 0);
     CHECK_EQ(aco_rt_pthread_key_delete(k), EINVAL);
     CHECK_EQ(aco_rt_pthread_setspecific(k, "v"), EINVAL);
+    /* all ACO_RT_PTHREAD_KEYS_MAX are the program's, pthread cos running
+     * or not; EAGAIN (no key left) past them */
+    static aco_rt_pthread_key_t ks[ACO_RT_PTHREAD_KEYS_MAX];
+    for (int i = 0; i < ACO_RT_PTHREAD_KEYS_MAX; i++)
+        CHECK_EQ(aco_rt_pthread_key_create(&ks[i], NULL), 0);
+    CHECK_EQ(aco_rt_pthread_key_create(&k, NULL), EAGAIN);
+    for (int i = 0; i < ACO_RT_PTHREAD_KEYS_MAX; i++) CHECK_EQ(aco_rt_pthread_key_delete(ks[i]), 0);
+    CHECK_EQ(aco_rt_pthread_create(&t[0], NULL, cancelled_once, NULL), 0);
+    CHECK_EQ(aco_rt_pthread_join(t[0], NULL), 0);
+    destroyed_waiters();
     /* rwlock */
     CHECK_EQ(aco_rt_pthread_rwlock_unlock(&rw), EPERM);
     CHECK_EQ(aco_rt_pthread_rwlock_rdlock(&rw), 0);
@@ -394,7 +494,7 @@ static void* misc_main(void* a) {
 }
 static void misc(aco_rt_sched_t* s, void* arg) {
     (void)arg;
-    for (int i = 0; i < 14; i++) PROMISE();
+    for (int i = 0; i < 18; i++) PROMISE();
     aco_rt_pthread_t t;
     CHECK_EQ(aco_rt_pthread_create(&t, NULL, misc_main, NULL), 0);
     CHECK_EQ(aco_rt_pthread_detach(t), 0);

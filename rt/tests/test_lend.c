@@ -16,6 +16,8 @@
  *     socket's bytes within the header's first look (1 s); aco_rt_close
  *     from another thread of a socket whose rx holds bytes and the end;
  *   - buffers returned by another thread, and after the scheduler is gone;
+ *   - a receive on another thread's scheduler while the multishot holds the
+ *     bytes: -EBUSY at once (epoll: an ordinary read);
  *     misuse: -EINVAL, -EBUSY, -EPERM.
  */
 #define _GNU_SOURCE
@@ -570,6 +572,76 @@ static void xthread(int b) {
     CHECK_EQ(close(x.fds[1]), 0);
 }
 
+/* "its bytes are its scheduler's: on another scheduler ... those receives
+ * and aco_rt_wait(POLLIN) get -EBUSY at once": a socket lent from on one
+ * scheduler, read on another thread's.  Without a multishot (epoll, no
+ * ring) the read there is an ordinary one. */
+typedef struct {
+    int fd, ring;
+    ssize_t rd;
+    int wt;
+    int64_t took;
+    char buf[16];
+} elsewhere_t;
+
+static void lend_once_co(void* arg) {
+    elsewhere_t* x = arg;
+    const char* p;
+    CHECK_EQ(aco_rt_recv_lend(x->fd, &p, aco_rt_in_ms(5000)), 1);
+    CHECK_EQ(aco_rt_lend_return(p), 0);
+}
+static void other_reader_co(void* arg) {
+    elsewhere_t* x = arg;
+    int64_t t0 = aco_rt_now();
+    x->wt = aco_rt_wait(x->fd, POLLIN, aco_rt_in_ms(3000));
+    x->rd = aco_rt_read(x->fd, x->buf, sizeof(x->buf), aco_rt_in_ms(3000));
+    x->took = aco_rt_now() - t0;
+}
+static void* other_thread(void* arg) {
+    elsewhere_t* x = arg;
+    aco_rt_sched_t* s = test_sched_on(test_backend_id, NULL);
+    test_go(s, other_reader_co, x);
+    aco_rt_sched_free(s);
+    return NULL;
+}
+static void home_reader_co(void* arg) {
+    elsewhere_t* x = arg;
+    CHECK_EQ(aco_rt_read(x->fd, x->buf, sizeof(x->buf), aco_rt_in_ms(5000)), 5);
+    CHECK_EQ(memcmp(x->buf, "hello", 5), 0);
+    CHECK_EQ(aco_rt_close(x->fd), 0);
+}
+static void elsewhere(int b) {
+    aco_rt_sched_t* s = test_sched_on(b, NULL);
+    int fds[2];
+    make_pair(K_TCP, fds);
+    elsewhere_t x;
+    memset(&x, 0, sizeof(x));
+    x.fd = fds[0];
+    CHECK_EQ(write(fds[1], "x", 1), 1);
+    test_go(s, lend_once_co, &x);
+    aco_rt_stats_t st;
+    aco_rt_stats(s, &st);
+    x.ring = st.lend_ring != 0;
+    CHECK_EQ(write(fds[1], "hello", 5), 5);
+    usleep(20000);                      /* (the multishot takes them) */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, other_thread, &x), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    if (x.ring) {
+        CHECK_EQ(x.wt, -EBUSY);
+        CHECK_EQ(x.rd, -EBUSY);
+        CHECK_LT(x.took, 1000 * MS);    /* at once, not at the deadline */
+        test_go(s, home_reader_co, &x); /* the bytes wait at home */
+    } else {
+        CHECK(x.wt > 0 && (x.wt & POLLIN));
+        CHECK_EQ(x.rd, 5);
+        CHECK_EQ(memcmp(x.buf, "hello", 5), 0);
+        CHECK_EQ(close(fds[0]), 0);
+    }
+    aco_rt_sched_free(s);
+    CHECK_EQ(close(fds[1]), 0);
+}
+
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     whole_stream(s, K_TCP, 0);
@@ -592,6 +664,7 @@ int main(void) {
         test_backend_id = bs[i];
         test_backend_label = test_backend_str(bs[i]);
         xthread(bs[i]);
+        elsewhere(bs[i]);
     }
     printf("test_lend: ok\n");
     return 0;
