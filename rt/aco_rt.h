@@ -329,7 +329,11 @@ void aco_rt_timer_init(aco_rt_timer_t* t);
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
                        void (*fn)(aco_rt_timer_t*));
 
-/* Disarm t: 1 if it was armed, 0 if not (it fired, or never started). */
+/* Disarm t: 1 if it was armed, 0 if not (it fired, or never started).
+ * An armed timer does not keep aco_rt_sched_run() going: a run with no
+ * co left returns, and the timer fires in a later run that lasts past
+ * its deadline;
+ * aco_rt_sched_free() disarms those still armed (stop then says 0). */
 int aco_rt_timer_stop(aco_rt_timer_t* t);
 
 /* ======================================================================== */
@@ -536,7 +540,8 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
 /* The bytes up to and including the first delim, within the first limit
  * bytes (0: the read buffer's size), as a view *out: their count.  They are
  * consumed.  At end of file: what is left, without delim (its last byte is
- * not delim), then 0.  -EMSGSIZE: limit bytes came without delim (they stay
+ * not delim; -EMSGSIZE first if more than limit bytes are left), then 0.
+ * -EMSGSIZE: limit bytes came without delim (they stay
  * buffered: read or consume them to go on); -EINVAL: limit over the read
  * buffer's size, or out NULL; -errno (nothing consumed). */
 ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
@@ -824,7 +829,8 @@ typedef struct aco_rt_pool aco_rt_pool_t;
 
 typedef struct {
     unsigned      threads;      /* 0: one per online CPU */
-    int           pin;          /* non-zero: thread i runs on CPU i only */
+    int           pin;          /* non-zero: thread i runs on CPU i only
+                                   (i modulo the online CPUs) */
     aco_rt_opts_t sched;        /* every thread's scheduler */
 } aco_rt_pool_opts_t;
 
@@ -872,7 +878,8 @@ void aco_rt_pool_free(aco_rt_pool_t* p);
 typedef struct aco_rt_group aco_rt_group_t;
 
 /* A group bound to scheduler s (NULL: the calling thread's), or to the
- * pool's thread with the fewest cos.  NULL with errno ENOMEM, EPERM. */
+ * pool's thread with the fewest cos.  NULL with errno ENOMEM, EPERM (no
+ * scheduler on the calling thread), EINVAL (p is NULL). */
 aco_rt_group_t* aco_rt_group_new(aco_rt_sched_t* s);
 aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p);
 aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g);
@@ -895,7 +902,7 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline);
  * later. */
 int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline);
 
-/* Free g: 0; -EBUSY (nothing freed) while it has members, or cos waiting
+/* Free g (NULL: nothing, 0): 0; -EBUSY (nothing freed) while it has members, or cos waiting
  * in aco_rt_group_join or _cancel.  A join that the last member's end
  * woke waits no more: it returns 0 without looking at g again, so g may
  * be freed before that co runs. */

@@ -182,7 +182,8 @@ int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m);
 /* 0, EDEADLK (held by the caller, not RECURSIVE), EAGAIN (RECURSIVE held
  * too many times), EINVAL (destroyed), EPERM, ECANCELED. */
 int aco_rt_pthread_mutex_lock(aco_rt_pthread_mutex_t* m);
-/* 0, EBUSY (held by another, or by the caller and not RECURSIVE). */
+/* 0, EBUSY (held by another, or by the caller and not RECURSIVE), EAGAIN
+ * (RECURSIVE held too many times), EINVAL (destroyed), EPERM. */
 int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m);
 /* As lock, or ETIMEDOUT once abstime (CLOCK_REALTIME) passed; EINVAL for a
  * bad abstime (when it has to wait). */
