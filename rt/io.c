@@ -487,8 +487,8 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
      * wakes this wait (lend.c, through e->pollers). */
     rt_fd_t* e = rt_fd_peek(co->s, fd);
     int lend = e && e->rx && (events & POLLIN) ? rt_lend_state(e) : -1;
-    if (lend < 0 && (events & POLLIN) && rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) &&
-        rt_lend_elsewhere(e, fd))
+    if (lend < 0 && (events & POLLIN) &&
+        rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) && rt_lend_elsewhere(e, fd))
         return -EBUSY;          /* what comes is another scheduler's */
     if (lend == 1) {
         if (n == 1 && (p.revents & POLLNVAL)) return -EBADF;

@@ -7,8 +7,8 @@
  * aco_rt_pthread_exit finds where the joiner's value goes (no key of the
  * program's ACO_RT_KEYS_MAX is taken).  When the routine returns or exits,
  * pt_end stores the value and, if the co was detached, frees the pt_t;
- * otherwise join does, after aco_rt_join.  Detach and the end race only across threads:
- * an atomic state word decides which of the two frees it.
+ * otherwise join does, after aco_rt_join.  Detach and the end race only
+ * across threads: an atomic state word decides which of the two frees it.
  *
  * Mutexes and conds are aco_rt_mutex_t / aco_rt_cond_t plus the pthreads
  * extras: a type, the holder (for RECURSIVE and cond waits) and a count.
@@ -147,7 +147,8 @@ static void pt_end(pt_t* p, void* ret) {
     __atomic_store_n(&a->arg, (void*)((uintptr_t)p | PT_OVER), __ATOMIC_RELAXED);
     p->ret = ret;
     if (__atomic_fetch_or(&p->state, PT_ENDED, __ATOMIC_ACQ_REL) & PT_DETACHED) {
-        __atomic_store_n(&a->arg, NULL, __ATOMIC_RELAXED);  /* (its key destructors may block) */
+        /* (its key destructors may still block) */
+        __atomic_store_n(&a->arg, NULL, __ATOMIC_RELAXED);
         free(p);
     }
 }
