@@ -27,7 +27,9 @@
  *     the SIGPIPE it raised, and gives -EPIPE;
  *   - whether a number holds a socket is remembered as a guess: a call that
  *     treats a non-socket as a socket fails with ENOTSOCK and goes again;
- *     one that treats a socket as something else is merely slower;
+ *     one that treats a socket as something else finds it out before it
+ *     would set O_NONBLOCK (a getsockopt, then the socket's way), and is
+ *     merely slower when the program made the socket O_NONBLOCK itself;
  *   - epoll: a wait re-adds the descriptor (EEXIST when it is still the same
  *     file: one cheap system call per wait, none per operation).
  */
@@ -53,6 +55,21 @@ static int fd_nonblock(int fd) {
     int fl = rt_sys_fcntl(fd, F_GETFL, 0);
     if (fl < 0) return -errno;
     if (!(fl & O_NONBLOCK) && rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+    return 0;
+}
+
+/* The same for a descriptor guessed not to be a socket: 1 (nothing set)
+ * if it is one after all (the number held a pipe, and holds a socket now:
+ * close(2), dup2), since sockets are left as they are.  The look costs a
+ * getsockopt only when the flag is to be set, which a pipe needs once. */
+static int fd_nonblock_other(int fd) {
+    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    if (fl < 0) return -errno;
+    if (fl & O_NONBLOCK) return 0;
+    int type;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) return 1;
+    if (rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
     return 0;
 }
 
@@ -161,9 +178,10 @@ static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
         return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
     if (q->kind == K_SEND)
         return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
-    int sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
+    int sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK, looked = 0;
     struct msghdr mh = {0};
     ssize_t r;
+again:
     switch (q->kind) {
     case K_READ:
         if (sock && ((r = rt_sys_recv(q->fd, q->buf, q->n, MSG_DONTWAIT)) >= 0 || errno != ENOTSOCK))
@@ -185,8 +203,14 @@ static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
         break;
     }
     /* Not a socket (or no longer one). */
-    if (e) e->kind = RT_FD_OTHER;
-    if ((r = fd_nonblock(q->fd)) < 0) { errno = (int)-r; return -1; }
+    e->kind = RT_FD_OTHER;
+    if ((r = fd_nonblock_other(q->fd)) < 0) { errno = (int)-r; return -1; }
+    if (r == 1) {                           /* a socket now: its own way */
+        if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
+        e->kind = RT_FD_UNKNOWN;
+        sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
+        goto again;
+    }
     switch (q->kind) {
     case K_READ:  return rt_sys_read(q->fd, q->buf, q->n);
     case K_READV: return rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);

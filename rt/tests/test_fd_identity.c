@@ -12,6 +12,8 @@
  *     elsewhere or not;
  *   - O_NONBLOCK cleared by fcntl after the runtime used the descriptor: a
  *     read and a write to a full pipe park, never block the thread;
+ *   - a pipe's numbers (which the runtime made O_NONBLOCK) given to a
+ *     blocking socket pair by close(2) or dup2: the sockets stay blocking;
  *   - across threads: aco_rt_close from a co of one pool thread, or from a
  *     thread outside any scheduler, wakes a co of the other pool thread
  *     blocked on that descriptor (read, wait, accept) with -EBADF at once,
@@ -197,6 +199,45 @@ static void reuse_co(void* arg) {
             CHECK_EQ(r, -ETIMEDOUT);
             CHECK_GE(aco_rt_now() - start, 100 * MS);
             CHECK_GE(ticks - t0, 3);
+            CHECK_EQ(aco_rt_close(v[0]), 0);
+            CHECK_EQ(aco_rt_close(v[1]), 0);
+        }
+    }
+    /* A pipe's numbers (remembered as no socket; epoll made them
+     * O_NONBLOCK) given to a blocking socket pair by close(2) or dup2: the
+     * sockets work and are left as they are, blocking ("Sockets are left
+     * as they are"). */
+    for (int heap = 0; heap < 2; heap++) {
+        for (int how = 0; how < 2; how++) {
+            int p[2], v[2];
+            char buf[8];
+            char* b = heap ? heap_buf : buf;
+            CHECK_EQ(pipe(p), 0);
+            CHECK_EQ(aco_rt_write(p[1], "x", 1, -1), 1);
+            CHECK_EQ(aco_rt_read(p[0], b, 1, -1), 1);
+            if (how == 0) {
+                CHECK_EQ(close(p[0]), 0);
+                CHECK_EQ(close(p[1]), 0);
+                CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, v), 0);
+                CHECK_EQ(v[0], p[0]);
+                CHECK_EQ(v[1], p[1]);
+            } else {
+                CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, v), 0);
+                CHECK_EQ(dup2(v[0], p[0]), p[0]);
+                CHECK_EQ(dup2(v[1], p[1]), p[1]);
+                CHECK_EQ(close(v[0]), 0);
+                CHECK_EQ(close(v[1]), 0);
+                v[0] = p[0];
+                v[1] = p[1];
+            }
+            CHECK_EQ(aco_rt_write(v[1], "ab", 2, -1), 2);
+            CHECK_EQ(aco_rt_read(v[0], b, 8, -1), 2);
+            CHECK_EQ(memcmp(b, "ab", 2), 0);
+            CHECK_EQ(aco_rt_wait(v[1], POLLOUT, aco_rt_now() + 1000 * MS) & POLLOUT, POLLOUT);
+            if (fcntl(v[0], F_GETFL) & O_NONBLOCK)
+                TEST_FAIL_AT(__FILE__, __LINE__, "a pipe's number %s by a socket: made O_NONBLOCK",
+                             how ? "dup2'd over" : "reused");
+            CHECK_EQ(fcntl(v[1], F_GETFL) & O_NONBLOCK, 0);
             CHECK_EQ(aco_rt_close(v[0]), 0);
             CHECK_EQ(aco_rt_close(v[1]), 0);
         }
