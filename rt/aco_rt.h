@@ -737,7 +737,10 @@ int aco_rt_net_port(int fd);
 /* initialisable (all-zero = ready to use, as after _init); none needs       */
 /* destroying.  A spin lock guards each object's wait queue for a few        */
 /* instructions; the uncontended mutex lock/unlock and semaphore wait are    */
-/* one atomic instruction each.                                             */
+/* one atomic instruction each.  The calls that never wait (sem_trywait,     */
+/* sem_post, wg_add, wg_done, cond_signal, cond_broadcast) work from any     */
+/* thread, in a co or not, and in a cancelled co too; the mutex calls and    */
+/* the waits need a co (-EPERM).                                            */
 /* ======================================================================== */
 
 typedef struct aco_rt_waitq { void* head_; void* tail_; } aco_rt_waitq_t;
@@ -758,7 +761,7 @@ int  aco_rt_mutex_unlock(aco_rt_mutex_t* m);
 typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;
 void aco_rt_cond_init(aco_rt_cond_t* c);
 /* Unlock m, wait for a signal, lock m again (also when the wait failed):
- * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held). */
+ * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held: nothing done). */
 int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
 void aco_rt_cond_signal(aco_rt_cond_t* c);
 void aco_rt_cond_broadcast(aco_rt_cond_t* c);
@@ -774,7 +777,7 @@ void aco_rt_sem_post(aco_rt_sem_t* s);
 typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_wg_t;
 void aco_rt_wg_init(aco_rt_wg_t* wg);
 /* Add n (may be negative) to the counter; at 0 the waiters go on.
- * -EINVAL if it would go below 0 (nothing changes). */
+ * -EINVAL if it would go below 0 or past INT64_MAX (nothing changes). */
 int  aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n);
 int  aco_rt_wg_done(aco_rt_wg_t* wg);           /* aco_rt_wg_add(wg, -1) */
 /* Wait for the counter to be 0: 0, -ETIMEDOUT, -ECANCELED. */
@@ -801,7 +804,9 @@ int  aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline);
  * -ETIMEDOUT, -ECANCELED. */
 int  aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline);
 /* No more sends: waiting senders get -EPIPE, receivers drain what is
- * buffered and then get -EPIPE.  0, or -EPIPE if already closed. */
+ * buffered and then get -EPIPE.  0, or -EPIPE if already closed.  From any
+ * thread, in a co or not.  (A cancelled co's send, receive and select
+ * fail with -ECANCELED, closed channel or not.) */
 int  aco_rt_chan_close(aco_rt_chan_t* ch);
 /* Elements buffered now. */
 size_t aco_rt_chan_len(const aco_rt_chan_t* ch);
@@ -816,7 +821,8 @@ typedef struct {
 
 /* Do the first case that can go on (in case order when several can now;
  * else the first to become possible): its index, with the element sent or
- * received.  A case on a closed channel can go on and fails: its index is
+ * received.  A select never pairs its own send case with its own receive
+ * case (capacity 0: another co must take part).  A case on a closed channel can go on and fails: its index is
  * returned and *err (if not NULL) is -EPIPE, else 0.  -ETIMEDOUT,
  * -ECANCELED, -EINVAL (n < 1 or a bad case), -ENOMEM. */
 int  aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline);
