@@ -168,12 +168,14 @@ typedef struct {
                                    io_uring may fill it); aco_rt_private() */
     size_t save_size;           /* bytes of save stack (where the co's frames
                                    wait while another co has the share stack)
-                                   in that allocation too.  0: what the last
-                                   co of the same fn needed, if one was ever
-                                   copied out, else none.  Frames that
-                                   outgrow it (or find none) get a separate
-                                   save stack, exactly their size, when they
-                                   are first copied out */
+                                   in that allocation too, at most 1 GiB
+                                   (more: ENOMEM).  0: a guess, what the last
+                                   co of the same fn needed if one was ever
+                                   copied out, else none; a finished co's
+                                   record is reused as it is then.  Frames
+                                   that outgrow it (or find none) get a
+                                   separate save stack, exactly their size,
+                                   when they are first copied out */
 } aco_rt_spawn_opts_t;
 
 /* A new co of scheduler s (NULL: the calling thread's) that runs fn(arg); it
@@ -224,10 +226,13 @@ int aco_rt_cancelled(void);
  * cancelled co that loops on yields starves nobody); -EPERM outside a co. */
 int aco_rt_yield(void);
 
-/* Sleep ns nanoseconds / until the deadline (-1: for good; every other
- * negative one is long past): 0, or -ECANCELED; -EPERM outside a co.  With
- * ns <= 0, or a deadline passed, the co comes back when a timer due now
- * would fire (aco_rt_timer_start): the other ready cos run meanwhile. */
+/* Sleep ns nanoseconds / until the deadline (sleep_until(-1): for good;
+ * every other negative deadline is long past): 0, or -ECANCELED; -EPERM
+ * outside a co.  With ns <= 0 (-1 too), or a deadline passed, the co comes
+ * back when a timer due now would fire (aco_rt_timer_start): the other
+ * ready cos run meanwhile.  A co asleep for good waits on no other co: a
+ * run with one goes on (a cancel or aco_rt_sched_stop ends it), it never
+ * says -EDEADLK for it. */
 int aco_rt_sleep(int64_t ns);
 int aco_rt_sleep_until(int64_t deadline);
 
@@ -324,8 +329,8 @@ void aco_rt_timer_init(aco_rt_timer_t* t);
  * clock has entered the tick following its deadline's, never before the
  * deadline.  So a deadline already passed fires soon, but not sooner than
  * the next tick: at most about 16 us later, plus the wait for that look.
- * 0, -EPERM (no scheduler), -EINVAL (t lies on a share stack, or is
- * armed). */
+ * 0, -EPERM (no scheduler), -EINVAL (t or fn NULL, t lies on a share
+ * stack, or is armed). */
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
                        void (*fn)(aco_rt_timer_t*));
 
@@ -709,7 +714,9 @@ enum {
  *                 resolver), -ENOMEM (EAI_MEMORY), -EAFNOSUPPORT
  *                 (EAI_FAMILY, EAI_ADDRFAMILY), the errno of EAI_SYSTEM;
  *                 -ETIMEDOUT, -ECANCELED while it resolves (the lookup
- *                 goes on on its helper thread and its result is dropped);
+ *                 goes on on its helper thread and its result is dropped;
+ *                 a numeric address is not resolved: nothing waits, and a
+ *                 cancelled co's listen on one works);
  *                 -ENOSYS never: the single-thread build resolves names in
  *                 the calling thread, which blocks it (nothing else there
  *                 can run the lookup);

@@ -165,7 +165,7 @@ size_t rt_save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_opts_t
  * priv bytes and a co with a save stack of save bytes: one allocation, from
  * libaco's allocator (the program's, when it set one). */
 aco_rt_co_t* rt_rec_new(size_t priv, size_t save) {
-    if (save > ((size_t)1 << 30)) save = 0;     /* libaco's save stack, later */
+    if (save > RT_SAVE_MAX) { errno = ENOMEM; return NULL; }   /* (aco_rt.h) */
     size_t cosz = aco_co_size(save);
     /* (sizes in 32 bits: a record of 4 GiB is no co's) */
     if (priv > UINT32_MAX - RT_PRIV_OFF - cosz - 31) { errno = ENOMEM; return NULL; }
@@ -213,7 +213,8 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     int standalone = opts && (opts->standalone || opts->stack_size > s->stack_size);
     size_t priv = opts ? opts->private_size : 0;
     aco_rt_co_t* co = NULL;
-    if (!standalone && s->free_recs && s->free_recs->priv_cap >= rt_priv_room(priv)) {
+    if (!standalone && s->free_recs && s->free_recs->priv_cap >= rt_priv_room(priv) &&
+        rt_rec_save_ok(s->free_recs, opts, 1)) {
         co = s->free_recs;
         s->free_recs = co->next;
         s->nfree--;

@@ -780,6 +780,20 @@ static inline void rt_rec_init(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->tmo.fn_ = rt_tmo_fire;      /* its deadlines, set once */
 }
 void rt_rec_free(aco_rt_co_t* co);
+/* Records above this save stack are not made (aco_rt.h: ENOMEM). */
+#define RT_SAVE_MAX ((size_t)1 << 30)
+/* May a kept record serve a spawn with opts?  Its save stack must hold the
+ * save_size opts ask for, if any (a guessed size is only a guess: any kept
+ * record does).  It has what its memory holds past the co object, and
+ * (kept: its co is reset, not made again) what its co's frames already
+ * made libaco allocate, at least their largest copy. */
+static inline int rt_rec_save_ok(const aco_rt_co_t* co, const aco_rt_spawn_opts_t* opts,
+                                 int kept) {
+    if (opts == NULL || opts->save_size == 0) return 1;
+    size_t in = co->rec_sz - rt_aco_off(co) - aco_co_size(0);
+    if (kept && rt_aco(co)->save_stack.max_cpsz > in) in = rt_aco(co)->save_stack.max_cpsz;
+    return in >= opts->save_size;
+}
 /* The save stack in a new record is a guess: what the last co of the
  * same function that was ever copied out needed, from a small table a
  * scheduler keeps (RT_GUESSES slots by the function's address; a slot

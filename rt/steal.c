@@ -94,13 +94,14 @@ static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
     if ((co = s->bare) != NULL) {
         s->bare = co->next;
         rec_prefetch(co->next);     /* given back by another thread: cold */
-        if (co->priv_cap < rt_priv_room(priv)) {
+        if (co->priv_cap < rt_priv_room(priv) || !rt_rec_save_ok(co, opts, 0)) {
             /* Too small for this spawn: it goes (the list must move on,
              * or what thieves give back would pile up behind it). */
             rt_rec_free(co);
             goto fresh;
         }
-    } else if ((co = s->free_recs) != NULL && co->priv_cap >= rt_priv_room(priv)) {
+    } else if ((co = s->free_recs) != NULL && co->priv_cap >= rt_priv_room(priv) &&
+               rt_rec_save_ok(co, opts, 0)) {
         s->free_recs = co->next;
         s->nfree--;
         aco_destroy(rt_aco(co));

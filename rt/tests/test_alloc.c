@@ -12,6 +12,9 @@
  *    the last finished co needed: still one allocation each;
  *  - 100 cos whose frames (8 KiB) outgrow save_size 256: two allocations
  *    each (the record, a save stack of libaco's);
+ *  - 50 cos asking save_size 32 KiB, which no kept record holds: new
+ *    records, the save stack in the block; then those are reused; a
+ *    save_size over 1 GiB is ENOMEM;
  *  - standalone cos: their record and their stack's, then (the stack
  *    pool) the record alone;
  *  - spawn-to-pool rounds (a 2-thread pool, the idle thread takes half of
@@ -149,6 +152,21 @@ static void body_co(void* arg) {
     long f0 = frees();
     CHECK_EQ(wave(100, &c, &oc), 200);
     CHECK_EQ(frees() - f0, 0);
+
+    /* a save_size that the kept records (8 KiB of frames at most) cannot
+     * hold: new records, the save stack in the block as asked */
+    job_t d = {.bytes = 20000, .priv = 0, .embedded = 1};
+    aco_rt_spawn_opts_t od = {.save_size = 32768};
+    CHECK_EQ(wave(50, &d, &od), 50);
+    CHECK_EQ(wave(50, &d, &od), 0);             /* and those are kept */
+
+    /* over 1 GiB: ENOMEM, nothing allocated */
+    aco_rt_spawn_opts_t huge = {.save_size = ((size_t)1 << 30) + 1};
+    long a0 = allocs();
+    errno = 0;
+    CHECK(aco_rt_spawn2(NULL, worker, &d, &huge) == NULL);
+    CHECK_EQ(errno, ENOMEM);
+    CHECK_EQ(allocs() - a0, 0);
 }
 
 static void solo_worker(void* arg) {
