@@ -107,8 +107,9 @@ typedef struct {
  * ENOSYS or the kernel's error (a forced backend that cannot start), EINVAL
  * (bad opts, or an unknown $ACO_RT_BACKEND).  A scheduler does not cross
  * fork(2): in the child, neither run nor free the parent's (an io_uring
- * backend's ring and buffers are the parent's too); a thread of the child
- * that has none may make one. */
+ * backend's ring and buffers are the parent's too); there the thread that
+ * forked has none (aco_rt_sched_current() is NULL), and it or any other
+ * thread of the child may make one. */
 aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
 
 /* Run the scheduler until no co is left (joined, detached and finished, or
@@ -137,7 +138,8 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
 /* Free the scheduler and every co it still has (a co that has not finished
  * is destroyed without running any more of its code, and leaves the wait
  * queues of the objects it waited on; a mutex it held stays locked).  Not
- * from a co.  Joins across schedulers must be over first: their handles go
+ * from a co: from one, or with s not the calling thread's scheduler (NULL,
+ * another thread's, freed already), it does nothing.  Joins across schedulers must be over first: their handles go
  * with them, so no co of another scheduler may be in aco_rt_join for one
  * of them (its join must have returned, even if they finished) or use one
  * after; and none of s's cos may be in aco_rt_join for a co of another
@@ -881,8 +883,9 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline);
 
 /* Stop the threads and free the pool, outside the pool's threads.  Cos
  * still there are destroyed where they stand, as by aco_rt_sched_free:
- * call aco_rt_pool_wait first to drain or cancel them. */
-void aco_rt_pool_free(aco_rt_pool_t* p);
+ * call aco_rt_pool_wait first to drain or cancel them.  0 (p NULL: nothing
+ * to do); -EDEADLK from one of its threads (nothing done). */
+int aco_rt_pool_free(aco_rt_pool_t* p);
 
 /* ======================================================================== */
 /* Groups: cos of one scheduler, joined or cancelled together               */

@@ -561,6 +561,7 @@ static void reg_prefork(void) { pthread_rwlock_wrlock(&reg_lock); }
 static void reg_parent(void) { pthread_rwlock_unlock(&reg_lock); }
 static void reg_child(void) {
     static const pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    rt_tls_sched = NULL;        /* the forking thread's was the parent's */
     reg_head = NULL;
     __atomic_store_n(&rt_nsched, 0u, __ATOMIC_SEQ_CST);
     memcpy(&reg_lock, &fresh, sizeof(reg_lock));

@@ -280,12 +280,15 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
     return r;
 }
 
-void aco_rt_pool_free(aco_rt_pool_t* p) {
-    if (p == NULL) return;
+int aco_rt_pool_free(aco_rt_pool_t* p) {
+    if (p == NULL) return 0;
+    /* (its threads would wait for this one at the barrier: for good) */
+    if (rt_tls_sched && rt_tls_sched->pool == p) return -EDEADLK;
     rt_store(&p->closing, 1);
     for (unsigned i = 0; i < p->n; i++) aco_rt_sched_stop(p->s[i]);
     pthread_barrier_wait(&p->stopped);
     pool_end(p, p->n);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */

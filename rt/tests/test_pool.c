@@ -1,7 +1,9 @@
 /* test_pool.c - the runtime across threads: pools, cross-thread spawn, join,
  * detach and cancel, channels, select, mutex, cond, semaphore and wait group
  * between cos of different threads, groups, stopping a busy pool, fork with
- * a running pool, and a stress of 2 million cross-thread hand-offs (fewer
+ * a running pool (and from a thread with a scheduler: the child's thread
+ * has none, and makes one), aco_rt_pool_free from a pool co (-EDEADLK),
+ * and a stress of 2 million cross-thread hand-offs (fewer
  * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
  */
@@ -753,7 +755,33 @@ static void fork_child(void* arg) {
     _exit(ok ? 0 : 3);
 }
 
+/* The thread that forks has a scheduler: in the child it has none (the
+ * parent's does not cross), and makes one of its own that works. */
+static void fork_had_one(void* arg) {
+    (void)arg;
+    alarm(60);
+    CHECK(aco_rt_sched_current() == NULL);
+    fork_child(NULL);
+}
+static void free_from_inside(void* arg) {
+    /* "outside the pool's threads": from one of them, -EDEADLK, nothing
+     * done (its threads would wait for this one for good) */
+    CHECK_EQ(aco_rt_pool_free((aco_rt_pool_t*)arg), -EDEADLK);
+}
+
 static void test_fork(void) {
+    aco_rt_sched_t* mine = aco_rt_sched_new(NULL);
+    CHECK(mine != NULL);
+    for (int i = 0; i < 3; i++) {
+        int st = -1;
+        CHECK_EQ(test_in_child(fork_had_one, NULL, &st), 0);
+        CHECK_EQ(st, 0);
+    }
+    aco_rt_sched_free(mine);
+    aco_rt_co_t* fi = aco_rt_pool_spawn(pool, free_from_inside, pool, NULL);
+    CHECK(fi != NULL);
+    CHECK_EQ(aco_rt_detach(fi), 0);
+    CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 60000 * MS), 0);
     pp_t p = {aco_rt_chan_new(sizeof(long), 0), aco_rt_chan_new(sizeof(long), 0),
               SLOW ? 3000 : 200000};
     aco_rt_co_t* c = aco_rt_spawn(T(0), ping_fn, &p);
@@ -821,7 +849,7 @@ int main(void) {
     PART(test_stress);
     PART(test_cancel_busy);
     PART(test_fork);
-    aco_rt_pool_free(pool);
+    CHECK_EQ(aco_rt_pool_free(pool), 0);
     PART(test_free_busy);
     PART(test_free_at_once);
     printf("test_pool: all passed\n");
