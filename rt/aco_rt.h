@@ -639,7 +639,9 @@ int aco_rt_offload(void* (*fn)(void* arg), void* arg,
                    void** result, int64_t deadline);
 
 /* The pool's bounds: at most threads helper threads (0: 8) and queue calls
- * waiting for one (0: 1024).  From any thread, at any time: lowering the
+ * waiting for one (0: 1024).  A call counts as queued until a helper has
+ * taken it: one given to an idle helper that has not woken yet still
+ * holds its place, so back-to-back calls may find the queue full sooner.  From any thread, at any time: lowering the
  * thread count lets the extra threads end once their current work is done;
  * calls already queued stay queued.  0, -EINVAL (more than 1024 threads or
  * 2^20 queued), -ENOSYS (single-thread build). */
