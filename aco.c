@@ -1831,6 +1831,7 @@ static inline void tool_stack_new(aco_share_stack_t* s) {
     /* LeakSanitizer scans heap blocks and thread stacks, not our mappings:
      * a suspended owner's locals may hold the only pointer to a block. */
     if (s->guard_page_enabled) __lsan_register_root_region(s->ptr, s->sz);
+    s->valgrind_stk_id = (unsigned long)(uintptr_t)s->align_highptr;    /* asan_low */
 #endif
     (void)s;
 }
@@ -1840,7 +1841,15 @@ static inline void tool_stack_destroy(aco_share_stack_t* s) {
     VALGRIND_STACK_DEREGISTER(s->valgrind_stk_id);
 #endif
 #if aco__asan
-    asan_vacate(s->ptr, (char*)s->ptr + s->sz);    /* no stale poison for reuse */
+    /* No stale poison for whatever gets the memory next.  Red zones lie
+     * only where frames were: above the lowest sp a co switched away at
+     * (frames below it returned, and ASan cleared theirs), with a page to
+     * spare.  Not the whole stack: the shadow of a big one that was never
+     * touched would be written, and made resident, for nothing.  (Checked
+     * mode moves stacks: all of it there.) */
+    char* lo = (char*)(uintptr_t)s->valgrind_stk_id - 4096;
+    if (ckd() || lo < (char*)s->ptr || lo > (char*)s->ptr + s->sz) lo = s->ptr;
+    asan_vacate(lo, (char*)s->ptr + s->sz);
     if (s->guard_page_enabled) __lsan_unregister_root_region(s->ptr, s->sz);
 #endif
     (void)s;
@@ -1996,6 +2005,11 @@ aco_t* aco__switch(aco_t* from, aco_t* to) {
     const void* prev_lo;
     size_t prev_sz;
     __sanitizer_finish_switch_fiber(f->asan_fake_stack, &prev_lo, &prev_sz);
+    if (!aco_is_main_co(came)) {
+        /* how deep its stack has had frames at a switch (asan_low) */
+        aco_share_stack_t* cs = came->share_stack;
+        if ((uintptr_t)SP(came) < cs->valgrind_stk_id) cs->valgrind_stk_id = (uintptr_t)SP(came);
+    }
     if (aco_is_main_co(from)) {
         if (came->is_end)   /* its frames are dead: clear their red zones */
             asan_vacate(SP(came), came->share_stack->align_highptr);
