@@ -1292,6 +1292,12 @@ static inline aco_t* take_any(aco_t* co) {
 static aco_t* hop_make(const char* fn, aco_t* main_co);
 static TLS aco_t* hop;
 
+/* The main cos this thread destroyed last: their cos are still its, to be
+ * destroyed (aco_destroy). */
+#define GONE_MAINS 8
+static TLS aco_t* gone_mains[GONE_MAINS];
+static TLS unsigned gone_next;
+
 int aco_resume_reserve(aco_t* co) {
     static const char fn[] = "aco_resume_reserve";
     if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
@@ -1625,14 +1631,20 @@ void aco_destroy(aco_t* co) {
         }
         aco_gtls_co = NULL;
         if (hop != NULL && hop->main_co == co) hop_free();
+        gone_mains[gone_next++ % GONE_MAINS] = co;      /* its cos outlive it */
     } else {
-        /* Its thread's, not its main co's: a co outlives a destroyed main
-         * co (and a new main co of the thread), and is destroyed then. */
-        check(fn, co != aco_gtls_co, "co %p is running; a co cannot destroy itself",
-              (void*)co);
-        check(fn, co->share_stack->thread == &inited,
-              "co %p belongs to another thread (its share stack %p is that thread's); "
-              "destroy a co from its own thread", (void*)co, (void*)co->share_stack);
+        /* A co outlives its main co (aco.h), so a co of this thread is one
+         * of its main co now or of one it destroyed; only then is the co's
+         * share stack looked at (an object that never was a co would have
+         * its pointers followed), and it must be this thread's. */
+        aco_t* cur = aco_gtls_co;
+        check(fn, co != cur, "co %p is running; a co cannot destroy itself", (void*)co);
+        int ours = cur != NULL && (cur == co->main_co || cur->main_co == co->main_co);
+        for (unsigned i = 0; i < GONE_MAINS && !ours; i++) ours = gone_mains[i] == co->main_co;
+        check(fn, ours && co->share_stack->thread == &inited,
+              "co %p belongs to main co %p, not to this thread's nor to one it destroyed "
+              "(the caller is co %p): another thread's co, or no co", (void*)co,
+              (void*)co->main_co, (void*)cur);
         drop_frames(co);
         if (ckd()) checked_co_destroy(co);
         aco_share_stack_t* s = co->share_stack;

@@ -240,8 +240,8 @@ void aco_exit(void);    /* not declared noreturn: gcc would then predict
 /* Free co and its save stack: a non-main co that is not running (in any
  * other state), from its own thread; or the calling thread's main co, while
  * no co of it runs.  A main co's other cos outlive it, to be destroyed
- * (before or after the thread makes a new main co); none of them may be
- * resumed again.  Destroying a co twice, or something that is not a co,
+ * (before or after the thread makes a new main co; the cos of the last 8
+ * main cos the thread destroyed); none of them may be resumed again.  Destroying a co twice, or something that is not a co,
  * aborts. */
 void aco_destroy(aco_t* co);
 
