@@ -241,8 +241,8 @@ void aco_exit(void);    /* not declared noreturn: gcc would then predict
  * other state), from its own thread; or the calling thread's main co, while
  * no co of it runs.  A main co's other cos outlive it, to be destroyed
  * (before or after the thread makes a new main co; the cos of the last 8
- * main cos the thread destroyed); none of them may be resumed again.  Destroying a co twice, or something that is not a co,
- * aborts. */
+ * main cos the thread destroyed); none of them may be resumed again.
+ * Destroying a co twice, or something that is not a co, aborts. */
 void aco_destroy(aco_t* co);
 
 /* Put a non-main co back into the "init" state, keeping its memory: the next

@@ -139,11 +139,12 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
  * is destroyed without running any more of its code, and leaves the wait
  * queues of the objects it waited on; a mutex it held stays locked).  Not
  * from a co: from one, or with s not the calling thread's scheduler (NULL,
- * another thread's, freed already), it does nothing.  Joins across schedulers must be over first: their handles go
- * with them, so no co of another scheduler may be in aco_rt_join for one
- * of them (its join must have returned, even if they finished) or use one
- * after; and none of s's cos may be in aco_rt_join for a co of another
- * scheduler (end that wait first: a deadline, a cancel, or that co's end). */
+ * another thread's, freed already), it does nothing.  Joins across
+ * schedulers must be over first: their handles go with them, so no co of
+ * another scheduler may be in aco_rt_join for one of them (its join must
+ * have returned, even if they finished) or use one after; and none of s's
+ * cos may be in aco_rt_join for a co of another scheduler (end that wait
+ * first: a deadline, a cancel, or that co's end). */
 void aco_rt_sched_free(aco_rt_sched_t* s);
 
 /* The calling thread's scheduler, or NULL. */
@@ -336,10 +337,9 @@ void aco_rt_timer_init(aco_rt_timer_t* t);
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
                        void (*fn)(aco_rt_timer_t*));
 
-/* Disarm t: 1 if it was armed, 0 if not (it fired, or never started).
- * An armed timer does not keep aco_rt_sched_run() going: a run with no
- * co left returns, and the timer fires in a later run that lasts past
- * its deadline;
+/* Disarm t: 1 if it was armed, 0 if not (it fired, or never started).  An
+ * armed timer does not keep aco_rt_sched_run() going: a run with no co left
+ * returns, and the timer fires in a later run that lasts past its deadline;
  * aco_rt_sched_free() disarms those still armed (stop then says 0). */
 int aco_rt_timer_stop(aco_rt_timer_t* t);
 
@@ -640,11 +640,12 @@ int aco_rt_offload(void* (*fn)(void* arg), void* arg,
 
 /* The pool's bounds: at most threads helper threads (0: 8) and queue calls
  * waiting for one (0: 1024).  A call counts as queued until a helper has
- * taken it: one given to an idle helper that has not woken yet still
- * holds its place, so back-to-back calls may find the queue full sooner.  From any thread, at any time: lowering the
- * thread count lets the extra threads end once their current work is done;
- * calls already queued stay queued.  0, -EINVAL (more than 1024 threads or
- * 2^20 queued), -ENOSYS (single-thread build). */
+ * taken it: one given to an idle helper that has not woken yet still holds
+ * its place, so back-to-back calls may find the queue full sooner.  From
+ * any thread, at any time: lowering the thread count lets the extra threads
+ * end once their current work is done; calls already queued stay queued.
+ * 0, -EINVAL (more than 1024 threads or 2^20 queued), -ENOSYS
+ * (single-thread build). */
 int aco_rt_offload_limits(unsigned threads, unsigned queue);
 
 /* ======================================================================== */
@@ -833,9 +834,10 @@ typedef struct {
 /* Do the first case that can go on (in case order when several can now;
  * else the first to become possible): its index, with the element sent or
  * received.  A select never pairs its own send case with its own receive
- * case (capacity 0: another co must take part).  A case on a closed channel can go on and fails: its index is
- * returned and *err (if not NULL) is -EPIPE, else 0.  -ETIMEDOUT,
- * -ECANCELED, -EINVAL (n < 1 or a bad case), -ENOMEM. */
+ * case (capacity 0: another co must take part).  A case on a closed channel
+ * can go on and fails: its index is returned and *err (if not NULL) is
+ * -EPIPE, else 0.  -ETIMEDOUT, -ECANCELED, -EINVAL (n < 1 or a bad case),
+ * -ENOMEM. */
 int  aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline);
 
 /* ======================================================================== */
@@ -920,10 +922,10 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline);
  * later. */
 int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline);
 
-/* Free g (NULL: nothing, 0): 0; -EBUSY (nothing freed) while it has members, or cos waiting
- * in aco_rt_group_join or _cancel.  A join that the last member's end
- * woke waits no more: it returns 0 without looking at g again, so g may
- * be freed before that co runs. */
+/* Free g (NULL: nothing, 0): 0; -EBUSY (nothing freed) while it has
+ * members, or cos waiting in aco_rt_group_join or _cancel.  A join that the
+ * last member's end woke waits no more: it returns 0 without looking at g
+ * again, so g may be freed before that co runs. */
 int aco_rt_group_free(aco_rt_group_t* g);
 
 /* ======================================================================== */
