@@ -459,8 +459,11 @@ int aco_rt_close(int fd);
  *     thread) those receives and aco_rt_wait(POLLIN) get -EBUSY at once
  *     instead of waiting for bytes that would never come to them, until
  *     the multishot has ended and its bytes were read there, or the socket
- *     is closed.  So a socket goes to another thread before its first
- *     lend;
+ *     is closed (by aco_rt_close: after a close(2) of the program's own,
+ *     the other schedulers' receives on the number, whatever file it
+ *     holds, get -EBUSY until a call there looks at the socket, below, or
+ *     that scheduler is freed).  So a socket goes to another thread before
+ *     its first lend;
  *   - close the socket with aco_rt_close.  close(2) alone is not seen
  *     until a call that waits looks at the socket (below): until then,
  *     calls on the number, whatever file it holds by then, get the old
