@@ -354,7 +354,11 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * the deadline does; a datagram is one message whatever the flags);
  * write/send/writev send everything (like a blocking socket) and return
  * less than asked only when an error or the deadline comes after part was
- * sent.  Buffers may lie anywhere, on the co's share stack too (see the
+ * sent.  No bytes: a read, readv, write or writev of none returns 0 at
+ * once, whatever the descriptor holds, as read(2) and write(2) do (or the
+ * descriptor's error: -EBADF, -EPIPE, ...); only a datagram socket's empty
+ * datagram, which write(2) sends, may wait for room.  Buffers may lie
+ * anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers up to 2^24 have one: a number past that gets
  * -ENOMEM, open or not).

@@ -263,6 +263,24 @@ static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     }
 }
 
+/* read(2) or readv(2) of no bytes: 0 at once (or the descriptor's error),
+ * whatever is buffered or not; one try, never a wait.  A socket gets
+ * read(2) itself, which returns before it looks at the queue (recv would
+ * wait for a byte, or take a datagram). */
+static ssize_t read_nothing(aco_rt_co_t* co, const rq_t* q) {
+    if (aco_unlikely(aco_checked())) rq_check(q, 1);
+    rt_fd_t* f = rt_fd_get(co->s, q->fd);
+    if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
+    ssize_t r;
+    if (rt_fd_kind(f, q->fd) == RT_FD_SOCK)
+        r = q->kind == K_READ ? rt_sys_read(q->fd, q->buf, 0)
+                              : rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
+    else
+        r = sys_once(f, q);
+    if (r >= 0) return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The calls                                                                */
 /* ------------------------------------------------------------------------ */
@@ -305,6 +323,10 @@ ssize_t rt_recv_plain(int fd, void* buf, size_t n, int64_t deadline) {
 
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_OR_EPERM(co);
+    if (rt_unlikely(n == 0)) {
+        rq_t q = {K_READ, fd, buf, 0, 0};
+        return read_nothing(co, &q);
+    }
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, 0, deadline);
     return read_plain(co, fd, buf, n, deadline);
@@ -349,6 +371,10 @@ static int uring_may_write(aco_rt_co_t* co, int fd) {
 /* Write all n bytes: the count, or -errno if nothing was written. */
 static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_t n,
                          int flags, int64_t deadline) {
+    if (rt_unlikely(n == 0)) {          /* one try: write(2)'s 0 (never io_uring's wait) */
+        rq_t q = {op, fd, (void*)buf, 0, flags};
+        return ready_io(co, &q, deadline);
+    }
     size_t done = 0;
     do {
         const char* p = (const char*)buf + done;
@@ -397,6 +423,12 @@ static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
     CO_OR_EPERM(co);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
+    size_t total = 0;
+    for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
+    if (rt_unlikely(total == 0)) {
+        rq_t q = {K_READV, fd, (void*)iov, (size_t)iovcnt, 0};
+        return read_nothing(co, &q);
+    }
     FROM_LEND(co, fd, iov, iovcnt, 0, deadline);
     struct iovec* h = iov_for_uring(co, iov, iovcnt, deadline);
     if (h) return rt_uring_io(co, RT_OP_READV, fd, h, (size_t)iovcnt, 0, deadline);
@@ -409,14 +441,18 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
+    if (rt_unlikely(total == 0)) {      /* one try, as write_all's */
+        rq_t q = {K_WRITEV, fd, (void*)iov, (size_t)iovcnt, 0};
+        return ready_io(co, &q, deadline);
+    }
     /* Short writes: go on from where the kernel stopped, on a copy of the
      * array that we may trim (in the heap: rt_extra). */
-    rt_extra_t* x = rt_extra(co, (size_t)(iovcnt ? iovcnt : 1) * sizeof(*iov));
+    rt_extra_t* x = rt_extra(co, (size_t)iovcnt * sizeof(*iov));
     if (x == NULL) return -ENOMEM;
     struct iovec* v = (struct iovec*)x->buf;
     memcpy(v, iov, (size_t)iovcnt * sizeof(*iov));
     int cnt = iovcnt;
-    while (done < total || total == 0) {
+    while (done < total) {
         ssize_t r;
         int heap = co->s->be == &rt_backend_uring && !passed(deadline) && uring_may_write(co, fd);
         for (int i = 0; heap && i < cnt; i++)
@@ -436,7 +472,6 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
             r = ready_io(co, &q, deadline);
         }
         if (r < 0) return done ? (ssize_t)done : r;
-        if (total == 0) return 0;
         done += (size_t)r;
         while (cnt && (size_t)r >= v->iov_len) { r -= (ssize_t)v->iov_len; v++; cnt--; }
         if (cnt) { v->iov_base = (char*)v->iov_base + r; v->iov_len -= (size_t)r; }

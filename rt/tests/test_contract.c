@@ -3,6 +3,9 @@
  *     with -2, -1000 or INT64_MIN that would have to wait returns at once
  *     (-ETIMEDOUT; aco_rt_sleep_until: 0), for each kind of wait, and
  *     aco_rt_pool_wait too;
+ *   - a read, readv, write or writev of no bytes returns 0 at once, takes
+ *     nothing, on stream and datagram sockets, TCP and pipes, empty or full
+ *     (it once waited for its deadline);
  *   - aco_rt_getspecific after aco_rt_key_delete is NULL, in a co and
  *     outside cos;
  *   - cos of the pthread-like face destroyed unfinished by
@@ -14,8 +17,12 @@
 #include "rt_test.h"
 #include "../aco_rt_pthread.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 static const int64_t past[] = {-2, -1000, INT64_MIN, 0};
 #define NPAST ((int)(sizeof(past) / sizeof(past[0])))
@@ -120,6 +127,83 @@ static void pool_past(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* No bytes: a read, readv, write or writev of none returns 0 at once (not  */
+/* at its deadline), consumes nothing, and says -EBADF of a closed number. */
+/* ------------------------------------------------------------------------ */
+
+static void fill_up(int fd) {
+    static char junk[4096];
+    int fl = fcntl(fd, F_GETFL);
+    CHECK_EQ(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+    while (write(fd, junk, sizeof(junk)) > 0) {}
+    CHECK(errno == EAGAIN);
+    CHECK_EQ(fcntl(fd, F_SETFL, fl), 0);
+}
+
+static void tcp_pair(int sv[2]) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(l >= 0);
+    CHECK_EQ(bind(l, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(listen(l, 1), 0);
+    CHECK_EQ(getsockname(l, (struct sockaddr*)&a, &al), 0);
+    CHECK((sv[1] = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+    CHECK_EQ(connect(sv[1], (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK((sv[0] = accept(l, NULL, NULL)) >= 0);
+    close(l);
+}
+
+static void zero_co(void* arg) {
+    (void)arg;
+    int64_t t0 = aco_rt_now(), far = t0 + 10000 * MS;
+    char buf[16];
+    struct iovec none[2] = {{buf, 0}, {buf + 1, 0}};
+    int st[2], pp[2], tc[2], dg[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, st), 0);
+    CHECK_EQ(pipe(pp), 0);
+    tcp_pair(tc);
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), 0);
+    int rd[] = {st[0], pp[0], tc[0], dg[0]}, wr[] = {st[1], pp[1], tc[1]};
+    for (int i = 0; i < 4; i++) {               /* nothing to read */
+        CHECK_EQ(aco_rt_read(rd[i], buf, 0, far), 0);
+        CHECK_EQ(aco_rt_read(rd[i], NULL, 0, far), 0);
+        CHECK_EQ(aco_rt_readv(rd[i], none, 2, far), 0);
+        CHECK_EQ(aco_rt_readv(rd[i], none, 0, far), 0);
+    }
+    for (int i = 0; i < 3; i++) {               /* bytes there: none taken */
+        CHECK_EQ(aco_rt_write(wr[i], "hi", 2, far), 2);
+        CHECK_EQ(aco_rt_read(rd[i], buf, 0, far), 0);
+        CHECK_EQ(aco_rt_readv(rd[i], none, 2, far), 0);
+        CHECK_EQ(aco_rt_read(rd[i], buf, sizeof(buf), far), 2);
+    }
+    CHECK_EQ(aco_rt_write(dg[1], "x", 1, far), 1);  /* a datagram stays queued */
+    CHECK_EQ(aco_rt_read(dg[0], buf, 0, far), 0);
+    CHECK_EQ(aco_rt_readv(dg[0], none, 2, far), 0);
+    CHECK_EQ(aco_rt_read(dg[0], buf, sizeof(buf), far), 1);
+    for (int i = 0; i < 3; i++) {               /* no room to write */
+        fill_up(wr[i]);
+        CHECK_EQ(aco_rt_write(wr[i], buf, 0, far), 0);
+        CHECK_EQ(aco_rt_writev(wr[i], none, 2, far), 0);
+        CHECK_EQ(aco_rt_writev(wr[i], none, 0, far), 0);
+    }
+    int gone = dup(st[0]);
+    close(gone);
+    CHECK_EQ(aco_rt_read(gone, buf, 0, far), -EBADF);
+    CHECK_EQ(aco_rt_readv(gone, none, 2, far), -EBADF);
+    CHECK_EQ(aco_rt_write(gone, buf, 0, far), -EBADF);
+    CHECK_EQ(aco_rt_writev(gone, none, 2, far), -EBADF);
+    CHECK_LT(aco_rt_now() - t0, 5000 * MS);     /* the waits would take 10 s each */
+    int all[] = {st[0], st[1], pp[0], pp[1], tc[0], tc[1], dg[0], dg[1]};
+    for (int i = 0; i < 8; i++) close(all[i]);
+}
+
+static void zero_body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, zero_co, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
 
 static aco_rt_key_t key;
 static int dummy;
@@ -180,6 +264,7 @@ static void pt_body(aco_rt_sched_t* s, void* arg) {
 }
 
 int main(void) {
+    test_on_backends(NULL, zero_body, NULL);
     test_on_backends(NULL, past_body, NULL);
     pool_past();
     test_on_backends(NULL, key_body, NULL);
