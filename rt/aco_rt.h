@@ -553,11 +553,13 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
 
 /* The bytes up to and including the first delim, within the first limit
  * bytes (0: the read buffer's size), as a view *out: their count.  They are
- * consumed.  At end of file: what is left, without delim (its last byte is
- * not delim; -EMSGSIZE first if more than limit bytes are left), then 0.
- * -EMSGSIZE: limit bytes came without delim (they stay
- * buffered: read or consume them to go on); -EINVAL: limit over the read
- * buffer's size, or out NULL; -errno (nothing consumed). */
+ * consumed.  At end of file: what is left, if it is at most limit bytes,
+ * without delim (its last byte is not delim), then 0.  -EMSGSIZE: more than
+ * limit bytes are there and none of the first limit is delim, at end of
+ * file too (they stay buffered: read or consume them to go on; with
+ * exactly limit bytes and no delim the call reads on, to tell a tail from
+ * a longer record); -EINVAL: limit over the read buffer's size, or out
+ * NULL; -errno (nothing consumed). */
 ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
                                 const char** out, int64_t deadline);
 

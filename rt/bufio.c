@@ -7,7 +7,10 @@
  * while the co is parked: it must not lie on a share stack).  The read
  * buffer holds its bytes at r[roff, roff + rlen); a view handed out stays
  * put until a later call reads (which may move the bytes to the start) or
- * consumes.  The write buffer holds w[0, wlen).
+ * consumes.  It has one byte more than rcap, which only read_until uses:
+ * with exactly limit bytes buffered and no delim among them, it must read
+ * once more to tell a tail at end of file (returned) from a longer record
+ * (-EMSGSIZE), even when limit is rcap.  The write buffer holds w[0, wlen).
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -35,7 +38,7 @@ aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize) {
         errno = EINVAL;
         return NULL;
     }
-    aco_rt_bufio_t* b = malloc(sizeof(*b) + rsize + wsize);
+    aco_rt_bufio_t* b = malloc(sizeof(*b) + rsize + 1 + wsize);
     if (b == NULL) {
         errno = ENOMEM;
         return NULL;
@@ -44,7 +47,7 @@ aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize) {
     b->fd = fd;
     b->r = (char*)(b + 1);
     b->rcap = rsize;
-    b->w = b->r + rsize;
+    b->w = b->r + rsize + 1;
     b->wcap = wsize;
     return b;
 }
@@ -71,18 +74,23 @@ static void take(aco_rt_bufio_t* b, size_t n) {
     if (b->rlen == 0) b->roff = 0;  /* the bytes stay in place: views hold */
 }
 
-/* One read into the free room at the end, moving the buffered bytes to the
- * start when there is none there: new bytes, 0 at EOF, -ENOBUFS, -errno. */
-static ssize_t rfill(aco_rt_bufio_t* b, int64_t deadline) {
-    if (b->rlen == b->rcap) return -ENOBUFS;
-    if (b->roff + b->rlen == b->rcap) {
+/* One read into the free room below cap (rcap, or rcap + 1: read_until's
+ * look past its limit), moving the buffered bytes to the start when there
+ * is none at the end: new bytes, 0 at EOF, -ENOBUFS, -errno. */
+static ssize_t rfill_to(aco_rt_bufio_t* b, size_t cap, int64_t deadline) {
+    if (b->rlen >= cap) return -ENOBUFS;
+    if (b->roff + b->rlen >= cap) {
         memmove(b->r, b->r + b->roff, b->rlen);
         b->roff = 0;
     }
     size_t end = b->roff + b->rlen;
-    ssize_t n = aco_rt_read(b->fd, b->r + end, b->rcap - end, deadline);
+    ssize_t n = aco_rt_read(b->fd, b->r + end, cap - end, deadline);
     if (n > 0) b->rlen += (size_t)n;
     return n;
+}
+
+static ssize_t rfill(aco_rt_bufio_t* b, int64_t deadline) {
+    return rfill_to(b, b->rcap, deadline);
 }
 
 static size_t copy_out(aco_rt_bufio_t* b, void* buf, size_t n) {
@@ -145,9 +153,11 @@ ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
             take(b, len);
             return (ssize_t)len;
         }
-        if (b->rlen >= limit) return -EMSGSIZE;
+        /* More than limit bytes and no delim in the first limit: too long.
+         * Exactly limit: a tail if the end of file comes next, so look. */
+        if (b->rlen > limit) return -EMSGSIZE;
         scanned = upto;
-        ssize_t r = rfill(b, deadline);
+        ssize_t r = rfill_to(b, b->rlen == limit ? b->rcap + 1 : b->rcap, deadline);
         if (r < 0) return r;
         if (r == 0) {               /* EOF: the rest, without delim */
             size_t len = b->rlen;

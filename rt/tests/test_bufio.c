@@ -222,10 +222,10 @@ static void limits_co(void* arg) {
     CHECK_EQ(aco_rt_bufio_fill(b, -1), -ENOBUFS);
     CHECK_EQ(aco_rt_bufio_read_until(b, '\n', 0, &v, -1), -EMSGSIZE);
     CHECK_EQ(aco_rt_bufio_consume(b, 16), 0);
-    CHECK_EQ(aco_rt_bufio_buffered(b), 0);
+    CHECK_EQ(aco_rt_bufio_buffered(b), 1);  /* the byte that told it: "C" */
     /* n = 0 reads nothing */
     CHECK_EQ(aco_rt_bufio_read(b, four, 0, -1), 0);
-    CHECK_EQ(aco_rt_bufio_peek(b, 0, &v, -1), 0);
+    CHECK_EQ(aco_rt_bufio_peek(b, 0, &v, -1), 1);   /* what is buffered */
     /* EOF in the middle: short counts, then 0 */
     CHECK_EQ(aco_rt_write(sv[1], "xyz", 3, -1), 3);
     shutdown(sv[1], SHUT_WR);
@@ -259,6 +259,61 @@ static void big_eof_co(void* arg) {
     aco_rt_bufio_free(b);
 }
 
+/* read_until at the limit: a tail of exactly limit bytes at end of file is
+ * the tail (the limit the buffer's size too); one byte more is -EMSGSIZE,
+ * at end of file or before, and every byte stays buffered. */
+static void one_tail(size_t rsize, size_t limit, const char* data, int eof, ssize_t want) {
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    aco_rt_bufio_t* b = aco_rt_bufio_new(sv[0], rsize, 0);
+    CHECK(b != NULL);
+    size_t n = strlen(data);
+    CHECK_EQ(aco_rt_write(sv[1], data, n, -1), (ssize_t)n);
+    if (eof) CHECK_EQ(shutdown(sv[1], SHUT_WR), 0);
+    const char* v;
+    CHECK_EQ(aco_rt_bufio_read_until(b, '\n', limit, &v, aco_rt_now() + 10000 * MS), want);
+    if (want > 0) {
+        CHECK(memcmp(v, data, n) == 0);
+        CHECK_EQ(aco_rt_bufio_read_until(b, '\n', limit, &v, -1), 0);
+    } else {
+        CHECK_EQ(aco_rt_bufio_buffered(b), n);
+        char buf[64];
+        CHECK_EQ(aco_rt_bufio_read_full(b, buf, n, -1), (ssize_t)n);
+        CHECK(memcmp(buf, data, n) == 0);
+    }
+    aco_rt_bufio_free(b);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+static void tails_co(void* arg) {
+    (void)arg;
+    one_tail(16, 5, "abcde", 1, 5);
+    one_tail(8, 0, "abcdefgh", 1, 8);       /* limit = the buffer's size */
+    one_tail(8, 8, "abcdefgh", 1, 8);
+    one_tail(16, 5, "abcd", 1, 4);
+    one_tail(16, 5, "abcdef", 1, -EMSGSIZE);
+    one_tail(16, 5, "abcdef", 0, -EMSGSIZE);
+    one_tail(8, 0, "abcdefghi", 0, -EMSGSIZE);
+    one_tail(16, 5, "abcd\n", 1, 5);        /* the delim at the limit */
+    /* exactly limit bytes, then more after a pause: -EMSGSIZE, once they come */
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    aco_rt_bufio_t* b = aco_rt_bufio_new(sv[0], 8, 0);
+    CHECK(b != NULL);
+    static feed_t f;                        /* not on the share stack */
+    f = (feed_t){.fd = sv[1], .data = "abcdefgh\n", .len = 9, .split = 8, .pause_ns = 20 * MS};
+    aco_rt_co_t* fc = aco_rt_spawn(NULL, feeder, &f);
+    CHECK(fc != NULL);
+    const char* v;
+    CHECK_EQ(aco_rt_bufio_read_until(b, '\n', 0, &v, -1), -EMSGSIZE);
+    CHECK_EQ(aco_rt_bufio_buffered(b), 9);
+    CHECK_EQ(aco_rt_join(fc, -1), 0);
+    aco_rt_bufio_free(b);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 static void t_limits(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     int sv[2];
@@ -270,6 +325,7 @@ static void t_limits(aco_rt_sched_t* s, void* arg) {
     test_go(s, big_eof_co, sv);
     close(sv[0]);
     close(sv[1]);
+    test_go(s, tails_co, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
