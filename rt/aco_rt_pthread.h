@@ -21,6 +21,17 @@
  *    co with a stack of its own (aco_rt_pthread_run_main's main co has
  *    one).  An init call refuses such an object (EINVAL).  The same goes
  *    for what a co hands others by pointer (create's arg, say).
+ *  - A refused object stays refused.  When a mutex, cond, rwlock or barrier
+ *    init returns EINVAL (the object on a share stack, a bad attribute, a
+ *    barrier count of 0), it marks the object so: every later call on it
+ *    (lock, unlock, wait, signal, broadcast, destroy, ...) fails with
+ *    EINVAL and does nothing, from any co or thread, and the first such
+ *    call writes one line to stderr naming the call, the object's address
+ *    and the code that called init (its address, and file+offset for
+ *    addr2line where dladdr(3) can tell).  A later init that succeeds
+ *    makes it a working object.  (A program that never checks init cannot
+ *    run on unprotected; init writes the object, which lies in the
+ *    caller's own frames or memory.)
  *  - Mutexes: a NORMAL (= DEFAULT) mutex locked again by its holder fails
  *    with EDEADLK instead of hanging, and every kind's unlock by a non-holder
  *    fails with EPERM (pthreads: undefined for NORMAL).  FIFO, handed over
@@ -177,13 +188,14 @@ typedef struct {
 
 /* attr NULL: NORMAL.  EINVAL: m on a share stack, or a bad attr. */
 int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mutexattr_t* attr);
-/* EBUSY while held (or waited for). */
+/* EBUSY while held (or waited for); EINVAL (destroyed, or refused). */
 int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m);
 /* 0, EDEADLK (held by the caller, not RECURSIVE), EAGAIN (RECURSIVE held
- * too many times), EINVAL (destroyed), EPERM, ECANCELED. */
+ * too many times), EINVAL (destroyed, or refused by init), EPERM,
+ * ECANCELED. */
 int aco_rt_pthread_mutex_lock(aco_rt_pthread_mutex_t* m);
 /* 0, EBUSY (held by another, or by the caller and not RECURSIVE), EAGAIN
- * (RECURSIVE held too many times), EINVAL (destroyed), EPERM. */
+ * (RECURSIVE held too many times), EINVAL (destroyed, or refused), EPERM. */
 int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m);
 /* As lock, or ETIMEDOUT once abstime (CLOCK_REALTIME) passed; EINVAL for a
  * bad abstime (when it has to wait). */
@@ -191,7 +203,7 @@ int aco_rt_pthread_mutex_timedlock(aco_rt_pthread_mutex_t* m, const struct times
 /* The same on clock clk: CLOCK_REALTIME or CLOCK_MONOTONIC (EINVAL else). */
 int aco_rt_pthread_mutex_clocklock(aco_rt_pthread_mutex_t* m, clockid_t clk,
                                    const struct timespec* abstime);
-/* 0, EPERM (the caller does not hold it). */
+/* 0, EPERM (the caller does not hold it), EINVAL (refused by init). */
 int aco_rt_pthread_mutex_unlock(aco_rt_pthread_mutex_t* m);
 
 /* ======================================================================== */
@@ -216,9 +228,10 @@ typedef struct {
 
 /* EINVAL: c on a share stack, or a bad attr. */
 int aco_rt_pthread_cond_init(aco_rt_pthread_cond_t* c, const aco_rt_pthread_condattr_t* attr);
-/* EBUSY while cos wait on it. */
+/* EBUSY while cos wait on it; EINVAL (refused by init). */
 int aco_rt_pthread_cond_destroy(aco_rt_pthread_cond_t* c);
-/* 0, EPERM (m not held by the caller), ECANCELED (m held again). */
+/* 0, EPERM (m not held by the caller), ECANCELED (m held again), EINVAL
+ * (c or m refused by init: nothing done). */
 int aco_rt_pthread_cond_wait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m);
 /* As wait, or ETIMEDOUT (m held again) once abstime, on the cond's clock,
  * passed; EINVAL for a bad abstime. */
@@ -227,8 +240,9 @@ int aco_rt_pthread_cond_timedwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex
 /* The same on clock clk (CLOCK_REALTIME or CLOCK_MONOTONIC). */
 int aco_rt_pthread_cond_clockwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
                                   clockid_t clk, const struct timespec* abstime);
-/* From anywhere (a co or not); 0.  (A thread with no scheduler wakes a co
- * only while its scheduler runs: see aco_rt_sched_run on -EDEADLK.) */
+/* From anywhere (a co or not); 0, or EINVAL (c refused by init).  (A
+ * thread with no scheduler wakes a co only while its scheduler runs: see
+ * aco_rt_sched_run on -EDEADLK.) */
 int aco_rt_pthread_cond_signal(aco_rt_pthread_cond_t* c);
 int aco_rt_pthread_cond_broadcast(aco_rt_pthread_cond_t* c);
 
@@ -281,7 +295,7 @@ typedef struct {
     aco_rt_cond_t  writers_q_;
     void*          writer_;     /* the co that holds it for writing */
     unsigned       readers_;    /* cos that hold it for reading */
-    unsigned       wwait_;      /* (unused: writers_q_ says who waits) */
+    unsigned       mark_;       /* a refused rwlock's mark (pthread.c) */
 } aco_rt_pthread_rwlock_t;
 #define ACO_RT_PTHREAD_RWLOCK_INITIALIZER ACO_RT_PTHREAD_ZERO_
 
@@ -289,16 +303,18 @@ typedef struct {
  * it: a reader may lock again while holding it).  EDEADLK: the caller holds
  * it for writing (tryrdlock and trywrlock too, not EBUSY as glibc says).
  * EBUSY (try), ETIMEDOUT (abstime: CLOCK_REALTIME),
- * EAGAIN (too many readers), EINVAL, EPERM, ECANCELED. */
+ * EAGAIN (too many readers), EINVAL (l on a share stack; every call on a
+ * refused l), EPERM, ECANCELED. */
 int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l, const aco_rt_pthread_rwlockattr_t* attr);
-int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l);     /* EBUSY */
+int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l);  /* EBUSY, EINVAL */
 int aco_rt_pthread_rwlock_rdlock(aco_rt_pthread_rwlock_t* l);
 int aco_rt_pthread_rwlock_tryrdlock(aco_rt_pthread_rwlock_t* l);
 int aco_rt_pthread_rwlock_timedrdlock(aco_rt_pthread_rwlock_t* l, const struct timespec* abstime);
 int aco_rt_pthread_rwlock_wrlock(aco_rt_pthread_rwlock_t* l);
 int aco_rt_pthread_rwlock_trywrlock(aco_rt_pthread_rwlock_t* l);
 int aco_rt_pthread_rwlock_timedwrlock(aco_rt_pthread_rwlock_t* l, const struct timespec* abstime);
-/* 0, EPERM (held by nobody, or for writing by another co). */
+/* 0, EPERM (held by nobody, or for writing by another co), EINVAL
+ * (refused). */
 int aco_rt_pthread_rwlock_unlock(aco_rt_pthread_rwlock_t* l);
 
 typedef struct { int pshared_; } aco_rt_pthread_barrierattr_t;
@@ -319,9 +335,11 @@ typedef struct {
 /* count cos per round: EINVAL if 0 or b lies on a share stack. */
 int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
                                 const aco_rt_pthread_barrierattr_t* attr, unsigned count);
-int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b);  /* EBUSY */
+/* EBUSY; EINVAL (refused, or never made by init). */
+int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b);
 /* Wait for count cos: ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD to the last to
- * come, 0 to the others; EPERM, ECANCELED (the co no longer counts). */
+ * come, 0 to the others; EPERM, ECANCELED (the co no longer counts),
+ * EINVAL (b refused, or never made by init). */
 int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b);
 
 #ifdef __cplusplus

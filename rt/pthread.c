@@ -15,6 +15,14 @@
  * Once, rwlock and barrier are a mutex and conds of the runtime, so they
  * are as thread-safe as those are.
  *
+ * Refused objects.  An init call that refuses its object (on a share
+ * stack, or a bad attribute or count) marks it, so that a program that
+ * never checks init cannot run on unprotected: a mark word in a field no
+ * working object holds that value in, and the init's caller.  The object
+ * lies in the caller's own frames or memory, so writing it is safe.
+ * Every later call on it checks the mark first and fails with EINVAL; the
+ * first one to see it says so on stderr.
+ *
  * Deadlines.  An abstime on CLOCK_REALTIME becomes a deadline on
  * CLOCK_MONOTONIC when the call starts: the wall clock is read first, then
  * the monotonic one, so the deadline is never early by the time between
@@ -24,6 +32,7 @@
 #include "aco_rt_pthread.h"
 #include "rt_impl.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -63,6 +72,47 @@ static int64_t deadline_of(clockid_t clk, const struct timespec* abs) {
 static int on_share_stack(const void* p, size_t n) {
     aco_rt_co_t* co = rt_self();
     return co != NULL && rt_on_share_stack(co, p, n, 1);
+}
+
+/* The mark of a refused object: REFUSED, plus R_SAID once reported, plus
+ * R_ARGS when the reason was the arguments, not the share stack.  (A
+ * positive int: it fits every field that holds it.) */
+#define REFUSED 0x7e5ef050
+#define R_SAID  1
+#define R_ARGS  2
+static inline int marked(unsigned v) { return (v & ~3u) == REFUSED; }
+
+static void mark(void* field, int args) {
+    __atomic_store_n((int*)field, REFUSED | (args ? R_ARGS : 0), __ATOMIC_RELAXED);
+}
+
+#define SITE() __builtin_return_address(0)
+
+/* EINVAL for a call on a refused object (what: "mutex", ...; mark_at: its
+ * mark word, site: where init was called), said on stderr the first time:
+ * the site as file+offset, as addr2line -e file takes it. */
+static int refused(const char* fn, const char* what, const void* obj, int* mark_at,
+                   const void* site) {
+    int v = __atomic_load_n(mark_at, __ATOMIC_RELAXED);
+    while (marked((unsigned)v) && !(v & R_SAID)) {
+        if (!__atomic_compare_exchange_n(mark_at, &v, v | R_SAID, 0, __ATOMIC_RELAXED,
+                                         __ATOMIC_RELAXED))
+            continue;
+        char where[512] = "";
+        Dl_info di;
+        if (dladdr(site, &di) && di.dli_fname && di.dli_fname[0])
+            snprintf(where, sizeof(where), " (%s+%#lx%s%s)", di.dli_fname,
+                     (unsigned long)((uintptr_t)site - (uintptr_t)di.dli_fbase),
+                     di.dli_sname ? ", in " : "", di.dli_sname ? di.dli_sname : "");
+        fprintf(stderr,
+                "%s: the %s at %p was refused by aco_rt_pthread_%s_init, called from %p%s: "
+                "%s; every call on it fails with EINVAL\n",
+                fn, what, obj, what, site, where,
+                v & R_ARGS ? "bad attributes or count"
+                           : "it lies on a co's share stack (aco_rt_pthread.h)");
+        break;
+    }
+    return EINVAL;
 }
 
 /* Take m even if the caller was cancelled (aco_rt_mutex_lock refuses then):
@@ -378,26 +428,34 @@ static inline void set_holder(aco_rt_pthread_mutex_t* m, void* co) {
 }
 static inline int type_ok(int type) { return type >= 0 && type <= 2; }
 
+static int mutex_bad(aco_rt_pthread_mutex_t* m, const char* fn) {
+    return refused(fn, "mutex", m, &m->type_, holder(m));
+}
+
 int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mutexattr_t* attr) {
     int type = attr ? attr->type_ : ACO_RT_PTHREAD_MUTEX_NORMAL;
-    if (!type_ok(type) || on_share_stack(m, sizeof(*m))) return EINVAL;
+    if (!type_ok(type) || on_share_stack(m, sizeof(*m))) {
+        mark(&m->type_, !type_ok(type));
+        set_holder(m, SITE());
+        return EINVAL;
+    }
     memset(m, 0, sizeof(*m));
     m->type_ = type;
     return 0;
 }
 
 int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m) {
-    if (!type_ok(m->type_)) return EINVAL;
+    if (!type_ok(m->type_)) return mutex_bad(m, "aco_rt_pthread_mutex_destroy");
     /* held or handed to a waiter: the runtime's owner is set */
     if (__atomic_load_n(&m->m_.owner_, __ATOMIC_RELAXED) != 0) return EBUSY;
     m->type_ = -1;
     return 0;
 }
 
-static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline) {
+static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline, const char* fn) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
-    if (!type_ok(m->type_)) return EINVAL;
+    if (!type_ok(m->type_)) return mutex_bad(m, fn);
     if (m->type_ == ACO_RT_PTHREAD_MUTEX_RECURSIVE && holder(m) == me) {
         if (m->count_ == UINT_MAX) return EAGAIN;
         m->count_++;
@@ -410,14 +468,16 @@ static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline) {
     return 0;
 }
 
-int aco_rt_pthread_mutex_lock(aco_rt_pthread_mutex_t* m) { return lock_until(m, -1); }
+int aco_rt_pthread_mutex_lock(aco_rt_pthread_mutex_t* m) {
+    return lock_until(m, -1, "aco_rt_pthread_mutex_lock");
+}
 
 int aco_rt_pthread_mutex_clocklock(aco_rt_pthread_mutex_t* m, clockid_t clk,
                                    const struct timespec* abstime) {
     if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC) return EINVAL;
     int64_t d = deadline_of(clk, abstime);
     /* a bad abstime matters only when it has to wait (POSIX) */
-    int r = lock_until(m, d < 0 ? 0 : d);
+    int r = lock_until(m, d < 0 ? 0 : d, "aco_rt_pthread_mutex_clocklock");
     return d < 0 && r == ETIMEDOUT ? EINVAL : r;
 }
 
@@ -428,7 +488,7 @@ int aco_rt_pthread_mutex_timedlock(aco_rt_pthread_mutex_t* m, const struct times
 int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
-    if (!type_ok(m->type_)) return EINVAL;
+    if (!type_ok(m->type_)) return mutex_bad(m, "aco_rt_pthread_mutex_trylock");
     if (m->type_ == ACO_RT_PTHREAD_MUTEX_RECURSIVE && holder(m) == me) {
         if (m->count_ == UINT_MAX) return EAGAIN;
         m->count_++;
@@ -442,6 +502,8 @@ int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m) {
 
 int aco_rt_pthread_mutex_unlock(aco_rt_pthread_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
+    if (rt_unlikely(marked((unsigned)m->type_)))
+        return mutex_bad(m, "aco_rt_pthread_mutex_unlock");
     if (me == NULL || holder(m) != me) return EPERM;
     if (--m->count_ > 0) return 0;      /* RECURSIVE, still held */
     set_holder(m, NULL);
@@ -485,20 +547,40 @@ int aco_rt_pthread_condattr_getpshared(const aco_rt_pthread_condattr_t* a, int* 
     return 0;
 }
 
+/* (A refused cond's mark is its clock, its init's caller its queue's head.) */
+static inline int cond_refused(const aco_rt_pthread_cond_t* c) {
+    return rt_unlikely(marked((unsigned)c->clock_));
+}
+
+static int cond_bad(aco_rt_pthread_cond_t* c, const char* fn) {
+    return refused(fn, "cond", c, (int*)&c->clock_, c->c_.q_.head_);
+}
+
 int aco_rt_pthread_cond_init(aco_rt_pthread_cond_t* c, const aco_rt_pthread_condattr_t* attr) {
     clockid_t clk = attr ? attr->clock_ : CLOCK_REALTIME;
-    if (!clock_ok(clk) || on_share_stack(c, sizeof(*c))) return EINVAL;
+    if (!clock_ok(clk) || on_share_stack(c, sizeof(*c))) {
+        mark(&c->clock_, !clock_ok(clk));
+        c->c_.q_.head_ = SITE();
+        return EINVAL;
+    }
     memset(c, 0, sizeof(*c));
     c->clock_ = clk;
     return 0;
 }
 
 int aco_rt_pthread_cond_destroy(aco_rt_pthread_cond_t* c) {
+    if (cond_refused(c)) return cond_bad(c, "aco_rt_pthread_cond_destroy");
     if (__atomic_load_n(&c->c_.q_.head_, __ATOMIC_RELAXED) != NULL) return EBUSY;
     return 0;
 }
 
-static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, int64_t deadline) {
+/* abstime NULL: no deadline. */
+static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, clockid_t clk,
+                      const struct timespec* abstime, const char* fn) {
+    if (cond_refused(c)) return cond_bad(c, fn);
+    if (rt_unlikely(marked((unsigned)m->type_))) return mutex_bad(m, fn);
+    int64_t deadline = -1;
+    if (abstime && (deadline = deadline_of(clk, abstime)) < 0) return EINVAL;
     aco_rt_co_t* me = rt_self();
     if (me == NULL || holder(m) != me) return EPERM;
     /* let go of it fully (RECURSIVE: however often held), take it back so */
@@ -512,27 +594,29 @@ static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, int64
 }
 
 int aco_rt_pthread_cond_wait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m) {
-    return wait_until(c, m, -1);
+    return wait_until(c, m, CLOCK_REALTIME, NULL, "aco_rt_pthread_cond_wait");
 }
 
 int aco_rt_pthread_cond_clockwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
                                   clockid_t clk, const struct timespec* abstime) {
-    int64_t d = deadline_of(clk, abstime);
-    if (d < 0) return EINVAL;
-    return wait_until(c, m, d);
+    if (abstime == NULL && !cond_refused(c)) return EINVAL;
+    return wait_until(c, m, clk, abstime, "aco_rt_pthread_cond_clockwait");
 }
 
 int aco_rt_pthread_cond_timedwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
                                   const struct timespec* abstime) {
-    return aco_rt_pthread_cond_clockwait(c, m, c->clock_, abstime);
+    if (abstime == NULL && !cond_refused(c)) return EINVAL;
+    return wait_until(c, m, c->clock_, abstime, "aco_rt_pthread_cond_timedwait");
 }
 
 int aco_rt_pthread_cond_signal(aco_rt_pthread_cond_t* c) {
+    if (cond_refused(c)) return cond_bad(c, "aco_rt_pthread_cond_signal");
     aco_rt_cond_signal(&c->c_);
     return 0;
 }
 
 int aco_rt_pthread_cond_broadcast(aco_rt_pthread_cond_t* c) {
+    if (cond_refused(c)) return cond_bad(c, "aco_rt_pthread_cond_broadcast");
     aco_rt_cond_broadcast(&c->c_);
     return 0;
 }
@@ -599,10 +683,23 @@ int aco_rt_pthread_rwlockattr_getpshared(const aco_rt_pthread_rwlockattr_t* a, i
     return 0;
 }
 
+/* (A refused rwlock's mark is mark_, its init's caller writer_.) */
+static inline int rw_refused(const aco_rt_pthread_rwlock_t* l) {
+    return rt_unlikely(marked(l->mark_));
+}
+
+static int rw_bad(aco_rt_pthread_rwlock_t* l, const char* fn) {
+    return refused(fn, "rwlock", l, (int*)&l->mark_, l->writer_);
+}
+
 int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l,
                                const aco_rt_pthread_rwlockattr_t* attr) {
     (void)attr;
-    if (on_share_stack(l, sizeof(*l))) return EINVAL;
+    if (on_share_stack(l, sizeof(*l))) {
+        mark(&l->mark_, 0);
+        l->writer_ = SITE();
+        return EINVAL;
+    }
     memset(l, 0, sizeof(*l));
     return 0;
 }
@@ -618,6 +715,7 @@ static unsigned cond_waiters(aco_rt_cond_t* c) {
 }
 
 int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l) {
+    if (rw_refused(l)) return rw_bad(l, "aco_rt_pthread_rwlock_destroy");
     if (l->writer_ || l->readers_ ||
         __atomic_load_n(&l->writers_q_.q_.head_, __ATOMIC_RELAXED) != NULL ||
         __atomic_load_n(&l->readers_q_.q_.head_, __ATOMIC_RELAXED) != NULL)
@@ -628,7 +726,9 @@ int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l) {
 enum { RW_READ, RW_WRITE };
 
 /* Lock l for how until deadline; try: EBUSY instead of waiting. */
-static int rw_lock(aco_rt_pthread_rwlock_t* l, int how, int64_t deadline, int try) {
+static int rw_lock(aco_rt_pthread_rwlock_t* l, int how, int64_t deadline, int try,
+                   const char* fn) {
+    if (rw_refused(l)) return rw_bad(l, fn);
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
     int r = 0;
@@ -652,37 +752,39 @@ static int rw_lock(aco_rt_pthread_rwlock_t* l, int how, int64_t deadline, int tr
     return r;
 }
 
-static int rw_timed(aco_rt_pthread_rwlock_t* l, int how, const struct timespec* abstime) {
+static int rw_timed(aco_rt_pthread_rwlock_t* l, int how, const struct timespec* abstime,
+                    const char* fn) {
     int64_t d = deadline_of(CLOCK_REALTIME, abstime);
-    int r = rw_lock(l, how, d < 0 ? 0 : d, 0);
+    int r = rw_lock(l, how, d < 0 ? 0 : d, 0, fn);
     return d < 0 && r == ETIMEDOUT ? EINVAL : r;
 }
 
 int aco_rt_pthread_rwlock_rdlock(aco_rt_pthread_rwlock_t* l) {
-    return rw_lock(l, RW_READ, -1, 0);
+    return rw_lock(l, RW_READ, -1, 0, "aco_rt_pthread_rwlock_rdlock");
 }
 
 int aco_rt_pthread_rwlock_tryrdlock(aco_rt_pthread_rwlock_t* l) {
-    return rw_lock(l, RW_READ, 0, 1);
+    return rw_lock(l, RW_READ, 0, 1, "aco_rt_pthread_rwlock_tryrdlock");
 }
 
 int aco_rt_pthread_rwlock_wrlock(aco_rt_pthread_rwlock_t* l) {
-    return rw_lock(l, RW_WRITE, -1, 0);
+    return rw_lock(l, RW_WRITE, -1, 0, "aco_rt_pthread_rwlock_wrlock");
 }
 
 int aco_rt_pthread_rwlock_trywrlock(aco_rt_pthread_rwlock_t* l) {
-    return rw_lock(l, RW_WRITE, 0, 1);
+    return rw_lock(l, RW_WRITE, 0, 1, "aco_rt_pthread_rwlock_trywrlock");
 }
 
 int aco_rt_pthread_rwlock_timedrdlock(aco_rt_pthread_rwlock_t* l, const struct timespec* abstime) {
-    return rw_timed(l, RW_READ, abstime);
+    return rw_timed(l, RW_READ, abstime, "aco_rt_pthread_rwlock_timedrdlock");
 }
 
 int aco_rt_pthread_rwlock_timedwrlock(aco_rt_pthread_rwlock_t* l, const struct timespec* abstime) {
-    return rw_timed(l, RW_WRITE, abstime);
+    return rw_timed(l, RW_WRITE, abstime, "aco_rt_pthread_rwlock_timedwrlock");
 }
 
 int aco_rt_pthread_rwlock_unlock(aco_rt_pthread_rwlock_t* l) {
+    if (rw_refused(l)) return rw_bad(l, "aco_rt_pthread_rwlock_unlock");
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
     int r = 0;
@@ -726,20 +828,33 @@ int aco_rt_pthread_barrierattr_getpshared(const aco_rt_pthread_barrierattr_t* a,
     return 0;
 }
 
+/* A barrier with no count was refused (its mark arrived_, its init's
+ * caller its mutex's owner), or never made. */
+static int barrier_bad(aco_rt_pthread_barrier_t* b, const char* fn) {
+    return refused(fn, "barrier", b, (int*)&b->arrived_, (const void*)b->m_.owner_);
+}
+
 int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
                                 const aco_rt_pthread_barrierattr_t* attr, unsigned count) {
     (void)attr;
-    if (count == 0 || on_share_stack(b, sizeof(*b))) return EINVAL;
+    if (count == 0 || on_share_stack(b, sizeof(*b))) {
+        b->n_ = 0;
+        mark(&b->arrived_, count == 0);
+        b->m_.owner_ = (uintptr_t)SITE();
+        return EINVAL;
+    }
     memset(b, 0, sizeof(*b));
     b->n_ = count;
     return 0;
 }
 
 int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b) {
+    if (b->n_ == 0) return barrier_bad(b, "aco_rt_pthread_barrier_destroy");
     return __atomic_load_n(&b->q_.q_.head_, __ATOMIC_RELAXED) != NULL ? EBUSY : 0;
 }
 
 int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
+    if (b->n_ == 0) return barrier_bad(b, "aco_rt_pthread_barrier_wait");
     if (rt_self() == NULL) return EPERM;
     int r = aco_rt_mutex_lock(&b->m_, -1);
     if (r) return -r;

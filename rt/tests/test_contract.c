@@ -8,6 +8,10 @@
  *     (it once waited for its deadline);
  *   - aco_rt_getspecific after aco_rt_key_delete is NULL, in a co and
  *     outside cos;
+ *   - a pthread object that init refused (on a share stack, bad attribute
+ *     or count) fails every later call with EINVAL, and the first call
+ *     says so on stderr once, naming the object and init's caller (it once
+ *     locked, waited and signalled as if it worked);
  *   - cos of the pthread-like face destroyed unfinished by
  *     aco_rt_sched_free free their records (the ASan target's leak check
  *     fails otherwise); joinable ones that ended and were never joined too.
@@ -21,6 +25,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -263,12 +268,166 @@ static void pt_body(aco_rt_sched_t* s, void* arg) {
     /* aco_rt_sched_free (by test_on_backends) destroys them: no leak */
 }
 
+/* ------------------------------------------------------------------------ */
+/* A refused pthread object stays refused: every call on it EINVAL, one     */
+/* line on stderr per object naming the call, the object and init's caller. */
+/* ------------------------------------------------------------------------ */
+
+static char said[8192];
+
+/* Run fn in a co of a child process's scheduler (this backend), its
+ * stderr going to a file: what it wrote into said[].  A child that fails
+ * fails the test, with what it said. */
+static void capture_stderr(aco_rt_fn_t fn) {
+    FILE* f = tmpfile();
+    CHECK(f != NULL);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(fileno(f), 2);
+        aco_rt_sched_t* s = test_sched_on(test_backend_id, NULL);
+        test_go(s, fn, NULL);
+        aco_rt_sched_free(s);
+        fflush(NULL);
+        _exit(0);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0) CHECK(errno == EINTR);
+    size_t n = (size_t)pread(fileno(f), said, sizeof(said) - 1, 0);
+    said[n < sizeof(said) ? n : 0] = 0;
+    fclose(f);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        TEST_FAIL_AT(__FILE__, __LINE__, "the child failed (status %#x); its stderr:\n%s", st,
+                     said);
+}
+
+/* Lines of said[] that contain all of a, b and c. */
+static int lines_with(const char* a, const char* b, const char* c) {
+    int n = 0;
+    for (char* p = said; *p;) {
+        char* e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char line[1024];
+        snprintf(line, sizeof(line), "%.*s", (int)len, p);
+        if (strstr(line, a) && strstr(line, b) && strstr(line, c)) n++;
+        p += len + (e != NULL);
+    }
+    return n;
+}
+
+static int count_lines(void) {
+    int n = 0;
+    for (char* p = said; *p; p++) n += *p == '\n';
+    return n;
+}
+
+static char (*addr)[32];    /* the refused objects' addresses, as %p says
+                               (shared with the child that fills it) */
+
+static void refused_co(void* arg) {
+    (void)arg;
+    aco_rt_pthread_mutex_t m, ok = ACO_RT_PTHREAD_MUTEX_INITIALIZER;
+    aco_rt_pthread_cond_t c;
+    aco_rt_pthread_rwlock_t l;
+    aco_rt_pthread_barrier_t b;
+    memset(&m, 0, sizeof(m));       /* what a zeroed, working object holds */
+    memset(&c, 0, sizeof(c));
+    memset(&l, 0, sizeof(l));
+    memset(&b, 0, sizeof(b));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    CHECK_EQ(aco_rt_pthread_mutex_init(&m, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_init(&c, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_init(&l, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_init(&b, NULL, 2), EINVAL);
+    for (int round = 0; round < 2; round++) {
+        CHECK_EQ(aco_rt_pthread_mutex_lock(&m), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_trylock(&m), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_timedlock(&m, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_unlock(&m), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_signal(&c), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_broadcast(&c), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_lock(&ok), 0);
+        CHECK_EQ(aco_rt_pthread_cond_wait(&c, &ok), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_timedwait(&c, &ok, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_clockwait(&c, &ok, CLOCK_MONOTONIC, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_unlock(&ok), 0);
+        CHECK_EQ(aco_rt_pthread_rwlock_rdlock(&l), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_wrlock(&l), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_tryrdlock(&l), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_timedwrlock(&l, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_unlock(&l), EINVAL);
+        CHECK_EQ(aco_rt_pthread_barrier_wait(&b), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_destroy(&m), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_destroy(&c), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_destroy(&l), EINVAL);
+        CHECK_EQ(aco_rt_pthread_barrier_destroy(&b), EINVAL);
+    }
+    snprintf(addr[0], 32, "%p", (void*)&m);
+    snprintf(addr[1], 32, "%p", (void*)&c);
+    snprintf(addr[2], 32, "%p", (void*)&l);
+    snprintf(addr[3], 32, "%p", (void*)&b);
+}
+
+/* Refused for a bad attribute or count: the same, and a later good init
+ * makes a working object. */
+static aco_rt_pthread_mutex_t bad_m;
+static aco_rt_pthread_barrier_t bad_b;
+static void bad_args_co(void* arg) {
+    (void)arg;
+    aco_rt_pthread_mutexattr_t a;
+    memset(&a, 0, sizeof(a));
+    a.type_ = 99;
+    CHECK_EQ(aco_rt_pthread_mutex_init(&bad_m, &a), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&bad_m), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&bad_m), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_init(&bad_b, NULL, 0), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_wait(&bad_b), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_init(&bad_m, NULL), 0);
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&bad_m), 0);
+    CHECK_EQ(aco_rt_pthread_mutex_unlock(&bad_m), 0);
+    CHECK_EQ(aco_rt_pthread_mutex_destroy(&bad_m), 0);
+    CHECK_EQ(aco_rt_pthread_barrier_init(&bad_b, NULL, 1), 0);
+    CHECK_EQ(aco_rt_pthread_barrier_wait(&bad_b), ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD);
+    CHECK_EQ(aco_rt_pthread_barrier_destroy(&bad_b), 0);
+}
+
+static void refused_body(aco_rt_sched_t* s, void* arg) {
+    (void)s;
+    (void)arg;
+    addr = mmap(NULL, 4 * 32, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(addr != MAP_FAILED);
+    capture_stderr(refused_co);
+    static const char* what[4][2] = {{"aco_rt_pthread_mutex_lock", "mutex_init"},
+                                     {"aco_rt_pthread_cond_signal", "cond_init"},
+                                     {"aco_rt_pthread_rwlock_rdlock", "rwlock_init"},
+                                     {"aco_rt_pthread_barrier_wait", "barrier_init"}};
+    for (int i = 0; i < 4; i++) {
+        char at[32 + 2];
+        snprintf(at, sizeof(at), " %s ", addr[i]);
+        if (lines_with(what[i][0], at, what[i][1]) != 1 ||
+            lines_with(at, "share stack", program_invocation_short_name) != 1)
+            TEST_FAIL_AT(__FILE__, __LINE__, "no line for the refused %s at %s; stderr:\n%s",
+                         what[i][1], addr[i], said);
+    }
+    if (count_lines() != 4)
+        TEST_FAIL_AT(__FILE__, __LINE__, "4 lines expected, one per object:\n%s", said);
+    capture_stderr(bad_args_co);
+    if (count_lines() != 2 || lines_with("mutex_lock", "bad attributes", "mutex_init") != 1 ||
+        lines_with("barrier_wait", "bad attributes or count", "barrier_init") != 1)
+        TEST_FAIL_AT(__FILE__, __LINE__, "a line each for the bad mutex and barrier:\n%s", said);
+    munmap(addr, 4 * 32);
+}
+
 int main(void) {
     test_on_backends(NULL, zero_body, NULL);
     test_on_backends(NULL, past_body, NULL);
     pool_past();
     test_on_backends(NULL, key_body, NULL);
     test_on_backends(NULL, pt_body, NULL);
+    test_on_backends(NULL, refused_body, NULL);
     printf("test_contract: ok\n");
     return 0;
 }
