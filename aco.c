@@ -465,6 +465,19 @@ static size_t page_size(const char* fn) {
     return (size_t)pg;
 }
 
+/* The guard below a stack that has one: 1 MiB and a page, PROT_NONE.  A
+ * page would do for frames that touch every page, but compilers probe no
+ * frame by default (gcc and clang need -fstack-clash-protection, and
+ * aarch64's gcc probes every 64 KiB even then): a frame whose lowest byte
+ * lies up to 1 MiB below the stack still faults here, where the overflow
+ * report finds it.  It costs address space, not memory: never committed,
+ * part of the stack's own mapping (no mapping more). */
+#define GUARD_REACH ((size_t)1 << 20)
+
+static size_t guard_bytes(size_t pg) {
+    return GUARD_REACH + pg;
+}
+
 aco_share_stack_t* aco_share_stack_new(size_t sz) {
     return aco_share_stack_new2(sz, 1);
 }
@@ -477,9 +490,10 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_e
     if (sz == 0) sz = DEFAULT_STACK;
     if (sz < MIN_STACK) sz = MIN_STACK;
     size_t pg = page_size(fn);
-    /* Rounded up, plus the guard page: it must still fit a size_t. */
-    if (may_fail && sz > SIZE_MAX - 2 * pg) { errno = ENOMEM; return NULL; }
-    check(fn, sz <= SIZE_MAX - 2 * pg, "stack size %zu exceeds the address space", sz);
+    /* Rounded up, plus the guard: it must still fit a size_t. */
+    size_t room = SIZE_MAX - pg - guard_bytes(pg);
+    if (may_fail && sz > room) { errno = ENOMEM; return NULL; }
+    check(fn, sz <= room, "stack size %zu exceeds the address space", sz);
 
     int checked = checked_decide() && !plain;
     aco_share_stack_t* s = alloc(may_fail ? NULL : fn, stack_rec_bytes());
@@ -492,13 +506,14 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_e
         }
         sz = s->sz;
     } else if (guard_page_enabled) {
+        size_t gap = guard_bytes(pg);
         sz = (sz + pg - 1) & ~(pg - 1);
-        s->real_sz = sz + pg;
+        s->real_sz = sz + gap;
         /* NORESERVE: a stack's pages are committed as they are touched. */
         s->real_ptr = mmap(NULL, s->real_sz, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         /* Below the stack: stacks grow down on every supported architecture. */
-        if (may_fail && (s->real_ptr == MAP_FAILED || mprotect(s->real_ptr, pg, PROT_NONE))) {
+        if (may_fail && (s->real_ptr == MAP_FAILED || mprotect(s->real_ptr, gap, PROT_NONE))) {
             int e = errno;
             if (s->real_ptr != MAP_FAILED) munmap(s->real_ptr, s->real_sz);
             dealloc(s, sizeof(*s));
@@ -507,9 +522,9 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard_page_e
         }
         check(fn, s->real_ptr != MAP_FAILED, "out of memory (mmap of %zu bytes "
               "failed: %s)", s->real_sz, strerror(errno));
-        check(fn, mprotect(s->real_ptr, pg, PROT_NONE) == 0,
-              "mprotect of the guard page failed: %s", strerror(errno));
-        s->ptr = (char*)s->real_ptr + pg;
+        check(fn, mprotect(s->real_ptr, gap, PROT_NONE) == 0,
+              "mprotect of the guard failed: %s", strerror(errno));
+        s->ptr = (char*)s->real_ptr + gap;
         s->guard_page_enabled = 1;
     } else {
         sz = (sz + STACK_ALIGN - 1) & ~(size_t)(STACK_ALIGN - 1);
@@ -618,7 +633,7 @@ static void overflow_handler(int sig, siginfo_t* si, void* ctx) {
         p = put_hex(p, s->sz);
         p = put_str(p, " bytes: fault at ");
         p = put_hex(p, a);
-        p = put_str(p, " in its guard page (co function ");
+        p = put_str(p, " in its guard region (co function ");
         p = put_hex(p, (uintptr_t)co->fp);
         p = put_str(p, ")\n");
         err_write(line, (size_t)(p - line));
@@ -2039,7 +2054,7 @@ aco_t* aco__switch(aco_t* from, aco_t* to) {
 /* 12. Checked mode (aco.h, "Checked mode")                                 */
 /*                                                                          */
 /* Each non-main co gets a window: a PROT_NONE reservation of its share     */
-/* stack's whole mapping (guard page included), at an address of its own.  */
+/* stack's whole mapping (guard included), at an address of its own.    */
 /* The stack's pages live in exactly one place, `at`: the window of the co  */
 /* that last took the stack, or home (real_ptr, the library's own view, no  */
 /* co runs there) before any did and after that co is destroyed.  Taking   */
@@ -2089,7 +2104,7 @@ aco_t* aco__switch(aco_t* from, aco_t* to) {
 typedef struct {
     char*  at;      /* base of the mapping the stack's pages are in now */
     char   open;    /* they are readable and writable there */
-    size_t gap;     /* offsets in a mapping: ptr (the guard page's size), */
+    size_t gap;     /* offsets in a mapping: ptr (the guard's size), */
     size_t hi_off;  /* align_highptr and align_retptr */
     size_t ret_off;
 } checked_stack;
@@ -2115,7 +2130,7 @@ static size_t checked_co_extra(void) {
     return sizeof(checked_co);
 }
 
-/* Bytes below the stack proper: the guard page, or nothing. */
+/* Bytes below the stack proper: the guard (guard_bytes), or nothing. */
 static size_t stack_gap(const aco_share_stack_t* s) {
     return cstk(s)->gap;
 }
@@ -2227,7 +2242,7 @@ static aco_t* reg_find(uintptr_t a) {
 
 static int checked_stack_map(const char* fn, aco_share_stack_t* s, size_t sz, size_t pg,
                              char guard, int may_fail) {
-    size_t gap = guard ? pg : 0;
+    size_t gap = guard ? guard_bytes(pg) : 0;
     sz = guard ? (sz + pg - 1) & ~(pg - 1)
                : (sz + STACK_ALIGN - 1) & ~(size_t)(STACK_ALIGN - 1);
     s->real_sz = ((sz + pg - 1) & ~(pg - 1)) + gap;
@@ -2452,7 +2467,7 @@ static uintptr_t first_closed(uintptr_t a, uintptr_t end) {
         aco_t* co = __atomic_load_n(&e->co, __ATOMIC_ACQUIRE);
         if (co == NULL || a >= e->hi || end <= e->lo) continue;
         uintptr_t lo = (uintptr_t)window_lo(co), x = a > lo ? a : lo;
-        if (x >= end || x >= e->hi) continue;   /* only its guard page */
+        if (x >= end || x >= e->hi) continue;   /* only its guard */
         checked_stack* cs = cstk(co->share_stack);
         if (cs->at != cco(co)->win || !cs->open) return x;
     }
@@ -2875,7 +2890,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
     l.n = 0;
     uintptr_t lo = (uintptr_t)window_lo(owner);
     if (a < lo) {
-        /* The window's guard page: the running co overflowed (or a pointer
+        /* The window's guard: the running co overflowed (or a pointer
          * far below a frame).  aco_overflow_report_install's line, if asked. */
         if (owner == cur && overflow_installed) {
             lb_str(&l, "aco: co ");
@@ -2890,7 +2905,7 @@ static void checked_handler(int sig, siginfo_t* si, void* ctx) {
             lb_hex(&l, s->sz);
             lb_str(&l, " bytes: fault at ");
             lb_hex(&l, a);
-            lb_str(&l, " in its guard page (co function ");
+            lb_str(&l, " in its guard region (co function ");
             lb_hex(&l, (uintptr_t)owner->fp);
             lb_str(&l, ")\n");
             lb_flush(&l);

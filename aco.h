@@ -110,12 +110,16 @@ aco_share_stack_t* aco_share_stack_new(size_t sz);
  * size the address space and memory allow (a stack with a guard page is
  * mapped, its pages committed as the cos touch them; one without comes from
  * the allocator, whose limits apply, except in checked mode).  With a guard
- * page an inaccessible page sits right below the stack, so an overflow that
- * reaches it faults (SIGSEGV) instead of corrupting memory
- * (aco_overflow_report_install names the co); a single frame larger than a
- * page can step over it unless the program is built with
- * -fstack-clash-protection, which makes such frames touch every page.
- * Never returns NULL.
+ * page, an inaccessible region of 1 MiB and a page sits right below the
+ * stack, so an overflow that reaches it faults (SIGSEGV) instead of
+ * corrupting memory (aco_overflow_report_install names the co): also a
+ * single large frame, built with the compiler's default flags, whose
+ * lowest byte lies up to 1 MiB below the stack.  A frame that jumps
+ * further is caught only where the program is built with
+ * -fstack-clash-protection (gcc on x86-64, i386 and aarch64, clang on
+ * x86-64 and i386), which makes frames touch their pages in order; the
+ * region costs address space only (1 MiB and a page a stack, never
+ * committed, no mapping of its own).  Never returns NULL.
  * A share stack belongs to the thread whose co was first created on it; it
  * passes to another thread only when no co uses it any more (every co on it
  * destroyed): then the next aco_create on it, from any thread, claims it. */

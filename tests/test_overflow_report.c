@@ -8,7 +8,9 @@
  * overflow dies by SIGSEGV with no "aco:" line; with it, a SIGSEGV that is
  * not in a guard page (a write to the zero page or to a PROT_NONE page of
  * the program's, in a co or in the main co) dies by SIGSEGV without any
- * overflow report.
+ * overflow report.  A single frame that jumps past the stack's end (64 KiB
+ * and 1 MiB, no probes; 3 MiB with -fstack-clash-protection's probes) gets
+ * the report too: the guard reaches 1 MiB below the stack.
  *
  * Each case runs in a forked child; before resuming the co, the child
  * writes the addresses it expects to see to a second pipe.  ASan and TSan
@@ -35,6 +37,61 @@ __attribute__((noinline)) static long recurse(long depth) {
 
 static void co_unbounded(void) {
     recurse(0);
+    aco_exit();
+}
+
+/* ---- Frames that jump past the end of the stack ------------------------ */
+/* A co first recurses until its stack has about 2 KiB left, then calls a
+ * function with one large frame (a VLA: ASan's fake stack never takes one;
+ * 64 KiB, 1 MiB: built with the default
+ * flags, no probes, so the frame's first touch is its lowest byte, about
+ * 62 KiB or 1 MiB - 2 KiB below the stack: a page-sized guard would be
+ * stepped over); 3 MiB: built with -fstack-clash-protection's probes
+ * (gcc's optimize attribute where gcc 12 probes: x86-64, i386, aarch64;
+ * elsewhere the same probes by hand: a touch every 4 KiB from the top). */
+static uintptr_t near_end;              /* sp below this: stop recursing */
+static void (*big_frame)(void);
+
+__attribute__((noinline)) static void frame_64k(void) {
+    volatile unsigned char buf[aco_test_vla(64 << 10)];
+    buf[0] = 1;
+    (void)buf[0];
+}
+
+__attribute__((noinline)) static void frame_1m(void) {
+    volatile unsigned char buf[aco_test_vla(1 << 20)];
+    buf[0] = 1;
+    (void)buf[0];
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && \
+    (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__))
+__attribute__((noinline, optimize("stack-clash-protection"))) static void frame_3m(void) {
+    volatile unsigned char buf[aco_test_vla(3 << 20)];
+    buf[0] = 1;
+    (void)buf[0];
+}
+#else
+__attribute__((noinline)) static void frame_3m(void) {
+    volatile unsigned char buf[aco_test_vla(3 << 20)];
+    for (long i = (3L << 20) - 1; i >= 0; i -= 4096) buf[i] = 1;
+    (void)buf[0];
+}
+#endif
+
+__attribute__((noinline)) static long descend(long depth) {
+    volatile unsigned char buf[128];
+    buf[0] = (unsigned char)depth;
+    if (aco_test_sp() < near_end) {
+        big_frame();
+        return buf[0];
+    }
+    return descend(depth + 1) + buf[0];
+}
+
+static void co_big_frame(void) {
+    near_end = (uintptr_t)aco_get_co()->share_stack->ptr + 2048;
+    descend(0);
     aco_exit();
 }
 
@@ -89,7 +146,10 @@ enum kind {
     OVERFLOW_NOT_INSTALLED,
     ZERO_PAGE_WRITE_IN_CO,      /* installed */
     PROT_NONE_WRITE_IN_CO,      /* installed: a page like a guard page */
-    ZERO_PAGE_WRITE_IN_MAIN     /* installed */
+    ZERO_PAGE_WRITE_IN_MAIN,    /* installed */
+    FRAME_64K,                  /* installed, frames that jump the end */
+    FRAME_1M,
+    FRAME_3M_PROBED
 };
 
 static void* thread_overflow(void* arg) {
@@ -131,6 +191,13 @@ static void child(enum kind k) {
         aco_overflow_report_install();
         bad_addr = (int*)prot_none_page() + 8;
         run_in_new_world(co_write_bad, 1);
+        break;
+    case FRAME_64K:
+    case FRAME_1M:
+    case FRAME_3M_PROBED:
+        aco_overflow_report_install();
+        big_frame = k == FRAME_64K ? frame_64k : k == FRAME_1M ? frame_1m : frame_3m;
+        run_in_new_world(co_big_frame, 1);
         break;
     case ZERO_PAGE_WRITE_IN_MAIN: {
         aco_overflow_report_install();
@@ -275,6 +342,9 @@ int main(void) {
                    PROT_NONE_WRITE_IN_CO, 0);
     fails += judge("zero-page write in the main co, installed",
                    ZERO_PAGE_WRITE_IN_MAIN, 0);
+    fails += judge("a 64 KiB frame near the end of the stack", FRAME_64K, 1);
+    fails += judge("a 1 MiB frame near the end of the stack", FRAME_1M, 1);
+    fails += judge("a 3 MiB frame, probed, near the end of the stack", FRAME_3M_PROBED, 1);
     ASSERT_EQ(fails, 0);
     printf("test_overflow_report: OK\n");
     return 0;
