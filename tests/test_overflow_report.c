@@ -48,7 +48,9 @@ static void co_unbounded(void) {
  * 62 KiB or 1 MiB - 2 KiB below the stack: a page-sized guard would be
  * stepped over); 3 MiB: built with -fstack-clash-protection's probes
  * (gcc's optimize attribute where gcc 12 probes: x86-64, i386, aarch64;
- * elsewhere the same probes by hand: a touch every 4 KiB from the top). */
+ * elsewhere the same probes by hand: a touch every 4 KiB from the top,
+ * except under clang's ASan and TSan, whose calls in the frame, before any
+ * touch of ours, push at its bottom: no probe by hand can come first). */
 static uintptr_t near_end;              /* sp below this: stop recursing */
 static void (*big_frame)(void);
 
@@ -344,7 +346,13 @@ int main(void) {
                    ZERO_PAGE_WRITE_IN_MAIN, 0);
     fails += judge("a 64 KiB frame near the end of the stack", FRAME_64K, 1);
     fails += judge("a 1 MiB frame near the end of the stack", FRAME_1M, 1);
+#if defined(__clang__) && aco__san_switch
+    printf("test_overflow_report: the 3 MiB probed frame is left out under clang's "
+           "ASan/TSan (clang has no per-function -fstack-clash-protection, and the "
+           "sanitizer's calls touch the frame's bottom before any probe by hand)\n");
+#else
     fails += judge("a 3 MiB frame, probed, near the end of the stack", FRAME_3M_PROBED, 1);
+#endif
     ASSERT_EQ(fails, 0);
     printf("test_overflow_report: OK\n");
     return 0;

@@ -325,16 +325,23 @@ static int count_lines(void) {
 static char (*addr)[32];    /* the refused objects' addresses, as %p says
                                (shared with the child that fills it) */
 
+/* The objects lie on the co's share stack: alloca's memory is in the
+ * frame (ASan's detect_stack_use_after_return moves plain locals off it,
+ * to its fake stack). */
+#define ON_STACK(T, name) T* name = memset(__builtin_alloca(sizeof(T)), 0, sizeof(T))
+
 static void refused_co(void* arg) {
     (void)arg;
-    aco_rt_pthread_mutex_t m, ok = ACO_RT_PTHREAD_MUTEX_INITIALIZER;
-    aco_rt_pthread_cond_t c;
-    aco_rt_pthread_rwlock_t l;
-    aco_rt_pthread_barrier_t b;
-    memset(&m, 0, sizeof(m));       /* what a zeroed, working object holds */
-    memset(&c, 0, sizeof(c));
-    memset(&l, 0, sizeof(l));
-    memset(&b, 0, sizeof(b));
+    aco_rt_pthread_mutex_t ok = ACO_RT_PTHREAD_MUTEX_INITIALIZER;
+    /* zeroed: what a working object holds */
+    ON_STACK(aco_rt_pthread_mutex_t, mp);
+    ON_STACK(aco_rt_pthread_cond_t, cp);
+    ON_STACK(aco_rt_pthread_rwlock_t, lp);
+    ON_STACK(aco_rt_pthread_barrier_t, bp);
+#define m (*mp)
+#define c (*cp)
+#define l (*lp)
+#define b (*bp)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 10;
@@ -369,6 +376,10 @@ static void refused_co(void* arg) {
     snprintf(addr[1], 32, "%p", (void*)&c);
     snprintf(addr[2], 32, "%p", (void*)&l);
     snprintf(addr[3], 32, "%p", (void*)&b);
+#undef m
+#undef c
+#undef l
+#undef b
 }
 
 /* Refused for a bad attribute or count: the same, and a later good init
