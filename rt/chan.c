@@ -213,7 +213,7 @@ static inline int direct_park(aco_rt_co_t* me, aco_rt_chan_t* ch, int sender) {
     return 1;
 }
 
-void rt_chan_abort(aco_rt_co_t* co, int err) {
+static void chan_abort(aco_rt_co_t* co, int err) {
     aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
     rt_lock(&ch->lock);
     int won = ch->direct == co;
@@ -223,7 +223,8 @@ void rt_chan_abort(aco_rt_co_t* co, int err) {
     /* else a waker took it: its wake is on the way (maybe via a mailbox) */
 }
 
-void rt_chan_forget(aco_rt_co_t* co) {
+/* The same without the wake: co is freed where it waits (aco_rt_sched_free). */
+static void chan_forget(aco_rt_co_t* co) {
     aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
     rt_lock(&ch->lock);
     if (ch->direct == co) ch->direct = NULL;
@@ -420,7 +421,7 @@ static void unqueue(rt_extra_t* x) {
         if (x->selw[i].q) rt_wq_remove(&x->selw[i]);
 }
 
-void rt_select_abort(aco_rt_co_t* co, int err) {
+static void select_abort(aco_rt_co_t* co, int err) {
     rt_extra_t* x = co->x;
     lock_all(x->sellocks, x->selk);
     int won = rt_claim(co);
@@ -428,6 +429,13 @@ void rt_select_abort(aco_rt_co_t* co, int err) {
     unlock_all(x->sellocks, x->selk);
     if (won) rt_wake(co, err);
 }
+
+RT_WAIT_KINDS(chan,
+              {RT_W_CHAN_SEND, {"chan_send", rt_abort_shared, NULL}},
+              {RT_W_CHAN_RECV, {"chan_recv", rt_abort_shared, NULL}},
+              {RT_W_CHAN_SEND_D, {"chan_send", chan_abort, chan_forget}},
+              {RT_W_CHAN_RECV_D, {"chan_recv", chan_abort, chan_forget}},
+              {RT_W_SELECT, {"select", select_abort, NULL}})
 
 int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) {
     aco_rt_co_t* me = rt_self();

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 
 void (*rt_co_dropped)(aco_rt_co_t* co);
+void (*rt_hook_keys_exit)(aco_rt_co_t* co);
+void (*rt_hook_group_leave)(aco_rt_co_t* co);
+void (*rt_hook_offload_forsake)(aco_rt_co_t* co);
 
 #define FREE_RECS_MAX 16384   /* finished records kept with their cos */
 #define SOLO_MAX 64             /* finished standalone cos kept with their stacks */
@@ -41,6 +44,7 @@ static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
 
 static void extra_free(rt_extra_t* x) {
     if (x == NULL) return;
+    free(x->keys);              /* (a co destroyed unended: no destructor runs) */
     free(x->selw);
     free(x->sellocks);
     free(x->buf);
@@ -80,9 +84,9 @@ static void co_main(void) {
 }
 
 void rt_co_exit(aco_rt_co_t* co) {
-    if (co->x && co->x->keys) rt_keys_exit(co);     /* in the co: they may block */
+    if (co->x && co->x->keys) rt_hook_keys_exit(co);    /* in the co: they may block */
     co->state = RT_DONE;
-    if (co->x && co->x->group) rt_group_leave(co);
+    if (co->x && co->x->group) rt_hook_group_leave(co);
     if (rt_join_end(co) == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
     aco_exit();
     __builtin_unreachable();    /* an ended co is never resumed */
@@ -334,7 +338,7 @@ void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->state = RT_DONE;
     if (__atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pool)
         rt_pool_idle(s->pool);
-    if (co->x && co->x->group) rt_group_leave(co);
+    if (co->x && co->x->group) rt_hook_group_leave(co);
     if (rt_join_end(co) == RT_JOIN_DETACH) rt_rec_free(co);
 }
 
@@ -377,7 +381,6 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
         return;
     }
     cos_del(s, co);
-    rt_keys_free(co);                   /* a co destroyed before its end */
     aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? rt_aco(co)->share_stack : NULL;
     if (rt_unlikely(__atomic_load_n(&co->held, __ATOMIC_RELAXED))) {
         /* It ended (or was destroyed) holding a mutex, which stays held:
@@ -432,12 +435,13 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         void (*dropped)(aco_rt_co_t*) = __atomic_load_n(&rt_co_dropped, __ATOMIC_ACQUIRE);
         if (dropped) dropped(co);
         /* waiting for a helper thread, or woken by it and not yet run */
-        if (co->flags & RT_OFFLOADING) rt_offload_forsake(co);
+        if (co->flags & RT_OFFLOADING) rt_hook_offload_forsake(co);
         /* Parked: off the program's objects' wait queues, which outlive
          * it (a mutex it holds stays held, and its record is kept:
          * rt_record_free). */
         if (co->state == RT_PARKED) {
-            if (co->wait == RT_W_CHAN_SEND_D || co->wait == RT_W_CHAN_RECV_D) rt_chan_forget(co);
+            const rt_wait_kind_t* k = rt_wait_kinds[co->wait];
+            if (k->forget) k->forget(co);
             unqueue(&co->w);
             for (int i = 0; co->x && i < co->x->seln; i++) unqueue(&co->x->selw[i]);
         }

@@ -121,11 +121,14 @@ static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
     return 0;
 }
 
-void rt_ep_abort(aco_rt_co_t* co, int err) {
+static void ep_abort(aco_rt_co_t* co, int err) {
     co->s->st.io_inflight--;
     if (co->w.q) rt_fd_busy_add(rt_container_of(co->w.q, rt_fd_t, q), -1);
     rt_abort_waitq(co, err);
 }
+
+RT_WAIT_KINDS(ep, {RT_W_FD_IN, {"fd_in", ep_abort, NULL}},
+              {RT_W_FD_OUT, {"fd_out", ep_abort, NULL}})
 
 static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     aco_rt_sched_t* s = co->s;

@@ -180,6 +180,17 @@ void rt_ur_abort(aco_rt_co_t* co, int err) {
     io_uring_sqe_set_data(sqe, NULL);
 }
 
+_Static_assert(RT_OP_SENDMSG < 8, "the io_uring operations fit before RT_W_UR_ACCEPT");
+RT_WAIT_KINDS(ur, {RT_W_UR_OP + RT_OP_READ, {"read", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_WRITE, {"write", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_READV, {"readv", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_WRITEV, {"writev", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_RECV, {"recv", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_SEND, {"send", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_POLL, {"poll", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_SENDMSG, {"sendmsg", rt_ur_abort, NULL}},
+              {RT_W_UR_ACCEPT, {"accept", rt_ur_abort, NULL}})
+
 /* Submit sqe for co (prepared by the caller) and park until it completes. */
 static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
                    int64_t deadline) {

@@ -206,15 +206,10 @@ static void run_dtors(kvs_t** where) {
     *where = NULL;
 }
 
-void rt_keys_exit(aco_rt_co_t* co) {
-    if (co->x && co->x->keys) run_dtors((kvs_t**)&co->x->keys);
-}
-
-void rt_keys_free(aco_rt_co_t* co) {
-    if (co->x == NULL) return;
-    free(co->x->keys);
-    co->x->keys = NULL;
-}
+/* The running co ends: its key destructors, then its values go (a record
+ * freed unended: the kernel frees its values, no destructor runs). */
+static void keys_exit(aco_rt_co_t* co) { run_dtors((kvs_t**)&co->x->keys); }
+RT_HOOK(rt_hook_keys_exit, keys_exit)
 
 /* ------------------------------------------------------------------------ */
 /* The end of a co                                                          */

@@ -427,11 +427,13 @@ static void rx_arm(aco_rt_sched_t* s, struct rt_rx* rx) {
 /* The calls                                                                */
 /* ------------------------------------------------------------------------ */
 
-void rt_lend_abort(aco_rt_co_t* co, int err) {
+static void lend_abort(aco_rt_co_t* co, int err) {
     struct rt_rx* rx = (struct rt_rx*)(uintptr_t)co->wait_obj;
     if (rx->waiter == co) rx->waiter = NULL;
     rt_wake(co, err);
 }
+
+RT_WAIT_KINDS(lend, {RT_W_LEND, {"recv_lend", lend_abort, NULL}})
 
 /* Drop e's rx though the descriptor stays (it ended, or a look gave it
  * up; gone: cancel its multishot): the entry's count of what the runtime

@@ -36,8 +36,6 @@ int aco_rt_offload_limits(unsigned threads, unsigned queue) {
     (void)threads; (void)queue;
     return -ENOSYS;
 }
-void rt_offload_abort(aco_rt_co_t* co, int err) { rt_wake(co, err); }
-void rt_offload_forsake(aco_rt_co_t* co) { (void)co; }
 void rt_offload_quiesce(void) {}
 
 #else
@@ -242,7 +240,7 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
     return r;
 }
 
-void rt_offload_abort(aco_rt_co_t* co, int err) {
+static void offload_abort(aco_rt_co_t* co, int err) {
     rt_job_t* j = co->w.slot;
     pthread_mutex_lock(&pool.mu);
     int mine = j->co != NULL;
@@ -252,7 +250,10 @@ void rt_offload_abort(aco_rt_co_t* co, int err) {
     /* else the helper's wake is on its way through the inbox */
 }
 
-void rt_offload_forsake(aco_rt_co_t* co) {
+/* co is destroyed (aco_rt_sched_free) waiting for a helper thread, or
+ * woken by it and not yet run: the job's drop is called once, by whoever
+ * ends up with it. */
+static void offload_forsake(aco_rt_co_t* co) {
     rt_job_t* j = co->w.slot;
     co->flags &= (uint8_t)~RT_OFFLOADING;
     pthread_mutex_lock(&pool.mu);
@@ -264,6 +265,9 @@ void rt_offload_forsake(aco_rt_co_t* co) {
     if (j->drop) j->drop(j->arg, j->result);
     free(j);
 }
+
+RT_WAIT_KINDS(offload, {RT_W_OFFLOAD, {"offload", offload_abort, NULL}})
+RT_HOOK(rt_hook_offload_forsake, offload_forsake)
 
 void rt_offload_quiesce(void) {
     if (!__atomic_load_n(&pool_used, __ATOMIC_ACQUIRE)) return;

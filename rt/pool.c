@@ -335,7 +335,7 @@ int rt_group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
     return c ? -ECANCELED : 0;
 }
 
-void rt_group_leave(aco_rt_co_t* co) {
+static void group_leave(aco_rt_co_t* co) {
     rt_extra_t* x = co->x;
     aco_rt_group_t* g = x->group;
     rt_lock(&g->lock);
@@ -407,3 +407,6 @@ int aco_rt_group_free(aco_rt_group_t* g) {
     free(g);
     return 0;
 }
+
+RT_WAIT_KINDS(group, {RT_W_GROUP, {"group", rt_abort_shared, NULL}})
+RT_HOOK(rt_hook_group_leave, group_leave)

@@ -212,8 +212,9 @@ static inline void rt_wq_push_locked(aco_rt_waitq_t* q, rt_waiter_t* w, uint32_t
     w->lock = lock;
 }
 
-/* Co states. */
-enum { RT_READY = 1, RT_RUNNING, RT_PARKED, RT_DONE };     /* (3 bits) */
+/* Co states (2 bits: a zeroed record reads as ready, never looked at
+ * before its spawn sets it). */
+enum { RT_READY, RT_RUNNING, RT_PARKED, RT_DONE };
 /* Co flags. */
 enum {
     RT_CANCELLED  = 1 << 0,
@@ -280,9 +281,9 @@ struct aco_rt_co {
     uint8_t          claim;     /* 0 while its waiters may be taken, 1 once
                                    one was (atomic; see rt_claim) */
     uint8_t          msg_kind;  /* what msg says (RT_MSG_*) */
-    uint8_t          state : 3; /* RT_READY ... RT_DONE */
-    uint8_t          wait : 5;  /* parked: in what (RT_W_*: its name for
-                                   aco_rt_dump, how rt_abort leaves it) */
+    uint8_t          state : 2; /* RT_READY ... RT_DONE */
+    uint8_t          wait : 6;  /* parked: in what (RT_W_*: its kind in
+                                   rt_wait_kinds, registered by its owner) */
     uint8_t          held;      /* mutexes it holds (sync.c; 255: that many
                                    or more, for good): a co that ends holding
                                    one keeps its record (rt_record_free), so
@@ -515,45 +516,46 @@ static inline int rt_may_block(aco_rt_co_t* co, int64_t deadline) {
 static inline int rt_park(aco_rt_co_t* co, int wait, const void* obj, int64_t deadline);
 static inline void rt_wake(aco_rt_co_t* co, int res);
 void rt_tmo_fire(aco_rt_timer_t* t);        /* a co's deadline passed */
-/* What a parked co waits in: one byte in its record (memory per parked
- * co) that gives its name (aco_rt_dump) and how it leaves the wait early
- * (rt_abort, with err: deadline, cancel): the table rt_waits (sched.c). */
+/* What a parked co waits in: 6 bits of its record (memory per parked co),
+ * an index in rt_wait_kinds.  A kind's owner registers it (rt_wait_kind,
+ * from a constructor of its file: no co can wait in a kind whose file is
+ * not linked): its name for aco_rt_dump, how a co leaves it early (abort,
+ * with err: deadline, cancel), and, if the co is destroyed there by
+ * aco_rt_sched_free, what must be undone besides taking its waiter off a
+ * queue (forget).  So the kernel knows no kind but its own (join, sleep). */
 enum {
-    RT_W_CHAN_SEND, RT_W_CHAN_RECV, RT_W_SELECT, RT_W_FD_IN, RT_W_FD_OUT, RT_W_JOIN,
-    RT_W_SLEEP, RT_W_MUTEX, RT_W_COND, RT_W_SEM, RT_W_WG, RT_W_GROUP,
-    RT_W_OFFLOAD, RT_W_LEND,
+    RT_W_JOIN, RT_W_SLEEP,                  /* the kernel's */
+    RT_W_CHAN_SEND, RT_W_CHAN_RECV, RT_W_SELECT,
     RT_W_CHAN_SEND_D, RT_W_CHAN_RECV_D,     /* a channel's direct waiter (chan.c) */
+    RT_W_MUTEX, RT_W_COND, RT_W_SEM, RT_W_WG, RT_W_GROUP,
+    RT_W_FD_IN, RT_W_FD_OUT, RT_W_OFFLOAD, RT_W_LEND,
     RT_W_UR_OP,     /* + RT_OP_*: an io_uring operation */
     RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
     RT_W_N
 };
-_Static_assert(RT_W_N <= 32, "co->wait has 5 bits");
-enum { RT_AB_SHARED, RT_AB_SELECT, RT_AB_EPOLL, RT_AB_URING, RT_AB_JOIN, RT_AB_SLEEP,
-       RT_AB_OFFLOAD, RT_AB_LEND, RT_AB_CHAN };
-typedef struct { const char* name; uint8_t abort; } rt_wait_kind_t;
-extern const rt_wait_kind_t rt_waits[RT_W_N];
+#define RT_W_MAX 64
+_Static_assert(RT_W_N <= RT_W_MAX, "co->wait has 6 bits");
+typedef struct rt_wait_kind {
+    const char* name;
+    void (*abort)(aco_rt_co_t* co, int err);
+    void (*forget)(aco_rt_co_t* co);            /* NULL: nothing to undo */
+} rt_wait_kind_t;
+extern const rt_wait_kind_t* rt_wait_kinds[RT_W_MAX];
+void rt_wait_kind(unsigned id, const rt_wait_kind_t* k);
+/* Registers kinds ids[0..n) as k[0..n) when the program starts. */
+#define RT_WAIT_KINDS(tag, ...)                                              \
+    __attribute__((constructor)) static void tag##_wait_kinds(void) {       \
+        static const struct { unsigned id; rt_wait_kind_t k; } t_[] = {__VA_ARGS__}; \
+        for (size_t i_ = 0; i_ < sizeof(t_) / sizeof(t_[0]); i_++)          \
+            rt_wait_kind(t_[i_].id, &t_[i_].k);                              \
+    }
 void rt_abort(aco_rt_co_t* co, int err);
-void rt_select_abort(aco_rt_co_t* co, int err);     /* chan.c */
-void rt_ep_abort(aco_rt_co_t* co, int err);         /* io_epoll.c */
-void rt_ur_abort(aco_rt_co_t* co, int err);         /* io_uring.c */
-void rt_lend_abort(aco_rt_co_t* co, int err);       /* lend.c */
-/* offload.c: a co waiting for a helper thread (its job in co->w.slot)
- * stops waiting (deadline, cancel: abort) or is destroyed (forsake: the
- * job's drop is called once, by whoever ends up with it); quiesce: no
- * helper is sending a wake now (before a scheduler is freed). */
-void rt_offload_abort(aco_rt_co_t* co, int err);
-void rt_offload_forsake(aco_rt_co_t* co);
-void rt_offload_quiesce(void);
 /* abort for cos on a wait queue of their own scheduler (co->w): unlink
  * and wake with err. */
 void rt_abort_waitq(aco_rt_co_t* co, int err);
 /* abort for cos on the queue of a shared object (co->w, under w.lock):
  * claim, unlink, wake with err; nothing if a waker claimed it first. */
 void rt_abort_shared(aco_rt_co_t* co, int err);
-/* chan.c: abort for a channel's direct waiter; and the same without the
- * wake, for a co freed where it waits (rt_cos_free_all). */
-void rt_chan_abort(aco_rt_co_t* co, int err);
-void rt_chan_forget(aco_rt_co_t* co);
 /* Push co's waiter w on q of the object locked by lock (held). */
 static inline void rt_wq_push_locked(aco_rt_waitq_t* q, rt_waiter_t* w, uint32_t* lock);
 
@@ -760,6 +762,16 @@ void rt_cancel_async(aco_rt_co_t* co);
 /* Called by aco_rt_sched_free (rt_cos_free_all) for each co it destroys,
  * finished or not (atomic; pthread.c sets it: a co's pt_t goes with it). */
 extern void (*rt_co_dropped)(aco_rt_co_t* co);
+/* What services hang on a co and the kernel must undo when it ends or is
+ * destroyed: each set by its service's constructor (RT_HOOK: set whenever
+ * a co can have such a thing), called only for cos that have it. */
+extern void (*rt_hook_keys_exit)(aco_rt_co_t* co);      /* co->x->keys: its destructors,
+                                                           in the co as it ends (keys.c) */
+extern void (*rt_hook_group_leave)(aco_rt_co_t* co);    /* co->x->group (pool.c) */
+extern void (*rt_hook_offload_forsake)(aco_rt_co_t* co); /* RT_OFFLOADING, the co
+                                                           destroyed (offload.c) */
+#define RT_HOOK(hook, fn) \
+    __attribute__((constructor)) static void hook##_set(void) { hook = fn; }
 /* sched.c: give s a close to hear (rt_fd_closed_remote, in s's thread)
  * and wake s's thread (from any thread). */
 void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c);
@@ -885,13 +897,21 @@ void     rt_sched_reg(aco_rt_sched_t* s, int add);
 void     rt_sched_notify_all(void);
 int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n, int wr);
 
-/* io_uring operations (io_uring.c): the result, or -errno. */
+/* offload.c: no helper thread is sending a wake now (before a scheduler
+ * is freed). */
+void rt_offload_quiesce(void);
+
+/* io_uring operations (io_uring.c): the result, or -errno.  rt_ur_abort:
+ * co's operation is to end early with err (its wait kind's abort; lend.c
+ * too). */
+
 enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,
        RT_OP_SEND, RT_OP_POLL, RT_OP_SENDMSG };
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n,
                     int flags, int64_t deadline);
 int     rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr,
                         socklen_t* addrlen, int flags, int64_t deadline);
+void    rt_ur_abort(aco_rt_co_t* co, int err);
 
 /* A co's extra block, at least buf_min bytes of buffer: NULL on ENOMEM. */
 rt_extra_t* rt_extra_grow(aco_rt_co_t* co, size_t buf_min);
@@ -900,11 +920,6 @@ static inline rt_extra_t* rt_extra(aco_rt_co_t* co, size_t buf_min) {
     return rt_extra_grow(co, buf_min);
 }
 
-/* Co-local keys (keys.c).  rt_keys_exit: the running co's key destructors,
- * as it ends; then its values go.  rt_keys_free: the values of a record
- * freed without ending (no destructor runs). */
-void rt_keys_exit(aco_rt_co_t* co);
-void rt_keys_free(aco_rt_co_t* co);
 /* co.c: the running co ends here: its function returned, or it called
  * aco_rt_exit (its frames above are dropped, never unwound). */
 __attribute__((noreturn)) void rt_co_exit(aco_rt_co_t* co);

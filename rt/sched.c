@@ -51,41 +51,16 @@ int64_t aco_rt_now(void) { return rt_now(); }
 
 static void sleep_abort(aco_rt_co_t* co, int err);
 
-const rt_wait_kind_t rt_waits[RT_W_N] = {
-    [RT_W_CHAN_SEND] = {"chan_send", RT_AB_SHARED}, [RT_W_CHAN_RECV] = {"chan_recv", RT_AB_SHARED},
-    [RT_W_SELECT] = {"select", RT_AB_SELECT},
-    [RT_W_FD_IN] = {"fd_in", RT_AB_EPOLL},          [RT_W_FD_OUT] = {"fd_out", RT_AB_EPOLL},
-    [RT_W_JOIN] = {"join", RT_AB_JOIN},             [RT_W_SLEEP] = {"sleep", RT_AB_SLEEP},
-    [RT_W_MUTEX] = {"mutex", RT_AB_SHARED},         [RT_W_COND] = {"cond", RT_AB_SHARED},
-    [RT_W_SEM] = {"sem", RT_AB_SHARED},             [RT_W_WG] = {"waitgroup", RT_AB_SHARED},
-    [RT_W_GROUP] = {"group", RT_AB_SHARED},        [RT_W_OFFLOAD] = {"offload", RT_AB_OFFLOAD},
-    [RT_W_LEND] = {"recv_lend", RT_AB_LEND},
-    [RT_W_CHAN_SEND_D] = {"chan_send", RT_AB_CHAN}, [RT_W_CHAN_RECV_D] = {"chan_recv", RT_AB_CHAN},
-    [RT_W_UR_OP + RT_OP_READ] = {"read", RT_AB_URING},
-    [RT_W_UR_OP + RT_OP_WRITE] = {"write", RT_AB_URING},
-    [RT_W_UR_OP + RT_OP_READV] = {"readv", RT_AB_URING},
-    [RT_W_UR_OP + RT_OP_WRITEV] = {"writev", RT_AB_URING},
-    [RT_W_UR_OP + RT_OP_RECV] = {"recv", RT_AB_URING},
-    [RT_W_UR_OP + RT_OP_SEND] = {"send", RT_AB_URING},
-    [RT_W_UR_OP + RT_OP_POLL] = {"poll", RT_AB_URING},
-    [RT_W_UR_OP + RT_OP_SENDMSG] = {"sendmsg", RT_AB_URING},
-    [RT_W_UR_ACCEPT] = {"accept", RT_AB_URING},
-};
-_Static_assert(RT_OP_SENDMSG < 8, "the io_uring operations fit before RT_W_UR_ACCEPT");
+/* Every wait kind, registered by its owner (rt_impl.h); the kernel's own
+ * two are here from the start. */
+static const rt_wait_kind_t join_kind = {"join", rt_join_abort, NULL};
+static const rt_wait_kind_t sleep_kind = {"sleep", sleep_abort, NULL};
+const rt_wait_kind_t* rt_wait_kinds[RT_W_MAX] = {[RT_W_JOIN] = &join_kind,
+                                                 [RT_W_SLEEP] = &sleep_kind};
 
-void rt_abort(aco_rt_co_t* co, int err) {
-    switch (rt_waits[co->wait].abort) {
-    case RT_AB_SHARED: rt_abort_shared(co, err); break;
-    case RT_AB_SELECT: rt_select_abort(co, err); break;
-    case RT_AB_EPOLL:  rt_ep_abort(co, err); break;
-    case RT_AB_URING:  rt_ur_abort(co, err); break;
-    case RT_AB_JOIN:   rt_join_abort(co, err); break;
-    case RT_AB_OFFLOAD: rt_offload_abort(co, err); break;
-    case RT_AB_LEND:   rt_lend_abort(co, err); break;
-    case RT_AB_CHAN:   rt_chan_abort(co, err); break;
-    default:           sleep_abort(co, err); break;
-    }
-}
+void rt_wait_kind(unsigned id, const rt_wait_kind_t* k) { rt_wait_kinds[id] = k; }
+
+void rt_abort(aco_rt_co_t* co, int err) { rt_wait_kinds[co->wait]->abort(co, err); }
 
 void rt_tmo_fire(aco_rt_timer_t* t) {
     aco_rt_co_t* co = rt_container_of(t, aco_rt_co_t, tmo);
@@ -761,7 +736,8 @@ void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
                 state_name(co->state));
         if (co->flags & RT_CANCELLED) dprintf(fd, " cancelled");
         if (co->state == RT_PARKED) {
-            dprintf(fd, " in %s %p", co->wait < RT_W_N ? rt_waits[co->wait].name : "?", co->wait_obj);
+            dprintf(fd, " in %s %p", rt_wait_kinds[co->wait] ? rt_wait_kinds[co->wait]->name : "?",
+                    co->wait_obj);
             if (rt_timer_armed(&co->tmo))
                 dprintf(fd, " deadline in %.3f ms",
                         (double)((co->tmo.expiry_ << RT_TICK_SHIFT) - now) / 1e6);

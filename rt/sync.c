@@ -258,3 +258,8 @@ int aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline) {
     rt_unlock(&wg->lock_);
     return rt_park(me, RT_W_WG, wg, deadline);
 }
+
+RT_WAIT_KINDS(sync, {RT_W_MUTEX, {"mutex", rt_abort_shared, NULL}},
+              {RT_W_COND, {"cond", rt_abort_shared, NULL}},
+              {RT_W_SEM, {"sem", rt_abort_shared, NULL}},
+              {RT_W_WG, {"waitgroup", rt_abort_shared, NULL}})
