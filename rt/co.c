@@ -23,6 +23,7 @@ void (*rt_co_dropped)(aco_rt_co_t* co);
 void (*rt_hook_keys_exit)(aco_rt_co_t* co);
 void (*rt_hook_group_leave)(aco_rt_co_t* co);
 void (*rt_hook_offload_forsake)(aco_rt_co_t* co);
+int (*rt_hook_closes)(aco_rt_sched_t* s);
 
 #define FREE_RECS_MAX 16384   /* finished records kept with their cos */
 #define SOLO_MAX 64             /* finished standalone cos kept with their stacks */

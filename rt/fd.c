@@ -10,6 +10,7 @@
 #include "rt_fd.h"
 
 #include <stdlib.h>
+#include <sys/socket.h>
 
 rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd) {
     if (fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
@@ -31,6 +32,20 @@ void rt_fd_free_all(aco_rt_sched_t* s) {
     for (int i = 0; s->fdc && i < RT_FD_CHUNKS; i++) free(s->fdc[i]);
     free(s->fdc);
     s->fdc = NULL;
+}
+
+/* The entry's guess of whether fd is a socket, made if it has none. */
+int rt_fd_kind(rt_fd_t* e, int fd) {
+    if (rt_likely(e->kind != RT_FD_UNKNOWN)) return e->kind;
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) {
+        e->kind = RT_FD_SOCK;
+        e->stream = type == SOCK_STREAM;
+    } else {
+        e->kind = errno == EBADF ? RT_FD_UNKNOWN : RT_FD_OTHER;
+    }
+    return e->kind;
 }
 
 void rt_fd_forget(rt_fd_t* e) {

@@ -50,43 +50,6 @@
 /* Descriptors (the table itself: fd.c)                                     */
 /* ------------------------------------------------------------------------ */
 
-/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
-static int fd_nonblock(int fd) {
-    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-    if (fl < 0) return -errno;
-    if (!(fl & O_NONBLOCK) && rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
-    return 0;
-}
-
-/* The same for a descriptor guessed not to be a socket: 1 (nothing set)
- * if it is one after all (the number held a pipe, and holds a socket now:
- * close(2), dup2), since sockets are left as they are.  The look costs a
- * getsockopt only when the flag is to be set, which a pipe needs once. */
-static int fd_nonblock_other(int fd) {
-    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-    if (fl < 0) return -errno;
-    if (fl & O_NONBLOCK) return 0;
-    int type;
-    socklen_t len = sizeof(type);
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) return 1;
-    if (rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
-    return 0;
-}
-
-/* The entry's guess of whether fd is a socket, made if it has none. */
-int rt_fd_kind(rt_fd_t* e, int fd) {
-    if (rt_likely(e->kind != RT_FD_UNKNOWN)) return e->kind;
-    int type = 0;
-    socklen_t len = sizeof(type);
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) {
-        e->kind = RT_FD_SOCK;
-        e->stream = type == SOCK_STREAM;
-    } else {
-        e->kind = errno == EBADF ? RT_FD_UNKNOWN : RT_FD_OTHER;
-    }
-    return e->kind;
-}
-
 /* A new socket under number fd (accept, connect): cos here that waited on
  * the file the number had are told -EBADF. */
 static void fd_fresh(aco_rt_sched_t* s, int fd) {
@@ -99,27 +62,11 @@ static void fd_fresh(aco_rt_sched_t* s, int fd) {
 
 /* aco_rt_close on another thread: cos here that waited on that file are
  * told -EBADF. */
-void rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
+static void fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
     rt_fd_t* e = rt_fd_peek(s, fd);
     if (e == NULL || e->gen != gen) return;     /* it has moved on since */
     s->be->closing(s, fd, 1);
     rt_fd_forget(e);
-}
-
-/* Every buffer the runtime hands on passes here: in checked mode (aco.h)
- * one on the stack of a suspended co is reported, as the co's escape,
- * before the kernel would fail it with EFAULT.  wr: the kernel (or whoever
- * gets p) writes there, not only reads. */
-int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n, int wr) {
-    if (aco_unlikely(aco_checked())) aco_checked_access(p, n, wr);
-    if (co->flags & RT_STANDALONE) return 0;    /* its stack is its own */
-    return aco_on_share_stack(rt_aco(co), p, n);
-}
-
-/* A deadline that has passed means one non-blocking try: the readiness way.
- * (Every negative deadline but -1 is a time long past.) */
-static inline int passed(int64_t deadline) {
-    return deadline != -1 && (deadline <= 0 || deadline <= rt_now());
 }
 
 /* (Inlined even at -O0, as read_plain: checked mode's report shows a few
@@ -127,158 +74,7 @@ static inline int passed(int64_t deadline) {
 static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co, const void* buf,
                                                            size_t n, int wr, int64_t deadline) {
     return co->s->be == &rt_backend_uring && !rt_on_share_stack(co, buf, n, wr) &&
-           !passed(deadline);
-}
-
-/* ------------------------------------------------------------------------ */
-/* SIGPIPE                                                                  */
-/* ------------------------------------------------------------------------ */
-
-/* write(2) or writev(2) to something that is not a socket (no
- * MSG_NOSIGNAL there): a reader gone raises SIGPIPE in the calling thread,
- * so block it for the call and take back the one the call raised.  If the
- * program blocks SIGPIPE itself, one already pending is its own (the call
- * adds none: a second is not queued), so only one that was not is taken. */
-static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
-    sigset_t pipe_set, old, pend;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    int take = !sigismember(&old, SIGPIPE) ||
-               (sigpending(&pend) == 0 && !sigismember(&pend, SIGPIPE));
-    ssize_t r = vec ? rt_sys_writev(fd, (const struct iovec*)buf, (int)n)
-                    : rt_sys_write(fd, buf, n);
-    int err = errno;
-    if (r < 0 && err == EPIPE && take) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {}
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = err;
-    return r;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The readiness way                                                        */
-/* ------------------------------------------------------------------------ */
-
-enum { K_READ, K_WRITE, K_READV, K_WRITEV, K_RECV, K_SEND };
-
-typedef struct {
-    int kind;
-    int fd;
-    void* buf;
-    size_t n;
-    int flags;
-} rq_t;
-
-/* One try that never blocks, whatever O_NONBLOCK says now. */
-static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
-    if (q->kind == K_RECV)
-        return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
-    if (q->kind == K_SEND)
-        return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
-    int sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK, looked = 0;
-    struct msghdr mh = {0};
-    ssize_t r;
-again:
-    switch (q->kind) {
-    case K_READ:
-        if (sock && ((r = rt_sys_recv(q->fd, q->buf, q->n, MSG_DONTWAIT)) >= 0 || errno != ENOTSOCK))
-            return r;
-        break;
-    case K_WRITE:
-        if (sock && ((r = rt_sys_send(q->fd, q->buf, q->n, MSG_DONTWAIT | MSG_NOSIGNAL)) >= 0 ||
-                     errno != ENOTSOCK))
-            return r;
-        break;
-    case K_READV:
-    case K_WRITEV:
-        mh.msg_iov = (struct iovec*)q->buf;
-        mh.msg_iovlen = q->n;
-        if (sock && ((r = q->kind == K_READV ? rt_sys_recvmsg(q->fd, &mh, MSG_DONTWAIT)
-                                             : rt_sys_sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL)) >= 0 ||
-                     errno != ENOTSOCK))
-            return r;
-        break;
-    }
-    /* Not a socket (or no longer one). */
-    e->kind = RT_FD_OTHER;
-    if ((r = fd_nonblock_other(q->fd)) < 0) { errno = (int)-r; return -1; }
-    if (r == 1) {                           /* a socket now: its own way */
-        if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
-        e->kind = RT_FD_UNKNOWN;
-        sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
-        goto again;
-    }
-    switch (q->kind) {
-    case K_READ:  return rt_sys_read(q->fd, q->buf, q->n);
-    case K_READV: return rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
-    case K_WRITE: return write_nosigpipe(q->fd, q->buf, q->n, 0);
-    default:      return write_nosigpipe(q->fd, q->buf, q->n, 1);
-    }
-}
-
-/* Checked mode (aco.h): a buffer in a suspended co's frames is reported as
- * the caller's escape, as the io_uring way's rt_on_share_stack does, before
- * the kernel would fail it with EFAULT. */
-static inline __attribute__((always_inline)) void rq_check(const rq_t* q, int rd) {
-    if (q->kind == K_READV || q->kind == K_WRITEV) {
-        const struct iovec* v = q->buf;
-        aco_checked_access(v, q->n * sizeof(*v), 0);
-        for (size_t i = 0; i < q->n; i++)
-            if (v[i].iov_len) aco_checked_access(v[i].iov_base, v[i].iov_len, rd);
-    } else if (q->n) {
-        aco_checked_access(q->buf, q->n, rd);
-    }
-}
-
-static ssize_t ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
-    aco_rt_sched_t* s = co->s;
-    int rd = q->kind == K_READ || q->kind == K_READV || q->kind == K_RECV;
-    int r, events = rd ? POLLIN : POLLOUT;
-    if (aco_unlikely(aco_checked())) rq_check(q, rd);
-    rt_fd_t* f = rt_fd_get(s, q->fd);
-    if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
-    /* epoll: a stream socket that a short read drained has nothing until
-     * its next edge, which wakes us: wait first, skip the EAGAIN.  (A stale
-     * guess costs nothing: the wait re-adds the descriptor, and a new file
-     * is added with its readiness of now.) */
-    rt_fd_t* e = (rd && s->be == &rt_backend_epoll && q->kind != K_READV &&
-                  !(q->flags & MSG_PEEK) && f->stream && !f->rd_hup) ? f : NULL;
-
-    if (e && e->rd_empty && !passed(deadline)) goto wait;
-    for (;;) {
-        ssize_t n = sys_once(f, q);
-        if (n >= 0) {
-            if (e && n > 0 && (size_t)n < q->n) e->rd_empty = 1;
-            return n;
-        }
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
-    wait:
-        if ((r = rt_may_block(co, deadline)) != 0) return r;
-        if ((r = s->be->wait_fd(co, q->fd, events, deadline)) < 0) return r;
-        if (e) e->rd_empty = 0;
-    }
-}
-
-/* read(2) or readv(2) of no bytes: 0 at once (or the descriptor's error),
- * whatever is buffered or not; one try, never a wait.  A socket gets
- * read(2) itself, which returns before it looks at the queue (recv would
- * wait for a byte, or take a datagram). */
-static ssize_t read_nothing(aco_rt_co_t* co, const rq_t* q) {
-    if (aco_unlikely(aco_checked())) rq_check(q, 1);
-    rt_fd_t* f = rt_fd_get(co->s, q->fd);
-    if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
-    ssize_t r;
-    if (rt_fd_kind(f, q->fd) == RT_FD_SOCK)
-        r = q->kind == K_READ ? rt_sys_read(q->fd, q->buf, 0)
-                              : rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
-    else
-        r = sys_once(f, q);
-    if (r >= 0) return r;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+           !rt_passed(deadline);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -314,18 +110,14 @@ static inline __attribute__((always_inline)) ssize_t read_plain(aco_rt_co_t* co,
     if (use_uring(co, buf, n, 1, deadline))
         return rt_uring_io(co, RT_OP_READ, fd, buf, n, 0, deadline);
     rq_t q = {K_READ, fd, buf, n, 0};
-    return ready_io(co, &q, deadline);
-}
-
-ssize_t rt_recv_plain(int fd, void* buf, size_t n, int64_t deadline) {
-    return read_plain(rt_self(), fd, buf, n, deadline);
+    return rt_ready_io(co, &q, deadline);
 }
 
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_OR_EPERM(co);
     if (rt_unlikely(n == 0)) {
         rq_t q = {K_READ, fd, buf, 0, 0};
-        return read_nothing(co, &q);
+        return rt_read_nothing(co, &q);
     }
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, 0, deadline);
@@ -339,7 +131,7 @@ static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadlin
     if (use_uring(co, buf, n, 1, deadline))
         return rt_uring_io(co, RT_OP_RECV, fd, buf, n, flags, deadline);
     rq_t q = {K_RECV, fd, buf, n, flags};
-    return ready_io(co, &q, deadline);
+    return rt_ready_io(co, &q, deadline);
 }
 
 /* MSG_WAITALL (without MSG_PEEK or MSG_DONTWAIT) on a stream socket:
@@ -373,7 +165,7 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
                          int flags, int64_t deadline) {
     if (rt_unlikely(n == 0)) {          /* one try: write(2)'s 0 (never io_uring's wait) */
         rq_t q = {op, fd, (void*)buf, 0, flags};
-        return ready_io(co, &q, deadline);
+        return rt_ready_io(co, &q, deadline);
     }
     size_t done = 0;
     do {
@@ -388,7 +180,7 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
             }
         } else {
             rq_t q = {op, fd, (void*)p, n - done, flags};
-            r = ready_io(co, &q, deadline);
+            r = rt_ready_io(co, &q, deadline);
         }
         if (r < 0) return done ? (ssize_t)done : r;
         done += (size_t)r;
@@ -410,7 +202,7 @@ ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadli
  * (the array itself may be on the stack); no buffer may be on it. */
 static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int cnt,
                                    int64_t deadline) {
-    if (co->s->be != &rt_backend_uring || passed(deadline) || cnt <= 0 || cnt > IOV_MAX)
+    if (co->s->be != &rt_backend_uring || rt_passed(deadline) || cnt <= 0 || cnt > IOV_MAX)
         return NULL;
     for (int i = 0; i < cnt; i++)
         if (rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len, 1)) return NULL;
@@ -427,13 +219,13 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
     for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
         rq_t q = {K_READV, fd, (void*)iov, (size_t)iovcnt, 0};
-        return read_nothing(co, &q);
+        return rt_read_nothing(co, &q);
     }
     FROM_LEND(co, fd, iov, iovcnt, 0, deadline);
     struct iovec* h = iov_for_uring(co, iov, iovcnt, deadline);
     if (h) return rt_uring_io(co, RT_OP_READV, fd, h, (size_t)iovcnt, 0, deadline);
     rq_t q = {K_READV, fd, (void*)iov, (size_t)iovcnt, 0};
-    return ready_io(co, &q, deadline);
+    return rt_ready_io(co, &q, deadline);
 }
 
 ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
@@ -443,7 +235,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
     if (rt_unlikely(total == 0)) {      /* one try, as write_all's */
         rq_t q = {K_WRITEV, fd, (void*)iov, (size_t)iovcnt, 0};
-        return ready_io(co, &q, deadline);
+        return rt_ready_io(co, &q, deadline);
     }
     /* Short writes: go on from where the kernel stopped, on a copy of the
      * array that we may trim (in the heap: rt_extra). */
@@ -454,7 +246,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     int cnt = iovcnt;
     while (done < total) {
         ssize_t r;
-        int heap = co->s->be == &rt_backend_uring && !passed(deadline) && uring_may_write(co, fd);
+        int heap = co->s->be == &rt_backend_uring && !rt_passed(deadline) && uring_may_write(co, fd);
         for (int i = 0; heap && i < cnt; i++)
             if (rt_on_share_stack(co, v[i].iov_base, v[i].iov_len, 0)) heap = 0;
         if (heap) {
@@ -469,7 +261,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
             }
         } else {
             rq_t q = {K_WRITEV, fd, v, (size_t)cnt, 0};
-            r = ready_io(co, &q, deadline);
+            r = rt_ready_io(co, &q, deadline);
         }
         if (r < 0) return done ? (ssize_t)done : r;
         done += (size_t)r;
@@ -494,7 +286,7 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     for (;;) {
         /* accept4 has no per-call flag: the listening socket must be
          * O_NONBLOCK now (another thread may accept the one we saw). */
-        if ((r = fd_nonblock(fd)) < 0) return r;
+        if ((r = rt_fd_nonblock(fd)) < 0) return r;
         if (aco_unlikely(aco_checked()) && addrlen) {       /* as rq_check */
             aco_checked_access(addrlen, sizeof(*addrlen), 1);
             if (addr && *addrlen) aco_checked_access(addr, *addrlen, 1);
@@ -516,7 +308,7 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
     CO_OR_EPERM(co);
     aco_rt_sched_t* s = co->s;
     fd_fresh(s, fd);
-    int r = fd_nonblock(fd);    /* connect has no per-call flag either */
+    int r = rt_fd_nonblock(fd);    /* connect has no per-call flag either */
     if (r < 0) return r;
     /* A plain connect: the address is read at once, so it may be on the
      * caller's stack (not on a suspended co's: checked mode says so). */
@@ -645,7 +437,7 @@ static void close_here(aco_rt_sched_t* s, int fd) {
  * another thread may begin to wait as we look: it counts itself first
  * (rt_fd_busy_inc_fenced), so if we missed it, it began before the close
  * and we see it when we look again after: its scheduler is asked to check
- * its waits (rt_fd_recheck), where the backend tells a file that is gone
+ * its waits (fd_recheck), where the backend tells a file that is gone
  * from a new one under the same number, which a message could not.  The
  * list of schedulers is held throughout.  -ENOMEM: a message could not be
  * made (nothing was closed, nobody told). */
@@ -714,7 +506,7 @@ static int parked_on(const aco_rt_co_t* co) {
     return -1;
 }
 
-void rt_fd_recheck(aco_rt_sched_t* s) {
+static void fd_recheck(aco_rt_sched_t* s) {
     for (uint32_t i = 0; i < s->ncos; i++) {
         int fd = parked_on(s->cos[i]);
         rt_fd_t* e = fd >= 0 ? rt_fd_peek(s, fd) : NULL;
@@ -725,3 +517,23 @@ void rt_fd_recheck(aco_rt_sched_t* s) {
         }
     }
 }
+
+/* The closes other threads sent: non-zero if there were some. */
+static int closes_drain(aco_rt_sched_t* s) {
+    if (__atomic_load_n(&s->closes, __ATOMIC_RELAXED) == NULL) return 0;
+    rt_close_msg_t* c = __atomic_exchange_n(&s->closes, NULL, __ATOMIC_ACQUIRE);
+    while (c) {
+        rt_close_msg_t* next = c->next;
+        if (c == &s->recheck) {
+            /* (off first: a close that sets a flag later sends it again) */
+            __atomic_store_n(&s->recheck_on, 0u, __ATOMIC_SEQ_CST);
+            fd_recheck(s);
+        } else {
+            fd_closed_remote(s, c->fd, c->gen);
+            free(c);
+        }
+        c = next;
+    }
+    return 1;
+}
+RT_HOOK(rt_hook_closes, closes_drain)

@@ -525,7 +525,8 @@ static void rx_ended(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
 static ssize_t lend_heap(aco_rt_sched_t* s, int fd, const char** data, int64_t deadline) {
     lend_hdr_t* h = heap_buf();
     if (h == NULL) return -ENOMEM;
-    ssize_t n = rt_recv_plain(fd, data_of(h), ACO_RT_LEND_SIZE, deadline);
+    rq_t q = {K_READ, fd, data_of(h), ACO_RT_LEND_SIZE, 0};
+    ssize_t n = rt_ready_io(rt_self(), &q, deadline);
     if (n <= 0) {
         free(h);
         return n;

@@ -79,9 +79,29 @@ static inline rt_fd_t* rt_fd_peek_remote(aco_rt_sched_t* s, int fd) {
     return c ? &c[fd % RT_FD_CHUNK] : NULL;
 }
 /* The entry's guess of whether fd is a socket (RT_FD_*), made if none. */
-int      rt_fd_kind(rt_fd_t* e, int fd);                         /* io.c */
-/* A receive without the entry's rx (lend.c's heap buffers). */
-ssize_t  rt_recv_plain(int fd, void* buf, size_t n, int64_t deadline);   /* io.c */
+int      rt_fd_kind(rt_fd_t* e, int fd);
+
+/* The readiness way (ready.c): one request, tried without blocking, then
+ * waited for through the backend. */
+enum { K_READ, K_WRITE, K_READV, K_WRITEV, K_RECV, K_SEND };
+typedef struct {
+    int kind;
+    int fd;
+    void* buf;          /* K_READV, K_WRITEV: the iovec array, n its count */
+    size_t n;
+    int flags;
+} rq_t;
+/* The result, or -errno (deadline: -ETIMEDOUT, cancel: -ECANCELED). */
+ssize_t  rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline);
+/* A read or readv of no bytes: read(2)'s 0 (or error) at once, never a wait. */
+ssize_t  rt_read_nothing(aco_rt_co_t* co, const rq_t* q);
+/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
+int      rt_fd_nonblock(int fd);
+/* A deadline that has passed means one non-blocking try: the readiness way.
+ * (Every negative deadline but -1 is a time long past.) */
+static inline int rt_passed(int64_t deadline) {
+    return deadline != -1 && (deadline <= 0 || deadline <= rt_now());
+}
 
 /* lend.c.  rt_lend_read's "no rx here: receive the plain way". */
 #define RT_LEND_NONE ((ssize_t)INT32_MIN)

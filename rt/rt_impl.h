@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* What is declared from here on is the runtime's own, hidden from other
  * modules (libaco_rt.so exports aco_rt_* alone): a function that several
@@ -469,7 +470,7 @@ struct aco_rt_sched {
     rt_close_msg_t*     closes;         /* atomic: closes from other threads
                                            (a stack: rt_sched_close) */
     rt_close_msg_t      recheck;        /* on closes when recheck_on (fd -1):
-                                           check the waits (rt_fd_recheck) */
+                                           check the waits (io.c) */
     uint32_t            recheck_on;     /* atomic */
     uint64_t            mv_begun;       /* atomic: moves of cos into sent */
     uint64_t            mv_ended;       /* (from other threads) begun and
@@ -499,7 +500,11 @@ static inline aco_rt_co_t* rt_self(void) {
     return s ? s->cur : NULL;
 }
 
-int64_t rt_now(void);
+static inline int64_t rt_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* May the running co block now?  0, or the error to return at once:
  * -ECANCELED (cancelled), -ETIMEDOUT (deadline passed: -1 is no deadline,
@@ -772,7 +777,7 @@ extern void (*rt_hook_offload_forsake)(aco_rt_co_t* co); /* RT_OFFLOADING, the c
                                                            destroyed (offload.c) */
 #define RT_HOOK(hook, fn) \
     __attribute__((constructor)) static void hook##_set(void) { hook = fn; }
-/* sched.c: give s a close to hear (rt_fd_closed_remote, in s's thread)
+/* sched.c: give s a close to hear (io.c, in s's thread)
  * and wake s's thread (from any thread). */
 void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c);
 /* sched.c: wake s's thread if it sleeps (after something was sent). */
@@ -885,17 +890,24 @@ static inline int rt_sibling_work(aco_rt_sched_t* s) { (void)s; return 0; }
 static inline void rt_rec_pay_all(aco_rt_sched_t* s) { (void)s; }
 #endif
 
-/* io.c: fd was closed elsewhere while cos here waited on it (a close
- * message: rt_sched_close). */
-void     rt_fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen);
-/* io.c: a close elsewhere found cos here that began to wait as it closed
- * (s->recheck): those whose file is gone are told -EBADF. */
-void     rt_fd_recheck(aco_rt_sched_t* s);
+/* io.c: the closes of descriptors that other threads sent (s->closes:
+ * rt_sched_close): cos here that waited on them are told -EBADF.
+ * Non-zero if there were some.  Set by io.c's constructor: closes are
+ * sent only by io.c. */
+extern int (*rt_hook_closes)(aco_rt_sched_t* s);
 /* io.c: every scheduler of the process, for closes from other threads. */
 void     rt_sched_reg(aco_rt_sched_t* s, int add);
 /* Wake every scheduler asleep in its thread (it looks again at its cos). */
 void     rt_sched_notify_all(void);
-int      rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n, int wr);
+/* Every buffer the runtime hands on passes here: in checked mode (aco.h)
+ * one on the stack of a suspended co is reported, as the co's escape,
+ * before the kernel would fail it with EFAULT.  wr: the kernel (or whoever
+ * gets p) writes there, not only reads. */
+static inline int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t n, int wr) {
+    if (aco_unlikely(aco_checked())) aco_checked_access(p, n, wr);
+    if (co->flags & RT_STANDALONE) return 0;    /* its stack is its own */
+    return aco_on_share_stack(rt_aco(co), p, n);
+}
 
 /* offload.c: no helper thread is sending a wake now (before a scheduler
  * is freed). */

@@ -35,12 +35,6 @@ uint32_t rt_nsched;
 
 #define POLL_EVERY RT_POLL_EVERY
 
-int64_t rt_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int64_t aco_rt_now(void) { return rt_now(); }
 
 /* ------------------------------------------------------------------------ */
@@ -153,24 +147,6 @@ void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c) {
     rt_notify(s);
 }
 
-/* The closes other threads sent: non-zero if there were some. */
-static int closes_drain(aco_rt_sched_t* s) {
-    if (__atomic_load_n(&s->closes, __ATOMIC_RELAXED) == NULL) return 0;
-    rt_close_msg_t* c = __atomic_exchange_n(&s->closes, NULL, __ATOMIC_ACQUIRE);
-    while (c) {
-        rt_close_msg_t* next = c->next;
-        if (c == &s->recheck) {
-            /* (off first: a close that sets a flag later sends it again) */
-            __atomic_store_n(&s->recheck_on, 0u, __ATOMIC_SEQ_CST);
-            rt_fd_recheck(s);
-        } else {
-            rt_fd_closed_remote(s, c->fd, c->gen);
-            free(c);
-        }
-        c = next;
-    }
-    return 1;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Mailboxes: wakes between the threads of a pool                           */
@@ -452,7 +428,8 @@ static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
 
 /* Everything other threads sent.  Non-zero if there was something. */
 static int drain(aco_rt_sched_t* s) {
-    int got = closes_drain(s);
+    int got = 0;
+    if (__atomic_load_n(&s->closes, __ATOMIC_RELAXED)) got = rt_hook_closes(s);
     if (__atomic_load_n(&s->mb_in, __ATOMIC_RELAXED)) got |= mbox_drain(s);
     for (;;) {
         rt_msg_t* m = inbox_pop(&s->inbox);
@@ -642,6 +619,29 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (__atomic_sub_fetch(&rt_nsched, 1u, __ATOMIC_SEQ_CST) == 1) rt_sched_notify_all();
     rt_tls_sched = NULL;
     free(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The program's timers, on the scheduler's wheel (timer.c)                 */
+/* ------------------------------------------------------------------------ */
+
+void aco_rt_timer_init(aco_rt_timer_t* t) { memset(t, 0, sizeof(*t)); }
+
+int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
+                       void (*fn)(aco_rt_timer_t*)) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    if (s == NULL) return -EPERM;
+    if (t == NULL || fn == NULL || t->next_ != NULL) return -EINVAL;
+    if (s->cur && rt_on_share_stack(s->cur, t, sizeof(*t), 1)) return -EINVAL;
+    t->fn_ = fn;
+    rt_wheel_add(&s->wheel, t, deadline);
+    return 0;
+}
+
+int aco_rt_timer_stop(aco_rt_timer_t* t) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    if (s == NULL || t == NULL) return 0;
+    return rt_wheel_del(&s->wheel, t);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -160,22 +160,3 @@ void rt_wheel_advance(rt_wheel_t* w, int64_t now_ns) {
     }
     if (target > w->now) w->now = target;
 }
-
-void aco_rt_timer_init(aco_rt_timer_t* t) { memset(t, 0, sizeof(*t)); }
-
-int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
-                       void (*fn)(aco_rt_timer_t*)) {
-    aco_rt_sched_t* s = rt_tls_sched;
-    if (s == NULL) return -EPERM;
-    if (t == NULL || fn == NULL || t->next_ != NULL) return -EINVAL;
-    if (s->cur && rt_on_share_stack(s->cur, t, sizeof(*t), 1)) return -EINVAL;
-    t->fn_ = fn;
-    rt_wheel_add(&s->wheel, t, deadline);
-    return 0;
-}
-
-int aco_rt_timer_stop(aco_rt_timer_t* t) {
-    aco_rt_sched_t* s = rt_tls_sched;
-    if (s == NULL || t == NULL) return 0;
-    return rt_wheel_del(&s->wheel, t);
-}

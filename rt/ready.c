@@ -1,0 +1,180 @@
+/* ready.c - the readiness way of the I/O calls (io.c, lend.c): the plain
+ * system call, non-blocking for this call only; on EAGAIN, wait for
+ * readiness through the backend (epoll, or io_uring's POLL_ADD) and try
+ * again.  The buffer is touched only while the co runs, so it may lie on
+ * the co's share stack.  Below io.c and lend.c, above the backends and the
+ * descriptor table.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+#include "rt_fd.h"
+#include "rt_sys.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
+int rt_fd_nonblock(int fd) {
+    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    if (fl < 0) return -errno;
+    if (!(fl & O_NONBLOCK) && rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+    return 0;
+}
+
+/* The same for a descriptor guessed not to be a socket: 1 (nothing set)
+ * if it is one after all (the number held a pipe, and holds a socket now:
+ * close(2), dup2), since sockets are left as they are.  The look costs a
+ * getsockopt only when the flag is to be set, which a pipe needs once. */
+static int fd_nonblock_other(int fd) {
+    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    if (fl < 0) return -errno;
+    if (fl & O_NONBLOCK) return 0;
+    int type;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) return 1;
+    if (rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SIGPIPE                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* write(2) or writev(2) to something that is not a socket (no
+ * MSG_NOSIGNAL there): a reader gone raises SIGPIPE in the calling thread,
+ * so block it for the call and take back the one the call raised.  If the
+ * program blocks SIGPIPE itself, one already pending is its own (the call
+ * adds none: a second is not queued), so only one that was not is taken. */
+static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
+    sigset_t pipe_set, old, pend;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int take = !sigismember(&old, SIGPIPE) ||
+               (sigpending(&pend) == 0 && !sigismember(&pend, SIGPIPE));
+    ssize_t r = vec ? rt_sys_writev(fd, (const struct iovec*)buf, (int)n)
+                    : rt_sys_write(fd, buf, n);
+    int err = errno;
+    if (r < 0 && err == EPIPE && take) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = err;
+    return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The readiness way                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* One try that never blocks, whatever O_NONBLOCK says now. */
+static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
+    if (q->kind == K_RECV)
+        return rt_sys_recv(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT);
+    if (q->kind == K_SEND)
+        return rt_sys_send(q->fd, q->buf, q->n, q->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+    int sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK, looked = 0;
+    struct msghdr mh = {0};
+    ssize_t r;
+again:
+    switch (q->kind) {
+    case K_READ:
+        if (sock && ((r = rt_sys_recv(q->fd, q->buf, q->n, MSG_DONTWAIT)) >= 0 || errno != ENOTSOCK))
+            return r;
+        break;
+    case K_WRITE:
+        if (sock && ((r = rt_sys_send(q->fd, q->buf, q->n, MSG_DONTWAIT | MSG_NOSIGNAL)) >= 0 ||
+                     errno != ENOTSOCK))
+            return r;
+        break;
+    case K_READV:
+    case K_WRITEV:
+        mh.msg_iov = (struct iovec*)q->buf;
+        mh.msg_iovlen = q->n;
+        if (sock && ((r = q->kind == K_READV ? rt_sys_recvmsg(q->fd, &mh, MSG_DONTWAIT)
+                                             : rt_sys_sendmsg(q->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL)) >= 0 ||
+                     errno != ENOTSOCK))
+            return r;
+        break;
+    }
+    /* Not a socket (or no longer one). */
+    e->kind = RT_FD_OTHER;
+    if ((r = fd_nonblock_other(q->fd)) < 0) { errno = (int)-r; return -1; }
+    if (r == 1) {                           /* a socket now: its own way */
+        if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
+        e->kind = RT_FD_UNKNOWN;
+        sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
+        goto again;
+    }
+    switch (q->kind) {
+    case K_READ:  return rt_sys_read(q->fd, q->buf, q->n);
+    case K_READV: return rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
+    case K_WRITE: return write_nosigpipe(q->fd, q->buf, q->n, 0);
+    default:      return write_nosigpipe(q->fd, q->buf, q->n, 1);
+    }
+}
+
+/* Checked mode (aco.h): a buffer in a suspended co's frames is reported as
+ * the caller's escape, as the io_uring way's rt_on_share_stack does, before
+ * the kernel would fail it with EFAULT. */
+static inline __attribute__((always_inline)) void rq_check(const rq_t* q, int rd) {
+    if (q->kind == K_READV || q->kind == K_WRITEV) {
+        const struct iovec* v = q->buf;
+        aco_checked_access(v, q->n * sizeof(*v), 0);
+        for (size_t i = 0; i < q->n; i++)
+            if (v[i].iov_len) aco_checked_access(v[i].iov_base, v[i].iov_len, rd);
+    } else if (q->n) {
+        aco_checked_access(q->buf, q->n, rd);
+    }
+}
+
+ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
+    aco_rt_sched_t* s = co->s;
+    int rd = q->kind == K_READ || q->kind == K_READV || q->kind == K_RECV;
+    int r, events = rd ? POLLIN : POLLOUT;
+    if (aco_unlikely(aco_checked())) rq_check(q, rd);
+    rt_fd_t* f = rt_fd_get(s, q->fd);
+    if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
+    /* epoll: a stream socket that a short read drained has nothing until
+     * its next edge, which wakes us: wait first, skip the EAGAIN.  (A stale
+     * guess costs nothing: the wait re-adds the descriptor, and a new file
+     * is added with its readiness of now.) */
+    rt_fd_t* e = (rd && s->be == &rt_backend_epoll && q->kind != K_READV &&
+                  !(q->flags & MSG_PEEK) && f->stream && !f->rd_hup) ? f : NULL;
+
+    if (e && e->rd_empty && !rt_passed(deadline)) goto wait;
+    for (;;) {
+        ssize_t n = sys_once(f, q);
+        if (n >= 0) {
+            if (e && n > 0 && (size_t)n < q->n) e->rd_empty = 1;
+            return n;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+    wait:
+        if ((r = rt_may_block(co, deadline)) != 0) return r;
+        if ((r = s->be->wait_fd(co, q->fd, events, deadline)) < 0) return r;
+        if (e) e->rd_empty = 0;
+    }
+}
+
+/* read(2) or readv(2) of no bytes: 0 at once (or the descriptor's error),
+ * whatever is buffered or not; one try, never a wait.  A socket gets
+ * read(2) itself, which returns before it looks at the queue (recv would
+ * wait for a byte, or take a datagram). */
+ssize_t rt_read_nothing(aco_rt_co_t* co, const rq_t* q) {
+    if (aco_unlikely(aco_checked())) rq_check(q, 1);
+    rt_fd_t* f = rt_fd_get(co->s, q->fd);
+    if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
+    ssize_t r;
+    if (rt_fd_kind(f, q->fd) == RT_FD_SOCK)
+        r = q->kind == K_READ ? rt_sys_read(q->fd, q->buf, 0)
+                              : rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
+    else
+        r = sys_once(f, q);
+    if (r >= 0) return r;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+}
