@@ -6,7 +6,7 @@
  * pool picks the scheduler with the fewest cos, and the spawn travels as a
  * message to that thread's inbox; from a pool thread the new co waits,
  * unstarted, in that thread's queue of new cos, where an idle sibling may
- * take it before it starts (steal.c: stealing).  Started cos never move.
+ * take it before it starts (co.c: stealing).  Started cos never move.
  *
  * A group is a set of cos on one scheduler: spawned into it, detached, and
  * joined or cancelled together.
@@ -27,12 +27,10 @@ struct aco_rt_pool {
     aco_rt_opts_t     o;
     int               pin;
     /* start-up, idle waits (aco_rt_pool_wait) */
-    pthread_mutex_t   mu;
-    pthread_cond_t    cv;
+    rt_idle_t         idle;             /* its mutex and cond serve start-up too */
     unsigned          started;
     int               err;
     int               go;               /* 1: run, -1: the pool failed to start */
-    uint32_t          waiters;          /* atomic: threads in aco_rt_pool_wait */
     int               closing;          /* atomic: no more spawns */
     pthread_barrier_t stopped;          /* every loop ended and aco_rt_pool_free
                                            is done with them: free them */
@@ -52,20 +50,22 @@ static void* pool_thread(void* arg) {
         pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
     }
     aco_rt_sched_t* s = aco_rt_sched_new(&p->o);
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&p->idle.mu);
     if (s == NULL) p->err = errno;
     else {
         s->pool = p;
+        s->idle = &p->idle;
+        s->sibs = p->s;
         s->pool_idx = st.i;
         p->s[st.i] = s;
         /* (NULL: spawns to siblings go one by one) */
         if ((s->outbox = calloc(p->n, sizeof(*s->outbox))) != NULL) s->noutbox = p->n;
     }
     p->started++;
-    pthread_cond_broadcast(&p->cv);
-    while (p->go == 0) pthread_cond_wait(&p->cv, &p->mu);
+    pthread_cond_broadcast(&p->idle.cv);
+    while (p->go == 0) pthread_cond_wait(&p->idle.cv, &p->idle.mu);
     int go = p->go;
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->idle.mu);
     if (s == NULL) return NULL;
     if (go < 0) { free(s->outbox); s->outbox = NULL; aco_rt_sched_free(s); return NULL; }
     for (;;) {
@@ -94,8 +94,8 @@ static void* pool_thread(void* arg) {
 static void pool_end(aco_rt_pool_t* p, unsigned n) {
     for (unsigned i = 0; i < n; i++) pthread_join(p->th[i], NULL);
     pthread_barrier_destroy(&p->stopped);
-    pthread_cond_destroy(&p->cv);
-    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->idle.cv);
+    pthread_mutex_destroy(&p->idle.mu);
     free(p->s);
     free(p->th);
     free(p);
@@ -126,9 +126,9 @@ aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
+    pthread_cond_init(&p->idle.cv, &ca);
     pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->idle.mu, NULL);
     pthread_barrier_init(&p->stopped, NULL, p->n + 1);     /* + aco_rt_pool_free */
     unsigned made = 0;
     int err = 0;
@@ -139,12 +139,12 @@ aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
         st->i = made;
         if ((err = pthread_create(&p->th[made], NULL, pool_thread, st)) != 0) { free(st); break; }
     }
-    pthread_mutex_lock(&p->mu);
-    while (p->started < made) pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_lock(&p->idle.mu);
+    while (p->started < made) pthread_cond_wait(&p->idle.cv, &p->idle.mu);
     if (err == 0) err = p->err;
     p->go = err ? -1 : 1;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    pthread_cond_broadcast(&p->idle.cv);
+    pthread_mutex_unlock(&p->idle.mu);
     if (err == 0) return p;
     pool_end(p, made);
     errno = err;
@@ -193,16 +193,7 @@ aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
 #ifndef ACO_RT_NO_THREADS
     if (rt_tls_sched && rt_tls_sched->pool == p) return rt_spawn_stealable(fn, arg, opts);
 #endif
-    return rt_spawn(least_loaded(p), fn, arg, opts, NULL);
-}
-
-void rt_pool_idle(aco_rt_pool_t* p) {
-    /* (Dekker with aco_rt_pool_wait: it counts itself in, then looks at
-     * the loads; the thread stored its load, then looks here) */
-    if (__atomic_load_n(&p->waiters, __ATOMIC_SEQ_CST) == 0) return;
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    return rt_spawn(least_loaded(p), fn, arg, opts, 0);
 }
 
 /* Has the pool a co anywhere?  Each scheduler's count is read in turn, and
@@ -262,8 +253,8 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
         ts.tv_nsec = deadline % 1000000000;
     }
     int r = 0;
-    pthread_mutex_lock(&p->mu);
-    __atomic_fetch_add(&p->waiters, 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&p->idle.mu);
+    __atomic_fetch_add(&p->idle.waiters, 1u, __ATOMIC_SEQ_CST);
     int cancel = how == ACO_RT_POOL_CANCEL, late = 0;
     for (;;) {
         int busy = pool_busy(p);
@@ -272,11 +263,11 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
         /* Past the deadline with no co left, the cancel has only to be
          * seen by the idle threads (at once: they were notified), so that
          * it hits no co spawned after we return. */
-        if (deadline < 0 || late) pthread_cond_wait(&p->cv, &p->mu);
-        else if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT) late = 1;
+        if (deadline < 0 || late) pthread_cond_wait(&p->idle.cv, &p->idle.mu);
+        else if (pthread_cond_timedwait(&p->idle.cv, &p->idle.mu, &ts) == ETIMEDOUT) late = 1;
     }
-    __atomic_fetch_sub(&p->waiters, 1u, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&p->mu);
+    __atomic_fetch_sub(&p->idle.waiters, 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&p->idle.mu);
     return r;
 }
 
@@ -320,8 +311,9 @@ aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p) {
 
 aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g) { return g->s; }
 
-/* (co->x was made by the spawn: rt_rec_opts, co.c) */
-int rt_group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
+/* co, made and held (rt_spawn), joins g: -ECANCELED if g is being
+ * cancelled.  (co->x was made by the spawn.) */
+static int group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
     rt_extra_t* x = co->x;
     x->group = g;
     rt_lock(&g->lock);
@@ -353,8 +345,10 @@ static void group_leave(aco_rt_co_t* co) {
 int aco_rt_group_spawn(aco_rt_group_t* g, aco_rt_fn_t fn, void* arg,
                        const aco_rt_spawn_opts_t* opts) {
     if (g == NULL || fn == NULL) return -EINVAL;
-    aco_rt_co_t* co = rt_spawn(g->s, fn, arg, opts, g);
+    aco_rt_co_t* co = rt_spawn(g->s, fn, arg, opts, 1);
     if (co == NULL) return -errno;
+    if (group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
+    rt_spawn_go(co);
     aco_rt_detach(co);
     return 0;
 }

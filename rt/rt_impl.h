@@ -1,32 +1,37 @@
 /* rt_impl.h - the runtime's internals, shared by its sources (not installed).
  *
- * Map of the sources:
- *   sched.c     scheduler loop, park/wake, inbox and mailboxes, sleep/yield,
- *               stats
- *   co.c        cos and their records: spawn, start and end, join,
- *               detach, cancel
- *   steal.c     pool threads' exchange: batched spawns, stealing
- *   timer.c     the timing wheel
+ * Map of the sources, in layers: each calls only the files above it in
+ * this list, or the one it is paired with (tests/check_imports.sh):
+ *   timer.c     the timing wheel                          } leaves: they
+ *   fd.c        the descriptor table (rt_fd.h)            } call nothing
+ *   loop.c      the scheduler's loop, park/wake and the   } the kernel:
+ *               wait kinds, inbox and mailboxes, hand-    } knows no
+ *               offs, sleep/yield, timers, stats          } service
+ *   co.c        cos and their records: spawn, start and   }
+ *               end, join, detach, cancel; what pool
+ *               threads exchange (batched spawns, stealing)
  *   sync.c      mutex, condition variable, semaphore, wait group
- *   keys.c      co-local keys, aco_rt_exit
- *   pthread.c   the pthread-like face (aco_rt_pthread.h) over the above
  *   chan.c      channels and select, a channel's direct waiter
- *   io.c        the I/O calls, the share-stack check, closes across threads
- *   fd.c        the descriptor table (rt_fd.h; under io.c and the backends)
+ *   keys.c      co-local keys, aco_rt_exit
+ *   offload.c   blocking work on helper threads (aco_rt_offload)
  *   io_epoll.c  epoll backend: readiness
- *   rt_sys.h    the system calls on descriptors, past any hooks
  *   io_uring.c  io_uring backend: operations, and readiness for buffers
- *               that lie on a share stack
+ *               that lie on a share stack; with
  *   lend.c      lent receives: io_uring's provided buffer ring and a
  *               multishot receive per descriptor, heap buffers elsewhere
+ *   ready.c     the readiness way: a non-blocking try, then a wait
+ *   io.c        the I/O calls, closes across threads
+ *   sched.c     a scheduler made and freed: each part's init and fini
  *   pool.c      pools of scheduler threads, groups
- *   offload.c   blocking work on helper threads (aco_rt_offload)
+ *   bufio.c     buffered I/O (aco_rt.h) over the I/O calls
  *   net.c       listen and dial "host:port" (names through offload.c)
+ *   pthread.c   the pthread-like face (aco_rt_pthread.h) over the above
+ *   rt_sys.h    the system calls on descriptors, past any hooks
  *
  * Threads.  Everything of a scheduler (its ready queue, wheel, descriptor
  * table, backend, records) is touched by its own thread only.  Another
  * thread reaches it through its inbox (an intrusive MPSC queue of rt_msg_t,
- * below), a sibling of its pool through a mailbox too (sched.c), and its
+ * below), a sibling of its pool through a mailbox too (loop.c), and its
  * eventfd.  The objects that cos of several threads may share (mutex,
  * cond, sem, wait group, channel) have a spin lock over their wait queues;
  * a waiter is taken by exactly one party, whoever first flips its co's
@@ -42,6 +47,7 @@
 #include "../aco.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -135,17 +141,34 @@ typedef struct rt_inbox {
 #define RT_INBOX_BUSY ((rt_msg_t*)1)
 
 /* Spawns waiting to go to one sibling scheduler of a pool, and the records
- * owed to it (steal.c). */
+ * owed to it (co.c). */
 typedef struct rt_outbox {
     struct aco_rt_sched* to;
     rt_msg_t* first;
     rt_msg_t* last;
     unsigned  n;
     uint32_t  owed;
-    struct rt_mbox* mb;         /* wakes to it (sched.c), made at the first */
+    struct rt_mbox* mb;         /* wakes to it (loop.c), made at the first */
     uint32_t  mb_next;          /* the next index to write in mb */
     uint32_t  mb_free;          /* slots of mb known free from there */
 } rt_outbox_t;
+
+/* A pool's idle signal (pool.c waits on it, in aco_rt_pool_wait): a
+ * scheduler of the pool tells it when its last co ended.  (A leaf type,
+ * so that the kernel tells it without calling up into pool.c.) */
+typedef struct rt_idle {
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    uint32_t        waiters;    /* atomic: threads in aco_rt_pool_wait */
+} rt_idle_t;
+static inline void rt_idle_tell(rt_idle_t* i) {
+    /* (Dekker with aco_rt_pool_wait: it counts itself in, then looks at
+     * the loads; the thread stored its load, then looks here) */
+    if (__atomic_load_n(&i->waiters, __ATOMIC_SEQ_CST) == 0) return;
+    pthread_mutex_lock(&i->mu);
+    pthread_cond_broadcast(&i->cv);
+    pthread_mutex_unlock(&i->mu);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Waiting                                                                  */
@@ -389,7 +412,7 @@ typedef struct rt_wheel {
 
 /* A batch of new cos in a pool thread's newq (a chain through co->next):
  * taken whole, so that a thief moves a batch under the lock without
- * touching the records (steal.c). */
+ * touching the records (co.c). */
 #define RT_NQ_BATCHES 64
 typedef struct rt_nq_batch {
     aco_rt_co_t* head;
@@ -405,7 +428,7 @@ struct aco_rt_sched {
     unsigned            since_poll;     /* cos run (resumed by the loop or
                                            handed off to) since the loop
                                            last looked for I/O, timers and
-                                           other threads (sched.c) */
+                                           other threads (loop.c) */
     int                 checked;        /* libaco's checked mode is on */
     const rt_backend_t* be;
     void*               be_data;
@@ -436,6 +459,9 @@ struct aco_rt_sched {
     struct aco_rt_sched* reg_prev;      /* (rt_sched_reg, under its lock) */
     int                 evfd;           /* eventfd: wakes the thread asleep */
     struct aco_rt_pool* pool;           /* its pool, or NULL */
+    rt_idle_t*          idle;           /* its pool's idle signal */
+    aco_rt_sched_t**    sibs;           /* its pool's schedulers, pool_idx
+                                           its own place among them */
     uint32_t            cancel_seen;    /* cancel_gen done (atomic for others) */
     int                 spin_ns;        /* how long an idle loop spins */
     int                 others_only;    /* it sleeps with every co waiting on
@@ -447,7 +473,7 @@ struct aco_rt_sched {
     unsigned            noutbox;
     int                 out_pending;    /* an outbox or nq_priv has some */
     aco_rt_co_t*        bare;           /* records without a co, for
-                                           stealable spawns (steal.c) */
+                                           stealable spawns (co.c) */
     uint32_t            owed;           /* records it owes its siblings in
                                            all (stolen, not yet given back;
                                            each one's in outbox[].owed) */
@@ -695,7 +721,7 @@ static inline aco_rt_co_t* rt_handoff_go(aco_rt_sched_t* s, aco_rt_co_t* co) {
     return co;
 }
 
-aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co);     /* sched.c */
+aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co);     /* loop.c */
 
 /* Hand-offs.  A co that parks or yields runs the next ready co itself
  * (aco_yield_to) instead of going back to the loop, which would only
@@ -749,19 +775,15 @@ static inline void rt_copy(void* d, const void* src, size_t n) {
     else memcpy(d, src, n);
 }
 
-/* co.c: spawn on s (NULL: the calling thread's), any thread's; a
- * member of group g if not NULL (pool.c links it). */
+/* co.c: spawn on s (NULL: the calling thread's), any thread's.  hold: the
+ * co is made, with its extra block, but neither queued nor sent until
+ * rt_spawn_go (a group links it in between: nothing of it may run first). */
 aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
-                      const aco_rt_spawn_opts_t* opts, struct aco_rt_group* g);
-/* steal.c: a co of the calling pool thread's scheduler that an idle
+                      const aco_rt_spawn_opts_t* opts, int hold);
+void rt_spawn_go(aco_rt_co_t* co);
+/* co.c: a co of the calling pool thread's scheduler that an idle
  * sibling may take before it starts (aco_rt_pool_spawn from the pool). */
 aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts);
-/* pool.c: co joins g as it is made (-ECANCELED: g is being cancelled), and
- * leaves it when it ends (on its thread). */
-int  rt_group_join_new(struct aco_rt_group* g, aco_rt_co_t* co);
-void rt_group_leave(aco_rt_co_t* co);
-/* pool.c: a co of pool p's scheduler ended and it has none left. */
-void rt_pool_idle(struct aco_rt_pool* p);
 /* co.c: send co a cancel through its scheduler's inbox (any thread). */
 void rt_cancel_async(aco_rt_co_t* co);
 /* Called by aco_rt_sched_free (rt_cos_free_all) for each co it destroys,
@@ -777,12 +799,18 @@ extern void (*rt_hook_offload_forsake)(aco_rt_co_t* co); /* RT_OFFLOADING, the c
                                                            destroyed (offload.c) */
 #define RT_HOOK(hook, fn) \
     __attribute__((constructor)) static void hook##_set(void) { hook = fn; }
-/* sched.c: give s a close to hear (io.c, in s's thread)
+/* The kernel's part of a scheduler (loop.c): made (0 or -errno), its cos
+ * dropped before the backend goes, then the rest freed (sched.c calls
+ * them in order). */
+int  rt_kernel_init(aco_rt_sched_t* s, const aco_rt_opts_t* o);
+void rt_kernel_drop_cos(aco_rt_sched_t* s);
+void rt_kernel_fini(aco_rt_sched_t* s);
+/* loop.c: give s a close to hear (io.c, in s's thread)
  * and wake s's thread (from any thread). */
 void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c);
-/* sched.c: wake s's thread if it sleeps (after something was sent). */
+/* loop.c: wake s's thread if it sleeps (after something was sent). */
 void rt_notify(aco_rt_sched_t* s);
-/* sched.c: put m, co->msg (kind: RT_MSG_*) or co->cmsg (RT_MSG_CANCEL),
+/* loop.c: put m, co->msg (kind: RT_MSG_*) or co->cmsg (RT_MSG_CANCEL),
  * in s's inbox and wake s's thread (from any thread). */
 void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind);
 
@@ -825,7 +853,7 @@ static inline unsigned rt_guess_slot(aco_rt_fn_t fn) {
 }
 /* The save stack a new record of s for fn gets (co.c). */
 size_t rt_save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_opts_t* opts);
-/* Co ended (sched.c): what it needed is the guess for its function's next
+/* Co ended (loop.c): what it needed is the guess for its function's next
  * cos. */
 static inline void rt_guess_learn(aco_rt_sched_t* s, const aco_rt_co_t* co) {
     size_t need = rt_aco(co)->save_stack.max_cpsz;
@@ -845,16 +873,17 @@ static inline void rt_publish_load(aco_rt_sched_t* s) {
 #endif
 }
 /* What a spawn asks that the record keeps in its extra block (made when
- * needed): its name, the stack of a remote spawn (req), its group's links.
- * 0 or -ENOMEM.  Inline: most spawns ask none of it. */
+ * needed): its name, the stack of a remote spawn (req); x: make the block
+ * anyway (a group's links go there).  0 or -ENOMEM.  Inline: most spawns
+ * ask none of it. */
 int rt_rec_opts_x(aco_rt_co_t* co, const char* name, size_t req);
 static inline int rt_rec_opts(aco_rt_co_t* co, const aco_rt_spawn_opts_t* opts, size_t req,
-                              struct aco_rt_group* g) {
+                              int x) {
     const char* name = opts ? opts->name : NULL;
-    if (rt_likely(co->x == NULL && name == NULL && req == 0 && g == NULL)) return 0;
+    if (rt_likely(co->x == NULL && name == NULL && req == 0 && !x)) return 0;
     return rt_rec_opts_x(co, name, req);
 }
-/* co.c, for the loop (sched.c) and stealing (steal.c): a spawn from
+/* co.c, for the loop (loop.c) and stealing: a spawn from
  * another thread, or taken from a newq, arrived: make its co and queue it;
  * free a finished record of s; cancel co (s's), every co of s (a pool's
  * request); destroy every co and kept record of s (aco_rt_sched_free); the
@@ -866,7 +895,7 @@ void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen);
 void rt_cos_free_all(aco_rt_sched_t* s);
 void rt_join_abort(aco_rt_co_t* me, int err);
 
-/* Pool threads' exchange (steal.c).  rt_outbox_flush_all: the spawns
+/* Pool threads' exchange (co.c).  rt_outbox_flush_all: the spawns
  * kept for siblings go out (after each co runs); rt_send_spawn: a spawn to
  * another thread's s, through the outbox when both are of one pool. */
 void rt_outbox_flush_all(aco_rt_sched_t* me);

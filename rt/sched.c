@@ -1,311 +1,28 @@
-/* sched.c - the scheduler: its loop, parking and waking, the inbox that
- * other threads send to and the mailboxes of a pool's threads, sleep and
- * yield, counters.
+/* sched.c - a scheduler made and freed: each part's own init and fini,
+ * in order (the kernel's, the timing wheel's, the backend's; at the end
+ * lent receives', the descriptor table's).  The top of the runtime: it
+ * calls down into every part, and none calls it.
  *
- * The loop runs in the thread's libaco main co.  It resumes ready cos in
- * FIFO order; a co comes back to it when it parks (blocks in a call), yields
- * or ends.  When nothing is ready it asks the backend to wait for I/O until
- * the first timer is due.  Every 64 resumes it also looks for I/O and timers
- * without waiting, so busy cos cannot starve them.
- *
- * Parking.  A co that blocks has first put its waiter (co->w, in its heap
- * record) where the waker will find it, then calls rt_park(), which arms
- * the deadline and yields.  rt_wake(co, res) makes it ready with res as the
- * result of its call.  A deadline or a cancel calls rt_abort, which takes
- * the co out of where it waits and wakes it, at once or (io_uring) when the
- * kernel has let go of the operation.
- *
- * Cos themselves (spawn, join, detach, cancel, their records) are in co.c;
- * what pool threads exchange (batched spawns, stealing) in steal.c.
+ * The loop that runs cos, and parking and waking, are the kernel's
+ * (loop.c, with co.c); the backends' in io_epoll.c and io_uring.c.
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
 #include "rt_fd.h"
-#include "rt_sys.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
-
-__thread aco_rt_sched_t* rt_tls_sched;
-uint32_t rt_nsched;
-
-#define POLL_EVERY RT_POLL_EVERY
-
-int64_t aco_rt_now(void) { return rt_now(); }
-
-/* ------------------------------------------------------------------------ */
-/* Ready queue, park, wake (the inline halves are in rt_impl.h)             */
-/* ------------------------------------------------------------------------ */
-
-#define rq_pop rt_rq_pop
-
-static void sleep_abort(aco_rt_co_t* co, int err);
-
-/* Every wait kind, registered by its owner (rt_impl.h); the kernel's own
- * two are here from the start. */
-static const rt_wait_kind_t join_kind = {"join", rt_join_abort, NULL};
-static const rt_wait_kind_t sleep_kind = {"sleep", sleep_abort, NULL};
-const rt_wait_kind_t* rt_wait_kinds[RT_W_MAX] = {[RT_W_JOIN] = &join_kind,
-                                                 [RT_W_SLEEP] = &sleep_kind};
-
-void rt_wait_kind(unsigned id, const rt_wait_kind_t* k) { rt_wait_kinds[id] = k; }
-
-void rt_abort(aco_rt_co_t* co, int err) { rt_wait_kinds[co->wait]->abort(co, err); }
-
-void rt_tmo_fire(aco_rt_timer_t* t) {
-    aco_rt_co_t* co = rt_container_of(t, aco_rt_co_t, tmo);
-    co->s->st.timers--;
-    if (co->state == RT_PARKED) rt_abort(co, -ETIMEDOUT);
-}
-
-void rt_abort_waitq(aco_rt_co_t* co, int err) {
-    if (co->w.q) rt_wq_remove(&co->w);
-    rt_wake(co, err);
-}
-
-void rt_abort_shared(aco_rt_co_t* co, int err) {
-    uint32_t* lock = co->w.lock;
-    rt_lock(lock);
-    int won = rt_claim(co);
-    if (won && co->w.q) rt_wq_remove(&co->w);
-    rt_unlock(lock);
-    if (won) rt_wake(co, err);
-    /* else a waker took it: its wake is on the way (maybe via the inbox) */
-}
-
-/* ------------------------------------------------------------------------ */
-/* Inbox: what other threads send                                           */
-/* ------------------------------------------------------------------------ */
-
-static void inbox_init(rt_inbox_t* q) {
-    q->stub.next = NULL;
-    q->head = q->tail = &q->stub;
-}
-
-static void inbox_push(rt_inbox_t* q, rt_msg_t* m) {
-    __atomic_store_n(&m->next, NULL, __ATOMIC_RELAXED);
-    /* seq_cst: ordered before the sleeping flag's load in rt_sched_send */
-    rt_msg_t* prev = __atomic_exchange_n(&q->tail, m, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&prev->next, m, __ATOMIC_RELEASE);
-}
-
-/* The oldest message, NULL if none, RT_INBOX_BUSY if a push is half done. */
-static rt_msg_t* inbox_pop(rt_inbox_t* q) {
-    rt_msg_t* head = q->head;
-    rt_msg_t* next = __atomic_load_n(&head->next, __ATOMIC_ACQUIRE);
-    if (head == &q->stub) {
-        if (next == NULL)
-            return __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) == head ? NULL : RT_INBOX_BUSY;
-        /* The record's fields drain reads next (its state, its result) are
-         * a cache line past the node, another thread's write: ask now. */
-        rt_prefetch_w((void*)((uintptr_t)next + offsetof(aco_rt_co_t, res)));
-        q->head = head = next;
-        next = __atomic_load_n(&next->next, __ATOMIC_ACQUIRE);
-    }
-    if (next) { q->head = next; return head; }
-    if (__atomic_load_n(&q->tail, __ATOMIC_ACQUIRE) != head) return RT_INBOX_BUSY;
-    inbox_push(q, &q->stub);            /* head is the last: put the stub behind */
-    next = __atomic_load_n(&head->next, __ATOMIC_ACQUIRE);
-    if (next) { q->head = next; return head; }
-    return RT_INBOX_BUSY;
-}
-
-static inline int inbox_empty(rt_inbox_t* q) {
-    return q->head == &q->stub &&
-           __atomic_load_n(&q->tail, __ATOMIC_SEQ_CST) == &q->stub;
-}
-
-/* Wake s's thread if it sleeps (or is about to). */
-void rt_notify(aco_rt_sched_t* s) {
-    /* Dekker: what was asked (the inbox's tail, stop, cancel_gen) is
-     * stored seq_cst before the flag is read; idle() stores the flag before
-     * it looks at them, seq_cst too: one of the two sees the other. */
-    if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) &&
-        __atomic_exchange_n(&s->sleeping, 0, __ATOMIC_SEQ_CST)) {
-        uint64_t one = 1;
-        ssize_t r;
-        do r = rt_sys_write(s->evfd, &one, sizeof(one)); while (r < 0 && errno == EINTR);
-    }
-}
-
-/* m is co->msg (kind: what it says) or co->cmsg (RT_MSG_CANCEL). */
-void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
-    if (kind != RT_MSG_CANCEL) rt_container_of(m, aco_rt_co_t, msg)->msg_kind = (uint8_t)kind;
-    inbox_push(&s->inbox, m);
-    rt_notify(s);
-}
-
-void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c) {
-    /* seq_cst: ordered before the sleeping flag's load in rt_notify */
-    c->next = __atomic_load_n(&s->closes, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&s->closes, &c->next, c, 1, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_RELAXED)) {}
-    rt_notify(s);
-}
-
-
-/* ------------------------------------------------------------------------ */
-/* Mailboxes: wakes between the threads of a pool                           */
-/* ------------------------------------------------------------------------ */
-
-/* A wake through the inbox costs the receiving thread the woken record's
- * cache lines, written by the waker (the message node is in it), besides
- * the inbox's.  Between two threads of a pool a wake goes instead in a
- * slot of a ring that one thread writes and the other reads: the co, the
- * result, and for a channel receive the element, in one line that the
- * receiver reads.  A ring is made at a thread's first wake of a co of that
- * sibling, put on the sibling's list (mb_in), and freed with the sibling's
- * scheduler (aco_rt_sched_free: past the pool's barrier nobody sends).  A
- * full ring, a ring the heap refused, and a waker outside the pool use the
- * inbox, and so do pools of more than RT_MB_POOL_MAX threads (a thread
- * scans its mailboxes whenever it looks for messages, and a pool that wakes
- * all to all would have a mailbox per pair of threads).  A co has one wake
- * at most on its way (it was claimed, or taken off a channel, once): the
- * two paths need no order between them. */
-#define RT_MB_SLOTS 16      /* a power of 2 */
-#define RT_MB_POOL_MAX 64
-typedef struct rt_mslot {
-    _Alignas(32) uintptr_t co;  /* the co, | 1 if val is for its w.box */
-    uint64_t       val;
-    int32_t        res;
-    uint32_t       seq;         /* atomic: i + 1 once message i is in */
-} rt_mslot_t;
-/* The sender alone writes the slots, the receiver alone next: a message
- * moves one cache line, once.  The sender reads next only when the slots
- * it knows free are used up (rt_outbox_t.mb_free). */
-typedef struct rt_mbox {
-    rt_mslot_t      slot[RT_MB_SLOTS];
-    _Alignas(64) uint32_t next; /* atomic: the next index the receiver reads */
-    struct rt_mbox* next_in;    /* the receiver's list (mb_in) */
-} rt_mbox_t;
-
-__attribute__((noinline))
-static rt_mbox_t* mbox_new(aco_rt_sched_t* to, rt_outbox_t* o) {
-    rt_mbox_t* mb = aligned_alloc(64, sizeof(*mb));
-    if (mb == NULL) return NULL;
-    memset(mb, 0, sizeof(*mb));
-    mb->next_in = __atomic_load_n(&to->mb_in, __ATOMIC_RELAXED);
-    /* seq_cst, as the load in mbox_ready: a thread going to sleep stores
-     * its flag, then looks (idle); the first message of a new mailbox must
-     * not be missed by a load ordered before that store */
-    while (!__atomic_compare_exchange_n(&to->mb_in, &mb->next_in, mb, 1, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_RELAXED)) {}
-    o->mb = mb;
-    o->mb_free = RT_MB_SLOTS;
-    return mb;
-}
-
-/* Send co's wake (res; the element at elem, n bytes, for its w.box if elem
- * is not NULL) in the mailbox from this thread to co's: 0 if it cannot. */
-static int mbox_send(aco_rt_co_t* co, aco_rt_sched_t* to, int res, const void* elem, size_t n) {
-    aco_rt_sched_t* me = rt_tls_sched;
-    if (me == NULL || me->pool == NULL || to->pool != me->pool || to->pool_idx >= me->noutbox ||
-        me->noutbox > RT_MB_POOL_MAX)
-        return 0;
-    rt_outbox_t* o = &me->outbox[to->pool_idx];
-    rt_mbox_t* mb = o->mb;
-    if (rt_unlikely(mb == NULL) && (mb = mbox_new(to, o)) == NULL) return 0;
-    uint32_t i = o->mb_next;
-    if (rt_unlikely(o->mb_free == 0)) {
-        /* acquire: the receiver is done with the slots it passed */
-        o->mb_free = RT_MB_SLOTS - (i - __atomic_load_n(&mb->next, __ATOMIC_ACQUIRE));
-        if (o->mb_free == 0) return 0;      /* full */
-    }
-    o->mb_free--;
-    rt_mslot_t* sl = &mb->slot[i & (RT_MB_SLOTS - 1)];
-    sl->co = (uintptr_t)co | (elem != NULL);
-    sl->res = res;
-    if (elem) memcpy(&sl->val, elem, n);
-    /* seq_cst: ordered before the sleeping flag's load in rt_notify */
-    __atomic_store_n(&sl->seq, i + 1, __ATOMIC_SEQ_CST);
-    o->mb_next = i + 1;
-    rt_notify(to);
-    return 1;
-}
-
-/* Is a wake waiting in one of s's mailboxes? */
-static inline int mbox_ready(aco_rt_sched_t* s) {
-    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_SEQ_CST); mb; mb = mb->next_in) {
-        uint32_t i = mb->next;
-        if (__atomic_load_n(&mb->slot[i & (RT_MB_SLOTS - 1)].seq, __ATOMIC_SEQ_CST) == i + 1)
-            return 1;
-    }
-    return 0;
-}
-
-/* Wake the cos of s's mailboxes' messages: non-zero if there were some. */
-static int mbox_drain(aco_rt_sched_t* s) {
-    int got = 0;
-    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_ACQUIRE); mb; mb = mb->next_in) {
-        for (;;) {
-            uint32_t i = mb->next;
-            rt_mslot_t* sl = &mb->slot[i & (RT_MB_SLOTS - 1)];
-            if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) != i + 1) break;
-            uintptr_t c = sl->co;
-            int res = sl->res;
-            uint64_t val = sl->val;
-            __atomic_store_n(&mb->next, i + 1, __ATOMIC_RELEASE);   /* the slot is free */
-            aco_rt_co_t* co = (aco_rt_co_t*)(c & ~(uintptr_t)1);
-            if (c & 1) memcpy(&co->w.box, &val, sizeof(val));
-            rt_wake(co, res);
-            got = 1;
-        }
-    }
-    return got;
-}
-
-static void mbox_free_all(aco_rt_sched_t* s) {
-    rt_mbox_t* mb = s->mb_in;
-    s->mb_in = NULL;
-    while (mb) {
-        rt_mbox_t* next = mb->next_in;
-        free(mb);
-        mb = next;
-    }
-}
-
-/* The inbox's wake: through co's record. */
-static void inbox_wake(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
-    co->res = res;
-    rt_send(to, &co->msg, RT_MSG_WAKE);
-}
-
-void rt_wake_remote_to(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
-    if (!mbox_send(co, to, res, NULL, 0)) inbox_wake(co, to, res);
-}
-
-void rt_wake_remote(aco_rt_co_t* co, int res) {
-    rt_wake_remote_to(co, co->s, res);
-}
-
-void rt_wake_remote_box(aco_rt_co_t* co, aco_rt_sched_t* to, const void* elem, size_t n) {
-    if (mbox_send(co, to, 0, elem, n)) return;
-    rt_copy(&co->w.box, elem, n);
-    inbox_wake(co, to, 0);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Scheduler                                                                */
-/* ------------------------------------------------------------------------ */
-
-aco_rt_sched_t* aco_rt_sched_current(void) { return rt_tls_sched; }
-
-const char* aco_rt_backend_name(const aco_rt_sched_t* s) {
-    return s ? s->be->name : NULL;
-}
 
 /* libaco aborts when a share stack cannot be mapped; the runtime says
- * ENOMEM instead: can the address space take sz bytes (and a guard page)? */
+ * ENOMEM instead: can the address space take sz bytes (and the stack's
+ * guard, 1 MiB and a page)? */
 static int stack_possible(size_t sz) {
+    size_t extra = (size_t)2 << 20;
     if (sz > SIZE_MAX / 2) return 0;
-    void* p = mmap(NULL, sz + 2 * 65536, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = mmap(NULL, sz + extra, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     if (p == MAP_FAILED) return 0;
-    munmap(p, sz + 2 * 65536);
+    munmap(p, sz + extra);
     return 1;
 }
 
@@ -327,14 +44,6 @@ static const rt_backend_t* pick_backend(int want) {
     return rt_backend_uring.name ? &rt_backend_uring : &rt_backend_epoll;
 }
 
-static __thread int rt_thread_inited;
-
-/* Destroy our own main co, and free its memory. */
-static void main_free(aco_t* m) {
-    aco_destroy(m);
-    aco_free(m, aco_co_size(0));
-}
-
 aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     aco_rt_opts_t o = {0};
     if (opts) o = *opts;
@@ -350,38 +59,14 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     aco_rt_sched_t* s = aligned_alloc(64, (sizeof(*s) + 63) & ~(size_t)63);
     if (s == NULL) return NULL;
     memset(s, 0, sizeof(*s));
-    s->evfd = eventfd(0, EFD_CLOEXEC);    /* blocking: io_uring reads it asynchronously */
-    if (s->evfd < 0) { int e = errno; free(s); errno = e; return NULL; }
-    inbox_init(&s->inbox);
-    s->spin_ns = 50000;
-    s->checked = aco_checked() != 0;
-    if (!rt_thread_inited && aco_gtls_co == NULL) {
-        aco_thread_init(NULL);
-        rt_thread_inited = 1;
-    }
-    s->stack_size = o.stack_size;
-    s->nstacks = o.share_stacks;
-    s->stacks = calloc(s->nstacks, sizeof(*s->stacks));
-    /* The share stacks are mapped lazily, when a co first needs one
-     * (next_share_stack, co.c).  The thread's main co if the program made one,
-     * else our own, in memory of ours (aco_create aborts without). */
-    if (s->stacks != NULL && aco_gtls_co != NULL && aco_is_main_co(aco_gtls_co)) {
-        s->main_co = aco_gtls_co;
-    } else if (s->stacks != NULL) {
-        void* m = aco_alloc(aco_co_size(0));
-        if (m) s->main_co = aco_create_main_in(m, aco_co_size(0), NULL);
-        s->own_main = 1;
-    }
-    if (s->main_co == NULL) {
-        rt_sys_close(s->evfd);
-        free(s->stacks);
+    int r = rt_kernel_init(s, &o);
+    if (r < 0) {
         free(s);
-        errno = ENOMEM;
+        errno = -r;
         return NULL;
     }
     rt_wheel_init(&s->wheel, rt_now());
     s->be = be;
-    int r;
     if (be == &rt_backend_uring && o.backend == ACO_RT_BACKEND_AUTO &&
         getenv("ACO_RT_BACKEND") == NULL) {
         /* auto: fall back to epoll where the kernel refuses io_uring */
@@ -393,9 +78,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
         r = be->init(s, &o);
     }
     if (r < 0) {
-        if (s->own_main) main_free(s->main_co);
-        rt_sys_close(s->evfd);
-        free(s->stacks);
+        rt_kernel_fini(s);
         free(s);
         errno = -r;
         return NULL;
@@ -406,345 +89,21 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     return s;
 }
 
-/* ------------------------------------------------------------------------ */
-/* The loop                                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* A co ended: count it, learn its save stack's size, free its record if
- * nobody will join it. */
-static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    s->st.cos_alive--;
-    if (s->st.cos_alive == 0 && s->pool) {
-        /* seq_cst: aco_rt_pool_wait counts itself in, then looks at load */
-        __atomic_exchange_n(&s->load, 0u, __ATOMIC_SEQ_CST);
-        rt_pool_idle(s->pool);
-    } else {
-        rt_publish_load(s);
-    }
-    co->state = RT_DONE;
-    rt_guess_learn(s, co);
-    if (co->flags & RT_DETACHED) rt_record_free(s, co);
-}
-
-/* Everything other threads sent.  Non-zero if there was something. */
-static int drain(aco_rt_sched_t* s) {
-    int got = 0;
-    if (__atomic_load_n(&s->closes, __ATOMIC_RELAXED)) got = rt_hook_closes(s);
-    if (__atomic_load_n(&s->mb_in, __ATOMIC_RELAXED)) got |= mbox_drain(s);
-    for (;;) {
-        rt_msg_t* m = inbox_pop(&s->inbox);
-        if (m == NULL) return got;
-        if (m == RT_INBOX_BUSY) {       /* a sender between its two steps */
-            sched_yield();
-            continue;
-        }
-        got = 1;
-        int cancel = RT_MSG_IS_CANCEL(m);
-        aco_rt_co_t* co = cancel ? rt_container_of(m, aco_rt_co_t, cmsg)
-                                 : rt_container_of(m, aco_rt_co_t, msg);
-        int kind = cancel ? RT_MSG_CANCEL : co->msg_kind;
-        switch (kind) {
-        case RT_MSG_WAKE:   rt_wake(co, co->res); break;
-        case RT_MSG_SPAWN:  rt_spawn_arrived(s, co); break;
-        case RT_MSG_FREE:   rt_record_free(s, co); break;
-        case RT_MSG_CANCEL:
-            rt_cancel_local(co);
-            rt_store(&co->cancel_sent, (uint8_t)2);
-            if (co->flags & RT_FREE_LATER) rt_record_free(s, co);
-            break;
-        }
-    }
-}
-
-/* libaco aborts if it finds no memory to copy out the frames of the co
- * on a's share stack: get it now (0), or a waits for its next turn. */
-static inline int may_take(aco_t* a) {
-    aco_t* owner = a->share_stack->owner;
-    return rt_likely(owner == a || owner == NULL) ? 0 : aco_resume_reserve(a);
-}
-
-/* A pool's cancel request (aco_rt_pool_wait(CANCEL)): its generation
- * first, then the inbox, then every co.  A spawn another thread sent
- * before the request was pushed before the generation grew (both seq_cst),
- * so the drain after seeing the generation finds it; a drain before could
- * miss it, and it would then start uncancelled after the pool's cancel. */
-static void cancel_all(aco_rt_sched_t* s) {
-    uint32_t gen = __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST);
-    drain(s);
-    rt_cancel_all(s, gen);
-}
-
-static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    if (may_take(rt_aco(co)) < 0) {
-        rt_rq_push(s, co);
-        return;
-    }
-    s->cur = co;
-    co->state = RT_RUNNING;
-    s->st.switches++;
-    aco_resume(rt_aco(co));
-    /* Back: co, or the co the last hand-off ran (rt_handoff_next). */
-    co = s->cur;
-    s->cur = NULL;
-    /* What it spawned goes out before it may count as ended (pool_wait). */
-    if (s->out_pending) rt_outbox_flush_all(s);
-    if (rt_aco(co)->is_end) co_ended(s, co);
-}
-
-static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
-    int r = s->be->poll(s, timeout);
-    if (s->wheel.armed) rt_wheel_advance(&s->wheel, rt_now());
-    return r;
-}
-
-/* Nothing is ready: spin a little if other threads have been sending (the
- * next message is likely soon, and a sleep and a wake cost microseconds);
- * then sleep in the backend until I/O, a timer or an eventfd write from a
- * sender (notify) comes. */
-/* Has another thread asked something of s? */
-static inline int asked(aco_rt_sched_t* s) {
-    return !inbox_empty(&s->inbox) || mbox_ready(s) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
-           __atomic_load_n(&s->closes, __ATOMIC_SEQ_CST) != NULL ||
-           __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen ||
-           (s->noutbox && rt_sibling_work(s)) ||
-           (s->others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1);
-}
-
-static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
-    if (*hot && timeout != 0 && s->spin_ns > 0) {
-        *hot = 0;
-        int64_t end = rt_now() + s->spin_ns;
-        for (unsigned i = 1;; i++) {
-            if (!inbox_empty(&s->inbox) || mbox_ready(s)) return 0;
-            rt_pause();     /* (one: more make a VM deschedule the vCPU) */
-            if ((i & 63) == 0 && (asked(s) || rt_now() > end)) break;
-        }
-        if (asked(s)) return 0;
-    }
-    __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
-    if (asked(s)) {
-        __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
-        return 0;
-    }
-    int r = poll_once(s, timeout);
-    __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
-    return r;
-}
-
-/* rt_handoff_next (rt_impl.h) when co's share stack is not its own (or in
- * checked mode): what run_co does before aco_resume, from the running co. */
-aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    aco_t* a = rt_aco(co);
-    if (a->share_stack == rt_aco(s->cur)->share_stack) return NULL;
-    if (s->checked ? aco_resume_reserve(a) < 0 : may_take(a) < 0)
-        return NULL;    /* the loop retries */
-    return rt_handoff_go(s, co);
-}
-
-int aco_rt_sched_run(aco_rt_sched_t* s) {
-    if (s == NULL || s != rt_tls_sched || s->running || aco_gtls_co != s->main_co)
-        return -EPERM;
-    s->running = 1;
-    int r = 0, hot = 0;
-    s->since_poll = 0;
-    while (!rt_load(&s->stop)) {
-        aco_rt_co_t* co;
-        while ((co = rq_pop(s)) != NULL) {
-            run_co(s, co);
-            /* I/O, timers and other threads get their turn among busy cos. */
-            if (++s->since_poll >= POLL_EVERY) {
-                s->since_poll = 0;
-                if ((s->st.io_inflight || s->wheel.armed) && (r = poll_once(s, 0)) < 0) goto out;
-                drain(s);
-                if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) cancel_all(s);
-                /* (a spawner that never blocks: its new cos get a turn) */
-                if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED)) rt_take_new(s, s, 1);
-            }
-            if (rt_load(&s->stop)) goto out;
-        }
-        if (s->out_pending) rt_outbox_flush_all(s);  /* (spawns from a timer callback) */
-        if (drain(s)) { hot = 1; continue; }
-        if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED) && rt_take_new(s, s, 1)) continue;
-        if (s->noutbox && rt_steal(s)) { hot = 1; continue; }
-        if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { cancel_all(s); continue; }
-        if (s->st.cos_alive == 0 && s->pool == NULL) break;
-        int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
-        s->others_only = timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 &&
-                         s->pool == NULL;
-        if (s->others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1) {
-            /* Every co waits on another co, and nothing else can wake one. */
-            r = -EDEADLK;
-            break;
-        }
-        /* a thief pays back the records it owes before it waits */
-        if (s->owed && s->free_recs) rt_rec_pay_all(s);
-        if ((r = idle(s, timeout, &hot)) < 0) break;
-    }
-out:
-    /* A stop is used up by the run it ends; one asked before the run began
-     * ends it at once (another thread's stop may come just before). */
-    if (rt_load(&s->stop)) __atomic_exchange_n(&s->stop, 0, __ATOMIC_SEQ_CST);
-    s->running = 0;
-    return r;
-}
-
-void aco_rt_sched_stop(aco_rt_sched_t* s) {
-    if (s == NULL) return;
-    __atomic_store_n(&s->stop, 1, __ATOMIC_SEQ_CST);
-    if (s != rt_tls_sched) rt_notify(s);
-}
-
 void aco_rt_sched_free(aco_rt_sched_t* s) {
     if (s == NULL || s != rt_tls_sched || s->running) return;
     rt_sched_reg(s, 0);     /* no more closes from other threads */
     rt_offload_quiesce();   /* no helper thread is still sending to us */
-    drain(s);       /* spawns become cos (freed below), frees are done */
-    rt_take_new(s, s, 1);     /* and so do the unstarted ones */
     /* First the wheel: the parked cos' deadline timers are in their
-     * records, freed below; the program's timers outlive us disarmed. */
+     * records, freed next; the program's timers outlive us disarmed. */
     rt_wheel_clear(&s->wheel);
-    rt_cos_free_all(s);    /* (their timers went with the wheel) */
-    mbox_free_all(s);       /* (drained above: nobody sends now) */
+    rt_kernel_drop_cos(s);
     rt_lend_fini(s);
     s->be->fini(s);
     rt_fd_free_all(s);
-    for (unsigned i = 0; i < s->nstacks; i++)
-        if (s->stacks[i]) aco_share_stack_destroy(s->stacks[i]);
-    free(s->stacks);
-    free(s->cos);
-    if (s->own_main) main_free(s->main_co);
-    rt_sys_close(s->evfd);
+    rt_kernel_fini(s);
     /* A scheduler whose cos all wait on cos may be left alone now: it looks
      * again (asked(): the count, seq_cst, against its sleeping flag). */
     if (__atomic_sub_fetch(&rt_nsched, 1u, __ATOMIC_SEQ_CST) == 1) rt_sched_notify_all();
     rt_tls_sched = NULL;
     free(s);
 }
-
-/* ------------------------------------------------------------------------ */
-/* The program's timers, on the scheduler's wheel (timer.c)                 */
-/* ------------------------------------------------------------------------ */
-
-void aco_rt_timer_init(aco_rt_timer_t* t) { memset(t, 0, sizeof(*t)); }
-
-int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
-                       void (*fn)(aco_rt_timer_t*)) {
-    aco_rt_sched_t* s = rt_tls_sched;
-    if (s == NULL) return -EPERM;
-    if (t == NULL || fn == NULL || t->next_ != NULL) return -EINVAL;
-    if (s->cur && rt_on_share_stack(s->cur, t, sizeof(*t), 1)) return -EINVAL;
-    t->fn_ = fn;
-    rt_wheel_add(&s->wheel, t, deadline);
-    return 0;
-}
-
-int aco_rt_timer_stop(aco_rt_timer_t* t) {
-    aco_rt_sched_t* s = rt_tls_sched;
-    if (s == NULL || t == NULL) return 0;
-    return rt_wheel_del(&s->wheel, t);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Yield, sleep                                                             */
-/* ------------------------------------------------------------------------ */
-
-int aco_rt_yield(void) {
-    aco_rt_co_t* co = rt_self();
-    if (co == NULL) return -EPERM;
-    aco_rt_sched_t* s = co->s;
-    /* A cancelled co yields too (one that loops on yields, waiting for
-     * another co, must not starve it), and then hears it. */
-    int r = co->flags & RT_CANCELLED ? -ECANCELED : 0;
-    if (s->rq_head == NULL && s->since_poll + 1 < POLL_EVERY && !s->out_pending &&
-        !rt_load(&s->stop)) {
-        /* Nobody else is ready: the loop would resume co at once. */
-        s->since_poll++;
-        return r;
-    }
-    co->state = RT_READY;
-    rt_rq_push(s, co);
-    rt_switch_out(co);
-    return co->flags & RT_CANCELLED ? -ECANCELED : 0;
-}
-
-static void sleep_abort(aco_rt_co_t* co, int err) {
-    rt_wake(co, err == -ETIMEDOUT ? 0 : err);
-}
-
-/* aco_rt_sleep_until up to the switch: 0 or -errno. */
-__attribute__((noinline))
-static int sleep_begin(int64_t deadline) {
-    aco_rt_co_t* co = rt_self();
-    if (co == NULL) return -EPERM;
-    if (co->flags & RT_CANCELLED) return -ECANCELED;
-    /* -1: no limit; every other negative deadline is long past */
-    rt_park_begin(co, RT_W_SLEEP, NULL, deadline == -1 ? INT64_MAX : deadline < 0 ? 0 : deadline);
-    return 0;
-}
-
-/* Nothing lives across the switch: a sleeping co's saved frames stay small
- * (memory per parked co). */
-int aco_rt_sleep_until(int64_t deadline) {
-    int r = sleep_begin(deadline);
-    if (r) return r;
-    rt_switch_out(rt_self());
-    return rt_self()->res;
-}
-
-int aco_rt_sleep(int64_t ns) {
-    if (ns < 0) ns = 0;
-    int64_t now = rt_now();
-    return aco_rt_sleep_until(ns > INT64_MAX - now ? INT64_MAX : now + ns);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Seeing inside                                                            */
-/* ------------------------------------------------------------------------ */
-
-void aco_rt_stats(const aco_rt_sched_t* s, aco_rt_stats_t* out) {
-    if (s == NULL) s = rt_tls_sched;
-    if (s == NULL) { memset(out, 0, sizeof(*out)); return; }
-    *out = s->st;
-    out->timers = s->wheel.armed;
-}
-
-static const char* state_name(int st) {
-    switch (st) {
-    case RT_READY: return "ready";
-    case RT_RUNNING: return "running";
-    case RT_PARKED: return "parked";
-    case RT_DONE: return "done";
-    default: return "?";
-    }
-}
-
-void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
-    if (s == NULL) s = rt_tls_sched;
-    if (s == NULL) { dprintf(fd, "aco_rt: no scheduler on this thread\n"); return; }
-    dprintf(fd, "aco_rt scheduler %p backend %s: %llu cos alive, %llu parked, "
-            "%llu ready, %llu timers, %llu I/O in flight, %llu switches\n",
-            (const void*)s, s->be->name, (unsigned long long)s->st.cos_alive,
-            (unsigned long long)s->st.cos_parked, (unsigned long long)s->st.cos_ready,
-            (unsigned long long)s->wheel.armed, (unsigned long long)s->st.io_inflight,
-            (unsigned long long)s->st.switches);
-    int64_t now = rt_now();
-    for (uint32_t i = 0; i < s->ncos; i++) {
-        const aco_rt_co_t* co = s->cos[i];
-        const char* name = co->x ? co->x->name : NULL;
-        dprintf(fd, "  co %p %s%s%s %s", (const void*)co,
-                name ? "\"" : "", name ? name : "", name ? "\"" : "",
-                state_name(co->state));
-        if (co->flags & RT_CANCELLED) dprintf(fd, " cancelled");
-        if (co->state == RT_PARKED) {
-            dprintf(fd, " in %s %p", rt_wait_kinds[co->wait] ? rt_wait_kinds[co->wait]->name : "?",
-                    co->wait_obj);
-            if (rt_timer_armed(&co->tmo))
-                dprintf(fd, " deadline in %.3f ms",
-                        (double)((co->tmo.expiry_ << RT_TICK_SHIFT) - now) / 1e6);
-        }
-        dprintf(fd, " (aco %p, stack %p%s)\n", (void*)rt_aco(co),
-                rt_aco(co)->share_stack ? rt_aco(co)->share_stack->ptr : NULL,
-                (co->flags & RT_STANDALONE) ? " own" : "");
-    }
-}
-
