@@ -33,14 +33,14 @@ int (*rt_hook_closes)(aco_rt_sched_t* s);
 /* ------------------------------------------------------------------------ */
 
 static aco_share_stack_t* next_share_stack(aco_rt_sched_t* s) {
-    unsigned i = s->next_stack++ % s->nstacks;
+    unsigned i = s->recs.next_stack++ % s->recs.nstacks;
     /* Avoid the stack the spawning co runs on: two cos that take turns on
      * one stack copy each other's frames out and in at every switch. */
-    if (s->cur && s->nstacks > 1 && rt_aco(s->cur)->share_stack == s->stacks[i] &&
-        !(s->cur->flags & RT_STANDALONE))
-        i = s->next_stack++ % s->nstacks;
-    if (s->stacks[i] == NULL) s->stacks[i] = aco_share_stack_try_new2(s->stack_size, 1);
-    return s->stacks[i];        /* NULL: ENOMEM */
+    if (s->run.cur && s->recs.nstacks > 1 && rt_aco(s->run.cur)->share_stack == s->recs.stacks[i] &&
+        !(s->run.cur->flags & RT_STANDALONE))
+        i = s->recs.next_stack++ % s->recs.nstacks;
+    if (s->recs.stacks[i] == NULL) s->recs.stacks[i] = aco_share_stack_try_new2(s->recs.stack_size, 1);
+    return s->recs.stacks[i];        /* NULL: ENOMEM */
 }
 
 static void extra_free(rt_extra_t* x) {
@@ -94,21 +94,21 @@ void rt_co_exit(aco_rt_co_t* co) {
 }
 
 static int cos_add(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    if (s->ncos == s->cos_cap) {
-        uint32_t cap = s->cos_cap ? s->cos_cap * 2 : 64;
-        aco_rt_co_t** n = realloc(s->cos, cap * sizeof(*n));
+    if (s->recs.ncos == s->recs.cos_cap) {
+        uint32_t cap = s->recs.cos_cap ? s->recs.cos_cap * 2 : 64;
+        aco_rt_co_t** n = realloc(s->recs.cos, cap * sizeof(*n));
         if (n == NULL) return -ENOMEM;
-        s->cos = n;
-        s->cos_cap = cap;
+        s->recs.cos = n;
+        s->recs.cos_cap = cap;
     }
-    co->slot = s->ncos;
-    s->cos[s->ncos++] = co;
+    co->slot = s->recs.ncos;
+    s->recs.cos[s->recs.ncos++] = co;
     return 0;
 }
 
 static void cos_del(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    aco_rt_co_t* last = s->cos[--s->ncos];
-    s->cos[co->slot] = last;
+    aco_rt_co_t* last = s->recs.cos[--s->recs.ncos];
+    s->recs.cos[co->slot] = last;
     last->slot = co->slot;
 }
 
@@ -133,14 +133,14 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
                       void* arg) {
     aco_share_stack_t* st = NULL;
     if (standalone) {
-        size_t sz = stack ? stack : s->stack_size;
+        size_t sz = stack ? stack : s->recs.stack_size;
         co->flags |= RT_STANDALONE;
-        for (aco_rt_co_t** pp = &s->free_solo; *pp; pp = &(*pp)->next) {
+        for (aco_rt_co_t** pp = &s->recs.free_solo; *pp; pp = &(*pp)->next) {
             aco_rt_co_t* old = *pp;
             size_t have = rt_aco(old)->share_stack->sz;
             if (have < sz || have / 2 > sz) continue;
             *pp = old->next;
-            s->nsolo--;
+            s->recs.nsolo--;
             st = rt_aco(old)->share_stack;
             rec_drop(old);              /* the stack is free for co */
             break;
@@ -150,7 +150,7 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
         st = next_share_stack(s);
     }
     if (st == NULL) return -ENOMEM;
-    aco_create_in(rt_aco(co), co->rec_sz - rt_aco_off(co), s->main_co, st, co_main, arg);
+    aco_create_in(rt_aco(co), co->rec_sz - rt_aco_off(co), s->run.main_co, st, co_main, arg);
     return 0;
 }
 
@@ -159,11 +159,11 @@ static int attach_aco(aco_rt_sched_t* s, aco_rt_co_t* co, int standalone, size_t
  * another thread's: a slot's two words may then disagree, which costs at
  * most a save stack of the wrong size. */
 size_t rt_save_size(aco_rt_sched_t* s, aco_rt_fn_t fn, const aco_rt_spawn_opts_t* opts) {
-    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) return 0;
+    if (opts && (opts->standalone || opts->stack_size > s->recs.stack_size)) return 0;
     if (opts && opts->save_size) return opts->save_size;
     unsigned i = rt_guess_slot(fn);
-    if (rt_load(&s->guess[i].fn) != (uintptr_t)fn) return 0;
-    return rt_load(&s->guess[i].need);
+    if (rt_load(&s->recs.guess[i].fn) != (uintptr_t)fn) return 0;
+    return rt_load(&s->recs.guess[i].need);
 }
 
 /* A record, zeroed up to its libaco co, with room for a private buffer of
@@ -207,6 +207,23 @@ int rt_rec_opts_x(aco_rt_co_t* co, const char* name, size_t req) {
     return 0;
 }
 
+/* The records' part of a new scheduler s: its share stacks, made lazily
+ * (next_share_stack).  0 or -ENOMEM; rt_recs_fini frees them and the list
+ * of records. */
+int rt_recs_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
+    s->recs.stack_size = o->stack_size;
+    s->recs.nstacks = o->share_stacks;
+    s->recs.stacks = calloc(s->recs.nstacks, sizeof(*s->recs.stacks));
+    return s->recs.stacks ? 0 : -ENOMEM;
+}
+
+void rt_recs_fini(aco_rt_sched_t* s) {
+    for (unsigned i = 0; s->recs.stacks && i < s->recs.nstacks; i++)
+        if (s->recs.stacks[i]) aco_share_stack_destroy(s->recs.stacks[i]);
+    free(s->recs.stacks);
+    free(s->recs.cos);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Spawn                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -215,14 +232,14 @@ int rt_rec_opts_x(aco_rt_co_t* co, const char* name, size_t req) {
 static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
                                 const aco_rt_spawn_opts_t* opts, int hold) {
     /* A co that needs more stack than the share stacks have gets its own. */
-    int standalone = opts && (opts->standalone || opts->stack_size > s->stack_size);
+    int standalone = opts && (opts->standalone || opts->stack_size > s->recs.stack_size);
     size_t priv = opts ? opts->private_size : 0;
     aco_rt_co_t* co = NULL;
-    if (!standalone && s->free_recs && s->free_recs->priv_cap >= rt_priv_room(priv) &&
-        rt_rec_save_ok(s->free_recs, opts, 1)) {
-        co = s->free_recs;
-        s->free_recs = co->next;
-        s->nfree--;
+    if (!standalone && s->recs.free_recs && s->recs.free_recs->priv_cap >= rt_priv_room(priv) &&
+        rt_rec_save_ok(s->recs.free_recs, opts, 1)) {
+        co = s->recs.free_recs;
+        s->recs.free_recs = co->next;
+        s->recs.nfree--;
         aco_reset2(rt_aco(co), co_main, arg);
         co->res = 0;
         co->io_abort = 0;
@@ -243,9 +260,9 @@ static aco_rt_co_t* spawn_local(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
             rec_drop(co);
             aco_share_stack_destroy(st);
         } else {
-            co->next = s->free_recs;    /* keep it for later */
-            s->free_recs = co;
-            s->nfree++;
+            co->next = s->recs.free_recs;    /* keep it for later */
+            s->recs.free_recs = co;
+            s->recs.nfree++;
         }
         errno = ENOMEM;
         return NULL;
@@ -285,12 +302,12 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     co->fn = fn;
     co->w.slot = arg;                   /* until its libaco co is made */
     co->flags = RT_REMOTE;
-    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
+    if (opts && (opts->standalone || opts->stack_size > s->recs.stack_size)) co->flags |= RT_STANDALONE;
     co->state = RT_READY;
     /* a move into sent from another thread (see pool_busy in pool.c) */
-    if (s->pool) __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(&s->sent, 1u, __ATOMIC_SEQ_CST);
-    if (s->pool) __atomic_fetch_add(&s->mv_ended, 1u, __ATOMIC_SEQ_CST);
+    if (s->pooled.pool) __atomic_fetch_add(&s->ld.mv_begun, 1u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&s->ld.sent, 1u, __ATOMIC_SEQ_CST);
+    if (s->pooled.pool) __atomic_fetch_add(&s->ld.mv_ended, 1u, __ATOMIC_SEQ_CST);
     if (!hold) rt_send_spawn(s, &co->msg);
     return co;
 }
@@ -305,14 +322,14 @@ void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
          * other way round. */
         __atomic_store_n(&co->started, (uint8_t)1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&co->cancel_req, __ATOMIC_SEQ_CST)) co->flags |= RT_CANCELLED;
-    } else if (!standalone && s->free_recs) {
+    } else if (!standalone && s->recs.free_recs) {
         /* A record a remote spawn made brings its own memory: one kept
          * here goes instead, so that no more are kept than this thread's
          * own spawns take back.  (One from a newq is the spawner's own
          * kept record, or given back by a thief: take_new.) */
-        aco_rt_co_t* old = s->free_recs;
-        s->free_recs = old->next;
-        s->nfree--;
+        aco_rt_co_t* old = s->recs.free_recs;
+        s->recs.free_recs = old->next;
+        s->recs.nfree--;
         rec_drop(old);
     }
     co->flags &= (uint8_t)~(RT_REMOTE | RT_STANDALONE);
@@ -321,7 +338,7 @@ void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
             s->st.cos_alive++;
             s->st.spawned++;
             rt_publish_load(s);
-            __atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST);   /* after: never both 0 */
+            __atomic_fetch_sub(&s->ld.sent, 1u, __ATOMIC_SEQ_CST);   /* after: never both 0 */
             rt_rq_push(s, co);
             return;
         }
@@ -335,8 +352,8 @@ void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
             "thread: it ends without running (aco_rt_join says -ENOMEM)\n");
     co->flags |= RT_NO_START;
     co->state = RT_DONE;
-    if (__atomic_fetch_sub(&s->sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pool)
-        rt_idle_tell(s->idle);
+    if (__atomic_fetch_sub(&s->ld.sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pooled.pool)
+        rt_idle_tell(s->pooled.idle);
     if (co->x && co->x->group) rt_hook_group_leave(co);
     if (rt_join_end(co) == RT_JOIN_DETACH) rt_rec_free(co);
 }
@@ -405,10 +422,10 @@ aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
 #define RT_OUTBOX_MAX 32
 
 static void outbox_flush(aco_rt_sched_t* me, unsigned t) {
-    rt_outbox_t* o = &me->outbox[t];
+    rt_outbox_t* o = &me->pooled.outbox[t];
     aco_rt_sched_t* s = o->to;
     __atomic_store_n(&o->last->next, NULL, __ATOMIC_RELAXED);
-    rt_msg_t* prev = __atomic_exchange_n(&s->inbox.tail, o->last, __ATOMIC_SEQ_CST);
+    rt_msg_t* prev = __atomic_exchange_n(&s->mail.inbox.tail, o->last, __ATOMIC_SEQ_CST);
     __atomic_store_n(&prev->next, o->first, __ATOMIC_RELEASE);
     o->first = o->last = NULL;
     o->n = 0;
@@ -417,28 +434,44 @@ static void outbox_flush(aco_rt_sched_t* me, unsigned t) {
 
 static void newq_publish(aco_rt_sched_t* s);
 
+void rt_pooled_join(aco_rt_sched_t* s, struct aco_rt_pool* p, rt_idle_t* idle,
+                    aco_rt_sched_t** sibs, unsigned idx, unsigned n) {
+    s->pooled.pool = p;
+    s->pooled.idle = idle;
+    s->pooled.sibs = sibs;
+    s->pooled.idx = idx;
+    /* (NULL: spawns to siblings go one by one) */
+    if ((s->pooled.outbox = calloc(n, sizeof(*s->pooled.outbox))) != NULL) s->pooled.noutbox = n;
+}
+
+void rt_pooled_leave(aco_rt_sched_t* s) {
+    free(s->pooled.outbox);
+    s->pooled.outbox = NULL;
+    s->pooled.noutbox = 0;
+}
+
 void rt_outbox_flush_all(aco_rt_sched_t* me) {
-    for (unsigned t = 0; t < me->noutbox; t++)
-        if (me->outbox[t].n) outbox_flush(me, t);
-    if (me->nq_priv_n) newq_publish(me);
-    me->out_pending = 0;
+    for (unsigned t = 0; t < me->pooled.noutbox; t++)
+        if (me->pooled.outbox[t].n) outbox_flush(me, t);
+    if (me->pooled.nq_priv_n) newq_publish(me);
+    me->pooled.out_pending = 0;
 }
 
 #ifndef ACO_RT_NO_THREADS
 void rt_send_spawn(aco_rt_sched_t* s, rt_msg_t* m) {
     aco_rt_sched_t* me = rt_tls_sched;
-    if (me == NULL || me->outbox == NULL || s->pool != me->pool || s->pool_idx >= me->noutbox) {
+    if (me == NULL || me->pooled.outbox == NULL || s->pooled.pool != me->pooled.pool || s->pooled.idx >= me->pooled.noutbox) {
         rt_send(s, m, RT_MSG_SPAWN);
         return;
     }
-    rt_outbox_t* o = &me->outbox[s->pool_idx];
+    rt_outbox_t* o = &me->pooled.outbox[s->pooled.idx];
     rt_container_of(m, aco_rt_co_t, msg)->msg_kind = RT_MSG_SPAWN;
     __atomic_store_n(&m->next, NULL, __ATOMIC_RELAXED);
     o->to = s;
     if (o->last) o->last->next = m; else o->first = m;
     o->last = m;
-    me->out_pending = 1;
-    if (++o->n >= RT_OUTBOX_MAX) outbox_flush(me, s->pool_idx);
+    me->pooled.out_pending = 1;
+    if (++o->n >= RT_OUTBOX_MAX) outbox_flush(me, s->pooled.idx);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -460,11 +493,11 @@ static inline void rec_prefetch(const aco_rt_co_t* co) {
 static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
                              const aco_rt_spawn_opts_t* opts) {
     aco_rt_co_t* co;
-    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) goto fresh;
-    if (s->bare == NULL && __atomic_load_n(&s->gifts, __ATOMIC_RELAXED))
-        s->bare = __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE);
-    if ((co = s->bare) != NULL) {
-        s->bare = co->next;
+    if (opts && (opts->standalone || opts->stack_size > s->recs.stack_size)) goto fresh;
+    if (s->recs.bare == NULL && __atomic_load_n(&s->newq.gifts, __ATOMIC_RELAXED))
+        s->recs.bare = __atomic_exchange_n(&s->newq.gifts, NULL, __ATOMIC_ACQUIRE);
+    if ((co = s->recs.bare) != NULL) {
+        s->recs.bare = co->next;
         rec_prefetch(co->next);     /* given back by another thread: cold */
         if (co->priv_cap < rt_priv_room(priv) || !rt_rec_save_ok(co, opts, 0)) {
             /* Too small for this spawn: it goes (the list must move on,
@@ -472,10 +505,10 @@ static aco_rt_co_t* rec_bare(aco_rt_sched_t* s, aco_rt_fn_t fn, size_t priv,
             rt_rec_free(co);
             goto fresh;
         }
-    } else if ((co = s->free_recs) != NULL && co->priv_cap >= rt_priv_room(priv) &&
+    } else if ((co = s->recs.free_recs) != NULL && co->priv_cap >= rt_priv_room(priv) &&
                rt_rec_save_ok(co, opts, 0)) {
-        s->free_recs = co->next;
-        s->nfree--;
+        s->recs.free_recs = co->next;
+        s->recs.nfree--;
         aco_destroy(rt_aco(co));
     } else {
         goto fresh;
@@ -503,16 +536,16 @@ fresh:
  * sibling is kept beside the outbox for it (a thread steals only with
  * outboxes). */
 static void rec_pay(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
-    rt_outbox_t* o = &s->outbox[victim->pool_idx];
+    rt_outbox_t* o = &s->pooled.outbox[victim->pooled.idx];
     aco_rt_co_t *first = NULL, *last = NULL;
     o->owed += n;
-    s->owed += n;
-    while (o->owed && s->free_recs) {
+    s->pooled.owed += n;
+    while (o->owed && s->recs.free_recs) {
         o->owed--;
-        s->owed--;
-        aco_rt_co_t* co = s->free_recs;
-        s->free_recs = co->next;
-        s->nfree--;
+        s->pooled.owed--;
+        aco_rt_co_t* co = s->recs.free_recs;
+        s->recs.free_recs = co->next;
+        s->recs.nfree--;
         aco_destroy(rt_aco(co));
         co->s = victim;
         co->next = first;
@@ -520,17 +553,17 @@ static void rec_pay(aco_rt_sched_t* s, aco_rt_sched_t* victim, uint32_t n) {
         if (last == NULL) last = co;
     }
     if (first == NULL) return;
-    aco_rt_co_t* head = __atomic_load_n(&victim->gifts, __ATOMIC_RELAXED);
+    aco_rt_co_t* head = __atomic_load_n(&victim->newq.gifts, __ATOMIC_RELAXED);
     do last->next = head;
-    while (!__atomic_compare_exchange_n(&victim->gifts, &head, first, 1,
+    while (!__atomic_compare_exchange_n(&victim->newq.gifts, &head, first, 1,
                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
 /* Before going idle: pay every sibling what is owed to it, as far as the
  * kept records go. */
 void rt_rec_pay_all(aco_rt_sched_t* s) {
-    for (unsigned i = 0; i < s->noutbox && s->owed && s->free_recs; i++)
-        if (s->outbox[i].owed) rec_pay(s, s->sibs[i], 0);
+    for (unsigned i = 0; i < s->pooled.noutbox && s->pooled.owed && s->recs.free_recs; i++)
+        if (s->pooled.outbox[i].owed) rec_pay(s, s->pooled.sibs[i], 0);
 }
 
 aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_opts_t* opts) {
@@ -547,43 +580,43 @@ aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_op
     co->fn = fn;
     co->w.slot = arg;                   /* until its libaco co is made */
     co->flags = RT_REMOTE;
-    if (opts && (opts->standalone || opts->stack_size > s->stack_size)) co->flags |= RT_STANDALONE;
+    if (opts && (opts->standalone || opts->stack_size > s->recs.stack_size)) co->flags |= RT_STANDALONE;
     co->state = RT_READY;
     /* Kept to this thread first, published by 32 or when the spawning co
      * stops running (run_co): a thief sees batches, and the newq's cache
      * line does not move at every spawn. */
     co->next = NULL;
-    if (s->nq_priv_tail) s->nq_priv_tail->next = co; else s->nq_priv_head = co;
-    s->nq_priv_tail = co;
-    s->out_pending = 1;
-    if (++s->nq_priv_n >= 32) newq_publish(s);
+    if (s->pooled.nq_priv_tail) s->pooled.nq_priv_tail->next = co; else s->pooled.nq_priv_head = co;
+    s->pooled.nq_priv_tail = co;
+    s->pooled.out_pending = 1;
+    if (++s->pooled.nq_priv_n >= 32) newq_publish(s);
     return co;
 }
 
 static void newq_publish(aco_rt_sched_t* s) {
-    rt_lock(&s->newq_lock);
-    int was_empty = s->nq_count == 0;
-    if (s->nq_count < RT_NQ_BATCHES) {
-        rt_nq_batch_t* b = &s->nq[(s->nq_first + s->nq_count++) % RT_NQ_BATCHES];
-        b->head = s->nq_priv_head;
-        b->tail = s->nq_priv_tail;
-        b->n = s->nq_priv_n;
+    rt_lock(&s->newq.lock);
+    int was_empty = s->newq.count == 0;
+    if (s->newq.count < RT_NQ_BATCHES) {
+        rt_nq_batch_t* b = &s->newq.ring[(s->newq.first + s->newq.count++) % RT_NQ_BATCHES];
+        b->head = s->pooled.nq_priv_head;
+        b->tail = s->pooled.nq_priv_tail;
+        b->n = s->pooled.nq_priv_n;
     } else {                    /* the ring is full: the last batch grows */
-        rt_nq_batch_t* b = &s->nq[(s->nq_first + s->nq_count - 1) % RT_NQ_BATCHES];
-        b->tail->next = s->nq_priv_head;
-        b->tail = s->nq_priv_tail;
-        b->n += s->nq_priv_n;
+        rt_nq_batch_t* b = &s->newq.ring[(s->newq.first + s->newq.count - 1) % RT_NQ_BATCHES];
+        b->tail->next = s->pooled.nq_priv_head;
+        b->tail = s->pooled.nq_priv_tail;
+        b->n += s->pooled.nq_priv_n;
     }
-    __atomic_store_n(&s->newq_n, s->newq_n + s->nq_priv_n, __ATOMIC_SEQ_CST);
-    rt_unlock(&s->newq_lock);
-    s->nq_priv_head = s->nq_priv_tail = NULL;
-    s->nq_priv_n = 0;
+    __atomic_store_n(&s->newq.n, s->newq.n + s->pooled.nq_priv_n, __ATOMIC_SEQ_CST);
+    rt_unlock(&s->newq.lock);
+    s->pooled.nq_priv_head = s->pooled.nq_priv_tail = NULL;
+    s->pooled.nq_priv_n = 0;
     if (was_empty) {
         /* work for a sleeping sibling (it looks at newq_n before it sleeps) */
-        unsigned n = s->noutbox;
+        unsigned n = s->pooled.noutbox;
         for (unsigned i = 1; i < n; i++) {
-            aco_rt_sched_t* t = s->sibs[(s->pool_idx + i) % n];
-            if (t && __atomic_load_n(&t->sleeping, __ATOMIC_SEQ_CST)) { rt_notify(t); break; }
+            aco_rt_sched_t* t = s->pooled.sibs[(s->pooled.idx + i) % n];
+            if (t && __atomic_load_n(&t->mail.sleeping, __ATOMIC_SEQ_CST)) { rt_notify(t); break; }
         }
     }
 }
@@ -595,24 +628,24 @@ static void newq_publish(aco_rt_sched_t* s) {
 unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
     rt_nq_batch_t got[RT_NQ_BATCHES];
     uint32_t nb = 0, n = 0;
-    rt_lock(&victim->newq_lock);
+    rt_lock(&victim->newq.lock);
     /* A pool cancel asked of victim and not yet done there
      * (aco_rt_pool_wait(CANCEL)): the cos taken now were spawned before it,
      * so they are cancelled here as victim would have cancelled them.  (A
      * thief that had done its own cancel already would miss them:
      * rt_cancel_all marks only what is in the newq while it looks, under
      * this lock.) */
-    int cancel = __atomic_load_n(&victim->cancel_gen, __ATOMIC_SEQ_CST) !=
-                 __atomic_load_n(&victim->cancel_seen, __ATOMIC_SEQ_CST);
-    uint32_t want = all ? victim->nq_count : victim->nq_count / 2;
+    int cancel = __atomic_load_n(&victim->ask.cancel_gen, __ATOMIC_SEQ_CST) !=
+                 __atomic_load_n(&victim->pooled.cancel_seen, __ATOMIC_SEQ_CST);
+    uint32_t want = all ? victim->newq.count : victim->newq.count / 2;
     while (nb < want) {
-        got[nb] = victim->nq[victim->nq_first];
+        got[nb] = victim->newq.ring[victim->newq.first];
         n += got[nb++].n;
-        victim->nq_first = (victim->nq_first + 1) % RT_NQ_BATCHES;
-        victim->nq_count--;
+        victim->newq.first = (victim->newq.first + 1) % RT_NQ_BATCHES;
+        victim->newq.count--;
     }
-    if (nb == 0 && victim->nq_count == 1) {
-        rt_nq_batch_t* b = &victim->nq[victim->nq_first];
+    if (nb == 0 && victim->newq.count == 1) {
+        rt_nq_batch_t* b = &victim->newq.ring[victim->newq.first];
         uint32_t k = (b->n + 1) / 2 < 32 ? (b->n + 1) / 2 : 32;
         aco_rt_co_t* last = b->head;
         for (uint32_t i = 1; i < k; i++) last = last->next;
@@ -620,19 +653,19 @@ unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
         nb = 1;
         n = k;
         if ((b->n -= k) == 0) {
-            victim->nq_first = (victim->nq_first + 1) % RT_NQ_BATCHES;
-            victim->nq_count--;
+            victim->newq.first = (victim->newq.first + 1) % RT_NQ_BATCHES;
+            victim->newq.count--;
         } else {
             b->head = last->next;
         }
     }
     if (n) {
-        if (victim != s) __atomic_fetch_add(&s->mv_begun, 1u, __ATOMIC_SEQ_CST);
-        __atomic_fetch_add(&s->sent, n, __ATOMIC_SEQ_CST);
-        __atomic_store_n(&victim->newq_n, victim->newq_n - n, __ATOMIC_SEQ_CST);
-        if (victim != s) __atomic_fetch_add(&s->mv_ended, 1u, __ATOMIC_SEQ_CST);
+        if (victim != s) __atomic_fetch_add(&s->ld.mv_begun, 1u, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&s->ld.sent, n, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&victim->newq.n, victim->newq.n - n, __ATOMIC_SEQ_CST);
+        if (victim != s) __atomic_fetch_add(&s->ld.mv_ended, 1u, __ATOMIC_SEQ_CST);
     }
-    rt_unlock(&victim->newq_lock);
+    rt_unlock(&victim->newq.lock);
     for (uint32_t b = 0; b < nb; b++) {
         aco_rt_co_t* c = got[b].head;
         for (uint32_t i = got[b].n; i--; ) {
@@ -650,18 +683,18 @@ unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
 
 /* Is there work in a sibling's newq? */
 int rt_sibling_work(aco_rt_sched_t* s) {
-    for (unsigned i = 1; i < s->noutbox; i++) {
-        aco_rt_sched_t* t = s->sibs[(s->pool_idx + i) % s->noutbox];
-        if (t && __atomic_load_n(&t->newq_n, __ATOMIC_SEQ_CST)) return 1;
+    for (unsigned i = 1; i < s->pooled.noutbox; i++) {
+        aco_rt_sched_t* t = s->pooled.sibs[(s->pooled.idx + i) % s->pooled.noutbox];
+        if (t && __atomic_load_n(&t->newq.n, __ATOMIC_SEQ_CST)) return 1;
     }
     return 0;
 }
 
 /* Idle: take half of the first sibling's newq that has some. */
 unsigned rt_steal(aco_rt_sched_t* s) {
-    for (unsigned i = 1; i < s->noutbox; i++) {
-        aco_rt_sched_t* t = s->sibs[(s->pool_idx + i) % s->noutbox];
-        uint32_t n = t ? __atomic_load_n(&t->newq_n, __ATOMIC_SEQ_CST) : 0;
+    for (unsigned i = 1; i < s->pooled.noutbox; i++) {
+        aco_rt_sched_t* t = s->pooled.sibs[(s->pooled.idx + i) % s->pooled.noutbox];
+        uint32_t n = t ? __atomic_load_n(&t->newq.n, __ATOMIC_SEQ_CST) : 0;
         if (n) return rt_take_new(s, t, 0);
     }
     return 0;
@@ -700,16 +733,16 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
                                             __ATOMIC_RELAXED)) {}
         return;
     }
-    if (!(co->flags & RT_STANDALONE) && s->nfree < FREE_RECS_MAX) {
-        co->next = s->free_recs;
-        s->free_recs = co;
-        s->nfree++;
+    if (!(co->flags & RT_STANDALONE) && s->recs.nfree < FREE_RECS_MAX) {
+        co->next = s->recs.free_recs;
+        s->recs.free_recs = co;
+        s->recs.nfree++;
         return;
     }
-    if ((co->flags & RT_STANDALONE) && s->nsolo < SOLO_MAX) {
-        co->next = s->free_solo;        /* the stack pool */
-        s->free_solo = co;
-        s->nsolo++;
+    if ((co->flags & RT_STANDALONE) && s->recs.nsolo < SOLO_MAX) {
+        co->next = s->recs.free_solo;        /* the stack pool */
+        s->recs.free_solo = co;
+        s->recs.nsolo++;
         return;
     }
     rec_drop(co);
@@ -734,8 +767,8 @@ static void unqueue(rt_waiter_t* w) {
 void rt_cos_free_all(aco_rt_sched_t* s) {
     /* Unfinished cos: destroy them where they stand (aco_destroy drops a
      * suspended co's frames); their timers go with the wheel. */
-    while (s->ncos) {
-        aco_rt_co_t* co = s->cos[s->ncos - 1];
+    while (s->recs.ncos) {
+        aco_rt_co_t* co = s->recs.cos[s->recs.ncos - 1];
         /* (the pthread face: the record of its routine goes too) */
         void (*dropped)(aco_rt_co_t*) = __atomic_load_n(&rt_co_dropped, __ATOMIC_ACQUIRE);
         if (dropped) dropped(co);
@@ -752,25 +785,25 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         }
         co->flags &= RT_STANDALONE;
         co->cancel_sent = 0;            /* a late message would be the program's bug */
-        s->nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */
+        s->recs.nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */
         rt_record_free(s, co);
     }
-    while (s->free_recs) {
-        aco_rt_co_t* co = s->free_recs;
-        s->free_recs = co->next;
+    while (s->recs.free_recs) {
+        aco_rt_co_t* co = s->recs.free_recs;
+        s->recs.free_recs = co->next;
         rec_drop(co);
     }
     for (int pass = 0; pass < 2; pass++) {     /* records without a co */
-        aco_rt_co_t* co = pass ? __atomic_exchange_n(&s->gifts, NULL, __ATOMIC_ACQUIRE) : s->bare;
+        aco_rt_co_t* co = pass ? __atomic_exchange_n(&s->newq.gifts, NULL, __ATOMIC_ACQUIRE) : s->recs.bare;
         for (aco_rt_co_t* next; co; co = next) {
             next = co->next;
             rt_rec_free(co);
         }
     }
-    s->bare = NULL;
-    while (s->free_solo) {
-        aco_rt_co_t* co = s->free_solo;
-        s->free_solo = co->next;
+    s->recs.bare = NULL;
+    while (s->recs.free_solo) {
+        aco_rt_co_t* co = s->recs.free_solo;
+        s->recs.free_solo = co->next;
         aco_share_stack_t* st = rt_aco(co)->share_stack;
         rec_drop(co);
         aco_share_stack_destroy(st);
@@ -879,15 +912,15 @@ int aco_rt_cancel(aco_rt_co_t* co) {
  * cancelled).  The caller read gen, then drained the inbox: a spawn sent
  * before the request is a co of s by now. */
 void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen) {
-    for (uint32_t i = 0; i < s->ncos; i++) rt_cancel_local(s->cos[i]);
-    rt_lock(&s->newq_lock);
-    for (uint32_t b = 0; b < s->nq_count; b++) {
-        const rt_nq_batch_t* nb = &s->nq[(s->nq_first + b) % RT_NQ_BATCHES];
+    for (uint32_t i = 0; i < s->recs.ncos; i++) rt_cancel_local(s->recs.cos[i]);
+    rt_lock(&s->newq.lock);
+    for (uint32_t b = 0; b < s->newq.count; b++) {
+        const rt_nq_batch_t* nb = &s->newq.ring[(s->newq.first + b) % RT_NQ_BATCHES];
         aco_rt_co_t* c = nb->head;
         for (uint32_t i = 0; i < nb->n; i++, c = c->next)
             __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
     }
-    rt_unlock(&s->newq_lock);
-    __atomic_store_n(&s->cancel_seen, gen, __ATOMIC_SEQ_CST);
-    if (s->pool) rt_idle_tell(s->idle);
+    rt_unlock(&s->newq.lock);
+    __atomic_store_n(&s->pooled.cancel_seen, gen, __ATOMIC_SEQ_CST);
+    if (s->pooled.pool) rt_idle_tell(s->pooled.idle);
 }

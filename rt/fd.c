@@ -6,32 +6,33 @@
  * io_uring.c): it calls neither.  The entry's fields and the lookups that
  * never allocate (rt_fd_peek, rt_fd_peek_remote) are in rt_fd.h.
  */
-#include "rt_impl.h"
 #include "rt_fd.h"
+
+#include <errno.h>
 
 #include <stdlib.h>
 #include <sys/socket.h>
 
-rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd) {
+rt_fd_t* rt_fd_get(rt_fdtab_t* t, int fd) {
     if (fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
-    if (s->fdc == NULL) {
+    if (t->top == NULL) {
         /* Large and zeroed: fresh pages, touched only where used. */
         rt_fd_t** top = calloc(RT_FD_CHUNKS, sizeof(*top));
         if (top == NULL) return NULL;
-        __atomic_store_n(&s->fdc, top, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->top, top, __ATOMIC_RELEASE);
     }
-    rt_fd_t* c = s->fdc[fd / RT_FD_CHUNK];
+    rt_fd_t* c = t->top[fd / RT_FD_CHUNK];
     if (c == NULL) {
         if ((c = calloc(RT_FD_CHUNK, sizeof(rt_fd_t))) == NULL) return NULL;
-        __atomic_store_n(&s->fdc[fd / RT_FD_CHUNK], c, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->top[fd / RT_FD_CHUNK], c, __ATOMIC_RELEASE);
     }
     return &c[fd % RT_FD_CHUNK];
 }
 
-void rt_fd_free_all(aco_rt_sched_t* s) {
-    for (int i = 0; s->fdc && i < RT_FD_CHUNKS; i++) free(s->fdc[i]);
-    free(s->fdc);
-    s->fdc = NULL;
+void rt_fd_free_all(rt_fdtab_t* t) {
+    for (int i = 0; t->top && i < RT_FD_CHUNKS; i++) free(t->top[i]);
+    free(t->top);
+    t->top = NULL;
 }
 
 /* The entry's guess of whether fd is a socket, made if it has none. */

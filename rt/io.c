@@ -35,7 +35,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
-#include "rt_fd.h"
+#include "rt_io.h"
 
 #include <fcntl.h>
 #include "rt_sys.h"
@@ -53,9 +53,9 @@
 /* A new socket under number fd (accept, connect): cos here that waited on
  * the file the number had are told -EBADF. */
 static void fd_fresh(aco_rt_sched_t* s, int fd) {
-    rt_fd_t* e = rt_fd_get(s, fd);
+    rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e == NULL) return;
-    if (e->registered || e->busy || e->rx) s->be->closing(s, fd, 1);
+    if (e->registered || e->busy || e->rx) s->backend.ops->closing(s, fd, 1);
     rt_fd_forget(e);
     rt_fd_kind(e, fd);
 }
@@ -63,9 +63,9 @@ static void fd_fresh(aco_rt_sched_t* s, int fd) {
 /* aco_rt_close on another thread: cos here that waited on that file are
  * told -EBADF. */
 static void fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
-    rt_fd_t* e = rt_fd_peek(s, fd);
+    rt_fd_t* e = rt_fd_peek(&s->fds, fd);
     if (e == NULL || e->gen != gen) return;     /* it has moved on since */
-    s->be->closing(s, fd, 1);
+    s->backend.ops->closing(s, fd, 1);
     rt_fd_forget(e);
 }
 
@@ -73,7 +73,7 @@ static void fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
  * frames up from the access, down to the program's.) */
 static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co, const void* buf,
                                                            size_t n, int wr, int64_t deadline) {
-    return co->s->be == &rt_backend_uring && !rt_on_share_stack(co, buf, n, wr) &&
+    return co->s->backend.ops == &rt_backend_uring && !rt_on_share_stack(co, buf, n, wr) &&
            !rt_passed(deadline);
 }
 
@@ -93,7 +93,7 @@ static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co
  * come here: -EBUSY. */
 #define FROM_LEND(co, fd, iov, cnt, flags, deadline)                         \
     do {                                                                     \
-        rt_fd_t* e_ = rt_fd_peek((co)->s, (fd));                             \
+        rt_fd_t* e_ = rt_fd_peek(&(co)->s->fds, (fd));                       \
         if (rt_unlikely(e_ && e_->rx)) {                                     \
             ssize_t r_ = rt_lend_read((co), e_, (iov), (cnt), (flags), (deadline)); \
             if (r_ != RT_LEND_NONE) return r_;                               \
@@ -156,7 +156,7 @@ ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
 /* io_uring may write to fd for us only if it is a socket (MSG_NOSIGNAL:
  * a pipe's SIGPIPE would hit this thread). */
 static int uring_may_write(aco_rt_co_t* co, int fd) {
-    rt_fd_t* e = rt_fd_get(co->s, fd);
+    rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
     return e && rt_fd_kind(e, fd) == RT_FD_SOCK;
 }
 
@@ -174,7 +174,7 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
         if (use_uring(co, p, n - done, 0, deadline) && uring_may_write(co, fd)) {
             r = rt_uring_io(co, RT_OP_SEND, fd, (void*)p, n - done, flags, deadline);
             if (r == -ENOTSOCK && op == K_WRITE) {      /* a new file: guess again */
-                rt_fd_t* e = rt_fd_peek(co->s, fd);
+                rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
                 if (e) e->kind = RT_FD_OTHER;
                 continue;
             }
@@ -202,7 +202,7 @@ ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadli
  * (the array itself may be on the stack); no buffer may be on it. */
 static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int cnt,
                                    int64_t deadline) {
-    if (co->s->be != &rt_backend_uring || rt_passed(deadline) || cnt <= 0 || cnt > IOV_MAX)
+    if (co->s->backend.ops != &rt_backend_uring || rt_passed(deadline) || cnt <= 0 || cnt > IOV_MAX)
         return NULL;
     for (int i = 0; i < cnt; i++)
         if (rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len, 1)) return NULL;
@@ -246,7 +246,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     int cnt = iovcnt;
     while (done < total) {
         ssize_t r;
-        int heap = co->s->be == &rt_backend_uring && !rt_passed(deadline) && uring_may_write(co, fd);
+        int heap = co->s->backend.ops == &rt_backend_uring && !rt_passed(deadline) && uring_may_write(co, fd);
         for (int i = 0; heap && i < cnt; i++)
             if (rt_on_share_stack(co, v[i].iov_base, v[i].iov_len, 0)) heap = 0;
         if (heap) {
@@ -255,7 +255,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
             x->mh.msg_iovlen = (size_t)cnt;
             r = rt_uring_io(co, RT_OP_SENDMSG, fd, &x->mh, 0, 0, deadline);
             if (r == -ENOTSOCK) {
-                rt_fd_t* e = rt_fd_peek(co->s, fd);
+                rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
                 if (e) e->kind = RT_FD_OTHER;
                 continue;
             }
@@ -299,7 +299,7 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
         if ((r = rt_may_block(co, deadline)) != 0) return r;
-        if ((r = s->be->wait_fd(co, fd, POLLIN, deadline)) < 0) return r;
+        if ((r = s->backend.ops->wait_fd(co, fd, POLLIN, deadline)) < 0) return r;
     }
 }
 
@@ -317,7 +317,7 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
     if (errno != EINPROGRESS && errno != EINTR) return -errno;
     for (;;) {
         if ((r = rt_may_block(co, deadline)) != 0) return r;
-        if ((r = s->be->wait_fd(co, fd, POLLOUT, deadline)) < 0) return r;
+        if ((r = s->backend.ops->wait_fd(co, fd, POLLOUT, deadline)) < 0) return r;
         int err = 0;
         socklen_t len = sizeof(err);
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
@@ -336,7 +336,7 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
      * readable too; while the multishot is armed, what comes to the socket
      * is its own (the socket's POLLIN is not ours to see), and its arrival
      * wakes this wait (lend.c, through e->pollers). */
-    rt_fd_t* e = rt_fd_peek(co->s, fd);
+    rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
     int lend = e && e->rx && (events & POLLIN) ? rt_lend_state(e) : -1;
     if (lend < 0 && (events & POLLIN) &&
         rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) && rt_lend_elsewhere(e, fd))
@@ -353,7 +353,7 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
             /* the one try of a passed deadline: what the multishot has
              * brought and the loop not yet reaped counts (as for a read);
              * a multishot that ended so leaves the socket's own state */
-            co->s->be->poll(co->s, 0);
+            co->s->backend.ops->poll(co->s, 0);
             int now = rt_lend_state(e);
             if (now == 1) return POLLIN;
             if (now < 0 && rt_sys_poll0(&p, 1) == 1)
@@ -362,14 +362,14 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
         }
         if (r) return r;
         e->pollers++;
-        r = co->s->be->wait_fd(co, fd, events & ~POLLIN, deadline);
+        r = co->s->backend.ops->wait_fd(co, fd, events & ~POLLIN, deadline);
         e->pollers--;
         return r;
     }
     if (n == 1) return p.revents & POLLNVAL ? -EBADF : p.revents;
     int r = rt_may_block(co, deadline);
     if (r) return r;
-    return co->s->be->wait_fd(co, fd, events, deadline);
+    return co->s->backend.ops->wait_fd(co, fd, events, deadline);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -377,6 +377,16 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
 /* ------------------------------------------------------------------------ */
 
 /* Closes read the list (many at once), schedulers come and go. */
+/* Give s a close to hear (closes_drain, in s's thread), and wake s's
+ * thread (from any thread). */
+static void close_send(aco_rt_sched_t* s, rt_close_msg_t* c) {
+    /* seq_cst: ordered before the sleeping flag's load in rt_notify */
+    c->next = __atomic_load_n(&s->cl.list, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&s->cl.list, &c->next, c, 1, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED)) {}
+    rt_notify(s);
+}
+
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static aco_rt_sched_t* reg_head;
 
@@ -399,34 +409,34 @@ void rt_sched_reg(aco_rt_sched_t* s, int add) {
     pthread_once(&reg_once, reg_atfork);
     pthread_rwlock_wrlock(&reg_lock);
     if (add) {
-        s->reg_prev = NULL;
-        s->reg_next = reg_head;
-        if (reg_head) reg_head->reg_prev = s;
+        s->reg.reg_prev = NULL;
+        s->reg.reg_next = reg_head;
+        if (reg_head) reg_head->reg.reg_prev = s;
         reg_head = s;
     } else {
-        if (s->reg_prev) s->reg_prev->reg_next = s->reg_next; else reg_head = s->reg_next;
-        if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
+        if (s->reg.reg_prev) s->reg.reg_prev->reg.reg_next = s->reg.reg_next; else reg_head = s->reg.reg_next;
+        if (s->reg.reg_next) s->reg.reg_next->reg.reg_prev = s->reg.reg_prev;
     }
     pthread_rwlock_unlock(&reg_lock);
 }
 
 void rt_sched_notify_all(void) {
     pthread_rwlock_rdlock(&reg_lock);
-    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) rt_notify(s);
+    for (aco_rt_sched_t* s = reg_head; s; s = s->reg.reg_next) rt_notify(s);
     pthread_rwlock_unlock(&reg_lock);
 }
 
 /* fd's entry in s if cos of s wait on it, else NULL (s any thread's). */
 static rt_fd_t* waited(aco_rt_sched_t* s, int fd) {
-    rt_fd_t* e = rt_fd_peek_remote(s, fd);
+    rt_fd_t* e = rt_fd_peek_remote(&s->fds, fd);
     return e && __atomic_load_n(&e->busy, __ATOMIC_SEQ_CST) ? e : NULL;
 }
 
 /* The part of a close for the calling thread's scheduler s (if any). */
 static void close_here(aco_rt_sched_t* s, int fd) {
-    rt_fd_t* e = s ? rt_fd_peek(s, fd) : NULL;
+    rt_fd_t* e = s ? rt_fd_peek(&s->fds, fd) : NULL;
     if (e) {
-        if (e->registered || e->busy || e->rx) s->be->closing(s, fd, 0);
+        if (e->registered || e->busy || e->rx) s->backend.ops->closing(s, fd, 0);
         rt_fd_forget(e);
     }
 }
@@ -449,7 +459,7 @@ static int close_shared(aco_rt_sched_t* me, int fd) {
     aco_rt_sched_t** to = pre_to;
     int r = -ENOMEM, n = 0, got = 0, told = 0;
     pthread_rwlock_rdlock(&reg_lock);
-    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next)
+    for (aco_rt_sched_t* s = reg_head; s; s = s->reg.reg_next)
         if (s != me && waited(s, fd)) n++;
     /* Allocate first, so that either all are told or none. */
     if (n > BATCH) {
@@ -461,26 +471,26 @@ static int close_shared(aco_rt_sched_t* me, int fd) {
         while (got) free(m[--got]);
         goto out;
     }
-    for (aco_rt_sched_t* s = reg_head; s && told < n; s = s->reg_next) {
+    for (aco_rt_sched_t* s = reg_head; s && told < n; s = s->reg.reg_next) {
         rt_fd_t* e = s == me ? NULL : waited(s, fd);
         if (e == NULL) continue;
         m[told]->fd = fd;
         m[told]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
         to[told] = s;
-        rt_sched_close(s, m[told++]);
+        close_send(s, m[told++]);
     }
     for (int i = told; i < n; i++) free(m[i]);      /* (one went idle meanwhile) */
     close_here(me, fd);
     r = rt_sys_close(fd) == 0 ? 0 : -errno;
-    for (aco_rt_sched_t* s = reg_head; s; s = s->reg_next) {
+    for (aco_rt_sched_t* s = reg_head; s; s = s->reg.reg_next) {
         rt_fd_t* e = s == me ? NULL : waited(s, fd);
         int i = 0;
         while (i < told && to[i] != s) i++;
         if (e == NULL || i < told) continue;
         __atomic_store_n(&e->recheck, (uint8_t)1, __ATOMIC_SEQ_CST);
-        if (__atomic_exchange_n(&s->recheck_on, 1u, __ATOMIC_SEQ_CST) == 0) {
-            s->recheck.fd = -1;
-            rt_sched_close(s, &s->recheck);
+        if (__atomic_exchange_n(&s->cl.recheck_on, 1u, __ATOMIC_SEQ_CST) == 0) {
+            s->cl.recheck.fd = -1;
+            close_send(s, &s->cl.recheck);
         }
     }
 out:
@@ -507,12 +517,12 @@ static int parked_on(const aco_rt_co_t* co) {
 }
 
 static void fd_recheck(aco_rt_sched_t* s) {
-    for (uint32_t i = 0; i < s->ncos; i++) {
-        int fd = parked_on(s->cos[i]);
-        rt_fd_t* e = fd >= 0 ? rt_fd_peek(s, fd) : NULL;
+    for (uint32_t i = 0; i < s->recs.ncos; i++) {
+        int fd = parked_on(s->recs.cos[i]);
+        rt_fd_t* e = fd >= 0 ? rt_fd_peek(&s->fds, fd) : NULL;
         if (e == NULL || !__atomic_exchange_n(&e->recheck, (uint8_t)0, __ATOMIC_SEQ_CST)) continue;
-        if (s->be->stale(s, fd)) {
-            s->be->closing(s, fd, 1);
+        if (s->backend.ops->stale(s, fd)) {
+            s->backend.ops->closing(s, fd, 1);
             rt_fd_forget(e);
         }
     }
@@ -520,13 +530,13 @@ static void fd_recheck(aco_rt_sched_t* s) {
 
 /* The closes other threads sent: non-zero if there were some. */
 static int closes_drain(aco_rt_sched_t* s) {
-    if (__atomic_load_n(&s->closes, __ATOMIC_RELAXED) == NULL) return 0;
-    rt_close_msg_t* c = __atomic_exchange_n(&s->closes, NULL, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&s->cl.list, __ATOMIC_RELAXED) == NULL) return 0;
+    rt_close_msg_t* c = __atomic_exchange_n(&s->cl.list, NULL, __ATOMIC_ACQUIRE);
     while (c) {
         rt_close_msg_t* next = c->next;
-        if (c == &s->recheck) {
+        if (c == &s->cl.recheck) {
             /* (off first: a close that sets a flag later sends it again) */
-            __atomic_store_n(&s->recheck_on, 0u, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&s->cl.recheck_on, 0u, __ATOMIC_SEQ_CST);
             fd_recheck(s);
         } else {
             fd_closed_remote(s, c->fd, c->gen);

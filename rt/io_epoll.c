@@ -35,6 +35,7 @@ typedef struct {
 
 static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     (void)o;
+    s->backend.ops = &rt_backend_epoll;
     ep_t* e = calloc(1, sizeof(*e));
     if (e == NULL) return -ENOMEM;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -43,19 +44,19 @@ static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
      * read when seen). */
     struct epoll_event ev = {0};
     ev.events = EPOLLIN;
-    ev.data.fd = s->evfd;
-    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s->evfd, &ev) < 0) {
+    ev.data.fd = s->run.evfd;
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s->run.evfd, &ev) < 0) {
         int r = -errno;
         rt_sys_close(e->epfd);
         free(e);
         return r;
     }
-    s->be_data = e;
+    s->backend.data = e;
     return 0;
 }
 
 static void ep_fini(aco_rt_sched_t* s) {
-    ep_t* e = (ep_t*)s->be_data;
+    ep_t* e = (ep_t*)s->backend.data;
     rt_sys_close(e->epfd);
     free(e);
 }
@@ -90,7 +91,7 @@ static void wake_all(aco_rt_sched_t* s, rt_fd_t* f, int err) {
 }
 
 static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
-    ep_t* e = (ep_t*)s->be_data;
+    ep_t* e = (ep_t*)s->backend.data;
     struct timespec ts, *tsp = NULL;
     if (timeout >= 0) {
         ts.tv_sec = timeout / 1000000000;
@@ -110,12 +111,12 @@ static int ep_poll(aco_rt_sched_t* s, int64_t timeout) {
     if (n < 0) return errno == EINTR ? 0 : -errno;
     for (int i = 0; i < n; i++) {
         int fd = e->ev[i].data.fd;
-        if (fd == s->evfd) {
+        if (fd == s->run.evfd) {
             uint64_t v;
             if (rt_sys_read(fd, &v, sizeof(v)) < 0) { /* EINTR: the next poll says again */ }
             continue;
         }
-        rt_fd_t* f = rt_fd_peek(s, fd);
+        rt_fd_t* f = rt_fd_peek(&s->fds, fd);
         if (f) wake_fd(s, f, e->ev[i].events);
     }
     return 0;
@@ -132,8 +133,8 @@ RT_WAIT_KINDS(ep, {RT_W_FD_IN, {"fd_in", ep_abort, NULL}},
 
 static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
-    ep_t* e = (ep_t*)s->be_data;
-    rt_fd_t* f = rt_fd_get(s, fd);
+    ep_t* e = (ep_t*)s->backend.data;
+    rt_fd_t* f = rt_fd_get(&s->fds, fd);
     if (f == NULL) return fd < 0 ? -EBADF : -ENOMEM;
     struct epoll_event ev = {0};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -163,8 +164,8 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
 }
 
 static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {
-    ep_t* e = (ep_t*)s->be_data;
-    rt_fd_t* f = rt_fd_peek(s, fd);
+    ep_t* e = (ep_t*)s->backend.data;
+    rt_fd_t* f = rt_fd_peek(&s->fds, fd);
     if (f == NULL) return;
     /* (gone: the number may hold another file now, that we must not drop;
      * a closed file left epoll by itself) */
@@ -178,7 +179,7 @@ static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {
  * (or it was, by a wait here that began after: then its registration is
  * what we find, and the waiters are its own). */
 static int ep_stale(aco_rt_sched_t* s, int fd) {
-    ep_t* e = (ep_t*)s->be_data;
+    ep_t* e = (ep_t*)s->backend.data;
     struct epoll_event ev = {0};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.fd = fd;

@@ -23,7 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
-#include "rt_fd.h"
+#include "rt_io.h"
 #include "rt_sys.h"
 
 #include <fcntl.h>
@@ -48,7 +48,7 @@ typedef struct {
 static void arm_evfd(aco_rt_sched_t* s, ur_t* u) {
     struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
     if (sqe == NULL) { io_uring_submit(&u->ring); sqe = io_uring_get_sqe(&u->ring); }
-    io_uring_prep_read(sqe, s->evfd, &u->evbuf, sizeof(u->evbuf), 0);
+    io_uring_prep_read(sqe, s->run.evfd, &u->evbuf, sizeof(u->evbuf), 0);
     io_uring_sqe_set_data(sqe, EV_DATA);
 }
 
@@ -69,6 +69,7 @@ static int ur_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
 }
 
 static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
+    s->backend.ops = &rt_backend_uring;
     ur_t* u = calloc(1, sizeof(*u));
     if (u == NULL) return -ENOMEM;
     struct io_uring_params p;
@@ -95,13 +96,13 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
      * say EINVAL and it stays a plain one): io_uring_enter then skips the
      * descriptor lookup.  Only this thread enters this ring. */
     io_uring_register_ring_fd(&u->ring);
-    s->be_data = u;
+    s->backend.data = u;
     arm_evfd(s, u);
     return 0;
 }
 
 static void ur_fini(aco_rt_sched_t* s) {
-    ur_t* u = (ur_t*)s->be_data;
+    ur_t* u = (ur_t*)s->backend.data;
     pthread_mutex_lock(&rings_lock);
     io_uring_queue_exit(&u->ring);
     pthread_mutex_unlock(&rings_lock);
@@ -109,7 +110,7 @@ static void ur_fini(aco_rt_sched_t* s) {
 }
 
 static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
-    ur_t* u = (ur_t*)s->be_data;
+    ur_t* u = (ur_t*)s->backend.data;
     struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
     while (sqe == NULL) {       /* the ring is full: hand it to the kernel */
         io_uring_submit(&u->ring);
@@ -118,7 +119,7 @@ static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
     return sqe;
 }
 
-struct io_uring* rt_ur_ring(aco_rt_sched_t* s) { return &((ur_t*)s->be_data)->ring; }
+struct io_uring* rt_ur_ring(aco_rt_sched_t* s) { return &((ur_t*)s->backend.data)->ring; }
 struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s) { return get_sqe(s); }
 
 static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
@@ -129,14 +130,14 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
         return;
     }
     if (data == EV_DATA) {                      /* a message came: read again */
-        if (cqe->res != -ECANCELED) arm_evfd(s, (ur_t*)s->be_data);
+        if (cqe->res != -ECANCELED) arm_evfd(s, (ur_t*)s->backend.data);
         return;
     }
     aco_rt_co_t* co = (aco_rt_co_t*)data;
     int res = cqe->res;
     co->flags &= (uint8_t)~RT_IO_OP;
     s->st.io_inflight--;
-    rt_fd_t* f = rt_fd_peek(s, co->w.io.fd);
+    rt_fd_t* f = rt_fd_peek(&s->fds, co->w.io.fd);
     if (f && f->gen == co->w.io.gen && f->busy) rt_fd_busy_add(f, -1);
     if (res == -ECANCELED)      /* ours (deadline, cancel), else a close */
         res = co->io_abort ? co->io_abort : -EBADF;
@@ -145,7 +146,7 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
 }
 
 static int ur_poll(aco_rt_sched_t* s, int64_t timeout) {
-    ur_t* u = (ur_t*)s->be_data;
+    ur_t* u = (ur_t*)s->backend.data;
     int r;
     if (timeout == 0) {
         r = io_uring_submit_and_get_events(&u->ring);
@@ -174,7 +175,7 @@ static int ur_poll(aco_rt_sched_t* s, int64_t timeout) {
 void rt_ur_abort(aco_rt_co_t* co, int err) {
     if (co->io_abort) return;                   /* already asked */
     co->io_abort = err;
-    if (rt_wheel_del(&co->s->wheel, &co->tmo)) co->s->st.timers--;
+    rt_tmo_stop(co);
     struct io_uring_sqe* sqe = get_sqe(co->s);
     io_uring_prep_cancel(sqe, co, 0);
     io_uring_sqe_set_data(sqe, NULL);
@@ -200,7 +201,7 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
     co->s->st.io_inflight++;
     /* per descriptor, so that closing one without operations costs no
      * cancel (the kernel scans every operation in flight for it) */
-    rt_fd_t* f = rt_fd_get(co->s, fd);
+    rt_fd_t* f = rt_fd_get(&co->s->fds, fd);
     co->w.io.fd = fd;
     co->w.io.gen = f ? f->gen : 0;
     if (f) rt_fd_busy_inc_fenced(f);    /* before the kernel takes the file */
@@ -253,8 +254,8 @@ static int ur_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
 }
 
 static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
-    ur_t* u = (ur_t*)s->be_data;
-    rt_fd_t* f = rt_fd_peek(s, fd);
+    ur_t* u = (ur_t*)s->backend.data;
+    rt_fd_t* f = rt_fd_peek(&s->fds, fd);
     if (f && f->rx) rt_lend_closing(s, f, gone);
     if (f == NULL || f->busy == 0) return;
     if (!gone) {
@@ -267,8 +268,8 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     }
     /* Closed elsewhere (an operation holds the file, so it does not end by
      * itself): cancel each of ours on it by its co. */
-    for (uint32_t i = 0; i < s->ncos; i++) {
-        aco_rt_co_t* co = s->cos[i];
+    for (uint32_t i = 0; i < s->recs.ncos; i++) {
+        aco_rt_co_t* co = s->recs.cos[i];
         if ((co->flags & RT_IO_OP) && co->w.io.fd == fd && co->w.io.gen == f->gen && !co->io_abort) {
             co->io_abort = -EBADF;
             struct io_uring_sqe* sqe = get_sqe(s);

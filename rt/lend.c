@@ -35,7 +35,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
-#include "rt_fd.h"
+#include "rt_io.h"
 #include "rt_sys.h"
 
 #include <poll.h>
@@ -235,10 +235,10 @@ static void drain_returns(rt_lend_pool_t* p) {
 /* The scheduler's pool, made at the first lend: NULL where the kernel has
  * no buffer rings (s->lend_tried says so from then on). */
 static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
-    if (rt_likely(s->lend_pool != NULL)) return s->lend_pool;
-    if (s->lend_tried) return NULL;
-    s->lend_tried = 1;
-    if (s->be != &rt_backend_uring) return NULL;
+    if (rt_likely(s->lend.pool != NULL)) return s->lend.pool;
+    if (s->lend.tried) return NULL;
+    s->lend.tried = 1;
+    if (s->backend.ops != &rt_backend_uring) return NULL;
     rt_lend_pool_t* p = calloc(1, sizeof(*p));
     if (p == NULL) return NULL;
     size_t brlen = (size_t)RT_LEND_BUFS * sizeof(struct io_uring_buf);
@@ -249,7 +249,7 @@ static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
         if (p->br != MAP_FAILED) munmap(p->br, brlen);
         if (p->mem != MAP_FAILED) munmap(p->mem, p->mem_len);
         free(p);
-        s->lend_tried = 0;                  /* memory: try again later */
+        s->lend.tried = 0;                  /* memory: try again later */
         return NULL;
     }
     io_uring_buf_ring_init(p->br);
@@ -273,7 +273,7 @@ static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) {
         h->pool = p;
         ring_put(p, h);
     }
-    s->lend_pool = p;
+    s->lend.pool = p;
     s->st.lend_ring = 1;
     return p;
 }
@@ -298,7 +298,7 @@ static void rx_wake(struct rt_rx* rx) {
 }
 
 static void rx_free(aco_rt_sched_t* s, struct rt_rx* rx) {
-    rt_lend_pool_t* p = s->lend_pool;
+    rt_lend_pool_t* p = s->lend.pool;
     for (lend_hdr_t* h = rx->head; h; ) {
         lend_hdr_t* next = h->next;
         ring_put(p, h);
@@ -313,8 +313,8 @@ static void rx_free(aco_rt_sched_t* s, struct rt_rx* rx) {
  * from the socket will not wake their poll, so end their waits with
  * POLLIN (the result of an io_uring poll that is cancelled: io_abort). */
 static void rx_wake_pollers(aco_rt_sched_t* s, struct rt_rx* rx) {
-    for (uint32_t i = 0; i < s->ncos; i++) {
-        aco_rt_co_t* co = s->cos[i];
+    for (uint32_t i = 0; i < s->recs.ncos; i++) {
+        aco_rt_co_t* co = s->recs.cos[i];
         if (co->state == RT_PARKED && co->wait == RT_W_UR_OP + RT_OP_POLL &&
             (co->flags & RT_IO_OP) && co->w.io.fd == rx->fd && co->w.io.gen == rx->gen)
             rt_ur_abort(co, POLLIN);
@@ -323,7 +323,7 @@ static void rx_wake_pollers(aco_rt_sched_t* s, struct rt_rx* rx) {
 
 void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     struct rt_rx* rx = (struct rt_rx*)((uintptr_t)data & ~(uintptr_t)RX_TAG);
-    rt_lend_pool_t* p = s->lend_pool;
+    rt_lend_pool_t* p = s->lend.pool;
     if (flags & IORING_CQE_F_BUFFER) {
         lend_hdr_t* h = slot(p, flags >> IORING_CQE_BUFFER_SHIFT);
         p->in_ring--;
@@ -348,7 +348,7 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     } else if (res < 0 && res != -ENOBUFS && res != -ECANCELED) {
         rx->err = res;
     }
-    rt_fd_t* e = rt_fd_peek(s, rx->fd);
+    rt_fd_t* e = rt_fd_peek(&s->fds, rx->fd);
     if (e && e->gen != rx->gen) e = NULL;       /* (a new file: not ours) */
     if (!(flags & IORING_CQE_F_MORE)) {         /* it ended */
         rx->armed = 0;
@@ -386,20 +386,20 @@ void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
 }
 
 void rt_lend_fini(aco_rt_sched_t* s) {
-    rt_lend_pool_t* p = s->lend_pool;
+    rt_lend_pool_t* p = s->lend.pool;
     if (p == NULL) return;
     /* The kernel picks no buffer from here on; the rx records go (their
      * multishots die with the ring). */
     io_uring_unregister_buf_ring(rt_ur_ring(s), 0);
     while (p->rxs) {
         struct rt_rx* rx = p->rxs;
-        rt_fd_t* e = rt_fd_peek(s, rx->fd);
+        rt_fd_t* e = rt_fd_peek(&s->fds, rx->fd);
         if (e && e->rx == rx) rx_unhang(e, rx->fd);
         p->rxs = rx->next;
         free(rx);
     }
     __atomic_store_n(&p->owner, NULL, __ATOMIC_RELEASE);
-    s->lend_pool = NULL;
+    s->lend.pool = NULL;
     pool_unref(p);
 }
 
@@ -470,7 +470,7 @@ static int rx_wait(aco_rt_co_t* co, rt_fd_t* e, struct rt_rx* rx, int64_t deadli
     if (rx->waiter) return -EBUSY;
     int r = rt_may_block(co, deadline);
     if (r == -ETIMEDOUT) {
-        co->s->be->poll(co->s, 0);
+        co->s->backend.ops->poll(co->s, 0);
         return rx->head || rx->eof || rx->err || !rx->armed ? 0 : r;
     }
     if (r) return r;
@@ -543,7 +543,7 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
     if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED;
     if (data == NULL) return -EINVAL;
     aco_rt_sched_t* s = co->s;
-    rt_fd_t* e = rt_fd_get(s, fd);
+    rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;
     rt_lend_pool_t* p = pool_get(s);
     if (p == NULL || p->no_multishot) return lend_heap(s, fd, data, deadline);
@@ -679,7 +679,7 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
             } else {
                 rx_pop(rx);
 #ifdef ACO_RT_HAVE_URING
-                ring_put(co->s->lend_pool, h);
+                ring_put(co->s->lend.pool, h);
 #endif
                 h = rx->head;
             }

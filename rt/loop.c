@@ -20,7 +20,6 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
-#include "rt_fd.h"
 #include "rt_sys.h"
 
 #include <stdio.h>
@@ -124,29 +123,20 @@ void rt_notify(aco_rt_sched_t* s) {
     /* Dekker: what was asked (the inbox's tail, stop, cancel_gen) is
      * stored seq_cst before the flag is read; idle() stores the flag before
      * it looks at them, seq_cst too: one of the two sees the other. */
-    if (__atomic_load_n(&s->sleeping, __ATOMIC_SEQ_CST) &&
-        __atomic_exchange_n(&s->sleeping, 0, __ATOMIC_SEQ_CST)) {
+    if (__atomic_load_n(&s->mail.sleeping, __ATOMIC_SEQ_CST) &&
+        __atomic_exchange_n(&s->mail.sleeping, 0, __ATOMIC_SEQ_CST)) {
         uint64_t one = 1;
         ssize_t r;
-        do r = rt_sys_write(s->evfd, &one, sizeof(one)); while (r < 0 && errno == EINTR);
+        do r = rt_sys_write(s->run.evfd, &one, sizeof(one)); while (r < 0 && errno == EINTR);
     }
 }
 
 /* m is co->msg (kind: what it says) or co->cmsg (RT_MSG_CANCEL). */
 void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
     if (kind != RT_MSG_CANCEL) rt_container_of(m, aco_rt_co_t, msg)->msg_kind = (uint8_t)kind;
-    inbox_push(&s->inbox, m);
+    inbox_push(&s->mail.inbox, m);
     rt_notify(s);
 }
-
-void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c) {
-    /* seq_cst: ordered before the sleeping flag's load in rt_notify */
-    c->next = __atomic_load_n(&s->closes, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&s->closes, &c->next, c, 1, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_RELAXED)) {}
-    rt_notify(s);
-}
-
 
 /* ------------------------------------------------------------------------ */
 /* Mailboxes: wakes between the threads of a pool                           */
@@ -188,11 +178,11 @@ static rt_mbox_t* mbox_new(aco_rt_sched_t* to, rt_outbox_t* o) {
     rt_mbox_t* mb = aligned_alloc(64, sizeof(*mb));
     if (mb == NULL) return NULL;
     memset(mb, 0, sizeof(*mb));
-    mb->next_in = __atomic_load_n(&to->mb_in, __ATOMIC_RELAXED);
+    mb->next_in = __atomic_load_n(&to->mail.mb_in, __ATOMIC_RELAXED);
     /* seq_cst, as the load in mbox_ready: a thread going to sleep stores
      * its flag, then looks (idle); the first message of a new mailbox must
      * not be missed by a load ordered before that store */
-    while (!__atomic_compare_exchange_n(&to->mb_in, &mb->next_in, mb, 1, __ATOMIC_SEQ_CST,
+    while (!__atomic_compare_exchange_n(&to->mail.mb_in, &mb->next_in, mb, 1, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {}
     o->mb = mb;
     o->mb_free = RT_MB_SLOTS;
@@ -203,10 +193,10 @@ static rt_mbox_t* mbox_new(aco_rt_sched_t* to, rt_outbox_t* o) {
  * is not NULL) in the mailbox from this thread to co's: 0 if it cannot. */
 static int mbox_send(aco_rt_co_t* co, aco_rt_sched_t* to, int res, const void* elem, size_t n) {
     aco_rt_sched_t* me = rt_tls_sched;
-    if (me == NULL || me->pool == NULL || to->pool != me->pool || to->pool_idx >= me->noutbox ||
-        me->noutbox > RT_MB_POOL_MAX)
+    if (me == NULL || me->pooled.pool == NULL || to->pooled.pool != me->pooled.pool || to->pooled.idx >= me->pooled.noutbox ||
+        me->pooled.noutbox > RT_MB_POOL_MAX)
         return 0;
-    rt_outbox_t* o = &me->outbox[to->pool_idx];
+    rt_outbox_t* o = &me->pooled.outbox[to->pooled.idx];
     rt_mbox_t* mb = o->mb;
     if (rt_unlikely(mb == NULL) && (mb = mbox_new(to, o)) == NULL) return 0;
     uint32_t i = o->mb_next;
@@ -229,7 +219,7 @@ static int mbox_send(aco_rt_co_t* co, aco_rt_sched_t* to, int res, const void* e
 
 /* Is a wake waiting in one of s's mailboxes? */
 static inline int mbox_ready(aco_rt_sched_t* s) {
-    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_SEQ_CST); mb; mb = mb->next_in) {
+    for (rt_mbox_t* mb = __atomic_load_n(&s->mail.mb_in, __ATOMIC_SEQ_CST); mb; mb = mb->next_in) {
         uint32_t i = mb->next;
         if (__atomic_load_n(&mb->slot[i & (RT_MB_SLOTS - 1)].seq, __ATOMIC_SEQ_CST) == i + 1)
             return 1;
@@ -240,7 +230,7 @@ static inline int mbox_ready(aco_rt_sched_t* s) {
 /* Wake the cos of s's mailboxes' messages: non-zero if there were some. */
 static int mbox_drain(aco_rt_sched_t* s) {
     int got = 0;
-    for (rt_mbox_t* mb = __atomic_load_n(&s->mb_in, __ATOMIC_ACQUIRE); mb; mb = mb->next_in) {
+    for (rt_mbox_t* mb = __atomic_load_n(&s->mail.mb_in, __ATOMIC_ACQUIRE); mb; mb = mb->next_in) {
         for (;;) {
             uint32_t i = mb->next;
             rt_mslot_t* sl = &mb->slot[i & (RT_MB_SLOTS - 1)];
@@ -259,8 +249,8 @@ static int mbox_drain(aco_rt_sched_t* s) {
 }
 
 static void mbox_free_all(aco_rt_sched_t* s) {
-    rt_mbox_t* mb = s->mb_in;
-    s->mb_in = NULL;
+    rt_mbox_t* mb = s->mail.mb_in;
+    s->mail.mb_in = NULL;
     while (mb) {
         rt_mbox_t* next = mb->next_in;
         free(mb);
@@ -295,7 +285,7 @@ void rt_wake_remote_box(aco_rt_co_t* co, aco_rt_sched_t* to, const void* elem, s
 aco_rt_sched_t* aco_rt_sched_current(void) { return rt_tls_sched; }
 
 const char* aco_rt_backend_name(const aco_rt_sched_t* s) {
-    return s ? s->be->name : NULL;
+    return s ? s->backend.ops->name : NULL;
 }
 
 static __thread int rt_thread_inited;
@@ -310,43 +300,37 @@ static void main_free(aco_t* m) {
  * eventfd, inbox, share stacks (made lazily) and main co.  0 or -errno;
  * rt_kernel_fini undoes it. */
 int rt_kernel_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
-    s->evfd = eventfd(0, EFD_CLOEXEC);    /* blocking: io_uring reads it asynchronously */
-    if (s->evfd < 0) return -errno;
-    inbox_init(&s->inbox);
-    s->spin_ns = 50000;
-    s->checked = aco_checked() != 0;
+    s->run.evfd = eventfd(0, EFD_CLOEXEC);    /* blocking: io_uring reads it asynchronously */
+    if (s->run.evfd < 0) return -errno;
+    inbox_init(&s->mail.inbox);
+    s->run.spin_ns = 50000;
+    s->run.checked = aco_checked() != 0;
     if (!rt_thread_inited && aco_gtls_co == NULL) {
         aco_thread_init(NULL);
         rt_thread_inited = 1;
     }
-    s->stack_size = o->stack_size;
-    s->nstacks = o->share_stacks;
-    s->stacks = calloc(s->nstacks, sizeof(*s->stacks));
-    /* The share stacks are mapped lazily, when a co first needs one
-     * (next_share_stack, co.c).  The thread's main co if the program made one,
-     * else our own, in memory of ours (aco_create aborts without). */
-    if (s->stacks != NULL && aco_gtls_co != NULL && aco_is_main_co(aco_gtls_co)) {
-        s->main_co = aco_gtls_co;
-    } else if (s->stacks != NULL) {
+    /* The thread's main co if the program made one, else our own, in
+     * memory of ours (aco_create aborts without). */
+    int ok = rt_recs_init(s, o) == 0;
+    if (ok && aco_gtls_co != NULL && aco_is_main_co(aco_gtls_co)) {
+        s->run.main_co = aco_gtls_co;
+    } else if (ok) {
         void* m = aco_alloc(aco_co_size(0));
-        if (m) s->main_co = aco_create_main_in(m, aco_co_size(0), NULL);
-        s->own_main = 1;
+        if (m) s->run.main_co = aco_create_main_in(m, aco_co_size(0), NULL);
+        s->run.own_main = 1;
     }
-    if (s->main_co == NULL) {
-        rt_sys_close(s->evfd);
-        free(s->stacks);
+    if (s->run.main_co == NULL) {
+        rt_sys_close(s->run.evfd);
+        rt_recs_fini(s);
         return -ENOMEM;
     }
     return 0;
 }
 
 void rt_kernel_fini(aco_rt_sched_t* s) {
-    for (unsigned i = 0; i < s->nstacks; i++)
-        if (s->stacks[i]) aco_share_stack_destroy(s->stacks[i]);
-    free(s->stacks);
-    free(s->cos);
-    if (s->own_main) main_free(s->main_co);
-    rt_sys_close(s->evfd);
+    rt_recs_fini(s);
+    if (s->run.own_main) main_free(s->run.main_co);
+    rt_sys_close(s->run.evfd);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -357,10 +341,10 @@ void rt_kernel_fini(aco_rt_sched_t* s) {
  * nobody will join it. */
 static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
     s->st.cos_alive--;
-    if (s->st.cos_alive == 0 && s->pool) {
+    if (s->st.cos_alive == 0 && s->pooled.pool) {
         /* seq_cst: aco_rt_pool_wait counts itself in, then looks at load */
-        __atomic_exchange_n(&s->load, 0u, __ATOMIC_SEQ_CST);
-        rt_idle_tell(s->idle);
+        __atomic_exchange_n(&s->ld.load, 0u, __ATOMIC_SEQ_CST);
+        rt_idle_tell(s->pooled.idle);
     } else {
         rt_publish_load(s);
     }
@@ -372,10 +356,10 @@ static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
 /* Everything other threads sent.  Non-zero if there was something. */
 static int drain(aco_rt_sched_t* s) {
     int got = 0;
-    if (__atomic_load_n(&s->closes, __ATOMIC_RELAXED)) got = rt_hook_closes(s);
-    if (__atomic_load_n(&s->mb_in, __ATOMIC_RELAXED)) got |= mbox_drain(s);
+    if (__atomic_load_n(&s->cl.list, __ATOMIC_RELAXED)) got = rt_hook_closes(s);
+    if (__atomic_load_n(&s->mail.mb_in, __ATOMIC_RELAXED)) got |= mbox_drain(s);
     for (;;) {
-        rt_msg_t* m = inbox_pop(&s->inbox);
+        rt_msg_t* m = inbox_pop(&s->mail.inbox);
         if (m == NULL) return got;
         if (m == RT_INBOX_BUSY) {       /* a sender between its two steps */
             sched_yield();
@@ -412,7 +396,7 @@ static inline int may_take(aco_t* a) {
  * so the drain after seeing the generation finds it; a drain before could
  * miss it, and it would then start uncancelled after the pool's cancel. */
 static void cancel_all(aco_rt_sched_t* s) {
-    uint32_t gen = __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST);
+    uint32_t gen = __atomic_load_n(&s->ask.cancel_gen, __ATOMIC_SEQ_CST);
     drain(s);
     rt_cancel_all(s, gen);
 }
@@ -422,20 +406,20 @@ static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
         rt_rq_push(s, co);
         return;
     }
-    s->cur = co;
+    s->run.cur = co;
     co->state = RT_RUNNING;
     s->st.switches++;
     aco_resume(rt_aco(co));
     /* Back: co, or the co the last hand-off ran (rt_handoff_next). */
-    co = s->cur;
-    s->cur = NULL;
+    co = s->run.cur;
+    s->run.cur = NULL;
     /* What it spawned goes out before it may count as ended (pool_wait). */
-    if (s->out_pending) rt_outbox_flush_all(s);
+    if (s->pooled.out_pending) rt_outbox_flush_all(s);
     if (rt_aco(co)->is_end) co_ended(s, co);
 }
 
 static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
-    int r = s->be->poll(s, timeout);
+    int r = s->backend.ops->poll(s, timeout);
     if (s->wheel.armed) rt_wheel_advance(&s->wheel, rt_now());
     return r;
 }
@@ -446,31 +430,31 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
  * sender (notify) comes. */
 /* Has another thread asked something of s? */
 static inline int asked(aco_rt_sched_t* s) {
-    return !inbox_empty(&s->inbox) || mbox_ready(s) || __atomic_load_n(&s->stop, __ATOMIC_SEQ_CST) ||
-           __atomic_load_n(&s->closes, __ATOMIC_SEQ_CST) != NULL ||
-           __atomic_load_n(&s->cancel_gen, __ATOMIC_SEQ_CST) != s->cancel_seen ||
-           (s->noutbox && rt_sibling_work(s)) ||
-           (s->others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1);
+    return !inbox_empty(&s->mail.inbox) || mbox_ready(s) || __atomic_load_n(&s->ask.stop, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&s->cl.list, __ATOMIC_SEQ_CST) != NULL ||
+           __atomic_load_n(&s->ask.cancel_gen, __ATOMIC_SEQ_CST) != s->pooled.cancel_seen ||
+           (s->pooled.noutbox && rt_sibling_work(s)) ||
+           (s->run.others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1);
 }
 
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
-    if (*hot && timeout != 0 && s->spin_ns > 0) {
+    if (*hot && timeout != 0 && s->run.spin_ns > 0) {
         *hot = 0;
-        int64_t end = rt_now() + s->spin_ns;
+        int64_t end = rt_now() + s->run.spin_ns;
         for (unsigned i = 1;; i++) {
-            if (!inbox_empty(&s->inbox) || mbox_ready(s)) return 0;
+            if (!inbox_empty(&s->mail.inbox) || mbox_ready(s)) return 0;
             rt_pause();     /* (one: more make a VM deschedule the vCPU) */
             if ((i & 63) == 0 && (asked(s) || rt_now() > end)) break;
         }
         if (asked(s)) return 0;
     }
-    __atomic_store_n(&s->sleeping, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->mail.sleeping, 1, __ATOMIC_SEQ_CST);
     if (asked(s)) {
-        __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->mail.sleeping, 0, __ATOMIC_RELAXED);
         return 0;
     }
     int r = poll_once(s, timeout);
-    __atomic_store_n(&s->sleeping, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->mail.sleeping, 0, __ATOMIC_RELAXED);
     return r;
 }
 
@@ -478,62 +462,67 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
  * checked mode): what run_co does before aco_resume, from the running co. */
 aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co) {
     aco_t* a = rt_aco(co);
-    if (a->share_stack == rt_aco(s->cur)->share_stack) return NULL;
-    if (s->checked ? aco_resume_reserve(a) < 0 : may_take(a) < 0)
+    if (a->share_stack == rt_aco(s->run.cur)->share_stack) return NULL;
+    if (s->run.checked ? aco_resume_reserve(a) < 0 : may_take(a) < 0)
         return NULL;    /* the loop retries */
     return rt_handoff_go(s, co);
 }
 
 int aco_rt_sched_run(aco_rt_sched_t* s) {
-    if (s == NULL || s != rt_tls_sched || s->running || aco_gtls_co != s->main_co)
+    if (s == NULL || s != rt_tls_sched || s->run.running || aco_gtls_co != s->run.main_co)
         return -EPERM;
-    s->running = 1;
+    s->run.running = 1;
     int r = 0, hot = 0;
-    s->since_poll = 0;
-    while (!rt_load(&s->stop)) {
+    s->run.since_poll = 0;
+    while (!rt_load(&s->ask.stop)) {
         aco_rt_co_t* co;
         while ((co = rq_pop(s)) != NULL) {
             run_co(s, co);
             /* I/O, timers and other threads get their turn among busy cos. */
-            if (++s->since_poll >= POLL_EVERY) {
-                s->since_poll = 0;
+            if (++s->run.since_poll >= POLL_EVERY) {
+                s->run.since_poll = 0;
                 if ((s->st.io_inflight || s->wheel.armed) && (r = poll_once(s, 0)) < 0) goto out;
                 drain(s);
-                if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) cancel_all(s);
+                if (rt_unlikely(rt_load(&s->ask.cancel_gen) != s->pooled.cancel_seen)) cancel_all(s);
                 /* (a spawner that never blocks: its new cos get a turn) */
-                if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED)) rt_take_new(s, s, 1);
+                if (__atomic_load_n(&s->newq.n, __ATOMIC_RELAXED)) rt_take_new(s, s, 1);
             }
-            if (rt_load(&s->stop)) goto out;
+            if (rt_load(&s->ask.stop)) goto out;
         }
-        if (s->out_pending) rt_outbox_flush_all(s);  /* (spawns from a timer callback) */
+        if (s->pooled.out_pending) rt_outbox_flush_all(s);  /* (spawns from a timer callback) */
         if (drain(s)) { hot = 1; continue; }
-        if (__atomic_load_n(&s->newq_n, __ATOMIC_RELAXED) && rt_take_new(s, s, 1)) continue;
-        if (s->noutbox && rt_steal(s)) { hot = 1; continue; }
-        if (rt_unlikely(rt_load(&s->cancel_gen) != s->cancel_seen)) { cancel_all(s); continue; }
-        if (s->st.cos_alive == 0 && s->pool == NULL) break;
+        if (__atomic_load_n(&s->newq.n, __ATOMIC_RELAXED) && rt_take_new(s, s, 1)) continue;
+        if (s->pooled.noutbox && rt_steal(s)) { hot = 1; continue; }
+        if (rt_unlikely(rt_load(&s->ask.cancel_gen) != s->pooled.cancel_seen)) { cancel_all(s); continue; }
+        if (s->st.cos_alive == 0 && s->pooled.pool == NULL) break;
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
-        s->others_only = timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 &&
-                         s->pool == NULL;
-        if (s->others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1) {
+        s->run.others_only = timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 &&
+                         s->pooled.pool == NULL;
+        if (s->run.others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1) {
             /* Every co waits on another co, and nothing else can wake one. */
             r = -EDEADLK;
             break;
         }
         /* a thief pays back the records it owes before it waits */
-        if (s->owed && s->free_recs) rt_rec_pay_all(s);
+        if (s->pooled.owed && s->recs.free_recs) rt_rec_pay_all(s);
         if ((r = idle(s, timeout, &hot)) < 0) break;
     }
 out:
     /* A stop is used up by the run it ends; one asked before the run began
      * ends it at once (another thread's stop may come just before). */
-    if (rt_load(&s->stop)) __atomic_exchange_n(&s->stop, 0, __ATOMIC_SEQ_CST);
-    s->running = 0;
+    if (rt_load(&s->ask.stop)) __atomic_exchange_n(&s->ask.stop, 0, __ATOMIC_SEQ_CST);
+    s->run.running = 0;
     return r;
+}
+
+void rt_cancel_ask(aco_rt_sched_t* s) {
+    __atomic_fetch_add(&s->ask.cancel_gen, 1u, __ATOMIC_SEQ_CST);
+    rt_notify(s);
 }
 
 void aco_rt_sched_stop(aco_rt_sched_t* s) {
     if (s == NULL) return;
-    __atomic_store_n(&s->stop, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->ask.stop, 1, __ATOMIC_SEQ_CST);
     if (s != rt_tls_sched) rt_notify(s);
 }
 
@@ -559,7 +548,7 @@ int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
     aco_rt_sched_t* s = rt_tls_sched;
     if (s == NULL) return -EPERM;
     if (t == NULL || fn == NULL || t->next_ != NULL) return -EINVAL;
-    if (s->cur && rt_on_share_stack(s->cur, t, sizeof(*t), 1)) return -EINVAL;
+    if (s->run.cur && rt_on_share_stack(s->run.cur, t, sizeof(*t), 1)) return -EINVAL;
     t->fn_ = fn;
     rt_wheel_add(&s->wheel, t, deadline);
     return 0;
@@ -582,10 +571,10 @@ int aco_rt_yield(void) {
     /* A cancelled co yields too (one that loops on yields, waiting for
      * another co, must not starve it), and then hears it. */
     int r = co->flags & RT_CANCELLED ? -ECANCELED : 0;
-    if (s->rq_head == NULL && s->since_poll + 1 < POLL_EVERY && !s->out_pending &&
-        !rt_load(&s->stop)) {
+    if (s->run.rq_head == NULL && s->run.since_poll + 1 < POLL_EVERY && !s->pooled.out_pending &&
+        !rt_load(&s->ask.stop)) {
         /* Nobody else is ready: the loop would resume co at once. */
-        s->since_poll++;
+        s->run.since_poll++;
         return r;
     }
     co->state = RT_READY;
@@ -650,13 +639,13 @@ void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
     if (s == NULL) { dprintf(fd, "aco_rt: no scheduler on this thread\n"); return; }
     dprintf(fd, "aco_rt scheduler %p backend %s: %llu cos alive, %llu parked, "
             "%llu ready, %llu timers, %llu I/O in flight, %llu switches\n",
-            (const void*)s, s->be->name, (unsigned long long)s->st.cos_alive,
+            (const void*)s, s->backend.ops->name, (unsigned long long)s->st.cos_alive,
             (unsigned long long)s->st.cos_parked, (unsigned long long)s->st.cos_ready,
             (unsigned long long)s->wheel.armed, (unsigned long long)s->st.io_inflight,
             (unsigned long long)s->st.switches);
     int64_t now = rt_now();
-    for (uint32_t i = 0; i < s->ncos; i++) {
-        const aco_rt_co_t* co = s->cos[i];
+    for (uint32_t i = 0; i < s->recs.ncos; i++) {
+        const aco_rt_co_t* co = s->recs.cos[i];
         const char* name = co->x ? co->x->name : NULL;
         dprintf(fd, "  co %p %s%s%s %s", (const void*)co,
                 name ? "\"" : "", name ? name : "", name ? "\"" : "",

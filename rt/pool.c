@@ -53,13 +53,8 @@ static void* pool_thread(void* arg) {
     pthread_mutex_lock(&p->idle.mu);
     if (s == NULL) p->err = errno;
     else {
-        s->pool = p;
-        s->idle = &p->idle;
-        s->sibs = p->s;
-        s->pool_idx = st.i;
+        rt_pooled_join(s, p, &p->idle, p->s, st.i, p->n);
         p->s[st.i] = s;
-        /* (NULL: spawns to siblings go one by one) */
-        if ((s->outbox = calloc(p->n, sizeof(*s->outbox))) != NULL) s->noutbox = p->n;
     }
     p->started++;
     pthread_cond_broadcast(&p->idle.cv);
@@ -67,7 +62,11 @@ static void* pool_thread(void* arg) {
     int go = p->go;
     pthread_mutex_unlock(&p->idle.mu);
     if (s == NULL) return NULL;
-    if (go < 0) { free(s->outbox); s->outbox = NULL; aco_rt_sched_free(s); return NULL; }
+    if (go < 0) {
+        rt_pooled_leave(s);
+        aco_rt_sched_free(s);
+        return NULL;
+    }
     for (;;) {
         int r = aco_rt_sched_run(s);
         if (rt_load(&p->closing)) break;
@@ -82,11 +81,8 @@ static void* pool_thread(void* arg) {
     /* Past the barrier no co of any thread runs, and aco_rt_pool_free has
      * stopped them all: nobody sends to us or touches our scheduler. */
     pthread_barrier_wait(&p->stopped);
-    rt_outbox_t* ob = s->outbox;
-    s->outbox = NULL;
-    s->noutbox = 0;
+    rt_pooled_leave(s);
     aco_rt_sched_free(s);
-    free(ob);
     return NULL;
 }
 
@@ -168,14 +164,14 @@ aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i) {
  * to start) to sent (taken) to load (started), counted in the next before
  * it leaves the last, so read in that order it is never missed. */
 static inline uint32_t load_of(aco_rt_sched_t* s) {
-    uint32_t n = __atomic_load_n(&s->newq_n, __ATOMIC_SEQ_CST);
-    n += __atomic_load_n(&s->sent, __ATOMIC_SEQ_CST);
-    return n + __atomic_load_n(&s->load, __ATOMIC_SEQ_CST);
+    uint32_t n = __atomic_load_n(&s->newq.n, __ATOMIC_SEQ_CST);
+    n += __atomic_load_n(&s->ld.sent, __ATOMIC_SEQ_CST);
+    return n + __atomic_load_n(&s->ld.load, __ATOMIC_SEQ_CST);
 }
 
 /* The scheduler with the fewest cos; the caller's own on a tie. */
 static aco_rt_sched_t* least_loaded(aco_rt_pool_t* p) {
-    aco_rt_sched_t* best = rt_tls_sched && rt_tls_sched->pool == p ? rt_tls_sched : p->s[0];
+    aco_rt_sched_t* best = rt_tls_sched && rt_tls_sched->pooled.pool == p ? rt_tls_sched : p->s[0];
     uint32_t min = load_of(best);
     for (unsigned i = 0; i < p->n && min > 0; i++) {
         uint32_t l = load_of(p->s[i]);
@@ -191,7 +187,7 @@ aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
     /* From one of its threads: there (an idle sibling may take it before
      * it starts); from elsewhere: to the thread with the fewest cos. */
 #ifndef ACO_RT_NO_THREADS
-    if (rt_tls_sched && rt_tls_sched->pool == p) return rt_spawn_stealable(fn, arg, opts);
+    if (rt_tls_sched && rt_tls_sched->pooled.pool == p) return rt_spawn_stealable(fn, arg, opts);
 #endif
     return rt_spawn(least_loaded(p), fn, arg, opts, 0);
 }
@@ -208,16 +204,16 @@ static int pool_busy(aco_rt_pool_t* p) {
         int quiet = 1;
         uint64_t sum1 = 0, sum2 = 0;
         for (unsigned i = 0; i < p->n; i++) {
-            uint64_t e = __atomic_load_n(&p->s[i]->mv_ended, __ATOMIC_SEQ_CST);
-            uint64_t b = __atomic_load_n(&p->s[i]->mv_begun, __ATOMIC_SEQ_CST);
+            uint64_t e = __atomic_load_n(&p->s[i]->ld.mv_ended, __ATOMIC_SEQ_CST);
+            uint64_t b = __atomic_load_n(&p->s[i]->ld.mv_begun, __ATOMIC_SEQ_CST);
             if (e != b) quiet = 0;
             sum1 += b;
         }
         for (unsigned i = 0; i < p->n; i++)
             if (load_of(p->s[i])) return 1;
         for (unsigned i = 0; i < p->n; i++) {
-            uint64_t e = __atomic_load_n(&p->s[i]->mv_ended, __ATOMIC_SEQ_CST);
-            uint64_t b = __atomic_load_n(&p->s[i]->mv_begun, __ATOMIC_SEQ_CST);
+            uint64_t e = __atomic_load_n(&p->s[i]->ld.mv_ended, __ATOMIC_SEQ_CST);
+            uint64_t b = __atomic_load_n(&p->s[i]->ld.mv_begun, __ATOMIC_SEQ_CST);
             if (e != b) quiet = 0;
             sum2 += b;
         }
@@ -231,20 +227,17 @@ static int pool_busy(aco_rt_pool_t* p) {
  * later are not"). */
 static int cancel_pending(aco_rt_pool_t* p) {
     for (unsigned i = 0; i < p->n; i++)
-        if (__atomic_load_n(&p->s[i]->cancel_seen, __ATOMIC_SEQ_CST) !=
-            __atomic_load_n(&p->s[i]->cancel_gen, __ATOMIC_SEQ_CST))
+        if (__atomic_load_n(&p->s[i]->pooled.cancel_seen, __ATOMIC_SEQ_CST) !=
+            __atomic_load_n(&p->s[i]->ask.cancel_gen, __ATOMIC_SEQ_CST))
             return 1;
     return 0;
 }
 
 int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
     if (p == NULL || (how != ACO_RT_POOL_DRAIN && how != ACO_RT_POOL_CANCEL)) return -EINVAL;
-    if (rt_tls_sched && rt_tls_sched->pool == p) return -EDEADLK;
+    if (rt_tls_sched && rt_tls_sched->pooled.pool == p) return -EDEADLK;
     if (how == ACO_RT_POOL_CANCEL) {
-        for (unsigned i = 0; i < p->n; i++) {
-            __atomic_fetch_add(&p->s[i]->cancel_gen, 1u, __ATOMIC_SEQ_CST);
-            rt_notify(p->s[i]);
-        }
+        for (unsigned i = 0; i < p->n; i++) rt_cancel_ask(p->s[i]);
     }
     struct timespec ts;
     if (deadline < -1) deadline = 0;    /* -1: no deadline; others: long past */
@@ -274,7 +267,7 @@ int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline) {
 int aco_rt_pool_free(aco_rt_pool_t* p) {
     if (p == NULL) return 0;
     /* (its threads would wait for this one at the barrier: for good) */
-    if (rt_tls_sched && rt_tls_sched->pool == p) return -EDEADLK;
+    if (rt_tls_sched && rt_tls_sched->pooled.pool == p) return -EDEADLK;
     rt_store(&p->closing, 1);
     for (unsigned i = 0; i < p->n; i++) aco_rt_sched_stop(p->s[i]);
     pthread_barrier_wait(&p->stopped);

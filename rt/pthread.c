@@ -152,7 +152,7 @@ int aco_rt_pthread_attr_setstacksize(aco_rt_pthread_attr_t* a, size_t n) {
 
 int aco_rt_pthread_attr_getstacksize(const aco_rt_pthread_attr_t* a, size_t* n) {
     aco_rt_sched_t* s = rt_tls_sched;
-    *n = a->stacksize_ ? a->stacksize_ : s ? s->stack_size : 256 * 1024;
+    *n = a->stacksize_ ? a->stacksize_ : s ? s->recs.stack_size : 256 * 1024;
     return 0;
 }
 
@@ -359,7 +359,7 @@ int aco_rt_pthread_run_main(int (*main_fn)(int, char**), int argc, char** argv) 
     aco_rt_pthread_attr_setdetachstate(&a, ACO_RT_PTHREAD_CREATE_DETACHED);
     /* A stack of its own: programs put what their threads share there. */
     aco_rt_pthread_attr_setstacksize(&a, (size_t)8 << 20);
-    if (s->stack_size >= a.stacksize_) a.stacksize_ = s->stack_size + 4096;
+    if (s->recs.stack_size >= a.stacksize_) a.stacksize_ = s->recs.stack_size + 4096;
     aco_rt_pthread_t t;
     int r = aco_rt_pthread_create(&t, &a, main_co, &m);
     if (r == 0) {

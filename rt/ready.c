@@ -7,7 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
-#include "rt_fd.h"
+#include "rt_io.h"
 #include "rt_sys.h"
 
 #include <fcntl.h>
@@ -136,13 +136,13 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     int rd = q->kind == K_READ || q->kind == K_READV || q->kind == K_RECV;
     int r, events = rd ? POLLIN : POLLOUT;
     if (aco_unlikely(aco_checked())) rq_check(q, rd);
-    rt_fd_t* f = rt_fd_get(s, q->fd);
+    rt_fd_t* f = rt_fd_get(&s->fds, q->fd);
     if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
     /* epoll: a stream socket that a short read drained has nothing until
      * its next edge, which wakes us: wait first, skip the EAGAIN.  (A stale
      * guess costs nothing: the wait re-adds the descriptor, and a new file
      * is added with its readiness of now.) */
-    rt_fd_t* e = (rd && s->be == &rt_backend_epoll && q->kind != K_READV &&
+    rt_fd_t* e = (rd && s->backend.ops == &rt_backend_epoll && q->kind != K_READV &&
                   !(q->flags & MSG_PEEK) && f->stream && !f->rd_hup) ? f : NULL;
 
     if (e && e->rd_empty && !rt_passed(deadline)) goto wait;
@@ -156,7 +156,7 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
     wait:
         if ((r = rt_may_block(co, deadline)) != 0) return r;
-        if ((r = s->be->wait_fd(co, q->fd, events, deadline)) < 0) return r;
+        if ((r = s->backend.ops->wait_fd(co, q->fd, events, deadline)) < 0) return r;
         if (e) e->rd_empty = 0;
     }
 }
@@ -167,7 +167,7 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
  * wait for a byte, or take a datagram). */
 ssize_t rt_read_nothing(aco_rt_co_t* co, const rq_t* q) {
     if (aco_unlikely(aco_checked())) rq_check(q, 1);
-    rt_fd_t* f = rt_fd_get(co->s, q->fd);
+    rt_fd_t* f = rt_fd_get(&co->s->fds, q->fd);
     if (f == NULL) return q->fd < 0 ? -EBADF : -ENOMEM;
     ssize_t r;
     if (rt_fd_kind(f, q->fd) == RT_FD_SOCK)

@@ -1,13 +1,17 @@
 /* rt_fd.h - the descriptor table (fd.c): a scheduler's entry per
- * descriptor number.  Used by the I/O calls (io.c) and the backends
- * (io_epoll.c, io_uring.c); it uses neither.  Internal, like rt_impl.h.
+ * descriptor number.  A leaf: under the backends (io_epoll.c, io_uring.c),
+ * the readiness way (ready.c), lent receives (lend.c) and the I/O calls
+ * (io.c), whose own declarations are in rt_io.h.  Internal, like rt_impl.h.
  */
 #ifndef ACO_RT_FD_H
 #define ACO_RT_FD_H
 
-#include "rt_impl.h"
+#include "aco_rt.h"
+#include "rt_base.h"
 
-#pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
+#pragma GCC visibility push(hidden)     /* (see rt_base.h) */
+
+typedef struct rt_fd rt_fd_t;
 
 /* An entry (epoll uses its queue).  What it says of
  * the file under the number is a hint, never trusted where a stale one
@@ -63,17 +67,21 @@ static inline void rt_fd_busy_inc_fenced(rt_fd_t* e) {
  * descriptors below RT_FD_CHUNK * RT_FD_CHUNKS. */
 #define RT_FD_CHUNK 256
 #define RT_FD_CHUNKS 65536
-rt_fd_t* rt_fd_get(aco_rt_sched_t* s, int fd);   /* NULL: ENOMEM (or fd too big) */
+typedef struct rt_fdtab {
+    rt_fd_t**      top;         /* RT_FD_CHUNKS chunk pointers (atomic:
+                                   other threads' closes read it) */
+} rt_fdtab_t;
+rt_fd_t* rt_fd_get(rt_fdtab_t* t, int fd);      /* NULL: ENOMEM (or fd too big) */
 /* The entry of fd if the table has one, else NULL (never allocates). */
-static inline rt_fd_t* rt_fd_peek(aco_rt_sched_t* s, int fd) {
-    rt_fd_t** top = s->fdc;
+static inline rt_fd_t* rt_fd_peek(rt_fdtab_t* t, int fd) {
+    rt_fd_t** top = t->top;
     if (fd < 0 || top == NULL || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
     rt_fd_t* c = top[fd / RT_FD_CHUNK];
     return c ? &c[fd % RT_FD_CHUNK] : NULL;
 }
-/* The same, of another thread's scheduler s, read from here. */
-static inline rt_fd_t* rt_fd_peek_remote(aco_rt_sched_t* s, int fd) {
-    rt_fd_t** top = __atomic_load_n(&s->fdc, __ATOMIC_ACQUIRE);
+/* The same, of another thread's scheduler's table, read from here. */
+static inline rt_fd_t* rt_fd_peek_remote(rt_fdtab_t* t, int fd) {
+    rt_fd_t** top = __atomic_load_n(&t->top, __ATOMIC_ACQUIRE);
     if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
     rt_fd_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
     return c ? &c[fd % RT_FD_CHUNK] : NULL;
@@ -81,52 +89,9 @@ static inline rt_fd_t* rt_fd_peek_remote(aco_rt_sched_t* s, int fd) {
 /* The entry's guess of whether fd is a socket (RT_FD_*), made if none. */
 int      rt_fd_kind(rt_fd_t* e, int fd);
 
-/* The readiness way (ready.c): one request, tried without blocking, then
- * waited for through the backend. */
-enum { K_READ, K_WRITE, K_READV, K_WRITEV, K_RECV, K_SEND };
-typedef struct {
-    int kind;
-    int fd;
-    void* buf;          /* K_READV, K_WRITEV: the iovec array, n its count */
-    size_t n;
-    int flags;
-} rq_t;
-/* The result, or -errno (deadline: -ETIMEDOUT, cancel: -ECANCELED). */
-ssize_t  rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline);
-/* A read or readv of no bytes: read(2)'s 0 (or error) at once, never a wait. */
-ssize_t  rt_read_nothing(aco_rt_co_t* co, const rq_t* q);
-/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
-int      rt_fd_nonblock(int fd);
-/* A deadline that has passed means one non-blocking try: the readiness way.
- * (Every negative deadline but -1 is a time long past.) */
-static inline int rt_passed(int64_t deadline) {
-    return deadline != -1 && (deadline <= 0 || deadline <= rt_now());
-}
-
-/* lend.c.  rt_lend_read's "no rx here: receive the plain way". */
-#define RT_LEND_NONE ((ssize_t)INT32_MIN)
-ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
-                      int flags, int64_t deadline);
-int      rt_lend_state(rt_fd_t* e);
-/* Has another scheduler an rx on fd (e: fd's entry here, or NULL)?  Only
- * when rt_rx_alive (the process has rxs at all). */
-extern uint32_t rt_rx_alive;
-int      rt_lend_elsewhere(rt_fd_t* e, int fd);
-/* A completion of a multishot receive (user_data tagged: io_uring.c). */
-void     rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags);
-/* e (with an rx) is being closed; gone as in rt_backend_t.closing. */
-void     rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone);
-/* Before the backend's fini. */
-void     rt_lend_fini(aco_rt_sched_t* s);
-#ifdef ACO_RT_HAVE_URING
-struct io_uring;
-struct io_uring* rt_ur_ring(aco_rt_sched_t* s);                  /* io_uring.c */
-struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s);
-#endif
-
 /* Forget what entry e says of the file under its number (a new file). */
 void     rt_fd_forget(rt_fd_t* e);
-void     rt_fd_free_all(aco_rt_sched_t* s);
+void     rt_fd_free_all(rt_fdtab_t* t);
 
 #pragma GCC visibility pop
 

@@ -54,63 +54,11 @@
 #include <string.h>
 #include <time.h>
 
-/* What is declared from here on is the runtime's own, hidden from other
- * modules (libaco_rt.so exports aco_rt_* alone): a function that several
- * sources call is still inlined, and called without the PLT, in its own. */
-#pragma GCC visibility push(hidden)
+#include "rt_base.h"
+#include "rt_wheel.h"
+#include "rt_fd.h"
 
-#define rt_likely(x)   __builtin_expect(!!(x), 1)
-#define rt_unlikely(x) __builtin_expect(!!(x), 0)
-#define rt_container_of(p, type, field) \
-    ((type*)(void*)((char*)(p) - offsetof(type, field)))
-
-/* ------------------------------------------------------------------------ */
-/* Locks and atomics                                                        */
-/* ------------------------------------------------------------------------ */
-
-static inline void rt_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Ask for p's cache line, to write it (a hint: never faults). */
-static inline void rt_prefetch_w(const void* p) { __builtin_prefetch(p, 1, 3); }
-
-/* ACO_RT_NO_THREADS: the single-thread build, for programs with one
- * scheduler: no atomics, no locks (objects must not be shared by the cos of
- * two threads, and there is no pool). */
-#ifdef ACO_RT_NO_THREADS
-#define rt_load(p)         (*(p))
-#define rt_store(p, v)     (*(p) = (v))
-#define rt_xchg(p, v)      __extension__({ __typeof__(*(p)) o_ = *(p); *(p) = (v); o_; })
-#define rt_cas(p, e, d)    (*(p) == *(e) ? (*(p) = (d), 1) : (*(e) = *(p), 0))
-#define rt_fetch_add(p, v) __extension__({ __typeof__(*(p)) o_ = *(p); *(p) += (v); o_; })
-static inline void rt_lock(uint32_t* l) { (void)l; }
-static inline void rt_unlock(uint32_t* l) { (void)l; }
-#else
-#define rt_load(p)         __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define rt_store(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define rt_xchg(p, v)      __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
-#define rt_cas(p, e, d)    __atomic_compare_exchange_n((p), (e), (d), 0, \
-                                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
-#define rt_fetch_add(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
-
-
-/* A test-and-test-and-set spin lock: the sections it guards are a few
- * pointer moves, never a call that blocks.  A holder that was preempted is
- * waited for with sched_yield. */
-static inline void rt_lock(uint32_t* l) {
-    while (rt_unlikely(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))) {
-        for (unsigned i = 0; __atomic_load_n(l, __ATOMIC_RELAXED); i++) {
-            if (i < 64) rt_pause(); else sched_yield();
-        }
-    }
-}
-static inline void rt_unlock(uint32_t* l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
-#endif
+#pragma GCC visibility push(hidden)     /* (see rt_base.h) */
 
 /* A message to a scheduler's inbox: a node inside a co's record. */
 struct aco_rt_sched;
@@ -394,19 +342,7 @@ typedef struct rt_backend {
 extern const rt_backend_t rt_backend_epoll;
 extern const rt_backend_t rt_backend_uring;     /* name NULL: not built */
 
-/* A descriptor table entry (rt_fd.h). */
-typedef struct rt_fd rt_fd_t;
 
-/* The timing wheel: 9 levels of 64 slots, 2^14 ns ticks (timer.c). */
-#define RT_TICK_SHIFT 14
-#define RT_WHEEL_LEVELS 9
-_Static_assert(6 * RT_WHEEL_LEVELS + RT_TICK_SHIFT > 63, "every int64_t deadline has a level");
-typedef struct rt_wheel {
-    int64_t         now;        /* current tick: every armed timer is later */
-    uint64_t        armed;
-    uint64_t        bits[RT_WHEEL_LEVELS];
-    aco_rt_timer_t  slot[RT_WHEEL_LEVELS][64];  /* list heads */
-} rt_wheel_t;
 
 #define RT_GUESSES 64      /* save stack guesses a scheduler keeps (power of 2) */
 
@@ -420,7 +356,12 @@ typedef struct rt_nq_batch {
     uint32_t     n;
 } rt_nq_batch_t;
 
-struct aco_rt_sched {
+/* A scheduler: one sub-struct per part, each written by its owner alone
+ * (the files named; tests/check_imports.sh holds the table and checks
+ * it), read by the others where they must.  What other threads reach is
+ * apart, in cache lines of its own (a shared line would move at every
+ * switch). */
+typedef struct rt_run {                 /* loop.c: the loop and its co */
     aco_t*              main_co;
     aco_rt_co_t*        cur;            /* running co, NULL in the loop */
     aco_rt_co_t*        rq_head;        /* ready queue */
@@ -430,14 +371,21 @@ struct aco_rt_sched {
                                            last looked for I/O, timers and
                                            other threads (loop.c) */
     int                 checked;        /* libaco's checked mode is on */
-    const rt_backend_t* be;
-    void*               be_data;
+    int                 own_main;       /* main_co is ours to destroy */
+    int                 running;
+    int                 evfd;           /* eventfd: wakes the thread asleep */
+    int                 spin_ns;        /* how long an idle loop spins */
+    int                 others_only;    /* it sleeps with every co waiting on
+                                           another co: only another
+                                           scheduler can end that (its
+                                           cos, or its going: -EDEADLK) */
+} rt_run_t;
+
+typedef struct rt_recs {                /* co.c: records and stacks */
     aco_share_stack_t** stacks;
     unsigned            nstacks;
     unsigned            next_stack;
     size_t              stack_size;
-    int                 own_main;       /* main_co is ours to destroy */
-    int                 running;
     aco_rt_co_t**       cos;            /* every live record, for dump/free */
     uint32_t            ncos, cos_cap;
     aco_rt_co_t*        free_recs;      /* finished records with their aco */
@@ -448,71 +396,107 @@ struct aco_rt_sched {
         uintptr_t       fn;             /* what the last co of this function */
         uint32_t        need;           /* needed (co.c, rt_save_size) */
     }                   guess[RT_GUESSES];
-    aco_rt_stats_t      st;
-    uint32_t            offloads;       /* cos waiting for a helper thread
-                                           (offload.c): not a deadlock */
-    rt_wheel_t          wheel;
-    rt_fd_t**           fdc;            /* descriptor table: RT_FD_CHUNKS
-                                           chunk pointers (fd.c; atomic:
-                                           other threads' closes read it) */
-    struct aco_rt_sched* reg_next;      /* every scheduler of the process */
-    struct aco_rt_sched* reg_prev;      /* (rt_sched_reg, under its lock) */
-    int                 evfd;           /* eventfd: wakes the thread asleep */
+    aco_rt_co_t*        bare;           /* records without a co, for
+                                           stealable spawns */
+} rt_recs_t;
+
+typedef struct rt_pooled {              /* co.c: a pool thread's exchange */
     struct aco_rt_pool* pool;           /* its pool, or NULL */
     rt_idle_t*          idle;           /* its pool's idle signal */
-    aco_rt_sched_t**    sibs;           /* its pool's schedulers, pool_idx
-                                           its own place among them */
-    uint32_t            cancel_seen;    /* cancel_gen done (atomic for others) */
-    int                 spin_ns;        /* how long an idle loop spins */
-    int                 others_only;    /* it sleeps with every co waiting on
-                                           another co: only another
-                                           scheduler can end that (its
-                                           cos, or its going: -EDEADLK) */
-    unsigned            pool_idx;       /* its index in its pool */
-    struct rt_outbox*   outbox;         /* pool: spawns for each sibling */
+    aco_rt_sched_t**    sibs;           /* its pool's schedulers, idx its
+                                           own place among them */
+    unsigned            idx;
+    struct rt_outbox*   outbox;         /* spawns for each sibling */
     unsigned            noutbox;
     int                 out_pending;    /* an outbox or nq_priv has some */
-    aco_rt_co_t*        bare;           /* records without a co, for
-                                           stealable spawns (co.c) */
     uint32_t            owed;           /* records it owes its siblings in
                                            all (stolen, not yet given back;
                                            each one's in outbox[].owed) */
-    struct rt_lend_pool* lend_pool;     /* lend.c: its buffer ring, or NULL */
-    uint8_t             lend_tried;     /* lend.c: the ring was tried (it
-                                           has one if lend_pool is set) */
     aco_rt_co_t*        nq_priv_head;   /* new cos not yet in the newq */
     aco_rt_co_t*        nq_priv_tail;
     uint32_t            nq_priv_n;
-    /* Reached from other threads, apart from what the thread writes all
-     * the time (a shared cache line would move at every switch): */
+    uint32_t            cancel_seen;    /* ask.cancel_gen done (atomic for
+                                           others) */
+} rt_pooled_t;
+
+typedef struct rt_be {                  /* io_epoll.c, io_uring.c: the backend */
+    const rt_backend_t* ops;            /* (set by its init) */
+    void*               data;
+} rt_be_t;
+
+typedef struct rt_reg {                 /* io.c */
+    struct aco_rt_sched* reg_next;      /* every scheduler of the process */
+    struct aco_rt_sched* reg_prev;      /* (rt_sched_reg, under its lock) */
+} rt_reg_t;
+
+typedef struct rt_lend_s {              /* lend.c */
+    struct rt_lend_pool* pool;          /* its buffer ring, or NULL */
+    uint8_t             tried;          /* the ring was tried (it has one if
+                                           pool is set) */
+} rt_lend_t;
+
+/* Reached from other threads: */
+typedef struct rt_msgs {                /* loop.c and co.c (the kernel) */
     _Alignas(64) rt_inbox_t inbox;      /* wakes, spawns, cancels, frees
                                            (head and tail 64 bytes apart) */
     _Alignas(64) uint32_t sleeping;     /* atomic: 1 while it may sleep */
     struct rt_mbox*     mb_in;          /* atomic: the mailboxes of the
                                            siblings that wake cos here */
+} rt_msgs_t;
+
+typedef struct rt_load_s {              /* co.c (loop.c: load) */
     _Alignas(64) uint32_t load;         /* atomic: cos alive (written by its
                                            thread only) */
     uint32_t            sent;           /* atomic: spawns on their way here */
-    rt_close_msg_t*     closes;         /* atomic: closes from other threads
-                                           (a stack: rt_sched_close) */
-    rt_close_msg_t      recheck;        /* on closes when recheck_on (fd -1):
-                                           check the waits (io.c) */
-    uint32_t            recheck_on;     /* atomic */
     uint64_t            mv_begun;       /* atomic: moves of cos into sent */
     uint64_t            mv_ended;       /* (from other threads) begun and
                                            ended: aco_rt_pool_wait looks
                                            for a quiet moment (pool.c) */
-    _Alignas(64) uint32_t newq_lock;    /* pool: cos spawned here, not yet
+} rt_load_t;
+
+typedef struct rt_closes {              /* io.c */
+    rt_close_msg_t*     list;           /* atomic: closes from other threads
+                                           (a stack: io.c) */
+    rt_close_msg_t      recheck;        /* on list when recheck_on (fd -1):
+                                           check the waits (io.c) */
+    uint32_t            recheck_on;     /* atomic */
+} rt_closes_t;
+
+typedef struct rt_newq {                /* co.c: cos spawned here, not yet
                                            started, that idle siblings may
-                                           take: nq[] under it */
-    uint32_t            newq_n;         /* atomic: cos in nq[] */
-    uint32_t            nq_first;       /* nq[]: a ring of batches, */
-    uint32_t            nq_count;       /* oldest first */
-    rt_nq_batch_t       nq[RT_NQ_BATCHES];
+                                           take: ring[] under lock */
+    _Alignas(64) uint32_t lock;
+    uint32_t            n;              /* atomic: cos in ring[] */
+    uint32_t            first;          /* ring[]: batches, */
+    uint32_t            count;          /* oldest first */
+    rt_nq_batch_t       ring[RT_NQ_BATCHES];
     aco_rt_co_t*        gifts;          /* atomic: records without a co
                                            that thieves gave back */
+} rt_newq_t;
+
+typedef struct rt_asks {                /* loop.c, co.c: what others ask */
     _Alignas(64) int    stop;           /* atomic */
     uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
+} rt_asks_t;
+
+struct aco_rt_sched {
+    rt_run_t            run;
+    rt_recs_t           recs;
+    rt_pooled_t         pooled;
+    rt_be_t             backend;
+    rt_wheel_t          wheel;          /* timer.c */
+    rt_fdtab_t          fds;            /* fd.c */
+    rt_reg_t            reg;
+    rt_lend_t           lend;
+    uint32_t            offloads;       /* offload.c: cos waiting for a
+                                           helper thread: not a deadlock */
+    aco_rt_stats_t      st;             /* counters: each its owner's
+                                           (check_imports.sh) */
+    rt_msgs_t           mail;
+    rt_load_t           ld;
+    rt_closes_t         cl;
+    rt_newq_t           newq;
+    rt_asks_t           ask;
 };
 
 /* Schedulers alive in the process (atomic): with one, a co that waits on
@@ -523,7 +507,7 @@ extern __thread aco_rt_sched_t* rt_tls_sched;
 
 static inline aco_rt_co_t* rt_self(void) {
     aco_rt_sched_t* s = rt_tls_sched;
-    return s ? s->cur : NULL;
+    return s ? s->run.cur : NULL;
 }
 
 static inline int64_t rt_now(void) {
@@ -590,22 +574,11 @@ void rt_abort_shared(aco_rt_co_t* co, int err);
 /* Push co's waiter w on q of the object locked by lock (held). */
 static inline void rt_wq_push_locked(aco_rt_waitq_t* q, rt_waiter_t* w, uint32_t* lock);
 
-/* Timers (timer.c). */
-void    rt_wheel_init(rt_wheel_t* w, int64_t now_ns);
-void    rt_wheel_add(rt_wheel_t* w, aco_rt_timer_t* t, int64_t deadline_ns);
-int     rt_wheel_del(rt_wheel_t* w, aco_rt_timer_t* t);
-/* Disarm every timer (the program's may outlive the scheduler). */
-void    rt_wheel_clear(rt_wheel_t* w);
-/* ns until the first timer can fire (from now_ns), -1 if none armed. */
-int64_t rt_wheel_timeout(const rt_wheel_t* w, int64_t now_ns);
-/* Fire every timer due at now_ns. */
-void    rt_wheel_advance(rt_wheel_t* w, int64_t now_ns);
-static inline int rt_timer_armed(const aco_rt_timer_t* t) { return t->next_ != NULL; }
 
 static inline void rt_rq_push(aco_rt_sched_t* s, aco_rt_co_t* co) {
     co->next = NULL;
-    if (s->rq_tail) s->rq_tail->next = co; else s->rq_head = co;
-    s->rq_tail = co;
+    if (s->run.rq_tail) s->run.rq_tail->next = co; else s->run.rq_head = co;
+    s->run.rq_tail = co;
     s->st.cos_ready++;
 }
 
@@ -658,6 +631,11 @@ void rt_wake_remote_to(aco_rt_co_t* co, aco_rt_sched_t* to, int res);
  * wake travels in a mailbox. */
 void rt_wake_remote_box(aco_rt_co_t* co, aco_rt_sched_t* to, const void* elem, size_t n);
 
+/* Disarm the deadline of co's wait, if armed (its wait goes on without). */
+static inline void rt_tmo_stop(aco_rt_co_t* co) {
+    if (rt_wheel_del(&co->s->wheel, &co->tmo)) co->s->st.timers--;
+}
+
 /* Make a parked co ready, res the result of its call.  From co's own
  * thread only (rt_wake_any from any). */
 static inline void rt_wake(aco_rt_co_t* co, int res) {
@@ -696,10 +674,10 @@ static inline void rt_park_begin(aco_rt_co_t* co, int wait, const void* obj,
 }
 
 static inline aco_rt_co_t* rt_rq_pop(aco_rt_sched_t* s) {
-    aco_rt_co_t* co = s->rq_head;
+    aco_rt_co_t* co = s->run.rq_head;
     if (co) {
-        s->rq_head = co->next;
-        if (s->rq_head == NULL) s->rq_tail = NULL;
+        s->run.rq_head = co->next;
+        if (s->run.rq_head == NULL) s->run.rq_tail = NULL;
         s->st.cos_ready--;
     }
     return co;
@@ -713,8 +691,8 @@ static inline aco_rt_co_t* rt_rq_pop(aco_rt_sched_t* s) {
  * counted as running. */
 static inline aco_rt_co_t* rt_handoff_go(aco_rt_sched_t* s, aco_rt_co_t* co) {
     rt_rq_pop(s);
-    s->since_poll++;
-    s->cur = co;
+    s->run.since_poll++;
+    s->run.cur = co;
     co->state = RT_RUNNING;
     s->st.switches++;
     s->st.handoffs++;
@@ -739,14 +717,14 @@ aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co);     /* loop.c 
  * loop then resumes the co, which needs none).
  * Returns the co to hand off to, or NULL: the loop's turn. */
 static inline aco_rt_co_t* rt_handoff_next(aco_rt_sched_t* s) {
-    aco_rt_co_t* co = s->rq_head;
-    if (rt_unlikely(co == NULL || co == s->cur || s->since_poll >= RT_POLL_EVERY - 1 ||
-                    s->out_pending || rt_load(&s->stop)))
+    aco_rt_co_t* co = s->run.rq_head;
+    if (rt_unlikely(co == NULL || co == s->run.cur || s->run.since_poll >= RT_POLL_EVERY - 1 ||
+                    s->pooled.out_pending || rt_load(&s->ask.stop)))
         return NULL;
     aco_t* a = rt_aco(co);
     /* It holds its stack (another stack than the caller's): nothing to
      * copy, no memory needed. */
-    if (rt_likely(a->share_stack->owner == a && !s->checked)) return rt_handoff_go(s, co);
+    if (rt_likely(a->share_stack->owner == a && !s->run.checked)) return rt_handoff_go(s, co);
     return rt_handoff_take(s, co);
 }
 
@@ -805,9 +783,19 @@ extern void (*rt_hook_offload_forsake)(aco_rt_co_t* co); /* RT_OFFLOADING, the c
 int  rt_kernel_init(aco_rt_sched_t* s, const aco_rt_opts_t* o);
 void rt_kernel_drop_cos(aco_rt_sched_t* s);
 void rt_kernel_fini(aco_rt_sched_t* s);
-/* loop.c: give s a close to hear (io.c, in s's thread)
- * and wake s's thread (from any thread). */
-void rt_sched_close(aco_rt_sched_t* s, rt_close_msg_t* c);
+/* loop.c: ask s to cancel every co it has (from any thread: a pool's
+ * aco_rt_pool_wait(CANCEL)). */
+void rt_cancel_ask(aco_rt_sched_t* s);
+/* co.c: the records' part of a scheduler (rt_kernel_init's, _fini's). */
+int  rt_recs_init(aco_rt_sched_t* s, const aco_rt_opts_t* o);
+void rt_recs_fini(aco_rt_sched_t* s);
+/* co.c: s becomes thread idx of pool p (pool.c, as the thread starts):
+ * its siblings sibs[0..n), the pool's idle signal, an outbox for each
+ * sibling (none without memory: spawns to them then go one by one);
+ * leave: before s is freed, the outboxes go. */
+void rt_pooled_join(aco_rt_sched_t* s, struct aco_rt_pool* p, rt_idle_t* idle,
+                    aco_rt_sched_t** sibs, unsigned idx, unsigned n);
+void rt_pooled_leave(aco_rt_sched_t* s);
 /* loop.c: wake s's thread if it sleeps (after something was sent). */
 void rt_notify(aco_rt_sched_t* s);
 /* loop.c: put m, co->msg (kind: RT_MSG_*) or co->cmsg (RT_MSG_CANCEL),
@@ -860,16 +848,16 @@ static inline void rt_guess_learn(aco_rt_sched_t* s, const aco_rt_co_t* co) {
     if (need == 0 || (co->flags & RT_STANDALONE)) return;   /* never copied */
     need = need > RT_GUESS_MAX ? 0 : (need + 7) & ~(size_t)7;     /* libaco's step */
     unsigned i = rt_guess_slot(co->fn);
-    if (s->guess[i].fn != (uintptr_t)co->fn) rt_store(&s->guess[i].fn, (uintptr_t)co->fn);
-    if (s->guess[i].need != need) rt_store(&s->guess[i].need, (uint32_t)need);
+    if (s->recs.guess[i].fn != (uintptr_t)co->fn) rt_store(&s->recs.guess[i].fn, (uintptr_t)co->fn);
+    if (s->recs.guess[i].need != need) rt_store(&s->recs.guess[i].need, (uint32_t)need);
 }
 
 /* cos_alive for other threads (a plain store: only this thread writes). */
 static inline void rt_publish_load(aco_rt_sched_t* s) {
 #ifdef ACO_RT_NO_THREADS
-    s->load = (uint32_t)s->st.cos_alive;
+    s->ld.load = (uint32_t)s->st.cos_alive;
 #else
-    __atomic_store_n(&s->load, (uint32_t)s->st.cos_alive, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->ld.load, (uint32_t)s->st.cos_alive, __ATOMIC_RELEASE);
 #endif
 }
 /* What a spawn asks that the record keeps in its extra block (made when
@@ -920,7 +908,7 @@ static inline void rt_rec_pay_all(aco_rt_sched_t* s) { (void)s; }
 #endif
 
 /* io.c: the closes of descriptors that other threads sent (s->closes:
- * rt_sched_close): cos here that waited on them are told -EBADF.
+ * io.c): cos here that waited on them are told -EBADF.
  * Non-zero if there were some.  Set by io.c's constructor: closes are
  * sent only by io.c. */
 extern int (*rt_hook_closes)(aco_rt_sched_t* s);
@@ -942,17 +930,6 @@ static inline int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t
  * is freed). */
 void rt_offload_quiesce(void);
 
-/* io_uring operations (io_uring.c): the result, or -errno.  rt_ur_abort:
- * co's operation is to end early with err (its wait kind's abort; lend.c
- * too). */
-
-enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,
-       RT_OP_SEND, RT_OP_POLL, RT_OP_SENDMSG };
-ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n,
-                    int flags, int64_t deadline);
-int     rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr,
-                        socklen_t* addrlen, int flags, int64_t deadline);
-void    rt_ur_abort(aco_rt_co_t* co, int err);
 
 /* A co's extra block, at least buf_min bytes of buffer: NULL on ENOMEM. */
 rt_extra_t* rt_extra_grow(aco_rt_co_t* co, size_t buf_min);

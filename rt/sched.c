@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
-#include "rt_fd.h"
+#include "rt_io.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -66,12 +66,11 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
         return NULL;
     }
     rt_wheel_init(&s->wheel, rt_now());
-    s->be = be;
     if (be == &rt_backend_uring && o.backend == ACO_RT_BACKEND_AUTO &&
         getenv("ACO_RT_BACKEND") == NULL) {
         /* auto: fall back to epoll where the kernel refuses io_uring */
         if ((r = be->init(s, &o)) < 0) {
-            s->be = be = &rt_backend_epoll;
+            be = &rt_backend_epoll;
             r = be->init(s, &o);
         }
     } else {
@@ -90,7 +89,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
 }
 
 void aco_rt_sched_free(aco_rt_sched_t* s) {
-    if (s == NULL || s != rt_tls_sched || s->running) return;
+    if (s == NULL || s != rt_tls_sched || s->run.running) return;
     rt_sched_reg(s, 0);     /* no more closes from other threads */
     rt_offload_quiesce();   /* no helper thread is still sending to us */
     /* First the wheel: the parked cos' deadline timers are in their
@@ -98,8 +97,8 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     rt_wheel_clear(&s->wheel);
     rt_kernel_drop_cos(s);
     rt_lend_fini(s);
-    s->be->fini(s);
-    rt_fd_free_all(s);
+    s->backend.ops->fini(s);
+    rt_fd_free_all(&s->fds);
     rt_kernel_fini(s);
     /* A scheduler whose cos all wait on cos may be left alone now: it looks
      * again (asked(): the count, seq_cst, against its sleeping flag). */

@@ -19,7 +19,9 @@
  * A timer never fires early: it is due at the first tick whose start is at
  * or after its deadline.
  */
-#include "rt_impl.h"
+#include "rt_wheel.h"
+
+#include <string.h>
 
 #define GROUP 6
 #define SLOTS 64

@@ -1,0 +1,73 @@
+/* rt_io.h - the I/O layer's internals, above the descriptor table
+ * (rt_fd.h) and the kernel (rt_impl.h): the readiness way (ready.c), the
+ * io_uring operations (io_uring.c) and lent receives (lend.c), for the
+ * I/O calls (io.c) and the top (sched.c).  Not for the kernel or the
+ * services beside the I/O layer (tests/check_imports.sh).
+ */
+#ifndef ACO_RT_IO_H
+#define ACO_RT_IO_H
+
+#include "rt_impl.h"
+
+#include <sys/socket.h>
+
+#pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
+
+/* The readiness way (ready.c): one request, tried without blocking, then
+ * waited for through the backend. */
+enum { K_READ, K_WRITE, K_READV, K_WRITEV, K_RECV, K_SEND };
+typedef struct {
+    int kind;
+    int fd;
+    void* buf;          /* K_READV, K_WRITEV: the iovec array, n its count */
+    size_t n;
+    int flags;
+} rq_t;
+/* The result, or -errno (deadline: -ETIMEDOUT, cancel: -ECANCELED). */
+ssize_t  rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline);
+/* A read or readv of no bytes: read(2)'s 0 (or error) at once, never a wait. */
+ssize_t  rt_read_nothing(aco_rt_co_t* co, const rq_t* q);
+/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
+int      rt_fd_nonblock(int fd);
+/* A deadline that has passed means one non-blocking try: the readiness way.
+ * (Every negative deadline but -1 is a time long past.) */
+static inline int rt_passed(int64_t deadline) {
+    return deadline != -1 && (deadline <= 0 || deadline <= rt_now());
+}
+
+/* lend.c.  rt_lend_read's "no rx here: receive the plain way". */
+#define RT_LEND_NONE ((ssize_t)INT32_MIN)
+ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
+                      int flags, int64_t deadline);
+int      rt_lend_state(rt_fd_t* e);
+/* Has another scheduler an rx on fd (e: fd's entry here, or NULL)?  Only
+ * when rt_rx_alive (the process has rxs at all). */
+extern uint32_t rt_rx_alive;
+int      rt_lend_elsewhere(rt_fd_t* e, int fd);
+/* A completion of a multishot receive (user_data tagged: io_uring.c). */
+void     rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags);
+/* e (with an rx) is being closed; gone as in rt_backend_t.closing. */
+void     rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone);
+/* Before the backend's fini. */
+void     rt_lend_fini(aco_rt_sched_t* s);
+#ifdef ACO_RT_HAVE_URING
+struct io_uring;
+struct io_uring* rt_ur_ring(aco_rt_sched_t* s);                  /* io_uring.c */
+struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s);
+#endif
+
+/* io_uring operations (io_uring.c): the result, or -errno.  rt_ur_abort:
+ * co's operation is to end early with err (its wait kind's abort; lend.c
+ * too). */
+
+enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,
+       RT_OP_SEND, RT_OP_POLL, RT_OP_SENDMSG };
+ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n,
+                    int flags, int64_t deadline);
+int     rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr,
+                        socklen_t* addrlen, int flags, int64_t deadline);
+void    rt_ur_abort(aco_rt_co_t* co, int err);
+
+#pragma GCC visibility pop
+
+#endif /* ACO_RT_IO_H */
