@@ -557,12 +557,14 @@ typedef struct rt_wait_kind {
 } rt_wait_kind_t;
 extern const rt_wait_kind_t* rt_wait_kinds[RT_W_MAX];
 void rt_wait_kind(unsigned id, const rt_wait_kind_t* k);
-/* Registers kinds ids[0..n) as k[0..n) when the program starts. */
-#define RT_WAIT_KINDS(tag, ...)                                              \
-    __attribute__((constructor)) static void tag##_wait_kinds(void) {       \
+/* Registers kinds ids[0..n) as k[0..n) when the program starts (priority
+ * 101: before the program's own constructors, which may use the runtime
+ * already, in a static link too). */
+#define RT_WAIT_KINDS(tag, ...)                                                 \
+    __attribute__((constructor(101))) static void tag##_wait_kinds(void) {     \
         static const struct { unsigned id; rt_wait_kind_t k; } t_[] = {__VA_ARGS__}; \
-        for (size_t i_ = 0; i_ < sizeof(t_) / sizeof(t_[0]); i_++)          \
-            rt_wait_kind(t_[i_].id, &t_[i_].k);                              \
+        for (size_t i_ = 0; i_ < sizeof(t_) / sizeof(t_[0]); i_++)             \
+            rt_wait_kind(t_[i_].id, &t_[i_].k);                                 \
     }
 void rt_abort(aco_rt_co_t* co, int err);
 /* abort for cos on a wait queue of their own scheduler (co->w): unlink
@@ -776,7 +778,7 @@ extern void (*rt_hook_group_leave)(aco_rt_co_t* co);    /* co->x->group (pool.c)
 extern void (*rt_hook_offload_forsake)(aco_rt_co_t* co); /* RT_OFFLOADING, the co
                                                            destroyed (offload.c) */
 #define RT_HOOK(hook, fn) \
-    __attribute__((constructor)) static void hook##_set(void) { hook = fn; }
+    __attribute__((constructor(101))) static void hook##_set(void) { hook = fn; }  /* (as above) */
 /* The kernel's part of a scheduler (loop.c): made (0 or -errno), its cos
  * dropped before the backend goes, then the rest freed (sched.c calls
  * them in order). */

@@ -12,6 +12,8 @@
  *     or count) fails every later call with EINVAL, and the first call
  *     says so on stderr once, naming the object and init's caller (it once
  *     locked, waited and signalled as if it worked);
+ *   - a program's own constructor may run cos: a deadline in one works
+ *     (the runtime's wait kinds are registered before it);
  *   - cos of the pthread-like face destroyed unfinished by
  *     aco_rt_sched_free free their records (the ASan target's leak check
  *     fails otherwise); joinable ones that ended and were never joined too.
@@ -432,7 +434,44 @@ static void refused_body(aco_rt_sched_t* s, void* arg) {
     munmap(addr, 4 * 32);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The program's own constructors may use the runtime: the wait kinds are   */
+/* registered before them (a deadline's abort goes through their table).   */
+/* ------------------------------------------------------------------------ */
+
+static int early_result = 1;
+static aco_rt_mutex_t early_mu;
+static aco_rt_sem_t early_done;
+
+static void early_holder(void* arg) {
+    (void)arg;
+    aco_rt_mutex_lock(&early_mu, -1);
+    aco_rt_sem_wait(&early_done, -1);   /* until the waiter gave up */
+    aco_rt_mutex_unlock(&early_mu);
+}
+
+static void early_waiter(void* arg) {
+    (void)arg;
+    aco_rt_yield();                     /* the holder has it */
+    early_result = aco_rt_mutex_lock(&early_mu, aco_rt_now() + 2 * MS);
+    aco_rt_sem_post(&early_done);
+}
+
+/* (This file's object comes first in the link: its constructor runs
+ * before those of the runtime's objects that have no priority.) */
+__attribute__((constructor)) static void early(void) {
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    if (s == NULL) return;
+    aco_rt_mutex_init(&early_mu);
+    aco_rt_sem_init(&early_done, 0);
+    aco_rt_detach(aco_rt_spawn(s, early_holder, NULL));
+    aco_rt_detach(aco_rt_spawn(s, early_waiter, NULL));
+    aco_rt_sched_run(s);
+    aco_rt_sched_free(s);
+}
+
 int main(void) {
+    CHECK_EQ(early_result, -ETIMEDOUT);
     test_on_backends(NULL, zero_body, NULL);
     test_on_backends(NULL, past_body, NULL);
     pool_past();
