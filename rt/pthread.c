@@ -453,6 +453,7 @@ int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m) {
 }
 
 static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline, const char* fn) {
+    if (rt_unlikely(marked((unsigned)m->type_))) return mutex_bad(m, fn);   /* (anywhere) */
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
     if (!type_ok(m->type_)) return mutex_bad(m, fn);
@@ -486,6 +487,8 @@ int aco_rt_pthread_mutex_timedlock(aco_rt_pthread_mutex_t* m, const struct times
 }
 
 int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m) {
+    if (rt_unlikely(marked((unsigned)m->type_)))
+        return mutex_bad(m, "aco_rt_pthread_mutex_trylock");
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
     if (!type_ok(m->type_)) return mutex_bad(m, "aco_rt_pthread_mutex_trylock");

@@ -280,6 +280,8 @@ static char said[8192];
 /* Run fn in a co of a child process's scheduler (this backend), its
  * stderr going to a file: what it wrote into said[].  A child that fails
  * fails the test, with what it said. */
+static void (*capture_after)(void);     /* run outside any co, after fn */
+
 static void capture_stderr(aco_rt_fn_t fn) {
     FILE* f = tmpfile();
     CHECK(f != NULL);
@@ -290,6 +292,7 @@ static void capture_stderr(aco_rt_fn_t fn) {
         dup2(fileno(f), 2);
         aco_rt_sched_t* s = test_sched_on(test_backend_id, NULL);
         test_go(s, fn, NULL);
+        if (capture_after) capture_after();
         aco_rt_sched_free(s);
         fflush(NULL);
         _exit(0);
@@ -407,6 +410,25 @@ static void bad_args_co(void* arg) {
     CHECK_EQ(aco_rt_pthread_barrier_destroy(&bad_b), 0);
 }
 
+/* Outside any co too: EINVAL (not EPERM) from a refused object. */
+static aco_rt_pthread_mutex_t out_m;
+static aco_rt_pthread_cond_t out_c;
+static void bad_outside(void) {
+    aco_rt_pthread_mutexattr_t a;
+    memset(&a, 0, sizeof(a));
+    a.type_ = 77;
+    aco_rt_pthread_condattr_t ca;
+    memset(&ca, 0, sizeof(ca));
+    ca.clock_ = 99;
+    CHECK_EQ(aco_rt_pthread_mutex_init(&out_m, &a), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_init(&out_c, &ca), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&out_m), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_trylock(&out_m), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_unlock(&out_m), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_signal(&out_c), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_broadcast(&out_c), EINVAL);
+}
+
 static void refused_body(aco_rt_sched_t* s, void* arg) {
     (void)s;
     (void)arg;
@@ -427,10 +449,14 @@ static void refused_body(aco_rt_sched_t* s, void* arg) {
     }
     if (count_lines() != 4)
         TEST_FAIL_AT(__FILE__, __LINE__, "4 lines expected, one per object:\n%s", said);
+    capture_after = bad_outside;
     capture_stderr(bad_args_co);
-    if (count_lines() != 2 || lines_with("mutex_lock", "bad attributes", "mutex_init") != 1 ||
-        lines_with("barrier_wait", "bad attributes or count", "barrier_init") != 1)
-        TEST_FAIL_AT(__FILE__, __LINE__, "a line each for the bad mutex and barrier:\n%s", said);
+    capture_after = NULL;
+    if (count_lines() != 4 || lines_with("mutex_lock", "bad attributes", "mutex_init") != 2 ||
+        lines_with("barrier_wait", "bad attributes or count", "barrier_init") != 1 ||
+        lines_with("cond_signal", "bad attributes", "cond_init") != 1)
+        TEST_FAIL_AT(__FILE__, __LINE__, "a line each for the bad mutexes, barrier and cond:\n%s",
+                     said);
     munmap(addr, 4 * 32);
 }
 
