@@ -354,11 +354,13 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * the deadline does; a datagram is one message whatever the flags);
  * write/send/writev send everything (like a blocking socket) and return
  * less than asked only when an error or the deadline comes after part was
- * sent.  No bytes: a read, readv, write or writev of none returns 0 at
- * once, whatever the descriptor holds, as read(2) and write(2) do (or the
- * descriptor's error: -EBADF, -EPIPE, ...); only a datagram socket's empty
- * datagram, which write(2) sends, may wait for room.  Buffers may lie
- * anywhere, on the co's share stack too (see the
+ * sent.  No bytes: a read, readv or writev of none returns 0 at once,
+ * whatever the descriptor holds, as read(2), readv(2) and writev(2) do (or
+ * -EBADF); a write of none does what write(2) does, at once: 0, or the
+ * descriptor's error (-EPIPE on a socket shut for writing, ...), and on a
+ * datagram socket it sends an empty datagram, which alone may wait for
+ * room.  (A cancelled co gets -ECANCELED, as from every call.)  Buffers may
+ * lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers up to 2^24 have one: a number past that gets
  * -ENOMEM, open or not).
@@ -551,7 +553,8 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
  * says why). */
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline);
 
-/* The bytes up to and including the first delim, within the first limit
+/* The bytes up to and including the first delim (a byte: delim as an
+ * unsigned char, as memchr(3) takes it), within the first limit
  * bytes (0: the read buffer's size), as a view *out: their count.  They are
  * consumed.  At end of file: what is left, if it is at most limit bytes,
  * without delim (its last byte is not delim), then 0.  -EMSGSIZE: more than

@@ -28,8 +28,8 @@
  *    EINVAL and does nothing, from any co or thread, and the first such
  *    call writes one line to stderr naming the call, the object's address
  *    and the code that called init (its address, and file+offset for
- *    addr2line where dladdr(3) can tell).  A later init that succeeds
- *    makes it a working object.  (A program that never checks init cannot
+ *    addr2line where dladdr(3) can tell).  A later init that succeeds (or
+ *    the static initializer assigned to it) makes it a working object.  (A program that never checks init cannot
  *    run on unprotected; init writes the object, which lies in the
  *    caller's own frames or memory.)
  *  - Mutexes: a NORMAL (= DEFAULT) mutex locked again by its holder fails

@@ -11,7 +11,7 @@
  * co) sent to that thread's inbox; its thread makes the co when the
  * message comes (rt_spawn_arrived).  Then what pool threads exchange
  * (batched spawns, stealing, records given back).  The loop that runs cos,
- * and parking, are sched.c's: the two files are the runtime's kernel.
+ * and parking, are loop.c's: the two files are the runtime's kernel.
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"

@@ -233,9 +233,12 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
-    if (rt_unlikely(total == 0)) {      /* one try, as write_all's */
-        rq_t q = {K_WRITEV, fd, (void*)iov, (size_t)iovcnt, 0};
-        return rt_ready_io(co, &q, deadline);
+    if (rt_unlikely(total == 0)) {
+        /* writev(2) itself: 0 for any file, before it looks at the file
+         * (a socket's sendmsg would say EPIPE, or send an empty datagram) */
+        (void)deadline;
+        ssize_t r = rt_sys_writev(fd, iov, iovcnt);
+        return r < 0 ? -errno : r;
     }
     /* Short writes: go on from where the kernel stopped, on a copy of the
      * array that we may trim (in the heap: rt_extra). */

@@ -1,6 +1,7 @@
-/* sched.c - the scheduler: its loop, parking and waking, the inbox that
- * other threads send to and the mailboxes of a pool's threads, sleep and
- * yield, counters.
+/* loop.c - the scheduler's loop, with co.c the runtime's kernel: parking
+ * and waking, the wait kinds, the inbox that other threads send to and the
+ * mailboxes of a pool's threads, hand-offs, sleep and yield, the program's
+ * timers, counters.  A scheduler is made and freed in sched.c.
  *
  * The loop runs in the thread's libaco main co.  It resumes ready cos in
  * FIFO order; a co comes back to it when it parks (blocks in a call), yields
@@ -15,8 +16,8 @@
  * the co out of where it waits and wakes it, at once or (io_uring) when the
  * kernel has let go of the operation.
  *
- * Cos themselves (spawn, join, detach, cancel, their records) are in co.c;
- * and what pool threads exchange (batched spawns, stealing) in co.c too.
+ * Cos themselves (spawn, join, detach, cancel, their records) are in co.c,
+ * and what pool threads exchange (batched spawns, stealing) too.
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"

@@ -480,18 +480,21 @@ typedef struct rt_asks {                /* loop.c, co.c: what others ask */
 } rt_asks_t;
 
 struct aco_rt_sched {
+    /* This thread's alone: what every switch writes first, together. */
     rt_run_t            run;
+    aco_rt_stats_t      st;             /* counters: each its owner's
+                                           (check_imports.sh) */
     rt_recs_t           recs;
-    rt_pooled_t         pooled;
+    rt_pooled_t         pooled;         /* (cancel_seen: read by siblings) */
     rt_be_t             backend;
-    rt_wheel_t          wheel;          /* timer.c */
-    rt_fdtab_t          fds;            /* fd.c */
-    rt_reg_t            reg;
     rt_lend_t           lend;
     uint32_t            offloads;       /* offload.c: cos waiting for a
                                            helper thread: not a deadlock */
-    aco_rt_stats_t      st;             /* counters: each its owner's
-                                           (check_imports.sh) */
+    /* The wheel's first line is written at every timer armed: apart from
+     * cancel_seen above.  After it, what other threads' closes read. */
+    _Alignas(64) rt_wheel_t wheel;      /* timer.c */
+    rt_fdtab_t          fds;            /* fd.c */
+    rt_reg_t            reg;
     rt_msgs_t           mail;
     rt_load_t           ld;
     rt_closes_t         cl;

@@ -3,9 +3,10 @@
  *     with -2, -1000 or INT64_MIN that would have to wait returns at once
  *     (-ETIMEDOUT; aco_rt_sleep_until: 0), for each kind of wait, and
  *     aco_rt_pool_wait too;
- *   - a read, readv, write or writev of no bytes returns 0 at once, takes
+ *   - a read, readv, write or writev of no bytes returns at once, takes
  *     nothing, on stream and datagram sockets, TCP and pipes, empty or full
- *     (it once waited for its deadline);
+ *     (it once waited for its deadline): 0, but write(2)'s -EPIPE for a
+ *     write of none to a socket shut for writing (writev(2) says 0);
  *   - aco_rt_getspecific after aco_rt_key_delete is NULL, in a co and
  *     outside cos;
  *   - a pthread object that init refused (on a share stack, bad attribute
@@ -194,6 +195,13 @@ static void zero_co(void* arg) {
         CHECK_EQ(aco_rt_writev(wr[i], none, 2, far), 0);
         CHECK_EQ(aco_rt_writev(wr[i], none, 0, far), 0);
     }
+    /* writev of none is writev(2)'s 0, whatever the socket says; write of
+     * none is write(2)'s: -EPIPE once shut for writing */
+    CHECK_EQ(shutdown(st[1], SHUT_WR), 0);
+    CHECK_EQ(aco_rt_writev(st[1], none, 2, far), 0);
+    CHECK_EQ(aco_rt_write(st[1], buf, 0, far), -EPIPE);
+    CHECK_EQ(aco_rt_writev(dg[1], none, 2, far), 0);     /* no datagram sent */
+    CHECK_EQ(aco_rt_read(dg[0], buf, sizeof(buf), 0), -ETIMEDOUT);
     int gone = dup(st[0]);
     close(gone);
     CHECK_EQ(aco_rt_read(gone, buf, 0, far), -EBADF);
