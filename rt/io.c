@@ -236,7 +236,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     if (rt_unlikely(total == 0)) {
         /* writev(2) itself: 0 for any file, before it looks at the file
          * (a socket's sendmsg would say EPIPE, or send an empty datagram) */
-        (void)deadline;
+        if (aco_unlikely(aco_checked())) aco_checked_access(iov, (size_t)iovcnt * sizeof(*iov), 0);
         ssize_t r = rt_sys_writev(fd, iov, iovcnt);
         return r < 0 ? -errno : r;
     }

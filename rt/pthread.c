@@ -456,7 +456,7 @@ static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline, const char* f
     if (rt_unlikely(marked((unsigned)m->type_))) return mutex_bad(m, fn);   /* (anywhere) */
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
-    if (!type_ok(m->type_)) return mutex_bad(m, fn);
+    if (!type_ok(m->type_)) return EINVAL;          /* destroyed */
     if (m->type_ == ACO_RT_PTHREAD_MUTEX_RECURSIVE && holder(m) == me) {
         if (m->count_ == UINT_MAX) return EAGAIN;
         m->count_++;
@@ -491,7 +491,7 @@ int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m) {
         return mutex_bad(m, "aco_rt_pthread_mutex_trylock");
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
-    if (!type_ok(m->type_)) return mutex_bad(m, "aco_rt_pthread_mutex_trylock");
+    if (!type_ok(m->type_)) return EINVAL;          /* destroyed */
     if (m->type_ == ACO_RT_PTHREAD_MUTEX_RECURSIVE && holder(m) == me) {
         if (m->count_ == UINT_MAX) return EAGAIN;
         m->count_++;
@@ -577,13 +577,13 @@ int aco_rt_pthread_cond_destroy(aco_rt_pthread_cond_t* c) {
     return 0;
 }
 
-/* abstime NULL: no deadline. */
-static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, clockid_t clk,
-                      const struct timespec* abstime, const char* fn) {
+/* timed: until abstime on clk (EINVAL for a bad one), else no deadline. */
+static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, int timed,
+                      clockid_t clk, const struct timespec* abstime, const char* fn) {
     if (cond_refused(c)) return cond_bad(c, fn);
     if (rt_unlikely(marked((unsigned)m->type_))) return mutex_bad(m, fn);
-    int64_t deadline = -1;
-    if (abstime && (deadline = deadline_of(clk, abstime)) < 0) return EINVAL;
+    int64_t deadline = timed ? deadline_of(clk, abstime) : -1;
+    if (timed && deadline < 0) return EINVAL;
     aco_rt_co_t* me = rt_self();
     if (me == NULL || holder(m) != me) return EPERM;
     /* let go of it fully (RECURSIVE: however often held), take it back so */
@@ -597,19 +597,17 @@ static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, clock
 }
 
 int aco_rt_pthread_cond_wait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m) {
-    return wait_until(c, m, CLOCK_REALTIME, NULL, "aco_rt_pthread_cond_wait");
+    return wait_until(c, m, 0, CLOCK_REALTIME, NULL, "aco_rt_pthread_cond_wait");
 }
 
 int aco_rt_pthread_cond_clockwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
                                   clockid_t clk, const struct timespec* abstime) {
-    if (abstime == NULL && !cond_refused(c)) return EINVAL;
-    return wait_until(c, m, clk, abstime, "aco_rt_pthread_cond_clockwait");
+    return wait_until(c, m, 1, clk, abstime, "aco_rt_pthread_cond_clockwait");
 }
 
 int aco_rt_pthread_cond_timedwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
                                   const struct timespec* abstime) {
-    if (abstime == NULL && !cond_refused(c)) return EINVAL;
-    return wait_until(c, m, c->clock_, abstime, "aco_rt_pthread_cond_timedwait");
+    return wait_until(c, m, 1, c->clock_, abstime, "aco_rt_pthread_cond_timedwait");
 }
 
 int aco_rt_pthread_cond_signal(aco_rt_pthread_cond_t* c) {

@@ -345,54 +345,50 @@ static char (*addr)[32];    /* the refused objects' addresses, as %p says
 
 static void refused_co(void* arg) {
     (void)arg;
-    aco_rt_pthread_mutex_t ok = ACO_RT_PTHREAD_MUTEX_INITIALIZER;
+    static aco_rt_pthread_mutex_t ok = ACO_RT_PTHREAD_MUTEX_INITIALIZER;
+    static aco_rt_pthread_cond_t okc = ACO_RT_PTHREAD_COND_INITIALIZER;
     /* zeroed: what a working object holds */
     ON_STACK(aco_rt_pthread_mutex_t, mp);
     ON_STACK(aco_rt_pthread_cond_t, cp);
     ON_STACK(aco_rt_pthread_rwlock_t, lp);
     ON_STACK(aco_rt_pthread_barrier_t, bp);
-#define m (*mp)
-#define c (*cp)
-#define l (*lp)
-#define b (*bp)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 10;
-    CHECK_EQ(aco_rt_pthread_mutex_init(&m, NULL), EINVAL);
-    CHECK_EQ(aco_rt_pthread_cond_init(&c, NULL), EINVAL);
-    CHECK_EQ(aco_rt_pthread_rwlock_init(&l, NULL), EINVAL);
-    CHECK_EQ(aco_rt_pthread_barrier_init(&b, NULL, 2), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_init(mp, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_init(cp, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_init(lp, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_init(bp, NULL, 2), EINVAL);
     for (int round = 0; round < 2; round++) {
-        CHECK_EQ(aco_rt_pthread_mutex_lock(&m), EINVAL);
-        CHECK_EQ(aco_rt_pthread_mutex_trylock(&m), EINVAL);
-        CHECK_EQ(aco_rt_pthread_mutex_timedlock(&m, &ts), EINVAL);
-        CHECK_EQ(aco_rt_pthread_mutex_unlock(&m), EINVAL);
-        CHECK_EQ(aco_rt_pthread_cond_signal(&c), EINVAL);
-        CHECK_EQ(aco_rt_pthread_cond_broadcast(&c), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_lock(mp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_trylock(mp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_timedlock(mp, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_unlock(mp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_signal(cp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_broadcast(cp), EINVAL);
         CHECK_EQ(aco_rt_pthread_mutex_lock(&ok), 0);
-        CHECK_EQ(aco_rt_pthread_cond_wait(&c, &ok), EINVAL);
-        CHECK_EQ(aco_rt_pthread_cond_timedwait(&c, &ok, &ts), EINVAL);
-        CHECK_EQ(aco_rt_pthread_cond_clockwait(&c, &ok, CLOCK_MONOTONIC, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_wait(cp, &ok), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_timedwait(cp, &ok, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_clockwait(cp, &ok, CLOCK_MONOTONIC, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_timedwait(&okc, &ok, NULL), EINVAL);   /* a bad abstime */
+        CHECK_EQ(aco_rt_pthread_cond_wait(&okc, mp), EINVAL);   /* the mutex refused */
+        CHECK_EQ(aco_rt_pthread_cond_timedwait(&okc, mp, &ts), EINVAL);
         CHECK_EQ(aco_rt_pthread_mutex_unlock(&ok), 0);
-        CHECK_EQ(aco_rt_pthread_rwlock_rdlock(&l), EINVAL);
-        CHECK_EQ(aco_rt_pthread_rwlock_wrlock(&l), EINVAL);
-        CHECK_EQ(aco_rt_pthread_rwlock_tryrdlock(&l), EINVAL);
-        CHECK_EQ(aco_rt_pthread_rwlock_timedwrlock(&l, &ts), EINVAL);
-        CHECK_EQ(aco_rt_pthread_rwlock_unlock(&l), EINVAL);
-        CHECK_EQ(aco_rt_pthread_barrier_wait(&b), EINVAL);
-        CHECK_EQ(aco_rt_pthread_mutex_destroy(&m), EINVAL);
-        CHECK_EQ(aco_rt_pthread_cond_destroy(&c), EINVAL);
-        CHECK_EQ(aco_rt_pthread_rwlock_destroy(&l), EINVAL);
-        CHECK_EQ(aco_rt_pthread_barrier_destroy(&b), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_rdlock(lp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_wrlock(lp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_tryrdlock(lp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_timedwrlock(lp, &ts), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_unlock(lp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_barrier_wait(bp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_destroy(mp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_destroy(cp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_destroy(lp), EINVAL);
+        CHECK_EQ(aco_rt_pthread_barrier_destroy(bp), EINVAL);
     }
-    snprintf(addr[0], 32, "%p", (void*)&m);
-    snprintf(addr[1], 32, "%p", (void*)&c);
-    snprintf(addr[2], 32, "%p", (void*)&l);
-    snprintf(addr[3], 32, "%p", (void*)&b);
-#undef m
-#undef c
-#undef l
-#undef b
+    snprintf(addr[0], 32, "%p", (void*)mp);
+    snprintf(addr[1], 32, "%p", (void*)cp);
+    snprintf(addr[2], 32, "%p", (void*)lp);
+    snprintf(addr[3], 32, "%p", (void*)bp);
 }
 
 /* Refused for a bad attribute or count: the same, and a later good init
