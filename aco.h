@@ -575,9 +575,7 @@ struct aco_share_stack_s {
     const void* thread;     /* the thread it belongs to (an address unique to
                                each live thread), NULL while no co uses it */
     unsigned long valgrind_stk_id; /* ACO_USE_VALGRIND builds: valgrind's
-                               id of the stack; ASan builds: the lowest sp
-                               a co left it at (its destroy clears the
-                               shadow from there up, not the whole stack) */
+                               id of the stack */
 };
 
 /* Saved registers of a suspended co; the layout is acosw.S's, see there.

@@ -18,6 +18,10 @@
 #     owners (OWNERS): an assignment, ++/--, or atomic store through
 #     ->part (->part.field) anywhere else fails, and so does a write to a
 #     counter of ->st by a file that does not own it.
+#   - the core path, aco.c without the parts it includes at its end
+#     (aco_fault.c, aco_checked.c, aco_tools.c), is at most 1,200 lines; it
+#     names no function or variable of a part but the six hooks, and its
+#     opening comment names those six (docs/core.md, "Inside the core").
 # It prints both tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +37,41 @@ app_headers=$(cd apps && ls ./*.h | sed 's|^\./||')
 for h in $(includes aco.h aco.c acosw.S); do
     case " $(echo $rt_headers) " in *" ${h##*/} "*) bad "the core includes the runtime's $h" ;; esac
 done
+python3 - <<'PY' || fail=1
+import re, sys
+def code(path):     # comments and strings blanked, lines kept
+    src = open(path).read()
+    src = re.sub(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"",
+                 lambda m: re.sub(r"[^\n]", " ", m.group(0)), src, flags=re.S)
+    return src
+core_all = open("aco.c").read()
+n = core_all.count("\n")
+if n > 1200:
+    print("FAIL: aco.c is %d lines: the core path is at most 1,200 (docs/core.md)" % n)
+    sys.exit(1)
+core = code("aco.c").split("#define ACO_CORE_PARTS")[0]
+hooks = sorted(set(re.findall(r"\b(ext_[a-z]+)\s*\(", core)))
+want = ["ext_co", "ext_copy", "ext_init", "ext_mem", "ext_stack", "ext_switch"]
+bad = []
+if hooks != want:
+    bad.append("aco.c calls the hooks %s, not the six %s" % (hooks, want))
+opening = core_all.split("*/")[0]
+bad += ["aco.c's opening comment does not name the hook %s" % h for h in want
+        if not re.search(r"\b%s\b" % h, opening)]
+for part in ("aco_fault.c", "aco_checked.c", "aco_tools.c"):
+    names = set(re.findall(r"^(?:static |void |int |aco_t\* )[^;=(]*?\(?\*?\b([A-Za-z_]\w*)\)?\s*[(;=\[]",
+                           code(part), flags=re.M)) - set(want)
+    names |= set(re.findall(r"^static [^;=(]*\(\*\s*(\w+)\)", code(part), flags=re.M))
+    names -= {"int", "void", "char", "size_t", "__attribute__", "inline"}
+    for name in sorted(names):
+        m = re.search(r"\b%s\b" % name, core)
+        if m:
+            bad.append("aco.c:%d names %s of %s: the parts join the core only through the hooks"
+                       % (core.count("\n", 0, m.start()) + 1, name, part))
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
 for h in $(includes rt/*.c rt/*.h); do
     case " $(echo $app_headers) " in *" ${h##*/} "*) bad "rt/ includes the programs' $h" ;; esac
     case $h in *apps/*|*bench/*|*tests/*) bad "rt/ includes $h" ;; esac
@@ -227,5 +266,6 @@ for b in bad:
     print("FAIL: " + b)
 sys.exit(1 if bad else 0)
 PY
-[ $fail = 0 ] && echo "imports: apps -> rt -> core, rt/ in layers, each part written by its owners"
+[ $fail = 0 ] && echo "imports: apps -> rt -> core, rt/ in layers, each part written by its owners," \
+                     "the core path $(wc -l < aco.c) lines, its parts behind six hooks"
 exit $fail

@@ -105,10 +105,11 @@ def _is_running(co, addr, is_main):
 
 
 def _checked_mode():
-    """libaco's checked mode is on in the inferior (aco.c's checked_state
-    is 2; a libaco without the mode, or without debug information: no)."""
+    """libaco's checked mode is on in the inferior (aco_checked.c's
+    checked_on is 1; a libaco without the mode, or without debug
+    information: no)."""
     try:
-        return int(gdb.parse_and_eval("checked_state")) == 2
+        return int(gdb.parse_and_eval("checked_on")) != 0
     except gdb.error:
         return False
 
