@@ -145,12 +145,17 @@ if [ -n "$san" ]; then no_valgrind=1; no_aarch64=1; no_riscv64=1; fi
 case $action in bench|bench-rt) no_m32=1; no_valgrind=1; no_aarch64=1; no_riscv64=1 ;; esac
 CFLAGS="$CFLAGS${SANFLAGS:+ $SANFLAGS}"
 
-# Programs: the top-level ones, then every test listed in tests/tests.list.
+# The programs of tests lists (tests/tests.list says the format: a line of
+# name and columns each, rules indented under it, which are test.sh's).
+list_lines() { awk '/^[[:space:]]*(#|$)/ || /^[[:space:]]/ {next} {print}' "$@"; }
+list_col() {  # list_col <list...> -- <program> <column>: its value, 1 for a bare one
+    awk -v p="$2" -v c="$3" '$1 == p {for (i = 2; i <= NF; i++) {
+        if ($i == c) {print 1; exit} if (index($i, c "=") == 1) {print substr($i, length(c) + 2); exit}}}' "$1"
+}
+# The core's programs: the top-level ones (<name>.c), then tests/<name>.c.
 programs() {
-    echo test_aco_synopsis
-    for i in 0 1 2 3 4 5 6 7; do echo "test_aco_tutorial_$i"; done
-    echo test_aco_benchmark
-    grep -v '^[[:space:]]*\(#\|$\)' tests/tests.list | awk '{print "tests/" $1}'
+    list_lines tests/tests.list | awk '{print $1}' |
+        while read -r n; do if [ -f "tests/$n.c" ]; then echo "tests/$n"; else echo "$n"; fi; done
 }
 
 # Can the toolchain build this flavour?  Name what is missing instead of
@@ -315,10 +320,11 @@ rt_lib_srcs() {
 }
 # The runtime's tests (rt/tests/) and the programs' (apps/tests/): both
 # built against the runtime as output/rt_<name>..<variant>.
-rt_tests() { cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)' | awk '{print $1}'; }
+rt_tests() { list_lines rt/tests/tests.list apps/tests/tests.list | awk '{print $1}'; }
 test_src() { if [ -f "rt/tests/$1.c" ]; then echo "rt/tests/$1.c"; else echo "apps/tests/$1.c"; fi; }
+test_list() { if [ -f "rt/tests/$1.c" ]; then echo rt/tests/tests.list; else echo apps/tests/tests.list; fi; }
 rt_programs() { echo apps/aco_echo apps/aco_resp apps/aco_nc apps/aco_http bench/aco_rt_bench; }
-rt_st_tests() { echo test_sched test_sync test_chan test_timer test_offload; }  # also in the single-thread build
+rt_st_tests() { list_lines rt/tests/tests.list | awk '{for (i = 2; i <= NF; i++) if ($i == "st") print $1}'; }
 
 # ---------------------------------------------------------------------------
 # The build proper: make.sh writes every output's rule (what it is built
@@ -383,7 +389,7 @@ variant_rules() {   # variant
     for p in $(programs); do
         name=$(basename "$p")
         local x=""
-        [ "$name" = test_aco_benchmark ] && x=$extra
+        [ "$(list_col tests/tests.list "$name" with)" = fcontext ] && x=$extra
         cc_rule "$OUTPUT/$name..$v" "$p.c $obj/aco.o $obj/acosw.o" "$obj" \
             "$c -I. $p.c $obj/aco.o $obj/acosw.o $x -lpthread -lm -o $OUTPUT/$name..$v"
     done
@@ -435,7 +441,7 @@ rt_rules() {
     for f in resp kv http; do
         cc_rule "$obj/$f.o" "apps/$f.c" "$obj" "$c -Irt -c apps/$f.c -o $obj/$f.o"
     done
-    local v=no_valgrind.standaloneFPUenv vo p extra ld
+    local v=no_valgrind.standaloneFPUenv vo p extra ld l o
     vo="$OUTPUT/obj/$v"
     # test_port: one pthreads program (port_demo.c) built twice, on real
     # pthreads and renamed onto aco_rt_pthread.h by -include
@@ -456,14 +462,10 @@ rt_rules() {
         case " ${variants[*]} " in *" $v "*) ;; *) continue ;; esac
         vo="$OUTPUT/obj/$v"
         for p in $(rt_tests); do
-            extra=""
-            case $p in test_resp|test_kv) extra="$obj/resp.o $obj/kv.o" ;; test_http) extra="$obj/http.o" ;; esac
-            [ $p = test_port ] && extra="$obj/port_pthreads.o $obj/port_aco.o"
-            case $p in test_hook|test_checked_hook) extra="$obj/hook.o -ldl" ;; esac
-            # test_faults: the allocations of the runtime's and libaco's
-            # objects come through its own functions, which fail on demand
-            ld=""
-            [ $p = test_faults ] && ld="-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=posix_memalign,--wrap=mmap,--wrap=pthread_create"
+            # its list's link= objects and ld= flags
+            extra="" l=$(test_list "$p")
+            for o in $(list_col "$l" "$p" link | tr ',' ' '); do extra="${extra:+$extra }$obj/$o.o"; done
+            ld=$(list_col "$l" "$p" ld)
             src=$(test_src $p)
             cc_rule "$OUTPUT/rt_$p..$v" "$src$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
                 "$c $(variant_flags $v) -Irt -Irt/tests -Iapps $src$objs $extra $vo/aco.o $vo/acosw.o $libs $ld -lm -o $OUTPUT/rt_$p..$v"

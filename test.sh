@@ -35,10 +35,11 @@
 #                     clang, x86-64 and i386 (paired as tsan)
 #   checks            tests/check_*.sh: ELF/CET, gdb, gdb extension, install,
 #                     headers
-# A run passes when it ends as expected (exit 0; SIGABRT for tutorials 4
-# and 5) and its log holds no sanitizer or memcheck report.  What a target
-# leaves out, or runs with an adjusted sanitizer option, is printed with the
-# reason; a missing tool is a failure naming the package, never a skip.
+# A run passes when it ends as expected (exit 0, or the signal its tests
+# list says) and its log holds no sanitizer or memcheck report.  What a
+# target leaves out, or runs with an adjusted option, is written in the
+# program's tests list with the reason, printed; a missing tool is a
+# failure naming the package, never a skip.
 # A build makes only the programs its targets run (make.sh list, then
 # make.sh OUTPUT...), and for checks gcc-O2's libraries and other programs.
 set -uo pipefail
@@ -140,111 +141,90 @@ builds_of() {
 # ---------------------------------------------------------------------------
 # What each mode runs, leaves out and adjusts.
 # ---------------------------------------------------------------------------
-# expected outcome of the top-level programs; tests/ programs must exit 0
-expect_of() {
-    case "$1" in
-        test_aco_tutorial_4|test_aco_tutorial_5) echo SIGABRT ;;
-        *) echo 0 ;;
+# Each program's facts come from its tests list (tests/tests.list says the
+# format): its columns, and its rules for some runs (skip, env, lane), each
+# with a reason.  The runtime's and the programs' tests run as rt_<name>.
+declare -A cols=() rules=()
+while read -r kind n rest; do
+    case $kind in
+        E) cols[$n]=$rest ;;
+        R) rules[$n]+="$rest"$'\n' ;;
     esac
+done < <(awk -v p="$(printf '%s' "rt/tests/tests.list apps/tests/tests.list")" '
+    BEGIN { split(p, f, " "); for (i in f) rt[f[i]] = 1 }
+    /^[[:space:]]*(#|$)/ { next }
+    { pre = (FILENAME in rt) ? "rt_" : "" }
+    /^[[:space:]]/ { sub(/^[[:space:]]+/, ""); print "R", pre n, $0; next }
+    { n = $1; $1 = ""; print "E", pre n, $0 }' tests/tests.list rt/tests/tests.list apps/tests/tests.list)
+col_of() {  # col_of <program> <column> -> its value, 1 for a bare column, or nothing
+    local c
+    for c in ${cols[$1]:-}; do
+        case $c in "$2"=*) echo "${c#*=}"; return ;; "$2") echo 1; return ;; esac
+    done
 }
-# A program's arguments: the rest of its line in its tests.list, read once.
-declare -A list_args=()
-while read -r n rest; do list_args[rt_$n]=$rest; done < <(cat rt/tests/tests.list apps/tests/tests.list | grep -v '^[[:space:]]*\(#\|$\)')
-while read -r n rest; do list_args[$n]=$rest; done < <(grep -v '^[[:space:]]*\(#\|$\)' tests/tests.list)
-args_of() {
-    case "$1" in
-        test_aco_benchmark) echo "--smoke" ;;
-        *) echo "${list_args[$1]:-}" ;;
-    esac
+# how each program must end, and its arguments
+declare -A expect=() args=()
+for n in "${!cols[@]}"; do
+    e=$(col_of "$n" expect) a=$(col_of "$n" args)
+    expect[$n]=${e:-0} args[$n]=${a//,/ }
+done
+# runs_match <runs> <target:mode>: does the list's RUNS pattern take this run?
+runs_match() {
+    local pats=$1 neg=0 p
+    case $pats in '!'*) neg=1 pats=${pats#!} ;; esac
+    for p in ${pats//,/ }; do
+        case $p in *:*) ;; *) p="*:$p" ;; esac
+        # shellcheck disable=SC2053
+        if [[ $2 == $p ]]; then return $neg; fi
+    done
+    return $((1 - neg))
 }
-# Programs a mode leaves out, with the reason (printed, never silent).
-excluded_from() {  # excluded_from <mode> <program> -> reason or nothing
-    case "$2:$1" in
-        test_asan_overflow:asan-*) ;;
-        test_asan_overflow:*)
-            echo "it injects a real stack-buffer overflow that only ASan catches (runs in asan)" ;;
-        test_signal_storm:tsan)
-            echo "TSan runs asynchronous signal handlers only at its own safe points" \
-                 "(interceptors), never at the interrupted instruction: no signal can land in the switch" ;;
-        test_aco_benchmark:asan-*|test_aco_benchmark:tsan)
-            echo "it measures glibc's allocator (mallopt, RSS per co) and times switches:" \
-                 "the sanitizer's allocator replaces the one, instrumentation the other" ;;
-        rt_test_resp:tsan|rt_test_kv:tsan)
-            echo "the RESP parser and store are single-threaded code without cos: TSan has" \
-                 "nothing to check there, and takes a minute over their million-key cases" ;;
-        rt_test_faults:memcheck)
-            echo "it forks a child per allocation of its scenario (about 500): minutes under" \
-                 "memcheck; ASan's leak check covers what memcheck would find" ;;
-        rt_test_faults:tsan)
-            echo "it forks a child per allocation and per descriptor limit: the cross-thread" \
-                 "paths it reaches are the ones test_pool and test_pthread_threads check under TSan" ;;
-        test_copy_counts:checked|test_copy_widths:checked|test_property:checked|test_stack_sizes:checked|test_big_stack:checked|test_valgrind_deep:checked)
-            echo "it checks the saves against share-stack addresses of cos that are not running" \
-                 "(white-box): in checked mode each co's frames lie in a window of its own (aco.h)" ;;
-        rt_test_pool:checked)
-            echo "its throughput runs take minutes instead of seconds: each switch of its two threads" \
-                 "is two or three page-table changes, each interrupting the other CPU; the rest" \
-                 "of the runtime's tests cover its paths in this mode" ;;
-        rt_test_faults:checked)
-            echo "it makes mmap fail at each call in turn: checked mode maps a window for" \
-                 "each co, in aco_create_in too, which cannot report a failure" ;;
-        test_guard_page:checked|test_signal_storm:checked)
-            echo "its signal handler knows the stacks by the addresses they had when made: in" \
-                 "checked mode a co runs in a window of its own (aco.h)" ;;
-        test_aco_tutorial_1:asan-uar1)
-            echo "it asserts the copy size of a 4 KiB array, which detect_stack_use_after_return=1" \
-                 "moves to ASan's fake stack, off the share stack" ;;
-    esac
+# rules_of <program> <kind> <target:mode>: "SETTING REASON" of each such
+# rule that takes the run (skip and lane: "REASON" / "alone|waits REASON")
+rules_of() {
+    local k runs rest
+    [ -n "${rules[$1]:-}" ] || return 0
+    while read -r k runs rest; do
+        [ "$k" = "$2" ] && runs_match "$runs" "$3" && echo "$rest"
+    done <<< "${rules[$1]:-}"
 }
-# Sanitizer options, with the per-program adjustments and their reasons.
-env_of() {  # env_of <mode> <program> -> VAR=value
-    local o
+# Programs a run leaves out, with the reason (printed, never silent).
+excluded_from() {  # excluded_from <target:mode> <program> -> reason or nothing
+    [ -n "${rules[$2]:-}" ] || return 0
+    rules_of "$2" skip "$1" | head -1
+}
+# Sanitizer options of the mode, and the program's settings from its list.
+env_of() {  # env_of <target:mode> <program> -> VAR=value ...
+    local o="" mode=${1#*:} set why out=""
     # valgrind does not see the kernel write io_uring's buffers: the
     # runtime's tests run on epoll there (adjust_reason says so)
     # (AUTO schedulers too: valgrind holds its lock through a blocking
     # io_uring_enter, and the other threads of a pool would wait forever)
-    case "$2:$1" in rt_test_*:memcheck) echo "ACO_RT_TEST_BACKENDS=epoll ACO_RT_BACKEND=epoll"; return ;; esac
-    case "$1" in
-        asan-uar*) o="ASAN_OPTIONS=detect_stack_use_after_return=${1#asan-uar}:detect_leaks=1" ;;
+    case "$2:$mode" in rt_test_*:memcheck) out="ACO_RT_TEST_BACKENDS=epoll ACO_RT_BACKEND=epoll" ;; esac
+    case "$mode" in
+        asan-uar*) o="ASAN_OPTIONS=detect_stack_use_after_return=${mode#asan-uar}:detect_leaks=1" ;;
         tsan) o="TSAN_OPTIONS=halt_on_error=1" ;;
         ubsan) o="UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1" ;;
-        checked) echo "ACO_CHECKED=1"; return ;;
-        *) return ;;
+        checked) out="ACO_CHECKED=1" ;;
     esac
-    case "$2:$1" in
-        test_guard_page:*|test_overflow_report:*) o="$o:handle_segv=0" ;;
-        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan|rt_test_offload:tsan) o="$o:die_after_fork=0" ;;
-        test_big_stack:asan-*) o="$o:allocator_may_return_null=1" ;;
-        test_big_stack:tsan) o="$o:allocator_may_return_null=1" ;;
-        test_reset:asan-*) o="$o:allocator_may_return_null=1" ;;
-        test_reset:tsan) o="$o:allocator_may_return_null=1:die_after_fork=0" ;;
-    esac
-    echo "$o"
+    [ -n "${rules[$2]:-}" ] && while read -r set why; do
+        case $set in
+            '') ;;
+            san:*) [ -n "$o" ] && o="$o:${set#san:}" ;;
+            *) out="${out:+$out }$set" ;;
+        esac
+    done < <(rules_of "$2" env "$1")
+    echo "$o${o:+${out:+ }}$out"
 }
-adjust_reason() {  # adjust_reason <mode> <program> -> reason or nothing
-    case "$2:$1" in
-        rt_test_*:memcheck)
-            echo "ACO_RT_TEST_BACKENDS=epoll: memcheck cannot see the kernel fill io_uring's" \
-                 "buffers (every byte read would look uninitialised); both backends run everywhere else" ;;
-        test_guard_page:asan-*|test_guard_page:tsan|test_guard_page:ubsan)
-            echo "handle_segv=0: the expected SIGSEGV in the guard page must kill the child," \
-                 "not become the sanitizer's report" ;;
-        test_overflow_report:asan-*|test_overflow_report:tsan|test_overflow_report:ubsan)
-            echo "handle_segv=0: the overflow's SIGSEGV goes to libaco's report, then" \
-                 "kills the child, instead of becoming the sanitizer's report" ;;
-        test_misuse:tsan|test_fork:tsan|test_share_owner:tsan|rt_test_offload:tsan)
-            echo "die_after_fork=0: it forks while threads run, or its forked children start threads" ;;
-        test_big_stack:asan-*|test_big_stack:tsan)
-            echo "allocator_may_return_null=1: it checks that an impossible share-stack" \
-                 "size aborts with libaco's own message" ;;
-        test_reset:asan-*)
-            echo "allocator_may_return_null=1: it checks that aco_new aborts with its own" \
-                 "message when malloc returns NULL" ;;
-        test_reset:tsan)
-            echo "allocator_may_return_null=1: it checks that aco_new aborts with its own" \
-                 "message when malloc returns NULL; die_after_fork=0: its forked children" \
-                 "start threads" ;;
+adjust_reason() {  # adjust_reason <target:mode> <program> -> reason or nothing
+    local set why all=""
+    case "$2:${1#*:}" in
+        rt_test_*:memcheck) all="ACO_RT_TEST_BACKENDS=epoll: memcheck cannot see the kernel fill io_uring's buffers (every byte read would look uninitialised); both backends run everywhere else" ;;
     esac
+    [ -n "${rules[$2]:-}" ] && while read -r set why; do
+        [ -n "$set" ] && all="${all:+$all; }$why"
+    done < <(rules_of "$2" env "$1")
+    echo "$all"
 }
 variant_in_mode() {  # does this mode run this variant?
     case "$1:$2" in
@@ -340,24 +320,6 @@ runner_of() {  # variant -> emulator command, empty for native
     esac
 }
 
-# Programs that spend their time waiting (deadlines, timers, a peer's
-# pause), not computing: CPU time under a tenth of the wall time, more than
-# a second, measured in each mode (memcheck and TSan make the others busy;
-# checked mode and the emulators were not measured).  They run in a lane of
-# their own beside the others (below), so their waits do not hold a CPU's
-# place.
-waits_mostly() {  # waits_mostly <mode> <program>
-    case "$1:$2" in
-        native:rt_test_*|ubsan:rt_test_*|asan-*:rt_test_*)
-            case "$2" in
-                rt_test_matrix|rt_test_fd_identity|rt_test_lend|rt_test_header|rt_test_offload|rt_test_net) return 0 ;;
-            esac ;;
-        memcheck:rt_test_matrix|memcheck:rt_test_fd_identity|tsan:rt_test_matrix|tsan:rt_test_fd_identity) return 0 ;;
-    esac
-    return 1
-}
-
-
 run_one() {  # one job line: name, bin, mode, expect, env, lane, emulator, args
     local name bin mode expect envs excl emu args
     IFS='|' read -r name bin mode expect envs excl emu args <<< "$1"
@@ -436,12 +398,13 @@ add_jobs() {
                 if paired_out "$mode" "$cc" "$v" "$prog" "$t"; then
                     paired_note "$t" "$prog" >> "$notes"; continue
                 fi
-                why=$(excluded_from "$mode" "$prog")
+                why=""
+                [ -n "${rules[$prog]:-}" ] && why=$(excluded_from "$t:$mode" "$prog")
                 if [ -n "$why" ]; then
                     printf '%s left out of\t%s\t%s\n' "$prog" "$t" "$why" >> "$notes"
                     continue
                 fi
-                why=$(adjust_reason "$mode" "$prog")
+                why=$(adjust_reason "$t:$mode" "$prog")
                 [ -n "$why" ] && printf '%s runs in\t%s\twith %s\n' "$prog" "$t" "$why" >> "$notes"
                 if [ "$mode" = memcheck ] && [ $have_valgrind = 0 ]; then
                     missing "$name" valgrind valgrind; continue
@@ -450,23 +413,18 @@ add_jobs() {
                 if [ -n "$emu" ] && ! command -v "${emu%% *}" >/dev/null; then
                     missing "$name" "${emu%% *}" qemu-user; continue
                 fi
-                # Signal storms with goals run alone: a busy machine delivers
-                # signals too slowly (two at once, one per core, already
-                # miss them).  The goals are the -O2 builds'; the -O0 and
-                # UBSan storms switch through the same acosw and run
-                # time-bound, with the others.  The lane: 0 the CPU's, 1
-                # alone, 2 the waiting programs'.
-                excl=0 envs=$(env_of "$mode" "$prog")
-                [ -z "$emu" ] && waits_mostly "$mode" "$prog" && excl=2
-                if [ "$prog" = test_signal_storm ] && [ -z "$emu" ]; then
-                    case "$t:$mode" in
-                        gcc-O2:native|clang-O2:native) excl=1 ;;
-                        *:native|*:ubsan) envs="${envs:+$envs }ACO_TEST_STORM_GOALS=0" ;;
+                # The lane (native runs: not under an emulator): 0 the
+                # CPU's, 1 alone, 2 the programs that mostly wait.
+                excl=0 envs=$(env_of "$t:$mode" "$prog")
+                if [ -z "$emu" ] && [ -n "${rules[$prog]:-}" ]; then
+                    case $(rules_of "$prog" lane "$t:$mode" | head -1) in
+                        alone*) excl=1 ;;
+                        waits*) excl=2 ;;
                     esac
                 fi
                 # '|'-separated: IFS would merge the empty fields of tabs
-                printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$bin" "$mode" "$(expect_of "$prog")" \
-                    "$envs" "$excl" "$emu" "$(args_of "$prog")" >> "$jobs_file"
+                printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$bin" "$mode" "${expect[$prog]:-0}" \
+                    "$envs" "$excl" "$emu" "${args[$prog]:-}" >> "$jobs_file"
             done < "$2"
         done
     done
@@ -485,7 +443,8 @@ order() {
 # Two lanes run the programs, each fed through a FIFO as soon as their build
 # is done, so that they run during the later builds (which are niced: the
 # runs come first, the compilers take the CPU time left over):
-#  - the programs that mostly wait (waits_mostly), $JOBS at a time;
+#  - the programs that mostly wait (their lists' "lane ... waits"), $JOBS
+#    at a time;
 #  - the others and the checks, one more than $JOBS at a time: many of them
 #    wait part of their time (a peer, a deadline, the other thread's turn).
 # The checks join the second lane once gcc-O2 and clang-O2 are built (their
@@ -608,13 +567,16 @@ for t in "${targets[@]}"; do
     awk -F'\t' -v t="$t" 'index($2, t "/") == 1 { if ($1 == "PASS") p++; else f++; r += $3 }
         END { printf "  %-9s %4d passed, %d failed, %d reports\n", t, p, f, r }' "$results"
 done
+# The figures of the programs whose list says figures=WORD: the first
+# "WORD:" line of each run's log.
 first=1
 while IFS='|' read -r name _; do
-    case "$name" in */test_signal_storm) ;; *) continue ;; esac
+    prog=${name##*/} fig=$(col_of "${name##*/}" figures)
+    [ -n "$fig" ] || continue
     log="$LOGS/$(echo "$name" | tr '/' '_').log"
-    line=$(grep -m1 '^storm:' "$log" 2>/dev/null | sed 's/^storm: //')
-    [ $first = 1 ] && echo "Signal storms:" && first=0
-    printf '  %-52s %s\n' "${name%/test_signal_storm}" "${line:-(no figures: see $log)}"
+    line=$(grep -m1 "^$fig:" "$log" 2>/dev/null | sed "s/^$fig: //")
+    [ $first = 1 ] && echo "Figures (the first \"WORD:\" line of each run of a program whose list says figures=WORD):" && first=0
+    printf '  %-52s %s\n' "${name%/"$prog"} $fig" "${line:-(no figures: see $log)}"
 done < "$jobs_file"
 
 np=$(grep -c '^PASS' "$results")

@@ -36,7 +36,9 @@ fi
 ar rcs "$tmp/librt32.a" "$tmp"/*.o
 fail=0
 for t in "${tests[@]}"; do
-    args=$(grep -v '^[[:space:]]*#' rt/tests/tests.list | awk -v n="test_$t" '$1 == n {$1 = ""; print}')
+    # its args= column (rt/tests/tests.list)
+    args=$(awk -v n="test_$t" '$1 == n {for (i = 2; i <= NF; i++) if ($i ~ /^args=/)
+                                  {sub(/^args=/, "", $i); gsub(/,/, " ", $i); print $i}}' rt/tests/tests.list)
     if ! $c -Irt -DACO_RT_TEST_FEW "rt/tests/test_$t.c" "$tmp/librt32.a" -lpthread -o "$tmp/test_$t" 2>"$tmp/$t.err"; then
         echo "FAIL: rt/tests/test_$t.c does not build with -m32:"; sed 's/^/    | /' "$tmp/$t.err" | head -20
         fail=1; continue
