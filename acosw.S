@@ -120,13 +120,14 @@
  *     (scratch at a call): ignored.  The compare comes last, to read the
  *     stored words back as late as possible.
  *   1 (AMD, Hygon): loading is cheap, and reading back what stmxcsr has
- *     just stored waits for it (~3 ns a round trip on Zen 3): load to's
- *     words unconditionally, right away.  (MXCSR's exception flags then
- *     travel with each co, the x87 status word's never do; either way they
- *     are status, which a call may change.)
- * The two paths are whole copies: the first is the compare, as it was
- * before there were two (one not-taken test more), and AMD's begins with
- * the one taken branch at the top. */
+ *     just stored waits for it (docs/benchmarks.md, "What makes the
+ *     switch fast"): load to's words unconditionally, right away.
+ *     (MXCSR's exception flags then travel with each co, the x87 status
+ *     word's never do; either way they are status, which a call may
+ *     change.)
+ * The two paths are whole copies: the compare, and AMD's, which begins
+ * with the one taken branch at the top (the compare's path pays one
+ * not-taken test more). */
 .macro ACO_SWITCH64 name
     .p2align 4
     .globl  \name
@@ -177,10 +178,8 @@
     /* The same switch at a second address, for aco_yield and aco_exit (the
      * way back to the main co): each of the two ends in an indirect jump of
      * its own, so the branch predictor learns the two directions apart
-     * (through one, resume and yield alternate its target).  In interleaved
-     * runs on a Zen 3 guest it was faster in four pairings of five (solo
-     * round trip / fcontext's 1.47 to 0.99 with the FP words loaded on
-     * every switch) and equal in the fifth. */
+     * (through one, resume and yield alternate its target; the figures:
+     * docs/benchmarks.md, "What makes the switch fast"). */
     ACO_SWITCH64 aco__yieldsw
     /* The switch's end, for tests that ask whether a pc lies in it:
      * [acosw, aco__acosw_end) holds acosw, aco__yieldsw and the alignment

@@ -49,9 +49,10 @@
  *
  * Fairness: fcontext's jump and glibc's swapcontext save and load the whole
  * MXCSR, exception flags included, on every switch, and loading a changed
- * MXCSR costs ~100 ns on some machines.  Any inexact floating-point operation
- * (printf("%f") does some) sets a flag in the caller only, so the flags are
- * cleared before every peer context is made and before every timed segment,
+ * MXCSR costs many times an unchanged one on some machines.  Any inexact
+ * floating-point operation (printf("%f") does some) sets a flag in the
+ * caller only, so the flags are cleared before every peer context is made
+ * and before every timed segment,
  * times are kept in integer ns until all rounds are done, and every peer
  * context reports its MXCSR as it ends: it must equal main's.  acosw compares
  * the control bits only and ignores the flags, or (AMD) loads the whole

@@ -26,8 +26,8 @@
  * The hash is a 64x64->128-bit multiply-fold function with three secret
  * 64-bit keys derived from the store's seed, which by default comes from
  * getrandom(): an attacker who does not know it cannot choose colliding
- * keys offline.  (It is not a cryptographic PRF like redis's SipHash; it is
- * several times faster on short keys.)
+ * keys offline.  (It is not a cryptographic PRF like redis's SipHash: it is
+ * cheaper on short keys, which is what a store hashes most.)
  *
  * Memory: kv_used_memory() counts the bytes the store asked its allocator
  * for (entries and tables).  Out of memory never crashes and never leaves a
