@@ -66,17 +66,13 @@
  * first failures are printed.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,21 +85,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#define CHAOS_NAME "chaos_http"
 #define MAX_WORKERS 64
 #define IO_TIMEOUT_S 10             /* a response that takes longer is a failure */
+#define SEND_PIECE 512
 #define HEAD_MAX 65536              /* a response's header, at most */
 #define NFILES 7
 #define BIG_FILE 6                  /* 4 MiB, for cutresp */
 
-static int port, server_pid, nworkers = 8, nslow = 16, only = -1, slack_mib = 32;
-static int header_timeout_ms, idle_timeout_ms;
+#include "chaos.h"
+
+static int nslow = 16, header_timeout_ms, idle_timeout_ms;
 static size_t halfclose_max = SIZE_MAX;
-static double seconds = 10;
 static const char* root;
-static uint64_t seed;
-static int64_t deadline;
-static atomic_int failures;
-static atomic_long open_conns, most_conns;
 
 enum { S_GOOD, S_PIPEBAD, S_BAD, S_LF, S_HUGEHDR, S_MANYHDR, S_HALFCLOSE, S_CUTREQ, S_CUTRESP,
        S_IDLE, S_SLOW, S_SLOWOK, S_N };
@@ -111,6 +105,10 @@ static const char* const scen_name[S_N] = {"good", "pipebad", "bad", "lf", "huge
                                            "halfclose", "cutreq", "cutresp", "idle", "slowloris",
                                            "slow-valid"};
 static atomic_long scen_runs[S_N];
+/* The workers' mix: where the share of each ends in a draw of 0-99. */
+static const unsigned char scen_upto[S_IDLE + 1] = {
+    [S_GOOD] = 35, [S_PIPEBAD] = 45, [S_BAD] = 60, [S_LF] = 64, [S_HUGEHDR] = 69, [S_MANYHDR] = 74,
+    [S_HALFCLOSE] = 84, [S_CUTREQ] = 91, [S_CUTRESP] = 99, [S_IDLE] = 100};
 
 /* The kinds of bad request, and what the server did with each: a status
  * code (100-599) or a close (0). */
@@ -121,34 +119,6 @@ static const char* const bad_name[B_N] = {
     "no-colon", "unknown-method", "POST", "traversal", "encoded-traversal", "long-line",
     "huge-header", "bare-LF"};
 static atomic_long outcome[B_N][600];
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void fail(const char* fmt, ...) {
-    int n = atomic_fetch_add(&failures, 1);
-    if (n >= 20) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "chaos_http: FAIL ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static uint64_t mix(uint64_t x) {   /* splitmix64's finaliser */
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-typedef struct { uint64_t s; } rng_t;
-static uint64_t rnd(rng_t* r) { return mix(r->s++); }
-static uint64_t below(rng_t* r, uint64_t n) { return n ? rnd(r) % n : 0; }
 
 /* ---- the files ------------------------------------------------------------ */
 typedef struct { char name[32]; char* data; size_t size; char date[64], older[64]; } file_t;
@@ -190,111 +160,12 @@ static int make_files(void) {
     return 0;
 }
 
-/* ---- a growable byte buffer -------------------------------------------- */
-typedef struct { char* p; size_t len, cap; } buf_t;
-
-static void buf_reserve(buf_t* b, size_t extra) {
-    if (b->cap - b->len >= extra) return;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap - b->len < extra) cap *= 2;
-    char* p = realloc(b->p, cap);
-    if (p == NULL) { fprintf(stderr, "chaos_http: out of memory\n"); exit(2); }
-    b->p = p;
-    b->cap = cap;
-}
-
-static void buf_add(buf_t* b, const void* p, size_t n) {
-    buf_reserve(b, n);
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-static void buf_fmt(buf_t* b, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char tmp[512];
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    buf_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
+/* n bytes of c: the oversized parts of bad requests. */
 static void buf_fill(buf_t* b, char c, size_t n) {
     buf_reserve(b, n);
     memset(b->p + b->len, c, n);
     b->len += n;
 }
-
-/* ---- connections ---------------------------------------------------------- */
-static void count_open(int d) {
-    long n = atomic_fetch_add(&open_conns, d) + d;
-    long m = atomic_load(&most_conns);
-    while (n > m && !atomic_compare_exchange_weak(&most_conns, &m, n)) {}
-}
-
-/* A connected socket with I/O timeouts, or -1 (a failure only if it cannot
- * connect for 5 s: a full backlog or a busy port range is not one). */
-static int conn_open(void) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int64_t until = now_ns() + 5000000000;
-    for (;;) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) { fail("socket: %s", strerror(errno)); return -1; }
-        struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (connect(fd, (struct sockaddr*)&sa, sizeof(sa)) == 0) {
-            count_open(1);
-            return fd;
-        }
-        int e = errno;
-        close(fd);
-        if (now_ns() > until) { fail("connect: %s", strerror(e)); return -1; }
-        usleep(10000);
-    }
-}
-
-static void conn_close(int fd, int reset) {
-    if (reset) {
-        struct linger l = {.l_onoff = 1, .l_linger = 0};
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-    }
-    close(fd);
-    count_open(-1);
-}
-
-/* Send all of p[0..n) in pieces of random size (rng NULL: at once); 0, or
- * -1 with errno. */
-static int send_all(int fd, const char* p, size_t n, rng_t* r) {
-    while (n) {
-        size_t k = n;
-        if (r && below(r, 4) == 0) k = 1 + below(r, n < 512 ? n : 512);
-        ssize_t w = send(fd, p, k, MSG_NOSIGNAL);
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* A response reader over a socket. */
-typedef struct { int fd; buf_t b; size_t off; } rd_t;
-
-/* 1 with more bytes, 0 at EOF, -1 on an error (errno; EAGAIN: timeout). */
-static int rd_fill(rd_t* r) {
-    if (r->off == r->b.len) r->off = r->b.len = 0;
-    buf_reserve(&r->b, 65536);
-    ssize_t n = recv(r->fd, r->b.p + r->b.len, r->b.cap - r->b.len, 0);
-    if (n <= 0) return n == 0 ? 0 : -1;
-    r->b.len += (size_t)n;
-    return 1;
-}
-
-static void rd_free(rd_t* r) { free(r->b.p); }
-
-static int closed_errno(int e) { return e == ECONNRESET || e == EPIPE; }
 
 /* A response's header, parsed. */
 typedef struct {
@@ -315,11 +186,7 @@ static int read_head(rd_t* r, resp_t* h, const char* what) {
         end = r->b.len > r->off ? memmem(r->b.p + r->off, r->b.len - r->off, "\r\n\r\n", 4) : NULL;
         if (end) break;
         if (r->b.len - r->off > HEAD_MAX) { fail("%s: a response header over %d bytes", what, HEAD_MAX); return -1; }
-        if (r->off) {
-            memmove(r->b.p, r->b.p + r->off, r->b.len - r->off);
-            r->b.len -= r->off;
-            r->off = 0;
-        }
+        rd_compact(r);
         int k = rd_fill(r);
         if (k == 1) continue;
         int e = errno;
@@ -396,16 +263,6 @@ static int skip_body(rd_t* r, const resp_t* h, const char* what) {
         if (read_body(r, n + 2, NULL, what) < 0) return -1;
         if (n == 0) return 0;
     }
-}
-
-/* After the responses: the server must close (EOF, or a reset) within
- * IO_TIMEOUT_S, sending nothing more. */
-static int rd_eof(rd_t* r) {
-    if (r->off < r->b.len) return -1;
-    int k = rd_fill(r);
-    if (k == 0) return 0;
-    if (k < 0 && closed_errno(errno)) return 0;
-    return -1;
 }
 
 /* ---- valid requests ------------------------------------------------------- */
@@ -818,19 +675,8 @@ static void idle(worker_t* w) {
 static void* worker_main(void* arg) {
     worker_t* w = (worker_t*)arg;
     int fd = -1;    /* a good connection kept between batches */
-    while (now_ns() < deadline && atomic_load(&failures) < 20) {
-        unsigned k = (unsigned)below(&w->rng, 100), s;
-        if (k < 35) s = S_GOOD;
-        else if (k < 45) s = S_PIPEBAD;
-        else if (k < 60) s = S_BAD;
-        else if (k < 64) s = S_LF;
-        else if (k < 69) s = S_HUGEHDR;
-        else if (k < 74) s = S_MANYHDR;
-        else if (k < 84) s = S_HALFCLOSE;
-        else if (k < 91) s = S_CUTREQ;
-        else if (k < 99) s = S_CUTRESP;
-        else s = S_IDLE;
-        if (only >= 0) s = (unsigned)only;
+    while (running()) {
+        unsigned s = pick((unsigned)below(&w->rng, 100), scen_upto);
         if (s == S_IDLE && (idle_timeout_ms <= 0 || now_ns() + (int64_t)idle_timeout_ms * 1000000 > deadline)) continue;
         if (s != S_GOOD && fd >= 0) { conn_close(fd, 0); fd = -1; }
         atomic_fetch_add(&scen_runs[s], 1);
@@ -880,7 +726,7 @@ static void* slow_main(void* arg) {
     slow_t* cs = calloc((size_t)n, sizeof(*cs));
     int64_t bound = (int64_t)header_timeout_ms * 1000000 + 3000000000;
     for (int i = 0; i < n; i++) cs[i].fd = -1;
-    while (now_ns() < deadline && atomic_load(&failures) < 20) {
+    while (running()) {
         int64_t t = now_ns(), next = t + 100000000;
         for (int i = 0; i < n; i++) {
             slow_t* c = &cs[i];
@@ -932,10 +778,7 @@ static void* slow_main(void* arg) {
         }
         int64_t d = next - now_ns();
         if (d > 20000000) d = 20000000;     /* to see closes soon */
-        if (d > 0) {
-            struct timespec ts = {d / 1000000000, d % 1000000000};
-            nanosleep(&ts, NULL);
-        }
+        sleep_ns(d);
     }
     for (int i = 0; i < n; i++) {
         if (cs[i].fd >= 0) conn_close(cs[i].fd, (int)(i & 1));
@@ -970,17 +813,6 @@ static long server_fds(long* cached) {
     return n;
 }
 
-static long server_rss(void) {     /* bytes */
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/statm", server_pid);
-    FILE* f = fopen(path, "r");
-    long size, rss;
-    if (f == NULL) return -1;
-    int ok = fscanf(f, "%ld %ld", &size, &rss) == 2;
-    fclose(f);
-    return ok ? rss * sysconf(_SC_PAGESIZE) : -1;
-}
-
 static void usage(void) {
     fprintf(stderr, "usage: chaos_http --port P --root DIR --seconds S [--pid PID] [--workers W]"
                     " [--header-timeout-ms T] [--idle-timeout-ms T] [--slow K] [--seed X]"
@@ -988,27 +820,19 @@ static void usage(void) {
     exit(2);
 }
 
+/* The options only chaos_http takes: 1 if opt is one. */
+static int own_opt(const char* opt, const char* v) {
+    if (!strcmp(opt, "--root")) root = v;
+    else if (!strcmp(opt, "--header-timeout-ms")) header_timeout_ms = atoi(v);
+    else if (!strcmp(opt, "--idle-timeout-ms")) idle_timeout_ms = atoi(v);
+    else if (!strcmp(opt, "--slow")) nslow = atoi(v);
+    else if (!strcmp(opt, "--halfclose-max")) halfclose_max = strtoull(v, NULL, 0);
+    else return 0;
+    return 1;
+}
+
 int main(int argc, char** argv) {
-    for (int i = 1; i < argc; i += 2) {
-        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v == NULL) usage();
-        if (!strcmp(argv[i], "--port")) port = atoi(v);
-        else if (!strcmp(argv[i], "--root")) root = v;
-        else if (!strcmp(argv[i], "--seconds")) seconds = atof(v);
-        else if (!strcmp(argv[i], "--pid")) server_pid = atoi(v);
-        else if (!strcmp(argv[i], "--workers")) nworkers = atoi(v);
-        else if (!strcmp(argv[i], "--header-timeout-ms")) header_timeout_ms = atoi(v);
-        else if (!strcmp(argv[i], "--idle-timeout-ms")) idle_timeout_ms = atoi(v);
-        else if (!strcmp(argv[i], "--slow")) nslow = atoi(v);
-        else if (!strcmp(argv[i], "--seed")) seed = strtoull(v, NULL, 0);
-        else if (!strcmp(argv[i], "--slack-mib")) slack_mib = atoi(v);
-        else if (!strcmp(argv[i], "--halfclose-max")) halfclose_max = strtoull(v, NULL, 0);
-        else if (!strcmp(argv[i], "--only")) {
-            for (only = 0; only <= S_IDLE && strcmp(v, scen_name[only]); only++) {}
-            if (only > S_IDLE) usage();
-        }
-        else usage();
-    }
+    if (read_opts(argc, argv, scen_name, S_IDLE + 1, own_opt) < 0) usage();
     if (port <= 0 || root == NULL || nworkers < 1 || nworkers > MAX_WORKERS || nslow < 0) usage();
     if (seed == 0) seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
     signal(SIGPIPE, SIG_IGN);
@@ -1027,8 +851,7 @@ int main(int argc, char** argv) {
            "timeout %d ms, seed %#llx\n", port, seconds, nworkers, nslow, header_timeout_ms,
            idle_timeout_ms, (unsigned long long)seed);
     fflush(stdout);
-    int64_t t0 = now_ns();
-    deadline = t0 + (int64_t)(seconds * 1e9);
+    int64_t t0 = start_clock();
     pthread_t th[MAX_WORKERS + 1];
     for (int i = 0; i <= nworkers; i++) {
         workers[i].id = (unsigned)i;
@@ -1037,15 +860,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < nworkers; i++) pthread_create(&th[i], NULL, worker_main, &workers[i]);
     int slow = nslow > 0 && (only < 0);
     if (slow) pthread_create(&th[nworkers], NULL, slow_main, &workers[nworkers]);
-    long peak_rss = 0;
-    while (now_ns() < deadline) {
-        usleep(200000);
-        if (server_pid) {
-            long r = server_rss();
-            if (r > peak_rss) peak_rss = r;
-            if (r < 0) { fail("the server is gone"); break; }
-        }
-    }
+    long peak_rss = watch_rss();
     for (int i = 0; i < nworkers + slow; i++) pthread_join(th[i], NULL);
     long peak_conns = atomic_load(&most_conns);
     printf("chaos_http: ran %.1f s:", (double)(now_ns() - t0) / 1e9);
@@ -1101,7 +916,5 @@ int main(int argc, char** argv) {
         if (rss < 0) fail("the server is gone");
         else if (rss > bound) fail("the server's RSS %ld KiB is over the bound %ld KiB", rss >> 10, bound >> 10);
     }
-    int f = atomic_load(&failures);
-    printf("chaos_http: %s (%d failures)\n", f ? "FAIL" : "ok", f);
-    return f ? 1 : 0;
+    return verdict();
 }

@@ -52,15 +52,11 @@
  * Exit status 0 only if every check held; the first failures are printed.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,52 +67,29 @@
 #include <time.h>
 #include <unistd.h>
 
+#define CHAOS_NAME "chaos_resp"
 #define MAX_WORKERS 64
 #define IO_TIMEOUT_S 20             /* a reply that takes longer is a failure */
+#define SEND_PIECE 4096
 #define BIG_BUDGET ((int64_t)64 << 20)
 #define KEY_BUDGET ((int64_t)32 << 20)     /* then good SETs overwrite */
 #define MAYBE_KEYS 1000             /* unread SETs reuse these keys */
 
-static int port, server_pid, nworkers = 8, nidle = 3000, nslow = 40, only = -1, slack_mib = 32;
-static double seconds = 10;
-static uint64_t seed;
-static int64_t deadline;
-static atomic_int failures;
-static atomic_long big_bytes, stored_bytes, key_bytes, maybe_bytes, open_conns, most_conns;
+#include "chaos.h"
+
+static int nidle = 3000, nslow = 40;
+static atomic_long big_bytes, stored_bytes, key_bytes, maybe_bytes;
 
 enum { S_GOOD, S_HALFCLOSE, S_CUT, S_UNREAD, S_GARBAGE, S_PROTO, S_OVERSIZE, S_BIG, S_WRITEALL,
        S_SLOW, S_IDLE, S_N };
 static const char* const scen_name[S_N] = {"good", "halfclose", "cut", "unread", "garbage",
                                            "proto", "oversize", "big", "writeall", "slow", "idle"};
 static atomic_long scen_runs[S_N];
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void fail(const char* fmt, ...) {
-    int n = atomic_fetch_add(&failures, 1);
-    if (n >= 20) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "chaos_resp: FAIL ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static uint64_t mix(uint64_t x) {   /* splitmix64's finaliser */
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-typedef struct { uint64_t s; } rng_t;
-static uint64_t rnd(rng_t* r) { return mix(r->s++); }
-static uint64_t below(rng_t* r, uint64_t n) { return n ? rnd(r) % n : 0; }
+/* The workers' mix: where the share of each ends in a draw of 0-99 (a
+ * writeall comes of a 0, one a second at most). */
+static const unsigned char scen_upto[S_BIG + 1] = {
+    [S_GOOD] = 45, [S_HALFCLOSE] = 55, [S_CUT] = 65, [S_UNREAD] = 70, [S_GARBAGE] = 80,
+    [S_PROTO] = 90, [S_OVERSIZE] = 97, [S_BIG] = 100};
 
 /* ---- keys and values ------------------------------------------------------
  * A key is named by (namespace, worker, seq) and its value by those and a
@@ -158,34 +131,6 @@ static void val_fill(char* v, size_t n, int ns, unsigned w, uint64_t seq, unsign
     }
 }
 
-/* ---- a growable byte buffer -------------------------------------------- */
-typedef struct { char* p; size_t len, cap; } buf_t;
-
-static void buf_reserve(buf_t* b, size_t extra) {
-    if (b->cap - b->len >= extra) return;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap - b->len < extra) cap *= 2;
-    char* p = realloc(b->p, cap);
-    if (p == NULL) { fprintf(stderr, "chaos_resp: out of memory\n"); exit(2); }
-    b->p = p;
-    b->cap = cap;
-}
-
-static void buf_add(buf_t* b, const void* p, size_t n) {
-    buf_reserve(b, n);
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
-
-static void buf_fmt(buf_t* b, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char tmp[128];
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    buf_add(b, tmp, (size_t)n);
-}
-
 static void buf_bulk(buf_t* b, const char* s, size_t n) {
     buf_fmt(b, "$%zu\r\n", n);
     buf_add(b, s, n);
@@ -221,72 +166,7 @@ static void add_get(buf_t* b, int ns, unsigned w, uint64_t seq) {
     buf_bulk(b, k, kl);
 }
 
-/* ---- connections ---------------------------------------------------------- */
-static void count_open(int d) {
-    long n = atomic_fetch_add(&open_conns, d) + d;
-    long m = atomic_load(&most_conns);
-    while (n > m && !atomic_compare_exchange_weak(&most_conns, &m, n)) {}
-}
-
-/* A connected socket with I/O timeouts, or -1 (a failure only if it
- * cannot connect for 5 s: a full backlog or a busy port range is not one). */
-static int conn_open(void) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int64_t until = now_ns() + 5000000000;
-    for (;;) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) { fail("socket: %s", strerror(errno)); return -1; }
-        struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (connect(fd, (struct sockaddr*)&sa, sizeof(sa)) == 0) {
-            count_open(1);
-            return fd;
-        }
-        int e = errno;
-        close(fd);
-        if (now_ns() > until) { fail("connect: %s", strerror(e)); return -1; }
-        usleep(10000);
-    }
-}
-
-static void conn_close(int fd, int reset) {
-    if (reset) {
-        struct linger l = {.l_onoff = 1, .l_linger = 0};
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-    }
-    close(fd);
-    count_open(-1);
-}
-
-/* Send all of p[0..n) in pieces of random size (rng NULL: at once). */
-static int send_all(int fd, const char* p, size_t n, rng_t* r) {
-    while (n) {
-        size_t k = n;
-        if (r && below(r, 4) == 0) k = 1 + below(r, n < 4096 ? n : 4096);
-        ssize_t w = send(fd, p, k, MSG_NOSIGNAL);
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* A reply reader over a socket. */
-typedef struct { int fd; buf_t b; size_t off; } rd_t;
-
-static int rd_fill(rd_t* r) {
-    if (r->off == r->b.len) r->off = r->b.len = 0;
-    buf_reserve(&r->b, 65536);
-    ssize_t n = recv(r->fd, r->b.p + r->b.len, r->b.cap - r->b.len, 0);
-    if (n <= 0) return n == 0 ? 0 : -1;
-    r->b.len += (size_t)n;
-    return 1;
-}
-
+/* ---- replies -------------------------------------------------------------- */
 /* One line without its \r\n (into line, NUL-terminated, cut at cap-1):
  * its length, or -1 at EOF, error or timeout. */
 static long rd_line(rd_t* r, char* line, size_t cap) {
@@ -310,11 +190,7 @@ static long rd_line(rd_t* r, char* line, size_t cap) {
 static const char* rd_bulk(rd_t* r, size_t n) {
     while (r->b.len - r->off < n + 2) {
         /* keep what is there and make room for the rest */
-        if (r->off) {
-            memmove(r->b.p, r->b.p + r->off, r->b.len - r->off);
-            r->b.len -= r->off;
-            r->off = 0;
-        }
+        rd_compact(r);
         buf_reserve(&r->b, n + 2);
         if (rd_fill(r) <= 0) return NULL;
     }
@@ -322,18 +198,6 @@ static const char* rd_bulk(rd_t* r, size_t n) {
     r->off += n + 2;
     return p;
 }
-
-/* After the replies: the server must close (EOF, or a reset) within
- * IO_TIMEOUT_S, sending nothing more. */
-static int rd_eof(rd_t* r) {
-    if (r->off < r->b.len) return -1;
-    int k = rd_fill(r);
-    if (k == 0) return 0;
-    if (k < 0 && (errno == ECONNRESET || errno == EPIPE)) return 0;
-    return -1;
-}
-
-static void rd_free(rd_t* r) { free(r->b.p); }
 
 /* Expect a simple reply: 0 if it is want. */
 static int expect_line(rd_t* r, const char* want, const char* what) {
@@ -658,17 +522,8 @@ out:
 static void* worker_main(void* arg) {
     worker_t* w = (worker_t*)arg;
     int fd = -1;    /* a good connection kept between batches */
-    while (now_ns() < deadline && atomic_load(&failures) < 20) {
-        unsigned k = (unsigned)below(&w->rng, 100), s;
-        if (k < 45) s = S_GOOD;
-        else if (k < 55) s = S_HALFCLOSE;
-        else if (k < 65) s = S_CUT;
-        else if (k < 70) s = S_UNREAD;
-        else if (k < 80) s = S_GARBAGE;
-        else if (k < 90) s = S_PROTO;
-        else if (k < 97) s = S_OVERSIZE;
-        else s = S_BIG;
-        if (only >= 0) s = (unsigned)only;
+    while (running()) {
+        unsigned k = (unsigned)below(&w->rng, 100), s = pick(k, scen_upto);
         if (k == 0 && (only < 0 || only == S_WRITEALL) && now_ns() > atomic_load(&writeall_next) &&
             !atomic_exchange(&writeall_busy, 1))
             s = S_WRITEALL;
@@ -709,7 +564,7 @@ static void* slow_main(void* arg) {
     worker_t* w = (worker_t*)arg;
     slow_t* cs = calloc((size_t)nslow, sizeof(*cs));
     for (int i = 0; i < nslow; i++) cs[i].fd = -1;
-    while (now_ns() < deadline && atomic_load(&failures) < 20) {
+    while (running()) {
         int64_t t = now_ns(), next = t + 100000000;
         for (int i = 0; i < nslow; i++) {
             slow_t* c = &cs[i];
@@ -737,11 +592,7 @@ static void* slow_main(void* arg) {
             }
             if (c->due < next) next = c->due;
         }
-        int64_t d = next - now_ns();
-        if (d > 0) {
-            struct timespec ts = {d / 1000000000, d % 1000000000};
-            nanosleep(&ts, NULL);
-        }
+        sleep_ns(next - now_ns());
     }
     for (int i = 0; i < nslow; i++) {
         if (cs[i].fd >= 0) conn_close(cs[i].fd, (int)(i & 1));   /* mid-command */
@@ -762,17 +613,6 @@ static long server_fds(void) {
     while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
     closedir(d);
     return n;
-}
-
-static long server_rss(void) {     /* bytes */
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/statm", server_pid);
-    FILE* f = fopen(path, "r");
-    long size, rss;
-    if (f == NULL) return -1;
-    int ok = fscanf(f, "%ld %ld", &size, &rss) == 2;
-    fclose(f);
-    return ok ? rss * sysconf(_SC_PAGESIZE) : -1;
 }
 
 static long base_fds, base_rss;
@@ -859,24 +699,16 @@ static void usage(void) {
     exit(2);
 }
 
+/* The options only chaos_resp takes: 1 if opt is one. */
+static int own_opt(const char* opt, const char* v) {
+    if (!strcmp(opt, "--idle")) nidle = atoi(v);
+    else if (!strcmp(opt, "--slow")) nslow = atoi(v);
+    else return 0;
+    return 1;
+}
+
 int main(int argc, char** argv) {
-    for (int i = 1; i < argc; i += 2) {
-        const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v == NULL) usage();
-        if (!strcmp(argv[i], "--port")) port = atoi(v);
-        else if (!strcmp(argv[i], "--seconds")) seconds = atof(v);
-        else if (!strcmp(argv[i], "--pid")) server_pid = atoi(v);
-        else if (!strcmp(argv[i], "--workers")) nworkers = atoi(v);
-        else if (!strcmp(argv[i], "--idle")) nidle = atoi(v);
-        else if (!strcmp(argv[i], "--slow")) nslow = atoi(v);
-        else if (!strcmp(argv[i], "--seed")) seed = strtoull(v, NULL, 0);
-        else if (!strcmp(argv[i], "--slack-mib")) slack_mib = atoi(v);
-        else if (!strcmp(argv[i], "--only")) {
-            for (only = 0; only <= S_WRITEALL && strcmp(v, scen_name[only]); only++) {}
-            if (only > S_WRITEALL) usage();
-        }
-        else usage();
-    }
+    if (read_opts(argc, argv, scen_name, S_WRITEALL + 1, own_opt) < 0) usage();
     if (port <= 0 || nworkers < 1 || nworkers > MAX_WORKERS || nidle < 0 || nslow < 0) usage();
     if (seed == 0) seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
     signal(SIGPIPE, SIG_IGN);       /* sends use MSG_NOSIGNAL; this is for shutdown races */
@@ -901,8 +733,7 @@ int main(int argc, char** argv) {
     printf("chaos_resp: port %d, %.0f s, %d workers, %d idle, %d slowloris, seed %#llx\n", port,
            seconds, nworkers, nidle, nslow, (unsigned long long)seed);
     fflush(stdout);
-    int64_t t0 = now_ns();
-    deadline = t0 + (int64_t)(seconds * 1e9);
+    int64_t t0 = start_clock();
     pthread_t th[MAX_WORKERS + 2];
     for (int i = 0; i <= nworkers; i++) {
         workers[i].id = (unsigned)i;
@@ -911,15 +742,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < nworkers; i++) pthread_create(&th[i], NULL, worker_main, &workers[i]);
     pthread_create(&th[nworkers], NULL, slow_main, &workers[nworkers]);
     pthread_create(&th[nworkers + 1], NULL, idle_main, NULL);
-    long peak_rss = 0;
-    while (now_ns() < deadline) {
-        usleep(200000);
-        if (server_pid) {
-            long r = server_rss();
-            if (r > peak_rss) peak_rss = r;
-            if (r < 0) { fail("the server is gone"); break; }
-        }
-    }
+    long peak_rss = watch_rss();
     for (int i = 0; i < nworkers + 2; i++) pthread_join(th[i], NULL);
     long peak_conns = atomic_load(&most_conns);
     printf("chaos_resp: ran %.1f s:", (double)(now_ns() - t0) / 1e9);
@@ -962,7 +785,5 @@ int main(int argc, char** argv) {
         if (rss < 0) fail("the server is gone");
         else if (rss > bound) fail("the server's RSS %ld KiB is over the bound %ld KiB", rss >> 10, bound >> 10);
     }
-    int f = atomic_load(&failures);
-    printf("chaos_resp: %s (%d failures)\n", f ? "FAIL" : "ok", f);
-    return f ? 1 : 0;
+    return verdict();
 }
