@@ -652,6 +652,12 @@ if [ -z "$san" ] && [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ]; then
     cc_rule "$OUTPUT/fcontext_loop" "bench/fcontext_loop.c" "$OUTPUT/obj/tools" \
         "$CC $CFLAGS $WARN bench/fcontext_loop.c $BOOST_CONTEXT_A -lm -o $OUTPUT/fcontext_loop"
 fi
+# The bench scripts' aggregation (bench/bench_agg.c): plain C with no
+# library, so every build has it.
+mkdir -p "$OUTPUT/obj/agg"
+put_if_changed "$OUTPUT/obj/agg/flags" "$CC $CFLAGS $WARN"
+cc_rule "$OUTPUT/bench_agg" "bench/bench_agg.c" "$OUTPUT/obj/agg" \
+    "$CC $CFLAGS $WARN bench/bench_agg.c -o $OUTPUT/bench_agg"
 # What the benchmarks run: bench, the benchmark's two x86-64 builds and the
 # fcontext check; bench-rt, the runtime's libraries and programs (no tests).
 bench_targets=()

@@ -14,6 +14,10 @@ for p in libaco_hook.so hook_hiredis; do
     [ -e "$OUT/$p" ] || { echo "bench_hook: $OUT/$p not built (libhiredis-dev missing?): left out"; exit 0; }
 done
 command -v redis-server > /dev/null || { echo "bench_hook: redis-server not found: left out"; exit 0; }
+# medians, ratio and headline line: bench/bench_agg.c's (BENCH_AGG from bench_rt.sh)
+AGG=${BENCH_AGG:-$OUT/bench_agg}
+[ -x "$AGG" ] && [ ! "$(dirname "$0")/bench_agg.c" -nt "$AGG" ] ||
+    { echo "bench_hook: $AGG is not built, or older than bench/bench_agg.c (bash make.sh builds it): left out"; exit 0; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 taskset -c 1 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --maxclients 4000 > /dev/null 2>&1 &
@@ -37,11 +41,10 @@ for r in $(seq 1 "$ROUNDS"); do
     [ -n "$v" ] || { echo "bench_hook: the threads run failed"; fail=1; }
     thr+="${v:-n/a} "
 done
-med() { printf '%s\n' $1 | awk '$1 ~ /^[0-9.]+$/' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "n/a"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-c=$(med "$cos"); t=$(med "$thr")
+# shellcheck disable=SC2086
+c=$("$AGG" median $cos); t=$("$AGG" median $thr)
 printf '%-40s %10s   %s\n' program ms "each round"
 printf '%-40s %10s   %s\n' "1000 cos, hooked (one thread)" "$c" "$cos"
 printf '%-40s %10s   %s\n' "1000 threads" "$t" "$thr"
-ratio=$(awk -v a="$c" -v b="$t" 'BEGIN {if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.3f\n", a / b}')
-echo "headline hook_hiredis_1000_ms ours=$c peer=$t ratio=$ratio"
+"$AGG" headline hook_hiredis_1000_ms ours="$c" peer="$t"
 exit $fail

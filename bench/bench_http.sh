@@ -37,6 +37,8 @@
 #                         To check the harness with nginx as "ours", a
 #                         second nginx: BENCH_HTTP_OURS_CMD=nginx
 #   BENCH_HTTP_SECONDS    wrk's duration, seconds
+#   BENCH_AGG             the aggregation program (medians, ratios, headline
+#                         lines), default OUTPUT_DIR/bench_agg (bash make.sh)
 set -uo pipefail
 mode=full
 OUT=output
@@ -52,6 +54,8 @@ while [ $# -gt 0 ]; do
 done
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(cd "$OUT" 2>/dev/null && pwd) || { echo "bench_http: no directory $OUT"; exit 2; }
+# shellcheck source=tests/lib.sh
+. "$HERE/../tests/lib.sh"
 . "$HERE/nginx.sh"
 case $mode in
     full) ROUNDS=${BENCH_RT_ROUNDS:-5}; SECS=${BENCH_HTTP_SECONDS:-8}; WARM=1 ;;
@@ -75,47 +79,21 @@ head -c 4096 /dev/urandom > "$ROOT/4k.bin"
 head -c 1048576 /dev/urandom > "$ROOT/1m.bin"
 declare -A pid port label live V
 NGINX_MASTER=""
-OURS_PIDS=()
 cleanup() {
-    local p
-    for p in "${OURS_PIDS[@]+"${OURS_PIDS[@]}"}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    kill_pids wait
     nginx_stop
     rm -rf "$TMPD"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {   # wait_port PORT PID: until something accepts there (10 s) while PID lives
-    local i
-    for i in $(seq 200); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
-}
-cpu_ticks() {   # cpu_ticks PID: utime + stime, every thread
-    local s
-    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo n/a; return; }
-    s=${s##*) }
-    # shellcheck disable=SC2086
-    set -- $s
-    echo $(( ${12} + ${13} ))
-}
 addv() { V[$1]+="$2 "; }
-median() {
-    printf '%s\n' ${V[$1]:-} | awk '$1 ~ /^[0-9.eE+-]+$/' | sort -g |
-        awk '{a[NR] = $1} END {
-            if (NR == 0) print "n/a";
-            else if (NR % 2) print a[(NR + 1) / 2];
-            else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-fmt() { if [ "$2" = n/a ]; then echo n/a; else LC_ALL=C printf "$1" "$2"; fi; }
-ratio() {
-    if [ "$1" = n/a ] || [ "$2" = n/a ]; then echo n/a; return; fi
-    LC_ALL=C awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "n/a"; else printf "%.3f\n", a / b}'
-}
+# Medians, ratios and headline lines are bench_agg's (bench/bench_agg.c).
+AGG=${BENCH_AGG:-$OUT/bench_agg}
+[ -x "$AGG" ] && [ ! "$HERE/bench_agg.c" -nt "$AGG" ] ||
+    { say "$AGG is not built, or older than bench/bench_agg.c: bash make.sh builds it"; exit 2; }
+median() { "$AGG" median ${V[$1]:-}; }
+med() { "$AGG" median -f "$1" ${V[$2]:-}; }   # med FORMAT KEY
 
 # ---- the servers -------------------------------------------------------------
 servers="uring epoll nginx"
@@ -141,7 +119,7 @@ for s in $servers; do
         m=$NGINX_MASTER
         nginx_start "$TMPD/ours.$s" "$ROOT" "${port[$s]}" "$SERVER_CPU" \
             "open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;" > /dev/null
-        pid[$s]=$NGINX_WORKER; OURS_PIDS+=("$NGINX_MASTER"); NGINX_MASTER=$m
+        pid[$s]=$NGINX_WORKER; PIDS+=("$NGINX_MASTER"); NGINX_MASTER=$m
         continue
     fi
     cmd=${OURS_CMD//\{port\}/${port[$s]}}
@@ -154,8 +132,8 @@ for s in $servers; do
     fi
     # exec: $! is the server itself, whose CPU time is read
     eval "exec taskset -c $SERVER_CPU $cmd" > "$TMPD/ours.$s.log" 2>&1 &
-    pid[$s]=$!; OURS_PIDS+=("${pid[$s]}")
-    if ! wait_port "${port[$s]}" "${pid[$s]}"; then
+    pid[$s]=$!; PIDS+=("${pid[$s]}")
+    if ! wait_port "${port[$s]}" "${pid[$s]}" 200; then
         say "ours: ${label[$s]} did not start: $(tail -1 "$TMPD/ours.$s.log"): n/a"
         live[$s]=0; ours_missing=1
     fi
@@ -223,9 +201,9 @@ printf '%-5s %-26s %10s %8s %9s %11s %7s   %s\n' file server rps MB/s p99_ms cpu
 for f in 4k 1m; do
     for s in $servers; do
         printf '%-5s %-26s %10s %8s %9s %11s %7s   %s\n' $f "${label[$s]}" \
-            "$(fmt %.0f "$(median "$s|$f|rps")")" "$(fmt %.1f "$(median "$s|$f|mbps")")" \
-            "$(fmt %.3f "$(median "$s|$f|p99")")" "$(fmt %.0f "$(median "$s|$f|cpu")")" \
-            "$(fmt %.0f "$(median "$s|$f|util")")" "$(echo "${V[$s|$f|rps]:-}" | sed 's/ *$//')"
+            "$(med %.0f "$s|$f|rps")" "$(med %.1f "$s|$f|mbps")" \
+            "$(med %.3f "$s|$f|p99")" "$(med %.0f "$s|$f|cpu")" \
+            "$(med %.0f "$s|$f|util")" "$(echo "${V[$s|$f|rps]:-}" | sed 's/ *$//')"
     done
 done
 echo "(srv%cpu: the server's CPU time over wrk's duration: near 100 the server is the bottleneck, well below it wrk"
@@ -244,8 +222,8 @@ for s in uring epoll; do
                 p99_ms) k=p99; q=%.3f ;;
                 mbps) k=mbps; q=%.1f ;;
             esac
-            o=$(median "$s|$f|$k"); p=$(median "nginx|$f|$k")
-            echo "headline http_${f}_${m}${suffix} ours=$(fmt $q "$o") peer=$(fmt $q "$p") ratio=$(ratio "$o" "$p")"
+            "$AGG" headline -f $q "http_${f}_${m}${suffix}" \
+                ours="$(median "$s|$f|$k")" peer="$(median "nginx|$f|$k")"
         done
     done
 done

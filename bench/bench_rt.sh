@@ -121,6 +121,8 @@ while [ $# -gt 0 ]; do
 done
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$HERE/../tests/lib.sh"
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
 PEERS=$OUT/bench-peers
@@ -158,37 +160,16 @@ fi
 CLK_TCK=$(getconf CLK_TCK)
 
 peer_fail=0
-PIDS=()          # every server/process we started in the background
 SRC_FILE=""      # the sparse source of the nc transfer
 
 cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do
-        kill "$p" 2>/dev/null
-    done
-    for p in "${PIDS[@]}"; do
-        wait "$p" 2>/dev/null
-    done
+    kill_pids wait
     [ -n "$SRC_FILE" ] && rm -f "$SRC_FILE" "$SRC_FILE.chunk"
     rm -rf "$TMPD"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# forget_pid PID: it has been waited for: cleanup must not signal the number
-forget_pid() {
-    local i
-    for i in "${!PIDS[@]}"; do
-        [ "${PIDS[$i]}" = "$1" ] && unset 'PIDS[i]'
-    done
-}
-# stop_pid PID: end one process we started and reap it
-stop_pid() {
-    kill "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
-    forget_pid "$1"
-}
 
 say() { echo "bench_rt: $*"; }
 peer_failed() { say "PEER FAILED: $*"; peer_fail=1; }
@@ -197,68 +178,31 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # ---- numbers ---------------------------------------------------------------
 declare -A V   # V[key] = the rounds' values, space separated ("n/a" kept)
 
+# Medians, ratios and headline lines are bench_agg's (bench/bench_agg.c),
+# as bench_http.sh's and bench_hook.sh's are (BENCH_AGG): one not built, or
+# older than its source, is built into the peers' directory.
+AGG=""
+for agg in "$OUT/bench_agg" "$PEERS/bench_agg"; do
+    [ -x "$agg" ] && [ ! "$HERE/bench_agg.c" -nt "$agg" ] && { AGG=$agg; break; }
+done
+if [ -z "$AGG" ]; then
+    AGG=$PEERS/bench_agg
+    echo "build: ${CC:-gcc} -O2 $HERE/bench_agg.c -o $AGG"
+    # shellcheck disable=SC2086
+    ${CC:-gcc} -O2 "$HERE/bench_agg.c" -o "$AGG" || { say "FAILED: bench_agg.c does not build"; exit 2; }
+fi
+export BENCH_AGG=$AGG
+
 addv() { V[$1]+="$2 "; }
 # median KEY: the median of the numeric values of KEY, n/a if none.
-median() {
-    printf '%s\n' ${V[$1]:-} | awk '$1 ~ /^[0-9.eE+-]+$/' | sort -g |
-        awk '{a[NR] = $1} END {
-            if (NR == 0) print "n/a";
-            else if (NR % 2) print a[(NR + 1) / 2];
-            else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-# fmt FORMAT VALUE: printf unless n/a
-fmt() { if [ "$2" = n/a ]; then echo n/a; else LC_ALL=C printf "$1" "$2"; fi; }
+median() { "$AGG" median ${V[$1]:-}; }
 # med FORMAT KEY: the median, formatted
-med() { fmt "$1" "$(median "$2")"; }
-# ratio A B: A/B to 3 decimals, n/a when either is n/a or B is 0
-ratio() {
-    if [ "$1" = n/a ] || [ "$2" = n/a ]; then echo n/a; return; fi
-    LC_ALL=C awk -v a="$1" -v b="$2" 'BEGIN {
-        if (b == 0) print "n/a"; else printf "%.3f\n", a / b }'
-}
+med() { "$AGG" median -f "$1" ${V[$2]:-}; }
+# headline [-f FORMAT] [-r] NAME KEY=OURS KEY=PEER: its `headline` line
+headline() { "$AGG" headline "$@"; }
 # rounds KEY: the values of every round, for the tables
 rounds() { echo "${V[$1]:-}" | sed 's/ *$//'; }
 now_us() { echo "${EPOCHREALTIME/./}"; }
-
-# FREE_PORT: a TCP port nobody uses (and we have not handed out), below the
-# ephemeral range.
-PORTS_TAKEN=" "
-free_port() {
-    local used=" " h p i
-    for h in $(awk 'FNR > 1 {n = split($2, a, ":"); print a[n]}' \
-            /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
-        used+="$((16#$h)) "
-    done
-    for i in $(seq 1 500); do
-        p=$((20000 + RANDOM % 12000))
-        case "$used$PORTS_TAKEN" in *" $p "*) continue ;; esac
-        PORTS_TAKEN+="$p "
-        FREE_PORT=$p
-        return 0
-    done
-    echo "bench_rt: no free port found" >&2
-    exit 2
-}
-
-# listening PORT: a TCP socket listens on PORT (/proc/net/tcp{,6}: iproute2's
-# ss is not on every machine)
-listening() {
-    local hex
-    hex=$(printf '%04X' "$1")
-    awk -v p="$hex" 'FNR > 1 {n = split($2, a, ":"); if (a[n] == p && $4 == "0A") f = 1}
-        END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-# cpu_ticks PID: utime + stime of the whole process (all its threads,
-# io_uring's io-wq/sqpoll workers included), in clock ticks
-cpu_ticks() {
-    local s
-    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo n/a; return; }
-    s=${s##*) }
-    # shellcheck disable=SC2086
-    set -- $s   # $1 is field 3 (state): utime is field 14, stime field 15
-    echo $(( ${12} + ${13} ))
-}
 
 # ---- the machine -----------------------------------------------------------
 echo "== bench_rt $(date -u '+%Y-%m-%d %H:%M:%S UTC')$( [ $quick = 1 ] && echo ' (--quick)')"
@@ -436,6 +380,9 @@ else say "ours: ${OURS_NC%% *} is not built yet: ours=n/a in the nc section"
 fi
 echo "ours: bench '$OURS_BENCH', resp '$OURS_RESP', nc '$OURS_NC'"
 
+# resp_pong PORT: the RESP server at 127.0.0.1:PORT answers PING with PONG
+resp_pong() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
+
 # run_metric KEY KEYNAME TIMEOUT CMD...: run CMD pinned to the server CPU,
 # add the value of its `KEYNAME <v>` line to V[KEY] (n/a if none); returns 1
 # when it failed.
@@ -469,7 +416,7 @@ resp_section() {
     for s in $servers; do
         live[$s]=0
         if [ $s != redis ] && [ $have_ours_resp = 0 ]; then continue; fi
-        free_port; port[$s]=$FREE_PORT
+        fresh_port; port[$s]=$FREE_PORT
         if [ $s = redis ]; then
             tmpl='redis-server --save "" --appendonly no --port {port}'
         else
@@ -482,14 +429,9 @@ resp_section() {
             </dev/null >"$TMPD/server.$s.log" 2>&1 &
         pid[$s]=$!
         PIDS+=("${pid[$s]}")
-        for _ in $(seq 1 100); do
-            if [ "$(redis-cli -h 127.0.0.1 -p "${port[$s]}" ping 2>/dev/null)" = PONG ]; then
-                live[$s]=1
-                break
-            fi
-            kill -0 "${pid[$s]}" 2>/dev/null || break
-            sleep 0.1
-        done
+        if wait_until 100 0.1 "${pid[$s]}" resp_pong "${port[$s]}"; then
+            live[$s]=1
+        fi
         if [ "${live[$s]}" = 0 ]; then
             local why
             why=$(grep -v '^\s*$' "$TMPD/server.$s.log" | tail -1)
@@ -573,11 +515,9 @@ resp_section() {
         for t in $RESP_TESTS; do
             for s in $servers; do
                 printf '%-12s %3s  %-22s %10s %8s %8s %11s %6s   %s\n' "$t" "$p" "${label[$s]}" \
-                    "$(fmt %.0f "$(median "$s|$t|$p|rps")")" \
-                    "$(fmt %.3f "$(median "$s|$t|$p|p50")")" \
-                    "$(fmt %.3f "$(median "$s|$t|$p|p99")")" \
-                    "$(fmt %.0f "$(median "$s|$t|$p|cpu")")" \
-                    "$(fmt %.0f "$(median "$s|$t|$p|util")")" \
+                    "$(med %.0f "$s|$t|$p|rps")" "$(med %.3f "$s|$t|$p|p50")" \
+                    "$(med %.3f "$s|$t|$p|p99")" "$(med %.0f "$s|$t|$p|cpu")" \
+                    "$(med %.0f "$s|$t|$p|util")" \
                     "$(rounds "$s|$t|$p|rps")"
             done
         done
@@ -585,7 +525,7 @@ resp_section() {
     echo "(srv%cpu: the server's CPU time over the run's wall time: near 100 the server is the bottleneck; well below"
     echo " it redis-benchmark, alone on its CPU, is, and rps and p99 then say more about the client than the server:"
     echo " cpu_ns/req is the server's own cost.  Its resolution: one clock tick ($((1000000000 / CLK_TCK)) ns) over -n requests)"
-    local suffix m f o q
+    local suffix m f q
     for s in uring epoll; do
         if [ $s = uring ]; then suffix=""; else suffix=_epoll; fi
         for p in 1 16; do
@@ -596,9 +536,8 @@ resp_section() {
                         cpu_ns_per_req) f=cpu; q=%.0f ;;
                         p99_ms) f=p99; q=%.3f ;;
                     esac
-                    o=$(median "$s|$t|$p|$f")
-                    q2=$(median "redis|$t|$p|$f")
-                    echo "headline resp_${t}_P${p}_${m}${suffix} ours=$(fmt $q "$o") peer=$(fmt $q "$q2") ratio=$(ratio "$o" "$q2")"
+                    headline -f $q "resp_${t}_P${p}_${m}${suffix}" \
+                        ours="$(median "$s|$t|$p|$f")" peer="$(median "redis|$t|$p|$f")"
                 done
             done
         done
@@ -659,11 +598,11 @@ chan_section() {
     [ $have_fiber = 1 ] && printf '%-34s %10s   %s\n' "boost.fiber $BOOST_VER ($fiber_kind)" "$(med %.2f fiber_pp)" "$(rounds fiber_pp)"
     local o g f
     o=$(med %.2f ours_pp); g=$(med %.2f go_pp); f=$(med %.2f fiber_pp)
-    echo "headline chan_pingpong_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
-    echo "headline chan_pingpong_vs_boost_fiber_ns ours=$o peer=$f ratio=$(ratio "$o" "$f")"
+    headline chan_pingpong_vs_go_ns ours="$o" peer="$g"
+    headline chan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f"
     if [ $st = 1 ]; then
         o=$(med %.2f st_pp)
-        echo "headline chan_pingpong_single_thread_build_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+        headline chan_pingpong_single_thread_build_vs_go_ns ours="$o" peer="$g"
     fi
 }
 
@@ -721,16 +660,12 @@ spawn_section() {
     [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER spawn_join_ns (extra)" "$(med %.2f go_alt_spawn)" "$(rounds go_alt_spawn)"
     local o g
     o=$(med %.2f ours_spawn_join); g=$(med %.2f go_spawn)
-    echo "headline spawn_join_vs_go_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
-    echo "headline spawn_join_ns ours=$o target=100 ratio=$(ratio "$o" 100)"
-    o=$(med %.2f ours_wake)
-    echo "headline wake_to_run_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
-    o=$(med %.2f ours_timer)
-    echo "headline timer_insert_cancel_ns ours=$o target=25 ratio=$(ratio "$o" 25)"
-    o=$(med %.2f ours_mutex)
-    echo "headline mutex_uncontended_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
-    o=$(med %.2f ours_mutex_handoff)
-    echo "headline mutex_handoff_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
+    headline spawn_join_vs_go_ns ours="$o" peer="$g"
+    headline spawn_join_ns ours="$o" target=100
+    headline wake_to_run_ns ours="$(med %.2f ours_wake)" target=30
+    headline timer_insert_cancel_ns ours="$(med %.2f ours_timer)" target=25
+    headline mutex_uncontended_ns ours="$(med %.2f ours_mutex)" target=5
+    headline mutex_handoff_ns ours="$(med %.2f ours_mutex_handoff)" target=30
     # What separates the two builds: a locked instruction on this machine
     # (one run, for information)
     if [ $have_ours_bench = 1 ]; then
@@ -744,14 +679,10 @@ spawn_section() {
         for sm in $OURS_MICRO; do
             printf '%-34s %10s   %s\n' "aco_rt_st ${sm#*:}" "$(med %.2f "st_${sm%%:*}")" "$(rounds "st_${sm%%:*}")"
         done
-        o=$(med %.2f st_mutex)
-        echo "headline mutex_uncontended_single_thread_build_ns ours=$o target=5 ratio=$(ratio "$o" 5)"
-        o=$(med %.2f st_spawn_join)
-        echo "headline spawn_join_single_thread_build_ns ours=$o target=100 ratio=$(ratio "$o" 100)"
-        o=$(med %.2f st_wake)
-        echo "headline wake_to_run_single_thread_build_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
-        o=$(med %.2f st_mutex_handoff)
-        echo "headline mutex_handoff_single_thread_build_ns ours=$o target=30 ratio=$(ratio "$o" 30)"
+        headline mutex_uncontended_single_thread_build_ns ours="$(med %.2f st_mutex)" target=5
+        headline spawn_join_single_thread_build_ns ours="$(med %.2f st_spawn_join)" target=100
+        headline wake_to_run_single_thread_build_ns ours="$(med %.2f st_wake)" target=30
+        headline mutex_handoff_single_thread_build_ns ours="$(med %.2f st_mutex_handoff)" target=30
     fi
 }
 
@@ -776,11 +707,8 @@ parked_section() {
     printf '%-34s %10s %10s\n' program "sleep B/co" "chan B/co"
     printf '%-34s %10s %10s\n' "aco_rt (ours)" "$(med %.1f ours_parked)" "$(med %.1f ours_parked_chan)"
     [ $have_go = 1 ] && printf '%-34s %10s %10s\n' "go $GO_VER" "$(med %.1f go_parked)" "$(med %.1f go_parked_chan)"
-    local o g
-    o=$(med %.1f ours_parked); g=$(med %.1f go_parked)
-    echo "headline parked_bytes_per_co_sleep ours=$o peer=$g ratio=$(ratio "$o" "$g")"
-    o=$(med %.1f ours_parked_chan); g=$(med %.1f go_parked_chan)
-    echo "headline parked_bytes_per_co_chan ours=$o peer=$g ratio=$(ratio "$o" "$g")"
+    headline parked_bytes_per_co_sleep ours="$(med %.1f ours_parked)" peer="$(med %.1f go_parked)"
+    headline parked_bytes_per_co_chan ours="$(med %.1f ours_parked_chan)" peer="$(med %.1f go_parked_chan)"
 }
 
 # ---- e. nc -----------------------------------------------------------------
@@ -838,7 +766,7 @@ nc_section() {
     # "count" (FIFO into wc -c); sets NC_ERR on failure
     nc_run() {
         local key=$1 scmd=$2 ccmd=$3 sink=$4 port spid wpid=0 t0 t1 to got
-        free_port; port=$FREE_PORT
+        fresh_port; port=$FREE_PORT
         to=$((NC_MIB / 20 + 30))
         NC_ERR=""
         if [ "$sink" = count ]; then
@@ -855,12 +783,7 @@ nc_section() {
         fi
         spid=$!
         PIDS+=("$spid")
-        for _ in $(seq 1 200); do
-            listening "$port" && break
-            kill -0 "$spid" 2>/dev/null || break
-            sleep 0.025
-        done
-        if ! listening "$port"; then
+        if ! wait_until 200 0.025 "$spid" port_listening "$port"; then
             NC_ERR="the server ($scmd -l $port) is not listening: $(tail -1 "$TMPD/nc.srv.err")"
             stop_pid "$spid"
             [ $wpid != 0 ] && stop_pid "$wpid"
@@ -918,9 +841,8 @@ nc_section() {
     printf '%-34s %10s %14s   %s\n' program MiB/s "MiB/s to wc-c" "each round (/dev/null)"
     printf '%-34s %10s %14s   %s\n' "aco_nc (ours)" "$(med %.0f ours)" "$(med %.0f ours_check)" "$(rounds ours)"
     [ $have_nc = 1 ] && printf '%-34s %10s %14s   %s\n' "OpenBSD nc" "$(med %.0f peer)" "$(med %.0f peer_check)" "$(rounds peer)"
-    local o p
-    o=$(med %.0f ours); p=$(med %.0f peer)
-    echo "headline nc_$( [ "$NC_MIB" = 4096 ] && echo 4GiB || echo "${NC_MIB}MiB")_MiBps ours=$o peer=$p ratio=$(ratio "$o" "$p")"
+    headline "nc_$( [ "$NC_MIB" = 4096 ] && echo 4GiB || echo "${NC_MIB}MiB")_MiBps" \
+        ours="$(med %.0f ours)" peer="$(med %.0f peer)"
     rm -f "$SRC_FILE"
     SRC_FILE=""
 }
@@ -973,17 +895,14 @@ threads_section() {
     [ $have_go = 1 ] && printf '%-40s %10s   %s\n' "go $GO_VER GOMAXPROCS=2 go+WaitGroup" "$(med %.2f go_pspawn)" "$(rounds go_pspawn)"
     local o g f
     o=$(med %.2f ours_xpp); g=$(med %.2f go_xpp); f=$(med %.2f fiber_xpp)
-    echo "headline xchan_pingpong_vs_go2_ns ours=$o peer=$g ratio=$(ratio "$o" "$g")"
-    echo "headline xchan_pingpong_vs_boost_fiber_ns ours=$o peer=$f ratio=$(ratio "$o" "$f")"
-    g=$(med %.2f cacheline)
-    echo "headline xchan_pingpong_vs_cacheline_rtrip ours=$o floor=$g ratio=$(ratio "$o" "$g")"
-    o=$(med %.2f ours_pspawn); g=$(med %.2f go_pspawn)
-    # throughput: spawns per second, ours over Go's (above 1 is better)
-    g=$(med %.2f ours_pspawn1)
-    # two threads against one (above 1: the second thread helps)
-    echo "headline pool_spawn_throughput_2_vs_1_thread ours=$(fmt %.0f "$(awk -v x="$o" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") one_thread=$(fmt %.0f "$(awk -v x="$g" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") ratio=$(ratio "$g" "$o")"
-    g=$(med %.2f go_pspawn)
-    echo "headline pool_spawn_throughput_vs_go2 ours=$(fmt %.0f "$(awk -v x="$o" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") peer=$(fmt %.0f "$(awk -v x="$g" 'BEGIN {if (x+0 > 0) print 1e9 / x; else print "n/a"}')") ratio=$(ratio "$g" "$o")"
+    headline xchan_pingpong_vs_go2_ns ours="$o" peer="$g"
+    headline xchan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f"
+    headline xchan_pingpong_vs_cacheline_rtrip ours="$o" floor="$(med %.2f cacheline)"
+    # throughput: spawns per second (-r); above 1 is better: two threads
+    # against one (the second thread helps), ours against Go's
+    o=$(med %.2f ours_pspawn)
+    headline -r -f %.0f pool_spawn_throughput_2_vs_1_thread ours="$o" one_thread="$(med %.2f ours_pspawn1)"
+    headline -r -f %.0f pool_spawn_throughput_vs_go2 ours="$o" peer="$(med %.2f go_pspawn)"
 
     # redis-benchmark against the threaded servers
     [ $have_redis = 1 ] || return 0
@@ -995,7 +914,7 @@ threads_section() {
     label[redis2]="redis-server --io-threads 2"
     label[t1]="aco_resp --threads 1"
     for s in $servers; do
-        free_port; port[$s]=$FREE_PORT
+        fresh_port; port[$s]=$FREE_PORT
         case $s in
             t2rp) cmd="${OURS_RESP_BIN} --port ${port[$s]} --threads 2" ;;
             t2ho) cmd="${OURS_RESP_BIN} --port ${port[$s]} --threads 2 --accept handoff" ;;
@@ -1007,10 +926,7 @@ threads_section() {
         ( cd "$TMPD" && eval "exec $cmd" ) </dev/null >"$TMPD/tserver.$s.log" 2>&1 &
         pid[$s]=$!
         PIDS+=("${pid[$s]}")
-        for _ in $(seq 1 100); do
-            [ "$(redis-cli -h 127.0.0.1 -p "${port[$s]}" ping 2>/dev/null)" = PONG ] && break
-            sleep 0.1
-        done
+        wait_until 100 0.1 "" resp_pong "${port[$s]}"
     done
     echo "commands: redis-benchmark -h 127.0.0.1 -p P -t TEST -c 50 -n $REDIS_N_P16 -P 16 --csv (client and servers unpinned)"
     for r in $(seq 1 "$ROUNDS"); do
@@ -1034,13 +950,12 @@ threads_section() {
         done
     done
     # ours: the default (--accept reuseport); handoff beside it
-    local a b
+    local a
     for t in set get; do
-        a=$(median "thr|t2rp|$t"); b=$(median "thr|t2ho|$t")
-        echo "headline resp_threads2_handoff_vs_reuseport_${t}_P16_rps ours=$(fmt %.0f "$b") peer=$(fmt %.0f "$a") ratio=$(ratio "$b" "$a")"
-        o=$(median "thr|redis2|$t"); g=$(median "thr|t1|$t")
-        echo "headline resp_threads2_vs_redis_io_threads2_${t}_P16_rps ours=$(fmt %.0f "$a") peer=$(fmt %.0f "$o") ratio=$(ratio "$a" "$o")"
-        echo "headline resp_threads2_vs_threads1_${t}_P16_rps ours=$(fmt %.0f "$a") peer=$(fmt %.0f "$g") ratio=$(ratio "$a" "$g")"
+        a=$(median "thr|t2rp|$t")
+        headline -f %.0f "resp_threads2_handoff_vs_reuseport_${t}_P16_rps" ours="$(median "thr|t2ho|$t")" peer="$a"
+        headline -f %.0f "resp_threads2_vs_redis_io_threads2_${t}_P16_rps" ours="$a" peer="$(median "thr|redis2|$t")"
+        headline -f %.0f "resp_threads2_vs_threads1_${t}_P16_rps" ours="$a" peer="$(median "thr|t1|$t")"
     done
     for s in $servers; do
         [ -n "${pid[$s]:-}" ] && stop_pid "${pid[$s]}"

@@ -29,6 +29,7 @@
 #     one of its headings (GitHub's slugs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 OUT=${OUTPUT:-output}
 for t in gcc clang python3; do
     command -v $t > /dev/null || { echo "check_docs: $t not found: install $t"; exit 1; }
@@ -36,9 +37,8 @@ done
 for f in libaco.a libaco_rt.a; do
     [ -f "$OUT/$f" ] || { echo "check_docs: $OUT/$f not built (bash make.sh)"; exit 1; }
 done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); trap cleanup_tmp EXIT
 fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # Parsing (python3): programs into $tmp/prog_N.c with a manifest line each
 # (file|place|kind|mode), then (b) and (c), printing FAIL lines.
@@ -173,14 +173,11 @@ uring=""
 grep -q ACO_RT_HAVE_URING "$OUT/obj/rt/flags" 2> /dev/null && uring=-luring
 backends=${ACO_RT_TEST_BACKENDS:-uring epoll}
 [ -n "$uring" ] || backends=epoll
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 serve_check() {     # serve_check <binary> <place>: 5 clients at once echoed
-    local port pid ok=0
+    local port pid served=0
     port=$(free_port)
     "$1" "$port" > "$tmp/server.log" 2>&1 & pid=$!
-    python3 - "$port" > "$tmp/client.log" 2>&1 <<'PY' && ok=1
+    python3 - "$port" > "$tmp/client.log" 2>&1 <<'PY' && served=1
 import socket, sys, time
 port = int(sys.argv[1])
 def connect():
@@ -205,12 +202,12 @@ for i, c in enumerate(cs):
     c.close()
 PY
     if ! kill -0 $pid 2> /dev/null; then
-        wait $pid; fail "$2: the server ended by itself (status $?)"; cat "$tmp/server.log"
+        wait $pid; bad "$2: the server ended by itself (status $?)"; cat "$tmp/server.log"
         return
     fi
-    kill -TERM $pid; wait $pid 2> /dev/null
-    if [ $ok = 1 ]; then echo "ok   $2: served 5 clients"; else
-        fail "$2: the server did not echo"; sed 's/^/    | /' "$tmp/client.log"; fi
+    stop_pid $pid
+    if [ $served = 1 ]; then ok "$2: served 5 clients"; else
+        bad "$2: the server did not echo"; sed 's/^/    | /' "$tmp/client.log"; fi
 }
 nprog=0
 while IFS='|' read -r name place kind mode; do
@@ -224,7 +221,7 @@ while IFS='|' read -r name place kind mode; do
         bin="$tmp/$name.$cc"
         if ! $cc -O2 -g -Wall -Wextra -Werror -I. -Irt "$tmp/$name.c" "${libs[@]}" -o "$bin" \
                 > "$tmp/build.log" 2>&1; then
-            fail "$place: the program does not build with $cc"; sed 's/^/    | /' "$tmp/build.log"
+            bad "$place: the program does not build with $cc"; sed 's/^/    | /' "$tmp/build.log"
             continue
         fi
         [ "$mode" = build-only ] && continue
@@ -240,16 +237,16 @@ while IFS='|' read -r name place kind mode; do
             timeout 60 "$bin" > "$tmp/run.log" 2>&1
             st=$?
             if [ "$mode" = abort ]; then
-                [ $st = 134 ] || fail "$what: ended with status $st, not by SIGABRT"
+                [ $st = 134 ] || bad "$what: ended with status $st, not by SIGABRT"
             elif [ $st != 0 ]; then
-                fail "$what: exit status $st"; tail -5 "$tmp/run.log" | sed 's/^/    | /'
+                bad "$what: exit status $st"; tail -5 "$tmp/run.log" | sed 's/^/    | /'
             else
-                echo "ok   $what"
+                ok "$what"
             fi
         done
     done
 done < "$tmp/manifest"
 echo "programs: $nprog built with gcc and clang and checked"
-[ "$nprog" -ge 3 ] || fail "only $nprog complete programs found in README.md and docs/"
+[ "$nprog" -ge 3 ] || bad "only $nprog complete programs found in README.md and docs/"
 if [ $fails != 0 ]; then echo "check_docs: $fails failed"; exit 1; fi
 echo "check_docs: ok"

@@ -11,27 +11,16 @@
 # 2 threads.  Exit status: the verdict.  Needs curl and python3.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 OUT=${OUTPUT:-output}
-[ -x "$OUT/aco_http" ] || { echo "check_http: $OUT/aco_http not built (bash make.sh)"; exit 1; }
+need_built aco_http
 command -v curl > /dev/null || { echo "check_http: curl not found: install the curl package"; exit 1; }
 command -v python3 > /dev/null || { echo "check_http: python3 not found: install python3"; exit 1; }
 tmp=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+trap cleanup_tmp EXIT
 fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 expect() {   # expect <name> <want> <got>
     if [ "$2" = "$3" ]; then ok "$cfg: $1"; else bad "$cfg: $1: want '$2', got '$3'"; fi
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
 }
 
 # The files served, and a symlink out of the root.
@@ -351,10 +340,11 @@ for cfg in "uring 1" "epoll 1" "uring 2" "epoll 2"; do
     read -r be th <<< "$cfg"
     cfg="$be, $th thread(s)"
     port=$(free_port)
-    "$OUT/aco_http" --root "$root" --port "$port" --backend "$be" --threads "$th" \
-        --idle-timeout-ms $IDLE_MS --header-timeout-ms $HEADER_MS 2> "$tmp/server.log" &
-    pid=$!
-    if ! wait_port "$port"; then bad "$cfg: aco_http did not start: $(cat "$tmp/server.log")"; continue; fi
+    if ! start_server "$port" "$OUT/aco_http" --root "$root" --port "$port" --backend "$be" --threads "$th" \
+            --idle-timeout-ms $IDLE_MS --header-timeout-ms $HEADER_MS 2> "$tmp/server.log"; then
+        bad "$cfg: aco_http did not start: $(cat "$tmp/server.log")"; continue
+    fi
+    pid=$SERVER_PID
     { check_server "$port"; check_cache "$port"; } > "$tmp/checks.out" 2>&1 &
     spid=$!
     check_timeouts "$port"      # beside the rest: they are mostly waiting
@@ -363,14 +353,13 @@ for cfg in "uring 1" "epoll 1" "uring 2" "epoll 2"; do
     fails=$((fails + $(grep -c '^FAIL' "$tmp/checks.out")))
     if kill -0 "$pid" 2>/dev/null; then ok "$cfg: server alive at the end"
     else bad "$cfg: server died: $(cat "$tmp/server.log")"; fi
-    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+    stop_pid "$pid"
 done
 # the fallback without openat2: openat and a check of the path
 port=$(free_port)
 cfg="epoll, no openat2"
-ACO_HTTP_NO_OPENAT2=1 "$OUT/aco_http" --root "$root" --port "$port" --backend epoll 2> "$tmp/server.log" &
-pid=$!
-if wait_port "$port"; then
+if ACO_HTTP_NO_OPENAT2=1 start_server "$port" "$OUT/aco_http" --root "$root" --port "$port" --backend epoll \
+        2> "$tmp/server.log"; then
     expect "started with the fallback" 1 "$(grep -c 'openat + path check' "$tmp/server.log")"
     expect "symlink out: 403" 403 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/out_link")"
     expect "symlink in: 200" 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/in_link")"

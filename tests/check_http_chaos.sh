@@ -16,12 +16,13 @@
 # verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 OUT=${OUTPUT:-output}
 server=${HTTP_CHAOS_SERVER:-aco_http}
 secs=${HTTP_CHAOS_SECONDS:-10}
-[ -x "$OUT/chaos_http" ] || { echo "check_http_chaos: $OUT/chaos_http not built (bash make.sh)"; exit 1; }
+need_built chaos_http
 if [ "$server" = aco_http ]; then
-    [ -x "$OUT/aco_http" ] || { echo "check_http_chaos: $OUT/aco_http not built (bash make.sh)"; exit 1; }
+    need_built aco_http
     configs=(uring epoll)
 else
     command -v nginx > /dev/null || { echo "check_http_chaos: nginx not found: install nginx"; exit 1; }
@@ -33,24 +34,13 @@ command -v wrk > /dev/null || { echo "check_http_chaos: wrk not found: install w
 slack=32
 case "$OUT" in *asan*|*tsan*) slack=512 ;; esac
 tmp=$(mktemp -d)
-pids=()
 cleanup() {
-    for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done
+    kill_pids
     [ "$server" = nginx ] && nginx_stop
     rm -rf "$tmp"
 }
 trap cleanup EXIT
 fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {   # wait_port <port>: until something accepts there (5 s)
-    for _ in $(seq 100); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 
 for be in "${configs[@]}"; do
     root="$tmp/root.$be"
@@ -67,19 +57,19 @@ for be in "${configs[@]}"; do
         name="nginx"
         extra=(--halfclose-max 65536)
     else
-        "$OUT/aco_http" --port "$port" --root "$root" --threads 1 --backend "$be" \
-            --header-timeout-ms 2000 --idle-timeout-ms 2000 2> "$tmp/server.log" &
-        spid=$!; pids+=($spid)
         name="aco_http, $be"
-        wait_port "$port" || { bad "$name: did not start: $(cat "$tmp/server.log")"; continue; }
+        start_server "$port" "$OUT/aco_http" --port "$port" --root "$root" --threads 1 --backend "$be" \
+            --header-timeout-ms 2000 --idle-timeout-ms 2000 2> "$tmp/server.log" ||
+            { bad "$name: did not start: $(cat "$tmp/server.log")"; continue; }
+        spid=$SERVER_PID
     fi
     sleep 0.3       # the probe's connection closed: the descriptors' baseline
     "$OUT/chaos_http" --port "$port" --root "$root" --seconds "$secs" --pid "$spid" \
         --header-timeout-ms 2000 --idle-timeout-ms 2000 --slack-mib $slack "${extra[@]}" \
         > "$tmp/chaos.out" 2>&1 &
-    cpid=$!; pids+=($cpid)
+    cpid=$!; PIDS+=("$cpid")
     # once chaos_http has counted the server's descriptors (its first line)
-    for _ in $(seq 100); do grep -q '^chaos_http: port' "$tmp/chaos.out" && break; sleep 0.05; done
+    wait_until 100 0.05 "" grep -q '^chaos_http: port' "$tmp/chaos.out"
     # wrk beside it: every response a 2xx, no socket errors
     wrk -t1 -c20 -d"$((secs - 1))s" --timeout 10s "http://127.0.0.1:$port/wrk.bin" > "$tmp/wrk.out" 2>&1
     if [ $? = 0 ] && ! grep -q 'Non-2xx\|Socket errors' "$tmp/wrk.out"; then
@@ -97,7 +87,7 @@ for be in "${configs[@]}"; do
         nginx_stop
     elif kill -0 $spid 2>/dev/null; then
         ok "$name: still running"
-        kill $spid 2>/dev/null; wait $spid 2>/dev/null
+        stop_pid $spid
     else
         wait $spid; bad "$name: died (status $?): $(tail -5 "$tmp/server.log")"
     fi

@@ -10,10 +10,9 @@
 # (`bash make.sh soak`: 600).  Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 OUT=${OUTPUT:-output}
-for p in aco_resp chaos_resp; do
-    [ -x "$OUT/$p" ] || { echo "check_rt_chaos: $OUT/$p not built (bash make.sh)"; exit 1; }
-done
+need_built aco_resp chaos_resp
 command -v redis-benchmark > /dev/null ||
     { echo "check_rt_chaos: redis-benchmark not found: install redis-tools"; exit 1; }
 total=${CHAOS_SECONDS:-40}
@@ -26,33 +25,21 @@ configs=("uring 1 reuseport" "epoll 1 reuseport" "uring 2 reuseport" "epoll 2 ha
 secs=$(( total / ${#configs[@]} - 5 ))
 [ $secs -ge 5 ] || secs=5
 tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
+trap cleanup_tmp EXIT
 fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {   # wait_port <port>: until something accepts there (5 s)
-    for _ in $(seq 100); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 
 for cfg in "${configs[@]}"; do
     read -r be threads accept <<< "$cfg"
     name="$be, 1 thread"
     [ "$threads" -gt 1 ] && name="$be, $threads threads, $accept"
     port=$(free_port)
-    "$OUT/aco_resp" --port "$port" --backend "$be" --threads "$threads" --accept "$accept" \
-        2> "$tmp/resp.log" &
-    rpid=$!; pids+=($rpid)
-    wait_port "$port" || { bad "$name: aco_resp did not start: $(cat "$tmp/resp.log")"; continue; }
+    start_server "$port" "$OUT/aco_resp" --port "$port" --backend "$be" --threads "$threads" \
+        --accept "$accept" 2> "$tmp/resp.log" ||
+        { bad "$name: aco_resp did not start: $(cat "$tmp/resp.log")"; continue; }
+    rpid=$SERVER_PID
     sleep 0.3       # the probe's connection closed: the descriptors' baseline
     "$OUT/chaos_resp" --port "$port" --seconds "$secs" --pid "$rpid" --slack-mib $slack > "$tmp/chaos.out" 2>&1 &
-    cpid=$!; pids+=($cpid)
+    cpid=$!; PIDS+=("$cpid")
     # redis-benchmark beside it, run after run, until the chaos ends
     end=$((SECONDS + secs)); runs=0; bench_ok=1
     while [ $SECONDS -lt $end ]; do
@@ -75,7 +62,7 @@ for cfg in "${configs[@]}"; do
     else
         wait $rpid; bad "$name: aco_resp died (status $?): $(cat "$tmp/resp.log")"
     fi
-    kill $rpid 2>/dev/null; wait $rpid 2>/dev/null
+    stop_pid $rpid
 done
 echo "check_rt_chaos: $fails failed"
 [ $fails = 0 ]

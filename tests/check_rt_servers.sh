@@ -6,40 +6,27 @@
 # (byte-exact transfers both ways).  Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 OUT=${OUTPUT:-output}
-for p in aco_resp aco_echo aco_nc; do
-    [ -x "$OUT/$p" ] || { echo "check_rt_servers: $OUT/$p not built (bash make.sh)"; exit 1; }
-done
+need_built aco_resp aco_echo aco_nc
 for c in redis-cli redis-benchmark nc; do
     command -v $c > /dev/null ||
         { echo "check_rt_servers: $c not found: install redis-tools and netcat-openbsd"; exit 1; }
 done
 backends=${ACO_RT_TEST_BACKENDS:-uring epoll}
 tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
+trap cleanup_tmp EXIT
 fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 expect() {   # expect <what> <want> <got>
     if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: want '$2', got '$3'"; fi
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {   # wait_port <port>: until something accepts there (5 s)
-    for _ in $(seq 100); do
-        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
 }
 
 for be in $backends; do
     # ---- aco_resp ---------------------------------------------------------
     port=$(free_port)
-    "$OUT/aco_resp" --port "$port" --backend "$be" 2> "$tmp/resp-$be.log" &
-    rpid=$!; pids+=($rpid)
-    wait_port "$port" || { bad "$be: aco_resp did not start: $(cat "$tmp/resp-$be.log")"; continue; }
+    start_server "$port" "$OUT/aco_resp" --port "$port" --backend "$be" 2> "$tmp/resp-$be.log" ||
+        { bad "$be: aco_resp did not start: $(cat "$tmp/resp-$be.log")"; continue; }
+    rpid=$SERVER_PID
     cli() { timeout 20 redis-cli -p "$port" "$@" 2>&1; }
     expect "$be: PING" PONG "$(cli PING)"
     expect "$be: PING msg" hello "$(cli PING hello)"
@@ -98,13 +85,13 @@ EOF
     expect "$be: alive after bad clients" PONG "$(cli PING)"
     expect "$be: QUIT" OK "$(cli QUIT)"
     kill -0 $rpid 2>/dev/null && ok "$be: aco_resp still running" || bad "$be: aco_resp died: $(cat "$tmp/resp-$be.log")"
-    kill $rpid; wait $rpid 2>/dev/null
+    stop_pid $rpid
 
     # ---- aco_echo with nc -------------------------------------------------
     port=$(free_port)
-    "$OUT/aco_echo" --port "$port" --backend "$be" 2> "$tmp/echo-$be.log" &
-    epid=$!; pids+=($epid)
-    wait_port "$port" || { bad "$be: aco_echo did not start"; continue; }
+    start_server "$port" "$OUT/aco_echo" --port "$port" --backend "$be" 2> "$tmp/echo-$be.log" ||
+        { bad "$be: aco_echo did not start"; continue; }
+    epid=$SERVER_PID
     head -c 5000000 /dev/urandom > "$tmp/e.in"
     timeout 30 nc -N 127.0.0.1 "$port" < "$tmp/e.in" > "$tmp/e.out"
     if cmp -s "$tmp/e.in" "$tmp/e.out"; then ok "$be: aco_echo echoes 5 MB to nc"; else bad "$be: aco_echo: output differs"; fi
@@ -122,7 +109,7 @@ PY
     else wait $epid; bad "$be: aco_echo died (status $?) of clients that leave unread"; fi
     timeout 30 nc -N 127.0.0.1 "$port" < "$tmp/e.in" > "$tmp/e.out"
     if cmp -s "$tmp/e.in" "$tmp/e.out"; then ok "$be: aco_echo echoes 5 MB after them"; else bad "$be: aco_echo: output differs after them"; fi
-    kill $epid; wait $epid 2>/dev/null
+    stop_pid $epid
 
     # ---- aco_nc: to itself and to/from OpenBSD nc --------------------------
     head -c 30000000 /dev/urandom > "$tmp/n.in"
@@ -162,9 +149,9 @@ done
 # ---- threads: aco_resp and aco_echo with --threads 2, both accept modes ----
 for mode in reuseport handoff; do
     port=$(free_port)
-    "$OUT/aco_resp" --port "$port" --threads 2 --accept $mode 2> "$tmp/resp-t2.log" &
-    rpid=$!; pids+=($rpid)
-    wait_port "$port" || { bad "threads $mode: aco_resp did not start: $(cat "$tmp/resp-t2.log")"; continue; }
+    start_server "$port" "$OUT/aco_resp" --port "$port" --threads 2 --accept $mode 2> "$tmp/resp-t2.log" ||
+        { bad "threads $mode: aco_resp did not start: $(cat "$tmp/resp-t2.log")"; continue; }
+    rpid=$SERVER_PID
     cli() { timeout 20 redis-cli -p "$port" "$@" 2>&1; }
     expect "threads $mode: PING" PONG "$(cli PING)"
     # INCRs from 4 connections at once (on both threads): none lost
@@ -185,12 +172,12 @@ for mode in reuseport handoff; do
     expect "threads $mode: SET" OK "$(cli SET k v)"
     expect "threads $mode: GET from another connection" v "$(cli GET k)"
     kill -0 $rpid 2>/dev/null && ok "threads $mode: aco_resp still running" || bad "threads $mode: aco_resp died: $(cat "$tmp/resp-t2.log")"
-    kill $rpid; wait $rpid 2>/dev/null
+    stop_pid $rpid
 
     port=$(free_port)
-    "$OUT/aco_echo" --port "$port" --threads 2 --accept $mode 2> "$tmp/echo-t2.log" &
-    epid=$!; pids+=($epid)
-    wait_port "$port" || { bad "threads $mode: aco_echo did not start"; continue; }
+    start_server "$port" "$OUT/aco_echo" --port "$port" --threads 2 --accept $mode 2> "$tmp/echo-t2.log" ||
+        { bad "threads $mode: aco_echo did not start"; continue; }
+    epid=$SERVER_PID
     head -c 1000000 /dev/urandom > "$tmp/e1.in"
     cpids=()
     for c in $(seq 20); do timeout 60 nc -N 127.0.0.1 "$port" < "$tmp/e1.in" > "$tmp/e1.out.$c" & cpids+=($!); done
@@ -198,7 +185,7 @@ for mode in reuseport handoff; do
     same=0
     for c in $(seq 20); do cmp -s "$tmp/e1.in" "$tmp/e1.out.$c" && same=$((same + 1)); done
     expect "threads $mode: aco_echo echoes 1 MB to 20 nc at once" 20 "$same"
-    kill $epid; wait $epid 2>/dev/null
+    stop_pid $epid
 done
 echo "check_rt_servers: $fails failed"
 [ $fails = 0 ]

@@ -1,0 +1,132 @@
+# tests/lib.sh - the shell helpers that tests/check_*.sh and bench/*.sh share.
+# It owns the ports servers listen on (free_port, fresh_port), the waits
+# until one listens (port_open, port_listening, wait_until, wait_port), the
+# background processes a script starts, stops and ends at its exit (PIDS,
+# start_server, forget_pid, stop_pid, kill_pids, cleanup_tmp), the check
+# scripts' lines (need_built, ok, bad) and a process's CPU time
+# (cpu_ticks).  Sourced: `. tests/lib.sh` from the repository's root,
+# `. "$HERE/../tests/lib.sh"` from bench/.  It sets no shell option; under
+# `set -euo pipefail` a status other than 0 is a function's answer (its
+# contract says when), never a slip.
+
+PIDS=()             # the background processes started and not reaped yet
+PORTS_TAKEN=" "     # the ports fresh_port has handed out
+
+# free_port: prints a TCP port of 127.0.0.1 that the kernel picks as unused.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# fresh_port: sets FREE_PORT to a port in 20000-31999 (below the ephemeral range) that no socket holds and no earlier call chose; exits 2 when there is none.
+fresh_port() {
+    local used=" " h p
+    for h in $(awk 'FNR > 1 {n = split($2, a, ":"); print a[n]}' \
+            /proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+        used+="$((16#$h)) "
+    done
+    for _ in $(seq 1 500); do
+        p=$((20000 + RANDOM % 12000))
+        case "$used$PORTS_TAKEN" in *" $p "*) continue ;; esac
+        PORTS_TAKEN+="$p "
+        # shellcheck disable=SC2034  # the caller reads FREE_PORT
+        FREE_PORT=$p
+        return 0
+    done
+    echo "$(basename "$0" .sh): no free port found" >&2
+    exit 2
+}
+
+# port_open PORT: succeeds when something accepts a connection at 127.0.0.1:PORT (the probe closes it at once).
+port_open() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+
+# port_listening PORT: succeeds when a TCP socket listens at PORT, read from /proc/net/tcp{,6} without connecting (iproute2's ss is not on every machine).
+port_listening() {
+    local hex
+    hex=$(printf '%04X' "$1")
+    awk -v p="$hex" 'FNR > 1 {n = split($2, a, ":"); if (a[n] == p && $4 == "0A") f = 1}
+        END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# wait_until TRIES PAUSE PID CMD...: runs CMD up to TRIES times, PAUSE seconds apart, until it succeeds; fails at once when PID (unless empty) has ended.
+wait_until() {
+    local tries=$1 pause=$2 watch=$3
+    shift 3
+    for _ in $(seq 1 "$tries"); do
+        "$@" && return 0
+        [ -z "$watch" ] || kill -0 "$watch" 2>/dev/null || return 1
+        sleep "$pause"
+    done
+    return 1
+}
+
+# wait_port PORT [PID [TRIES]]: waits until port_open PORT, trying every 0.05 s, TRIES times (100: 5 s); fails at once when PID has ended.
+wait_port() { wait_until "${3:-100}" 0.05 "${2:-}" port_open "$1"; }
+
+# start_server PORT CMD...: runs CMD in the background (with the call's redirections), sets SERVER_PID and adds it to PIDS, then waits as wait_port PORT SERVER_PID.
+start_server() {
+    local at=$1
+    shift
+    "$@" &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    wait_port "$at" "$SERVER_PID"
+}
+
+# forget_pid PID: drops PID from PIDS (it is reaped: nothing may signal its number again).
+forget_pid() {
+    local i
+    for i in "${!PIDS[@]}"; do
+        [ "${PIDS[$i]}" != "$1" ] || unset 'PIDS[i]'
+    done
+    return 0
+}
+
+# stop_pid PID: ends a process this shell started (SIGTERM), reaps it and forgets it; succeeds whatever its status.
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    forget_pid "$1"
+}
+
+# kill_pids [wait]: sends SIGTERM to every process in PIDS; with "wait", then reaps them all and empties PIDS.
+kill_pids() {
+    local p
+    for p in "${PIDS[@]+"${PIDS[@]}"}"; do
+        kill "$p" 2>/dev/null || true
+    done
+    [ "${1:-}" = wait ] || return 0
+    for p in "${PIDS[@]+"${PIDS[@]}"}"; do
+        wait "$p" 2>/dev/null || true
+    done
+    PIDS=()
+}
+
+# cleanup_tmp: kill_pids, then removes the directory $tmp; a check script's EXIT trap.
+cleanup_tmp() {
+    kill_pids
+    [ -z "${tmp:-}" ] || rm -rf "$tmp"
+}
+
+# need_built PROG...: exits 1 with the script's "not built" line unless every PROG is an executable in $OUT.
+need_built() {
+    local p
+    for p in "$@"; do
+        [ -x "$OUT/$p" ] || { echo "$(basename "$0" .sh): $OUT/$p not built (bash make.sh)"; exit 1; }
+    done
+}
+
+# ok WHAT: prints the line of a check that passed.
+ok() { echo "ok   $*"; }
+
+# bad WHAT: prints the line of a check that failed and counts it in $fails.
+bad() { echo "FAIL $*"; fails=$(( ${fails:-0} + 1 )); }
+
+# cpu_ticks PID: prints utime + stime of the whole process (every thread, io_uring's workers too) in clock ticks, n/a once it is gone.
+cpu_ticks() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo n/a; return 0; }
+    s=${s##*) }
+    # shellcheck disable=SC2086
+    set -- $s   # $1 is field 3 (state): utime is field 14, stime field 15
+    echo $(( ${12} + ${13} ))
+}
