@@ -262,7 +262,7 @@ static void ext_init(int thread);                   /* before any allocation */
 static void ext_stack(aco_share_stack_t* s, int ev);
 static void ext_co(aco_t* co, int ev);
 static void ext_mem(void* p, size_t n, int ev);     /* tool builds: the pools */
-static size_t ext_copy(aco_t* co, size_t n, int ev);   /* tool builds: copies */
+static size_t ext_copy(aco_t* co, size_t n, int ev);   /* tool builds: 1 copied */
 static aco_t* ext_switch(aco_t* from, aco_t* co);   /* checked mode: switches */
 
 /* ==== 5. Memory ========================================================= */
@@ -502,6 +502,7 @@ static int save_grow(const char* fn, aco_t* co, size_t n) {
           "stack holds less than 4 GiB", (void*)co, n);
     size_t cap = save_capacity(n);
     mark_used();
+    if (fn != NULL) save_free(ss);      /* else kept until the new one is had */
     void* p = save_pooled(cap) ? pool_alloc(&save_pool[cap / SAVE_STEP - 1], cap, fn)
                                : alloc(fn, save_bytes(cap));
     if (p == NULL) return 0;
@@ -685,7 +686,8 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
                   size_t save_stack_sz, aco_cofuncp_t fp, void* arg) {
     static const char fn[] = "aco_create";
     check_create(fn, main_co, share_stack, fp);
-    check(fn, save_stack_sz <= SAVE_MAX, "save_stack_sz %zu exceeds 4 GiB - 8", save_stack_sz);
+    check(fn, main_co == NULL || save_stack_sz <= SAVE_MAX, "save_stack_sz %zu exceeds 4 GiB "
+          "- 8", save_stack_sz);
     aco_t* co = make(co_alloc(fn), main_co, share_stack, fp, arg);
     /* A save stack is allocated when first needed, as large as needed,
      * unless the caller asks for one now. */
@@ -806,8 +808,7 @@ static inline size_t live_bytes(aco_t* owner, aco_share_stack_t* s) {
 static inline void save(aco_t* owner, size_t n, int width) {
     aco_save_stack_t* ss = &owner->save_stack;
     if (n > 0) {
-        if (TOOLS) ext_copy(owner, n, EXT_SAVE);
-        else copy(ss->ptr, SP(owner), n, width);
+        if (!(TOOLS && ext_copy(owner, n, EXT_SAVE))) copy(ss->ptr, SP(owner), n, width);
         ss->ct_save++;
     }
     ss->valid_sz = (uint32_t)n;
@@ -817,9 +818,9 @@ static inline void save(aco_t* owner, size_t n, int width) {
 
 /* Put co's n saved bytes back where they were: right below top. */
 static inline void restore(aco_t* co, char* top, size_t n, int width) {
-    if (TOOLS) ext_copy(co, n, EXT_RESTORE);
+    int done = TOOLS && ext_copy(co, n, EXT_RESTORE);
     if (n == 0) return;
-    if (!TOOLS) copy(top - n, co->save_stack.ptr, n, width);
+    if (!done) copy(top - n, co->save_stack.ptr, n, width);
     co->save_stack.ct_restore++;
 }
 
@@ -873,9 +874,9 @@ __attribute__((noinline)) static aco_t* take_slow(aco_t* co) {
 /* x86-64: the widest copies the CPU has (AVX-512 where VBMI2 says it costs
  * no clock speed): a switch with copies waits for its stores.
  * aco__copy_width (tests; hidden): the width in use, 0 where the build has
- * one; width != 0 selects it if there, else -1.  (docs/benchmarks.md) */
+ * one (sanitizers: ext_copy); width != 0 selects it if there, else -1. */
 __attribute__((visibility("hidden"))) int aco__copy_width(int width);
-#if defined(__x86_64__) && !TOOLS
+#if defined(__x86_64__) && !aco__san_switch
 __attribute__((noinline, target("avx"))) static aco_t* take32(aco_t* co) {
     return take(co, 32);
 }

@@ -85,9 +85,10 @@ typedef void (*aco_cofuncp_t)(void);
 /* API                                                                      */
 /* ======================================================================== */
 
-/* Check that this build of libaco runs correctly on this machine (the
- * layout aco.h and acosw.S agree on, the sizes of the types it relies on);
- * aborts with a message if not.  Upstream libaco 1.2.4 has it too. */
+/* Upstream libaco 1.2.4's self-check of the build (the layout aco.h and
+ * acosw.S agree on, the sizes of the types it relies on).  Here the build
+ * checks all of it at compile time, so the call returns and does
+ * nothing. */
 void aco_runtime_test(void);
 
 /* Initialise libaco for the calling thread; call it once per thread before

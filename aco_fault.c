@@ -274,18 +274,26 @@ static void fault_chain(int sig, siginfo_t* si, void* ctx) {
 
 /* The running co's share stack is where it runs now (checked mode moves
  * it into the co's window), so its guard lies right below s->ptr. */
+static TLS int fault_depth;     /* this thread is in a report of ours */
+
 static void fault_handler(int sig, siginfo_t* si, void* ctx) {
-    int saved = errno;
+    int saved = errno, mine = 0;
     aco_t* co = aco_gtls_co;
     uintptr_t a = (uintptr_t)si->si_addr;
     aco_share_stack_t* s = co != NULL && co->main_co != NULL ? co->share_stack : NULL;
+    if (fault_depth) {              /* a fault in the report itself (SA_NODEFER) */
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    fault_depth = 1;
     if (s != NULL && s->guard_page_enabled && a < (uintptr_t)s->ptr &&
         a >= (uintptr_t)s->ptr - guard_bytes(fault_pg)) {
         if (fault_overflow) overflow_line(co, s, a);
-        fault_chain(sig, si, ctx);
-    } else if (fault_checked == NULL || !fault_checked(si, ctx)) {
-        fault_chain(sig, si, ctx);
+    } else {
+        mine = fault_checked != NULL && fault_checked(si, ctx);
     }
+    fault_depth = 0;
+    if (!mine) fault_chain(sig, si, ctx);
     errno = saved;
 }
 

@@ -303,10 +303,12 @@ static void ext_mem(void* p, size_t n, int ev) {
     (void)p, (void)n;
 }
 
-/* Tool builds: co's n live bytes copied to its save stack (EXT_SAVE) or
- * back below its stack's top (EXT_RESTORE, n may be 0), each with the
- * tools' state of them; the bytes a save stack of capacity n needs beyond
- * n (EXT_ROOM, co NULL). */
+/* Tool builds: co's n live bytes about to go to its save stack (EXT_SAVE)
+ * or back below its stack's top (EXT_RESTORE, n may be 0), with the tools'
+ * state of them.  1: copied here (sanitizers: uninstrumented, never
+ * memcpy, the bytes hold red zones); 0: the core copies (valgrind, whose
+ * annotations come first).  EXT_ROOM (co NULL): the bytes a save stack of
+ * capacity n needs beyond n. */
 static size_t ext_copy(aco_t* co, size_t n, int ev) {
     if (ev == EXT_ROOM) {
 #if aco__asan
@@ -320,12 +322,13 @@ static size_t ext_copy(aco_t* co, size_t n, int ev) {
     }
     aco_save_stack_t* ss = &co->save_stack;
     if (ev == EXT_SAVE) {
+        if (!aco__san_switch) return 0;
         tool_copy(ss->ptr, SP(co), n);
 #if aco__asan
         asan_shadow_move((uintptr_t)SP(co), (uintptr_t)co->share_stack->align_highptr,
                          (unsigned char*)ss->ptr + SS_CAP(ss), 1);
 #endif
-        return 0;
+        return 1;
     }
     char* dst = (char*)co->share_stack->align_retptr - n;      /* EXT_RESTORE */
 #ifdef ACO_USE_VALGRIND
@@ -336,13 +339,14 @@ static size_t ext_copy(aco_t* co, size_t n, int ev) {
     if (low < (char*)co->share_stack->ptr) low = co->share_stack->ptr;
     VALGRIND_MAKE_MEM_UNDEFINED(low, (size_t)(dst - low) + n);
 #endif
-    if (n == 0) return 0;   /* (ASan: a co that never ran finds the region clean) */
+    /* (ASan: a co that never ran, n == 0, finds the region clean) */
+    if (!aco__san_switch || n == 0) return 0;
     tool_copy(dst, ss->ptr, n);
 #if aco__asan
     asan_shadow_move((uintptr_t)dst, (uintptr_t)co->share_stack->align_highptr,
                      (unsigned char*)ss->ptr + SS_CAP(ss), 0);
 #endif
-    return 0;
+    return 1;
 }
 
 /* Checked mode: every resume (from NULL) and every hand-off through the

@@ -148,7 +148,7 @@ CFLAGS="$CFLAGS${SANFLAGS:+ $SANFLAGS}"
 # The programs of tests lists (tests/tests.list says the format: a line of
 # name and columns each, rules indented under it, which are test.sh's).
 list_lines() { awk '/^[[:space:]]*(#|$)/ || /^[[:space:]]/ {next} {print}' "$@"; }
-list_col() {  # list_col <list...> -- <program> <column>: its value, 1 for a bare one
+list_col() {  # list_col <list> <program> <column>: its value, 1 for a bare one
     awk -v p="$2" -v c="$3" '$1 == p {for (i = 2; i <= NF; i++) {
         if ($i == c) {print 1; exit} if (index($i, c "=") == 1) {print substr($i, length(c) + 2); exit}}}' "$1"
 }

@@ -144,21 +144,33 @@ builds_of() {
 # Each program's facts come from its tests list (tests/tests.list says the
 # format): its columns, and its rules for some runs (skip, env, lane), each
 # with a reason.  The runtime's and the programs' tests run as rt_<name>.
+# A line the format does not know stops the suite, naming it.
 declare -A cols=() rules=()
 while read -r kind n rest; do
     case $kind in
         E) cols[$n]=$rest ;;
         R) rules[$n]+="$rest"$'\n' ;;
+        X) echo "test.sh: $n: $rest" >&2; exit 2 ;;
     esac
 done < <(awk -v p="$(printf '%s' "rt/tests/tests.list apps/tests/tests.list")" '
     BEGIN { split(p, f, " "); for (i in f) rt[f[i]] = 1 }
+    FNR == 1 { n = "" }
     /^[[:space:]]*(#|$)/ { next }
-    { pre = (FILENAME in rt) ? "rt_" : "" }
-    /^[[:space:]]/ { sub(/^[[:space:]]+/, ""); print "R", pre n, $0; next }
-    { n = $1; $1 = ""; print "E", pre n, $0 }' tests/tests.list rt/tests/tests.list apps/tests/tests.list)
+    { pre = (FILENAME in rt) ? "rt_" : ""; at = FILENAME ":" FNR }
+    /^[[:space:]]/ {
+        sub(/^[[:space:]]+/, "")
+        if (n == "") { print "X", at, "a rule before any program"; next }
+        if ($1 !~ /^(skip|env|lane)$/ || NF < 3) { print "X", at, "not a rule: " $0; next }
+        print "R", pre n, $0; next }
+    { n = $1
+      for (i = 2; i <= NF; i++)
+          if ($i !~ /^(expect|args|with|figures|link|ld)=./ && $i != "st")
+              print "X", at, "not a column: " $i
+      $1 = ""; print "E", pre n, $0 }' tests/tests.list rt/tests/tests.list apps/tests/tests.list)
 col_of() {  # col_of <program> <column> -> its value, 1 for a bare column, or nothing
-    local c
-    for c in ${cols[$1]:-}; do
+    local c cs
+    read -ra cs <<< "${cols[$1]:-}"
+    for c in "${cs[@]+"${cs[@]}"}"; do
         case $c in "$2"=*) echo "${c#*=}"; return ;; "$2") echo 1; return ;; esac
     done
 }
@@ -170,9 +182,10 @@ for n in "${!cols[@]}"; do
 done
 # runs_match <runs> <target:mode>: does the list's RUNS pattern take this run?
 runs_match() {
-    local pats=$1 neg=0 p
+    local pats=$1 neg=0 p ps
     case $pats in '!'*) neg=1 pats=${pats#!} ;; esac
-    for p in ${pats//,/ }; do
+    IFS=, read -ra ps <<< "$pats"
+    for p in "${ps[@]}"; do
         case $p in *:*) ;; *) p="*:$p" ;; esac
         # shellcheck disable=SC2053
         if [[ $2 == $p ]]; then return $neg; fi
