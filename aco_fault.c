@@ -272,10 +272,10 @@ static void fault_chain(int sig, siginfo_t* si, void* ctx) {
     }
 }
 
-/* The running co's share stack is where it runs now (checked mode moves
- * it into the co's window), so its guard lies right below s->ptr. */
 static TLS int fault_depth;     /* this thread is in a report of ours */
 
+/* The running co's share stack is where it runs now (checked mode moves
+ * it into the co's window), so its guard lies right below s->ptr. */
 static void fault_handler(int sig, siginfo_t* si, void* ctx) {
     int saved = errno, mine = 0;
     aco_t* co = aco_gtls_co;
