@@ -140,6 +140,65 @@ bench_fctx_t make_fcontext(void* sp, size_t size,
                            void (*fn)(bench_fctx_transfer_t));
 #endif
 
+/* The switch's floor (x86-64): a switch that keeps only the stack and
+ * instruction pointers, the least any stackful switch must move, in acosw's
+ * shape (the resume address popped and jumped to, not returned to).
+ * bench_floor_sw(from, to) saves {sp, pc} in *from and continues *to;
+ * bench_floor_co is the other side's whole body: hand back, forever.  It
+ * touches no register but rdi, rsi, rdx and rsp, so main's callee-saved
+ * registers survive without being saved: that is what makes it a floor and
+ * not a switch (a C caller of it keeps its own registers only because this
+ * co keeps its hands off them). */
+#if defined(__x86_64__)
+#define BENCH_HAVE_FLOOR 1
+typedef struct { void* sp; void* pc; } bench_floor_ctx_t;
+void bench_floor_sw(bench_floor_ctx_t* from, bench_floor_ctx_t* to);
+void bench_floor_co(void);
+#if defined(__CET__) && (__CET__ & 1)
+#define BENCH_ENDBR "endbr64\n\t"
+#define BENCH_NOTRACK "notrack "
+#else
+#define BENCH_ENDBR ""
+#define BENCH_NOTRACK ""
+#endif
+__asm__(
+    ".text\n\t"
+    ".p2align 4\n\t"
+    ".globl bench_floor_sw\n\t"
+    ".hidden bench_floor_sw\n\t"
+    ".type bench_floor_sw, @function\n"
+    "bench_floor_sw:\n\t"
+    ".cfi_startproc\n\t"
+    BENCH_ENDBR
+    "popq %rdx\n\t"
+    ".cfi_def_cfa_offset 0\n\t"
+    ".cfi_register %rip, %rdx\n\t"
+    "movq %rdx, 8(%rdi)\n\t"
+    "movq %rsp, (%rdi)\n\t"
+    "movq 8(%rsi), %rdx\n\t"
+    "movq (%rsi), %rsp\n\t"
+    BENCH_NOTRACK "jmp *%rdx\n\t"
+    ".cfi_endproc\n\t"
+    ".size bench_floor_sw, .-bench_floor_sw\n\t"
+    ".p2align 4\n\t"
+    ".globl bench_floor_co\n\t"
+    ".hidden bench_floor_co\n\t"
+    ".type bench_floor_co, @function\n"
+    "bench_floor_co:\n\t"
+    ".cfi_startproc\n\t"
+    ".cfi_undefined %rip\n\t"       /* the bottom of its stack */
+    BENCH_ENDBR
+    "1:\n\t"
+    "movq %rdi, %rdx\n\t"            /* back to whoever switched here */
+    "movq %rsi, %rdi\n\t"
+    "movq %rdx, %rsi\n\t"
+    "call bench_floor_sw\n\t"
+    "jmp 1b\n\t"
+    ".cfi_endproc\n\t"
+    ".size bench_floor_co, .-bench_floor_co\n\t"
+    ".previous");
+#endif
+
 /* A measured copy size may differ this much from the intended one: sizes
  * move in 16-byte steps (the ABI's stack alignment), and the smallest ones
  * are whatever frame the compiler gives the co function. */
@@ -1722,12 +1781,20 @@ static double bench_memory(size_t n, size_t k) {
  * words (x86-64: see aco__fp_mode); BENCH_HL_SOLO_DIRTY: the solo loop
  * with main's inexact flag set and the co's clear, so that a switch that
  * loads MXCSR whole loads a changed one every time.  Both in the same
- * rounds, not in the targets. */
+ * rounds, not in the targets.  The floors, in the same rounds too:
+ * BENCH_HL_FLOOR_SW the solo loop's shape with bench_floor_sw (stack and
+ * instruction pointers only; x86-64), BENCH_HL_FLOOR_COPY the solo loop
+ * plus what the copy loop's bytes cost at least: a memcpy of them out of a
+ * stack-shaped buffer and one back in, each round trip. */
 enum { BENCH_HL_SOLO, BENCH_HL_FCTX, BENCH_HL_COPY, BENCH_HL_SOLO_ALT,
-       BENCH_HL_SOLO_DIRTY, BENCH_HL_SERIES };
+       BENCH_HL_SOLO_DIRTY, BENCH_HL_FLOOR_SW, BENCH_HL_FLOOR_COPY,
+       BENCH_HL_SERIES };
 
 static struct {
     size_t payload;             /* bench_hl_co_copy's alloca bytes */
+    size_t cpsz;                /* what the copy loop moves each way */
+    char* img;                  /* BENCH_HL_FLOOR_COPY's stack top image */
+    char* save[2];              /* ... and its two save buffers */
 } bench_hl;
 
 static void bench_hl_co_solo(void) {
@@ -1766,6 +1833,33 @@ static uint64_t bench_hl_copy_loop(aco_t* a, aco_t* b, size_t iters) {
     return bench_now_ns() - t0;
 }
 
+/* The copy floor: the solo loop, and per round trip the copy loop's bytes
+ * saved out of a stack top and restored into it, as the copy path does
+ * (out to one save buffer, in from the other, which the round trip before
+ * wrote), with glibc's memcpy of a size it learns at run time. */
+__attribute__((noinline))
+static uint64_t bench_hl_copy_floor_loop(aco_t* co, size_t iters) {
+    size_t n = *(volatile size_t*)&bench_hl.cpsz;
+    char* img = bench_hl.img;
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < iters; i++) {
+        memcpy(bench_hl.save[i & 1], img, n);
+        memcpy(img, bench_hl.save[(i + 1) & 1], n);
+        aco_resume(co);
+    }
+    return bench_now_ns() - t0;
+}
+
+#ifdef BENCH_HAVE_FLOOR
+__attribute__((noinline))
+static uint64_t bench_hl_floor_loop(bench_floor_ctx_t* co, size_t iters) {
+    bench_floor_ctx_t self;
+    uint64_t t0 = bench_now_ns();
+    for (size_t i = 0; i < iters; i++) bench_floor_sw(&self, co);
+    return bench_now_ns() - t0;
+}
+#endif
+
 #ifdef BENCH_HAVE_FCONTEXT
 static void bench_hl_fctx_entry(bench_fctx_transfer_t t) {
     for (;;) t = jump_fcontext(t.fctx, NULL);
@@ -1788,6 +1882,9 @@ typedef struct {
 #ifdef BENCH_HAVE_FCONTEXT
     bench_fctx_t fctx[BENCH_PLACES];
 #endif
+#ifdef BENCH_HAVE_FLOOR
+    bench_floor_ctx_t floor[BENCH_PLACES];
+#endif
 } bench_hl_cos_t;
 
 /* One segment of workload w with main's frame off bytes lower. */
@@ -1800,10 +1897,15 @@ static uint64_t bench_hl_segment(bench_hl_cos_t* c, int w, size_t place,
     /* The solo co's words as main's are now, flags clear: where a switch
      * compares and finds the control bits equal, the co ran with main's
      * flags, and a DIRTY segment's would stay in its record. */
-    if (w == BENCH_HL_SOLO || w == BENCH_HL_SOLO_ALT || w == BENCH_HL_SOLO_DIRTY)
+    if (w == BENCH_HL_SOLO || w == BENCH_HL_SOLO_ALT || w == BENCH_HL_SOLO_DIRTY ||
+        w == BENCH_HL_FLOOR_COPY)
         aco_resume(c->solo);
     switch (w) {
     case BENCH_HL_SOLO: return bench_hl_solo_loop(c->solo, iters);
+    case BENCH_HL_FLOOR_COPY: return bench_hl_copy_floor_loop(c->solo, iters);
+#ifdef BENCH_HAVE_FLOOR
+    case BENCH_HL_FLOOR_SW: return bench_hl_floor_loop(&c->floor[place], iters);
+#endif
     case BENCH_HL_COPY: return bench_hl_copy_loop(c->copy[0], c->copy[1], iters);
     case BENCH_HL_SOLO_ALT: {
         int m = aco__fp_mode(-1);
@@ -1869,6 +1971,17 @@ static uint64_t bench_hl_mid(uint64_t* t) {
     return t[BENCH_PLACES / 2];
 }
 
+/* Whether this build times workload w (fcontext, the other FP way and the
+ * switch's floor are not everywhere). */
+static int bench_hl_times(int w, int have_f, int fp_mode) {
+    if (w == BENCH_HL_FCTX) return have_f;
+    if (w == BENCH_HL_SOLO_ALT || w == BENCH_HL_SOLO_DIRTY) return fp_mode >= 0;
+#ifndef BENCH_HAVE_FLOOR
+    if (w == BENCH_HL_FLOOR_SW) return 0;
+#endif
+    return 1;
+}
+
 /* What one process measures for the headline: medians over its rounds,
  * ratios medians of per-round ratios (NAN where a side is missing). */
 typedef struct {
@@ -1876,6 +1989,8 @@ typedef struct {
     double r1, r2;              /* solo and copy / fcontext's solo */
     double alt, r_alt;          /* solo, the other FP way; / solo */
     double dirty, r_dirty;      /* solo, main's flags set; / solo */
+    double fsw, r_fsw;          /* the switch's floor; solo / it */
+    double fcp, r_fcp;          /* the copy loop's floor; copy / it */
     size_t cpsz;                /* bytes each copy moved */
 } bench_hl_res_t;
 
@@ -1899,6 +2014,25 @@ static void bench_headline_measure(size_t rounds, int quick, bench_hl_res_t* res
     aco_resume(c.solo);
     aco_resume(c.copy[0]);
     aco_resume(c.copy[1]);
+    /* the copy floor's buffers: a page whose end is a stack's top */
+    bench_hl.cpsz = c.copy[0]->save_stack.max_cpsz;
+    char* page = aligned_alloc(4096, 4096);
+    if (page == NULL) bench_die("headline: no memory for the copy floor");
+    memset(page, 0x5a, 4096);
+    bench_hl.img = page + 4096 - bench_hl.cpsz;
+    for (int i = 0; i < 2; i++) {
+        bench_hl.save[i] = bench_xmalloc(bench_hl.cpsz + 1);
+        memcpy(bench_hl.save[i], bench_hl.img, bench_hl.cpsz);
+    }
+#ifdef BENCH_HAVE_FLOOR
+    bench_stack_t flst[BENCH_PLACES];
+    for (size_t i = 0; i < BENCH_PLACES; i++) {
+        size_t off = ((i + BENCH_PLACES / 2) % BENCH_PLACES) * BENCH_PLACE_STEP;
+        bench_stack_new(&flst[i], 2 * BENCH_PLACE_STEP * BENCH_PLACES);
+        c.floor[i].sp = flst[i].lo + flst[i].sz - off - 16;
+        c.floor[i].pc = (void*)bench_floor_co;
+    }
+#endif
 #ifdef BENCH_HAVE_FCONTEXT
     bench_stack_t fst[BENCH_PLACES];
     for (size_t i = 0; i < BENCH_PLACES; i++) {
@@ -1917,15 +2051,12 @@ static void bench_headline_measure(size_t rounds, int quick, bench_hl_res_t* res
         for (size_t p = 0; p < BENCH_PLACES; p++)
             for (int j = 0; j < BENCH_HL_SERIES; j++) {
                 int w = (int)((j + r + p) % BENCH_HL_SERIES);  /* rotate */
-                if (w == BENCH_HL_FCTX && !have_f) continue;
-                if ((w == BENCH_HL_SOLO_ALT || w == BENCH_HL_SOLO_DIRTY) && fp_mode < 0)
-                    continue;
-                t[w][p] = bench_hl_segment(&c, w, p, iters);
+                if (bench_hl_times(w, have_f, fp_mode))
+                    t[w][p] = bench_hl_segment(&c, w, p, iters);
             }
         if (r == 0) continue;      /* the warm-up round */
         for (int w = 0; w < BENCH_HL_SERIES; w++)
-            if ((w != BENCH_HL_FCTX || have_f) &&
-                ((w != BENCH_HL_SOLO_ALT && w != BENCH_HL_SOLO_DIRTY) || fp_mode >= 0))
+            if (bench_hl_times(w, have_f, fp_mode))
                 bench_series_add(&s[w], bench_hl_mid(t[w]));
     }
 
@@ -1944,6 +2075,13 @@ static void bench_headline_measure(size_t rounds, int quick, bench_hl_res_t* res
     res->copy = bench_series_median(&s[BENCH_HL_COPY]);
     res->fctx = res->r1 = res->r2 = NAN;
     res->alt = res->r_alt = res->dirty = res->r_dirty = NAN;
+    res->fsw = res->r_fsw = NAN;
+    res->fcp = bench_series_median(&s[BENCH_HL_FLOOR_COPY]);
+    res->r_fcp = bench_series_ratio(&s[BENCH_HL_COPY], &s[BENCH_HL_FLOOR_COPY]);
+    if (bench_hl_times(BENCH_HL_FLOOR_SW, have_f, fp_mode)) {
+        res->fsw = bench_series_median(&s[BENCH_HL_FLOOR_SW]);
+        res->r_fsw = bench_series_ratio(&s[BENCH_HL_SOLO], &s[BENCH_HL_FLOOR_SW]);
+    }
     if (have_f) {
         res->fctx = bench_series_median(&s[BENCH_HL_FCTX]);
         res->r1 = bench_series_ratio(&s[BENCH_HL_SOLO], &s[BENCH_HL_FCTX]);
@@ -1964,6 +2102,12 @@ static void bench_headline_measure(size_t rounds, int quick, bench_hl_res_t* res
 #ifdef BENCH_HAVE_FCONTEXT
     for (size_t i = 0; i < BENCH_PLACES; i++) bench_stack_free(&fst[i]);
 #endif
+#ifdef BENCH_HAVE_FLOOR
+    for (size_t i = 0; i < BENCH_PLACES; i++) bench_stack_free(&flst[i]);
+#endif
+    free(bench_hl.save[0]);
+    free(bench_hl.save[1]);
+    free(page);
     free(s);
 }
 
@@ -1971,13 +2115,14 @@ static void bench_headline_measure(size_t rounds, int quick, bench_hl_res_t* res
 #define BENCH_HL_PROCS 5
 
 /* The fields of bench_hl_res_t as one line, for --headline-child. */
-#define BENCH_HL_FMT "hlchild %la %la %la %la %la %la %la %la %la %zu\n"
+#define BENCH_HL_FMT "hlchild %la %la %la %la %la %la %la %la %la %la %la %la %la %zu\n"
+#define BENCH_HL_NF 13      /* the doubles in it */
 
 static int bench_headline_child(size_t rounds, int quick) {
     bench_hl_res_t r;
     bench_headline_measure(rounds, quick, &r);
     printf(BENCH_HL_FMT, r.solo, r.copy, r.fctx, r.r1, r.r2, r.alt, r.r_alt,
-           r.dirty, r.r_dirty, r.cpsz);
+           r.dirty, r.r_dirty, r.fsw, r.r_fsw, r.fcp, r.r_fcp, r.cpsz);
     return bench_failures != 0;
 }
 
@@ -2002,7 +2147,7 @@ static double bench_median_of(double* v, size_t n) {
  * theirs. */
 static void bench_headline_procs(size_t rounds, int quick, int procs,
                                  bench_hl_res_t* res, double* r1s) {
-    double f[9][BENCH_HL_PROCS];
+    double f[BENCH_HL_NF][BENCH_HL_PROCS];
     size_t cpsz = 0;
     if (procs < 1 || procs > BENCH_HL_PROCS) bench_die("headline: %d processes", procs);
     char r[32], q[32];
@@ -2016,11 +2161,12 @@ static void bench_headline_procs(size_t rounds, int quick, int procs,
         char line[1024];
         int got = 0;
         while (fgets(line, sizeof(line), in) != NULL) {
-            double v[9];
+            double v[BENCH_HL_NF];
             size_t cz;
             if (sscanf(line, BENCH_HL_FMT, &v[0], &v[1], &v[2], &v[3], &v[4],
-                       &v[5], &v[6], &v[7], &v[8], &cz) == 10) {
-                for (int k = 0; k < 9; k++) f[k][i] = v[k];
+                       &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11],
+                       &v[12], &cz) == BENCH_HL_NF + 1) {
+                for (int k = 0; k < BENCH_HL_NF; k++) f[k][i] = v[k];
                 cpsz = cz;
                 got = 1;
             } else {
@@ -2029,14 +2175,32 @@ static void bench_headline_procs(size_t rounds, int quick, int procs,
         }
         if (!bench_spawn_wait(in, pid, "headline") || !got) {
             BENCH_CHECK(got, "headline: process %d of %d printed no figures", i + 1, procs);
-            for (int k = 0; k < 9; k++) f[k][i] = NAN;
+            for (int k = 0; k < BENCH_HL_NF; k++) f[k][i] = NAN;
         }
         r1s[i] = f[3][i];
     }
-    double* out[9] = {&res->solo, &res->copy, &res->fctx, &res->r1, &res->r2,
-                      &res->alt, &res->r_alt, &res->dirty, &res->r_dirty};
-    for (int k = 0; k < 9; k++) *out[k] = bench_median_of(f[k], (size_t)procs);
+    double* out[BENCH_HL_NF] = {&res->solo, &res->copy, &res->fctx, &res->r1,
+                                &res->r2, &res->alt, &res->r_alt, &res->dirty,
+                                &res->r_dirty, &res->fsw, &res->r_fsw,
+                                &res->fcp, &res->r_fcp};
+    for (int k = 0; k < BENCH_HL_NF; k++) *out[k] = bench_median_of(f[k], (size_t)procs);
     res->cpsz = cpsz;
+}
+
+/* A headline's floor fields and its end: " floor=F vs_floor=R" (n/a where
+ * this build has no such floor). */
+static void bench_floor_fields(double floor, double ratio) {
+    if (isnan(floor)) printf(" floor=n/a vs_floor=n/a\n");
+    else printf(" floor=%.2f vs_floor=%.3f\n", floor, ratio);
+}
+
+/* The floors' row of the headline's table. */
+static void bench_floor_table(const bench_hl_res_t* r) {
+    printf("   floors, ns (median): ");
+    if (isnan(r->fsw)) printf("no switch floor on " BENCH_ARCH);
+    else printf("a switch of sp and pc only %.2f (standalone / it %.3f)", r->fsw, r->r_fsw);
+    printf("; standalone + memcpy of the %zu B out and in %.2f (copy / it %.3f)\n",
+           r->cpsz, r->fcp, r->r_fcp);
 }
 
 /* The headline lines (their form is issue #11's), after a table of what
@@ -2114,16 +2278,22 @@ static double bench_headline(size_t rounds, int quick) {
                r1, t1, v1, r2, t2, v2);
         bench_csv_row("target", "1", 0, 0, r1, t1);
         bench_csv_row("target", "2", 0, 0, r2, t2);
-        printf("headline solo_roundtrip_ns aco=%.2f fcontext=%.2f ratio=%.3f\n",
+        bench_floor_table(&res);
+        printf("headline solo_roundtrip_ns aco=%.2f fcontext=%.2f ratio=%.3f",
                solo, f, r1);
+        bench_floor_fields(res.fsw, res.r_fsw);
         printf("headline copy120_roundtrip_ns aco=%.2f fcontext=%.2f "
-               "ratio=%.3f\n", copy, f, r2);
+               "ratio=%.3f", copy, f, r2);
+        bench_floor_fields(res.fcp, res.r_fcp);
     } else {
         printf("; fcontext not in this build\n");
-        printf("headline solo_roundtrip_ns aco=%.2f fcontext=n/a ratio=n/a\n",
+        bench_floor_table(&res);
+        printf("headline solo_roundtrip_ns aco=%.2f fcontext=n/a ratio=n/a",
                solo);
+        bench_floor_fields(res.fsw, res.r_fsw);
         printf("headline copy120_roundtrip_ns aco=%.2f fcontext=n/a "
-               "ratio=n/a\n", copy);
+               "ratio=n/a", copy);
+        bench_floor_fields(res.fcp, res.r_fcp);
     }
     fflush(stdout);
     return fctx_ns;

@@ -12,11 +12,15 @@
  *       VALUE formatted with FMT, n/a as n/a
  *   bench_agg ratio A B
  *       A/B to 3 decimals, n/a when A or B is n/a or B is 0
- *   bench_agg headline [-f FMT] [-r] NAME KEY1=A KEY2=B
+ *   bench_agg headline [-f FMT] [-r] NAME KEY1=A KEY2=B [floor=F]
  *       `headline NAME KEY1=A KEY2=B ratio=A/B`: A and B formatted with
  *       FMT, or as given without one, the ratio taken of them as given;
  *       -r: A and B are nanoseconds per operation, the figures printed are
- *       operations per second (1e9/A, 1e9/B) and the ratio theirs (B/A)
+ *       operations per second (1e9/A, 1e9/B) and the ratio theirs (B/A);
+ *       floor=F: the least the machine allows for A's figure, measured in
+ *       the same rounds, adds ` floor=F vs_floor=A/F` (-r: F in ns as well,
+ *       printed per second, vs_floor F/A: how far A is from it, above 1
+ *       worse for ns, below 1 for a rate)
  *
  * The numbers come out as the scripts' bash and awk (Debian's mawk) made
  * them before this program, so that figures stay comparable with older
@@ -37,7 +41,7 @@ static _Noreturn void usage(void)
     fputs("usage: bench_agg median [-f FMT] VALUE...\n"
           "       bench_agg fmt FMT VALUE\n"
           "       bench_agg ratio A B\n"
-          "       bench_agg headline [-f FMT] [-r] NAME KEY1=A KEY2=B\n"
+          "       bench_agg headline [-f FMT] [-r] NAME KEY1=A KEY2=B [floor=F]\n"
           "FMT: %.Nf (N: 0 to 9)\n", stderr);
     exit(2);
 }
@@ -153,8 +157,8 @@ static const char *per_second(char *buf, size_t size, const char *ns)
 
 static int headline(int argc, char **argv)
 {
-    char va[32], vb[32], buf[NUMBUF];
-    const char *name, *a, *b, *ka, *kb, *r;
+    char va[32], vb[32], vf[32], buf[NUMBUF], fbuf[NUMBUF];
+    const char *name, *a, *b, *ka, *kb, *r, *f = NULL, *rf = NULL;
     size_t la, lb;
     int prec = -1, rate = 0;
 
@@ -169,8 +173,11 @@ static int headline(int argc, char **argv)
             usage();
         }
     }
-    if (argc != 3 || (a = strchr(argv[1], '=')) == NULL ||
-        (b = strchr(argv[2], '=')) == NULL)
+    if (argc == 4 && strncmp(argv[3], "floor=", 6) == 0)
+        f = argv[3] + 6;
+    else if (argc != 3)
+        usage();
+    if ((a = strchr(argv[1], '=')) == NULL || (b = strchr(argv[2], '=')) == NULL)
         usage();
     name = argv[0];
     ka = argv[1], la = (size_t)(a - ka), a++;
@@ -178,16 +185,28 @@ static int headline(int argc, char **argv)
     if (rate) {
         /* ours/peer of operations per second is peer/ours of ns each */
         r = ratio(buf, sizeof buf, b, a);
+        if (f != NULL) {
+            rf = ratio(fbuf, sizeof fbuf, f, a);
+            f = per_second(vf, sizeof vf, f);
+        }
         a = per_second(va, sizeof va, a);
         b = per_second(vb, sizeof vb, b);
     } else {
         r = ratio(buf, sizeof buf, a, b);
+        if (f != NULL)
+            rf = ratio(fbuf, sizeof fbuf, a, f);
     }
     printf("headline %s %.*s=", name, (int)la, ka);
     put_figure(prec, a);
     printf(" %.*s=", (int)lb, kb);
     put_figure(prec, b);
-    printf(" ratio=%s\n", r);
+    printf(" ratio=%s", r);
+    if (f != NULL) {
+        printf(" floor=");
+        put_figure(prec, f);
+        printf(" vs_floor=%s", rf);
+    }
+    putchar('\n');
     return 0;
 }
 

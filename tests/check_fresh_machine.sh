@@ -57,9 +57,9 @@ grep -q -- libboost-context-dev < <(grep '^make.sh: leaving out' "$out") ||
     bad "make.sh bench does not name libboost-context-dev"
 n=$(grep -c '^make.sh: leaving out' "$out" || true)
 [ "$n" = 1 ] || bad "make.sh bench: $n 'leaving out' lines, expected 1 (fcontext)"
-grep -q '^headline solo_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a$' "$out" ||
+grep -q '^headline solo_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a floor=[0-9.]* vs_floor=[0-9.]*$' "$out" ||
     bad "no solo headline line"
-grep -q '^headline copy120_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a$' "$out" ||
+grep -q '^headline copy120_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a floor=[0-9.]* vs_floor=[0-9.]*$' "$out" ||
     bad "no copy120 headline line"
 [ "$(tail -2 "$out" | head -1 | cut -d' ' -f1-2)" = "headline copy120_roundtrip_ns" ] ||
     bad "make.sh bench does not end with the headline lines"
