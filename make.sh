@@ -658,6 +658,10 @@ mkdir -p "$OUTPUT/obj/agg"
 put_if_changed "$OUTPUT/obj/agg/flags" "$CC $CFLAGS $WARN"
 cc_rule "$OUTPUT/bench_agg" "bench/bench_agg.c" "$OUTPUT/obj/agg" \
     "$CC $CFLAGS $WARN bench/bench_agg.c -o $OUTPUT/bench_agg"
+# bench-rt's floor under the RESP servers (bench/resp_floor.c): a bare epoll
+# loop making the same recv and send calls, plain C with no library too.
+cc_rule "$OUTPUT/resp_floor" "bench/resp_floor.c" "$OUTPUT/obj/agg" \
+    "$CC $CFLAGS $WARN bench/resp_floor.c -o $OUTPUT/resp_floor"
 # What the benchmarks run: bench, the benchmark's two x86-64 builds and the
 # fcontext check; bench-rt, the runtime's libraries and programs (no tests).
 bench_targets=()

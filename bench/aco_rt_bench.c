@@ -2,6 +2,11 @@
  *
  *   aco_rt_bench pingpong [N]       chan_pingpong_ns: two cos, two unbuffered
  *                                   int channels, one send each way a round
+ *   aco_rt_bench switches [N]       switches_rtrip_ns: pingpong's floor: two
+ *                                   plain cos (aco.h, no scheduler) that
+ *                                   hand off to each other with
+ *                                   aco_yield_to, the two switches a
+ *                                   pingpong round trip makes, no queue
  *   aco_rt_bench spawn_join [N]     spawn_join_ns: spawn an empty co, join it
  *   aco_rt_bench wake [N]           wake_ns: from a semaphore post in one co
  *                                   to the waiting co running: half a
@@ -103,6 +108,39 @@ static void pingpong_body(long n) {
         aco_rt_chan_send(ch_ping, &v, -1);
         aco_rt_chan_recv(ch_pong, &v, -1);
     }
+}
+
+/* ---- switches: pingpong without channels, queues or scheduler ----
+ * A pingpong round trip hands off twice (the sender parks in its receive
+ * and aco_yield_to's the receiver, made ready by the send; then back), so
+ * its floor is two aco_yield_to's, timed here in a's loop as pingpong_body
+ * is timed in its co. */
+static aco_t *sw_a, *sw_b;
+static void sw_b_co(void) {
+    for (;;) aco_yield_to(sw_a);
+}
+static void sw_a_co(void) {
+    for (int i = 0; i <= SEGMENTS; i++) {
+        int64_t t0 = aco_rt_now();
+        for (long k = 0; k < n_ops; k++) aco_yield_to(sw_b);
+        seg[i] = (double)(aco_rt_now() - t0) / (double)n_ops;
+    }
+    aco_exit();
+}
+static int switches(void) {
+    aco_thread_init(NULL);
+    aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);
+    aco_share_stack_t* st[2] = {aco_share_stack_new(0), aco_share_stack_new(0)};
+    sw_a = aco_create(main_co, st[0], 0, sw_a_co, NULL);
+    sw_b = aco_create(main_co, st[1], 0, sw_b_co, NULL);
+    aco_resume(sw_a);       /* returns when a exits */
+    printf("switches_rtrip_ns %.2f\n", median(seg + 1, SEGMENTS));
+    aco_destroy(sw_a);
+    aco_destroy(sw_b);
+    aco_share_stack_destroy(st[0]);
+    aco_share_stack_destroy(st[1]);
+    aco_destroy(main_co);
+    return 0;
 }
 
 /* ---- spawn_join ---- */
@@ -334,7 +372,7 @@ static void measure_co(void* arg) {
 int main(int argc, char** argv) {
     if (argc < 2) {
 usage:
-        fprintf(stderr, "usage: aco_rt_bench pingpong|spawn_join|wake|timer|mutex|"
+        fprintf(stderr, "usage: aco_rt_bench pingpong|switches|spawn_join|wake|timer|mutex|"
                         "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline|locked [N]\n");
         return 2;
     }
@@ -343,6 +381,10 @@ usage:
     if (strcmp(what, "locked") == 0) {
         if (!n_ops) n_ops = 10000000;
         return locked();
+    }
+    if (strcmp(what, "switches") == 0) {
+        if (!n_ops) n_ops = 1000000;
+        return switches();
     }
     if (strcmp(what, "cacheline") == 0) {
         if (!n_ops) n_ops = 200000;

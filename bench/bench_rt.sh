@@ -14,17 +14,24 @@
 #
 #   a. resp    redis-benchmark -c 50 -P 1 and -P 16, one test (ping_inline,
 #              set, get) per run, against redis-server 7.0 (--save ""
-#              --appendonly no) and aco_resp --backend uring / epoll; server
-#              on CPU 1, redis-benchmark on CPU 0: requests/s and p99 (ms)
-#              from its --csv line, server CPU ns per request from the
-#              server's utime+stime (/proc/PID/stat) across the run.
+#              --appendonly no), aco_resp --backend uring / epoll and the
+#              floor, resp_floor (bench/resp_floor.c: epoll_wait, recv and
+#              one send of canned replies, nothing else); server on CPU 1,
+#              redis-benchmark on CPU 0: requests/s and p99 (ms) from its
+#              --csv line, CPU per request as bench_http.sh counts it (the
+#              server's utime+stime, the client's rusage, the machine's
+#              busy time; requests/s only from rounds where the server was
+#              >= 95% busy: docs/benchmarks.md, "CPU per request").
 #   b. chan    ping-pong over unbuffered channels, one CPU: aco_rt_bench
 #              pingpong vs Go (go/pingpong.go) and Boost.Fiber
 #              (fiber_pingpong.cpp); the single-thread build
-#              (aco_rt_bench_st: no locked instructions) in the same rounds.
+#              (aco_rt_bench_st: no locked instructions) in the same rounds;
+#              the floor, aco_rt_bench switches: the round trip's two
+#              hand-offs (aco_yield_to) with no channel.
 #   c. spawn   aco_rt_bench spawn_join vs Go (go/spawn.go), and the runtime's
 #              own wake / timer / mutex / mutex_handoff figures, each also
-#              of the single-thread build, in the same rounds.
+#              of the single-thread build, in the same rounds; wake's floor
+#              one hand-off (half of `switches`).
 #   d. parked  memory per parked coroutine, parked in a sleep and in a
 #              channel receive: aco_rt_bench parked N and parked_chan N vs
 #              Go (go/parked.go -mode sleep and -mode chan).
@@ -33,6 +40,8 @@
 #   f. threads both CPUs: channel ping-pong between two threads
 #              (aco_rt_bench xpingpong, pinned to CPUs 0 and 1) vs Go with
 #              GOMAXPROCS=2 and Boost.Fiber on two threads (shared_work);
+#              (the floor: aco_rt_bench cacheline, one cache line bounced
+#              between the same CPUs by two plain threads);
 #              spawn-to-pool throughput (aco_rt_bench pool_spawn 10000 vs
 #              go/spawn.go -batch -procs 2 -n 10000, and vs our own pool of
 #              one thread, pool_spawn1); redis-benchmark -c 50
@@ -41,21 +50,22 @@
 #              --io-threads 2 --io-threads-do-reads yes vs aco_resp
 #              --threads 1; and bench/bench_hook.sh when it is there.
 #   g. http    bench/bench_http.sh: aco_http (one thread, --backend uring
-#              and epoll) vs Debian's nginx (one worker, at its best: see
-#              its header), wrk -t1 -c100 on a 4 KiB and a 1 MiB file,
-#              server on CPU 1, wrk on CPU 0: requests/s, p99, server CPU
-#              ns per request, MB/s (8 s runs, --quick 4 s, --smoke 2 s).
+#              and epoll) vs Debian's nginx (one worker) and h2o (one
+#              thread), each at its best (see its header), wrk -t1 -c100 on
+#              a 4 KiB and a 1 MiB file, server on CPU 1, wrk on CPU 0:
+#              requests/s, p99, server and client CPU ns per request, MB/s
+#              (6 s runs, --quick 4 s, --smoke 2 s).
 #
 # A peer whose toolchain is missing is left out with one line naming the
 # Debian package; a program of ours not built yet gives ours=n/a.  The exit
 # status is non-zero only when a peer that should work fails.
 #
 # Sizes: -P 16 runs use -n 1000000 (--quick 200000); -P 1 runs use
-# -n 500000 (--quick 200000): at -P 1 this machine does ~80k requests/s, so
-# -n 1000000 at -P 1 alone would take 3 servers x 3 tests x 5 rounds x 12.5 s
-# = 9.5 minutes.  Measured on an idle 2-vCPU KVM guest: a full run 430 s,
-# --quick 84 s (Go's build cache warm), both before section g, which adds
-# about 250 s (--quick 55 s, --smoke 10 s).
+# -n 300000 (--quick 200000): at -P 1 a server here does 35k-80k requests/s,
+# and the section runs 4 servers x 3 tests x 5 rounds of each, so -n 1000000
+# at -P 1 alone would take 15-30 minutes; one clock tick (10 ms) over
+# 300000 requests is 33 ns a request, the CPU figures' resolution.  The
+# whole run must stay within 20 minutes (its time is printed at its end).
 #
 # Every headline's ratio is ours/peer (or ours/target): above 1 is better
 # for rps and MiB/s, worse for ns, bytes and ms.  The machine must be idle:
@@ -144,7 +154,7 @@ elif [ $quick = 1 ]; then
     LOOP_N=200000 LOOP_SEG=5 LOOP_WARM=50000
 else
     ROUNDS=${BENCH_RT_ROUNDS:-5}
-    REDIS_N_P1=${BENCH_RT_REDIS_N_P1:-500000}
+    REDIS_N_P1=${BENCH_RT_REDIS_N_P1:-300000}
     REDIS_N_P16=${BENCH_RT_REDIS_N_P16:-1000000}
     NC_MIB=${BENCH_RT_NC_MIB:-4096}
     PARKED_N=1000000
@@ -158,6 +168,10 @@ if [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ]; then
     echo "bench_rt: one CPU only: servers and clients share CPU 0"
 fi
 CLK_TCK=$(getconf CLK_TCK)
+# a round counts for requests/s when the server was this busy (%): the
+# bottleneck (a smoke run counts every round: it checks the pipeline)
+BUSY_MIN=95
+[ $quick = 2 ] && BUSY_MIN=0
 
 peer_fail=0
 SRC_FILE=""      # the sparse source of the nc transfer
@@ -202,7 +216,6 @@ med() { "$AGG" median -f "$1" ${V[$2]:-}; }
 headline() { "$AGG" headline "$@"; }
 # rounds KEY: the values of every round, for the tables
 rounds() { echo "${V[$1]:-}" | sed 's/ *$//'; }
-now_us() { echo "${EPOCHREALTIME/./}"; }
 
 # ---- the machine -----------------------------------------------------------
 echo "== bench_rt $(date -u '+%Y-%m-%d %H:%M:%S UTC')$( [ $quick = 1 ] && echo ' (--quick)')"
@@ -241,7 +254,7 @@ others_ticks() {
     mine=$(( ${12} + ${13} + ${14} + ${15} ))
     echo $((all - mine))
 }
-others_start() { OTHERS0=$(others_ticks); SECTION_T0=$(now_us); }
+others_start() { OTHERS0=$(others_ticks); SECTION_T0=$(now_us); read -r _ STEAL0 <<< "$(machine_ticks)"; }
 others_end() {
     local d w pct
     d=$(( $(others_ticks) - OTHERS0 ))
@@ -249,6 +262,13 @@ others_end() {
     pct=$(awk -v d="$d" -v hz="$CLK_TCK" -v w="$w" -v n="$(nproc)" \
         'BEGIN {printf "%.0f\n", (w > 0) ? 100 * d / hz / (w / 1e6) / n : 0}')
     [ "$pct" -lt 0 ] && pct=0   # tick rounding
+    # what the hypervisor gave other guests meanwhile (steal)
+    local steal st
+    read -r _ steal <<< "$(machine_ticks)"
+    st=$(awk -v d=$((steal - STEAL0)) -v hz="$CLK_TCK" -v w="$w" -v n="$(nproc)" \
+        'BEGIN {printf "%.0f\n", (w > 0) ? 100 * d / hz / (w / 1e6) / n : 0}')
+    [ "$w" -ge 2000000 ] && [ "$st" -ge 5 ] &&
+        say "warning: during $1 the hypervisor took ${st}% of the machine's CPUs (steal): its figures are suspect"
     if [ "$w" -lt 2000000 ]; then
         return 0                # too short to tell
     elif [ "$pct" -ge 10 ]; then
@@ -406,19 +426,27 @@ resp_section() {
     echo "== a. resp: redis-benchmark -c 50, -P 1 -n $REDIS_N_P1, -P 16 -n $REDIS_N_P16, one test per run"
     echo "commands: taskset -c $SERVER_CPU redis-server --save \"\" --appendonly no --port P"
     echo "          taskset -c $SERVER_CPU ${OURS_RESP//\{port\}/P}   ({backend}: uring, epoll)"
+    echo "          taskset -c $SERVER_CPU $OUT/resp_floor --port P   (the floor: epoll_wait, recv, one send of canned replies)"
     echo "          taskset -c $CLIENT_CPU redis-benchmark -h 127.0.0.1 -p P -t TEST -c 50 -n N -P {1,16} --csv"
     local -A port pid live label
     local servers="" s cmd tmpl r t p n
     label[redis]="redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
     label[uring]="aco_resp uring"
     label[epoll]="aco_resp epoll"
-    servers="redis uring epoll"
+    label[floor]="resp_floor (the floor)"
+    servers="redis uring epoll floor"
     for s in $servers; do
         live[$s]=0
-        if [ $s != redis ] && [ $have_ours_resp = 0 ]; then continue; fi
+        if [ $s != redis ] && [ $s != floor ] && [ $have_ours_resp = 0 ]; then continue; fi
+        if [ $s = floor ] && [ ! -x "$OUT/resp_floor" ]; then
+            say "ours: $OUT/resp_floor is not built (bash make.sh): floor=n/a"
+            continue
+        fi
         fresh_port; port[$s]=$FREE_PORT
         if [ $s = redis ]; then
             tmpl='redis-server --save "" --appendonly no --port {port}'
+        elif [ $s = floor ]; then
+            tmpl="$OUT/resp_floor --port {port}"
         else
             tmpl=$OURS_RESP
         fi
@@ -451,18 +479,18 @@ resp_section() {
 
     # one run: the server's CPU ticks around one redis-benchmark of one test
     resp_run() {   # resp_run SERVER TEST P N
-        local s=$1 t=$2 p=$3 n=$4 key="$1|$2|$3" c0 c1 w0 w1 out line ok=1
+        local s=$1 t=$2 p=$3 n=$4 key="$1|$2|$3" c0 c1 w0 w1 m0 m1 out line ok=1
         if [ "${live[$s]}" = 0 ]; then
             addv "$key|rps" n/a; addv "$key|p50" n/a; addv "$key|p99" n/a
             addv "$key|cpu" n/a; addv "$key|util" n/a
             return 0
         fi
-        c0=$(cpu_ticks "${pid[$s]}")
+        c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks)
         w0=$(now_us)
-        out=$(timeout $((n / 5000 + 60)) taskset -c "$CLIENT_CPU" redis-benchmark \
+        out=$(cpu_timed "$TMPD/rb.cpu" timeout $((n / 5000 + 60)) taskset -c "$CLIENT_CPU" redis-benchmark \
             -h 127.0.0.1 -p "${port[$s]}" -t "$t" -c 50 -n "$n" -P "$p" --csv 2>"$TMPD/rb.err")
         w1=$(now_us)
-        c1=$(cpu_ticks "${pid[$s]}")
+        c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks)
         line=$(grep -i "^\"$t\"," <<< "$out" | tr -d '"')
         # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
         # "p95_latency_ms","p99_latency_ms","max_latency_ms"
@@ -472,18 +500,26 @@ resp_section() {
         if [ $ok = 1 ]; then
             IFS=, read -r _ rps _ _ p50 _ p99 _ <<< "$line"
             addv "$key|rps" "$rps"; addv "$key|p50" "$p50"; addv "$key|p99" "$p99"
-            addv "$key|cpu" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" \
-                'BEGIN {printf "%.1f", d * 1e9 / hz / n}')"
-            addv "$key|util" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v w=$((w1 - w0)) \
-                'BEGIN {printf "%.0f", 100 * d / hz / (w / 1e6)}')"
+            # CPU per request, one method (docs/benchmarks.md, "CPU per request")
+            local cpu ccpu mcpu util steal
+            read -r cpu ccpu mcpu util steal <<< "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" \
+                -v cs="$(cat "$TMPD/rb.cpu")" -v m0="$m0" -v m1="$m1" -v w=$((w1 - w0)) 'BEGIN {
+                split(m0, a, " "); split(m1, z, " "); ws = w / 1e6
+                printf "%.1f %.1f %.1f %.0f %.1f\n", d * 1e9 / hz / n, cs * 1e9 / n,
+                    (z[1] - a[1]) * 1e9 / hz / n, 100 * d / hz / ws, 100 * (z[2] - a[2]) / hz / ws }')"
+            addv "$key|cpu" "$cpu"; addv "$key|ccpu" "$ccpu"; addv "$key|mcpu" "$mcpu"
+            addv "$key|util" "$util"; addv "$key|steal" "$steal"
+            # requests/s count where the server was the bottleneck
+            if [ "$util" -ge "$BUSY_MIN" ]; then addv "$key|rpsb" "$rps"
+            else addv "$key|rpsb" "idle:$util%"; fi
         else
             addv "$key|rps" n/a; addv "$key|p50" n/a; addv "$key|p99" n/a
             addv "$key|cpu" n/a; addv "$key|util" n/a
             local why
             why=$( { tail -1 "$TMPD/rb.err"; tail -1 <<< "$out"; } 2>/dev/null | tr '\n\r' '  ')
             kill -0 "${pid[$s]}" 2>/dev/null || { live[$s]=0; why="the server exited; $why"; }
-            if [ $s = redis ]; then
-                peer_failed "redis-benchmark -t $t -P $p against redis-server: ${why:-no csv line}"
+            if [ $s = redis ] || [ $s = floor ]; then
+                peer_failed "redis-benchmark -t $t -P $p against ${label[$s]}: ${why:-no csv line}"
             else
                 say "ours: redis-benchmark -t $t -P $p against ${label[$s]} failed: ${why:-no csv line}"
             fi
@@ -493,10 +529,11 @@ resp_section() {
     local order
     for r in $(seq 1 "$ROUNDS"); do
         # rotate the servers' order from round to round
-        case $((r % 3)) in
-            1) order="redis uring epoll" ;;
-            2) order="uring epoll redis" ;;
-            0) order="epoll redis uring" ;;
+        case $((r % 4)) in
+            1) order="redis uring epoll floor" ;;
+            2) order="uring epoll floor redis" ;;
+            3) order="epoll floor redis uring" ;;
+            0) order="floor redis uring epoll" ;;
         esac
         for p in 1 16; do
             if [ $p = 1 ]; then n=$REDIS_N_P1; else n=$REDIS_N_P16; fi
@@ -510,34 +547,40 @@ resp_section() {
     done
 
     echo
-    printf '%-12s %3s  %-22s %10s %8s %8s %11s %6s   %s\n' test P server rps p50_ms p99_ms cpu_ns/req srv%cpu "rps of each round"
+    echo "(CPU per request, docs/benchmarks.md \"CPU per request\": srv the server process's utime+stime (every"
+    echo " thread), cli redis-benchmark's (its rusage), all every CPU's busy time (/proc/stat), each over -n"
+    echo " requests; srv% of one CPU; steal% what the hypervisor took.  rps_b counts only rounds where the"
+    echo " server was >= $BUSY_MIN% busy, the bottleneck (idle:N% a round that was not: it measured the client))"
+    printf '%-12s %3s  %-22s %8s %8s %8s %8s %7s %7s %7s %5s %6s   %s\n' test P server rps_b rps p50_ms p99_ms \
+        srv_ns cli_ns all_ns srv% steal% "rps_b of each round"
     for p in 1 16; do
         for t in $RESP_TESTS; do
             for s in $servers; do
-                printf '%-12s %3s  %-22s %10s %8s %8s %11s %6s   %s\n' "$t" "$p" "${label[$s]}" \
-                    "$(med %.0f "$s|$t|$p|rps")" "$(med %.3f "$s|$t|$p|p50")" \
-                    "$(med %.3f "$s|$t|$p|p99")" "$(med %.0f "$s|$t|$p|cpu")" \
-                    "$(med %.0f "$s|$t|$p|util")" \
-                    "$(rounds "$s|$t|$p|rps")"
+                printf '%-12s %3s  %-22s %8s %8s %8s %8s %7s %7s %7s %5s %6s   %s\n' "$t" "$p" "${label[$s]}" \
+                    "$(med %.0f "$s|$t|$p|rpsb")" "$(med %.0f "$s|$t|$p|rps")" \
+                    "$(med %.3f "$s|$t|$p|p50")" "$(med %.3f "$s|$t|$p|p99")" \
+                    "$(med %.0f "$s|$t|$p|cpu")" "$(med %.0f "$s|$t|$p|ccpu")" \
+                    "$(med %.0f "$s|$t|$p|mcpu")" "$(med %.0f "$s|$t|$p|util")" \
+                    "$(med %.1f "$s|$t|$p|steal")" "$(rounds "$s|$t|$p|rpsb")"
             done
         done
     done
-    echo "(srv%cpu: the server's CPU time over the run's wall time: near 100 the server is the bottleneck; well below"
-    echo " it redis-benchmark, alone on its CPU, is, and rps and p99 then say more about the client than the server:"
-    echo " cpu_ns/req is the server's own cost.  Its resolution: one clock tick ($((1000000000 / CLK_TCK)) ns) over -n requests)"
-    local suffix m f q
+    echo "(the clock tick is $((1000000000 / CLK_TCK)) ns: srv_ns is that over -n requests at worst)"
+    local suffix m f q fl
     for s in uring epoll; do
         if [ $s = uring ]; then suffix=""; else suffix=_epoll; fi
         for p in 1 16; do
             for t in $RESP_TESTS; do
-                for m in rps cpu_ns_per_req p99_ms; do
+                for m in rps cpu_ns_per_req client_cpu_ns_per_req p99_ms; do
+                    fl=()
                     case $m in
-                        rps) f=rps; q=%.0f ;;
-                        cpu_ns_per_req) f=cpu; q=%.0f ;;
+                        rps) f=rpsb; q=%.0f ;;
+                        cpu_ns_per_req) f=cpu; q=%.0f; fl=(floor="$(median "floor|$t|$p|cpu")") ;;
+                        client_cpu_ns_per_req) f=ccpu; q=%.0f ;;
                         p99_ms) f=p99; q=%.3f ;;
                     esac
                     headline -f $q "resp_${t}_P${p}_${m}${suffix}" \
-                        ours="$(median "$s|$t|$p|$f")" peer="$(median "redis|$t|$p|$f")"
+                        ours="$(median "$s|$t|$p|$f")" peer="$(median "redis|$t|$p|$f")" "${fl[@]}"
                 done
             done
         done
@@ -553,6 +596,7 @@ chan_section() {
     echo
     echo "== b. chan ping-pong over unbuffered channels, one CPU (taskset -c $SERVER_CPU), $ROUNDS interleaved rounds"
     echo "commands: $OURS_BENCH pingpong $LOOP_N"
+    echo "          $OURS_BENCH switches $LOOP_N   (the floor: the two hand-offs of a round trip, no channel)"
     [ $have_go = 1 ] && echo "          $PEERS/go_pingpong $loop_args_go   ($GO_VER)"
     [ $have_go_alt = 1 ] && echo "          $PEERS/go_pingpong_alt $loop_args_go   ($GO_ALT_VER, extra row)"
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $LOOP_N $LOOP_SEG $LOOP_WARM   (Boost $BOOST_VER, $fiber_kind)"
@@ -566,6 +610,8 @@ chan_section() {
         if [ $ours_ok = 1 ]; then
             run_metric ours_pp chan_pingpong_ns 120 $OURS_BENCH pingpong "$LOOP_N" ||
                 { say "ours: '$OURS_BENCH pingpong' gave no chan_pingpong_ns: ${LAST_ERR:-no output}"; ours_ok=0; }
+            run_metric floor_pp switches_rtrip_ns 120 $OURS_BENCH switches "$LOOP_N" ||
+                say "ours: '$OURS_BENCH switches' gave no switches_rtrip_ns: ${LAST_ERR:-no output}"
         else
             addv ours_pp n/a
         fi
@@ -596,13 +642,14 @@ chan_section() {
     [ $have_go = 1 ] && printf '%-34s %10s   %s\n' "go $GO_VER" "$(med %.2f go_pp)" "$(rounds go_pp)"
     [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER (extra)" "$(med %.2f go_alt_pp)" "$(rounds go_alt_pp)"
     [ $have_fiber = 1 ] && printf '%-34s %10s   %s\n' "boost.fiber $BOOST_VER ($fiber_kind)" "$(med %.2f fiber_pp)" "$(rounds fiber_pp)"
-    local o g f
-    o=$(med %.2f ours_pp); g=$(med %.2f go_pp); f=$(med %.2f fiber_pp)
-    headline chan_pingpong_vs_go_ns ours="$o" peer="$g"
-    headline chan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f"
+    printf '%-34s %10s   %s\n' "(floor: 2 aco_yield_to, no channel)" "$(med %.2f floor_pp)" "$(rounds floor_pp)"
+    local o g f fl
+    o=$(med %.2f ours_pp); g=$(med %.2f go_pp); f=$(med %.2f fiber_pp); fl=$(med %.2f floor_pp)
+    headline chan_pingpong_vs_go_ns ours="$o" peer="$g" floor="$fl"
+    headline chan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f" floor="$fl"
     if [ $st = 1 ]; then
         o=$(med %.2f st_pp)
-        headline chan_pingpong_single_thread_build_vs_go_ns ours="$o" peer="$g"
+        headline chan_pingpong_single_thread_build_vs_go_ns ours="$o" peer="$g" floor="$fl"
     fi
 }
 
@@ -638,6 +685,11 @@ spawn_section() {
             elif [ $st = 1 ]; then
                 addv "st_$sub" n/a
             fi
+            if [ $sub = wake ] && [ "${ok[wake]}" = 1 ]; then
+                # wake's floor: one hand-off, half of `switches`
+                run_metric sw_floor switches_rtrip_ns 120 $OURS_BENCH switches ||
+                    say "ours: '$OURS_BENCH switches' gave no switches_rtrip_ns: ${LAST_ERR:-no output}"
+            fi
             if [ $sub = spawn_join ]; then
                 if [ $have_go = 1 ]; then
                     # shellcheck disable=SC2086
@@ -662,7 +714,10 @@ spawn_section() {
     o=$(med %.2f ours_spawn_join); g=$(med %.2f go_spawn)
     headline spawn_join_vs_go_ns ours="$o" peer="$g"
     headline spawn_join_ns ours="$o" target=100
-    headline wake_to_run_ns ours="$(med %.2f ours_wake)" target=30
+    # one switch (half of the two hand-offs `switches` times a round)
+    local wfl
+    wfl=$(awk -v x="$(median sw_floor)" 'BEGIN {if (x == "n/a") print x; else printf "%.2f\n", x / 2}')
+    headline wake_to_run_ns ours="$(med %.2f ours_wake)" target=30 floor="$wfl"
     headline timer_insert_cancel_ns ours="$(med %.2f ours_timer)" target=25
     headline mutex_uncontended_ns ours="$(med %.2f ours_mutex)" target=5
     headline mutex_handoff_ns ours="$(med %.2f ours_mutex_handoff)" target=30
@@ -681,7 +736,7 @@ spawn_section() {
         done
         headline mutex_uncontended_single_thread_build_ns ours="$(med %.2f st_mutex)" target=5
         headline spawn_join_single_thread_build_ns ours="$(med %.2f st_spawn_join)" target=100
-        headline wake_to_run_single_thread_build_ns ours="$(med %.2f st_wake)" target=30
+        headline wake_to_run_single_thread_build_ns ours="$(med %.2f st_wake)" target=30 floor="$wfl"
         headline mutex_handoff_single_thread_build_ns ours="$(med %.2f st_mutex_handoff)" target=30
     fi
 }
@@ -893,11 +948,11 @@ threads_section() {
     printf '%-40s %10s   %s\n' "aco_rt pool_spawn (ns/co)" "$(med %.2f ours_pspawn)" "$(rounds ours_pspawn)"
     printf '%-40s %10s   %s\n' "aco_rt pool_spawn, a 1-thread pool" "$(med %.2f ours_pspawn1)" "$(rounds ours_pspawn1)"
     [ $have_go = 1 ] && printf '%-40s %10s   %s\n' "go $GO_VER GOMAXPROCS=2 go+WaitGroup" "$(med %.2f go_pspawn)" "$(rounds go_pspawn)"
-    local o g f
+    local o g f fl
     o=$(med %.2f ours_xpp); g=$(med %.2f go_xpp); f=$(med %.2f fiber_xpp)
-    headline xchan_pingpong_vs_go2_ns ours="$o" peer="$g"
-    headline xchan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f"
-    headline xchan_pingpong_vs_cacheline_rtrip ours="$o" floor="$(med %.2f cacheline)"
+    fl=$(med %.2f cacheline)
+    headline xchan_pingpong_vs_go2_ns ours="$o" peer="$g" floor="$fl"
+    headline xchan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f" floor="$fl"
     # throughput: spawns per second (-r); above 1 is better: two threads
     # against one (the second thread helps), ours against Go's
     o=$(med %.2f ours_pspawn)

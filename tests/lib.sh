@@ -130,3 +130,22 @@ cpu_ticks() {
     set -- $s   # $1 is field 3 (state): utime is field 14, stime field 15
     echo $(( ${12} + ${13} ))
 }
+
+# now_us: prints the wall clock in microseconds.
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
+# machine_ticks: prints the busy and the stolen clock ticks of all CPUs since boot ("BUSY STEAL", /proc/stat's
+# cpu line: busy is user + nice + system + irq + softirq; stolen, what the hypervisor gave other guests).
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $9; exit}' /proc/stat; }
+
+# cpu_timed FILE CMD...: runs CMD (stdout and stderr its own) and writes the CPU seconds it used, user + system
+# of every thread of it and of its children (their rusage, as bash's `time` reports it), to FILE; CMD's status.
+cpu_timed() {
+    local f=$1 rc TIMEFORMAT='%3U %3S'
+    shift
+    { time "$@" 2>&4; } 4>&2 2> "$f.time"
+    rc=$?
+    awk '{printf "%.3f\n", $1 + $2}' "$f.time" > "$f"
+    rm -f "$f.time"
+    return $rc
+}
