@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # bench_http.sh - aco_http (one thread) side by side with Debian's nginx
-# (one worker): `wrk -t1 -c100 -dNs --latency` on a 4 KiB and a 1 MiB file
-# (random bytes), the server pinned to CPU 1 (BENCH_RT_SERVER_CPU), wrk to
-# CPU 0 (BENCH_RT_CLIENT_CPU); aco_http --backend uring and epoll and nginx
-# in interleaved rounds (5, BENCH_RT_ROUNDS; the order rotates), medians of:
-# requests/s, p99 latency (wrk's), the server's CPU time per request (its
-# utime+stime from /proc/PID/stat across the run, nginx's worker process),
-# the 1 MiB file's throughput (MB/s: 10^6 bytes of body a second, rps x
-# 1048576 / 10^6).  Called by bench_rt.sh's section g; alone:
+# (one worker) and h2o (one thread): `wrk -t1 -c100 -dNs --latency` on a
+# 4 KiB and a 1 MiB file (random bytes), the server pinned to CPU 1
+# (BENCH_RT_SERVER_CPU), wrk to CPU 0 (BENCH_RT_CLIENT_CPU); aco_http
+# --backend uring and epoll, nginx and h2o in interleaved rounds (5,
+# BENCH_RT_ROUNDS; the order rotates), medians.  Called by bench_rt.sh's
+# section g; alone:
 #
 #   bash bench/bench_http.sh [--quick|--smoke] [OUTPUT_DIR]
 #
-# wrk runs 8 s (--quick 4 s, --smoke 2 s in 1 round, uring and nginx only),
-# after a 1 s warm-up of each server on each file (not in --smoke).
+# wrk runs 6 s (--quick 4 s, --smoke 2 s in 1 round, uring and the peers
+# only), after a 1 s warm-up of each server on each file (not in --smoke).
+# Before any figure every server must answer GET of each file with 200 and
+# the file's bytes (curl, cmp): a server answering errors measures nothing.
+#
+# CPU per request, one method for every server benchmark (docs/
+# benchmarks.md, "CPU per request"): the server's utime+stime (/proc/PID/
+# stat of the serving process: every thread, io_uring's workers too), wrk's
+# (its rusage) and the whole machine's busy time (/proc/stat), each over
+# the run's requests, with the server's and wrk's busy % and the steal %
+# (what the hypervisor took: stolen time is charged to nobody, so a server
+# on a CPU with steal looks idle and cheap at once: a warning from 5%).
+# Requests/s and MB/s count only the rounds where the server was >= 95%
+# busy, the bottleneck; a round where it was not measured wrk.
 #
 # nginx at its best for static files (bench/nginx.sh): worker_processes 1,
 # sendfile on, tcp_nopush on, tcp_nodelay on, access_log off,
@@ -21,13 +31,17 @@
 # default (75 s), accept_mutex off, worker_connections 4096, and here
 # open_file_cache max=1000 inactive=60s with open_file_cache_valid 60s (the
 # file opened once, not on every request); the error log, pid file and temp
-# paths in a directory of its own, unprivileged.
+# paths in a directory of its own, unprivileged.  h2o at its best
+# (bench/h2o.sh, which argues each setting): num-threads 1, no access log.
 #
 # Headlines (ours/peer: above 1 better for rps and MB/s, worse for ns and
-# ms): http_4k_rps, http_4k_cpu_ns_per_req, http_4k_p99_ms, http_1m_mbps,
-# http_1m_cpu_ns_per_req, http_1m_p99_ms; the same for --backend epoll with
-# the suffix _epoll.  A run whose wrk reports socket errors or non-2xx
-# responses counts as n/a.  Exit status: non-zero if nginx fails, or in
+# ms): http_4k_rps, http_4k_cpu_ns_per_req (the server's),
+# http_4k_client_cpu_ns_per_req (wrk's), http_4k_machine_cpu_ns_per_req
+# (both CPUs' busy time: what no server can shift onto its client),
+# http_4k_p99_ms, http_1m_mbps and the 1 MiB file's CPU and p99 figures;
+# the same for --backend epoll with the suffix _epoll, and against h2o with
+# _vs_h2o after those.  A run whose wrk reports socket errors or non-2xx
+# responses counts as n/a.  Exit status: non-zero if a peer fails, or in
 # --smoke if aco_http is missing or fails.
 #
 # Environment:
@@ -57,8 +71,9 @@ OUT=$(cd "$OUT" 2>/dev/null && pwd) || { echo "bench_http: no directory $OUT"; e
 # shellcheck source=tests/lib.sh
 . "$HERE/../tests/lib.sh"
 . "$HERE/nginx.sh"
+. "$HERE/h2o.sh"
 case $mode in
-    full) ROUNDS=${BENCH_RT_ROUNDS:-5}; SECS=${BENCH_HTTP_SECONDS:-8}; WARM=1 ;;
+    full) ROUNDS=${BENCH_RT_ROUNDS:-5}; SECS=${BENCH_HTTP_SECONDS:-6}; WARM=1 ;;
     quick) ROUNDS=${BENCH_RT_ROUNDS:-2}; SECS=${BENCH_HTTP_SECONDS:-4}; WARM=1 ;;
     smoke) ROUNDS=1; SECS=${BENCH_HTTP_SECONDS:-2}; WARM=0 ;;
 esac
@@ -68,9 +83,11 @@ CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
 CLK_TCK=$(getconf CLK_TCK)
 OURS_CMD=${BENCH_HTTP_OURS_CMD:-"$OUT/aco_http --port {port} --root {root} --threads 1 --backend {backend}"}
 say() { echo "bench_http: $*"; }
-for c in wrk nginx taskset; do
-    command -v $c > /dev/null || { say "$c not found (install wrk, nginx, util-linux): left out"; exit 1; }
+for c in wrk nginx h2o curl taskset; do
+    command -v $c > /dev/null || { say "$c not found (install wrk, nginx, h2o, curl, util-linux): left out"; exit 1; }
 done
+BUSY_MIN=95     # a round counts for requests/s when the server was this busy (%)
+[ $mode = smoke ] && BUSY_MIN=0     # (every round: a smoke run checks the pipeline, not figures)
 
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench_http.XXXXXX") || exit 2
 ROOT=$TMPD/root
@@ -82,6 +99,7 @@ NGINX_MASTER=""
 cleanup() {
     kill_pids wait
     nginx_stop
+    h2o_stop
     rm -rf "$TMPD"
 }
 trap cleanup EXIT
@@ -96,8 +114,9 @@ median() { "$AGG" median ${V[$1]:-}; }
 med() { "$AGG" median -f "$1" ${V[$2]:-}; }   # med FORMAT KEY
 
 # ---- the servers -------------------------------------------------------------
-servers="uring epoll nginx"
-[ $mode = smoke ] && servers="uring nginx"
+servers="uring epoll nginx h2o"
+peers="nginx h2o"
+[ $mode = smoke ] && servers="uring nginx h2o"
 fail=0
 ours_missing=0
 for s in $servers; do
@@ -111,6 +130,15 @@ for s in $servers; do
             live[$s]=0; fail=1; continue
         fi
         pid[$s]=$NGINX_WORKER
+        continue
+    fi
+    if [ $s = h2o ]; then
+        label[$s]="h2o $(h2o --version 2>/dev/null | sed -n 's/^h2o version //p')"
+        if ! h2o_start "$TMPD/h2o" "$ROOT" "${port[$s]}" "$SERVER_CPU" > "$TMPD/h2o.start"; then
+            say "PEER FAILED: $(cat "$TMPD/h2o.start")"
+            live[$s]=0; fail=1; continue
+        fi
+        pid[$s]=$H2O_PID
         continue
     fi
     label[$s]="aco_http --backend $s"
@@ -139,6 +167,23 @@ for s in $servers; do
     fi
 done
 
+# Every server's answers, before any figure: a server that answers with an
+# error or a short body measures nothing.
+for s in $servers; do
+    [ "${live[$s]}" = 1 ] || continue
+    for f in 4k 1m; do
+        code=$(curl -s -o "$TMPD/answer" -w '%{http_code}' "http://127.0.0.1:${port[$s]}/$f.bin")
+        cmp -s "$TMPD/answer" "$ROOT/$f.bin" && [ "$code" = 200 ] && continue
+        why="GET /$f.bin: status ${code:-none}, $(wc -c < "$TMPD/answer") bytes, not the file's $(wc -c < "$ROOT/$f.bin")"
+        live[$s]=0
+        case " $peers " in
+            *" $s "*) say "PEER FAILED: ${label[$s]}: $why"; fail=1 ;;
+            *) say "ours: ${label[$s]}: $why: n/a"; ours_missing=1 ;;
+        esac
+        break
+    done
+done
+
 # ---- one run -----------------------------------------------------------------
 # to_ms VALUE: wrk's 1.23ms / 456.78us / 1.02s in ms
 to_ms() {
@@ -149,12 +194,12 @@ to_ms() {
         else print "n/a" }'
 }
 http_run() {   # http_run SERVER FILE SECONDS [warm]
-    local s=$1 f=$2 d=$3 key="$1|$2" c0 c1 out n rps p99 bytes
+    local s=$1 f=$2 d=$3 key="$1|$2" c0 c1 m0 m1 w0 w1 out n rps p99 bytes
     [ "${live[$s]}" = 1 ] || { [ -n "${4:-}" ] || addv "$key|rps" n/a; return 0; }
-    c0=$(cpu_ticks "${pid[$s]}")
-    out=$(timeout $((d + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c100 -d"${d}s" --latency \
-        "http://127.0.0.1:${port[$s]}/$f.bin" 2>&1)
-    c1=$(cpu_ticks "${pid[$s]}")
+    c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks); w0=$(now_us)
+    out=$(cpu_timed "$TMPD/wrk.cpu" timeout $((d + 30)) taskset -c "$CLIENT_CPU" \
+        wrk -t1 -c100 -d"${d}s" --latency "http://127.0.0.1:${port[$s]}/$f.bin" 2>&1)
+    c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks); w1=$(now_us)
     [ -n "${4:-}" ] && return 0
     n=$(awk '/requests in/ {print $1}' <<< "$out")
     rps=$(awk '/^Requests\/sec:/ {print $2}' <<< "$out")
@@ -164,17 +209,36 @@ http_run() {   # http_run SERVER FILE SECONDS [warm]
         local why
         why=$(grep 'Socket errors\|Non-2xx\|unable\|error' <<< "$out" | head -2 | tr '\n' ' ')
         kill -0 "${pid[$s]}" 2>/dev/null || { live[$s]=0; why="the server exited; $why"; }
-        if [ $s = nginx ]; then say "PEER FAILED: wrk on $f against nginx: ${why:-no figures}"; fail=1
-        else say "ours: wrk on $f against ${label[$s]}: ${why:-no figures}"; ours_missing=1; fi
+        case " $peers " in
+            *" $s "*) say "PEER FAILED: wrk on $f against ${label[$s]}: ${why:-no figures}"; fail=1 ;;
+            *) say "ours: wrk on $f against ${label[$s]}: ${why:-no figures}"; ours_missing=1 ;;
+        esac
         addv "$key|rps" n/a
         return 0
     fi
     bytes=$( [ $f = 4k ] && echo 4096 || echo 1048576 )
+    # CPU per request, one method (docs/benchmarks.md, "CPU per request")
+    local fig
+    fig=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" -v cs="$(cat "$TMPD/wrk.cpu")" \
+        -v m0="$m0" -v m1="$m1" -v w=$((w1 - w0)) -v r="$rps" -v b=$bytes 'BEGIN {
+        split(m0, a, " "); split(m1, z, " "); ws = w / 1e6
+        srv = d / hz; util = 100 * srv / ws
+        printf "%.0f %.0f %.0f %.0f %.0f %.1f %.1f\n", srv * 1e9 / n, cs * 1e9 / n,
+            (z[1] - a[1]) / hz * 1e9 / n, util, 100 * cs / ws,
+            100 * (z[2] - a[2]) / hz / ws, r * b / 1e6 }')
+    local cpu ccpu mcpu util cutil steal mbps
+    read -r cpu ccpu mcpu util cutil steal mbps <<< "$fig"
     addv "$key|rps" "$rps"
     addv "$key|p99" "$(to_ms "$p99")"
-    addv "$key|mbps" "$(awk -v r="$rps" -v b=$bytes 'BEGIN {printf "%.1f", r * b / 1e6}')"
-    addv "$key|cpu" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN {printf "%.0f", d * 1e9 / hz / n}')"
-    addv "$key|util" "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v w="$d" 'BEGIN {printf "%.0f", 100 * d / hz / w}')"
+    addv "$key|mbps" "$mbps"
+    addv "$key|cpu" "$cpu"; addv "$key|ccpu" "$ccpu"; addv "$key|mcpu" "$mcpu"
+    addv "$key|util" "$util"; addv "$key|cutil" "$cutil"; addv "$key|steal" "$steal"
+    # the requests/s that count: rounds where the server was the bottleneck
+    if [ "$util" -ge "$BUSY_MIN" ]; then
+        addv "$key|rpsb" "$rps"; addv "$key|mbpsb" "$mbps"
+    else
+        addv "$key|rpsb" "idle:$util%"; addv "$key|mbpsb" "idle:$util%"
+    fi
 }
 
 echo
@@ -197,33 +261,46 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 echo
-printf '%-5s %-26s %10s %8s %9s %11s %7s   %s\n' file server rps MB/s p99_ms cpu_ns/req srv%cpu "rps of each round"
+echo "(CPU per request, docs/benchmarks.md \"CPU per request\": srv the server process's utime+stime, every"
+echo " thread; cli wrk's (its rusage); all every CPU's busy time (/proc/stat: user, system, irq, softirq),"
+echo " each over the run's requests; srv% and cli% of one CPU, steal% what the hypervisor took.  Requests/s"
+echo " count only rounds where the server was >= $BUSY_MIN% busy, the bottleneck (rps_b; idle:N% a round"
+echo " that did not): in another round the client's speed is measured, not the server's)"
+printf '%-5s %-24s %8s %8s %8s %7s %7s %7s %5s %5s %6s %8s   %s\n' file server rps_b rps p99_ms \
+    srv_ns cli_ns all_ns srv% cli% steal% MB/s "rps_b of each round"
 for f in 4k 1m; do
     for s in $servers; do
-        printf '%-5s %-26s %10s %8s %9s %11s %7s   %s\n' $f "${label[$s]}" \
-            "$(med %.0f "$s|$f|rps")" "$(med %.1f "$s|$f|mbps")" \
-            "$(med %.3f "$s|$f|p99")" "$(med %.0f "$s|$f|cpu")" \
-            "$(med %.0f "$s|$f|util")" "$(echo "${V[$s|$f|rps]:-}" | sed 's/ *$//')"
+        printf '%-5s %-24s %8s %8s %8s %7s %7s %7s %5s %5s %6s %8s   %s\n' $f "${label[$s]}" \
+            "$(med %.0f "$s|$f|rpsb")" "$(med %.0f "$s|$f|rps")" "$(med %.3f "$s|$f|p99")" \
+            "$(med %.0f "$s|$f|cpu")" "$(med %.0f "$s|$f|ccpu")" "$(med %.0f "$s|$f|mcpu")" \
+            "$(med %.0f "$s|$f|util")" "$(med %.0f "$s|$f|cutil")" "$(med %.1f "$s|$f|steal")" \
+            "$(med %.1f "$s|$f|mbps")" "$(echo "${V[$s|$f|rpsb]:-}" | sed 's/ *$//')"
+        st=$(med %.0f "$s|$f|steal")
+        [ "$st" != n/a ] && [ "$st" -ge 5 ] &&
+            say "warning: the hypervisor took ${st}% of the CPUs while ${label[$s]} ran ($f): its figures are suspect"
     done
 done
-echo "(srv%cpu: the server's CPU time over wrk's duration: near 100 the server is the bottleneck, well below it wrk"
-echo " (alone on its CPU) is; cpu_ns/req is the server's own cost, to one clock tick ($((1000000000 / CLK_TCK)) ns) over the run's requests)"
 for s in uring epoll; do
     case " $servers " in *" $s "*) ;; *) continue ;; esac
-    suffix=""; [ $s = epoll ] && suffix=_epoll
-    for f in 4k 1m; do
-        for m in rps cpu_ns_per_req p99_ms mbps; do
-            case $f.$m in
-                4k.mbps|1m.rps) continue ;;
-            esac
-            case $m in
-                rps) k=rps; q=%.0f ;;
-                cpu_ns_per_req) k=cpu; q=%.0f ;;
-                p99_ms) k=p99; q=%.3f ;;
-                mbps) k=mbps; q=%.1f ;;
-            esac
-            "$AGG" headline -f $q "http_${f}_${m}${suffix}" \
-                ours="$(median "$s|$f|$k")" peer="$(median "nginx|$f|$k")"
+    for p in $peers; do
+        suffix=""; [ $s = epoll ] && suffix=_epoll
+        [ $p = h2o ] && suffix=${suffix}_vs_h2o
+        for f in 4k 1m; do
+            for m in rps cpu_ns_per_req client_cpu_ns_per_req machine_cpu_ns_per_req p99_ms mbps; do
+                case $f.$m in
+                    4k.mbps|1m.rps) continue ;;
+                esac
+                case $m in
+                    rps) k=rpsb; q=%.0f ;;
+                    cpu_ns_per_req) k=cpu; q=%.0f ;;
+                    client_cpu_ns_per_req) k=ccpu; q=%.0f ;;
+                    machine_cpu_ns_per_req) k=mcpu; q=%.0f ;;
+                    p99_ms) k=p99; q=%.3f ;;
+                    mbps) k=mbpsb; q=%.1f ;;
+                esac
+                "$AGG" headline -f $q "http_${f}_${m}${suffix}" \
+                    ours="$(median "$s|$f|$k")" peer="$(median "$p|$f|$k")"
+            done
         done
     done
 done

@@ -571,12 +571,13 @@ resp_section() {
         if [ $s = uring ]; then suffix=""; else suffix=_epoll; fi
         for p in 1 16; do
             for t in $RESP_TESTS; do
-                for m in rps cpu_ns_per_req client_cpu_ns_per_req p99_ms; do
+                for m in rps cpu_ns_per_req client_cpu_ns_per_req machine_cpu_ns_per_req p99_ms; do
                     fl=()
                     case $m in
                         rps) f=rpsb; q=%.0f ;;
                         cpu_ns_per_req) f=cpu; q=%.0f; fl=(floor="$(median "floor|$t|$p|cpu")") ;;
                         client_cpu_ns_per_req) f=ccpu; q=%.0f ;;
+                        machine_cpu_ns_per_req) f=mcpu; q=%.0f ;;
                         p99_ms) f=p99; q=%.3f ;;
                     esac
                     headline -f $q "resp_${t}_P${p}_${m}${suffix}" \

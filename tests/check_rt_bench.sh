@@ -19,8 +19,8 @@ n=$(grep -c '^headline ' "$log")
 # smoke run's few requests it can be 0 ticks, and its ratio n/a; the
 # floor's too)
 bad=$(grep '^headline ' "$log" | grep -E '=n/a( |$)' |
-    grep -vE '_cpu_ns_per_req(_[a-z]+)? (ours|peer)=0 |_cpu_ns_per_req(_[a-z]+)? ours=[0-9.]+ peer=0 ' |
-    grep -vE '_cpu_ns_per_req(_[a-z]+)? ours=[0-9.]+ peer=[0-9.]+ ratio=[0-9.]+ floor=0 vs_floor=n/a$')
+    grep -vE '_cpu_ns_per_req(_[a-z0-9_]+)? (ours|peer)=0 |_cpu_ns_per_req(_[a-z0-9_]+)? ours=[0-9.]+ peer=0 ' |
+    grep -vE '_cpu_ns_per_req(_[a-z0-9_]+)? ours=[0-9.]+ peer=[0-9.]+ ratio=[0-9.]+ floor=0 vs_floor=n/a$')
 if [ "$n" -lt 40 ] || [ -n "$bad" ]; then
     cat "$log"
     echo "check_rt_bench: $n headline lines (40 or more expected); without figures:"
