@@ -171,7 +171,7 @@ CLK_TCK=$(getconf CLK_TCK)
 # a round counts for requests/s when the server was this busy (%): the
 # bottleneck (a smoke run counts every round: it checks the pipeline)
 BUSY_MIN=95
-[ $quick = 2 ] && BUSY_MIN=0
+[ $quick = 2 ] && BUSY_MIN=0 CPU_WARN=0    # (nor its few ticks a warning)
 
 peer_fail=0
 SRC_FILE=""      # the sparse source of the nc transfer
@@ -479,18 +479,18 @@ resp_section() {
 
     # one run: the server's CPU ticks around one redis-benchmark of one test
     resp_run() {   # resp_run SERVER TEST P N
-        local s=$1 t=$2 p=$3 n=$4 key="$1|$2|$3" c0 c1 w0 w1 m0 m1 out line ok=1
+        local s=$1 t=$2 p=$3 n=$4 key="$1|$2|$3" c0 c1 w0 w1 m0 m1 k0 k1 out line ok=1
         if [ "${live[$s]}" = 0 ]; then
             addv "$key|rps" n/a; addv "$key|p50" n/a; addv "$key|p99" n/a
             addv "$key|cpu" n/a; addv "$key|util" n/a
             return 0
         fi
-        c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks)
+        c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks); k0=$(cpu_busy_ticks "$SERVER_CPU")
         w0=$(now_us)
         out=$(cpu_timed "$TMPD/rb.cpu" timeout $((n / 5000 + 60)) taskset -c "$CLIENT_CPU" redis-benchmark \
             -h 127.0.0.1 -p "${port[$s]}" -t "$t" -c 50 -n "$n" -P "$p" --csv 2>"$TMPD/rb.err")
         w1=$(now_us)
-        c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks)
+        c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks); k1=$(cpu_busy_ticks "$SERVER_CPU")
         line=$(grep -i "^\"$t\"," <<< "$out" | tr -d '"')
         # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
         # "p95_latency_ms","p99_latency_ms","max_latency_ms"
@@ -501,17 +501,18 @@ resp_section() {
             IFS=, read -r _ rps _ _ p50 _ p99 _ <<< "$line"
             addv "$key|rps" "$rps"; addv "$key|p50" "$p50"; addv "$key|p99" "$p99"
             # CPU per request, one method (docs/benchmarks.md, "CPU per request")
-            local cpu ccpu mcpu util steal
-            read -r cpu ccpu mcpu util steal <<< "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" \
-                -v cs="$(cat "$TMPD/rb.cpu")" -v m0="$m0" -v m1="$m1" -v w=$((w1 - w0)) 'BEGIN {
+            local cpu ccpu mcpu util steal cbusy
+            read -r cpu ccpu mcpu util steal cbusy <<< "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" \
+                -v cs="$(cat "$TMPD/rb.cpu")" -v m0="$m0" -v m1="$m1" -v k=$((k1 - k0)) -v w=$((w1 - w0)) 'BEGIN {
                 split(m0, a, " "); split(m1, z, " "); ws = w / 1e6
-                printf "%.1f %.1f %.1f %.0f %.1f\n", d * 1e9 / hz / n, cs * 1e9 / n,
-                    (z[1] - a[1]) * 1e9 / hz / n, 100 * d / hz / ws, 100 * (z[2] - a[2]) / hz / ws }')"
+                printf "%.1f %.1f %.1f %.0f %.1f %.0f\n", d * 1e9 / hz / n, cs * 1e9 / n,
+                    (z[1] - a[1]) * 1e9 / hz / n, 100 * d / hz / ws, 100 * (z[2] - a[2]) / hz / ws,
+                    100 * k / hz / ws }')"
             addv "$key|cpu" "$cpu"; addv "$key|ccpu" "$ccpu"; addv "$key|mcpu" "$mcpu"
-            addv "$key|util" "$util"; addv "$key|steal" "$steal"
-            # requests/s count where the server was the bottleneck
-            if [ "$util" -ge "$BUSY_MIN" ]; then addv "$key|rpsb" "$rps"
-            else addv "$key|rpsb" "idle:$util%"; fi
+            addv "$key|util" "$util"; addv "$key|steal" "$steal"; addv "$key|cbusy" "$cbusy"
+            # requests/s count where the server's CPU was busy: the bottleneck
+            if [ "$cbusy" -ge "$BUSY_MIN" ]; then addv "$key|rpsb" "$rps"
+            else addv "$key|rpsb" "idle:$cbusy%"; fi
         else
             addv "$key|rps" n/a; addv "$key|p50" n/a; addv "$key|p99" n/a
             addv "$key|cpu" n/a; addv "$key|util" n/a
@@ -549,19 +550,22 @@ resp_section() {
     echo
     echo "(CPU per request, docs/benchmarks.md \"CPU per request\": srv the server process's utime+stime (every"
     echo " thread), cli redis-benchmark's (its rusage), all every CPU's busy time (/proc/stat), each over -n"
-    echo " requests; srv% of one CPU; steal% what the hypervisor took.  rps_b counts only rounds where the"
-    echo " server was >= $BUSY_MIN% busy, the bottleneck (idle:N% a round that was not: it measured the client))"
-    printf '%-12s %3s  %-22s %8s %8s %8s %8s %7s %7s %7s %5s %6s   %s\n' test P server rps_b rps p50_ms p99_ms \
-        srv_ns cli_ns all_ns srv% steal% "rps_b of each round"
+    echo " requests; srv% of one CPU, cpu% how busy the server's CPU was; steal% what the hypervisor took.  rps_b"
+    echo " counts only rounds where the server's CPU was >= $BUSY_MIN% busy, the bottleneck (idle:N% a round that"
+    echo " was not: it measured the client))"
+    printf '%-12s %3s  %-22s %8s %8s %8s %8s %7s %7s %7s %5s %5s %6s   %s\n' test P server rps_b rps p50_ms p99_ms \
+        srv_ns cli_ns all_ns srv% cpu% steal% "rps_b of each round"
     for p in 1 16; do
         for t in $RESP_TESTS; do
             for s in $servers; do
-                printf '%-12s %3s  %-22s %8s %8s %8s %8s %7s %7s %7s %5s %6s   %s\n' "$t" "$p" "${label[$s]}" \
+                printf '%-12s %3s  %-22s %8s %8s %8s %8s %7s %7s %7s %5s %5s %6s   %s\n' "$t" "$p" "${label[$s]}" \
                     "$(med %.0f "$s|$t|$p|rpsb")" "$(med %.0f "$s|$t|$p|rps")" \
                     "$(med %.3f "$s|$t|$p|p50")" "$(med %.3f "$s|$t|$p|p99")" \
                     "$(med %.0f "$s|$t|$p|cpu")" "$(med %.0f "$s|$t|$p|ccpu")" \
                     "$(med %.0f "$s|$t|$p|mcpu")" "$(med %.0f "$s|$t|$p|util")" \
-                    "$(med %.1f "$s|$t|$p|steal")" "$(rounds "$s|$t|$p|rpsb")"
+                    "$(med %.0f "$s|$t|$p|cbusy")" "$(med %.1f "$s|$t|$p|steal")" "$(rounds "$s|$t|$p|rpsb")"
+                warn_cpu "${label[$s]} -t $t -P $p" "$(med %.0f "$s|$t|$p|steal")" \
+                    "$(med %.0f "$s|$t|$p|util")" "$(med %.0f "$s|$t|$p|cbusy")"
             done
         done
     done
