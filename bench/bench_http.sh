@@ -51,6 +51,10 @@
 #                         To check the harness with nginx as "ours", a
 #                         second nginx: BENCH_HTTP_OURS_CMD=nginx
 #   BENCH_HTTP_SECONDS    wrk's duration, seconds
+#   BENCH_HTTP_NGINX_EXTRA  nginx's http {} directives after bench/nginx.sh's
+#                         defaults, instead of the open-file cache's (empty:
+#                         nginx opens, stats and closes the file per request,
+#                         as the issue-50 check ran it)
 #   BENCH_AGG             the aggregation program (medians, ratios, headline
 #                         lines), default OUTPUT_DIR/bench_agg (bash make.sh)
 set -uo pipefail
@@ -81,6 +85,7 @@ SERVER_CPU=${BENCH_RT_SERVER_CPU:-1}
 CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
 [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ] && SERVER_CPU=0
 CLK_TCK=$(getconf CLK_TCK)
+NGINX_EXTRA=${BENCH_HTTP_NGINX_EXTRA-"open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;"}
 OURS_CMD=${BENCH_HTTP_OURS_CMD:-"$OUT/aco_http --port {port} --root {root} --threads 1 --backend {backend}"}
 say() { echo "bench_http: $*"; }
 for c in wrk nginx h2o curl taskset; do
@@ -126,8 +131,7 @@ for s in $servers; do
     live[$s]=1
     if [ $s = nginx ]; then
         label[$s]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///')"
-        if ! nginx_start "$TMPD/nginx" "$ROOT" "${port[$s]}" "$SERVER_CPU" \
-                "open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;" > "$TMPD/nginx.start"; then
+        if ! nginx_start "$TMPD/nginx" "$ROOT" "${port[$s]}" "$SERVER_CPU" "$NGINX_EXTRA" > "$TMPD/nginx.start"; then
             say "PEER FAILED: $(cat "$TMPD/nginx.start")"
             live[$s]=0; fail=1; continue
         fi
@@ -147,8 +151,7 @@ for s in $servers; do
     if [ "$OURS_CMD" = nginx ]; then     # the harness checked with nginx as ours
         label[$s]="nginx as ours ($s)"
         m=$NGINX_MASTER
-        nginx_start "$TMPD/ours.$s" "$ROOT" "${port[$s]}" "$SERVER_CPU" \
-            "open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;" > /dev/null
+        nginx_start "$TMPD/ours.$s" "$ROOT" "${port[$s]}" "$SERVER_CPU" "$NGINX_EXTRA" > /dev/null
         pid[$s]=$NGINX_WORKER; PIDS+=("$NGINX_MASTER"); NGINX_MASTER=$m
         continue
     fi
@@ -251,7 +254,7 @@ echo "== http: wrk -t1 -c100 -d${SECS}s --latency, 4 KiB and 1 MiB files, one se
 for s in $servers; do
     [ "${live[$s]}" = 1 ] && echo "server: ${label[$s]} (pid ${pid[$s]})"
 done
-echo "nginx: $TMPD/nginx/nginx.conf, worker_processes 1, sendfile, tcp_nopush, access_log off, keepalive_requests 1000000, open_file_cache"
+echo "nginx: $TMPD/nginx/nginx.conf, worker_processes 1, sendfile, tcp_nopush, access_log off, keepalive_requests 1000000${NGINX_EXTRA:+, $NGINX_EXTRA}"
 if [ $WARM = 1 ]; then
     for s in $servers; do for f in 4k 1m; do http_run "$s" "$f" 1 warm; done; done
 fi
