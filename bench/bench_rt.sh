@@ -246,7 +246,7 @@ check_idle "before the run"
 # section: /proc/stat's busy ticks less our own and our children's
 others_ticks() {
     local all mine s
-    all=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)
+    all=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)   # steal apart: others_end
     s=$(cat /proc/$$/stat)
     s=${s##*) }
     # shellcheck disable=SC2086
