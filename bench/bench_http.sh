@@ -37,7 +37,7 @@
 # Headlines (ours/peer: above 1 better for rps and MB/s, worse for ns and
 # ms): http_4k_rps, http_4k_cpu_ns_per_req (the server's),
 # http_4k_client_cpu_ns_per_req (wrk's), http_4k_machine_cpu_ns_per_req
-# (both CPUs' busy time: what no server can shift onto its client),
+# (every CPU's busy time: what no server can shift onto its client),
 # http_4k_p99_ms, http_1m_mbps and the 1 MiB file's CPU and p99 figures;
 # the same for --backend epoll with the suffix _epoll, and against h2o with
 # _vs_h2o after those.  A run whose wrk reports socket errors or non-2xx
@@ -58,6 +58,7 @@
 #   BENCH_AGG             the aggregation program (medians, ratios, headline
 #                         lines), default OUTPUT_DIR/bench_agg (bash make.sh)
 set -uo pipefail
+export LC_ALL=C     # '.' in numbers: EPOCHREALTIME, bash's time, awk
 mode=full
 OUT=output
 while [ $# -gt 0 ]; do
@@ -88,10 +89,13 @@ CLK_TCK=$(getconf CLK_TCK)
 NGINX_EXTRA=${BENCH_HTTP_NGINX_EXTRA-"open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;"}
 OURS_CMD=${BENCH_HTTP_OURS_CMD:-"$OUT/aco_http --port {port} --root {root} --threads 1 --backend {backend}"}
 say() { echo "bench_http: $*"; }
-for c in wrk nginx h2o curl taskset; do
-    command -v $c > /dev/null || { say "$c not found (install wrk, nginx, h2o, curl, util-linux): left out"; exit 1; }
+case $SERVER_CPU$CLIENT_CPU in *[!0-9]*) say "BENCH_RT_SERVER_CPU and BENCH_RT_CLIENT_CPU name one CPU each"; exit 2 ;; esac
+for c in wrk nginx curl taskset; do
+    command -v $c > /dev/null || { say "$c not found (install wrk, nginx, curl, util-linux): left out"; exit 1; }
 done
-BUSY_MIN=95     # a round counts for requests/s when the server was this busy (%)
+have_h2o=1
+command -v h2o > /dev/null || { have_h2o=0; say "leaving out h2o: install h2o"; }
+BUSY_MIN=95     # a round counts for requests/s when the server's CPU was idle less than 100 - this %
 # (a smoke run checks the pipeline, not figures: every round counts, and
 # its few clock ticks warn of nothing)
 [ $mode = smoke ] && BUSY_MIN=0 CPU_WARN=0
@@ -124,6 +128,7 @@ med() { "$AGG" median -f "$1" ${V[$2]:-}; }   # med FORMAT KEY
 servers="uring epoll nginx h2o"
 peers="nginx h2o"
 [ $mode = smoke ] && servers="uring nginx h2o"
+[ $have_h2o = 0 ] && servers=${servers% h2o} peers=nginx
 fail=0
 ours_missing=0
 for s in $servers; do
@@ -177,7 +182,7 @@ done
 for s in $servers; do
     [ "${live[$s]}" = 1 ] || continue
     for f in 4k 1m; do
-        code=$(curl -s -o "$TMPD/answer" -w '%{http_code}' "http://127.0.0.1:${port[$s]}/$f.bin")
+        code=$(curl -s -m 10 -o "$TMPD/answer" -w '%{http_code}' "http://127.0.0.1:${port[$s]}/$f.bin")
         cmp -s "$TMPD/answer" "$ROOT/$f.bin" && [ "$code" = 200 ] && continue
         why="GET /$f.bin: status ${code:-none}, $(wc -c < "$TMPD/answer") bytes, not the file's $(wc -c < "$ROOT/$f.bin")"
         live[$s]=0
@@ -202,10 +207,10 @@ to_ms() {
 http_run() {   # http_run SERVER FILE SECONDS [warm]
     local s=$1 f=$2 d=$3 key="$1|$2" c0 c1 m0 m1 k0 k1 w0 w1 out n rps p99 bytes
     [ "${live[$s]}" = 1 ] || { [ -n "${4:-}" ] || addv "$key|rps" n/a; return 0; }
-    c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks); k0=$(cpu_busy_ticks "$SERVER_CPU"); w0=$(now_us)
+    c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks); k0=$(cpu_ticks_of "$SERVER_CPU"); w0=$(now_us)
     out=$(cpu_timed "$TMPD/wrk.cpu" timeout $((d + 30)) taskset -c "$CLIENT_CPU" \
         wrk -t1 -c100 -d"${d}s" --latency "http://127.0.0.1:${port[$s]}/$f.bin" 2>&1)
-    c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks); k1=$(cpu_busy_ticks "$SERVER_CPU"); w1=$(now_us)
+    c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks); k1=$(cpu_ticks_of "$SERVER_CPU"); w1=$(now_us)
     [ -n "${4:-}" ] && return 0
     n=$(awk '/requests in/ {print $1}' <<< "$out")
     rps=$(awk '/^Requests\/sec:/ {print $2}' <<< "$out")
@@ -226,14 +231,15 @@ http_run() {   # http_run SERVER FILE SECONDS [warm]
     # CPU per request, one method (docs/benchmarks.md, "CPU per request")
     local fig
     fig=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" -v cs="$(cat "$TMPD/wrk.cpu")" \
-        -v m0="$m0" -v m1="$m1" -v k=$((k1 - k0)) -v w=$((w1 - w0)) -v r="$rps" -v b=$bytes 'BEGIN {
-        split(m0, a, " "); split(m1, z, " "); ws = w / 1e6
+        -v m0="$m0" -v m1="$m1" -v k0="$k0" -v k1="$k1" -v w=$((w1 - w0)) -v r="$rps" -v b=$bytes 'BEGIN {
+        split(m0, a, " "); split(m1, z, " "); split(k0, x, " "); split(k1, y, " "); ws = w / 1e6
         srv = d / hz; util = 100 * srv / ws
-        printf "%.0f %.0f %.0f %.0f %.0f %.1f %.1f %.0f\n", srv * 1e9 / n, cs * 1e9 / n,
+        printf "%.0f %.0f %.0f %.0f %.0f %.1f %.1f %.0f %.0f\n", srv * 1e9 / n, cs * 1e9 / n,
             (z[1] - a[1]) / hz * 1e9 / n, util, 100 * cs / ws,
-            100 * (z[2] - a[2]) / hz / ws, r * b / 1e6, 100 * k / hz / ws }')
-    local cpu ccpu mcpu util cutil steal mbps cbusy
-    read -r cpu ccpu mcpu util cutil steal mbps cbusy <<< "$fig"
+            100 * (y[3] - x[3]) / hz / ws, r * b / 1e6, 100 * (y[1] - x[1]) / hz / ws,
+            100 - 100 * (y[2] - x[2]) / hz / ws }')
+    local cpu ccpu mcpu util cutil steal mbps cbusy cfull
+    read -r cpu ccpu mcpu util cutil steal mbps cbusy cfull <<< "$fig"
     addv "$key|rps" "$rps"
     addv "$key|p99" "$(to_ms "$p99")"
     addv "$key|mbps" "$mbps"
@@ -241,11 +247,11 @@ http_run() {   # http_run SERVER FILE SECONDS [warm]
     addv "$key|util" "$util"; addv "$key|cutil" "$cutil"; addv "$key|steal" "$steal"
     addv "$key|cbusy" "$cbusy"
     # the requests/s that count: rounds where the server was the bottleneck,
-    # its CPU (the server's alone) busy
-    if [ "$cbusy" -ge "$BUSY_MIN" ]; then
+    # its CPU (the server's alone) never idle (busy, or stolen: a warning)
+    if [ "$cfull" -ge "$BUSY_MIN" ]; then
         addv "$key|rpsb" "$rps"; addv "$key|mbpsb" "$mbps"
     else
-        addv "$key|rpsb" "idle:$cbusy%"; addv "$key|mbpsb" "idle:$cbusy%"
+        addv "$key|rpsb" "idle:$((100 - cfull))%"; addv "$key|mbpsb" "idle:$((100 - cfull))%"
     fi
 }
 
@@ -273,8 +279,8 @@ echo "(CPU per request, docs/benchmarks.md \"CPU per request\": srv the server p
 echo " thread; cli wrk's (its rusage); all every CPU's busy time (/proc/stat: user, system, irq, softirq),"
 echo " each over the run's requests; srv% and cli% of one CPU, cpu% how busy the server's CPU was (the"
 echo " server's and whatever the kernel did there), steal% what the hypervisor took.  Requests/s count only"
-echo " rounds where the server's CPU was >= $BUSY_MIN% busy, the bottleneck (rps_b; idle:N% a round that"
-echo " was not): in another round the client's speed is measured, not the server's)"
+echo " rounds where the server's CPU was idle less than $((100 - BUSY_MIN))% of the time, the bottleneck (rps_b; idle:N%"
+echo " a round where it was idle N%): in another round the client's speed is measured, not the server's)"
 printf '%-5s %-24s %8s %8s %8s %7s %7s %7s %5s %5s %5s %6s %8s   %s\n' file server rps_b rps p99_ms \
     srv_ns cli_ns all_ns srv% cpu% cli% steal% MB/s "rps_b of each round"
 for f in 4k 1m; do

@@ -112,6 +112,7 @@
 #                              single-thread build's rows run
 #                              OUTPUT_DIR/aco_rt_bench_st, when built)
 set -uo pipefail
+export LC_ALL=C     # '.' in numbers: EPOCHREALTIME, bash's time, awk
 
 usage() {
     sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -167,9 +168,13 @@ if [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ]; then
     SERVER_CPU=0
     echo "bench_rt: one CPU only: servers and clients share CPU 0"
 fi
+case $SERVER_CPU$CLIENT_CPU in
+    *[!0-9]*) echo "bench_rt: BENCH_RT_SERVER_CPU and BENCH_RT_CLIENT_CPU name one CPU each" >&2; exit 2 ;;
+esac
 CLK_TCK=$(getconf CLK_TCK)
-# a round counts for requests/s when the server was this busy (%): the
-# bottleneck (a smoke run counts every round: it checks the pipeline)
+# a round counts for requests/s when the server's CPU was idle less than
+# 100 - BUSY_MIN % of it: the bottleneck (a smoke run counts every round:
+# it checks the pipeline)
 BUSY_MIN=95
 [ $quick = 2 ] && BUSY_MIN=0 CPU_WARN=0    # (nor its few ticks a warning)
 
@@ -485,12 +490,12 @@ resp_section() {
             addv "$key|cpu" n/a; addv "$key|util" n/a
             return 0
         fi
-        c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks); k0=$(cpu_busy_ticks "$SERVER_CPU")
+        c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks); k0=$(cpu_ticks_of "$SERVER_CPU")
         w0=$(now_us)
         out=$(cpu_timed "$TMPD/rb.cpu" timeout $((n / 5000 + 60)) taskset -c "$CLIENT_CPU" redis-benchmark \
             -h 127.0.0.1 -p "${port[$s]}" -t "$t" -c 50 -n "$n" -P "$p" --csv 2>"$TMPD/rb.err")
         w1=$(now_us)
-        c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks); k1=$(cpu_busy_ticks "$SERVER_CPU")
+        c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks); k1=$(cpu_ticks_of "$SERVER_CPU")
         line=$(grep -i "^\"$t\"," <<< "$out" | tr -d '"')
         # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
         # "p95_latency_ms","p99_latency_ms","max_latency_ms"
@@ -501,25 +506,25 @@ resp_section() {
             IFS=, read -r _ rps _ _ p50 _ p99 _ <<< "$line"
             addv "$key|rps" "$rps"; addv "$key|p50" "$p50"; addv "$key|p99" "$p99"
             # CPU per request, one method (docs/benchmarks.md, "CPU per request")
-            local cpu ccpu mcpu util steal cbusy
-            read -r cpu ccpu mcpu util steal cbusy <<< "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" \
-                -v cs="$(cat "$TMPD/rb.cpu")" -v m0="$m0" -v m1="$m1" -v k=$((k1 - k0)) -v w=$((w1 - w0)) 'BEGIN {
-                split(m0, a, " "); split(m1, z, " "); ws = w / 1e6
-                printf "%.1f %.1f %.1f %.0f %.1f %.0f\n", d * 1e9 / hz / n, cs * 1e9 / n,
-                    (z[1] - a[1]) * 1e9 / hz / n, 100 * d / hz / ws, 100 * (z[2] - a[2]) / hz / ws,
-                    100 * k / hz / ws }')"
+            local cpu ccpu mcpu util steal cbusy cfull
+            read -r cpu ccpu mcpu util steal cbusy cfull <<< "$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" \
+                -v cs="$(cat "$TMPD/rb.cpu")" -v m0="$m0" -v m1="$m1" -v k0="$k0" -v k1="$k1" -v w=$((w1 - w0)) 'BEGIN {
+                split(m0, a, " "); split(m1, z, " "); split(k0, x, " "); split(k1, y, " "); ws = w / 1e6
+                printf "%.1f %.1f %.1f %.0f %.1f %.0f %.0f\n", d * 1e9 / hz / n, cs * 1e9 / n,
+                    (z[1] - a[1]) * 1e9 / hz / n, 100 * d / hz / ws, 100 * (y[3] - x[3]) / hz / ws,
+                    100 * (y[1] - x[1]) / hz / ws, 100 - 100 * (y[2] - x[2]) / hz / ws }')"
             addv "$key|cpu" "$cpu"; addv "$key|ccpu" "$ccpu"; addv "$key|mcpu" "$mcpu"
             addv "$key|util" "$util"; addv "$key|steal" "$steal"; addv "$key|cbusy" "$cbusy"
-            # requests/s count where the server's CPU was busy: the bottleneck
-            if [ "$cbusy" -ge "$BUSY_MIN" ]; then addv "$key|rpsb" "$rps"
-            else addv "$key|rpsb" "idle:$cbusy%"; fi
+            # requests/s count where the server's CPU was never idle: the bottleneck
+            if [ "$cfull" -ge "$BUSY_MIN" ]; then addv "$key|rpsb" "$rps"
+            else addv "$key|rpsb" "idle:$((100 - cfull))%"; fi
         else
             addv "$key|rps" n/a; addv "$key|p50" n/a; addv "$key|p99" n/a
             addv "$key|cpu" n/a; addv "$key|util" n/a
             local why
             why=$( { tail -1 "$TMPD/rb.err"; tail -1 <<< "$out"; } 2>/dev/null | tr '\n\r' '  ')
             kill -0 "${pid[$s]}" 2>/dev/null || { live[$s]=0; why="the server exited; $why"; }
-            if [ $s = redis ] || [ $s = floor ]; then
+            if [ $s = redis ]; then
                 peer_failed "redis-benchmark -t $t -P $p against ${label[$s]}: ${why:-no csv line}"
             else
                 say "ours: redis-benchmark -t $t -P $p against ${label[$s]} failed: ${why:-no csv line}"
@@ -551,8 +556,8 @@ resp_section() {
     echo "(CPU per request, docs/benchmarks.md \"CPU per request\": srv the server process's utime+stime (every"
     echo " thread), cli redis-benchmark's (its rusage), all every CPU's busy time (/proc/stat), each over -n"
     echo " requests; srv% of one CPU, cpu% how busy the server's CPU was; steal% what the hypervisor took.  rps_b"
-    echo " counts only rounds where the server's CPU was >= $BUSY_MIN% busy, the bottleneck (idle:N% a round that"
-    echo " was not: it measured the client))"
+    echo " counts only rounds where the server's CPU was idle less than $((100 - BUSY_MIN))% of the time, the bottleneck"
+    echo " (idle:N% a round where it was idle N%: it measured the client))"
     printf '%-12s %3s  %-22s %8s %8s %8s %8s %7s %7s %7s %5s %5s %6s   %s\n' test P server rps_b rps p50_ms p99_ms \
         srv_ns cli_ns all_ns srv% cpu% steal% "rps_b of each round"
     for p in 1 16; do

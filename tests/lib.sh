@@ -138,8 +138,9 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 # cpu line: busy is user + nice + system + irq + softirq; stolen, what the hypervisor gave other guests).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $9; exit}' /proc/stat; }
 
-# cpu_busy_ticks N: prints CPU N's busy clock ticks since boot (its /proc/stat line, busy as machine_ticks).
-cpu_busy_ticks() { awk -v c="cpu$1" '$1 == c {print $2 + $3 + $4 + $7 + $8; exit}' /proc/stat; }
+# cpu_ticks_of N: prints CPU N's busy, idle and stolen clock ticks since boot ("BUSY IDLE STEAL": its /proc/stat
+# line, busy as machine_ticks, idle with iowait).
+cpu_ticks_of() { awk -v c="cpu$1" '$1 == c {print $2 + $3 + $4 + $7 + $8, $5 + $6, $9; exit}' /proc/stat; }
 
 # cpu_timed FILE CMD...: runs CMD (stdout and stderr its own) and writes the CPU seconds it used, user + system
 # of every thread of it and of its children (their rusage, as bash's `time` reports it), to FILE; CMD's status.
@@ -154,7 +155,7 @@ cpu_timed() {
 }
 
 # warn_cpu WHAT STEAL% SERVER% CPU%: a benchmark's warning line when a server's CPU figure cannot be trusted: time
-# stolen by the hypervisor (5% or more), or the server's CPU busier than the server was charged for (10 points or
+# the hypervisor stole from the server's CPU (5% or more), or that CPU busier than the server was charged for (10 points or
 # more: ksoftirqd, interrupts or another task did work there that the server's utime+stime then lacks).  Not when
 # $CPU_WARN is 0 (a smoke run's few clock ticks would make it say so at random).
 warn_cpu() {
@@ -162,7 +163,7 @@ warn_cpu() {
     [ "${CPU_WARN:-1}" = 0 ] && return 0
     me=$(basename "$0" .sh)
     [ "$2" != n/a ] && [ "$2" -ge 5 ] &&
-        echo "$me: warning: the hypervisor took $2% of the CPUs while $1 ran: its figures are suspect"
+        echo "$me: warning: the hypervisor took $2% of the server's CPU while $1 ran: its figures are suspect"
     [ "$3" != n/a ] && [ "$4" != n/a ] && [ $(($4 - $3)) -ge 10 ] &&
         echo "$me: warning: $1: its CPU was $4% busy, the server charged $3%: its CPU per request lacks the rest"
     return 0
