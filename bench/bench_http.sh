@@ -3,9 +3,11 @@
 # (one worker) and h2o (one thread): `wrk -t1 -c100 -dNs --latency` on a
 # 4 KiB and a 1 MiB file (random bytes), the server pinned to CPU 1
 # (BENCH_RT_SERVER_CPU), wrk to CPU 0 (BENCH_RT_CLIENT_CPU); aco_http
-# --backend uring and epoll, nginx and h2o in interleaved rounds (5,
-# BENCH_RT_ROUNDS; the order rotates), medians.  Called by bench_rt.sh's
-# section g; alone:
+# --backend uring and epoll, nginx, h2o and the floor (OUTPUT_DIR/
+# http_floor, bench/http_floor.c: epoll, recv, one send of a small file
+# kept in memory or a send and a sendfile of a large one, nothing else) in
+# interleaved rounds (5, BENCH_RT_ROUNDS; the order rotates), medians.
+# Called by bench_rt.sh's section g; alone:
 #
 #   bash bench/bench_http.sh [--quick|--smoke] [OUTPUT_DIR]
 #
@@ -38,7 +40,8 @@
 # ms): http_4k_rps, http_4k_cpu_ns_per_req (the server's),
 # http_4k_client_cpu_ns_per_req (wrk's), http_4k_machine_cpu_ns_per_req
 # (every CPU's busy time: what no server can shift onto its client),
-# http_4k_p99_ms, http_1m_mbps and the 1 MiB file's CPU and p99 figures;
+# http_4k_p99_ms, http_1m_mbps and the 1 MiB file's CPU and p99 figures
+# (the server's and the machine's CPU with the floor's as floor=);
 # the same for --backend epoll with the suffix _epoll, and against h2o with
 # _vs_h2o after those.  A run whose wrk reports socket errors or non-2xx
 # responses counts as n/a.  Exit status: non-zero if a peer fails, or in
@@ -125,10 +128,10 @@ median() { "$AGG" median ${V[$1]:-}; }
 med() { "$AGG" median -f "$1" ${V[$2]:-}; }   # med FORMAT KEY
 
 # ---- the servers -------------------------------------------------------------
-servers="uring epoll nginx h2o"
+servers="uring epoll nginx h2o floor"
 peers="nginx h2o"
-[ $mode = smoke ] && servers="uring nginx h2o"
-[ $have_h2o = 0 ] && servers=${servers% h2o} peers=nginx
+[ $mode = smoke ] && servers="uring nginx h2o floor"
+[ $have_h2o = 0 ] && servers=${servers/ h2o/} peers=nginx
 fail=0
 ours_missing=0
 for s in $servers; do
@@ -150,6 +153,18 @@ for s in $servers; do
             live[$s]=0; fail=1; continue
         fi
         pid[$s]=$H2O_PID
+        continue
+    fi
+    if [ $s = floor ]; then
+        label[$s]="http_floor (the floor)"
+        if [ ! -x "$OUT/http_floor" ]; then
+            say "ours: $OUT/http_floor is not built (bash make.sh): floor=n/a"
+            live[$s]=0; continue
+        fi
+        taskset -c "$SERVER_CPU" "$OUT/http_floor" --port "${port[$s]}" --root "$ROOT" > "$TMPD/floor.log" 2>&1 &
+        pid[$s]=$!; PIDS+=("${pid[$s]}")
+        wait_port "${port[$s]}" "${pid[$s]}" 200 ||
+            { say "ours: http_floor did not start: $(tail -1 "$TMPD/floor.log"): floor=n/a"; live[$s]=0; }
         continue
     fi
     label[$s]="aco_http --backend $s"
@@ -237,7 +252,8 @@ http_run() {   # http_run SERVER FILE SECONDS [warm]
         printf "%.0f %.0f %.0f %.0f %.0f %.1f %.1f %.0f %.0f\n", srv * 1e9 / n, cs * 1e9 / n,
             (z[1] - a[1]) / hz * 1e9 / n, util, 100 * cs / ws,
             100 * (y[3] - x[3]) / hz / ws, r * b / 1e6, 100 * (y[1] - x[1]) / hz / ws,
-            100 - 100 * (y[2] - x[2]) / hz / ws }')
+            full(100 - 100 * (y[2] - x[2]) / hz / ws) }
+        function full(v) { return v < 0 ? 0 : v > 100 ? 100 : v }')
     local cpu ccpu mcpu util cutil steal mbps cbusy cfull
     read -r cpu ccpu mcpu util cutil steal mbps cbusy cfull <<< "$fig"
     addv "$key|rps" "$rps"
@@ -303,6 +319,7 @@ for s in uring epoll; do
                 case $f.$m in
                     4k.mbps|1m.rps) continue ;;
                 esac
+                fl=()
                 case $m in
                     rps) k=rpsb; q=%.0f ;;
                     cpu_ns_per_req) k=cpu; q=%.0f ;;
@@ -311,11 +328,12 @@ for s in uring epoll; do
                     p99_ms) k=p99; q=%.3f ;;
                     mbps) k=mbpsb; q=%.1f ;;
                 esac
+                case $m in cpu_ns_per_req|machine_cpu_ns_per_req) fl=(floor="$(median "floor|$f|$k")") ;; esac
                 "$AGG" headline -f $q "http_${f}_${m}${suffix}" \
-                    ours="$(median "$s|$f|$k")" peer="$(median "$p|$f|$k")"
+                    ours="$(median "$s|$f|$k")" peer="$(median "$p|$f|$k")" "${fl[@]}"
             done
         done
     done
 done
-[ $mode = smoke ] && [ $ours_missing = 1 ] && { say "aco_http is missing or failed: --smoke fails"; fail=1; }
+[ $mode = smoke ] && [ $ours_missing = 1 ] && { say "aco_http or http_floor is missing or failed: --smoke fails"; fail=1; }
 exit $fail

@@ -512,7 +512,8 @@ resp_section() {
                 split(m0, a, " "); split(m1, z, " "); split(k0, x, " "); split(k1, y, " "); ws = w / 1e6
                 printf "%.1f %.1f %.1f %.0f %.1f %.0f %.0f\n", d * 1e9 / hz / n, cs * 1e9 / n,
                     (z[1] - a[1]) * 1e9 / hz / n, 100 * d / hz / ws, 100 * (y[3] - x[3]) / hz / ws,
-                    100 * (y[1] - x[1]) / hz / ws, 100 - 100 * (y[2] - x[2]) / hz / ws }')"
+                    100 * (y[1] - x[1]) / hz / ws, full(100 - 100 * (y[2] - x[2]) / hz / ws) }
+        function full(v) { return v < 0 ? 0 : v > 100 ? 100 : v }')"
             addv "$key|cpu" "$cpu"; addv "$key|ccpu" "$ccpu"; addv "$key|mcpu" "$mcpu"
             addv "$key|util" "$util"; addv "$key|steal" "$steal"; addv "$key|cbusy" "$cbusy"
             # requests/s count where the server's CPU was never idle: the bottleneck
