@@ -587,7 +587,7 @@ resp_section() {
                         rps) f=rpsb; q=%.0f ;;
                         cpu_ns_per_req) f=cpu; q=%.0f; fl=(floor="$(median "floor|$t|$p|cpu")") ;;
                         client_cpu_ns_per_req) f=ccpu; q=%.0f ;;
-                        machine_cpu_ns_per_req) f=mcpu; q=%.0f ;;
+                        machine_cpu_ns_per_req) f=mcpu; q=%.0f; fl=(floor="$(median "floor|$t|$p|mcpu")") ;;
                         p99_ms) f=p99; q=%.3f ;;
                     esac
                     headline -f $q "resp_${t}_P${p}_${m}${suffix}" \

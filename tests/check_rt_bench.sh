@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # check_rt_bench.sh - `bench_rt.sh --smoke`: every section once, tiny: the
 # runtime's benchmark programs and every peer (Go, Boost.Fiber,
-# redis-server, OpenBSD nc, hiredis through the hooks) build and run, and
-# every headline line has figures (no n/a).  Not a measurement: the
-# figures are not looked at.  Exit status: the verdict.
+# redis-server, OpenBSD nc, h2o, nginx, hiredis through the hooks) build
+# and run, every headline line has figures (no n/a), and every headline
+# whose work has a floor prints it.  Not a measurement: the figures are not
+# looked at.  Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT:-output}
@@ -25,6 +26,15 @@ if [ "$n" -lt 40 ] || [ -n "$bad" ]; then
     cat "$log"
     echo "check_rt_bench: $n headline lines (40 or more expected); without figures:"
     echo "$bad"
+    exit 1
+fi
+# every headline whose work has a floor prints it (docs/benchmarks.md, "Floors")
+floored='^headline (chan_pingpong_[a-z_]*|wake_to_run_[a-z_]*|xchan_pingpong_[a-z0-9_]*|resp_[a-z_]*_P(1|16)_cpu_ns_per_req[a-z_]*|resp_[a-z_]*_P(1|16)_machine_cpu_ns_per_req[a-z_]*|http_(4k|1m)_(machine_)?cpu_ns_per_req[a-z0-9_]*) '
+nf=$(grep -cE "$floored" "$log")
+lacking=$(grep -E "$floored" "$log" | grep -vE ' floor=[0-9.]+ vs_floor=([0-9.]+|n/a)$')
+if [ "$nf" -lt 39 ] || [ -n "$lacking" ]; then
+    echo "check_rt_bench: $nf headlines that must print their floor (39 or more expected); without it:"
+    echo "$lacking"
     exit 1
 fi
 grep -E 'PEER FAILED|warning' "$log" | grep -v 'busy\|noisy\|suspect' && { echo "check_rt_bench: see above"; exit 1; }
