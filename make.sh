@@ -660,11 +660,11 @@ cc_rule "$OUTPUT/bench_agg" "bench/bench_agg.c" "$OUTPUT/obj/agg" \
     "$CC $CFLAGS $WARN bench/bench_agg.c -o $OUTPUT/bench_agg"
 # bench-rt's floor under the RESP servers (bench/resp_floor.c): a bare epoll
 # loop making the same recv and send calls, plain C with no library too.
-cc_rule "$OUTPUT/resp_floor" "bench/resp_floor.c" "$OUTPUT/obj/agg" \
+cc_rule "$OUTPUT/resp_floor" "bench/resp_floor.c bench/floor_loop.h" "$OUTPUT/obj/agg" \
     "$CC $CFLAGS $WARN bench/resp_floor.c -o $OUTPUT/resp_floor"
 # bench_http.sh's floor under the HTTP servers (bench/http_floor.c): the
 # same recv, send and sendfile calls for wrk's GETs, plain C as well.
-cc_rule "$OUTPUT/http_floor" "bench/http_floor.c" "$OUTPUT/obj/agg" \
+cc_rule "$OUTPUT/http_floor" "bench/http_floor.c bench/floor_loop.h" "$OUTPUT/obj/agg" \
     "$CC $CFLAGS $WARN bench/http_floor.c -o $OUTPUT/http_floor"
 # What the benchmarks run: bench, the benchmark's two x86-64 builds and the
 # fcontext check; bench-rt, the runtime's libraries and programs (no tests).

@@ -42,21 +42,15 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #define IN_SIZE 16384
 #define SMALL (64 * 1024)       /* files up to this size are answered from memory */
@@ -88,11 +82,8 @@ struct conn {
 static const char not_found[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 static struct file* files;
 static size_t nfiles;
-static volatile sig_atomic_t stop;
-static unsigned long long requests;
-static int ep;
 
-static void on_signal(int sig) { (void)sig; stop = 1; }
+#include "floor_loop.h"     /* the listener, the epoll loop, recv */
 
 /* Every regular file directly in dir, opened and, when small, read: 0, or
  * -1 with the reason said. */
@@ -210,13 +201,6 @@ static int answer(struct conn* c) {
     return 1;
 }
 
-static int wait_for(struct conn* c, unsigned events) {
-    struct epoll_event ev = {.events = events, .data.ptr = c};
-    if (c->events == events) return 0;
-    c->events = events;
-    return epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
 /* Send what is pending, answer what is buffered, until neither is left:
  * 0, or -1 when the connection is to be closed. */
 static int serve(struct conn* c) {
@@ -251,18 +235,19 @@ static int serve(struct conn* c) {
     }
 }
 
-static int readable(struct conn* c) {
-    ssize_t k = recv(c->fd, c->in + c->in_len, IN_SIZE - c->in_len, 0);
-    if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
-    if (k == 0) return -1;                  /* the peer closed */
-    c->in_len += (size_t)k;
-    return serve(c);
+static struct conn* conn_new(int fd) {
+    struct conn* c = malloc(sizeof *c);
+    if (c) {
+        c->fd = fd; c->events = EPOLLIN; c->closing = 0;
+        c->in_len = c->file_left = 0;
+        c->iov_at = c->iov_n = 0;
+    }
+    return c;
 }
 
 int main(int argc, char** argv) {
-    int port = 0, one = 1, lfd, i, n;
     const char* root = NULL;
-    unsigned long long conns = 0;
+    int port = 0, i;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) port = atoi(argv[++i]);
         else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) root = argv[++i];
@@ -273,57 +258,5 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (load(root) < 0) return 1;
-    /* the signals come only inside epoll_pwait, so none is missed */
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigset_t block, run;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);               /* sendfile has no MSG_NOSIGNAL */
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigprocmask(SIG_BLOCK, &block, &run);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    /* TCP_NODELAY as nginx's tcp_nodelay on: accepted sockets inherit it */
-    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        setsockopt(lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 ||
-        bind(lfd, (struct sockaddr*)&a, sizeof a) < 0 || listen(lfd, 4096) < 0 ||
-        (ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-        epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &(struct epoll_event){.events = EPOLLIN}) < 0) {
-        perror("http_floor: listen");
-        return 1;
-    }
-    struct epoll_event evs[256];
-    while (!stop) {
-        if ((n = epoll_pwait(ep, evs, 256, -1, &run)) < 0) {
-            if (errno == EINTR) continue;
-            perror("http_floor: epoll_pwait");
-            return 1;
-        }
-        for (i = 0; i < n; i++) {
-            struct conn* c = evs[i].data.ptr;
-            if (!c) {                       /* the listener: take them all */
-                int fd;
-                while ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-                    struct epoll_event ev = {.events = EPOLLIN};
-                    if (!(c = malloc(sizeof *c))) { close(fd); continue; }
-                    c->fd = fd; c->events = EPOLLIN; c->closing = 0;
-                    c->in_len = c->file_left = 0;
-                    c->iov_at = c->iov_n = 0;
-                    ev.data.ptr = c;
-                    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) { close(fd); free(c); continue; }
-                    conns++;
-                }
-                continue;
-            }
-            if ((c->events == EPOLLIN ? readable(c) : serve(c)) < 0) {
-                close(c->fd);               /* leaves the epoll set too */
-                free(c);
-            }
-        }
-    }
-    fprintf(stderr, "http_floor: %llu requests on %llu connections\n", requests, conns);
-    return 0;
+    return floor_run("http_floor", port);
 }

@@ -30,17 +30,11 @@
  *   (TEST: ping_inline, set or get; as for redis-server and aco_resp)
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #define IN_SIZE 16384
 #define OUT_SIZE (2 * IN_SIZE) /* a full read of PINGs, GETs or SETs: one send */
@@ -53,11 +47,7 @@ struct conn {
     char in[IN_SIZE], out[OUT_SIZE];
 };
 
-static volatile sig_atomic_t stop;
-static unsigned long long requests;
-static int ep;
-
-static void on_signal(int sig) { (void)sig; stop = 1; }
+#include "floor_loop.h"     /* the listener, the epoll loop, recv */
 
 #define LIT(s) s, sizeof(s) - 1
 static int is(const char* p, size_t n, const char* s, size_t sn) {
@@ -145,13 +135,6 @@ static int answer(struct conn* c) {
     return r < 0 ? -1 : 1;
 }
 
-static int wait_for(struct conn* c, unsigned events) {
-    struct epoll_event ev = {.events = events, .data.ptr = c};
-    if (c->events == events) return 0;
-    c->events = events;
-    return epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
 /* Send what is pending, answer what is buffered, until neither is left:
  * 0, or -1 when the connection is to be closed. */
 static int serve(struct conn* c) {
@@ -170,70 +153,20 @@ static int serve(struct conn* c) {
     }
 }
 
-static int readable(struct conn* c) {
-    ssize_t k = recv(c->fd, c->in + c->in_len, IN_SIZE - c->in_len, 0);
-    if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
-    if (k == 0) return -1;                  /* the peer closed */
-    c->in_len += (size_t)k;
-    return serve(c);
+static struct conn* conn_new(int fd) {
+    struct conn* c = malloc(sizeof *c);
+    if (c) {
+        c->fd = fd; c->events = EPOLLIN;
+        c->in_len = c->out_off = c->out_len = 0;
+    }
+    return c;
 }
 
 int main(int argc, char** argv) {
-    int port = 6379, one = 1, lfd, i, n;
-    unsigned long long conns = 0;
-    for (i = 1; i < argc; i++) {
+    int port = 6379;
+    for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) port = atoi(argv[++i]);
         else { fprintf(stderr, "usage: resp_floor [--port P]\n"); return 2; }
     }
-    /* the signals come only inside epoll_pwait, so none is missed */
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigset_t block, run;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigprocmask(SIG_BLOCK, &block, &run);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    /* TCP_NODELAY as redis-server and aco_resp: accepted sockets inherit it */
-    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        setsockopt(lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 ||
-        bind(lfd, (struct sockaddr*)&a, sizeof a) < 0 || listen(lfd, 4096) < 0 ||
-        (ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-        epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &(struct epoll_event){.events = EPOLLIN}) < 0) {
-        perror("resp_floor: listen");
-        return 1;
-    }
-    struct epoll_event evs[256];
-    while (!stop) {
-        if ((n = epoll_pwait(ep, evs, 256, -1, &run)) < 0) {
-            if (errno == EINTR) continue;
-            perror("resp_floor: epoll_pwait");
-            return 1;
-        }
-        for (i = 0; i < n; i++) {
-            struct conn* c = evs[i].data.ptr;
-            if (!c) {                       /* the listener: take them all */
-                int fd;
-                while ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-                    struct epoll_event ev = {.events = EPOLLIN};
-                    if (!(c = malloc(sizeof *c))) { close(fd); continue; }
-                    c->fd = fd; c->events = EPOLLIN;
-                    c->in_len = c->out_off = c->out_len = 0;
-                    ev.data.ptr = c;
-                    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) { close(fd); free(c); continue; }
-                    conns++;
-                }
-                continue;
-            }
-            if ((c->events == EPOLLIN ? readable(c) : serve(c)) < 0) {
-                close(c->fd);               /* leaves the epoll set too */
-                free(c);
-            }
-        }
-    }
-    fprintf(stderr, "resp_floor: %llu requests on %llu connections\n", requests, conns);
-    return 0;
+    return floor_run("resp_floor", port);
 }
