@@ -137,45 +137,32 @@ ours_missing=0
 for s in $servers; do
     port[$s]=$(free_port)
     live[$s]=1
-    if [ $s = nginx ]; then
-        label[$s]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///')"
-        if ! nginx_start "$TMPD/nginx" "$ROOT" "${port[$s]}" "$SERVER_CPU" "$NGINX_EXTRA" > "$TMPD/nginx.start"; then
-            say "PEER FAILED: $(cat "$TMPD/nginx.start")"
-            live[$s]=0; fail=1; continue
-        fi
-        pid[$s]=$NGINX_WORKER
-        continue
-    fi
-    if [ $s = h2o ]; then
-        label[$s]="h2o $(h2o --version 2>/dev/null | sed -n 's/^h2o version //p')"
-        if ! h2o_start "$TMPD/h2o" "$ROOT" "${port[$s]}" "$SERVER_CPU" > "$TMPD/h2o.start"; then
-            say "PEER FAILED: $(cat "$TMPD/h2o.start")"
-            live[$s]=0; fail=1; continue
-        fi
-        pid[$s]=$H2O_PID
-        continue
-    fi
+    case $s in nginx|h2o)            # the peers, from bench/nginx.sh and h2o.sh
+        if [ $s = nginx ]; then
+            label[$s]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///')"
+            nginx_start "$TMPD/nginx" "$ROOT" "${port[$s]}" "$SERVER_CPU" "$NGINX_EXTRA" > "$TMPD/$s.start" &&
+                pid[$s]=$NGINX_WORKER
+        else
+            label[$s]="h2o $(h2o --version 2>/dev/null | sed -n 's/^h2o version //p')"
+            h2o_start "$TMPD/h2o" "$ROOT" "${port[$s]}" "$SERVER_CPU" > "$TMPD/$s.start" &&
+                pid[$s]=$H2O_PID
+        fi || { say "PEER FAILED: $(cat "$TMPD/$s.start")"; live[$s]=0; fail=1; }
+        continue ;;
+    esac
+    tmpl=$OURS_CMD
     if [ $s = floor ]; then
         label[$s]="http_floor (the floor)"
-        if [ ! -x "$OUT/http_floor" ]; then
-            say "ours: $OUT/http_floor is not built (bash make.sh): floor=n/a"
-            live[$s]=0; continue
-        fi
-        taskset -c "$SERVER_CPU" "$OUT/http_floor" --port "${port[$s]}" --root "$ROOT" > "$TMPD/floor.log" 2>&1 &
-        pid[$s]=$!; PIDS+=("${pid[$s]}")
-        wait_port "${port[$s]}" "${pid[$s]}" 200 ||
-            { say "ours: http_floor did not start: $(tail -1 "$TMPD/floor.log"): floor=n/a"; live[$s]=0; }
-        continue
-    fi
-    label[$s]="aco_http --backend $s"
-    if [ "$OURS_CMD" = nginx ]; then     # the harness checked with nginx as ours
+        tmpl="$OUT/http_floor --port {port} --root {root}"
+    elif [ "$OURS_CMD" = nginx ]; then     # the harness checked with nginx as ours
         label[$s]="nginx as ours ($s)"
         m=$NGINX_MASTER
         nginx_start "$TMPD/ours.$s" "$ROOT" "${port[$s]}" "$SERVER_CPU" "$NGINX_EXTRA" > /dev/null
         pid[$s]=$NGINX_WORKER; PIDS+=("$NGINX_MASTER"); NGINX_MASTER=$m
         continue
+    else
+        label[$s]="aco_http --backend $s"
     fi
-    cmd=${OURS_CMD//\{port\}/${port[$s]}}
+    cmd=${tmpl//\{port\}/${port[$s]}}
     cmd=${cmd//\{root\}/$ROOT}
     cmd=${cmd//\{backend\}/$s}
     prog=${cmd%% *}
