@@ -473,6 +473,15 @@ xargs -r -d '\n' -P $((JOBS + 1)) -n 1 bash -c 'run_one "$1" 2>/dev/null' _ < "$
     grep -v '^PASS' > "$LOGS/lane-main" &
 main_lane=$!
 exec 4> "$LOGS/waits.fifo" 5> "$LOGS/main.fifo"
+# feed FILE: FILE's job lines onto stdout (a lane's FIFO), one write each.
+# Batches are fed in the background and overlap: a write to a pipe is
+# atomic only up to PIPE_BUF (4096 bytes), and cat's large writes, cut
+# short by a full FIFO, let another batch's bytes into the middle of a
+# line (seen as jobs named "tutorial_0..no__saved..": exit 127).
+feed() {
+    local line
+    while IFS= read -r line; do printf '%s\n' "$line"; done < "$1"
+}
 # Whole-artifact checks (tests/check_*.sh), one verdict each, into the main
 # lane.
 checks_queued=0
@@ -487,7 +496,7 @@ queue_checks() {
         printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
     done
     tail -n +$((k + 1)) "$jobs_file" | order > "$LOGS/batch-checks.main"
-    cat "$LOGS/batch-checks.main" >&5 4>&- &
+    feed "$LOGS/batch-checks.main" >&5 4>&- &
 }
 
 built=" "
@@ -538,8 +547,8 @@ for t in "${targets[@]}"; do
         # in the background: a lane reads its FIFO only as fast as it runs)
         tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 2' | order > "$LOGS/batch-$b.waits"
         tail -n +$((n + 1)) "$jobs_file" | awk -F'|' '$6 == 0' | order > "$LOGS/batch-$b.main"
-        cat "$LOGS/batch-$b.waits" >&4 5>&- &
-        cat "$LOGS/batch-$b.main" >&5 4>&- &
+        feed "$LOGS/batch-$b.waits" >&4 5>&- &
+        feed "$LOGS/batch-$b.main" >&5 4>&- &
         case "$built" in *" gcc-O2 "*) case "$built" in *" clang-O2 "*)
             [ $checks_queued = 1 ] || queue_checks ;; esac ;; esac
     done
