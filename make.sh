@@ -407,7 +407,7 @@ rt_lib_rules() {
     # DWARF 4: the valgrind variants' programs link these objects too;
     # -I.: aco_rt.h includes aco.h
     local obj="$OUTPUT/obj/rt" c="$CC $CFLAGS $WARN -fPIC -std=gnu11 -gdwarf-4 -I." f
-    rt_libs="-lpthread"
+    rt_libs="-ldl -lpthread"
     [ -n "$RT_URING" ] && { c="$c -DACO_RT_HAVE_URING"; rt_libs="-luring $rt_libs"; }
     mkdir -p "$obj"
     put_if_changed "$obj/flags" "$c / $rt_libs / so: rpath \$ORIGIN"
@@ -425,6 +425,7 @@ rt_lib_rules() {
          "$CC $CFLAGS -shared -Wl,-soname,libaco_hook.so -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN' $obj/hook.o -L$OUTPUT -laco_rt -laco -ldl -lpthread -o $OUTPUT/libaco_hook.so"
     # the build tree's libaco_rt.pc (lib_rules writes its libaco.pc)
     put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "" "$(abs_output)" "$(pwd)/rt")"
+    put_if_changed "$OUTPUT/libaco_hook.pc" "$(hook_pc "" "$(abs_output)")"
     rule "$OUTPUT/libaco_rt.so" "$rt_objs $OUTPUT/libaco.so $obj/libaco_rt.map" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco_rt.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN'$rt_objs -L$OUTPUT -laco $rt_libs -o $OUTPUT/libaco_rt.so && ln -sf libaco_rt.so $OUTPUT/libaco_rt.so.$SOMAJOR"
 }
@@ -533,8 +534,19 @@ rt_pc() {     # rt_pc <prefix or empty> <libdir> <includedir, or empty: libaco's
     printf '%s\n' "Name: libaco_rt" \
         "Description: Coroutine runtime on libaco: scheduler, timers, io_uring/epoll I/O, sync, channels" \
         "Version: $VERSION" "Requires: libaco = $VERSION" 'Libs: -L${libdir} -laco_rt' \
-        "Libs.private: ${RT_URING:+-luring }-lpthread"
+        "Libs.private: ${RT_URING:+-luring }-ldl -lpthread"
     [ -z "$3" ] || printf '%s\n' 'Cflags: -I${includedir}'
+}
+# The hooks are called by nothing the program names, so a linker that
+# drops unneeded libraries (--as-needed, Debian's and Ubuntu's default)
+# would drop them: their -l goes between --no-as-needed and the setting
+# the command line had before.
+hook_pc() {   # hook_pc <prefix or empty> <libdir>
+    pc_head "$1" "$2" ""
+    printf '%s\n' "Name: libaco_hook" \
+        "Description: libaco_rt's syscall hooks: blocking calls in cos park the co" \
+        "Version: $VERSION" "Requires: libaco_rt = $VERSION" \
+        'Libs: -L${libdir} -Wl,--push-state,--no-as-needed -laco_hook -Wl,--pop-state'
 }
 
 write_makefile() {
@@ -627,6 +639,7 @@ do_install() {
     ln -sf "libaco_rt.so.$SOMAJOR" "$lib/libaco_rt.so"
     # its headers are beside libaco's: libaco.pc's -I serves
     rt_pc "$PREFIX" '${prefix}/lib' "" > "$lib/pkgconfig/libaco_rt.pc"
+    hook_pc "$PREFIX" '${prefix}/lib' > "$lib/pkgconfig/libaco_hook.pc"
     echo "installed libaco and its runtime (libaco_rt) $VERSION under $DESTDIR$PREFIX"
 }
 

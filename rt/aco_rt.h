@@ -57,6 +57,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -221,8 +222,20 @@ aco_rt_co_t* aco_rt_self(void);
  * NULL (and 0) outside a co or when it asked for none. */
 void* aco_rt_private(size_t* size);
 
-/* Non-zero if the calling co has been cancelled. */
+/* Non-zero if the calling co has been cancelled (a cancel kept by the
+ * shield below counts). */
 int aco_rt_cancelled(void);
+
+/* Hold cancels off (on non-zero) or let them through again (0), in the
+ * calling co: the previous setting (0 or 1), -ENOMEM (turning it on needs
+ * a small block of the co's, allocated once), -EPERM outside a co.  While
+ * the shield is on, a cancel, whether it came before or comes meanwhile,
+ * neither fails nor ends any call: it is kept, and when the shield goes
+ * off the co is cancelled as usual (its next blocking call fails).  For
+ * what a cancelled co must still do: a goodbye on a connection, a log
+ * flushed, a library's cleanup.  Nested use: restore the setting it
+ * returned.  A co that ends with it on leaves nothing behind. */
+int aco_rt_cancel_shield(int on);
 
 /* Let every other ready co run once, then come back: 0; -ECANCELED if the
  * co was cancelled (by then: it still lets the others run first, so a
@@ -411,6 +424,33 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
  * (POLLIN, POLLOUT, POLLERR, POLLHUP, POLLRDHUP), or -errno. */
 int aco_rt_wait(int fd, int events, int64_t deadline);
 
+/* Wait until one of fds[0..n) is ready, as poll(2) does: the count of
+ * entries whose revents came back non-zero (each entry's revents written,
+ * as poll(2) writes them), or -errno:
+ *   -ETIMEDOUT  the deadline passed with none ready (a deadline already
+ *               passed: one look, where poll(2) with timeout 0 says 0);
+ *   -ECANCELED, -EPERM  as every blocking call;
+ *   -EINVAL     n is over the RLIMIT_NOFILE soft limit (poll(2)'s rule);
+ *   -ENOMEM     no memory for the wait's records (one per descriptor, in
+ *               the heap, while the co waits);
+ *   -EBUSY      a descriptor lends its input on another thread's scheduler
+ *               (aco_rt_recv_lend);
+ *   -ENOSPC     epoll: fs.epoll.max_user_watches reached (and any other
+ *               error epoll_ctl(2) gives for a descriptor).
+ * An entry with fd < 0 is skipped (revents 0); with events 0 it still says
+ * POLLERR, POLLHUP and POLLNVAL.  A number not open says POLLNVAL; one
+ * closed with aco_rt_close while the co waits ends the wait with POLLNVAL
+ * (closed with close(2): as for aco_rt_wait, the backend may not notice).
+ * A regular file is ready for reading and writing at once (poll(2)), and
+ * never for anything else.  n 0 sleeps until the deadline (-ETIMEDOUT).
+ * The wait: the co parks once on all n descriptors (epoll: a waiter on
+ * each descriptor's queue; io_uring: a poll operation each, cancelled as
+ * the wait ends): O(n) to begin and end, nothing while it waits, no
+ * looking again in steps.  fds may lie on the co's share stack: the call
+ * reads it before the co parks and writes it once the co runs again,
+ * never in between. */
+int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline);
+
 /* Close fd: calls of other cos blocked on it return -EBADF first, on
  * every scheduler of the process (cos of other threads' schedulers hear it
  * through their scheduler, soon after), and so do calls that begin to wait
@@ -418,6 +458,17 @@ int aco_rt_wait(int fd, int events, int64_t deadline);
  * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
  * close(2)'s error. */
 int aco_rt_close(int fd);
+
+/* Non-zero if the syscall hooks (libaco_hook, docs/hooks.md) are live in
+ * this program: loaded or linked in, bound to this copy of the runtime,
+ * and the definitions of read, recv, poll and connect that the program's
+ * and its libraries' calls reach.  0 when they are not: the hook library
+ * was never loaded (a linker dropped it: link it as libaco_hook.pc or
+ * CMake's aco::hook do), another library's definitions come first, or it
+ * is bound to another copy of the runtime (this one linked in statically:
+ * the first aco_rt_sched_new then says so on stderr, once).  From any
+ * thread, in a co or not; it looks symbols up (dlsym): once, at start. */
+int aco_rt_hooks_active(void);
 
 /* ======================================================================== */
 /* Lent receives: the runtime's buffers, no copy of the caller's            */

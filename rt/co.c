@@ -87,6 +87,7 @@ static void co_main(void) {
 void rt_co_exit(aco_rt_co_t* co) {
     if (co->x && co->x->keys) rt_hook_keys_exit(co);    /* in the co: they may block */
     co->state = RT_DONE;
+    if (co->x) co->x->shield = co->x->kept = 0;     /* (the record is reused) */
     if (co->x && co->x->group) rt_hook_group_leave(co);
     if (rt_join_end(co) == RT_JOIN_DETACH) co->flags |= RT_DETACHED;
     aco_exit();
@@ -818,7 +819,32 @@ aco_rt_co_t* aco_rt_self(void) { return rt_self(); }
 
 int aco_rt_cancelled(void) {
     aco_rt_co_t* co = rt_self();
-    return co && (co->flags & RT_CANCELLED);
+    return co && ((co->flags & RT_CANCELLED) || (co->x && co->x->kept));
+}
+
+/* A cancel that comes while the shield is on is kept in x->kept, and a
+ * co already cancelled when it turns the shield on moves its cancel there:
+ * RT_CANCELLED, which every call looks at, stays off meanwhile. */
+int aco_rt_cancel_shield(int on) {
+    aco_rt_co_t* co = rt_self();
+    if (co == NULL) return -EPERM;
+    rt_extra_t* x = co->x;
+    int was = x && x->shield;
+    if (on) {
+        if (x == NULL && (x = rt_extra(co, 0)) == NULL) return -ENOMEM;
+        x->shield = 1;
+        if (co->flags & RT_CANCELLED) {
+            co->flags &= (uint8_t)~RT_CANCELLED;
+            x->kept = 1;
+        }
+    } else if (x) {
+        x->shield = 0;
+        if (x->kept) {
+            x->kept = 0;
+            co->flags |= RT_CANCELLED;
+        }
+    }
+    return was;
 }
 
 /* A join's two ends race for the target's mark: the joiner's deadline or
@@ -884,6 +910,10 @@ int aco_rt_detach(aco_rt_co_t* co) {
 
 void rt_cancel_local(aco_rt_co_t* co) {
     if (co->state == RT_DONE || (co->flags & RT_CANCELLED)) return;
+    if (rt_unlikely(co->x && co->x->shield)) {
+        co->x->kept = 1;        /* for when the shield goes off */
+        return;
+    }
     co->flags |= RT_CANCELLED;
     if (co->state == RT_PARKED) rt_abort(co, -ECANCELED);
 }

@@ -2,12 +2,16 @@
  *
  * Loaded by LD_PRELOAD or linked ahead of libc, this file defines read,
  * write, readv, writev, recv, send, recvfrom, sendto, accept, accept4,
- * connect, poll, sleep, usleep, nanosleep and getaddrinfo (and, to stay invisible,
- * socket, close, fcntl, ioctl and setsockopt).  Called in a co of a
- * running aco_rt scheduler, a call that would block parks the co in the
- * runtime (aco_rt_read and the rest) and the thread runs other cos; called
- * anywhere else it is libc's, found with dlsym(RTLD_NEXT).  The runtime
- * itself reaches the kernel past these names (rt_sys.h).
+ * connect, poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
+ * epoll_pwait2, sleep, usleep, nanosleep, clock_nanosleep and getaddrinfo,
+ * the fortified names glibc's headers call instead (__poll_chk,
+ * __ppoll_chk, __read_chk, __recv_chk, __recvfrom_chk), and, to stay
+ * invisible, socket, close, fcntl, ioctl, setsockopt, dup2 and dup3.
+ * Called in a co of a running aco_rt scheduler, a call that would block
+ * parks the co in the runtime (aco_rt_read, aco_rt_poll and the rest) and
+ * the thread runs other cos; called anywhere else it is libc's, found with
+ * dlsym(RTLD_NEXT).  The runtime itself reaches the kernel past these
+ * names (rt_sys.h).
  *
  * Transparency.  The runtime makes a descriptor O_NONBLOCK the first time
  * a co waits on it.  The program does not see that: a table per descriptor
@@ -23,24 +27,38 @@
  *     (and the program did not) blocks as the program expects (poll, then
  *     the call again).
  * SO_RCVTIMEO and SO_SNDTIMEO become the deadlines of the calls in cos,
- * which then fail with EAGAIN as libc's would.  A co that is cancelled
- * (aco_rt_cancel) gets ECANCELED from a call that would block; sleeps and
- * poll say EINTR.
+ * which then fail with EAGAIN as the kernel's would (a retry waits the
+ * whole timeout again).
+ *
+ * Cancel.  A cancelled co (aco_rt_cancel) gets ECANCELED from every call
+ * that would wait, poll and select included: an error no library retries,
+ * where EINTR would make libpq, libcurl or MariaDB's client poll again at
+ * once, for good.  Sleeps have no such error: one that a cancel ends says
+ * EINTR with nothing left to sleep (nanosleep's *rem zeroed, sleep 0);
+ * one begun in a co already cancelled sleeps its whole time under
+ * aco_rt_cancel_shield, so a library's loop of sleeps goes at its own
+ * pace and never spins.
+ *
+ * Waits on many descriptors.  poll, ppoll, select and pselect in a co are
+ * one aco_rt_poll: the co parks once on all of them.  select's sets are
+ * filled as Linux's select fills them.  epoll_wait and its siblings wait
+ * for the epoll descriptor's readiness through the runtime, then call
+ * epoll_wait without waiting.  A signal mask given to ppoll, pselect or
+ * epoll_pwait is not applied in a co (signals are the thread's, shared by
+ * all its cos).
  *
  * dup2 and dup3 are hooked only to forget what was known of the number
  * they overwrite.  Not hooked: dup (the copy starts with a fresh entry),
- * select, epoll and signals.  In a co, a write, writev or send whose reader
- * is gone says EPIPE without SIGPIPE (the runtime's calls never raise it);
- * outside cos they are libc's, SIGPIPE included.  poll on more
- * than one descriptor in a co looks again after sleeps of 50 us growing to
- * 5 ms until one is ready or its timeout passes (one descriptor: the
- * runtime's readiness wait, no polling).
+ * sendmsg, recvmsg, shutdown, files (open, pread, fsync ...) and signals.
+ * In a co, a write, writev or send whose reader is gone says EPIPE without
+ * SIGPIPE (the runtime's calls never raise it); outside cos they are
+ * libc's, SIGPIPE included.
  *
  * Checked mode (aco.h).  The memory every hooked call hands to the kernel
  * (buffers, I/O vectors, addresses and their lengths, poll's array, a
- * socket option's value, nanosleep's times) is checked first, in cos and
+ * socket option's value, the sleeps' times) is checked first, in cos and
  * outside: one in a suspended co's frames is reported as the caller's
- * escape.  fcntl's and ioctl's pointer arguments are not.
+ * escape.  fcntl's and ioctl's pointer arguments are not, nor select's sets.
  *
  * getaddrinfo.  glibc reaches the name server through its own internal
  * calls, which no hook sees: in a co the whole lookup goes to a helper
@@ -48,6 +66,10 @@
  * EAI_SYSTEM with errno ECANCELED (the lookup ends on its thread and its
  * result is freed there); a full helper queue EAI_AGAIN; no memory
  * EAI_MEMORY.
+ *
+ * aco_rt_hooks_active (the runtime's) asks aco_rt_hook_binding_ and
+ * aco_rt_hook_owns_ below whether these hooks call its own copy of the
+ * runtime, and whether the program's calls reach them.
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -65,7 +87,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +114,13 @@ static struct {
     int (*accept4)(int, struct sockaddr*, socklen_t*, int);
     int (*connect)(int, const struct sockaddr*, socklen_t);
     int (*poll)(struct pollfd*, nfds_t, int);
+    int (*ppoll)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*);
+    int (*select)(int, fd_set*, fd_set*, fd_set*, struct timeval*);
+    int (*pselect)(int, fd_set*, fd_set*, fd_set*, const struct timespec*, const sigset_t*);
+    int (*epoll_wait)(int, struct epoll_event*, int, int);
+    int (*epoll_pwait)(int, struct epoll_event*, int, int, const sigset_t*);
+    int (*epoll_pwait2)(int, struct epoll_event*, int, const struct timespec*, const sigset_t*);
+    int (*clock_nanosleep)(clockid_t, int, const struct timespec*, struct timespec*);
     unsigned (*sleep)(unsigned);
     int (*usleep)(useconds_t);
     int (*nanosleep)(const struct timespec*, struct timespec*);
@@ -128,6 +160,13 @@ static void libc_init(void) {
     *(void**)&libc.accept4 = next("accept4");
     *(void**)&libc.connect = next("connect");
     *(void**)&libc.poll = next("poll");
+    *(void**)&libc.ppoll = next("ppoll");
+    *(void**)&libc.select = next("select");
+    *(void**)&libc.pselect = next("pselect");
+    *(void**)&libc.epoll_wait = next("epoll_wait");
+    *(void**)&libc.epoll_pwait = next("epoll_pwait");
+    *(void**)&libc.epoll_pwait2 = next("epoll_pwait2");
+    *(void**)&libc.clock_nanosleep = next("clock_nanosleep");
     *(void**)&libc.sleep = next("sleep");
     *(void**)&libc.usleep = next("usleep");
     *(void**)&libc.nanosleep = next("nanosleep");
@@ -287,7 +326,7 @@ HK_INLINE void hk_addr_out(const struct sockaddr* a, const socklen_t* l) {
 /* Reads and writes                                                         */
 /* ------------------------------------------------------------------------ */
 
-EXPORT ssize_t read(int fd, void* buf, size_t n) {
+HK_INLINE ssize_t hk_read(int fd, void* buf, size_t n) {
     if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co()) {
         hk_fd_t* e = co_entry(fd);
@@ -297,6 +336,8 @@ EXPORT ssize_t read(int fd, void* buf, size_t n) {
     while ((r = LIBC(read)(fd, buf, n)) < 0 && errno == EAGAIN && block_outside(fd, POLLIN, rcv_of(fd))) {}
     return r;
 }
+
+EXPORT ssize_t read(int fd, void* buf, size_t n) { return hk_read(fd, buf, n); }
 
 EXPORT ssize_t write(int fd, const void* buf, size_t n) {
     if (HK_CHECKED()) hk_mem(buf, n, 0);
@@ -331,7 +372,7 @@ EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
     return r;
 }
 
-EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
+HK_INLINE ssize_t hk_recv(int fd, void* buf, size_t n, int flags) {
     if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co() && !(flags & MSG_DONTWAIT)) {
         hk_fd_t* e = co_entry(fd);
@@ -342,6 +383,8 @@ EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
            block_outside(fd, POLLIN, rcv_of(fd))) {}
     return r;
 }
+
+EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) { return hk_recv(fd, buf, n, flags); }
 
 EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
     if (HK_CHECKED()) hk_mem(buf, n, 0);
@@ -357,8 +400,9 @@ EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
 
 /* With an address: the call itself, non-blocking, and the runtime's
  * readiness wait between tries. */
-EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, socklen_t* l) {
-    if (a == NULL) return recv(fd, buf, n, flags);
+HK_INLINE ssize_t hk_recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a,
+                              socklen_t* l) {
+    if (a == NULL) return hk_recv(fd, buf, n, flags);
     if (HK_CHECKED()) {
         hk_mem(buf, n, 1);
         hk_addr_out(a, l);
@@ -376,6 +420,10 @@ EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr*
     while ((r = LIBC(recvfrom)(fd, buf, n, flags, a, l)) < 0 && errno == EAGAIN &&
            !(flags & MSG_DONTWAIT) && block_outside(fd, POLLIN, rcv_of(fd))) {}
     return r;
+}
+
+EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* a, socklen_t* l) {
+    return hk_recvfrom(fd, buf, n, flags, a, l);
 }
 
 EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct sockaddr* a,
@@ -537,70 +585,308 @@ EXPORT int ioctl(int fd, unsigned long req, ...) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* poll and sleeps                                                          */
+/* Waits on many descriptors                                                */
 /* ------------------------------------------------------------------------ */
 
-EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) {
+/* The deadline of a timespec timeout (NULL: none), or -2: EINVAL. */
+static int64_t ts_deadline(const struct timespec* t) {
+    if (t == NULL) return -1;
+    if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000) return -2;
+    if (t->tv_sec == 0 && t->tv_nsec == 0) return 0;
+    if (t->tv_sec > INT64_MAX / 1000000000 - 1) return INT64_MAX;
+    return aco_rt_in_ns((int64_t)t->tv_sec * 1000000000 + t->tv_nsec);
+}
+
+static int64_t ms_deadline(int ms) {
+    return ms < 0 ? -1 : ms == 0 ? 0 : aco_rt_in_ms(ms);
+}
+
+/* aco_rt_poll's result as poll(2) says it (a timeout is 0; a cancelled co
+ * gets ECANCELED, which no library retries, where EINTR would be). */
+static int poll_ret(int r) {
+    if (r >= 0) return r;
+    if (r == -ETIMEDOUT) return 0;
+    errno = -r;
+    return -1;
+}
+
+HK_INLINE int hk_poll(struct pollfd* fds, nfds_t n, int timeout) {
     if (HK_CHECKED()) hk_mem(fds, n * sizeof(*fds), 1);
     if (!in_co()) return LIBC(poll)(fds, n, timeout);
-    int r = rt_sys_poll0(fds, n);
-    if (r != 0 || timeout == 0) return r;
-    int64_t dl = timeout < 0 ? -1 : aco_rt_now() + (int64_t)timeout * 1000000;
-    if (n == 0) {
-        if (aco_rt_sleep_until(dl) < 0) { errno = EINTR; return -1; }
-        return 0;
+    return poll_ret(aco_rt_poll(fds, n, ms_deadline(timeout)));
+}
+
+EXPORT int poll(struct pollfd* fds, nfds_t n, int timeout) { return hk_poll(fds, n, timeout); }
+
+/* ppoll's signal mask is the thread's, shared by every co of it: in a co
+ * it is not applied (the wait is the runtime's, not a system call). */
+HK_INLINE int hk_ppoll(struct pollfd* fds, nfds_t n, const struct timespec* t, const sigset_t* m) {
+    if (HK_CHECKED()) {
+        hk_mem(fds, n * sizeof(*fds), 1);
+        if (t) hk_mem(t, sizeof(*t), 0);
     }
-    if (n == 1 && fds[0].fd >= 0) {
-        int w = aco_rt_wait(fds[0].fd, fds[0].events, dl);
+    if (!in_co()) return LIBC(ppoll)(fds, n, t, m);
+    int64_t dl = ts_deadline(t);
+    if (dl == -2) { errno = EINVAL; return -1; }
+    return poll_ret(aco_rt_poll(fds, n, dl));
+}
+
+EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* t, const sigset_t* m) {
+    return hk_ppoll(fds, n, t, m);
+}
+
+/* select and pselect in a co: poll's array of the sets' descriptors (on the
+ * co's stack when small: aco_rt_poll never writes it while the co waits),
+ * and the sets as Linux's select fills them: readable on POLLIN, POLLHUP or
+ * POLLERR, writable on POLLOUT or POLLERR, an exception on POLLPRI.  An
+ * entry that fired with none of those for what it was asked (POLLHUP on a
+ * descriptor only in the write set) leaves the wait, which goes on. */
+#define SEL_IN (POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR)
+#define SEL_OUT (POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR)
+#define SEL_EX POLLPRI
+
+static int fdset_has(const fd_set* s, int fd) {
+    return s && (((const unsigned long*)(const void*)s)[fd / (8 * sizeof(long))] >>
+                 (fd % (8 * sizeof(long)))) & 1;
+}
+static void fdset_put(fd_set* s, int fd) {
+    ((unsigned long*)(void*)s)[fd / (8 * sizeof(long))] |= 1UL << (fd % (8 * sizeof(long)));
+}
+static void fdset_zero(fd_set* s, int nfds) {
+    if (s) memset(s, 0, ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long));
+}
+
+static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
+    if (nfds < 0) { errno = EINVAL; return -1; }
+    enum { SMALL = 32 };
+    struct pollfd small[SMALL], *p = small;
+    int n = 0;
+    for (int fd = 0; fd < nfds; fd++)
+        n += fdset_has(rd, fd) || fdset_has(wr, fd) || fdset_has(ex, fd);
+    if (n > SMALL && (p = malloc((size_t)n * sizeof(*p))) == NULL) { errno = ENOMEM; return -1; }
+    n = 0;
+    for (int fd = 0; fd < nfds; fd++) {
+        short ev = (short)((fdset_has(rd, fd) ? POLLIN : 0) | (fdset_has(wr, fd) ? POLLOUT : 0) |
+                           (fdset_has(ex, fd) ? POLLPRI : 0));
+        if (ev) p[n++] = (struct pollfd){fd, ev, 0};
+    }
+    int r;
+    for (;;) {
+        r = aco_rt_poll(p, (nfds_t)n, dl);
+        if (r <= 0) break;
+        int bad = 0, got = 0;
+        for (int i = 0; i < n; i++) {
+            short re = p[i].revents, ev = p[i].events;
+            if (re & POLLNVAL) bad = 1;
+            else if (re && !(((ev & POLLIN) && (re & SEL_IN)) || ((ev & POLLOUT) && (re & SEL_OUT)) ||
+                             ((ev & POLLPRI) && (re & SEL_EX))))
+                p[i].fd = -1;           /* nothing select says: not again */
+            else if (re)
+                got = 1;
+        }
+        if (bad) { r = -EBADF; break; }
+        if (got) break;
+    }
+    if (r >= 0 || r == -ETIMEDOUT) {
+        int cnt = 0;
+        fdset_zero(rd, nfds);
+        fdset_zero(wr, nfds);
+        fdset_zero(ex, nfds);
+        for (int i = 0; r > 0 && i < n; i++) {
+            short re = p[i].revents, ev = p[i].events;
+            if (p[i].fd < 0 || re == 0) continue;
+            if ((ev & POLLIN) && (re & SEL_IN)) { fdset_put(rd, p[i].fd); cnt++; }
+            if ((ev & POLLOUT) && (re & SEL_OUT)) { fdset_put(wr, p[i].fd); cnt++; }
+            if ((ev & POLLPRI) && (re & SEL_EX)) { fdset_put(ex, p[i].fd); cnt++; }
+        }
+        r = cnt;
+    }
+    if (p != small) free(p);
+    return poll_ret(r);
+}
+
+EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, struct timeval* tv) {
+    if (!in_co()) return LIBC(select)(nfds, rd, wr, ex, tv);
+    int64_t dl = -1;
+    if (tv) {
+        if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000) { errno = EINVAL; return -1; }
+        struct timespec t = {tv->tv_sec, tv->tv_usec * 1000};
+        dl = ts_deadline(&t);
+    }
+    int r = co_select(nfds, rd, wr, ex, dl);
+    if (tv && dl > 0) {                 /* Linux leaves the time not slept */
+        int64_t left = dl - aco_rt_now();
+        if (left < 0 || r == 0) left = 0;
+        tv->tv_sec = (time_t)(left / 1000000000);
+        tv->tv_usec = (suseconds_t)(left % 1000000000 / 1000);
+    }
+    return r;
+}
+
+EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const struct timespec* t,
+                   const sigset_t* m) {
+    if (!in_co()) return LIBC(pselect)(nfds, rd, wr, ex, t, m);
+    int64_t dl = ts_deadline(t);
+    if (dl == -2) { errno = EINVAL; return -1; }
+    return co_select(nfds, rd, wr, ex, dl);
+}
+
+/* epoll_wait in a co: the epoll descriptor's readiness through the
+ * runtime, then the call itself without waiting. */
+static int co_epoll_wait(int epfd, struct epoll_event* ev, int max, int64_t dl) {
+    for (;;) {
+        int r = LIBC(epoll_wait)(epfd, ev, max, 0);
+        if (r != 0 || dl == 0) return r;
+        int w = aco_rt_wait(epfd, POLLIN, dl);
         if (w == -ETIMEDOUT) return 0;
-        if (w == -EBADF) { fds[0].revents = POLLNVAL; return 1; }
-        if (w < 0) { errno = w == -ECANCELED ? EINTR : -w; return -1; }
-        fds[0].revents = (short)(w & (fds[0].events | POLLERR | POLLHUP));
-        return fds[0].revents ? 1 : 0;
-    }
-    for (int64_t nap = 50000;; nap = nap < 5000000 ? nap * 2 : nap) {
-        int64_t now = aco_rt_now();
-        if (dl >= 0 && now >= dl) return 0;
-        int64_t until = dl >= 0 && now + nap > dl ? dl : now + nap;
-        if (aco_rt_sleep_until(until) < 0) { errno = EINTR; return -1; }
-        if ((r = rt_sys_poll0(fds, n)) != 0) return r;
+        if (w < 0) { errno = -w; return -1; }
     }
 }
 
+EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
+    if (HK_CHECKED() && max > 0) hk_mem(ev, (size_t)max * sizeof(*ev), 1);
+    if (!in_co()) return LIBC(epoll_wait)(epfd, ev, max, timeout);
+    return co_epoll_wait(epfd, ev, max, ms_deadline(timeout));
+}
+
+EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout, const sigset_t* m) {
+    if (HK_CHECKED() && max > 0) hk_mem(ev, (size_t)max * sizeof(*ev), 1);
+    if (!in_co()) return LIBC(epoll_pwait)(epfd, ev, max, timeout, m);
+    return co_epoll_wait(epfd, ev, max, ms_deadline(timeout));
+}
+
+EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max, const struct timespec* t,
+                        const sigset_t* m) {
+    if (HK_CHECKED() && max > 0) hk_mem(ev, (size_t)max * sizeof(*ev), 1);
+    if (!in_co()) return LIBC(epoll_pwait2)(epfd, ev, max, t, m);
+    int64_t dl = ts_deadline(t);
+    if (dl == -2) { errno = EINVAL; return -1; }
+    return co_epoll_wait(epfd, ev, max, dl);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sleeps                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A sleep in a co until dl: 0 when the time passed, 1 when a cancel ended
+ * it.  A sleep has no error a library takes for fatal, and one that came
+ * back at once in a cancelled co would turn the library's loop of sleeps
+ * into a spin: so a sleep begun in a co already cancelled sleeps its whole
+ * time, under aco_rt_cancel_shield (the other cos run meanwhile), and only
+ * a cancel that comes while a sleep runs ends it early. */
+static int co_sleep_until(int64_t dl) {
+    if (aco_rt_cancelled()) {
+        int was = aco_rt_cancel_shield(1);
+        if (was >= 0) {
+            aco_rt_sleep_until(dl);
+            aco_rt_cancel_shield(was);
+            return 0;
+        }
+        return 1;                       /* no memory for the shield */
+    }
+    return aco_rt_sleep_until(dl) < 0;
+}
+
+/* A sleep a cancel ended says EINTR (as a signal would) with nothing left
+ * to sleep: a loop that sleeps the rest again ends at once. */
 EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
     if (HK_CHECKED()) {
         hk_mem(req, sizeof(*req), 0);
         if (rem) hk_mem(rem, sizeof(*rem), 1);
     }
     if (!in_co()) return LIBC(nanosleep)(req, rem);
-    if (req == NULL || req->tv_nsec < 0 || req->tv_nsec >= 1000000000 || req->tv_sec < 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    int64_t dl = aco_rt_now() + (int64_t)req->tv_sec * 1000000000 + req->tv_nsec;
-    if (aco_rt_sleep_until(dl) == 0) return 0;
-    if (rem) {                              /* cancelled: EINTR, as a signal */
-        int64_t left = dl - aco_rt_now();
-        if (left < 0) left = 0;
-        rem->tv_sec = (time_t)(left / 1000000000);
-        rem->tv_nsec = (long)(left % 1000000000);
-    }
+    int64_t dl = ts_deadline(req);
+    if (req == NULL || dl == -2) { errno = EINVAL; return -1; }
+    if (co_sleep_until(dl) == 0) return 0;
+    if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
     errno = EINTR;
     return -1;
 }
 
+EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec* req,
+                           struct timespec* rem) {
+    if (HK_CHECKED()) {
+        hk_mem(req, sizeof(*req), 0);
+        if (rem && !(flags & TIMER_ABSTIME)) hk_mem(rem, sizeof(*rem), 1);
+    }
+    if (!in_co() || (clk != CLOCK_MONOTONIC && clk != CLOCK_REALTIME && clk != CLOCK_BOOTTIME))
+        return LIBC(clock_nanosleep)(clk, flags, req, rem);
+    if (req == NULL || req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000)
+        return EINVAL;
+    int64_t dl;
+    if (flags & TIMER_ABSTIME) {        /* the time left on clk, from now */
+        struct timespec now;
+        clock_gettime(clk, &now);
+        int64_t left = ((int64_t)req->tv_sec - now.tv_sec) * 1000000000 + (req->tv_nsec - now.tv_nsec);
+        dl = left <= 0 ? 0 : aco_rt_in_ns(left);
+    } else {
+        dl = ts_deadline(req);
+    }
+    if (co_sleep_until(dl) == 0) return 0;
+    if (rem && !(flags & TIMER_ABSTIME)) rem->tv_sec = 0, rem->tv_nsec = 0;
+    return EINTR;
+}
+
 EXPORT int usleep(useconds_t us) {
     if (!in_co()) return LIBC(usleep)(us);
-    if (aco_rt_sleep((int64_t)us * 1000) < 0) { errno = EINTR; return -1; }
+    if (co_sleep_until(aco_rt_in_ns((int64_t)us * 1000))) { errno = EINTR; return -1; }
     return 0;
 }
 
+/* (Ended by a cancel: 0, nothing left to sleep.) */
 EXPORT unsigned sleep(unsigned s) {
     if (!in_co()) return LIBC(sleep)(s);
-    int64_t dl = aco_rt_now() + (int64_t)s * 1000000000;
-    if (aco_rt_sleep_until(dl) == 0) return 0;
-    int64_t left = dl - aco_rt_now();
-    return left > 0 ? (unsigned)((left + 999999999) / 1000000000) : 0;
+    co_sleep_until(aco_rt_in_ns((int64_t)s * 1000000000));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fortified names (_FORTIFY_SOURCE): the size check, then the call         */
+/* ------------------------------------------------------------------------ */
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
+    if (fdslen / sizeof(*fds) < n) __chk_fail();
+    return hk_poll(fds, n, timeout);
+}
+
+EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* t, const sigset_t* m,
+                       size_t fdslen) {
+    if (fdslen / sizeof(*fds) < n) __chk_fail();
+    return hk_ppoll(fds, n, t, m);
+}
+
+EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+    if (n > buflen) __chk_fail();
+    return hk_read(fd, buf, n);
+}
+
+EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+    if (n > buflen) __chk_fail();
+    return hk_recv(fd, buf, n, flags);
+}
+
+EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags,
+                              struct sockaddr* a, socklen_t* l) {
+    if (n > buflen) __chk_fail();
+    return hk_recvfrom(fd, buf, n, flags, a, l);
+}
+
+/* ------------------------------------------------------------------------ */
+/* What the runtime asks (aco_rt_hooks_active)                              */
+/* ------------------------------------------------------------------------ */
+
+/* The runtime these hooks call: a copy of the runtime that finds another
+ * answer here is not theirs. */
+EXPORT const void* aco_rt_hook_binding_(void) { return (const void*)(uintptr_t)aco_rt_self; }
+
+/* Is fn defined here (in this library, or the program hook.c is linked
+ * into)? */
+EXPORT int aco_rt_hook_owns_(const void* fn) {
+    Dl_info a, b;
+    if (fn == NULL || !dladdr(fn, &a) || !dladdr((const void*)(uintptr_t)libc_init, &b)) return 0;
+    return a.dli_fbase == b.dli_fbase;
 }
 
 /* ------------------------------------------------------------------------ */

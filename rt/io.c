@@ -43,6 +43,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -373,6 +374,43 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
     int r = rt_may_block(co, deadline);
     if (r) return r;
     return co->s->backend.ops->wait_fd(co, fd, events, deadline);
+}
+
+/* aco_rt_poll's look: poll(2) without waiting, a lending descriptor's
+ * input as its lend holds it (as aco_rt_wait).  The count of entries with
+ * revents, or -errno. */
+static int poll_look(aco_rt_co_t* co, struct pollfd* p, nfds_t n) {
+    int r;
+    do r = rt_sys_poll0(p, n); while (r < 0 && errno == EINTR);
+    if (r < 0) return -errno;
+    if (rt_likely(!__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED))) return r;
+    r = 0;
+    for (nfds_t i = 0; i < n; i++) {
+        if (p[i].fd >= 0 && (p[i].events & POLLIN) && !(p[i].revents & POLLNVAL)) {
+            rt_fd_t* e = rt_fd_peek(&co->s->fds, p[i].fd);
+            int lend = e && e->rx ? rt_lend_state(e) : -1;
+            if (lend < 0 && rt_lend_elsewhere(e, p[i].fd)) return -EBUSY;
+            if (lend == 1) p[i].revents |= POLLIN;
+            else if (lend == 0) p[i].revents &= ~POLLIN;
+        }
+        r += p[i].revents != 0;
+    }
+    return r;
+}
+
+int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline) {
+    CO_OR_EPERM(co);
+    struct rlimit rl;
+    if (n > 1024 && (getrlimit(RLIMIT_NOFILE, &rl) < 0 || n > rl.rlim_cur)) return -EINVAL;
+    if (aco_unlikely(aco_checked()) && n) aco_checked_access(fds, n * sizeof(*fds), 1);
+    for (;;) {
+        int r = n ? poll_look(co, fds, n) : 0;
+        if (r != 0) return r;
+        if ((r = rt_may_block(co, deadline)) != 0) return r;
+        if (n == 0) return (r = aco_rt_sleep_until(deadline)) < 0 ? r : -ETIMEDOUT;
+        /* (p is read before the co parks: it may lie on its share stack) */
+        if ((r = co->s->backend.ops->wait_many(co, fds, (unsigned)n, deadline)) < 0) return r;
+    }
 }
 
 /* ------------------------------------------------------------------------ */

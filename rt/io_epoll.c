@@ -137,7 +137,7 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     rt_fd_t* f = rt_fd_get(&s->fds, fd);
     if (f == NULL) return fd < 0 ? -EBADF : -ENOMEM;
     struct epoll_event ev = {0};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
     ev.data.fd = fd;
     /* Counted before the add: an aco_rt_close on another thread either
      * sees us waiting, or closes after it looked and looks again. */
@@ -163,6 +163,97 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
                    deadline);
 }
 
+/* aco_rt_poll: a waiter per descriptor on its queue, all for the one co,
+ * in a heap block (wait_obj).  The first that fires wakes the co (the
+ * others find it ready: rt_wake does nothing more); the co then takes
+ * them all off and looks again. */
+typedef struct {
+    rt_waiter_t w;              /* w.q: on fd's queue (NULL: off it) */
+    int         fd;
+} ep_pent_t;
+typedef struct {
+    unsigned    n;
+    ep_pent_t   e[];
+} ep_pblk_t;
+
+static void pblk_off(aco_rt_sched_t* s, ep_pblk_t* b) {
+    for (unsigned i = 0; i < b->n; i++) {
+        if (b->e[i].w.q == NULL) continue;
+        rt_fd_busy_add(rt_container_of(b->e[i].w.q, rt_fd_t, q), -1);
+        rt_wq_remove(&b->e[i].w);
+        s->st.io_inflight--;
+    }
+}
+
+static void ep_pabort(aco_rt_co_t* co, int err) {
+    pblk_off(co->s, (ep_pblk_t*)co->wait_obj);
+    rt_wake(co, err);
+}
+
+static void ep_pforget(aco_rt_co_t* co) {
+    ep_pblk_t* b = (ep_pblk_t*)co->wait_obj;
+    pblk_off(co->s, b);
+    free(b);
+}
+
+RT_WAIT_KINDS(ep_poll, {RT_W_POLLN, {"poll", ep_pabort, ep_pforget}})
+
+/* Register fd (as ep_wait_fd): 0; 1 if epoll refuses it (a regular file:
+ * ready for reading and writing at every look, so a wait here is for
+ * nothing else, which never comes); 2 if the number was closed meanwhile
+ * (look again: POLLNVAL); or -errno. */
+static int ep_add(aco_rt_sched_t* s, ep_t* e, rt_fd_t* f, int fd) {
+    struct epoll_event ev = {0};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+    ev.data.fd = fd;
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
+        if (f->registered) {
+            wake_all(s, f, -EBADF);
+            __atomic_store_n(&f->gen, f->gen + 1, __ATOMIC_RELAXED);
+            f->rd_empty = f->rd_hup = 0;
+        }
+        f->registered = 1;
+        return 0;
+    }
+    return errno == EEXIST ? 0 : errno == EPERM ? 1 : errno == EBADF ? 2 : -errno;
+}
+
+static int ep_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int64_t deadline) {
+    aco_rt_sched_t* s = co->s;
+    ep_t* e = (ep_t*)s->backend.data;
+    ep_pblk_t* b = malloc(sizeof(*b) + n * sizeof(b->e[0]));
+    if (b == NULL) return -ENOMEM;
+    b->n = 0;
+    int r = 0;
+    for (unsigned i = 0; i < n && r == 0; i++) {
+        if (p[i].fd < 0) continue;
+        rt_fd_t* f = rt_fd_get(&s->fds, p[i].fd);
+        if (f == NULL) { r = -ENOMEM; break; }
+        rt_fd_busy_inc_fenced(f);
+        if ((r = ep_add(s, e, f, p[i].fd)) != 0) {
+            rt_fd_busy_add(f, -1);
+            if (r == 1) r = 0;                  /* nothing to wait for on it */
+            continue;
+        }
+        ep_pent_t* pe = &b->e[b->n++];
+        pe->fd = p[i].fd;
+        pe->w.co = co;
+        pe->w.events = p[i].events;
+        rt_wq_push(&f->q, &pe->w);
+        s->st.io_inflight++;
+    }
+    if (r == 0) {
+        r = rt_park(co, RT_W_POLLN, b, deadline);
+        if (r != -ETIMEDOUT && r != -ECANCELED) r = 0;  /* one fired, or was
+                                                           closed: look again */
+    } else if (r == 2) {
+        r = 0;
+    }
+    pblk_off(s, b);
+    free(b);
+    return r;
+}
+
 static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {
     ep_t* e = (ep_t*)s->backend.data;
     rt_fd_t* f = rt_fd_peek(&s->fds, fd);
@@ -181,11 +272,11 @@ static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {
 static int ep_stale(aco_rt_sched_t* s, int fd) {
     ep_t* e = (ep_t*)s->backend.data;
     struct epoll_event ev = {0};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
     ev.data.fd = fd;
     return epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 && (errno == EBADF || errno == ENOENT);
 }
 
 const rt_backend_t rt_backend_epoll = {
-    "epoll", ep_init, ep_fini, ep_poll, ep_wait_fd, ep_closing, ep_stale,
+    "epoll", ep_init, ep_fini, ep_poll, ep_wait_fd, ep_wait_many, ep_closing, ep_stale,
 };

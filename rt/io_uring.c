@@ -35,10 +35,37 @@
 #ifdef ACO_RT_HAVE_URING
 #include <liburing.h>
 
+typedef struct rt_ur_pblk rt_ur_pblk_t;
+
 typedef struct {
     struct io_uring ring;
     uint64_t        evbuf;      /* the eventfd's count, read by the kernel */
+    rt_ur_pblk_t*   orphans;    /* aco_rt_poll blocks whose co is gone, with
+                                   operations still in the kernel */
 } ur_t;
+
+/* aco_rt_poll: a POLL_ADD per descriptor, all of one heap block (the
+ * co's wait_obj), each with its entry's address, tagged PENT_TAG, as
+ * user_data.  The first completion wakes the co; the co cancels the
+ * others and goes (the block is an orphan until the last of them
+ * completes: a poll writes no memory of ours, so nobody waits for that). */
+#define PENT_TAG 2
+typedef struct {
+    rt_ur_pblk_t* b;
+    int           fd;
+    uint32_t      gen;          /* fd's table generation */
+    uint8_t       live;         /* its POLL_ADD is in the kernel */
+    uint8_t       cancelled;    /* and a cancel of it was asked */
+    uint8_t       lent;         /* counted in its entry's pollers (lend.c) */
+} ur_pent_t;
+struct rt_ur_pblk {
+    aco_rt_co_t*  co;           /* NULL once the co went */
+    rt_ur_pblk_t* next;         /* the orphans' list */
+    rt_ur_pblk_t* prev;
+    unsigned      n;
+    unsigned      live;         /* entries live */
+    ur_pent_t     e[];
+};
 
 /* user_data of the read on the scheduler's eventfd (other threads'
  * messages): a read, re-armed when it completes.  Its buffer is in the
@@ -103,6 +130,11 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
 
 static void ur_fini(aco_rt_sched_t* s) {
     ur_t* u = (ur_t*)s->backend.data;
+    while (u->orphans) {
+        rt_ur_pblk_t* b = u->orphans;
+        u->orphans = b->next;
+        free(b);
+    }
     pthread_mutex_lock(&rings_lock);
     io_uring_queue_exit(&u->ring);
     pthread_mutex_unlock(&rings_lock);
@@ -122,6 +154,51 @@ static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
 struct io_uring* rt_ur_ring(aco_rt_sched_t* s) { return &((ur_t*)s->backend.data)->ring; }
 struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s) { return get_sqe(s); }
 
+/* Cancel each entry of b still in the kernel (its completion comes
+ * later, -ECANCELED or its readiness: either ends it). */
+static void pblk_cancel(aco_rt_sched_t* s, rt_ur_pblk_t* b) {
+    for (unsigned i = 0; i < b->n; i++) {
+        ur_pent_t* pe = &b->e[i];
+        if (!pe->live || pe->cancelled) continue;
+        pe->cancelled = 1;
+        struct io_uring_sqe* sqe = get_sqe(s);
+        io_uring_prep_cancel(sqe, (void*)((uintptr_t)pe | PENT_TAG), 0);
+        io_uring_sqe_set_data(sqe, NULL);
+    }
+}
+
+static void orphan_unlink(ur_t* u, rt_ur_pblk_t* b) {
+    if (b->prev) b->prev->next = b->next; else u->orphans = b->next;
+    if (b->next) b->next->prev = b->prev;
+}
+
+/* The co is done with b: freed now, or by its last completion. */
+static void pblk_leave(aco_rt_sched_t* s, rt_ur_pblk_t* b) {
+    ur_t* u = (ur_t*)s->backend.data;
+    if (b->live == 0) { free(b); return; }
+    pblk_cancel(s, b);
+    b->co = NULL;
+    b->prev = NULL;
+    b->next = u->orphans;
+    if (b->next) b->next->prev = b;
+    u->orphans = b;
+}
+
+static void pent_done(aco_rt_sched_t* s, ur_pent_t* pe) {
+    rt_ur_pblk_t* b = pe->b;
+    pe->live = 0;
+    b->live--;
+    s->st.io_inflight--;
+    rt_fd_t* f = rt_fd_peek(&s->fds, pe->fd);
+    if (f && f->gen == pe->gen && f->busy) rt_fd_busy_add(f, -1);
+    if (b->co) {
+        rt_wake(b->co, 1);      /* (parked in it still, or woken already) */
+    } else if (b->live == 0) {
+        orphan_unlink((ur_t*)s->backend.data, b);
+        free(b);
+    }
+}
+
 static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     void* data = io_uring_cqe_get_data(cqe);
     if (data == NULL) return;                   /* a cancel's own completion */
@@ -131,6 +208,10 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     }
     if (data == EV_DATA) {                      /* a message came: read again */
         if (cqe->res != -ECANCELED) arm_evfd(s, (ur_t*)s->backend.data);
+        return;
+    }
+    if ((uintptr_t)data & PENT_TAG) {           /* an aco_rt_poll's */
+        pent_done(s, (ur_pent_t*)((uintptr_t)data & ~(uintptr_t)PENT_TAG));
         return;
     }
     aco_rt_co_t* co = (aco_rt_co_t*)data;
@@ -253,6 +334,71 @@ static int ur_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
     return (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, events, deadline);
 }
 
+static void ur_pabort(aco_rt_co_t* co, int err) {
+    pblk_cancel(co->s, (rt_ur_pblk_t*)co->wait_obj);
+    rt_wake(co, err);
+}
+
+/* aco_rt_sched_free: the ring goes next, with what is in it. */
+static void ur_pforget(aco_rt_co_t* co) {
+    rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
+    for (unsigned i = 0; i < b->n; i++) if (b->e[i].live) co->s->st.io_inflight--;
+    free(b);
+}
+
+RT_WAIT_KINDS(ur_poll, {RT_W_UR_POLLN, {"poll", ur_pabort, ur_pforget}})
+
+static int ur_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int64_t deadline) {
+    aco_rt_sched_t* s = co->s;
+    rt_ur_pblk_t* b = malloc(sizeof(*b) + n * sizeof(b->e[0]));
+    if (b == NULL) return -ENOMEM;
+    b->co = co;
+    b->n = b->live = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (p[i].fd < 0) continue;
+        rt_fd_t* f = rt_fd_get(&s->fds, p[i].fd);
+        ur_pent_t* pe = &b->e[b->n++];
+        pe->b = b;
+        pe->fd = p[i].fd;
+        pe->gen = f ? f->gen : 0;
+        pe->live = 1;
+        pe->cancelled = 0;
+        pe->lent = 0;
+        unsigned ev = (unsigned)(uint16_t)p[i].events;
+        /* A lending descriptor's input is its multishot's (lend.c wakes
+         * us when that brings some: rt_ur_poll_lent). */
+        if (f && f->rx && (ev & POLLIN)) {
+            ev &= ~(unsigned)POLLIN;
+            f->pollers++;
+            pe->lent = 1;
+        }
+        if (f) rt_fd_busy_inc_fenced(f);    /* before the kernel takes the file */
+        struct io_uring_sqe* sqe = get_sqe(s);
+        io_uring_prep_poll_add(sqe, p[i].fd, ev);
+        io_uring_sqe_set_data(sqe, (void*)((uintptr_t)pe | PENT_TAG));
+        b->live++;
+        s->st.io_inflight++;
+    }
+    int r = rt_park(co, RT_W_UR_POLLN, b, deadline);
+    for (unsigned i = 0; i < b->n; i++) {
+        rt_fd_t* f = b->e[i].lent ? rt_fd_peek(&s->fds, b->e[i].fd) : NULL;
+        if (f && f->pollers) f->pollers--;
+    }
+    pblk_leave(s, b);
+    return r == -ETIMEDOUT || r == -ECANCELED ? r : 0;
+}
+
+int rt_ur_poll_lent(aco_rt_co_t* co, int fd) {
+    if (co->state != RT_PARKED || co->wait != RT_W_UR_POLLN) return 0;
+    rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
+    for (unsigned i = 0; i < b->n; i++)
+        if (b->e[i].fd == fd) {
+            rt_wake(co, 1);
+            return 1;
+        }
+    return 0;
+}
+
 static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     ur_t* u = (ur_t*)s->backend.data;
     rt_fd_t* f = rt_fd_peek(&s->fds, fd);
@@ -270,6 +416,18 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
      * itself): cancel each of ours on it by its co. */
     for (uint32_t i = 0; i < s->recs.ncos; i++) {
         aco_rt_co_t* co = s->recs.cos[i];
+        if (co->state == RT_PARKED && co->wait == RT_W_UR_POLLN) {
+            rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
+            for (unsigned j = 0; j < b->n; j++) {
+                ur_pent_t* pe = &b->e[j];
+                if (pe->fd != fd || pe->gen != f->gen || !pe->live || pe->cancelled) continue;
+                pe->cancelled = 1;
+                struct io_uring_sqe* sqe = get_sqe(s);
+                io_uring_prep_cancel(sqe, (void*)((uintptr_t)pe | PENT_TAG), 0);
+                io_uring_sqe_set_data(sqe, NULL);
+            }
+            continue;
+        }
         if ((co->flags & RT_IO_OP) && co->w.io.fd == fd && co->w.io.gen == f->gen && !co->io_abort) {
             co->io_abort = -EBADF;
             struct io_uring_sqe* sqe = get_sqe(s);
@@ -288,7 +446,7 @@ static int ur_stale(aco_rt_sched_t* s, int fd) {
 }
 
 const rt_backend_t rt_backend_uring = {
-    "uring", ur_init, ur_fini, ur_poll, ur_wait_fd, ur_closing, ur_stale,
+    "uring", ur_init, ur_fini, ur_poll, ur_wait_fd, ur_wait_many, ur_closing, ur_stale,
 };
 
 #else /* !ACO_RT_HAVE_URING: built without liburing */
@@ -296,6 +454,7 @@ const rt_backend_t rt_backend_uring = {
 const rt_backend_t rt_backend_uring = {0};
 
 void rt_ur_abort(aco_rt_co_t* co, int err) { (void)co; (void)err; }
+int rt_ur_poll_lent(aco_rt_co_t* co, int fd) { (void)co; (void)fd; return 0; }
 
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
                     int64_t deadline) {

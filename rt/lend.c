@@ -318,6 +318,8 @@ static void rx_wake_pollers(aco_rt_sched_t* s, struct rt_rx* rx) {
         if (co->state == RT_PARKED && co->wait == RT_W_UR_OP + RT_OP_POLL &&
             (co->flags & RT_IO_OP) && co->w.io.fd == rx->fd && co->w.io.gen == rx->gen)
             rt_ur_abort(co, POLLIN);
+        else
+            rt_ur_poll_lent(co, rx->fd);        /* aco_rt_poll: it looks again */
     }
 }
 

@@ -226,6 +226,9 @@ typedef struct rt_extra {
     const char*   name;
     size_t        stack_req;    /* remote spawn: the stack asked for */
     struct aco_rt_group* group; /* the group it belongs to, or NULL */
+    uint8_t       shield;       /* aco_rt_cancel_shield is on */
+    uint8_t       kept;         /* a cancel came while it was: taken up
+                                   when it goes off (co.c) */
     aco_rt_co_t*  gnext;        /* the group's list (under its lock) */
     aco_rt_co_t*  gprev;
 } rt_extra_t;
@@ -319,6 +322,7 @@ static inline void rt_priv_set_size(aco_rt_co_t* co, size_t n) {
 /* Backends                                                                 */
 /* ------------------------------------------------------------------------ */
 
+struct pollfd;
 typedef struct rt_backend {
     const char* name;
     int  (*init)(aco_rt_sched_t* s, const aco_rt_opts_t* o);
@@ -328,6 +332,12 @@ typedef struct rt_backend {
     int  (*poll)(aco_rt_sched_t* s, int64_t timeout);
     /* Wait for fd's readiness (poll events): revents or -errno. */
     int  (*wait_fd)(aco_rt_co_t* co, int fd, int events, int64_t deadline);
+    /* Wait until one of p[0..n) may be ready (aco_rt_poll: n >= 1, none
+     * of them found ready just now; fd < 0 is skipped; p may lie on the
+     * co's share stack: read before the co parks, never after).  0: look
+     * again; or -errno (-ETIMEDOUT, -ECANCELED, -ENOMEM, or the backend's
+     * error registering a descriptor). */
+    int  (*wait_many)(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int64_t deadline);
     /* fd is being closed: wake its waiters with -EBADF, forget it.  gone:
      * it may be closed already (by another thread), and its number taken
      * by another file. */
@@ -549,6 +559,8 @@ enum {
     RT_W_FD_IN, RT_W_FD_OUT, RT_W_OFFLOAD, RT_W_LEND,
     RT_W_UR_OP,     /* + RT_OP_*: an io_uring operation */
     RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
+    RT_W_POLLN,                             /* aco_rt_poll: epoll, */
+    RT_W_UR_POLLN,                          /* io_uring */
     RT_W_N
 };
 #define RT_W_MAX 64

@@ -67,6 +67,9 @@ ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n,
 int     rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr,
                         socklen_t* addrlen, int flags, int64_t deadline);
 void    rt_ur_abort(aco_rt_co_t* co, int err);
+/* co waits in aco_rt_poll with fd among its descriptors: wake it (its
+ * lend brought input), 1; else 0. */
+int     rt_ur_poll_lent(aco_rt_co_t* co, int fd);
 
 #pragma GCC visibility pop
 

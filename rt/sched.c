@@ -10,8 +10,57 @@
 #include "rt_impl.h"
 #include "rt_io.h"
 
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+
+/* The syscall hooks (rt/hook.c), if the program has them: linked in (the
+ * weak references), or loaded as libaco_hook.so (found by name). */
+extern const void* aco_rt_hook_binding_(void) __attribute__((weak));
+extern int aco_rt_hook_owns_(const void* fn) __attribute__((weak));
+
+/* 1: the program's calls reach the hooks, bound to this copy of the
+ * runtime; 0: no hooks, or another definition comes first; -1: hooks
+ * bound to another copy of the runtime (this one linked in statically,
+ * libaco_hook.so with libaco_rt.so beside it). */
+static int hooks_state(void) {
+    const void* (*binding)(void) = aco_rt_hook_binding_;
+    int (*owns)(const void*) = aco_rt_hook_owns_;
+    if (binding == NULL || owns == NULL) {
+        *(void**)&binding = dlsym(RTLD_DEFAULT, "aco_rt_hook_binding_");
+        *(void**)&owns = dlsym(RTLD_DEFAULT, "aco_rt_hook_owns_");
+        if (binding == NULL || owns == NULL) return 0;
+    }
+    if (binding() != (const void*)(uintptr_t)aco_rt_self) return -1;
+    /* Linked into the same object as this runtime (hook.c's object and the
+     * static runtime in one program): that object's calls are bound to
+     * the hooks, and the libraries' too where it exports the names (it
+     * does what a library it links imports). */
+    Dl_info a, b;
+    if (dladdr((const void*)(uintptr_t)binding, &a) && dladdr((const void*)(uintptr_t)aco_rt_self, &b) &&
+        a.dli_fbase == b.dli_fbase)
+        return 1;
+    static const char* const names[] = {"read", "recv", "poll", "connect"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const void* f = dlsym(RTLD_DEFAULT, names[i]);
+        if (f == NULL || !owns(f)) return 0;
+    }
+    return 1;
+}
+
+int aco_rt_hooks_active(void) { return hooks_state() > 0; }
+
+/* Once, at the first scheduler: hooks that cannot see it say so. */
+static void hooks_check(void) {
+    static int done;
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_RELAXED)) return;
+    if (hooks_state() < 0)
+        fputs("aco_rt: libaco_hook is loaded, but bound to another copy of the runtime than "
+              "this program's (linked in statically?): its hooks never see these cos, and "
+              "blocking calls block the thread; link the program with the shared libaco_rt "
+              "(-laco_rt), or link rt/hook.c's object in\n", stderr);
+}
 
 /* libaco aborts when a share stack cannot be mapped; the runtime says
  * ENOMEM instead: can the address space take sz bytes (and the stack's
@@ -50,6 +99,7 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     if (rt_tls_sched) { errno = EBUSY; return NULL; }
     const rt_backend_t* be = pick_backend(o.backend);
     if (be == NULL) return NULL;
+    hooks_check();
     if (o.share_stacks == 0) o.share_stacks = 4;
     if (o.stack_size == 0) o.stack_size = 256 * 1024;
     if (o.uring_entries == 0) o.uring_entries = 512;

@@ -17,7 +17,10 @@
 #           it is stopped (SIGTERM);
 #       <!-- check_docs: abort -->    it must end by SIGABRT (a program
 #           that shows a failure);
-#       <!-- check_docs: build-only -->   built, not run.
+#       <!-- check_docs: build-only -->   built, not run;
+#       <!-- check_docs: hooks -->   a program of the syscall hooks: linked
+#           as docs/hooks.md says (pkg-config's libaco_hook, the shared
+#           runtime) under -Wl,--as-needed, then run as any other.
 # (b) Packages.  The ```sh block after README.md's
 #     `<!-- check_docs: packages -->` line names, on its `apt-get install`
 #     lines, exactly the packages .ci/run installs (its apt_install calls),
@@ -34,7 +37,7 @@ OUT=${OUTPUT:-output}
 for t in gcc clang python3; do
     command -v $t > /dev/null || { echo "check_docs: $t not found: install $t"; exit 1; }
 done
-for f in libaco.a libaco_rt.a; do
+for f in libaco.a libaco_rt.a libaco_hook.so libaco_hook.pc; do
     [ -f "$OUT/$f" ] || { echo "check_docs: $OUT/$f not built (bash make.sh)"; exit 1; }
 done
 tmp=$(mktemp -d); trap cleanup_tmp EXIT
@@ -80,7 +83,7 @@ with open(os.path.join(tmp, "manifest"), "w") as man:
                     fail("%s:%d: marked '%s' but has no main(" % (path, line, mark))
                 continue
             mode = mark or "run"
-            if mode not in ("run", "server", "abort", "build-only"):
+            if mode not in ("run", "server", "abort", "build-only", "hooks"):
                 fail("%s:%d: unknown mark '%s'" % (path, line, mode))
                 continue
             rt = re.search(r'#include\s+"aco_rt(_pthread)?\.h"', text) is not None
@@ -213,7 +216,11 @@ nprog=0
 while IFS='|' read -r name place kind mode; do
     nprog=$((nprog + 1))
     for cc in gcc clang; do
-        if [ "$kind" = rt ]; then
+        if [ "$mode" = hooks ]; then
+            # shellcheck disable=SC2207
+            libs=(-Wl,--as-needed $(PKG_CONFIG_PATH="$OUT" pkg-config --libs libaco_hook)
+                  -Wl,-rpath,"$(cd "$OUT" && pwd)")
+        elif [ "$kind" = rt ]; then
             libs=("$OUT/libaco_rt.a" "$OUT/libaco.a" $uring -lpthread)
         else
             libs=("$OUT/libaco.a")

@@ -5,7 +5,11 @@
  * O_NONBLOCK still means EAGAIN; SO_RCVTIMEO, poll and the sleeps time
  * out, never early; accept/connect through the hooks; a cancelled co's
  * blocking call fails; getaddrinfo in a co parks it (the lookup runs on a
- * helper thread).  The blocking calls here are plain libc names.
+ * helper thread); poll, ppoll, select, pselect and epoll_wait park once on
+ * all their descriptors; a cancelled co's waits fail with ECANCELED at
+ * once, a sleep it begins sleeps its time (no spin), a sleep a cancel ends
+ * says EINTR with nothing left; the fortified names (__read_chk ...) keep
+ * their size check.  The blocking calls here are plain libc names.
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
@@ -16,7 +20,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -249,6 +255,265 @@ static void body(aco_rt_sched_t* s, void* arg) {
     CHECK_EQ(cancelled_errno, ECANCELED);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Waits on many descriptors, cancel, sleeps, fortified names               */
+/* ------------------------------------------------------------------------ */
+
+/* glibc's fortified entry points (what _FORTIFY_SOURCE makes a program
+ * call where it knows the buffer's size). */
+extern int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen);
+extern ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen);
+extern ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags);
+
+static int mp[2], mq[2];            /* two pipes */
+static int64_t mwrote;
+
+static void late_write_co(void* arg) {
+    aco_rt_sleep((int64_t)(intptr_t)arg * MS);
+    mwrote = now();
+    CHECK_EQ(write(mq[1], "w", 1), 1);
+}
+
+/* poll on two descriptors parks once, on both: no looking again in steps
+ * (the co is resumed once in a 60 ms wait), and it wakes when the second
+ * becomes ready. */
+static void many_co(void* arg) {
+    (void)arg;
+    CHECK_EQ(pipe(mp), 0);
+    CHECK_EQ(pipe(mq), 0);
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)60));
+    struct pollfd two[2] = {{mp[0], POLLIN, 0}, {mq[0], POLLIN, 0}};
+    aco_rt_stats_t a, b;
+    aco_rt_yield();                     /* the writer is asleep */
+    aco_rt_stats(NULL, &a);
+    CHECK_EQ(poll(two, 2, 5000), 1);
+    aco_rt_stats(NULL, &b);
+    CHECK_EQ(two[0].revents, 0);
+    CHECK_EQ(two[1].revents, POLLIN);
+    CHECK_GE(now(), mwrote);
+    CHECK_LE(b.switches - a.switches, 3);   /* the writer, then us: once */
+    char c;
+    CHECK_EQ(read(mq[0], &c, 1), 1);
+    /* the fortified poll and read */
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    CHECK_EQ(__poll_chk(two, 2, 5000, sizeof(two)), 1);
+    CHECK_EQ(__read_chk(mq[0], &c, 1, 1), 1);
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    CHECK_EQ(__read_chk(mq[0], &c, 1, sizeof(c)), 1);      /* parks, then reads */
+    /* ppoll, with a timeout and none ready */
+    struct timespec ts = {0, 15 * MS};
+    int64_t t0 = now();
+    CHECK_EQ(ppoll(two, 2, &ts, NULL), 0);
+    CHECK_GE(now() - t0, 15 * MS);
+    ts.tv_nsec = -1;
+    errno = 0;
+    CHECK_EQ(ppoll(two, 2, &ts, NULL), -1);
+    CHECK_EQ(errno, EINVAL);
+    /* a closed number: POLLNVAL */
+    int dead = dup(mp[0]);
+    close(dead);
+    struct pollfd pd[2] = {{mp[0], POLLIN, 0}, {dead, POLLIN, 0}};
+    CHECK_EQ(poll(pd, 2, 1000), 1);
+    CHECK_EQ(pd[1].revents, POLLNVAL);
+}
+
+/* select and pselect: the sets as Linux's select fills them. */
+static void select_co(void* arg) {
+    (void)arg;
+    fd_set r, w;
+    FD_ZERO(&r);
+    FD_ZERO(&w);
+    FD_SET(mp[0], &r);
+    FD_SET(mq[0], &r);
+    struct timeval tv = {0, 20000};
+    int64_t t0 = now();
+    CHECK_EQ(select(FD_SETSIZE > mq[0] ? mq[0] + 1 : 0, &r, NULL, NULL, &tv), 0);
+    CHECK_GE(now() - t0, 20 * MS);
+    CHECK(!FD_ISSET(mp[0], &r) && !FD_ISSET(mq[0], &r));   /* cleared */
+    CHECK_EQ(tv.tv_sec, 0);
+    CHECK_EQ(tv.tv_usec, 0);
+    FD_SET(mp[0], &r);
+    FD_SET(mq[0], &r);
+    FD_SET(mp[1], &w);                  /* a pipe's write end: writable */
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    int nfds = (mq[1] > mq[0] ? mq[1] : mq[0]) + 1;
+    CHECK_EQ(select(nfds, &r, &w, NULL, NULL), 1);          /* w at once */
+    CHECK(FD_ISSET(mp[1], &w) && !FD_ISSET(mp[0], &r) && !FD_ISSET(mq[0], &r));
+    FD_ZERO(&r);
+    FD_SET(mp[0], &r);
+    FD_SET(mq[0], &r);
+    tv = (struct timeval){5, 0};
+    CHECK_EQ(select(nfds, &r, NULL, NULL, &tv), 1);         /* the late write */
+    CHECK(FD_ISSET(mq[0], &r) && !FD_ISSET(mp[0], &r));
+    CHECK(tv.tv_sec < 5 || tv.tv_usec < 1000000);            /* the time left */
+    char c;
+    CHECK_EQ(read(mq[0], &c, 1), 1);
+    FD_ZERO(&r);
+    FD_SET(mp[0], &r);
+    FD_SET(mq[0], &r);
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    struct timespec ts = {5, 0};
+    CHECK_EQ(pselect(nfds, &r, NULL, NULL, &ts, NULL), 1);
+    CHECK(FD_ISSET(mq[0], &r));
+    CHECK_EQ(ts.tv_sec, 5);                                  /* pselect's stays */
+    CHECK_EQ(read(mq[0], &c, 1), 1);
+    /* a number not open: EBADF */
+    int dead = dup(mp[0]);
+    close(dead);
+    FD_ZERO(&r);
+    FD_SET(dead, &r);
+    errno = 0;
+    CHECK_EQ(select(dead + 1, &r, NULL, NULL, NULL), -1);
+    CHECK_EQ(errno, EBADF);
+}
+
+/* epoll_wait in a co: parks on the epoll descriptor. */
+static void epoll_co(void* arg) {
+    (void)arg;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    CHECK_GE(ep, 0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = mq[0]}, out[4];
+    CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, mq[0], &ev), 0);
+    int64_t t0 = now();
+    CHECK_EQ(epoll_wait(ep, out, 4, 15), 0);
+    CHECK_GE(now() - t0, 15 * MS);
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    aco_rt_stats_t a, b;
+    aco_rt_stats(NULL, &a);
+    CHECK_EQ(epoll_wait(ep, out, 4, -1), 1);
+    aco_rt_stats(NULL, &b);
+    CHECK_EQ(out[0].data.fd, mq[0]);
+    CHECK_LE(b.switches - a.switches, 3);
+    char c;
+    CHECK_EQ(read(mq[0], &c, 1), 1);
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    struct timespec ts = {5, 0};
+    CHECK_EQ(epoll_pwait2(ep, out, 4, &ts, NULL), 1);
+    CHECK_EQ(read(mq[0], &c, 1), 1);
+    errno = 0;
+    CHECK_EQ(epoll_wait(ep, out, 0, 10), -1);               /* the kernel's EINVAL */
+    CHECK_EQ(errno, EINVAL);
+    close(ep);
+}
+
+/* A cancelled co: every hooked wait fails at once with ECANCELED (which
+ * libraries do not retry); a sleep begun then sleeps its whole time (a
+ * library's loop of sleeps cannot spin), while one that a cancel ends
+ * says EINTR with nothing left. */
+static int64_t ticks, tick_late;
+static volatile int ticking;
+
+static void ticker_co(void* arg) {
+    (void)arg;
+    while (ticking) {
+        int64_t due = now() + MS;
+        aco_rt_sleep_until(due);
+        if (now() - due > tick_late) tick_late = now() - due;
+        ticks++;
+    }
+}
+
+static void sleep_victim(void* arg) {
+    (void)arg;
+    struct timespec ts = {10, 0}, rem = {1, 1};
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(nanosleep(&ts, &rem), -1);                     /* the cancel ends it */
+    CHECK_EQ(errno, EINTR);
+    CHECK_EQ(rem.tv_sec, 0);
+    CHECK_EQ(rem.tv_nsec, 0);
+    CHECK_LT(now() - t0, 5 * 1000 * MS);
+    CHECK(aco_rt_cancelled());
+    /* now cancelled: waits fail at once */
+    struct pollfd two[2] = {{mp[0], POLLIN, 0}, {mq[0], POLLIN, 0}};
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(poll(two, 2, 1000), -1);
+    CHECK_EQ(errno, ECANCELED);
+    errno = 0;
+    CHECK_EQ(poll(two, 1, 1000), -1);
+    CHECK_EQ(errno, ECANCELED);
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(mp[0], &r);
+    errno = 0;
+    CHECK_EQ(select(mp[0] + 1, &r, NULL, NULL, NULL), -1);
+    CHECK_EQ(errno, ECANCELED);
+    char c;
+    errno = 0;
+    CHECK_EQ(read(mp[0], &c, 1), -1);
+    CHECK_EQ(errno, ECANCELED);
+    CHECK_LT(now() - t0, 100 * MS);
+    /* sleeps begun cancelled: their whole time, the other cos running */
+    int64_t ticks0 = ticks, cpu0 = 0;
+    struct timespec c0;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    cpu0 = (int64_t)c0.tv_sec * 1000000000 + c0.tv_nsec;
+    t0 = now();
+    for (int i = 0; i < 10; i++) CHECK_EQ(usleep(2000), 0);
+    ts = (struct timespec){0, 5 * MS};
+    CHECK_EQ(nanosleep(&ts, NULL), 0);
+    CHECK_EQ(clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL), 0);
+    CHECK_EQ(sleep(0), 0u);
+    int64_t wall = now() - t0;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    int64_t cpu = (int64_t)c0.tv_sec * 1000000000 + c0.tv_nsec - cpu0;
+    CHECK_GE(wall, 30 * MS);
+    CHECK_GT(ticks - ticks0, 5);                            /* the ticker ran */
+    if (!SLOW) CHECK_LT(cpu, wall / 2);                     /* no spin */
+    CHECK(aco_rt_cancelled());                              /* still cancelled */
+    errno = 0;
+    CHECK_EQ(read(mp[0], &c, 1), -1);
+    CHECK_EQ(errno, ECANCELED);
+    ticking = 0;
+}
+
+static aco_rt_co_t* sleep_victim_co;
+
+static void sleep_canceller(void* arg) {
+    (void)arg;
+    aco_rt_sleep(10 * MS);
+    CHECK_EQ(aco_rt_cancel(sleep_victim_co), 0);
+}
+
+/* SO_RCVTIMEO: EAGAIN after it, as the kernel's; each try again waits
+ * the whole timeout again (no spin). */
+static void rcvtimeo_co(void* arg) {
+    (void)arg;
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct timeval tv = {0, 10000};
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    char b[4];
+    int64_t t0 = now();
+    for (int i = 0; i < 3; i++) {
+        errno = 0;
+        CHECK_EQ(recv(sv[0], b, sizeof(b), 0), -1);
+        CHECK_EQ(errno, EAGAIN);
+        CHECK_GE(now() - t0, (i + 1) * 10 * MS);
+    }
+    close(sv[0]);
+    close(sv[1]);
+}
+
+static void many_body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_hooks_active(), 1);     /* hook.c's object is linked in */
+    test_go(s, many_co, NULL);
+    test_go(s, select_co, NULL);
+    test_go(s, epoll_co, NULL);
+    test_go(s, rcvtimeo_co, NULL);
+    ticking = 1;
+    ticks = tick_late = 0;
+    aco_rt_detach(aco_rt_spawn(s, ticker_co, NULL));     /* until the victim ends */
+    sleep_victim_co = aco_rt_spawn(s, sleep_victim, NULL);
+    aco_rt_detach(sleep_victim_co);
+    aco_rt_detach(aco_rt_spawn(s, sleep_canceller, NULL));
+    test_run(s);
+    CHECK_LT(tick_late, SLOW ? 200 * MS : 20 * MS);
+    for (int i = 0; i < 2; i++) { close(mp[i]); close(mq[i]); }
+}
+
 /* Outside cos, on a descriptor the runtime made non-blocking: a read still
  * blocks until a thread writes. */
 static int late_fd;
@@ -349,10 +614,29 @@ static void gai_body(aco_rt_sched_t* s, void* arg) {
     freeaddrinfo(res);
 }
 
+/* The fortified read's size check holds through the hook: a read longer
+ * than its buffer aborts (glibc's __chk_fail), in a child. */
+static void chk_fails(void) {
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        int p[2], null = open("/dev/null", O_WRONLY);
+        char b[4];
+        if (null >= 0) dup2(null, 2);   /* (glibc's "buffer overflow detected") */
+        if (pipe(p) == 0) __read_chk(p[0], b, 8, sizeof(b));
+        _exit(0);
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+}
+
 int main(void) {
     outside();
+    chk_fails();
     test_on_backends(NULL, gai_body, NULL);
     test_on_backends(NULL, body, NULL);
+    test_on_backends(NULL, many_body, NULL);
     blocking_after_co();
     outside();
     printf("test_hook: all passed\n");
