@@ -491,6 +491,28 @@ rt_rules() {
     elif [ $action != bench ]; then
         echo "make.sh: leaving out output/hook_hiredis (the hooks with hiredis): install libhiredis-dev" >&2
     fi
+    # The real-library tests' instrument (rt/tests/hook_count.c), and the
+    # client libraries through the hooks (tests/check_hook_*.sh): each
+    # program twice, hook_L with the shared runtime (the hooks preloaded)
+    # and hook_L_linked linked as docs/hooks.md says, libaco_hook.pc's
+    # flags, under --as-needed (Debian's gcc default, said explicitly).
+    cc_rule "$OUTPUT/libhook_count.so" "rt/tests/hook_count.c" "$obj" \
+        "$CC $CFLAGS $WARN -std=gnu11 -fPIC -shared rt/tests/hook_count.c -ldl -o $OUTPUT/libhook_count.so"
+    local hook_libs
+    hook_libs=$(PKG_CONFIG_PATH="$OUTPUT" pkg-config --libs libaco_hook 2>/dev/null) || hook_libs=""
+    hook_lib_prog() {   # hook_lib_prog <name> <pkg-config module> <Debian package>
+        local cf lf
+        if cf=$(pkg-config --cflags "$2" 2>/dev/null) && lf=$(pkg-config --libs "$2" 2>/dev/null) &&
+           [ -n "$hook_libs" ]; then
+            cc_rule "$OUTPUT/hook_$1" "rt/tests/hook_$1.c rt/tests/hook_lib.h $OUTPUT/libaco_rt.so" "$obj" \
+                "$c -Irt $cf rt/tests/hook_$1.c -L$OUTPUT -laco_rt -laco $lf -ldl -lpthread -Wl,-rpath,'\$\$ORIGIN' -o $OUTPUT/hook_$1"
+            cc_rule "$OUTPUT/hook_$1_linked" "rt/tests/hook_$1.c rt/tests/hook_lib.h $OUTPUT/libaco_hook.so" "$obj" \
+                "$c -Irt $cf rt/tests/hook_$1.c -Wl,--as-needed $hook_libs $lf -ldl -lpthread -Wl,-rpath,'\$\$ORIGIN' -o $OUTPUT/hook_$1_linked"
+        elif [ $action != bench ]; then
+            echo "make.sh: leaving out output/hook_$1 (the hooks with $2): install $3" >&2
+        fi
+    }
+    hook_lib_prog curl libcurl libcurl4-openssl-dev
     # The single-thread build (ACO_RT_NO_THREADS: no atomics, no locks, no
     # pools): libaco_rt_st.a, the benchmarks and four tests linked with it.
     local sto="$OUTPUT/obj/rt_st" stc="$c -DACO_RT_NO_THREADS" st_objs=""

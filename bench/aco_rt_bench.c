@@ -42,21 +42,33 @@
  *   aco_rt_bench pool_spawn1 [N]    pool_spawn1_ns: the same with a pool of
  *                                   one thread (what two threads are
  *                                   compared with)
+ *   aco_rt_bench poll1 [N]          poll1_rtrip_ns: two cos, a byte each way
+ *                                   over a socketpair; the sender waits for
+ *                                   the answer with aco_rt_wait on its end
+ *                                   (the receiver reads, which waits too)
+ *   aco_rt_bench poll2|poll16 [N]   poll2_rtrip_ns, poll16_rtrip_ns: the
+ *                                   same, the sender waiting with
+ *                                   aco_rt_poll on its end and 1 or 15 idle
+ *                                   sockets (what a wait on several
+ *                                   descriptors adds to one: libcurl's
+ *                                   waits are on two)
  *
  * Each timed figure is the median of 7 segments of N operations after a
- * warm-up segment.  The scheduler's backend is $ACO_RT_BACKEND's (none of
- * these do I/O).  Pin it (taskset) for stable figures.
+ * warm-up segment.  The scheduler's backend is $ACO_RT_BACKEND's (only
+ * the poll ones do I/O).  Pin it (taskset) for stable figures.
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define SEGMENTS 7
 
@@ -369,11 +381,47 @@ static void measure_co(void* arg) {
     _exit(0);   /* the sleepers would sleep for an hour */
 }
 
+/* ---- poll: a round trip over a socketpair, the sender's wait on 1, 2
+ * or 16 descriptors ---- */
+static int poll_nfds, poll_sv[2], poll_idle[15][2];
+static void poll_peer_co(void* arg) {
+    (void)arg;
+    char c;
+    while (aco_rt_read(poll_sv[1], &c, 1, -1) == 1 && aco_rt_write(poll_sv[1], &c, 1, -1) == 1) {}
+}
+static void poll_body(long n) {
+    struct pollfd p[16];
+    char c = 0;
+    for (long i = 0; i < n; i++) {
+        if (aco_rt_write(poll_sv[0], &c, 1, -1) != 1) abort();
+        if (poll_nfds == 1) {
+            if (aco_rt_wait(poll_sv[0], POLLIN, -1) < 0) abort();
+        } else {
+            p[0] = (struct pollfd){poll_sv[0], POLLIN, 0};
+            for (int k = 1; k < poll_nfds; k++) p[k] = (struct pollfd){poll_idle[k - 1][0], POLLIN, 0};
+            if (aco_rt_poll(p, (nfds_t)poll_nfds, -1) != 1) abort();
+        }
+        if (aco_rt_read(poll_sv[0], &c, 1, -1) != 1) abort();
+    }
+}
+static void poll_timed_co(void* arg) {
+    timed_co(arg);
+    aco_rt_close(poll_sv[0]);           /* the peer reads its end and goes */
+}
+static int poll_setup(int nfds) {
+    poll_nfds = nfds;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, poll_sv) < 0) return -1;
+    for (int k = 0; k < nfds - 1; k++)
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, poll_idle[k]) < 0) return -1;
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
 usage:
         fprintf(stderr, "usage: aco_rt_bench pingpong|switches|spawn_join|wake|timer|mutex|"
-                        "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline|locked [N]\n");
+                        "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline|locked|"
+                        "poll1|poll2|poll16 [N]\n");
         return 2;
     }
     const char* what = argv[1];
@@ -441,6 +489,15 @@ usage:
         body_name = "mutex_handoff_ns";
         aco_rt_detach(aco_rt_spawn(s, handoff_co, NULL));
         aco_rt_detach(aco_rt_spawn(s, handoff_peer_co, NULL));
+    } else if (strcmp(what, "poll1") == 0 || strcmp(what, "poll2") == 0 ||
+               strcmp(what, "poll16") == 0) {
+        if (!n_ops) n_ops = 100000;
+        if (poll_setup(atoi(what + 4)) < 0) { perror("socketpair"); return 1; }
+        aco_rt_detach(aco_rt_spawn(s, poll_peer_co, NULL));
+        body = poll_body;
+        body_name = what[4] == '1' && what[5] == 0 ? "poll1_rtrip_ns"
+                  : what[4] == '2' ? "poll2_rtrip_ns" : "poll16_rtrip_ns";
+        aco_rt_detach(aco_rt_spawn(s, poll_timed_co, NULL));
     } else if (strcmp(what, "parked") == 0 || strcmp(what, "parked_chan") == 0) {
         if (!n_ops) n_ops = 1000000;
         aco_rt_fn_t fn = sleeper_co;

@@ -31,7 +31,11 @@
 #   c. spawn   aco_rt_bench spawn_join vs Go (go/spawn.go), and the runtime's
 #              own wake / timer / mutex / mutex_handoff figures, each also
 #              of the single-thread build, in the same rounds; wake's floor
-#              one hand-off (half of `switches`).
+#              one hand-off (half of `switches`); a byte's round trip over
+#              a socketpair with the sender's wait on 1, 2 and 16
+#              descriptors (aco_rt_bench poll1, poll2, poll16: what
+#              aco_rt_poll, the hooks' poll and select, costs beside
+#              aco_rt_wait).
 #   d. parked  memory per parked coroutine, parked in a sleep and in a
 #              channel receive: aco_rt_bench parked N and parked_chan N vs
 #              Go (go/parked.go -mode sleep and -mode chan).
@@ -664,17 +668,17 @@ chan_section() {
     fi
 }
 
-OURS_MICRO="spawn_join:spawn_join_ns wake:wake_ns timer:timer_ns mutex:mutex_ns mutex_handoff:mutex_handoff_ns"
+OURS_MICRO="spawn_join:spawn_join_ns wake:wake_ns timer:timer_ns mutex:mutex_ns mutex_handoff:mutex_handoff_ns poll1:poll1_rtrip_ns poll2:poll2_rtrip_ns poll16:poll16_rtrip_ns"
 spawn_section() {
     echo
     echo "== c. spawn+join one at a time, and the runtime's own figures, one CPU (taskset -c $SERVER_CPU), $ROUNDS interleaved rounds"
-    echo "commands: $OURS_BENCH spawn_join $LOOP_N; $OURS_BENCH {wake,timer,mutex,mutex_handoff}"
+    echo "commands: $OURS_BENCH spawn_join $LOOP_N; $OURS_BENCH {wake,timer,mutex,mutex_handoff,poll1,poll2,poll16}"
     [ $have_go = 1 ] && echo "          $PEERS/go_spawn $loop_args_go   ($GO_VER)"
     [ $have_go_alt = 1 ] && echo "          $PEERS/go_spawn_alt $loop_args_go   ($GO_ALT_VER, extra row)"
     local r sm sub name st=0
     local -A ok st_ok
     [ -x "$OUT/aco_rt_bench_st" ] && st=1 &&
-        echo "          $OUT/aco_rt_bench_st {spawn_join $LOOP_N,wake,timer,mutex,mutex_handoff}   (single-thread build)"
+        echo "          $OUT/aco_rt_bench_st {spawn_join $LOOP_N,wake,timer,mutex,mutex_handoff,poll1,poll2,poll16}   (single-thread build)"
     for sm in $OURS_MICRO; do ok[${sm%%:*}]=$have_ours_bench; st_ok[${sm%%:*}]=$st; done
     for r in $(seq 1 "$ROUNDS"); do
         for sm in $OURS_MICRO; do
@@ -732,6 +736,10 @@ spawn_section() {
     headline timer_insert_cancel_ns ours="$(med %.2f ours_timer)" target=25
     headline mutex_uncontended_ns ours="$(med %.2f ours_mutex)" target=5
     headline mutex_handoff_ns ours="$(med %.2f ours_mutex_handoff)" target=30
+    # a wait on 2 and on 16 descriptors (aco_rt_poll) against one
+    # (aco_rt_wait), in a byte's round trip over a socketpair
+    headline poll_2fds_vs_1fd_rtrip_ns ours="$(med %.2f ours_poll2)" one_fd="$(med %.2f ours_poll1)"
+    headline poll_16fds_vs_1fd_rtrip_ns ours="$(med %.2f ours_poll16)" one_fd="$(med %.2f ours_poll1)"
     # What separates the two builds: a locked instruction on this machine
     # (one run, for information)
     if [ $have_ours_bench = 1 ]; then

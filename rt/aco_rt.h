@@ -466,8 +466,12 @@ int aco_rt_close(int fd);
  * was never loaded (a linker dropped it: link it as libaco_hook.pc or
  * CMake's aco::hook do), another library's definitions come first, or it
  * is bound to another copy of the runtime (this one linked in statically:
- * the first aco_rt_sched_new then says so on stderr, once).  From any
- * thread, in a co or not; it looks symbols up (dlsym): once, at start. */
+ * the first aco_rt_sched_new then says so on stderr, once).  A library
+ * that defines those names ahead of the hooks and hands its calls on (a
+ * tracer) counts as theirs if it exports
+ * `const void* aco_rt_hook_forwards_(const char* name)`, returning its
+ * dlsym(RTLD_NEXT, name).  From any thread, in a co or not; it looks
+ * symbols up (dlsym): once, at start. */
 int aco_rt_hooks_active(void);
 
 /* ======================================================================== */

@@ -20,6 +20,24 @@
 extern const void* aco_rt_hook_binding_(void) __attribute__((weak));
 extern int aco_rt_hook_owns_(const void* fn) __attribute__((weak));
 
+/* Where the definition f (of name) hands its calls on, if its object says
+ * so: a library ahead of the hooks that forwards them (a tracer, the
+ * tests' call counter) exports aco_rt_hook_forwards_(name), its
+ * dlsym(RTLD_NEXT, name).  NULL if it does not. */
+static const void* forwarded(const void* f, const char* name) {
+    Dl_info d, n;
+    if (!dladdr(f, &d) || d.dli_fname == NULL) return NULL;
+    void* h = dlopen(d.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL) return NULL;
+    const void* (*next)(const char*);
+    *(void**)&next = dlsym(h, "aco_rt_hook_forwards_");
+    dlclose(h);
+    /* its own, not one of its dependencies' */
+    if (next == NULL || !dladdr((const void*)(uintptr_t)next, &n) || n.dli_fbase != d.dli_fbase)
+        return NULL;
+    return next(name);
+}
+
 /* 1: the program's calls reach the hooks, bound to this copy of the
  * runtime; 0: no hooks, or another definition comes first; -1: hooks
  * bound to another copy of the runtime (this one linked in statically,
@@ -44,6 +62,7 @@ static int hooks_state(void) {
     static const char* const names[] = {"read", "recv", "poll", "connect"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const void* f = dlsym(RTLD_DEFAULT, names[i]);
+        for (int hop = 0; f != NULL && !owns(f) && hop < 8; hop++) f = forwarded(f, names[i]);
         if (f == NULL || !owns(f)) return 0;
     }
     return 1;
