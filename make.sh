@@ -514,6 +514,7 @@ rt_rules() {
     }
     hook_lib_prog curl libcurl libcurl4-openssl-dev
     hook_lib_prog pq libpq libpq-dev
+    hook_lib_prog mariadb libmariadb libmariadb-dev
     # The single-thread build (ACO_RT_NO_THREADS: no atomics, no locks, no
     # pools): libaco_rt_st.a, the benchmarks and four tests linked with it.
     local sto="$OUTPUT/obj/rt_st" stc="$c -DACO_RT_NO_THREADS" st_objs=""
