@@ -16,25 +16,32 @@
 #     here with the same commands if they made none) passes its ctest suite
 #     (the x86-64 programs in both FP-env variants) and installed under
 #     $HOME/.local the headers (core and runtime), libaco.a, libaco_rt.a, the
-#     aco package (lib/cmake/aco) and both pkg-config files, nothing else;
-#     the versions agree: aco.h, aco_rt.h (from the installed headers), the
-#     package's version file and both .pc files; no header under rt/ spells
-#     a version of its own;
+#     aco package (lib/cmake/aco), hook.c's object (aco::hook) and the three
+#     pkg-config files, nothing else; the versions agree: aco.h, aco_rt.h
+#     (from the installed headers), the package's version file and the .pc
+#     files; no header under rt/ spells a version of its own;
 #  3. tests/cmake_consumer builds against that prefix with find_package(aco)
-#     and runs (aco::aco and aco::rt, linked statically, liburing passed
-#     on), and pkg-config compiles and links the same programs (libaco,
-#     libaco_rt, plain and --static);
+#     and runs (aco::aco, aco::rt and aco::hook, linked statically, liburing
+#     passed on; the hooks live in aco_hook_consumer, linked under
+#     --as-needed), and pkg-config compiles and links the same programs
+#     (libaco, libaco_rt, plain and --static; libaco_hook under --as-needed);
 #  4. add_subdirectory with ACO_SHARE_FPU_MXCSR_ENV=ON and ACO_RT_URING=OFF
-#     (no libaco tests built, no -Werror; the runtime has epoll only: no
-#     io_uring symbol in it, a scheduler that asks for io_uring fails);
+#     (no libaco tests built, no -Werror, hook.c with hidden visibility, the
+#     hooks live; the runtime has epoll only: no io_uring symbol in it, a
+#     scheduler that asks for io_uring fails);
 #     FetchContent from an archive of this tree (a file:// URL: no network)
 #     unless step 1 ran a FetchContent block; ACO_RT_URING=ON fails to
 #     configure where liburing is not found, AUTO goes on with epoll;
 #  5. a shared build installs libaco.so.<version> and libaco_rt.so.<version>
 #     with their SONAME links, exporting aco_*/acosw and aco_rt_* only, with
 #     non-executable stacks, libaco_rt.so needing libaco.so.1 found through
-#     its run path $ORIGIN; the consumer (find_package, then pkg-config)
-#     links them (NEEDED libaco.so.1, libaco_rt.so.1) and runs;
+#     its run path $ORIGIN, and libaco_hook.so (SONAME libaco_hook.so, no
+#     copy of the runtime: it needs libaco_rt.so.1, run path $ORIGIN); the
+#     consumer (find_package, then pkg-config) links them (NEEDED
+#     libaco.so.1, libaco_rt.so.1, libaco_hook.so under --as-needed) and
+#     runs; the hook check has teeth: under --as-needed a plain -laco_hook
+#     is dropped (no NEEDED, aco_rt_hooks_active() = 0), pkg-config's
+#     libaco_hook is kept and live;
 #  6. ACO_SHARE_FPU_MXCSR_ENV=ON reaches consumers through aco::aco and
 #     libaco.pc (main.c does not compile if it is missing, or present when
 #     libaco was built without it; a build expecting the wrong one fails).
@@ -84,7 +91,15 @@ consumer() {   # consumer <build dir> <cmake -D arguments...>: configure, build,
         -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "$@"
     quiet "$(basename "$b")-build" cmake --build "$b" -j "$jobs"
     runs_ok "$b/aco_consumer" 'aco_consumer: ok'
-    if [ -x "$b/aco_rt_consumer" ]; then runs_ok "$b/aco_rt_consumer" 'rt_consumer: ok'; fi
+    if [ -x "$b/aco_rt_consumer" ]; then
+        runs_ok "$b/aco_rt_consumer" 'rt_consumer: ok'
+        [ -x "$b/aco_hook_consumer" ] || fail "$b: no aco_hook_consumer beside aco_rt_consumer"
+        runs_ok "$b/aco_hook_consumer" 'hook_consumer: ok'
+        # What linked it: the --as-needed the hooks must survive, and how
+        # (Makefiles keep the line in link.txt).
+        local l=$b/CMakeFiles/aco_hook_consumer.dir/link.txt
+        if [ -f "$l" ]; then sed 's/^/    link: /' "$l"; fi
+    fi
 }
 needed() {   # needed <ELF file>: its NEEDED libraries
     readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'
@@ -95,6 +110,7 @@ installed() {   # installed <prefix> <file>...: every file is there
 }
 version=$(awk '/define ACO_VERSION_(MAJOR|MINOR|PATCH)/ {v = v (v ? "." : "") $3} END {print v}' aco.h)
 rt_main=$top/tests/cmake_consumer/rt_main.c
+hook_main=$top/tests/cmake_consumer/hook_main.c
 
 # ---------------------------------------------------------------------------
 step "1. the docs' commands, verbatim (README.md, docs/*.md)"
@@ -205,13 +221,15 @@ installed "$st" include/aco.h include/aco_assert_override.h include/aco_rt.h \
     include/aco_rt_pthread.h include/aco_rt_pthread_names.h lib/libaco.a lib/libaco_rt.a \
     lib/cmake/aco/acoConfig.cmake lib/cmake/aco/acoConfigVersion.cmake \
     lib/cmake/aco/acoTargets.cmake lib/cmake/aco/acoLiburing.cmake \
-    lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc
+    lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc lib/pkgconfig/libaco_hook.pc \
+    lib/objects-RelWithDebInfo/aco_hook/rt/hook.c.o
 extra=$(cd "$st" && find . \( -type f -o -type l \) | grep -v \
     -e '^\./include/aco\(_assert_override\|_rt\|_rt_pthread\|_rt_pthread_names\)\{0,1\}\.h$' \
     -e '^\./lib/libaco\(_rt\)\{0,1\}\.a$' -e '^\./lib/cmake/aco/aco[A-Za-z-]*\.cmake$' \
-    -e '^\./lib/pkgconfig/libaco\(_rt\)\{0,1\}\.pc$' || true)
+    -e '^\./lib/objects-RelWithDebInfo/aco_hook/rt/hook\.c\.o$' \
+    -e '^\./lib/pkgconfig/libaco\(_rt\|_hook\)\{0,1\}\.pc$' || true)
 [ -z "$extra" ] || fail "unexpected files installed: $extra"
-for pc in libaco libaco_rt; do
+for pc in libaco libaco_rt libaco_hook; do
     grep -q "^prefix=$st\$" "$st/lib/pkgconfig/$pc.pc" || fail "$pc.pc: prefix is not $st"
 done
 # One version: aco.h's, in aco_rt.h as the compiler sees it, the package and
@@ -221,8 +239,9 @@ rtv=$(printf '#include "aco_rt.h"\nv ACO_RT_VERSION_MAJOR.ACO_RT_VERSION_MINOR.A
 pkgv=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$st/lib/cmake/aco/acoConfigVersion.cmake")
 pcv=$(PKG_CONFIG_PATH=$st/lib/pkgconfig pkg-config --modversion libaco)
 pcrtv=$(PKG_CONFIG_PATH=$st/lib/pkgconfig pkg-config --modversion libaco_rt)
-echo "    versions: aco.h $version, aco_rt.h $rtv, package $pkgv, libaco.pc $pcv, libaco_rt.pc $pcrtv"
-for v in "$rtv" "$pkgv" "$pcv" "$pcrtv"; do
+pchookv=$(PKG_CONFIG_PATH=$st/lib/pkgconfig pkg-config --modversion libaco_hook)
+echo "    versions: aco.h $version, aco_rt.h $rtv, package $pkgv, libaco.pc $pcv, libaco_rt.pc $pcrtv, libaco_hook.pc $pchookv"
+for v in "$rtv" "$pkgv" "$pcv" "$pcrtv" "$pchookv"; do
     [ "$v" = "$version" ] || fail "the versions disagree (aco.h says $version)"
 done
 if grep -n 'define[[:space:]]\+ACO_RT_VERSION_[A-Z]*[[:space:]]\+[0-9]' rt/*.h; then
@@ -235,9 +254,12 @@ consumer "$tmp/c-find-static" -DACO_CONSUME=find_package -DCMAKE_PREFIX_PATH="$s
     -DACO_EXPECT_SHARE_FPU=OFF
 grep -q "found aco 1\.[0-9.]* in $st/lib/cmake/aco" "$tmp/c-find-static-configure.log" ||
     fail "find_package did not find the package under $st"
-for p in aco_consumer aco_rt_consumer; do
+for p in aco_consumer aco_rt_consumer aco_hook_consumer; do
     grep -q libaco < <(needed "$tmp/c-find-static/$p") && fail "static consumer $p needs a libaco.so"
 done
+# The hooks are in the program itself, beside its static runtime.
+grep -q ' T aco_rt_hook_binding_$' < <(nm "$tmp/c-find-static/aco_hook_consumer") ||
+    fail "the static aco_hook_consumer has no hook.c object in it"
 export PKG_CONFIG_PATH=$st/lib/pkgconfig
 flags=$(pkg-config --cflags --libs libaco)
 echo "    pkg-config --cflags --libs libaco: $flags"
@@ -259,6 +281,12 @@ for opt in "" --static; do
         -o "$tmp/pc-rt" || fail "pkg-config $opt libaco_rt build against the static install"
     runs_ok "$tmp/pc-rt" 'rt_consumer: ok' > /dev/null
 done
+hookflags=$(pkg-config --cflags --libs libaco_hook)
+echo "    pkg-config --cflags --libs libaco_hook: $hookflags"
+# shellcheck disable=SC2086
+"$CC" -Wall -Wextra -Werror "$hook_main" -Wl,--as-needed $hookflags -ldl -o "$tmp/pc-hook" ||
+    fail "pkg-config libaco_hook build against the static install"
+runs_ok "$tmp/pc-hook" 'hook_consumer: ok' > /dev/null
 unset PKG_CONFIG_PATH
 
 # ---------------------------------------------------------------------------
@@ -270,7 +298,9 @@ grep -q '^ACO_BUILD_TESTS:BOOL=OFF$' "$tmp/c-subdir/CMakeCache.txt" ||
 if grep -q . < <(find "$tmp/c-subdir" -name 'test_aco_*'); then
     fail "add_subdirectory built libaco's tests"
 fi
-for t in aco aco_rt; do
+grep -q -- '-fvisibility=hidden' "$tmp/c-subdir/aco/CMakeFiles/aco_hook.dir/flags.make" ||
+    fail "add_subdirectory: hook.c not compiled with hidden visibility"
+for t in aco aco_rt aco_hook; do
     flags_make=$tmp/c-subdir/aco/CMakeFiles/$t.dir/flags.make
     grep -q -- '-Wextra' "$flags_make" || fail "add_subdirectory: no libaco flags in $flags_make"
     grep -q -- '-Werror' "$flags_make" &&
@@ -309,7 +339,8 @@ quiet lib-shared-configure cmake -S "$top" -B "$tmp/build-shared" -DCMAKE_INSTAL
     -DACO_BUILD_SHARED=ON -DACO_SHARE_FPU_MXCSR_ENV=ON -DACO_BUILD_TESTS=OFF
 quiet lib-shared-build cmake --build "$tmp/build-shared" -j "$jobs"
 quiet lib-shared-install cmake --install "$tmp/build-shared"
-installed "$sh" lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc lib/cmake/aco/acoConfig.cmake
+installed "$sh" lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc lib/pkgconfig/libaco_hook.pc \
+    lib/cmake/aco/acoConfig.cmake lib/libaco_hook.so
 for l in libaco libaco_rt; do
     installed "$sh" "lib/$l.so.$version" "lib/$l.so.1" "lib/$l.so"
     [ "$(readlink "$sh/lib/$l.so.1")" = "$l.so.$version" ] || fail "$l.so.1 link"
@@ -336,6 +367,23 @@ grep -q '^aco_rt_sched_new$' <<< "$exports" || fail "libaco_rt.so does not expor
 bad=$(echo "$exports" | grep -v -e '^aco_rt_' || true)
 [ -z "$bad" ] || fail "libaco_rt.so exports more than aco_rt_*: $bad"
 echo "    libaco_rt.so.$version: SONAME libaco_rt.so.1, run path \$ORIGIN, $(echo "$exports" | wc -l) symbols exported, all aco_rt_*"
+hookso=$sh/lib/libaco_hook.so
+# One file, no version links: LD_PRELOAD names it, as make.sh installs it.
+[ -f "$hookso" ] && [ ! -L "$hookso" ] || fail "libaco_hook.so is a link, not the library"
+grep -q 'SONAME.*\[libaco_hook\.so\]' < <(readelf -dW "$hookso") || fail "SONAME is not libaco_hook.so"
+grep -q '(RUNPATH).*\[\$ORIGIN\]' < <(readelf -dW "$hookso") || fail "libaco_hook.so: run path is not \$ORIGIN"
+# The program's runtime is the one the hooks call: no copy of it inside.
+grep -qx 'libaco_rt.so.1' < <(needed "$hookso") || fail "libaco_hook.so does not need libaco_rt.so.1"
+exports=$(nm -D --defined-only "$hookso" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+grep -q '^read$' <<< "$exports" || fail "libaco_hook.so does not export read"
+bad=$(grep '^aco' <<< "$exports" | grep -v '^aco_rt_hook_' || true)
+[ -z "$bad" ] || fail "libaco_hook.so exports the runtime's or libaco's names: $bad"
+[ "$(readelf -lW "$hookso" | awk '/GNU_STACK/ {print $(NF-1)}')" = RW ] || fail "libaco_hook.so: executable stack"
+echo "    libaco_hook.so: SONAME libaco_hook.so, run path \$ORIGIN, needs libaco_rt.so.1, $(echo "$exports" | wc -l) symbols exported"
+# aco::hook's link item, whole in the installed package: push-state, the
+# library and pop-state in one (CMake moves items; ld must see them so).
+grep -q 'INTERFACE_LINK_LIBRARIES "-Wl,--push-state,--no-as-needed,\${_IMPORT_PREFIX}/lib/libaco_hook\.so,--pop-state;' \
+    "$sh/lib/cmake/aco/acoTargets.cmake" || fail "acoTargets.cmake: aco::hook does not link libaco_hook.so as one no-as-needed item"
 
 consumer "$tmp/c-find-shared" -DACO_CONSUME=find_package -DCMAKE_PREFIX_PATH="$sh" \
     -DACO_EXPECT_SHARE_FPU=ON
@@ -343,6 +391,8 @@ grep -qx 'libaco.so.1' < <(needed "$tmp/c-find-shared/aco_consumer") ||
     fail "the find_package consumer of the shared install does not need libaco.so.1"
 grep -qx 'libaco_rt.so.1' < <(needed "$tmp/c-find-shared/aco_rt_consumer") ||
     fail "the find_package consumer of the shared install does not need libaco_rt.so.1"
+grep -qx 'libaco_hook.so' < <(needed "$tmp/c-find-shared/aco_hook_consumer") ||
+    fail "aco::hook under --as-needed: the consumer does not need libaco_hook.so"
 # The macro's check has teeth: expecting the wrong one fails the build.
 if cmake -S "$top/tests/cmake_consumer" -B "$tmp/c-wrong" -DCMAKE_PREFIX_PATH="$sh" \
          -DACO_EXPECT_SHARE_FPU=OFF > "$tmp/c-wrong.log" 2>&1 &&
@@ -369,6 +419,28 @@ grep -q 'FP control state shared' <<< "$out" || fail "pkg-config build: the macr
     -o "$tmp/pc-rt-shared" || fail "pkg-config libaco_rt build against the shared install"
 grep -qx 'libaco_rt.so.1' < <(needed "$tmp/pc-rt-shared") || fail "the pkg-config build does not need libaco_rt.so.1"
 runs_ok "$tmp/pc-rt-shared" 'rt_consumer: ok' > /dev/null
+# The hooks under --as-needed: a plain -laco_hook is dropped (hook_main.c
+# names none of the hooked functions, as a program whose libraries make
+# its blocking calls), and the program says they are dead; libaco_hook.pc
+# keeps them.
+# shellcheck disable=SC2046
+"$CC" "$hook_main" $(pkg-config --cflags libaco_rt) -Wl,--as-needed -L"$sh/lib" -laco_hook \
+    $(pkg-config --libs libaco_rt) -ldl -Wl,-rpath,"$sh/lib" -o "$tmp/plain-hook" ||
+    fail "the plain -laco_hook build"
+grep -q libaco_hook < <(needed "$tmp/plain-hook") &&
+    fail "--as-needed kept a plain -laco_hook: the hook check below proves nothing"
+out=$("$tmp/plain-hook" 2>&1) && fail "the program without its hooks ran as if it had them: $out"
+grep -q '^hook_consumer: aco_rt_hooks_active() = 0$' <<< "$out" ||
+    { echo "$out"; fail "the program without its hooks did not say aco_rt_hooks_active() = 0"; }
+echo "    plain -laco_hook under --as-needed: dropped, aco_rt_hooks_active() = 0"
+hookflags=$(pkg-config --cflags --libs libaco_hook)
+echo "    pkg-config --cflags --libs libaco_hook: $hookflags"
+# shellcheck disable=SC2086
+"$CC" -Wall -Wextra -Werror "$hook_main" -Wl,--as-needed $hookflags -ldl -Wl,-rpath,"$sh/lib" \
+    -o "$tmp/pc-hook-shared" || fail "pkg-config libaco_hook build against the shared install"
+grep -qx 'libaco_hook.so' < <(needed "$tmp/pc-hook-shared") ||
+    fail "pkg-config libaco_hook under --as-needed: no NEEDED libaco_hook.so"
+runs_ok "$tmp/pc-hook-shared" 'hook_consumer: ok' > /dev/null
 unset PKG_CONFIG_PATH
 
 # ---------------------------------------------------------------------------
