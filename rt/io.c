@@ -398,6 +398,29 @@ static int poll_look(aco_rt_co_t* co, struct pollfd* p, nfds_t n) {
     return r;
 }
 
+/* After a wait that closes ended (the k entries that say POLLNVAL): the
+ * others looked at (a heap copy without the closed ones), the count.  No
+ * memory for the copy: the closed ones alone (the others' readiness is
+ * there for the next call). */
+static int poll_closed(aco_rt_co_t* co, struct pollfd* fds, nfds_t n, int k) {
+    struct pollfd* c = malloc(n * sizeof(*c));
+    if (c == NULL) return k;
+    for (nfds_t i = 0; i < n; i++) {
+        c[i] = fds[i];
+        if (fds[i].revents & POLLNVAL) c[i].fd = -1;
+    }
+    int r = poll_look(co, c, n);
+    if (r >= 0) {
+        r = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            if (c[i].fd >= 0) fds[i].revents = c[i].revents;
+            r += fds[i].revents != 0;
+        }
+    }
+    free(c);
+    return r;
+}
+
 int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline) {
     CO_OR_EPERM(co);
     struct rlimit rl;
@@ -410,6 +433,7 @@ int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline) {
         if (n == 0) return (r = aco_rt_sleep_until(deadline)) < 0 ? r : -ETIMEDOUT;
         /* (p is read before the co parks: it may lie on its share stack) */
         if ((r = co->s->backend.ops->wait_many(co, fds, (unsigned)n, deadline)) < 0) return r;
+        if (r > 0) return poll_closed(co, fds, n, r);
     }
 }
 

@@ -79,13 +79,31 @@ static void wake_fd(aco_rt_sched_t* s, rt_fd_t* f, uint32_t events) {
     }
 }
 
+/* aco_rt_poll: a waiter per descriptor on its queue, all for the one co,
+ * in a heap block (wait_obj).  The first that fires wakes the co (the
+ * others find it ready: rt_wake does nothing more); the co then takes
+ * them all off and looks again, but for the descriptors closed meanwhile
+ * (wake_all marks them), which say POLLNVAL whatever their number holds
+ * by then. */
+typedef struct {
+    rt_waiter_t w;              /* w.q: on fd's queue (NULL: off it) */
+    int         fd;
+    unsigned    idx;            /* its entry in the caller's array */
+    int         closed;
+} ep_pent_t;
+typedef struct {
+    unsigned    n;
+    ep_pent_t   e[];
+} ep_pblk_t;
+
 /* Wake every waiter of f with err (one by one off busy: a wait that is
- * starting stays counted). */
+ * starting stays counted): the file is gone. */
 static void wake_all(aco_rt_sched_t* s, rt_fd_t* f, int err) {
     rt_waiter_t* w;
     while ((w = rt_wq_pop(&f->q)) != NULL) {
         rt_fd_busy_add(f, -1);
         s->st.io_inflight--;
+        if (w != &w->co->w) rt_container_of(w, ep_pent_t, w)->closed = 1;     /* aco_rt_poll's */
         rt_wake(w->co, err);
     }
 }
@@ -163,19 +181,6 @@ static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
                    deadline);
 }
 
-/* aco_rt_poll: a waiter per descriptor on its queue, all for the one co,
- * in a heap block (wait_obj).  The first that fires wakes the co (the
- * others find it ready: rt_wake does nothing more); the co then takes
- * them all off and looks again. */
-typedef struct {
-    rt_waiter_t w;              /* w.q: on fd's queue (NULL: off it) */
-    int         fd;
-} ep_pent_t;
-typedef struct {
-    unsigned    n;
-    ep_pent_t   e[];
-} ep_pblk_t;
-
 static void pblk_off(aco_rt_sched_t* s, ep_pblk_t* b) {
     for (unsigned i = 0; i < b->n; i++) {
         if (b->e[i].w.q == NULL) continue;
@@ -218,7 +223,7 @@ static int ep_add(aco_rt_sched_t* s, ep_t* e, rt_fd_t* f, int fd) {
     return errno == EEXIST ? 0 : errno == EPERM ? 1 : errno == EBADF ? 2 : -errno;
 }
 
-static int ep_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int64_t deadline) {
+static int ep_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     ep_t* e = (ep_t*)s->backend.data;
     ep_pblk_t* b = malloc(sizeof(*b) + n * sizeof(b->e[0]));
@@ -237,6 +242,8 @@ static int ep_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int
         }
         ep_pent_t* pe = &b->e[b->n++];
         pe->fd = p[i].fd;
+        pe->idx = i;
+        pe->closed = 0;
         pe->w.co = co;
         pe->w.events = p[i].events;
         rt_wq_push(&f->q, &pe->w);
@@ -244,8 +251,15 @@ static int ep_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int
     }
     if (r == 0) {
         r = rt_park(co, RT_W_POLLN, b, deadline);
-        if (r != -ETIMEDOUT && r != -ECANCELED) r = 0;  /* one fired, or was
-                                                           closed: look again */
+        if (r != -ETIMEDOUT && r != -ECANCELED) {       /* one fired, or was closed */
+            r = 0;
+            for (unsigned k = 0; k < b->n; k++) r += b->e[k].closed;
+            if (r) {
+                for (unsigned i = 0; i < n; i++) p[i].revents = 0;
+                for (unsigned k = 0; k < b->n; k++)
+                    if (b->e[k].closed) p[b->e[k].idx].revents = POLLNVAL;
+            }
+        }
     } else if (r == 2) {
         r = 0;
     }

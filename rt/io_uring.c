@@ -42,6 +42,7 @@ typedef struct {
     uint64_t        evbuf;      /* the eventfd's count, read by the kernel */
     rt_ur_pblk_t*   orphans;    /* aco_rt_poll blocks whose co is gone, with
                                    operations still in the kernel */
+    unsigned        polls;      /* cos parked in aco_rt_poll */
 } ur_t;
 
 /* aco_rt_poll: a POLL_ADD per descriptor, all of one heap block (the
@@ -57,6 +58,8 @@ typedef struct {
     uint8_t       live;         /* its POLL_ADD is in the kernel */
     uint8_t       cancelled;    /* and a cancel of it was asked */
     uint8_t       lent;         /* counted in its entry's pollers (lend.c) */
+    uint8_t       closed;       /* ended by a close of its descriptor */
+    unsigned      idx;          /* its entry in the caller's array */
 } ur_pent_t;
 struct rt_ur_pblk {
     aco_rt_co_t*  co;           /* NULL once the co went */
@@ -342,13 +345,14 @@ static void ur_pabort(aco_rt_co_t* co, int err) {
 /* aco_rt_sched_free: the ring goes next, with what is in it. */
 static void ur_pforget(aco_rt_co_t* co) {
     rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
+    ((ur_t*)co->s->backend.data)->polls--;
     for (unsigned i = 0; i < b->n; i++) if (b->e[i].live) co->s->st.io_inflight--;
     free(b);
 }
 
 RT_WAIT_KINDS(ur_poll, {RT_W_UR_POLLN, {"poll", ur_pabort, ur_pforget}})
 
-static int ur_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int64_t deadline) {
+static int ur_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     rt_ur_pblk_t* b = malloc(sizeof(*b) + n * sizeof(b->e[0]));
     if (b == NULL) return -ENOMEM;
@@ -364,9 +368,19 @@ static int ur_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int
         pe->live = 1;
         pe->cancelled = 0;
         pe->lent = 0;
+        pe->closed = 0;
+        pe->idx = i;
         unsigned ev = (unsigned)(uint16_t)p[i].events;
         /* A lending descriptor's input is its multishot's (lend.c wakes
          * us when that brings some: rt_ur_poll_lent). */
+        /* TCP's urgent data wakes a poll operation with the input's key
+         * only: one that waits for POLLPRI alone would never hear it.
+         * Asking for input too may wake the co for input it did not ask
+         * for (it looks, and waits again): only when none is there now. */
+        if ((ev & POLLPRI) && !(ev & POLLIN)) {
+            struct pollfd q = {p[i].fd, POLLIN, 0};
+            if (rt_sys_poll0(&q, 1) == 0) ev |= POLLIN;
+        }
         if (f && f->rx && (ev & POLLIN)) {
             ev &= ~(unsigned)POLLIN;
             f->pollers++;
@@ -379,13 +393,27 @@ static int ur_wait_many(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int
         b->live++;
         s->st.io_inflight++;
     }
+    ur_t* u = (ur_t*)s->backend.data;
+    u->polls++;
     int r = rt_park(co, RT_W_UR_POLLN, b, deadline);
+    u->polls--;
+    if (r != -ETIMEDOUT && r != -ECANCELED) {
+        /* a descriptor closed meanwhile says POLLNVAL, whatever its number
+         * holds by then (the others are looked at again) */
+        r = 0;
+        for (unsigned k = 0; k < b->n; k++) r += b->e[k].closed;
+        if (r) {
+            for (unsigned i = 0; i < n; i++) p[i].revents = 0;
+            for (unsigned k = 0; k < b->n; k++)
+                if (b->e[k].closed) p[b->e[k].idx].revents = POLLNVAL;
+        }
+    }
     for (unsigned i = 0; i < b->n; i++) {
         rt_fd_t* f = b->e[i].lent ? rt_fd_peek(&s->fds, b->e[i].fd) : NULL;
         if (f && f->pollers) f->pollers--;
     }
     pblk_leave(s, b);
-    return r == -ETIMEDOUT || r == -ECANCELED ? r : 0;
+    return r;
 }
 
 int rt_ur_poll_lent(aco_rt_co_t* co, int fd) {
@@ -399,11 +427,34 @@ int rt_ur_poll_lent(aco_rt_co_t* co, int fd) {
     return 0;
 }
 
+/* fd is being closed: the aco_rt_poll entries on it (this number, this
+ * file) are marked, and cancelled if cancel: their waits end with
+ * POLLNVAL.  (A cancel by the file also ends the entries of its other
+ * numbers, dup's: unmarked, they only look again.) */
+static void polls_closing(aco_rt_sched_t* s, rt_fd_t* f, int fd, int cancel) {
+    for (uint32_t i = 0; i < s->recs.ncos; i++) {
+        aco_rt_co_t* co = s->recs.cos[i];
+        if (co->state != RT_PARKED || co->wait != RT_W_UR_POLLN) continue;
+        rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
+        for (unsigned j = 0; j < b->n; j++) {
+            ur_pent_t* pe = &b->e[j];
+            if (pe->fd != fd || pe->gen != f->gen || !pe->live || pe->closed) continue;
+            pe->closed = 1;
+            if (!cancel || pe->cancelled) continue;
+            pe->cancelled = 1;
+            struct io_uring_sqe* sqe = get_sqe(s);
+            io_uring_prep_cancel(sqe, (void*)((uintptr_t)pe | PENT_TAG), 0);
+            io_uring_sqe_set_data(sqe, NULL);
+        }
+    }
+}
+
 static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     ur_t* u = (ur_t*)s->backend.data;
     rt_fd_t* f = rt_fd_peek(&s->fds, fd);
     if (f && f->rx) rt_lend_closing(s, f, gone);
     if (f == NULL || f->busy == 0) return;
+    if (u->polls) polls_closing(s, f, fd, gone);
     if (!gone) {
         /* Still open: the kernel finds the operations by the file. */
         struct io_uring_sqe* sqe = get_sqe(s);
@@ -416,18 +467,6 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
      * itself): cancel each of ours on it by its co. */
     for (uint32_t i = 0; i < s->recs.ncos; i++) {
         aco_rt_co_t* co = s->recs.cos[i];
-        if (co->state == RT_PARKED && co->wait == RT_W_UR_POLLN) {
-            rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
-            for (unsigned j = 0; j < b->n; j++) {
-                ur_pent_t* pe = &b->e[j];
-                if (pe->fd != fd || pe->gen != f->gen || !pe->live || pe->cancelled) continue;
-                pe->cancelled = 1;
-                struct io_uring_sqe* sqe = get_sqe(s);
-                io_uring_prep_cancel(sqe, (void*)((uintptr_t)pe | PENT_TAG), 0);
-                io_uring_sqe_set_data(sqe, NULL);
-            }
-            continue;
-        }
         if ((co->flags & RT_IO_OP) && co->w.io.fd == fd && co->w.io.gen == f->gen && !co->io_abort) {
             co->io_abort = -EBADF;
             struct io_uring_sqe* sqe = get_sqe(s);

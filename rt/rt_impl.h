@@ -334,10 +334,12 @@ typedef struct rt_backend {
     int  (*wait_fd)(aco_rt_co_t* co, int fd, int events, int64_t deadline);
     /* Wait until one of p[0..n) may be ready (aco_rt_poll: n >= 1, none
      * of them found ready just now; fd < 0 is skipped; p may lie on the
-     * co's share stack: read before the co parks, never after).  0: look
-     * again; or -errno (-ETIMEDOUT, -ECANCELED, -ENOMEM, or the backend's
-     * error registering a descriptor). */
-    int  (*wait_many)(aco_rt_co_t* co, const struct pollfd* p, unsigned n, int64_t deadline);
+     * co's share stack: read before the co parks, written only once it
+     * runs again).  0: look again; k > 0: k entries' descriptors were
+     * closed while it waited (aco_rt_close), their revents now POLLNVAL,
+     * every other revents 0; or -errno (-ETIMEDOUT, -ECANCELED, -ENOMEM,
+     * or the backend's error registering a descriptor). */
+    int  (*wait_many)(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t deadline);
     /* fd is being closed: wake its waiters with -EBADF, forget it.  gone:
      * it may be closed already (by another thread), and its number taken
      * by another file. */
