@@ -58,7 +58,8 @@
  * (buffers, I/O vectors, addresses and their lengths, poll's array, a
  * socket option's value, the sleeps' times) is checked first, in cos and
  * outside: one in a suspended co's frames is reported as the caller's
- * escape.  fcntl's and ioctl's pointer arguments are not, nor select's sets.
+ * escape.  fcntl's and ioctl's pointer arguments are not, nor select's sets
+ * and the signal masks.
  *
  * getaddrinfo.  glibc reaches the name server through its own internal
  * calls, which no hook sees: in a co the whole lookup goes to a helper
@@ -706,12 +707,14 @@ static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
 }
 
 EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, struct timeval* tv) {
+    if (HK_CHECKED() && tv) hk_mem(tv, sizeof(*tv), 1);
     if (!in_co()) return LIBC(select)(nfds, rd, wr, ex, tv);
     int64_t dl = -1;
     if (tv) {
-        if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000) { errno = EINVAL; return -1; }
-        struct timespec t = {tv->tv_sec, tv->tv_usec * 1000};
-        dl = ts_deadline(&t);
+        /* (Linux takes tv_usec past a second: it carries into seconds) */
+        if (tv->tv_sec < 0 || tv->tv_usec < 0) { errno = EINVAL; return -1; }
+        struct timespec t = {tv->tv_sec + tv->tv_usec / 1000000, tv->tv_usec % 1000000 * 1000};
+        dl = t.tv_sec < tv->tv_sec ? -1 : ts_deadline(&t);
     }
     int r = co_select(nfds, rd, wr, ex, dl);
     if (tv && dl > 0) {                 /* Linux leaves the time not slept */
@@ -725,6 +728,7 @@ EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, struct timeval* 
 
 EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const struct timespec* t,
                    const sigset_t* m) {
+    if (HK_CHECKED() && t) hk_mem(t, sizeof(*t), 0);
     if (!in_co()) return LIBC(pselect)(nfds, rd, wr, ex, t, m);
     int64_t dl = ts_deadline(t);
     if (dl == -2) { errno = EINVAL; return -1; }
@@ -757,7 +761,10 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout, c
 
 EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max, const struct timespec* t,
                         const sigset_t* m) {
-    if (HK_CHECKED() && max > 0) hk_mem(ev, (size_t)max * sizeof(*ev), 1);
+    if (HK_CHECKED()) {
+        if (max > 0) hk_mem(ev, (size_t)max * sizeof(*ev), 1);
+        if (t) hk_mem(t, sizeof(*t), 0);
+    }
     if (!in_co()) return LIBC(epoll_pwait2)(epfd, ev, max, t, m);
     int64_t dl = ts_deadline(t);
     if (dl == -2) { errno = EINVAL; return -1; }
@@ -795,8 +802,9 @@ EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
         if (rem) hk_mem(rem, sizeof(*rem), 1);
     }
     if (!in_co()) return LIBC(nanosleep)(req, rem);
+    if (req == NULL) { errno = EFAULT; return -1; }
     int64_t dl = ts_deadline(req);
-    if (req == NULL || dl == -2) { errno = EINVAL; return -1; }
+    if (dl == -2) { errno = EINVAL; return -1; }
     if (co_sleep_until(dl) == 0) return 0;
     if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
     errno = EINTR;
@@ -811,8 +819,8 @@ EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec* req,
     }
     if (!in_co() || (clk != CLOCK_MONOTONIC && clk != CLOCK_REALTIME && clk != CLOCK_BOOTTIME))
         return LIBC(clock_nanosleep)(clk, flags, req, rem);
-    if (req == NULL || req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000)
-        return EINVAL;
+    if (req == NULL) return EFAULT;
+    if (req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000) return EINVAL;
     int64_t dl;
     if (flags & TIMER_ABSTIME) {        /* the time left on clk, from now */
         struct timespec now;

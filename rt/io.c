@@ -409,13 +409,11 @@ static int poll_closed(aco_rt_co_t* co, struct pollfd* fds, nfds_t n, int k) {
         c[i] = fds[i];
         if (fds[i].revents & POLLNVAL) c[i].fd = -1;
     }
-    int r = poll_look(co, c, n);
-    if (r >= 0) {
-        r = 0;
-        for (nfds_t i = 0; i < n; i++) {
-            if (c[i].fd >= 0) fds[i].revents = c[i].revents;
-            r += fds[i].revents != 0;
-        }
+    /* (if that look fails, the closed ones alone) */
+    int ok = poll_look(co, c, n) >= 0, r = 0;
+    for (nfds_t i = 0; i < n; i++) {
+        if (ok && c[i].fd >= 0) fds[i].revents = c[i].revents;
+        r += fds[i].revents != 0;
     }
     free(c);
     return r;
@@ -581,14 +579,28 @@ static int parked_on(const aco_rt_co_t* co) {
     return -1;
 }
 
+static void fd_recheck_one(aco_rt_sched_t* s, int fd) {
+    rt_fd_t* e = fd >= 0 ? rt_fd_peek(&s->fds, fd) : NULL;
+    if (e == NULL || !__atomic_exchange_n(&e->recheck, (uint8_t)0, __ATOMIC_SEQ_CST)) return;
+    if (s->backend.ops->stale(s, fd)) {
+        s->backend.ops->closing(s, fd, 1);
+        rt_fd_forget(e);
+    }
+}
+
 static void fd_recheck(aco_rt_sched_t* s) {
     for (uint32_t i = 0; i < s->recs.ncos; i++) {
-        int fd = parked_on(s->recs.cos[i]);
-        rt_fd_t* e = fd >= 0 ? rt_fd_peek(&s->fds, fd) : NULL;
-        if (e == NULL || !__atomic_exchange_n(&e->recheck, (uint8_t)0, __ATOMIC_SEQ_CST)) continue;
-        if (s->backend.ops->stale(s, fd)) {
-            s->backend.ops->closing(s, fd, 1);
-            rt_fd_forget(e);
+        aco_rt_co_t* co = s->recs.cos[i];
+        int fd = parked_on(co);
+        if (fd >= 0) {
+            fd_recheck_one(s, fd);
+            continue;
+        }
+        /* aco_rt_poll: each of its descriptors (a close ends the wait, so
+         * the co's list is looked at up to the first that is gone) */
+        for (unsigned k = 0; (fd = s->backend.ops->poll_fd(co, k)) >= 0; k++) {
+            fd_recheck_one(s, fd);
+            if (co->state != RT_PARKED) break;
         }
     }
 }

@@ -30,6 +30,7 @@
 typedef struct {
     int epfd;
     int no_pwait2;              /* kernel < 5.11: epoll_wait, ms timeouts */
+    struct ep_pblk* blocks;     /* aco_rt_poll's, of cos that wait */
     struct epoll_event ev[EVENTS];
 } ep_t;
 
@@ -55,8 +56,11 @@ static int ep_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     return 0;
 }
 
+static void pblks_free(ep_t* e);
+
 static void ep_fini(aco_rt_sched_t* s) {
     ep_t* e = (ep_t*)s->backend.data;
+    pblks_free(e);
     rt_sys_close(e->epfd);
     free(e);
 }
@@ -69,6 +73,10 @@ static void wake_fd(aco_rt_sched_t* s, rt_fd_t* f, uint32_t events) {
     while (w) {
         rt_waiter_t* next = w->next;
         int want = w->events | POLLERR | POLLHUP;
+        /* (epoll says IN and OUT where poll(2)'s callers may ask for the
+         * normal or priority band by name) */
+        if (want & (POLLRDNORM | POLLRDBAND)) want |= POLLIN;
+        if (want & (POLLWRNORM | POLLWRBAND)) want |= POLLOUT;
         if ((int)events & want) {
             rt_wq_remove(w);
             rt_fd_busy_add(f, -1);
@@ -91,7 +99,9 @@ typedef struct {
     unsigned    idx;            /* its entry in the caller's array */
     int         closed;
 } ep_pent_t;
-typedef struct {
+typedef struct ep_pblk {
+    struct ep_pblk* next;       /* ep_t's blocks (a co woken and then */
+    struct ep_pblk* prev;       /* destroyed leaves its own: ep_fini) */
     unsigned    n;
     ep_pent_t   e[];
 } ep_pblk_t;
@@ -195,9 +205,25 @@ static void ep_pabort(aco_rt_co_t* co, int err) {
     rt_wake(co, err);
 }
 
+/* (ep_fini: the blocks of cos woken in aco_rt_poll and destroyed before
+ * they ran again) */
+static void pblks_free(ep_t* e) {
+    while (e->blocks) {
+        ep_pblk_t* b = e->blocks;
+        e->blocks = b->next;
+        free(b);
+    }
+}
+
+static void pblk_unlink(ep_t* e, ep_pblk_t* b) {
+    if (b->prev) b->prev->next = b->next; else e->blocks = b->next;
+    if (b->next) b->next->prev = b->prev;
+}
+
 static void ep_pforget(aco_rt_co_t* co) {
     ep_pblk_t* b = (ep_pblk_t*)co->wait_obj;
     pblk_off(co->s, b);
+    pblk_unlink((ep_t*)co->s->backend.data, b);
     free(b);
 }
 
@@ -229,6 +255,10 @@ static int ep_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
     ep_pblk_t* b = malloc(sizeof(*b) + n * sizeof(b->e[0]));
     if (b == NULL) return -ENOMEM;
     b->n = 0;
+    b->prev = NULL;
+    b->next = e->blocks;
+    if (b->next) b->next->prev = b;
+    e->blocks = b;
     int r = 0;
     for (unsigned i = 0; i < n && r == 0; i++) {
         if (p[i].fd < 0) continue;
@@ -250,6 +280,9 @@ static int ep_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
         s->st.io_inflight++;
     }
     if (r == 0) {
+        /* nothing to wait for but the deadline: a sleep (for good: INT64_MAX,
+         * as aco_rt_sleep_until's, which no run calls a deadlock) */
+        if (b->n == 0 && deadline == -1) deadline = INT64_MAX;
         r = rt_park(co, RT_W_POLLN, b, deadline);
         if (r != -ETIMEDOUT && r != -ECANCELED) {       /* one fired, or was closed */
             r = 0;
@@ -264,8 +297,14 @@ static int ep_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
         r = 0;
     }
     pblk_off(s, b);
+    pblk_unlink(e, b);
     free(b);
     return r;
+}
+
+static int ep_poll_fd(const aco_rt_co_t* co, unsigned k) {
+    const ep_pblk_t* b = (const ep_pblk_t*)co->wait_obj;
+    return co->state == RT_PARKED && co->wait == RT_W_POLLN && k < b->n ? b->e[k].fd : -1;
 }
 
 static void ep_closing(aco_rt_sched_t* s, int fd, int gone) {
@@ -292,5 +331,5 @@ static int ep_stale(aco_rt_sched_t* s, int fd) {
 }
 
 const rt_backend_t rt_backend_epoll = {
-    "epoll", ep_init, ep_fini, ep_poll, ep_wait_fd, ep_wait_many, ep_closing, ep_stale,
+    "epoll", ep_init, ep_fini, ep_poll, ep_wait_fd, ep_wait_many, ep_poll_fd, ep_closing, ep_stale,
 };

@@ -40,9 +40,13 @@ typedef struct rt_ur_pblk rt_ur_pblk_t;
 typedef struct {
     struct io_uring ring;
     uint64_t        evbuf;      /* the eventfd's count, read by the kernel */
-    rt_ur_pblk_t*   orphans;    /* aco_rt_poll blocks whose co is gone, with
-                                   operations still in the kernel */
-    unsigned        polls;      /* cos parked in aco_rt_poll */
+    int             cqe_skip;   /* IORING_FEAT_CQE_SKIP: a cancel that
+                                   works posts no completion of its own */
+    rt_ur_pblk_t*   blocks;     /* aco_rt_poll's blocks: of cos that wait,
+                                   and of cos gone with operations still in
+                                   the kernel (freed by the last one's
+                                   completion), or of a co woken and then
+                                   destroyed (aco_rt_sched_free): ur_fini */
 } ur_t;
 
 /* aco_rt_poll: a POLL_ADD per descriptor, all of one heap block (the
@@ -63,7 +67,7 @@ typedef struct {
 } ur_pent_t;
 struct rt_ur_pblk {
     aco_rt_co_t*  co;           /* NULL once the co went */
-    rt_ur_pblk_t* next;         /* the orphans' list */
+    rt_ur_pblk_t* next;         /* ur_t's blocks */
     rt_ur_pblk_t* prev;
     unsigned      n;
     unsigned      live;         /* entries live */
@@ -126,6 +130,7 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
      * say EINVAL and it stays a plain one): io_uring_enter then skips the
      * descriptor lookup.  Only this thread enters this ring. */
     io_uring_register_ring_fd(&u->ring);
+    u->cqe_skip = (p.features & IORING_FEAT_CQE_SKIP) != 0;
     s->backend.data = u;
     arm_evfd(s, u);
     return 0;
@@ -133,9 +138,9 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
 
 static void ur_fini(aco_rt_sched_t* s) {
     ur_t* u = (ur_t*)s->backend.data;
-    while (u->orphans) {
-        rt_ur_pblk_t* b = u->orphans;
-        u->orphans = b->next;
+    while (u->blocks) {
+        rt_ur_pblk_t* b = u->blocks;
+        u->blocks = b->next;
         free(b);
     }
     pthread_mutex_lock(&rings_lock);
@@ -157,34 +162,39 @@ static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
 struct io_uring* rt_ur_ring(aco_rt_sched_t* s) { return &((ur_t*)s->backend.data)->ring; }
 struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s) { return get_sqe(s); }
 
-/* Cancel each entry of b still in the kernel (its completion comes
- * later, -ECANCELED or its readiness: either ends it). */
-static void pblk_cancel(aco_rt_sched_t* s, rt_ur_pblk_t* b) {
-    for (unsigned i = 0; i < b->n; i++) {
-        ur_pent_t* pe = &b->e[i];
-        if (!pe->live || pe->cancelled) continue;
-        pe->cancelled = 1;
-        struct io_uring_sqe* sqe = get_sqe(s);
-        io_uring_prep_cancel(sqe, (void*)((uintptr_t)pe | PENT_TAG), 0);
-        io_uring_sqe_set_data(sqe, NULL);
-    }
+/* Cancel pe's poll (its completion comes later, -ECANCELED or its
+ * readiness: either ends it).  The cancel's own completion only where it
+ * failed, if the kernel can skip it: a wait on 10,000 descriptors ends
+ * with 10,000 completions, not 20,000 (the ring's overflow list holds
+ * what its completion queue cannot). */
+static void pent_cancel(aco_rt_sched_t* s, ur_pent_t* pe) {
+    pe->cancelled = 1;
+    struct io_uring_sqe* sqe = get_sqe(s);
+    io_uring_prep_cancel(sqe, (void*)((uintptr_t)pe | PENT_TAG), 0);
+    io_uring_sqe_set_data(sqe, NULL);
+    if (((ur_t*)s->backend.data)->cqe_skip) io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
 }
 
-static void orphan_unlink(ur_t* u, rt_ur_pblk_t* b) {
-    if (b->prev) b->prev->next = b->next; else u->orphans = b->next;
+/* Cancel each entry of b still in the kernel. */
+static void pblk_cancel(aco_rt_sched_t* s, rt_ur_pblk_t* b) {
+    for (unsigned i = 0; i < b->n; i++)
+        if (b->e[i].live && !b->e[i].cancelled) pent_cancel(s, &b->e[i]);
+}
+
+static void block_unlink(ur_t* u, rt_ur_pblk_t* b) {
+    if (b->prev) b->prev->next = b->next; else u->blocks = b->next;
     if (b->next) b->next->prev = b->prev;
 }
 
 /* The co is done with b: freed now, or by its last completion. */
 static void pblk_leave(aco_rt_sched_t* s, rt_ur_pblk_t* b) {
-    ur_t* u = (ur_t*)s->backend.data;
-    if (b->live == 0) { free(b); return; }
-    pblk_cancel(s, b);
     b->co = NULL;
-    b->prev = NULL;
-    b->next = u->orphans;
-    if (b->next) b->next->prev = b;
-    u->orphans = b;
+    if (b->live == 0) {
+        block_unlink((ur_t*)s->backend.data, b);
+        free(b);
+        return;
+    }
+    pblk_cancel(s, b);
 }
 
 static void pent_done(aco_rt_sched_t* s, ur_pent_t* pe) {
@@ -197,7 +207,7 @@ static void pent_done(aco_rt_sched_t* s, ur_pent_t* pe) {
     if (b->co) {
         rt_wake(b->co, 1);      /* (parked in it still, or woken already) */
     } else if (b->live == 0) {
-        orphan_unlink((ur_t*)s->backend.data, b);
+        block_unlink((ur_t*)s->backend.data, b);
         free(b);
     }
 }
@@ -345,8 +355,9 @@ static void ur_pabort(aco_rt_co_t* co, int err) {
 /* aco_rt_sched_free: the ring goes next, with what is in it. */
 static void ur_pforget(aco_rt_co_t* co) {
     rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
-    ((ur_t*)co->s->backend.data)->polls--;
+    ur_t* u = (ur_t*)co->s->backend.data;
     for (unsigned i = 0; i < b->n; i++) if (b->e[i].live) co->s->st.io_inflight--;
+    block_unlink(u, b);
     free(b);
 }
 
@@ -356,8 +367,13 @@ static int ur_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
     aco_rt_sched_t* s = co->s;
     rt_ur_pblk_t* b = malloc(sizeof(*b) + n * sizeof(b->e[0]));
     if (b == NULL) return -ENOMEM;
+    ur_t* u = (ur_t*)s->backend.data;
     b->co = co;
     b->n = b->live = 0;
+    b->prev = NULL;
+    b->next = u->blocks;
+    if (b->next) b->next->prev = b;
+    u->blocks = b;
     for (unsigned i = 0; i < n; i++) {
         if (p[i].fd < 0) continue;
         rt_fd_t* f = rt_fd_get(&s->fds, p[i].fd);
@@ -371,8 +387,9 @@ static int ur_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
         pe->closed = 0;
         pe->idx = i;
         unsigned ev = (unsigned)(uint16_t)p[i].events;
-        /* A lending descriptor's input is its multishot's (lend.c wakes
-         * us when that brings some: rt_ur_poll_lent). */
+        /* A lending descriptor's input, while its multishot is armed, is
+         * the multishot's (lend.c wakes us when that brings some:
+         * rt_ur_poll_lent); unarmed (its ring ran dry), the socket's. */
         /* TCP's urgent data wakes a poll operation with the input's key
          * only: one that waits for POLLPRI alone would never hear it.
          * Asking for input too may wake the co for input it did not ask
@@ -381,7 +398,7 @@ static int ur_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
             struct pollfd q = {p[i].fd, POLLIN, 0};
             if (rt_sys_poll0(&q, 1) == 0) ev |= POLLIN;
         }
-        if (f && f->rx && (ev & POLLIN)) {
+        if (f && f->rx && (ev & POLLIN) && rt_lend_state(f) == 0) {
             ev &= ~(unsigned)POLLIN;
             f->pollers++;
             pe->lent = 1;
@@ -393,10 +410,8 @@ static int ur_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
         b->live++;
         s->st.io_inflight++;
     }
-    ur_t* u = (ur_t*)s->backend.data;
-    u->polls++;
+    if (b->n == 0 && deadline == -1) deadline = INT64_MAX;     /* (as epoll's) */
     int r = rt_park(co, RT_W_UR_POLLN, b, deadline);
-    u->polls--;
     if (r != -ETIMEDOUT && r != -ECANCELED) {
         /* a descriptor closed meanwhile says POLLNVAL, whatever its number
          * holds by then (the others are looked at again) */
@@ -416,6 +431,11 @@ static int ur_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
     return r;
 }
 
+static int ur_poll_fd(const aco_rt_co_t* co, unsigned k) {
+    const rt_ur_pblk_t* b = (const rt_ur_pblk_t*)co->wait_obj;
+    return co->state == RT_PARKED && co->wait == RT_W_UR_POLLN && k < b->n ? b->e[k].fd : -1;
+}
+
 int rt_ur_poll_lent(aco_rt_co_t* co, int fd) {
     if (co->state != RT_PARKED || co->wait != RT_W_UR_POLLN) return 0;
     rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
@@ -429,22 +449,17 @@ int rt_ur_poll_lent(aco_rt_co_t* co, int fd) {
 
 /* fd is being closed: the aco_rt_poll entries on it (this number, this
  * file) are marked, and cancelled if cancel: their waits end with
- * POLLNVAL.  (A cancel by the file also ends the entries of its other
- * numbers, dup's: unmarked, they only look again.) */
+ * POLLNVAL, those of cos woken already and not yet run too.  (A cancel
+ * by the file also ends the entries of its other numbers, dup's:
+ * unmarked, they only look again.) */
 static void polls_closing(aco_rt_sched_t* s, rt_fd_t* f, int fd, int cancel) {
-    for (uint32_t i = 0; i < s->recs.ncos; i++) {
-        aco_rt_co_t* co = s->recs.cos[i];
-        if (co->state != RT_PARKED || co->wait != RT_W_UR_POLLN) continue;
-        rt_ur_pblk_t* b = (rt_ur_pblk_t*)co->wait_obj;
+    for (rt_ur_pblk_t* b = ((ur_t*)s->backend.data)->blocks; b; b = b->next) {
+        if (b->co == NULL) continue;            /* its co has left */
         for (unsigned j = 0; j < b->n; j++) {
             ur_pent_t* pe = &b->e[j];
             if (pe->fd != fd || pe->gen != f->gen || !pe->live || pe->closed) continue;
             pe->closed = 1;
-            if (!cancel || pe->cancelled) continue;
-            pe->cancelled = 1;
-            struct io_uring_sqe* sqe = get_sqe(s);
-            io_uring_prep_cancel(sqe, (void*)((uintptr_t)pe | PENT_TAG), 0);
-            io_uring_sqe_set_data(sqe, NULL);
+            if (cancel && !pe->cancelled) pent_cancel(s, pe);
         }
     }
 }
@@ -454,7 +469,7 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     rt_fd_t* f = rt_fd_peek(&s->fds, fd);
     if (f && f->rx) rt_lend_closing(s, f, gone);
     if (f == NULL || f->busy == 0) return;
-    if (u->polls) polls_closing(s, f, fd, gone);
+    if (u->blocks) polls_closing(s, f, fd, gone);
     if (!gone) {
         /* Still open: the kernel finds the operations by the file. */
         struct io_uring_sqe* sqe = get_sqe(s);
@@ -485,7 +500,7 @@ static int ur_stale(aco_rt_sched_t* s, int fd) {
 }
 
 const rt_backend_t rt_backend_uring = {
-    "uring", ur_init, ur_fini, ur_poll, ur_wait_fd, ur_wait_many, ur_closing, ur_stale,
+    "uring", ur_init, ur_fini, ur_poll, ur_wait_fd, ur_wait_many, ur_poll_fd, ur_closing, ur_stale,
 };
 
 #else /* !ACO_RT_HAVE_URING: built without liburing */

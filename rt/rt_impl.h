@@ -340,6 +340,9 @@ typedef struct rt_backend {
      * every other revents 0; or -errno (-ETIMEDOUT, -ECANCELED, -ENOMEM,
      * or the backend's error registering a descriptor). */
     int  (*wait_many)(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t deadline);
+    /* The k-th descriptor co waits on, parked in wait_many, or -1 past
+     * the last (a close on another thread has it looked at: io.c). */
+    int  (*poll_fd)(const aco_rt_co_t* co, unsigned k);
     /* fd is being closed: wake its waiters with -EBADF, forget it.  gone:
      * it may be closed already (by another thread), and its number taken
      * by another file. */

@@ -262,8 +262,15 @@ static void co_pipe_reader(void* arg) {
 static void co_sock_echo(void* arg) {
     int fd = *(int*)arg;
     char buf[64];
-    long r = TRY(aco_rt_wait(fd, POLLIN, soon(5000)));
+    /* a wait on two (the second never ready): its records in the heap */
+    struct pollfd two[2] = {{fd, POLLIN, 0}, {fd, POLLPRI, 0}};
+    long r = TRY(aco_rt_poll(two, 2, soon(5000)));
+    CHECK(r == 1 && (two[0].revents & POLLIN));
+    r = TRY(aco_rt_wait(fd, POLLIN, soon(5000)));
     CHECK(r > 0 && (r & POLLIN));
+    r = TRY(aco_rt_cancel_shield(1));           /* its block, made once */
+    CHECK_EQ(r, 0);
+    CHECK_EQ(aco_rt_cancel_shield(0), 1);
     r = TRY(aco_rt_recv(fd, buf, sizeof(buf), 0, soon(5000)));
     CHECK_EQ(r, 5);
     CHECK_EQ(TRY(aco_rt_send(fd, buf, 5, 0, soon(5000))), 5);

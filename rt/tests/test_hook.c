@@ -309,6 +309,12 @@ static void many_co(void* arg) {
     errno = 0;
     CHECK_EQ(ppoll(two, 2, &ts, NULL), -1);
     CHECK_EQ(errno, EINVAL);
+    /* the normal band by name: woken as by POLLIN (epoll says IN) */
+    struct pollfd rd = {mq[0], POLLRDNORM, 0};
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    CHECK_EQ(poll(&rd, 1, 5000), 1);
+    CHECK_EQ(rd.revents, POLLRDNORM);
+    CHECK_EQ(read(mq[0], &c, 1), 1);
     /* a closed number: POLLNVAL */
     int dead = dup(mp[0]);
     close(dead);
@@ -347,6 +353,14 @@ static void select_co(void* arg) {
     CHECK(FD_ISSET(mq[0], &r) && !FD_ISSET(mp[0], &r));
     CHECK(tv.tv_sec < 5 || tv.tv_usec < 1000000);            /* the time left */
     char c;
+    CHECK_EQ(read(mq[0], &c, 1), 1);
+    /* microseconds past a second carry into seconds, as Linux's */
+    FD_ZERO(&r);
+    FD_SET(mq[0], &r);
+    tv = (struct timeval){0, 1500000};
+    aco_rt_detach(aco_rt_spawn(NULL, late_write_co, (void*)(intptr_t)5));
+    CHECK_EQ(select(nfds, &r, NULL, NULL, &tv), 1);
+    CHECK(FD_ISSET(mq[0], &r));
     CHECK_EQ(read(mq[0], &c, 1), 1);
     FD_ZERO(&r);
     FD_SET(mp[0], &r);
@@ -496,6 +510,23 @@ static void rcvtimeo_co(void* arg) {
     close(sv[1]);
 }
 
+/* poll with nothing to wait for but no deadline is a sleep for good, not
+ * a deadlock: another thread's cancel ends it. */
+static void forever_co(void* arg) {
+    (void)arg;
+    struct pollfd none = {-1, POLLIN, 0};
+    errno = 0;
+    CHECK_EQ(poll(&none, 1, -1), -1);
+    CHECK_EQ(errno, ECANCELED);
+}
+
+static void* cancel_later(void* arg) {
+    struct timespec ts = {0, 20 * MS};
+    nanosleep(&ts, NULL);
+    CHECK_EQ(aco_rt_cancel((aco_rt_co_t*)arg), 0);
+    return NULL;
+}
+
 static void many_body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     CHECK_EQ(aco_rt_hooks_active(), 1);     /* hook.c's object is linked in */
@@ -503,6 +534,12 @@ static void many_body(aco_rt_sched_t* s, void* arg) {
     test_go(s, select_co, NULL);
     test_go(s, epoll_co, NULL);
     test_go(s, rcvtimeo_co, NULL);
+    aco_rt_co_t* fc = aco_rt_spawn(s, forever_co, NULL);
+    aco_rt_detach(fc);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, cancel_later, fc), 0);
+    test_run(s);                        /* not -EDEADLK */
+    CHECK_EQ(pthread_join(th, NULL), 0);
     ticking = 1;
     ticks = tick_late = 0;
     aco_rt_detach(aco_rt_spawn(s, ticker_co, NULL));     /* until the victim ends */
