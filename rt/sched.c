@@ -20,6 +20,15 @@
 extern const void* aco_rt_hook_binding_(void) __attribute__((weak));
 extern int aco_rt_hook_owns_(const void* fn) __attribute__((weak));
 
+/* dlsym, leaving no error message behind: glibc keeps a failed lookup's
+ * in the heap, per thread, until dlerror is called twice (a pool thread's
+ * that forks would leave it lost in the child). */
+static void* dl_find(void* h, const char* name) {
+    void* f = dlsym(h, name);
+    if (f == NULL && dlerror() != NULL) dlerror();
+    return f;
+}
+
 /* Where the definition f (of name) hands its calls on, if its object says
  * so: a library ahead of the hooks that forwards them (a tracer, the
  * tests' call counter) exports aco_rt_hook_forwards_(name), its
@@ -28,9 +37,12 @@ static const void* forwarded(const void* f, const char* name) {
     Dl_info d, n;
     if (!dladdr(f, &d) || d.dli_fname == NULL) return NULL;
     void* h = dlopen(d.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL) return NULL;
+    if (h == NULL) {
+        if (dlerror() != NULL) dlerror();
+        return NULL;
+    }
     const void* (*next)(const char*);
-    *(void**)&next = dlsym(h, "aco_rt_hook_forwards_");
+    *(void**)&next = dl_find(h, "aco_rt_hook_forwards_");
     dlclose(h);
     /* its own, not one of its dependencies' */
     if (next == NULL || !dladdr((const void*)(uintptr_t)next, &n) || n.dli_fbase != d.dli_fbase)
@@ -46,8 +58,8 @@ static int hooks_state(void) {
     const void* (*binding)(void) = aco_rt_hook_binding_;
     int (*owns)(const void*) = aco_rt_hook_owns_;
     if (binding == NULL || owns == NULL) {
-        *(void**)&binding = dlsym(RTLD_DEFAULT, "aco_rt_hook_binding_");
-        *(void**)&owns = dlsym(RTLD_DEFAULT, "aco_rt_hook_owns_");
+        *(void**)&binding = dl_find(RTLD_DEFAULT, "aco_rt_hook_binding_");
+        *(void**)&owns = dl_find(RTLD_DEFAULT, "aco_rt_hook_owns_");
         if (binding == NULL || owns == NULL) return 0;
     }
     if (binding() != (const void*)(uintptr_t)aco_rt_self) return -1;
@@ -61,7 +73,7 @@ static int hooks_state(void) {
         return 1;
     static const char* const names[] = {"read", "recv", "poll", "connect"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const void* f = dlsym(RTLD_DEFAULT, names[i]);
+        const void* f = dl_find(RTLD_DEFAULT, names[i]);
         for (int hop = 0; f != NULL && !owns(f) && hop < 8; hop++) f = forwarded(f, names[i]);
         if (f == NULL || !owns(f)) return 0;
     }
