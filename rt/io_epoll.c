@@ -159,30 +159,39 @@ static void ep_abort(aco_rt_co_t* co, int err) {
 RT_WAIT_KINDS(ep, {RT_W_FD_IN, {"fd_in", ep_abort, NULL}},
               {RT_W_FD_OUT, {"fd_out", ep_abort, NULL}})
 
-static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
-    aco_rt_sched_t* s = co->s;
-    ep_t* e = (ep_t*)s->backend.data;
-    rt_fd_t* f = rt_fd_get(&s->fds, fd);
-    if (f == NULL) return fd < 0 ? -EBADF : -ENOMEM;
+/* Register fd for input and output at once, edge-triggered: 0; 1 if
+ * epoll refuses it (a regular file: ready for reading and writing at
+ * every look, so a wait here is for nothing else, which never comes); 2
+ * if the number was closed meanwhile (look again: POLLNVAL); or -errno.
+ * Added anew while we had added it before: that file is gone, its
+ * waiters are told -EBADF. */
+static int ep_add(aco_rt_sched_t* s, ep_t* e, rt_fd_t* f, int fd) {
     struct epoll_event ev = {0};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
     ev.data.fd = fd;
-    /* Counted before the add: an aco_rt_close on another thread either
-     * sees us waiting, or closes after it looked and looks again. */
-    rt_fd_busy_inc_fenced(f);
     if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
-        /* Added anew: if we had added it before, that file is gone. */
         if (f->registered) {
             wake_all(s, f, -EBADF);
             __atomic_store_n(&f->gen, f->gen + 1, __ATOMIC_RELAXED);
             f->rd_empty = f->rd_hup = 0;
         }
         f->registered = 1;
-    } else if (errno != EEXIST) {
-        int r = errno == EPERM ? events : -errno;   /* EPERM: a regular
-                                                       file, always ready */
+        return 0;
+    }
+    return errno == EEXIST ? 0 : errno == EPERM ? 1 : errno == EBADF ? 2 : -errno;
+}
+
+static int ep_wait_fd(aco_rt_co_t* co, int fd, int events, int64_t deadline) {
+    aco_rt_sched_t* s = co->s;
+    rt_fd_t* f = rt_fd_get(&s->fds, fd);
+    if (f == NULL) return fd < 0 ? -EBADF : -ENOMEM;
+    /* Counted before the add: an aco_rt_close on another thread either
+     * sees us waiting, or closes after it looked and looks again. */
+    rt_fd_busy_inc_fenced(f);
+    int r = ep_add(s, (ep_t*)s->backend.data, f, fd);
+    if (r != 0) {
         rt_fd_busy_add(f, -1);
-        return r;
+        return r == 1 ? events : r == 2 ? -EBADF : r;      /* a regular file: ready */
     }
     co->w.events = events;
     rt_wq_push(&f->q, &co->w);
@@ -229,26 +238,6 @@ static void ep_pforget(aco_rt_co_t* co) {
 
 RT_WAIT_KINDS(ep_poll, {RT_W_POLLN, {"poll", ep_pabort, ep_pforget}})
 
-/* Register fd (as ep_wait_fd): 0; 1 if epoll refuses it (a regular file:
- * ready for reading and writing at every look, so a wait here is for
- * nothing else, which never comes); 2 if the number was closed meanwhile
- * (look again: POLLNVAL); or -errno. */
-static int ep_add(aco_rt_sched_t* s, ep_t* e, rt_fd_t* f, int fd) {
-    struct epoll_event ev = {0};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
-    ev.data.fd = fd;
-    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
-        if (f->registered) {
-            wake_all(s, f, -EBADF);
-            __atomic_store_n(&f->gen, f->gen + 1, __ATOMIC_RELAXED);
-            f->rd_empty = f->rd_hup = 0;
-        }
-        f->registered = 1;
-        return 0;
-    }
-    return errno == EEXIST ? 0 : errno == EPERM ? 1 : errno == EBADF ? 2 : -errno;
-}
-
 static int ep_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     ep_t* e = (ep_t*)s->backend.data;
@@ -286,12 +275,8 @@ static int ep_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
         r = rt_park(co, RT_W_POLLN, b, deadline);
         if (r != -ETIMEDOUT && r != -ECANCELED) {       /* one fired, or was closed */
             r = 0;
-            for (unsigned k = 0; k < b->n; k++) r += b->e[k].closed;
-            if (r) {
-                for (unsigned i = 0; i < n; i++) p[i].revents = 0;
-                for (unsigned k = 0; k < b->n; k++)
-                    if (b->e[k].closed) p[b->e[k].idx].revents = POLLNVAL;
-            }
+            for (unsigned k = 0; k < b->n; k++)
+                if (b->e[k].closed) p[b->e[k].idx].revents = POLLNVAL, r++;
         }
     } else if (r == 2) {
         r = 0;

@@ -416,12 +416,8 @@ static int ur_wait_many(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t d
         /* a descriptor closed meanwhile says POLLNVAL, whatever its number
          * holds by then (the others are looked at again) */
         r = 0;
-        for (unsigned k = 0; k < b->n; k++) r += b->e[k].closed;
-        if (r) {
-            for (unsigned i = 0; i < n; i++) p[i].revents = 0;
-            for (unsigned k = 0; k < b->n; k++)
-                if (b->e[k].closed) p[b->e[k].idx].revents = POLLNVAL;
-        }
+        for (unsigned k = 0; k < b->n; k++)
+            if (b->e[k].closed) p[b->e[k].idx].revents = POLLNVAL, r++;
     }
     for (unsigned i = 0; i < b->n; i++) {
         rt_fd_t* f = b->e[i].lent ? rt_fd_peek(&s->fds, b->e[i].fd) : NULL;

@@ -335,9 +335,9 @@ typedef struct rt_backend {
     /* Wait until one of p[0..n) may be ready (aco_rt_poll: n >= 1, none
      * of them found ready just now; fd < 0 is skipped; p may lie on the
      * co's share stack: read before the co parks, written only once it
-     * runs again).  0: look again; k > 0: k entries' descriptors were
-     * closed while it waited (aco_rt_close), their revents now POLLNVAL,
-     * every other revents 0; or -errno (-ETIMEDOUT, -ECANCELED, -ENOMEM,
+     * runs again; every revents is 0, from the look that found none
+     * ready).  0: look again; k > 0: k entries' descriptors were closed
+     * while it waited (aco_rt_close), their revents now POLLNVAL; or -errno (-ETIMEDOUT, -ECANCELED, -ENOMEM,
      * or the backend's error registering a descriptor). */
     int  (*wait_many)(aco_rt_co_t* co, struct pollfd* p, unsigned n, int64_t deadline);
     /* The k-th descriptor co waits on, parked in wait_many, or -1 past

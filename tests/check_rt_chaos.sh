@@ -40,6 +40,14 @@ for cfg in "${configs[@]}"; do
     sleep 0.3       # the probe's connection closed: the descriptors' baseline
     "$OUT/chaos_resp" --port "$port" --seconds "$secs" --pid "$rpid" --slack-mib $slack > "$tmp/chaos.out" 2>&1 &
     cpid=$!; PIDS+=("$cpid")
+    # (after chaos_resp counted the server's descriptors: a loaded machine
+    # may start it late, and redis-benchmark's connections are not the
+    # baseline's)
+    for _ in $(seq 200); do
+        grep -q '^chaos_resp: baseline' "$tmp/chaos.out" 2>/dev/null && break
+        kill -0 $cpid 2>/dev/null || break
+        sleep 0.05
+    done
     # redis-benchmark beside it, run after run, until the chaos ends
     end=$((SECONDS + secs)); runs=0; bench_ok=1
     while [ $SECONDS -lt $end ]; do

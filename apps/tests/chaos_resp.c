@@ -729,6 +729,10 @@ int main(int argc, char** argv) {
             fprintf(stderr, "chaos_resp: cannot read /proc/%d\n", server_pid);
             return 2;
         }
+        /* (a script that runs other clients beside starts them after this
+         * line: their connections are not the baseline's) */
+        printf("chaos_resp: baseline %ld descriptors, %ld KiB\n", base_fds, base_rss >> 10);
+        fflush(stdout);
     }
     printf("chaos_resp: port %d, %.0f s, %d workers, %d idle, %d slowloris, seed %#llx\n", port,
            seconds, nworkers, nidle, nslow, (unsigned long long)seed);
