@@ -762,7 +762,7 @@ if [ $action = bench ]; then
     # The shared-FP-env build's headline loops first, for comparison (its
     # lines renamed: the headline lines are the default build's).
     echo; echo "== $bench.shareFPUenv --quick (ACO_CONFIG_SHARE_FPU_MXCSR_ENV)"
-    "$bench.shareFPUenv" --quick | sed 's/^headline /shared-FP-env build: /'
+    "$bench.shareFPUenv" --quick | sed 's/^headline /shared-FP-env build: /' | tee "$log.shared"
     echo; echo "== $bench.standaloneFPUenv ${BENCH_ARGS:-}"
     # The benchmark runs bench/fcontext_loop.c right after its headline
     # loops, as an independent check of the fcontext figure.
@@ -773,8 +773,10 @@ if [ $action = bench ]; then
     echo; echo "== headline (the default build: $bench.standaloneFPUenv)"
     grep '^check: headline fcontext' "$log" || true
     grep '^headline ' "$log" || true
-    # the last word: which targets were met and which missed
-    echo "make.sh bench: $(grep '^+every correctness check passed' "$log" | sed 's/^+//')"
+    # the last word: which targets were met and which missed (the
+    # shared-FP-env build's too, for information: its MISS lines are above)
+    shared=$(sed -n 's/^+every correctness check passed;.*targets: \([0-9]*\) met.*, \([0-9]*\) missed.*/\1 met, \2 missed/p' "$log.shared")
+    echo "make.sh bench: $(grep '^+every correctness check passed' "$log" | sed 's/^+//')${shared:+; the shared-FP-env build, for information: $shared}"
 fi
 
 if [ $action = bench-rt ]; then
