@@ -162,6 +162,10 @@ static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
 struct io_uring* rt_ur_ring(aco_rt_sched_t* s) { return &((ur_t*)s->backend.data)->ring; }
 struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s) { return get_sqe(s); }
 
+/* An operation a close of another number of its file cancelled: made
+ * again (not an errno: complete() to rt_uring_io and rt_uring_accept). */
+#define UR_AGAIN (INT32_MIN + 1)
+
 /* Cancel pe's poll (its completion comes later, -ECANCELED or its
  * readiness: either ends it).  The cancel's own completion only where it
  * failed, if the kernel can skip it: a wait on 10,000 descriptors ends
@@ -233,8 +237,12 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     s->st.io_inflight--;
     rt_fd_t* f = rt_fd_peek(&s->fds, co->w.io.fd);
     if (f && f->gen == co->w.io.gen && f->busy) rt_fd_busy_add(f, -1);
-    if (res == -ECANCELED)      /* ours (deadline, cancel), else a close */
-        res = co->io_abort ? co->io_abort : -EBADF;
+    /* Cancelled: by us (deadline, cancel: io_abort), else by a close.  A
+     * close cancels by the file, so the operations on its other numbers
+     * (a dup's) end too: theirs still stand (the entry's generation did
+     * not move), and go again. */
+    if (res == -ECANCELED)
+        res = co->io_abort ? co->io_abort : f && f->gen == co->w.io.gen ? UR_AGAIN : -EBADF;
     co->io_abort = 0;
     rt_wake(co, res);
 }
@@ -322,6 +330,7 @@ ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int fl
         default:           io_uring_prep_poll_add(sqe, fd, (unsigned)flags); break;
         }
         r = op_wait(co, sqe, RT_W_UR_OP + op, fd, deadline);
+        if (r == UR_AGAIN) continue;
         if (r != -EAGAIN || op == RT_OP_POLL) return r;
         /* A non-blocking descriptor had nothing: wait for it, go again. */
         int ev = (op == RT_OP_READ || op == RT_OP_READV || op == RT_OP_RECV) ? POLLIN : POLLOUT;
@@ -337,6 +346,7 @@ int rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr, socklen_t* a
         struct io_uring_sqe* sqe = get_sqe(co->s);
         io_uring_prep_accept(sqe, fd, addr, addrlen, flags);
         r = op_wait(co, sqe, RT_W_UR_ACCEPT, fd, deadline);
+        if (r == UR_AGAIN) continue;
         if (r != -EAGAIN && r != -ECONNABORTED && r != -EINTR) return r;
         if (r == -EAGAIN && (r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, POLLIN, deadline)) < 0)
             return r;

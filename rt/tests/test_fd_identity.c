@@ -23,6 +23,8 @@
  *     never at its deadline (a close that looked for waiters a moment
  *     before the wait was counted lost it: epoll's registration went with
  *     the file, and nobody told the co).
+ *   - a dup: aco_rt_close of one number ends the read waiting on it with
+ *     -EBADF, never the read waiting on the file's other number.
  * Stack and heap buffers (the readiness and the io_uring ways), both
  * backends, at once (a process each: the time is waiting).
  */
@@ -402,9 +404,46 @@ static void close_race(int backend) {
     aco_rt_pool_free(p);
 }
 
+/* Two numbers of one pipe (dup), a co reading on each (heap buffers: on
+ * io_uring, read operations in the kernel); aco_rt_close of one number
+ * ends its reader with -EBADF, and the other's read goes on: it returns
+ * the byte written after the close (io_uring cancels a close's
+ * operations by the file, its other numbers' too: those go again). */
+static char dup_buf[2][8];
+static int dup_fd[2], dup_wr;
+static ssize_t dup_rc[2];
+static void dup_reader(void* arg) {
+    int i = (int)(intptr_t)arg;
+    dup_rc[i] = aco_rt_read(dup_fd[i], dup_buf[i], sizeof(dup_buf[i]), aco_rt_in_ms(3000));
+}
+static void dup_closer(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
+    CHECK_EQ(aco_rt_close(dup_fd[0]), 0);
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
+    CHECK_EQ(write(dup_wr, "d", 1), 1);
+}
+static void dup_close_body(aco_rt_sched_t* s) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    dup_fd[0] = p[0];
+    dup_fd[1] = dup(p[0]);
+    dup_wr = p[1];
+    CHECK_GE(dup_fd[1], 0);
+    for (int i = 0; i < 2; i++) CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, dup_reader, (void*)(intptr_t)i)), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, dup_closer, NULL)), 0);
+    test_run(s);
+    CHECK_EQ(dup_rc[0], -EBADF);
+    CHECK_EQ(dup_rc[1], 1);
+    CHECK_EQ(dup_buf[1][0], 'd');
+    CHECK_EQ(aco_rt_close(dup_fd[1]), 0);
+    CHECK_EQ(close(dup_wr), 0);
+}
+
 static int one_backend(int backend) {
     aco_rt_sched_t* s = test_sched_on(backend, NULL);
     reuse_body(s, NULL);
+    dup_close_body(s);
     aco_rt_sched_free(s);
     cross_thread(backend);
     close_race(backend);
