@@ -23,8 +23,6 @@ command -v pkg-config > /dev/null || { echo "check_hook_link: pkg-config not fou
 tmp=$(mktemp -d); trap cleanup_tmp EXIT
 out=$(cd "$OUT" && pwd)
 fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # The library: a blocking read, as libpq's or hiredis' would be.
 cat > "$tmp/reader.c" <<'EOF'

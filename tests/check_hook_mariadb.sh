@@ -12,6 +12,7 @@
 # overlap check (it proves the check can fail).  Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 OUT=${OUTPUT:-output}
 for p in libaco_hook.so libhook_count.so hook_mariadb hook_mariadb_linked; do
     [ -e "$OUT/$p" ] || { echo "check_hook_mariadb: $OUT/$p not built: install libmariadb-dev, then bash make.sh"; exit 1; }
@@ -33,16 +34,16 @@ gone() {   # gone <signal> <tries>: send it, wait (0.05 s a try) until the serve
     for _ in $(seq "$2"); do kill -0 "$spid" 2>/dev/null || return 0; sleep 0.05; done
     return 1
 }
-stop_server() {   # a clean shutdown, at most 10 s
+stop_mariadbd() {   # a clean shutdown, at most 10 s
     [ -n "$spid" ] || return 0
     gone TERM 200 || gone KILL 100
     spid=
 }
-trap 'stop_server; rm -rf "$tmp"' EXIT
+trap 'stop_mariadbd; rm -rf "$tmp"' EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 # No binary log, small buffers, no performance schema: a server up in a
 # fraction of a second; room for every run's connections.
-start_server() {
+start_mariadbd() {
     "$mysqld" --no-defaults "${as_user[@]}" --datadir="$tmp/data" --socket="$tmp/sock" \
         --pid-file="$tmp/server.pid" --log-error="$tmp/server.log" --port="$port" \
         --bind-address=127.0.0.1 --skip-name-resolve --skip-log-bin --performance-schema=OFF \
@@ -64,7 +65,7 @@ if ! "$install_db" --no-defaults "${as_user[@]}" --datadir="$tmp/data" --skip-te
     tail -20 "$tmp/install.log"
     exit 1
 fi
-start_server
+start_mariadbd
 # The programs log in over TCP with a password: the real handshake.
 pw=hk$RANDOM$RANDOM
 "$client" --no-defaults --socket="$tmp/sock" -uroot \
@@ -72,16 +73,7 @@ pw=hk$RANDOM$RANDOM
     { echo "check_hook_mariadb: could not create the test's user"; exit 1; }
 db=(--port "$port" --user hook --password "$pw")
 fails=0
-run() {   # run <what> <expect: pass | the error that must end it> <command...>
-    local what=$1 want=$2 got
-    shift 2
-    if out=$(timeout 60 "$@" 2>&1); then got=pass; else got=fail; fi
-    if [ "$want" = pass ] && [ $got = pass ]; then echo "ok   $what: $(echo "$out" | grep -m1 '^result:')"
-    elif [ "$want" != pass ] && [ $got = fail ] && echo "$out" | grep -q "$want"; then
-        echo "ok   $what: $(echo "$out" | grep -m1 "$want")"
-    else echo "FAIL $what: expected ${want}: $out"; fails=$((fails + 1)); fi
-    [ -z "${VERBOSE:-}" ] || echo "$out" | sed 's/^/     /'
-}
+run() { verdict_run 60 "$@"; }     # run <what> <pass | the error that must end it> <command...>
 # Without the hooks mysql_query blocks the thread: 10 queries one after
 # another.  First, while nothing has killed the server yet.
 run "no hooks: the overlap check fails" "did not overlap" "$OUT/hook_mariadb" --no-hooks --cos 10 "${db[@]}"
@@ -103,7 +95,7 @@ for r in "${runs[@]}"; do
     gone KILL 100
     spid=
     rm -f "$tmp/server.pid"
-    [ "$r" = "${runs[-1]}" ] || start_server
+    [ "$r" = "${runs[-1]}" ] || start_mariadbd
 done
 echo "check_hook_mariadb: $fails failed"
 [ $fails = 0 ]

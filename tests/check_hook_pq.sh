@@ -10,6 +10,7 @@
 # the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. tests/lib.sh
 OUT=${OUTPUT:-output}
 for p in libaco_hook.so libhook_count.so hook_pq hook_pq_linked; do
     [ -e "$OUT/$p" ] || { echo "check_hook_pq: $OUT/$p not built: install libpq-dev, then bash make.sh"; exit 1; }
@@ -45,16 +46,7 @@ if ! pg initdb -D "$tmp/data" -U aco -A trust -E UTF8 --locale=C --no-sync > "$t
 fi
 db="host=127.0.0.1 port=$port user=aco dbname=postgres connect_timeout=10"
 fails=0
-run() {   # run <what> <expect: pass | the error that must end it> <command...>
-    local what=$1 want=$2 got
-    shift 2
-    if out=$(timeout 20 "$@" 2>&1); then got=pass; else got=fail; fi
-    if [ "$want" = pass ] && [ $got = pass ]; then echo "ok   $what: $(echo "$out" | grep -m1 '^result:')"
-    elif [ "$want" != pass ] && [ $got = fail ] && echo "$out" | grep -q "$want"; then
-        echo "ok   $what: $(echo "$out" | grep -m1 "$want")"
-    else echo "FAIL $what: expected ${want}: $out"; fails=$((fails + 1)); fi
-    [ -z "${VERBOSE:-}" ] || echo "$out" | sed 's/^/     /'
-}
+run() { verdict_run 20 "$@"; }     # run <what> <pass | the error that must end it> <command...>
 for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do
     run "$be: LD_PRELOAD" pass env ACO_RT_BACKEND=$be LD_PRELOAD="$OUT/libhook_count.so $OUT/libaco_hook.so" \
         "$OUT/hook_pq" --hooks --db "$db"

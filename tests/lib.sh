@@ -121,6 +121,21 @@ ok() { echo "ok   $*"; }
 # bad WHAT: prints the line of a check that failed and counts it in $fails.
 bad() { echo "FAIL $*"; fails=$(( ${fails:-0} + 1 )); }
 
+# verdict_run SECONDS WHAT WANT COMMAND...: runs COMMAND (killed after
+# SECONDS); WANT is pass (it must exit 0: the line shows its "result:"
+# line) or the text its failure must print (a failure for another reason
+# is a FAIL).  $VERBOSE shows its whole output.
+verdict_run() {
+    local secs=$1 what=$2 want=$3 out got
+    shift 3
+    if out=$(timeout "$secs" "$@" 2>&1); then got=pass; else got=fail; fi
+    if [ "$want" = pass ] && [ $got = pass ]; then ok "$what: $(echo "$out" | grep -m1 '^result:')"
+    elif [ "$want" != pass ] && [ $got = fail ] && echo "$out" | grep -q "$want"; then
+        ok "$what: $(echo "$out" | grep -m1 "$want")"
+    else bad "$what: expected ${want}: $out"; fi
+    [ -z "${VERBOSE:-}" ] || echo "$out" | sed 's/^/     /'
+}
+
 # cpu_ticks PID: prints utime + stime of the whole process (every thread, io_uring's workers too) in clock ticks, n/a once it is gone.
 cpu_ticks() {
     local s

@@ -409,6 +409,20 @@ static void usage(void) {
     exit(2);
 }
 
+/* KILLED cos in their queries while the killer thread ends them (KILL
+ * CONNECTION each, or the server's SIGKILL when crash_pid is set); a co
+ * still in its query 20 s on hangs (the SLEEP is 30 s). */
+static void kill_round(aco_rt_sched_t* s, const char* name) {
+    pthread_t th;
+    entered = 0;
+    memset(cl, 0, (size_t)KILLED * sizeof(*cl));
+    HK_CHECK(pthread_create(&th, NULL, killer, NULL) == 0, "pthread_create failed");
+    step_t st = {name, killed_co, KILLED, 20000, NULL};
+    run_step(s, &st);
+    pthread_join(th, NULL);
+    killed_check();
+}
+
 int main(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) port = atoi(argv[++i]);
@@ -456,27 +470,14 @@ int main(int argc, char** argv) {
 
     pid_t crash = crash_pid;
     crash_pid = 0;                      /* KILL first, the crash last */
-    pthread_t th;
-    memset(cl, 0, (size_t)KILLED * sizeof(*cl));
-    HK_CHECK(pthread_create(&th, NULL, killer, NULL) == 0, "pthread_create failed");
-    /* a co still in its query 20 s on hangs (the SLEEP is 30 s) */
-    step_t kill_step = {"kill", killed_co, KILLED, 20000, NULL};
-    run_step(s, &kill_step);
-    pthread_join(th, NULL);
-    killed_check();
+    kill_round(s, "kill");
 
     step_t cancel_step = {"cancel", canceller_co, 1, 5000, cancel_check};
     run_step(s, &cancel_step);
 
     if (crash) {
         crash_pid = crash;
-        entered = 0;
-        memset(cl, 0, (size_t)KILLED * sizeof(*cl));
-        HK_CHECK(pthread_create(&th, NULL, killer, NULL) == 0, "pthread_create failed");
-        step_t crash_step = {"crash", killed_co, KILLED, 20000, NULL};
-        run_step(s, &crash_step);
-        pthread_join(th, NULL);
-        killed_check();
+        kill_round(s, "crash");
         step_t redial = {"redial", redial_co, 1, 5000, NULL};
         run_step(s, &redial);
     }
