@@ -545,6 +545,205 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline);
 int aco_rt_lend_return(const char* data);
 
 /* ======================================================================== */
+/* Files, directories, and the rest of the Linux calls                      */
+/* ======================================================================== */
+
+/* A regular file has no readiness (poll(2) says it is always ready), so a
+ * co that reads, syncs, opens or stats one on a cold disk would stop its
+ * whole thread with a plain system call.  The calls below do the work for
+ * the co, which parks meanwhile:
+ *   - on io_uring, as the ring's own operation where the running kernel
+ *     has it (probed once per scheduler; the way of each call is listed
+ *     below and told by aco_rt_file_way());
+ *   - else, and on epoll, on a helper thread of aco_rt_offload's pool
+ *     (the same threads, queue and limits: aco_rt_offload_limits); an
+ *     operation io_uring lacks is said once per process on stderr
+ *     ("aco_rt: ... on helper threads"), unless $ACO_RT_QUIET is set;
+ *   - the single-thread build (-DACO_RT_NO_THREADS) has no helper
+ *     threads: there the fallback is the plain system call, in the
+ *     calling thread, which it may block.
+ * $ACO_RT_URING_OFF (read when a scheduler is made) turns io_uring
+ * operations off by name, comma-separated ("read,statx", or "all"), as if
+ * the kernel lacked them: for tests of the fallback.  The names are those
+ * of aco_rt_file_way().
+ *
+ * A file in the page cache costs one system call: aco_rt_pread,
+ * aco_rt_preadv and aco_rt_pwrite(v) on a descriptor that is not O_DIRECT
+ * first try the call on the calling thread with RWF_NOWAIT (the kernel
+ * does it only if it would not wait for the disk), and only when that
+ * says EAGAIN go the way above.  (Whether a descriptor is O_DIRECT is
+ * looked up once per descriptor table entry and again every 64 calls,
+ * since a direct read with RWF_NOWAIT still waits for the disk in the
+ * calling thread: a number reopened as O_DIRECT behind the runtime's back
+ * may cost a few such waits before it is seen.  aco_rt_openat and
+ * aco_rt_close keep the entry right.)  A read that RWF_NOWAIT serves in
+ * part goes on the way above for the rest (a short count means the end of
+ * the file, as from pread(2)).  Writes where the file system has no
+ * RWF_NOWAIT for them (ext4's buffered writes say EOPNOTSUPP) take the
+ * way above at once.
+ *
+ * Deadlines and cancels.  Two kinds of call, told apart below:
+ *   [data]  the call moves bytes between the caller's memory and the
+ *           file (pread, pwrite, preadv, pwritev) or between descriptors
+ *           (splice, tee, sendfile, sendmsg, recvmsg).  A transfer the
+ *           kernel has begun cannot be stopped, and the caller's buffer
+ *           is used in place (no copy), so nothing is lost and nothing
+ *           written after the call returns: at the deadline or a cancel
+ *           the runtime asks the kernel (io_uring) or the helper queue to
+ *           drop the operation; if it had not begun (or was waiting on a
+ *           pipe or socket) the call returns -ETIMEDOUT / -ECANCELED and
+ *           nothing moved; if it had, the co waits for its end and the
+ *           call returns its result (bytes moved: a deadline bounds the
+ *           wait for the transfer to start, not a disk read under way).
+ *   [meta]  every other call: the runtime owns all the memory the
+ *           operation touches (paths and results are copied through heap
+ *           records), so the deadline is kept: at it (or a cancel) the
+ *           call returns -ETIMEDOUT / -ECANCELED at once, and the
+ *           operation, if it had begun, goes on without the co and may
+ *           still take effect: the file may be created, removed, renamed,
+ *           linked, synced, allocated or truncated after all (look before
+ *           relying on either outcome).  A descriptor that aco_rt_openat
+ *           or aco_rt_openat2 opens after its call returned is closed by
+ *           the runtime.
+ * A deadline already passed, or a cancelled co, fails at once without
+ * starting anything, as for every blocking call.
+ *
+ * The share-stack rule.  Paths, struct open_how, struct statx, iovec
+ * arrays, offsets and msghdr records are copied into a heap record before
+ * the co parks and copied back after; data buffers are used in place
+ * unless they lie on the calling co's share stack, which other cos use
+ * while it is parked: then the transfer goes through a heap bounce buffer
+ * of the same size (aligned to 4096 bytes, so O_DIRECT works there too)
+ * and the bytes are copied (the cost of one memcpy; -ENOMEM if it cannot
+ * be had).  In checked mode (aco.h) a buffer on a suspended co's stack is
+ * reported as an escape, as for every I/O call.
+ *
+ * Common errors, besides each system call's own (the manual's errno,
+ * negated: -ENOENT, -EEXIST, -EBADF, -EINVAL, -EISDIR, -ENOSPC, -EIO,
+ * ...): -ETIMEDOUT, -ECANCELED, -EPERM (outside a co of a running
+ * scheduler), -ENOMEM (no memory for the operation's record or bounce
+ * buffer), -EAGAIN (a helper thread was needed and the pool's queue is
+ * full, or none could be started), -ENAMETOOLONG (a path of PATH_MAX
+ * bytes or more).  Offsets are int64_t whatever _FILE_OFFSET_BITS. */
+
+/* Positioned reads and writes, as pread(2), pwrite(2), preadv2(2) and
+ * pwritev2(2) (flags: RWF_HIPRI, RWF_DSYNC, RWF_SYNC, RWF_NOWAIT,
+ * RWF_APPEND; off -1 with preadv/pwritev: the file position, as
+ * preadv2(2)): the count, 0 at end of file, or -errno.  [data]  One
+ * operation: a short count is the kernel's (end of file, a signal-free
+ * partial write of a full disk), not retried.  O_DIRECT works when buf,
+ * n and off are aligned as the file system asks (else -EINVAL, the
+ * kernel's).  RWF_NOWAIT asked by the caller is passed through: -EAGAIN
+ * instead of a wait for the disk. */
+ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline);
+ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline);
+ssize_t aco_rt_preadv(int fd, const struct iovec* iov, int iovcnt, int64_t off,
+                      int flags, int64_t deadline);
+ssize_t aco_rt_pwritev(int fd, const struct iovec* iov, int iovcnt, int64_t off,
+                       int flags, int64_t deadline);
+
+/* fsync(2), fdatasync(2), sync_file_range(2) (flags SYNC_FILE_RANGE_*),
+ * fallocate(2) (mode FALLOC_FL_*), ftruncate(2): 0 or -errno.  [meta]:
+ * after -ETIMEDOUT or -ECANCELED the sync, allocation or truncation may
+ * still happen. */
+int aco_rt_fsync(int fd, int64_t deadline);
+int aco_rt_fdatasync(int fd, int64_t deadline);
+int aco_rt_sync_file_range(int fd, int64_t off, int64_t nbytes, unsigned flags,
+                           int64_t deadline);
+int aco_rt_fallocate(int fd, int mode, int64_t off, int64_t len, int64_t deadline);
+int aco_rt_ftruncate(int fd, int64_t len, int64_t deadline);
+
+/* openat(2) and openat2(2) (how: struct open_how of <linux/openat2.h>,
+ * size its size): the new descriptor, or -errno.  [meta]: after
+ * -ETIMEDOUT or -ECANCELED the file may have been created (O_CREAT) or
+ * truncated (O_TRUNC); a descriptor opened after the return is closed.
+ * The descriptor is the caller's, made as asked (add O_CLOEXEC yourself);
+ * its table entry here is made fresh. */
+struct open_how;
+int aco_rt_openat(int dirfd, const char* path, int flags, mode_t mode, int64_t deadline);
+int aco_rt_openat2(int dirfd, const char* path, const struct open_how* how, size_t size,
+                   int64_t deadline);
+
+/* statx(2) (flags AT_*, mask STATX_*): 0 with *buf filled, or -errno;
+ * buf is written only on success.  [meta] */
+struct statx;
+int aco_rt_statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* buf,
+                 int64_t deadline);
+
+/* unlinkat(2) (flags AT_REMOVEDIR), renameat(2), renameat2(2) (flags
+ * RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT), mkdirat(2),
+ * symlinkat(2), linkat(2) (flags AT_SYMLINK_FOLLOW, AT_EMPTY_PATH): 0 or
+ * -errno.  [meta]: after -ETIMEDOUT or -ECANCELED the change may still
+ * happen. */
+int aco_rt_unlinkat(int dirfd, const char* path, int flags, int64_t deadline);
+int aco_rt_renameat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                    int64_t deadline);
+int aco_rt_renameat2(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                     unsigned flags, int64_t deadline);
+int aco_rt_mkdirat(int dirfd, const char* path, mode_t mode, int64_t deadline);
+int aco_rt_symlinkat(const char* target, int newdirfd, const char* linkpath, int64_t deadline);
+int aco_rt_linkat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                  int flags, int64_t deadline);
+
+/* splice(2) and tee(2) (flags SPLICE_F_MOVE, SPLICE_F_MORE; SPLICE_F_NONBLOCK
+ * is the runtime's to set: passing it gets -EINVAL): the bytes moved
+ * (at most len; 0: end of input, or len 0), or -errno.  [data]  One of
+ * the descriptors (both for tee) must be a pipe (-EINVAL), as splice(2)
+ * asks; *off_in / *off_out (NULL: the file position) are read before the
+ * co parks and advanced by the count after.  Waits for the pipe, the
+ * socket or the disk as one call: returns once some bytes moved. */
+ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, size_t len,
+                      unsigned flags, int64_t deadline);
+ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t deadline);
+
+/* sendfile(2): count bytes of in_fd (a file that mmap can read: a regular
+ * file) from *offset (NULL: its file position) to out_fd (a socket, a
+ * pipe, a file), all of them, as aco_rt_write sends all: the count sent,
+ * fewer only at the end of in_fd's data or when an error or the deadline
+ * came after part was sent, or -errno.  *offset is advanced by the count.
+ * [data]  out_fd is made O_NONBLOCK (sendfile(2) has no per-call flag) if
+ * it is a socket or a pipe; the bytes go on the calling thread while the
+ * file's range is in the page cache (cachestat(2), kernel 6.5, tells), else
+ * each chunk on a helper thread (io_uring has no sendfile). */
+ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count,
+                        int64_t deadline);
+
+/* sendmsg(2) and recvmsg(2) on a socket, ancillary data included (a
+ * descriptor passed over a Unix socket with SCM_RIGHTS arrives as a new
+ * descriptor of this process: MSG_CMSG_CLOEXEC asks for it close-on-exec):
+ * the count, or -errno.  [data]  sendmsg sends everything, as aco_rt_send
+ * (on a stream socket; a datagram is one message), the ancillary data with
+ * the first bytes only; recvmsg returns as soon as a message or some bytes
+ * are there (MSG_WAITALL: as aco_rt_recv), with msg_namelen,
+ * msg_controllen and msg_flags written as recvmsg(2) writes them (MSG_CTRUNC:
+ * descriptors that did not fit in msg_control were closed by the kernel).
+ * msg and every buffer it points to may lie anywhere (io_uring gets heap
+ * copies, or the call takes the readiness way).  A socket that lends
+ * (aco_rt_recv_lend) gets -EOPNOTSUPP from recvmsg while its bytes are
+ * queued in the runtime. */
+ssize_t aco_rt_sendmsg(int fd, const struct msghdr* msg, int flags, int64_t deadline);
+ssize_t aco_rt_recvmsg(int fd, struct msghdr* msg, int flags, int64_t deadline);
+
+/* shutdown(2) (how: SHUT_RD, SHUT_WR, SHUT_RDWR): 0 or -errno.  It never
+ * waits (the kernel queues the FIN), so it is done at once on the calling
+ * thread; deadline is taken for the shape of the other calls (a deadline
+ * passed does not stop it, a cancelled co gets -ECANCELED).  Cos of this
+ * process waiting to read from fd see the end of input after SHUT_RD, as
+ * from shutdown(2). */
+int aco_rt_shutdown(int fd, int how, int64_t deadline);
+
+/* How the calling thread's scheduler does a call now: "uring" (an io_uring
+ * operation), "helper" (a helper thread), "thread" (the plain system call
+ * on the calling thread: shutdown; every fallback of the single-thread
+ * build), or NULL for a name it does not know.  Names: "read", "write"
+ * (pread, pwrite, preadv, pwritev), "fsync" (fsync, fdatasync),
+ * "sync_file_range", "fallocate", "ftruncate", "openat", "openat2",
+ * "statx", "unlinkat", "renameat", "mkdirat", "symlinkat", "linkat",
+ * "splice", "tee", "sendfile", "sendmsg", "recvmsg", "shutdown".  Outside
+ * a scheduler's thread: what a new epoll scheduler would do. */
+const char* aco_rt_file_way(const char* call);
+
+/* ======================================================================== */
 /* Buffered I/O: a reader and a writer per connection, for protocols        */
 /* ======================================================================== */
 
@@ -1020,6 +1219,12 @@ typedef struct {
     uint64_t lends;             /* aco_rt_recv_lend calls that lent a buffer */
     uint64_t lend_heap;         /* of lends: from a heap buffer (no ring,
                                    the ring was empty, not a stream socket) */
+    uint64_t file_nowait;       /* file calls (Files section) done on the
+                                   thread with RWF_NOWAIT, whole */
+    uint64_t file_uring;        /* ... that were io_uring operations */
+    uint64_t file_helper;       /* ... that ran on a helper thread */
+    uint64_t file_bounce;       /* ... that went through a bounce buffer
+                                   (a buffer on the co's share stack) */
 } aco_rt_stats_t;
 
 /* Counters of s (NULL: the calling thread's scheduler). */

@@ -624,3 +624,111 @@ static int closes_drain(aco_rt_sched_t* s) {
     return 1;
 }
 RT_HOOK(rt_hook_closes, closes_drain)
+
+/* ------------------------------------------------------------------------ */
+/* sendmsg, recvmsg                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Does any memory msg points to lie on co's share stack (so io_uring may
+ * not have it)? */
+static int msg_on_stack(aco_rt_co_t* co, const struct msghdr* m, int wr) {
+    if (m->msg_name && m->msg_namelen && rt_on_share_stack(co, m->msg_name, m->msg_namelen, wr))
+        return 1;
+    if (m->msg_control && m->msg_controllen &&
+        rt_on_share_stack(co, m->msg_control, m->msg_controllen, wr))
+        return 1;
+    for (size_t i = 0; i < m->msg_iovlen; i++)
+        if (m->msg_iov[i].iov_len && rt_on_share_stack(co, m->msg_iov[i].iov_base,
+                                                       m->msg_iov[i].iov_len, wr))
+            return 1;
+    return 0;
+}
+
+/* One sendmsg or recvmsg of m (in the heap when io_uring may take it),
+ * waiting for readiness as long as it would block: the count or -errno. */
+static ssize_t msg_once(aco_rt_co_t* co, int send, int fd, struct msghdr* m, int flags,
+                        int uring, int64_t deadline) {
+    for (;;) {
+        ssize_t r;
+        if (uring && !rt_passed(deadline)) {
+            r = rt_uring_io(co, send ? RT_OP_SENDMSG : RT_OP_RECVMSG, fd, m, 0, flags, deadline);
+            if (r != -EAGAIN) return r;
+        } else {
+            r = send ? rt_sys_sendmsg(fd, m, flags | MSG_DONTWAIT | MSG_NOSIGNAL)
+                     : rt_sys_recvmsg(fd, m, flags | MSG_DONTWAIT);
+            if (r >= 0) return r;
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+            if (flags & MSG_DONTWAIT) return -EAGAIN;
+        }
+        int w = rt_may_block(co, deadline);
+        if (w) return w;
+        w = co->s->backend.ops->wait_fd(co, fd, send ? POLLOUT : POLLIN, deadline);
+        if (w < 0) return w;
+    }
+}
+
+static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t deadline) {
+    CO_OR_EPERM(co);
+    if (msg == NULL) return -EFAULT;
+    if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
+    if (!send) {
+        rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
+        if (rt_unlikely(e && e->rx && rt_lend_state(e) >= 0)) return -EOPNOTSUPP;
+        if (rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) && rt_lend_elsewhere(e, fd))
+            return -EBUSY;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < msg->msg_iovlen; i++) total += msg->msg_iov[i].iov_len;
+    int uring = co->s->backend.ops == &rt_backend_uring && !msg_on_stack(co, msg, !send) &&
+                !(flags & MSG_DONTWAIT);
+    /* A copy of the header and of the vector to advance: in the heap, for
+     * io_uring, which reads them after the co parked. */
+    rt_extra_t* x = rt_extra(co, (msg->msg_iovlen ? msg->msg_iovlen : 1) * sizeof(struct iovec));
+    if (x == NULL) return -ENOMEM;
+    struct iovec* v = (struct iovec*)x->buf;
+    if (msg->msg_iovlen) memcpy(v, msg->msg_iov, msg->msg_iovlen * sizeof(*v));
+    struct msghdr* m = &x->mh;
+    *m = *msg;
+    m->msg_iov = v;
+    if (aco_unlikely(aco_checked()) && !send) aco_checked_access(msg, sizeof(*msg), 1);
+    rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
+    int stream = e && rt_fd_kind(e, fd) == RT_FD_SOCK && e->stream;
+    int all = stream && (send || (flags & MSG_WAITALL)) && !(flags & (MSG_DONTWAIT | MSG_PEEK));
+    ssize_t r = msg_once(co, send, fd, m, flags, uring, deadline);
+    if (r < 0) return r;
+    if (!send) {                    /* what recvmsg(2) writes back */
+        msg->msg_namelen = m->msg_namelen;
+        msg->msg_controllen = m->msg_controllen;
+        msg->msg_flags = m->msg_flags;
+    }
+    size_t done = (size_t)r;
+    /* a stream: the rest (send: everything; recv MSG_WAITALL: until the
+     * end), the ancillary data with the first bytes only */
+    while (all && r > 0 && done < total) {
+        while (m->msg_iovlen && (size_t)r >= m->msg_iov->iov_len) {
+            r -= (ssize_t)m->msg_iov->iov_len;
+            m->msg_iov++;
+            m->msg_iovlen--;
+        }
+        if (m->msg_iovlen) {
+            m->msg_iov->iov_base = (char*)m->msg_iov->iov_base + r;
+            m->msg_iov->iov_len -= (size_t)r;
+        }
+        m->msg_name = NULL;
+        m->msg_namelen = 0;
+        m->msg_control = NULL;
+        m->msg_controllen = 0;
+        r = msg_once(co, send, fd, m, flags & ~MSG_WAITALL, uring, deadline);
+        if (r > 0) done += (size_t)r;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t aco_rt_sendmsg(int fd, const struct msghdr* msg, int flags, int64_t deadline) {
+    return msg_io(1, fd, (struct msghdr*)msg, flags, deadline);
+}
+
+ssize_t aco_rt_recvmsg(int fd, struct msghdr* msg, int flags, int64_t deadline) {
+    return msg_io(0, fd, msg, flags, deadline);
+}

@@ -32,6 +32,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+const char* const rt_f_names[RT_F_N] = {
+    "read", "write", "fsync", "sync_file_range", "fallocate", "ftruncate", "openat", "openat2",
+    "statx", "unlinkat", "renameat", "mkdirat", "symlinkat", "linkat", "splice", "tee",
+    "sendfile", "sendmsg", "recvmsg", "shutdown",
+};
+
 #ifdef ACO_RT_HAVE_URING
 #include <liburing.h>
 
@@ -47,7 +53,14 @@ typedef struct {
                                    the kernel (freed by the last one's
                                    completion), or of a co woken and then
                                    destroyed (aco_rt_sched_free): ur_fini */
+    uint32_t        f_on;       /* the file calls' operations (RT_F_*) the
+                                   kernel has and $ACO_RT_URING_OFF leaves */
+    rt_ur_meta_t*   metas;      /* [meta] file operations in the kernel
+                                   (file.c), of cos or orphans */
 } ur_t;
+
+/* user_data of a [meta] file operation: its record, tagged. */
+#define META_TAG 4
 
 /* aco_rt_poll: a POLL_ADD per descriptor, all of one heap block (the
  * co's wait_obj), each with its entry's address, tagged PENT_TAG, as
@@ -84,6 +97,47 @@ static void arm_evfd(aco_rt_sched_t* s, ur_t* u) {
     if (sqe == NULL) { io_uring_submit(&u->ring); sqe = io_uring_get_sqe(&u->ring); }
     io_uring_prep_read(sqe, s->run.evfd, &u->evbuf, sizeof(u->evbuf), 0);
     io_uring_sqe_set_data(sqe, EV_DATA);
+}
+
+/* The file calls' operations (file.c): the opcode of each RT_F_* (0:
+ * none; FTRUNCATE, 6.9, is newer than Debian's liburing 2.3, which lacks
+ * its name and helper: the number is the kernel's ABI). */
+#define OP_FTRUNCATE 55
+static const uint8_t f_opcode[RT_F_N] = {
+    [RT_F_READ] = IORING_OP_READ,         [RT_F_WRITE] = IORING_OP_WRITE,
+    [RT_F_FSYNC] = IORING_OP_FSYNC,       [RT_F_SFR] = IORING_OP_SYNC_FILE_RANGE,
+    [RT_F_FALLOC] = IORING_OP_FALLOCATE,  [RT_F_FTRUNC] = OP_FTRUNCATE,
+    [RT_F_OPENAT] = IORING_OP_OPENAT,     [RT_F_OPENAT2] = IORING_OP_OPENAT2,
+    [RT_F_STATX] = IORING_OP_STATX,       [RT_F_UNLINK] = IORING_OP_UNLINKAT,
+    [RT_F_RENAME] = IORING_OP_RENAMEAT,   [RT_F_MKDIR] = IORING_OP_MKDIRAT,
+    [RT_F_SYMLINK] = IORING_OP_SYMLINKAT, [RT_F_LINK] = IORING_OP_LINKAT,
+    [RT_F_SPLICE] = IORING_OP_SPLICE,     [RT_F_TEE] = IORING_OP_TEE,
+    [RT_F_SENDMSG] = IORING_OP_SENDMSG,   [RT_F_RECVMSG] = IORING_OP_RECVMSG,
+};
+
+/* Which of them the kernel has, less those $ACO_RT_URING_OFF names. */
+static uint32_t probe_ops(struct io_uring* ring) {
+    uint32_t on = 0;
+    struct io_uring_probe* p = io_uring_get_probe_ring(ring);
+    for (unsigned w = 0; p && w < RT_F_N; w++)
+        if (f_opcode[w] && io_uring_opcode_supported(p, f_opcode[w])) on |= 1u << w;
+    if (p) io_uring_free_probe(p);
+    const char* off = getenv("ACO_RT_URING_OFF");
+    if (off == NULL) return on;
+    for (unsigned w = 0; w < RT_F_N; w++) {
+        size_t k = strlen(rt_f_names[w]);
+        for (const char* q = off; *q; q += strcspn(q, ","), q += *q == ',') {
+            size_t len = strcspn(q, ",");
+            if ((len == 3 && memcmp(q, "all", 3) == 0) ||
+                (len == k && memcmp(q, rt_f_names[w], k) == 0))
+                on &= ~(1u << w);
+        }
+    }
+    return on;
+}
+
+int rt_ur_f_on(aco_rt_sched_t* s, unsigned w) {
+    return s->backend.ops == &rt_backend_uring && (((ur_t*)s->backend.data)->f_on >> w & 1);
 }
 
 /* Rings come and go under one lock.  liburing maps and unmaps them with
@@ -131,13 +185,17 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
      * descriptor lookup.  Only this thread enters this ring. */
     io_uring_register_ring_fd(&u->ring);
     u->cqe_skip = (p.features & IORING_FEAT_CQE_SKIP) != 0;
+    u->f_on = probe_ops(&u->ring);
     s->backend.data = u;
     arm_evfd(s, u);
     return 0;
 }
 
+static void metas_drain(ur_t* u);
+
 static void ur_fini(aco_rt_sched_t* s) {
     ur_t* u = (ur_t*)s->backend.data;
+    if (u->metas) metas_drain(u);
     while (u->blocks) {
         rt_ur_pblk_t* b = u->blocks;
         u->blocks = b->next;
@@ -216,6 +274,24 @@ static void pent_done(aco_rt_sched_t* s, ur_pent_t* pe) {
     }
 }
 
+static void meta_unlink(ur_t* u, rt_ur_meta_t* m) {
+    if (m->prev) m->prev->next = m->next; else u->metas = m->next;
+    if (m->next) m->next->prev = m->prev;
+}
+
+/* A [meta] operation ended: its co takes the result, or, if the co left
+ * (deadline, cancel, destroyed), the record's orphan function does. */
+static void meta_done(aco_rt_sched_t* s, rt_ur_meta_t* m, int res) {
+    meta_unlink((ur_t*)s->backend.data, m);
+    s->st.io_inflight--;
+    if (m->co == NULL) {
+        m->orphan(m, res);
+        return;
+    }
+    /* only a close of its descriptor cancels it while its co waits */
+    rt_wake(m->co, res == -ECANCELED ? -EBADF : res);
+}
+
 static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     void* data = io_uring_cqe_get_data(cqe);
     if (data == NULL) return;                   /* a cancel's own completion */
@@ -229,6 +305,10 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     }
     if ((uintptr_t)data & PENT_TAG) {           /* an aco_rt_poll's */
         pent_done(s, (ur_pent_t*)((uintptr_t)data & ~(uintptr_t)PENT_TAG));
+        return;
+    }
+    if ((uintptr_t)data & META_TAG) {           /* a [meta] file operation's */
+        meta_done(s, (rt_ur_meta_t*)((uintptr_t)data & ~(uintptr_t)META_TAG), cqe->res);
         return;
     }
     aco_rt_co_t* co = (aco_rt_co_t*)data;
@@ -283,7 +363,7 @@ void rt_ur_abort(aco_rt_co_t* co, int err) {
     io_uring_sqe_set_data(sqe, NULL);
 }
 
-_Static_assert(RT_OP_SENDMSG < 8, "the io_uring operations fit before RT_W_UR_ACCEPT");
+_Static_assert(RT_OP_RECVMSG < RT_W_UR_ACCEPT - RT_W_UR_OP, "the io_uring operations fit before RT_W_UR_ACCEPT");
 RT_WAIT_KINDS(ur, {RT_W_UR_OP + RT_OP_READ, {"read", rt_ur_abort, NULL}},
               {RT_W_UR_OP + RT_OP_WRITE, {"write", rt_ur_abort, NULL}},
               {RT_W_UR_OP + RT_OP_READV, {"readv", rt_ur_abort, NULL}},
@@ -292,6 +372,7 @@ RT_WAIT_KINDS(ur, {RT_W_UR_OP + RT_OP_READ, {"read", rt_ur_abort, NULL}},
               {RT_W_UR_OP + RT_OP_SEND, {"send", rt_ur_abort, NULL}},
               {RT_W_UR_OP + RT_OP_POLL, {"poll", rt_ur_abort, NULL}},
               {RT_W_UR_OP + RT_OP_SENDMSG, {"sendmsg", rt_ur_abort, NULL}},
+              {RT_W_UR_OP + RT_OP_RECVMSG, {"recvmsg", rt_ur_abort, NULL}},
               {RT_W_UR_ACCEPT, {"accept", rt_ur_abort, NULL}})
 
 /* Submit sqe for co (prepared by the caller) and park until it completes. */
@@ -327,13 +408,17 @@ ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int fl
         case RT_OP_SENDMSG:
             io_uring_prep_sendmsg(sqe, fd, (const struct msghdr*)buf, (unsigned)flags | MSG_NOSIGNAL);
             break;
+        case RT_OP_RECVMSG:
+            io_uring_prep_recvmsg(sqe, fd, (struct msghdr*)buf, (unsigned)flags);
+            break;
         default:           io_uring_prep_poll_add(sqe, fd, (unsigned)flags); break;
         }
         r = op_wait(co, sqe, RT_W_UR_OP + op, fd, deadline);
         if (r == UR_AGAIN) continue;
         if (r != -EAGAIN || op == RT_OP_POLL) return r;
         /* A non-blocking descriptor had nothing: wait for it, go again. */
-        int ev = (op == RT_OP_READ || op == RT_OP_READV || op == RT_OP_RECV) ? POLLIN : POLLOUT;
+        int ev = (op == RT_OP_READ || op == RT_OP_READV || op == RT_OP_RECV || op == RT_OP_RECVMSG)
+                     ? POLLIN : POLLOUT;
         if ((r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, ev, deadline)) < 0) return r;
     }
 }
@@ -350,6 +435,82 @@ int rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr, socklen_t* a
         if (r != -EAGAIN && r != -ECONNABORTED && r != -EINTR) return r;
         if (r == -EAGAIN && (r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, POLLIN, deadline)) < 0)
             return r;
+    }
+}
+
+/* [data] file operations: as rt_uring_io's (the co waits for the end of
+ * what the kernel began; the buffer is the caller's). */
+ssize_t rt_ur_data_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, int fd, int64_t deadline) {
+    int r = op_wait(co, sqe, RT_W_UR_FILE, fd, deadline);
+    return r == UR_AGAIN ? -EAGAIN : r;     /* (the caller makes it again) */
+}
+
+/* [meta] file operations: the co leaves at its deadline or cancel, the
+ * operation goes on with m (co->io_abort says so to rt_ur_meta_op). */
+int rt_ur_meta_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, rt_ur_meta_t* m, int64_t deadline,
+                  int* left) {
+    ur_t* u = (ur_t*)co->s->backend.data;
+    m->co = co;
+    m->prev = NULL;
+    m->next = u->metas;
+    if (m->next) m->next->prev = m;
+    u->metas = m;
+    io_uring_sqe_set_data(sqe, (void*)((uintptr_t)m | META_TAG));
+    co->s->st.io_inflight++;
+    co->io_abort = 0;
+    int r = rt_park(co, RT_W_UR_META, m, deadline);
+    *left = co->io_abort != 0;      /* (m is the orphan's then) */
+    co->io_abort = 0;
+    return r;
+}
+
+static void meta_abort(aco_rt_co_t* co, int err) {
+    rt_ur_meta_t* m = (rt_ur_meta_t*)co->wait_obj;
+    m->co = NULL;
+    co->io_abort = err;
+    rt_tmo_stop(co);
+    struct io_uring_sqe* sqe = get_sqe(co->s);  /* (it may not have begun) */
+    io_uring_prep_cancel(sqe, (void*)((uintptr_t)m | META_TAG), 0);
+    io_uring_sqe_set_data(sqe, NULL);
+    if (((ur_t*)co->s->backend.data)->cqe_skip) io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
+    rt_wake(co, err);
+}
+
+static void meta_forget(aco_rt_co_t* co) {
+    ((rt_ur_meta_t*)co->wait_obj)->co = NULL;
+}
+
+RT_WAIT_KINDS(ur_file, {RT_W_UR_FILE, {"file", rt_ur_abort, NULL}},
+              {RT_W_UR_META, {"file", meta_abort, meta_forget}})
+
+/* aco_rt_sched_free with [meta] operations still in the kernel: their
+ * records may be written until they complete, so the ring is asked to
+ * cancel them and their completions are awaited (up to 1 s: one that
+ * never ends, a hung network file system's, keeps its record, which is
+ * then never freed).  Nothing else is touched: the cos are gone. */
+static void metas_drain(ur_t* u) {
+    struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
+    if (sqe == NULL) { io_uring_submit(&u->ring); sqe = io_uring_get_sqe(&u->ring); }
+    if (sqe) {
+        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
+        io_uring_sqe_set_data(sqe, NULL);
+    }
+    int64_t end = rt_now() + 1000000000;
+    while (u->metas && rt_now() < end) {
+        struct __kernel_timespec ts = {0, 10000000};
+        struct io_uring_cqe* cqe;
+        io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
+        unsigned head, n = 0;
+        io_uring_for_each_cqe(&u->ring, head, cqe) {
+            uintptr_t d = (uintptr_t)io_uring_cqe_get_data(cqe);
+            if ((d & 7) == META_TAG) {
+                rt_ur_meta_t* m = (rt_ur_meta_t*)(d & ~(uintptr_t)META_TAG);
+                meta_unlink(u, m);
+                m->orphan(m, cqe->res);
+            }
+            n++;
+        }
+        io_uring_cq_advance(&u->ring, n);
     }
 }
 
@@ -514,6 +675,7 @@ const rt_backend_t rt_backend_uring = {
 const rt_backend_t rt_backend_uring = {0};
 
 void rt_ur_abort(aco_rt_co_t* co, int err) { (void)co; (void)err; }
+int rt_ur_f_on(aco_rt_sched_t* s, unsigned w) { (void)s; (void)w; return 0; }
 int rt_ur_poll_lent(aco_rt_co_t* co, int fd) { (void)co; (void)fd; return 0; }
 
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,

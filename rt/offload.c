@@ -32,6 +32,11 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
     (void)fn; (void)arg; (void)drop; (void)result; (void)deadline;
     return -ENOSYS;
 }
+int rt_offload_call(aco_rt_co_t* co, void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
+                    void** result, int64_t deadline, int waitout) {
+    (void)co; (void)fn; (void)arg; (void)drop; (void)result; (void)deadline; (void)waitout;
+    return -ENOSYS;
+}
 int aco_rt_offload_limits(unsigned threads, unsigned queue) {
     (void)threads; (void)queue;
     return -ENOSYS;
@@ -58,6 +63,10 @@ typedef struct rt_job {
     void*  result;
     aco_rt_co_t* co;            /* under mu: the waiting co, NULL once its
                                    wait was ended (see the top) */
+    uint8_t waitout;            /* file.c's [data] work: once fn began,
+                                   a deadline or cancel does not end the
+                                   wait (rt_offload_call) */
+    uint8_t started;            /* under mu: a helper took it */
 } rt_job_t;
 
 static struct {
@@ -145,6 +154,7 @@ static void* helper_main(void* unused) {
             pthread_mutex_lock(&pool.mu);
             continue;
         }
+        j->started = 1;
         pthread_mutex_unlock(&pool.mu);
         void* r = j->fn(j->arg);
         pthread_mutex_lock(&pool.mu);
@@ -207,6 +217,11 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
     if (fn == NULL || (arg && rt_on_share_stack(co, arg, 1, 1))) return -EINVAL;
+    return rt_offload_call(co, fn, arg, drop, result, deadline, 0);
+}
+
+int rt_offload_call(aco_rt_co_t* co, void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
+                    void** result, int64_t deadline, int waitout) {
     int r = rt_may_block(co, deadline);
     if (r) {
         if (drop) drop(arg, NULL);
@@ -215,7 +230,7 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
     pthread_once(&pool_once, pool_init);
     rt_job_t* j = malloc(sizeof(*j));
     if (j == NULL) return -ENOMEM;
-    *j = (rt_job_t){.fn = fn, .arg = arg, .drop = drop, .co = co};
+    *j = (rt_job_t){.fn = fn, .arg = arg, .drop = drop, .co = co, .waitout = (uint8_t)waitout};
     co->w.slot = j;                     /* before a helper can see j */
     co->flags |= RT_OFFLOADING;
     r = submit(j);
@@ -225,7 +240,7 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
         return r;
     }
     co->s->offloads++;
-    r = rt_park(co, RT_W_OFFLOAD, j, deadline);
+    r = rt_park(co, waitout ? RT_W_OFFLOAD_FILE : RT_W_OFFLOAD, j, deadline);
     co->s->offloads--;
     co->flags &= (uint8_t)~RT_OFFLOADING;
     if (r == 0) {                       /* the helper ended the wait: j is ours */
@@ -243,6 +258,11 @@ int aco_rt_offload(void* (*fn)(void*), void* arg, void (*drop)(void*, void*),
 static void offload_abort(aco_rt_co_t* co, int err) {
     rt_job_t* j = co->w.slot;
     pthread_mutex_lock(&pool.mu);
+    if (j->waitout && j->started && j->co) {    /* wait for fn's end */
+        pthread_mutex_unlock(&pool.mu);
+        rt_tmo_stop(co);
+        return;
+    }
     int mine = j->co != NULL;
     j->co = NULL;                       /* (the helper drops and frees it) */
     pthread_mutex_unlock(&pool.mu);
@@ -266,7 +286,8 @@ static void offload_forsake(aco_rt_co_t* co) {
     free(j);
 }
 
-RT_WAIT_KINDS(offload, {RT_W_OFFLOAD, {"offload", offload_abort, NULL}})
+RT_WAIT_KINDS(offload, {RT_W_OFFLOAD, {"offload", offload_abort, NULL}},
+              {RT_W_OFFLOAD_FILE, {"file", offload_abort, NULL}})
 RT_HOOK(rt_hook_offload_forsake, offload_forsake)
 
 void rt_offload_quiesce(void) {

@@ -39,6 +39,8 @@ struct rt_fd {
     uint8_t        recheck;     /* atomic: an aco_rt_close on another thread
                                    saw busy only after it had closed: are
                                    our waiters' file still there? */
+    uint8_t        fmode;       /* file.c: O_DIRECT and such, as last seen */
+    uint8_t        fage;        /* file.c: calls since fmode was looked up */
     uint32_t       busy;        /* atomic store: cos waiting on it (epoll)
                                    or operations in the kernel (io_uring) */
     uint32_t       gen;         /* atomic store: bumped when the number is

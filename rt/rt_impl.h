@@ -563,9 +563,11 @@ enum {
     RT_W_MUTEX, RT_W_COND, RT_W_SEM, RT_W_WG, RT_W_GROUP,
     RT_W_FD_IN, RT_W_FD_OUT, RT_W_OFFLOAD, RT_W_LEND,
     RT_W_UR_OP,     /* + RT_OP_*: an io_uring operation */
-    RT_W_UR_ACCEPT = RT_W_UR_OP + 8,
+    RT_W_UR_ACCEPT = RT_W_UR_OP + 9,
     RT_W_POLLN,                             /* aco_rt_poll: epoll, */
     RT_W_UR_POLLN,                          /* io_uring */
+    RT_W_UR_FILE, RT_W_UR_META,             /* file.c's io_uring operations */
+    RT_W_OFFLOAD_FILE,                      /* file.c's helper thread work */
     RT_W_N
 };
 #define RT_W_MAX 64
@@ -951,6 +953,16 @@ static inline int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t
 /* offload.c: no helper thread is sending a wake now (before a scheduler
  * is freed). */
 void rt_offload_quiesce(void);
+
+/* offload.c's helper threads for file.c: fn(arg) while the co parks,
+ * its result in *result.  waitout 0: as aco_rt_offload (drop for a co
+ * that left); waitout 1: a deadline or cancel ends the wait only while fn
+ * has not started (drop(arg, NULL) then, on a helper thread); once it has,
+ * the co waits for its end and gets 0.  -ENOSYS in the single-thread
+ * build. */
+int rt_offload_call(aco_rt_co_t* co, void* (*fn)(void*), void* arg,
+                    void (*drop)(void*, void*), void** result, int64_t deadline,
+                    int waitout);
 
 
 /* A co's extra block, at least buf_min bytes of buffer: NULL on ENOMEM. */

@@ -61,7 +61,7 @@ struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s);
  * too). */
 
 enum { RT_OP_READ, RT_OP_WRITE, RT_OP_READV, RT_OP_WRITEV, RT_OP_RECV,
-       RT_OP_SEND, RT_OP_POLL, RT_OP_SENDMSG };
+       RT_OP_SEND, RT_OP_POLL, RT_OP_SENDMSG, RT_OP_RECVMSG };
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n,
                     int flags, int64_t deadline);
 int     rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr,
@@ -70,6 +70,36 @@ void    rt_ur_abort(aco_rt_co_t* co, int err);
 /* co waits in aco_rt_poll with fd among its descriptors: wake it (its
  * lend brought input), 1; else 0. */
 int     rt_ur_poll_lent(aco_rt_co_t* co, int fd);
+
+/* The calls of file.c (aco_rt.h, "Files, directories, ..."), by the way
+ * they go: rt_f_names[] are aco_rt_file_way's names (io_uring.c). */
+enum { RT_F_READ, RT_F_WRITE, RT_F_FSYNC, RT_F_SFR, RT_F_FALLOC, RT_F_FTRUNC,
+       RT_F_OPENAT, RT_F_OPENAT2, RT_F_STATX, RT_F_UNLINK, RT_F_RENAME, RT_F_MKDIR,
+       RT_F_SYMLINK, RT_F_LINK, RT_F_SPLICE, RT_F_TEE, RT_F_SENDFILE, RT_F_SENDMSG,
+       RT_F_RECVMSG, RT_F_SHUTDOWN, RT_F_N };
+extern const char* const rt_f_names[RT_F_N];
+/* Does s do call w as an io_uring operation (its kernel has it, and
+ * $ACO_RT_URING_OFF did not turn it off)?  0 on epoll. */
+int     rt_ur_f_on(aco_rt_sched_t* s, unsigned w);
+#ifdef ACO_RT_HAVE_URING
+/* A [data] file operation (sqe prepared by the caller, on fd): as
+ * rt_uring_io's, its result; the co waits for what the kernel began. */
+ssize_t rt_ur_data_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, int fd, int64_t deadline);
+/* A [meta] file operation whose memory is all in the heap record that
+ * starts with m: its result (a close of its descriptor: -EBADF), or
+ * -ETIMEDOUT / -ECANCELED when the co left first (*left 1): then the
+ * operation goes on, and its completion calls m->orphan(m, res), which frees the record
+ * (on the scheduler's thread, or in aco_rt_sched_free). */
+typedef struct rt_ur_meta {
+    aco_rt_co_t*        co;             /* NULL once the co left */
+    void              (*orphan)(struct rt_ur_meta* m, int res);
+    struct rt_ur_meta*  next;           /* the ring's list (io_uring.c) */
+    struct rt_ur_meta*  prev;
+} rt_ur_meta_t;
+int     rt_ur_meta_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, rt_ur_meta_t* m,
+                      int64_t deadline, int* left);
+#endif
+
 
 #pragma GCC visibility pop
 

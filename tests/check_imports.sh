@@ -122,6 +122,7 @@ epoll     2  io_epoll.c         the epoll backend
 ready     3  ready.c            the readiness way (rt_io.h)
 uring     4  io_uring.c lend.c  the io_uring backend, lent receives
 io        5  io.c               the I/O calls, closes across threads
+file      5  file.c             files, directories, splice, sendfile
 sched     6  sched.c            a scheduler made and freed: every part in order
 pool      7  pool.c             pools of threads, groups
 bufio     7  bufio.c            buffered I/O
@@ -160,6 +161,10 @@ st.polls        io_epoll.c io_uring.c
 st.lends        lend.c
 st.lend_heap    lend.c
 st.lend_ring    lend.c
+st.file_nowait  file.c
+st.file_uring   file.c
+st.file_helper  file.c
+st.file_bounce  file.c
 '
 export LAYERS HEADERS OWNERS
 python3 - "$obj" <<'PY' || fail=1

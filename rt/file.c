@@ -1,0 +1,854 @@
+/* file.c - files, directories and the rest of the Linux calls (aco_rt.h,
+ * "Files, directories, and the rest of the Linux calls").
+ *
+ * A regular file has no readiness, so each call is an operation done for
+ * the co while it parks, one of three ways (way()):
+ *   uring   the ring's own operation (io_uring.c probes which the kernel
+ *           has: rt_ur_f_on);
+ *   helper  the system call on a helper thread (offload.c);
+ *   thread  the system call here (shutdown; the single-thread build).
+ * Before any of them, a read or write of a file that is not O_DIRECT is
+ * tried here with RWF_NOWAIT: a page cache hit costs what pread(2) does.
+ *
+ * [data] calls use the caller's buffers in place and wait out what the
+ * kernel began (io_uring's cancel, the helper queue's "not started yet");
+ * [meta] calls keep everything the operation touches in a heap record
+ * (fop_t), so their co can leave at its deadline: the record is then the
+ * operation's (io_uring's orphan, offload's drop), which frees it, and
+ * closes the descriptor a late open made.
+ *
+ * Every system call here is syscall(2), past any hook of libaco_hook.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+#include "rt_io.h"
+#include "rt_sys.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifdef ACO_RT_HAVE_URING
+#include <liburing.h>
+#endif
+
+#ifndef SYS_cachestat
+#define SYS_cachestat 451               /* Linux 6.5 */
+#endif
+
+/* One call's record, in the heap: what a helper thread or the kernel reads
+ * and writes while the co is parked. */
+typedef struct fop {
+#ifdef ACO_RT_HAVE_URING
+    rt_ur_meta_t m;                     /* (first: io_uring's [meta] header) */
+#endif
+    uint8_t      w;                     /* RT_F_* */
+    uint8_t      has_off, has_off2;     /* splice, sendfile: offsets given */
+    uint8_t      no_uring;              /* a helper's even where io_uring
+                                           has the operation */
+    int          fd, fd2, flags;
+    unsigned     uflags, mask;
+    mode_t       mode;
+    int64_t      off, off2, len;
+    struct iovec* iov;                  /* read, write: the vector */
+    int          cnt;
+    const char*  p1;                    /* paths: copies in tail */
+    const char*  p2;
+    size_t       howsz;
+    struct open_how how;
+    struct statx stx;
+    long         res;
+    void*        bounce;                /* freed with the record */
+    char         tail[];
+} fop_t;
+
+static void fop_free(fop_t* f) {
+    free(f->bounce);
+    free(f);
+}
+
+/* The system call itself: its result or -errno. */
+static long fop_sys(fop_t* f) {
+    long r;
+    switch (f->w) {
+    case RT_F_READ:
+        r = syscall(SYS_preadv2, f->fd, f->iov, f->cnt, (long)f->off, 0L, f->flags);
+        break;
+    case RT_F_WRITE:
+        r = syscall(SYS_pwritev2, f->fd, f->iov, f->cnt, (long)f->off, 0L, f->flags);
+        break;
+    case RT_F_FSYNC: r = syscall(f->flags ? SYS_fdatasync : SYS_fsync, f->fd); break;
+    case RT_F_SFR: r = syscall(SYS_sync_file_range, f->fd, (long)f->off, (long)f->len, f->uflags); break;
+    case RT_F_FALLOC: r = syscall(SYS_fallocate, f->fd, f->flags, (long)f->off, (long)f->len); break;
+    case RT_F_FTRUNC: r = syscall(SYS_ftruncate, f->fd, (long)f->len); break;
+    case RT_F_OPENAT: r = syscall(SYS_openat, f->fd, f->p1, f->flags, f->mode); break;
+    case RT_F_OPENAT2: r = syscall(SYS_openat2, f->fd, f->p1, &f->how, f->howsz); break;
+    case RT_F_STATX: r = syscall(SYS_statx, f->fd, f->p1, f->flags, f->mask, &f->stx); break;
+    case RT_F_UNLINK: r = syscall(SYS_unlinkat, f->fd, f->p1, f->flags); break;
+    case RT_F_RENAME: r = syscall(SYS_renameat2, f->fd, f->p1, f->fd2, f->p2, f->uflags); break;
+    case RT_F_MKDIR: r = syscall(SYS_mkdirat, f->fd, f->p1, f->mode); break;
+    case RT_F_SYMLINK: r = syscall(SYS_symlinkat, f->p1, f->fd, f->p2); break;
+    case RT_F_LINK: r = syscall(SYS_linkat, f->fd, f->p1, f->fd2, f->p2, f->flags); break;
+    case RT_F_SPLICE: {
+        loff_t a = f->off, b = f->off2;
+        r = syscall(SYS_splice, f->fd, f->has_off ? &a : NULL, f->fd2, f->has_off2 ? &b : NULL,
+                    (size_t)f->len, f->uflags);
+        break;
+    }
+    case RT_F_TEE: r = syscall(SYS_tee, f->fd, f->fd2, (size_t)f->len, f->uflags); break;
+    case RT_F_SENDFILE: {
+        off_t o = (off_t)f->off;
+        r = syscall(SYS_sendfile, f->fd2, f->fd, f->has_off ? &o : NULL, (size_t)f->len);
+        break;
+    }
+    default: r = -1; errno = ENOSYS; break;
+    }
+    return r < 0 ? -errno : r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The ways                                                                 */
+/* ------------------------------------------------------------------------ */
+
+enum { WAY_URING, WAY_HELPER, WAY_THREAD };
+
+static int way(aco_rt_sched_t* s, unsigned w) {
+    if (w == RT_F_SHUTDOWN) return WAY_THREAD;
+    if (s && rt_ur_f_on(s, w)) return WAY_URING;
+#ifdef ACO_RT_NO_THREADS
+    return WAY_THREAD;
+#else
+    /* (sendmsg and recvmsg on epoll: the readiness way, io.c) */
+    return w == RT_F_SENDMSG || w == RT_F_RECVMSG ? WAY_THREAD : WAY_HELPER;
+#endif
+}
+
+const char* aco_rt_file_way(const char* call) {
+    static const char* const names[] = {"uring", "helper", "thread"};
+    if (call == NULL) return NULL;
+    for (unsigned w = 0; w < RT_F_N; w++)
+        if (strcmp(call, rt_f_names[w]) == 0) return names[way(rt_tls_sched, w)];
+    return NULL;
+}
+
+/* An operation io_uring lacks here, said once per process. */
+static uint32_t said;
+static void say_fallback(aco_rt_sched_t* s, unsigned w) {
+    if (s->backend.ops != &rt_backend_uring || w == RT_F_SHUTDOWN || w == RT_F_SENDFILE) return;
+    if (__atomic_fetch_or(&said, 1u << w, __ATOMIC_RELAXED) & (1u << w)) return;
+    if (getenv("ACO_RT_QUIET") == NULL)
+        fprintf(stderr, "aco_rt: io_uring has no %s operation here (or $ACO_RT_URING_OFF): "
+                "aco_rt_%s%s runs on helper threads\n", rt_f_names[w],
+                w == RT_F_READ ? "pread" : w == RT_F_WRITE ? "pwrite" : rt_f_names[w],
+                w == RT_F_READ || w == RT_F_WRITE ? "(v)" : w == RT_F_FSYNC ? " and aco_rt_fdatasync" : "");
+}
+
+static void* fop_helper(void* arg) {
+    fop_t* f = (fop_t*)arg;
+    f->res = fop_sys(f);
+    return NULL;
+}
+
+/* A co left the call: the operation ended without it (or never ran). */
+static void fop_orphan_end(fop_t* f, long res) {
+    if ((f->w == RT_F_OPENAT || f->w == RT_F_OPENAT2) && res >= 0) rt_sys_close((int)res);
+    fop_free(f);
+}
+static void fop_drop(void* arg, void* result) {
+    (void)result;
+    fop_t* f = (fop_t*)arg;
+    /* run: fop_helper wrote res; never run: res is 0 from fop_new */
+    fop_orphan_end(f, f->res == 0 && (f->w == RT_F_OPENAT || f->w == RT_F_OPENAT2) ? -1 : f->res);
+}
+
+#ifdef ACO_RT_HAVE_URING
+static void fop_orphan(rt_ur_meta_t* m, int res) { fop_orphan_end((fop_t*)m, res); }
+
+/* f as an SQE. */
+static void fop_prep(struct io_uring_sqe* sqe, fop_t* f) {
+    switch (f->w) {
+    case RT_F_READ:
+        io_uring_prep_readv2(sqe, f->fd, f->iov, (unsigned)f->cnt, (uint64_t)f->off, f->flags);
+        break;
+    case RT_F_WRITE:
+        io_uring_prep_writev2(sqe, f->fd, f->iov, (unsigned)f->cnt, (uint64_t)f->off, f->flags);
+        break;
+    case RT_F_FSYNC: io_uring_prep_fsync(sqe, f->fd, f->flags ? IORING_FSYNC_DATASYNC : 0); break;
+    case RT_F_SFR:
+        io_uring_prep_rw(IORING_OP_SYNC_FILE_RANGE, sqe, f->fd, NULL, (unsigned)f->len,
+                         (uint64_t)f->off);
+        sqe->sync_range_flags = f->uflags;
+        break;
+    case RT_F_FALLOC:
+        io_uring_prep_fallocate(sqe, f->fd, f->flags, (uint64_t)f->off, (uint64_t)f->len);
+        break;
+    case RT_F_FTRUNC: io_uring_prep_rw(55 /* IORING_OP_FTRUNCATE */, sqe, f->fd, NULL, 0, (uint64_t)f->len); break;
+    case RT_F_OPENAT: io_uring_prep_openat(sqe, f->fd, f->p1, f->flags, f->mode); break;
+    case RT_F_OPENAT2: io_uring_prep_openat2(sqe, f->fd, f->p1, &f->how); break;
+    case RT_F_STATX: io_uring_prep_statx(sqe, f->fd, f->p1, f->flags, f->mask, &f->stx); break;
+    case RT_F_UNLINK: io_uring_prep_unlinkat(sqe, f->fd, f->p1, f->flags); break;
+    case RT_F_RENAME: io_uring_prep_renameat(sqe, f->fd, f->p1, f->fd2, f->p2, f->uflags); break;
+    case RT_F_MKDIR: io_uring_prep_mkdirat(sqe, f->fd, f->p1, f->mode); break;
+    case RT_F_SYMLINK: io_uring_prep_symlinkat(sqe, f->p1, f->fd, f->p2); break;
+    case RT_F_LINK: io_uring_prep_linkat(sqe, f->fd, f->p1, f->fd2, f->p2, f->flags); break;
+    case RT_F_SPLICE:
+        io_uring_prep_splice(sqe, f->fd, f->has_off ? f->off : -1, f->fd2,
+                             f->has_off2 ? f->off2 : -1, (unsigned)f->len, f->uflags);
+        break;
+    case RT_F_TEE: io_uring_prep_tee(sqe, f->fd, f->fd2, (unsigned)f->len, f->uflags); break;
+    }
+}
+#endif
+
+/* Run f for co its call's way: the result; *gone when f is no longer the
+ * caller's (a [meta] call whose co left: the operation's end frees it; a
+ * [data] call dropped before its helper began). */
+static long fop_run(aco_rt_co_t* co, fop_t* f, int meta, int64_t deadline, int* gone) {
+    aco_rt_sched_t* s = co->s;
+    *gone = 0;
+    long r = rt_may_block(co, deadline);
+    if (r) return r;
+    int wy = way(s, f->w);
+    if (f->no_uring && wy == WAY_URING) wy = way(NULL, f->w);
+    switch (wy) {
+#ifdef ACO_RT_HAVE_URING
+    case WAY_URING: {
+        struct io_uring_sqe* sqe = rt_ur_sqe(s);
+        fop_prep(sqe, f);
+        s->st.file_uring++;
+        if (!meta) return rt_ur_data_op(co, sqe, f->fd, deadline);
+        f->m.orphan = fop_orphan;
+        r = rt_ur_meta_op(co, sqe, &f->m, deadline, gone);
+        return r;
+    }
+#endif
+    case WAY_HELPER:
+        say_fallback(s, f->w);
+        s->st.file_helper++;
+        f->res = 0;
+        r = rt_offload_call(co, fop_helper, f, fop_drop, NULL, deadline, !meta);
+        if (r == 0) return f->res;
+        if (r == -ETIMEDOUT || r == -ECANCELED) *gone = 1;
+        if (r != -ENOSYS) return r;
+        return fop_sys(f);      /* (no helper threads: cannot be, way() knows) */
+    default:
+        return fop_sys(f);
+    }
+}
+
+static fop_t* fop_new(unsigned w, size_t tail) {
+    fop_t* f = calloc(1, sizeof(*f) + tail);
+    if (f) f->w = (uint8_t)w;
+    return f;
+}
+
+/* The calling co, or return -EPERM; a cancelled co's calls fail at once. */
+#define CO_OR_EPERM(co)                                         \
+    aco_rt_co_t* co = rt_self();                                \
+    if (rt_unlikely(co == NULL)) return -EPERM;                 \
+    if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED
+
+/* ------------------------------------------------------------------------ */
+/* Reads and writes                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Is fd O_DIRECT (or not to be tried with RWF_NOWAIT for writes: *nw)?
+ * The entry's hint, looked up again every 64 calls. */
+#define FM_KNOWN  1
+#define FM_DIRECT 2
+#define FM_NO_NW_WRITE 4
+static int fd_mode(aco_rt_sched_t* s, int fd) {
+    rt_fd_t* e = rt_fd_get(&s->fds, fd);
+    if (e && (e->fmode & FM_KNOWN) && (++e->fage & 63) != 0) return e->fmode;
+    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    int m = FM_KNOWN | (fl >= 0 && (fl & O_DIRECT) ? FM_DIRECT : 0);
+    if (e) {
+        e->fmode = (uint8_t)(m | (e->fmode & FM_NO_NW_WRITE));
+        e->fage = 1;
+        return e->fmode;
+    }
+    return m;
+}
+
+static void iov_skip(struct iovec** v, int* cnt, size_t k) {
+    while (*cnt > 0 && k >= (*v)->iov_len) {
+        k -= (*v)->iov_len;
+        (*v)++;
+        (*cnt)--;
+    }
+    if (*cnt > 0 && k) {
+        (*v)->iov_base = (char*)(*v)->iov_base + k;
+        (*v)->iov_len -= k;
+    }
+}
+
+static size_t iov_total(const struct iovec* v, int cnt) {
+    size_t t = 0;
+    for (int i = 0; i < cnt; i++) t += v[i].iov_len;
+    return t;
+}
+
+/* One [data] transfer of the vector v (in the heap or in place; *v may be
+ * advanced) the way of w: the count, or -errno. */
+static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int cnt, int64_t off,
+                      int flags, int64_t deadline) {
+    aco_rt_sched_t* s = co->s;
+    unsigned w = write ? RT_F_WRITE : RT_F_READ;
+    int wy = way(s, w);
+#ifdef ACO_RT_HAVE_URING
+    if (wy == WAY_URING) {
+        long r;
+    again:
+        r = rt_may_block(co, deadline);
+        if (r) return r;
+        struct io_uring_sqe* sqe = rt_ur_sqe(s);
+        if (cnt == 1) {
+            if (write) io_uring_prep_write(sqe, fd, v->iov_base, (unsigned)v->iov_len, (uint64_t)off);
+            else io_uring_prep_read(sqe, fd, v->iov_base, (unsigned)v->iov_len, (uint64_t)off);
+            sqe->rw_flags = flags;
+        } else if (write) {
+            io_uring_prep_writev2(sqe, fd, v, (unsigned)cnt, (uint64_t)off, flags);
+        } else {
+            io_uring_prep_readv2(sqe, fd, v, (unsigned)cnt, (uint64_t)off, flags);
+        }
+        s->st.file_uring++;
+        r = rt_ur_data_op(co, sqe, fd, deadline);
+        if (r == -EAGAIN && !(flags & RWF_NOWAIT)) goto again;     /* (a dup's close) */
+        return r;
+    }
+#endif
+    (void)wy;
+    fop_t* f = fop_new(w, (size_t)cnt * sizeof(*v));
+    if (f == NULL) return -ENOMEM;
+    f->fd = fd;
+    f->iov = (struct iovec*)f->tail;
+    memcpy(f->iov, v, (size_t)cnt * sizeof(*v));
+    f->cnt = cnt;
+    f->off = off;
+    f->flags = flags;
+    int gone;
+    long r = fop_run(co, f, 0, deadline, &gone);
+    if (!gone) fop_free(f);
+    return r;
+}
+
+/* A read or write of v[0..cnt) (the caller's, in place: no buffer on a
+ * share stack; v itself may be; at most IOV_MAX): RWF_NOWAIT here first,
+ * then the way for the rest. */
+static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, int cnt,
+                  int64_t off, int flags, int64_t deadline) {
+    aco_rt_sched_t* s = co->s;
+    size_t total = iov_total(iov, cnt);
+    int fm = (flags & RWF_NOWAIT) ? FM_KNOWN | FM_DIRECT : fd_mode(s, fd);
+    ssize_t done = 0;
+    /* (a copy of the vector to advance: in the co's extra block, in the
+     * heap, since io_uring reads it after the co parked) */
+    rt_extra_t* x = rt_extra(co, (size_t)cnt * sizeof(*iov));
+    if (x == NULL) return -ENOMEM;
+    struct iovec* v = (struct iovec*)x->buf;
+    memcpy(v, iov, (size_t)cnt * sizeof(*iov));
+    if (!(fm & FM_DIRECT) && !(write && (fm & FM_NO_NW_WRITE)) && total) {
+        for (;;) {
+            long r = syscall(write ? SYS_pwritev2 : SYS_preadv2, fd, v, cnt, (long)off, 0L,
+                             flags | RWF_NOWAIT);
+            if (r < 0) {
+                r = -errno;
+                if (r == -EOPNOTSUPP && write) {
+                    rt_fd_t* e = rt_fd_get(&s->fds, fd);
+                    if (e) e->fmode |= FM_NO_NW_WRITE;
+                }
+                if (r != -EAGAIN && r != -EOPNOTSUPP) return done ? done : r;
+                break;
+            }
+            done += r;
+            if (off != -1) off += r;
+            if ((size_t)done == total || r == 0) {
+                if (done == r) s->st.file_nowait++;
+                return done;
+            }
+            iov_skip(&v, &cnt, (size_t)r);
+        }
+    }
+    ssize_t r = rw_way(co, write, fd, v, cnt, off, flags, deadline);
+    if (r < 0) return done ? done : r;
+    done += r;
+    /* a read served in part by the page cache goes on: pread(2) on a file
+     * is short only at its end */
+    while (!write && r > 0 && (size_t)done < total && !(flags & RWF_NOWAIT)) {
+        iov_skip(&v, &cnt, (size_t)r);
+        if (off != -1) off += r;
+        r = rw_way(co, 0, fd, v, cnt, off, flags, deadline);
+        if (r > 0) done += r;
+    }
+    return done;
+}
+
+/* The same for a vector with buffers on the co's share stack: one bounce
+ * buffer in the heap. */
+static ssize_t rw_bounce(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, int cnt,
+                         int64_t off, int flags, int64_t deadline) {
+    size_t total = iov_total(iov, cnt);
+    void* b = NULL;
+    if (posix_memalign(&b, 4096, total ? (total + 4095) & ~(size_t)4095 : 4096)) return -ENOMEM;
+    co->s->st.file_bounce++;
+    if (write) {
+        size_t k = 0;
+        for (int i = 0; i < cnt; i++) memcpy((char*)b + k, iov[i].iov_base, iov[i].iov_len), k += iov[i].iov_len;
+    }
+    struct iovec one = {b, total};
+    ssize_t r = rw(co, write, fd, &one, 1, off, flags, deadline);
+    if (!write && r > 0) {
+        size_t k = 0;
+        for (int i = 0; i < cnt && k < (size_t)r; i++) {
+            size_t c = iov[i].iov_len < (size_t)r - k ? iov[i].iov_len : (size_t)r - k;
+            memcpy(iov[i].iov_base, (char*)b + k, c);
+            k += c;
+        }
+    }
+    free(b);
+    return r;
+}
+
+static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t off, int flags,
+                   int64_t deadline) {
+    CO_OR_EPERM(co);
+    if (cnt < 0 || cnt > IOV_MAX) return -EINVAL;
+    if (off < -1) return -EINVAL;
+    size_t total = 0;
+    int on_stack = 0;
+    for (int i = 0; i < cnt; i++) {
+        if (iov[i].iov_len > SSIZE_MAX - total) return -EINVAL;
+        total += iov[i].iov_len;
+        if (iov[i].iov_len && rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len, !write))
+            on_stack = 1;
+    }
+    if (rt_unlikely(total == 0)) {          /* no bytes: the call's own answer, at once */
+        long r = syscall(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, (long)off, 0L, flags);
+        return r < 0 ? -errno : r;
+    }
+    if (rt_passed(deadline)) return rt_may_block(co, deadline);
+    return on_stack ? rw_bounce(co, write, fd, iov, cnt, off, flags, deadline)
+                    : rw(co, write, fd, iov, cnt, off, flags, deadline);
+}
+
+ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline) {
+    if (off < 0) return rt_self() ? -EINVAL : -EPERM;
+    struct iovec v = {buf, n};
+    return prw(0, fd, &v, 1, off, 0, deadline);
+}
+
+ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline) {
+    if (off < 0) return rt_self() ? -EINVAL : -EPERM;
+    struct iovec v = {(void*)buf, n};
+    return prw(1, fd, &v, 1, off, 0, deadline);
+}
+
+ssize_t aco_rt_preadv(int fd, const struct iovec* iov, int iovcnt, int64_t off, int flags,
+                      int64_t deadline) {
+    return prw(0, fd, iov, iovcnt, off, flags, deadline);
+}
+
+ssize_t aco_rt_pwritev(int fd, const struct iovec* iov, int iovcnt, int64_t off, int flags,
+                       int64_t deadline) {
+    return prw(1, fd, iov, iovcnt, off, flags, deadline);
+}
+
+/* ------------------------------------------------------------------------ */
+/* [meta] calls                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A record for w with room for the paths a and b (may be NULL) copied in:
+ * NULL with *err. */
+static fop_t* meta_new(unsigned w, const char* a, const char* b, int* err) {
+    size_t la = a ? strnlen(a, PATH_MAX) : 0, lb = b ? strnlen(b, PATH_MAX) : 0;
+    if (la >= PATH_MAX || lb >= PATH_MAX) {
+        *err = -ENAMETOOLONG;
+        return NULL;
+    }
+    fop_t* f = fop_new(w, (a ? la + 1 : 0) + (b ? lb + 1 : 0));
+    if (f == NULL) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    char* t = f->tail;
+    if (a) { memcpy(t, a, la + 1); f->p1 = t; t += la + 1; }
+    if (b) { memcpy(t, b, lb + 1); f->p2 = t; }
+    return f;
+}
+
+/* Run f ([meta]) and free it unless the operation kept it. */
+static long meta_run(aco_rt_co_t* co, fop_t* f, int64_t deadline) {
+    int gone;
+    long r = fop_run(co, f, 1, deadline, &gone);
+    if (!gone) fop_free(f);
+    return r;
+}
+
+#define META_BEGIN(w, a, b)                                     \
+    CO_OR_EPERM(co);                                            \
+    if (rt_passed(deadline)) return -ETIMEDOUT;                 \
+    int err_ = 0;                                               \
+    fop_t* f = meta_new((w), (a), (b), &err_);                  \
+    if (f == NULL) return err_
+
+int aco_rt_fsync(int fd, int64_t deadline) {
+    META_BEGIN(RT_F_FSYNC, NULL, NULL);
+    f->fd = fd;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_fdatasync(int fd, int64_t deadline) {
+    META_BEGIN(RT_F_FSYNC, NULL, NULL);
+    f->fd = fd;
+    f->flags = 1;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_sync_file_range(int fd, int64_t off, int64_t nbytes, unsigned flags, int64_t deadline) {
+    META_BEGIN(RT_F_SFR, NULL, NULL);
+    /* io_uring's length is 32 bits: larger ranges (and the kernel's own
+     * -EINVAL for a negative one) go to a helper */
+    f->no_uring = nbytes < 0 || nbytes > UINT32_MAX;
+    f->fd = fd;
+    f->off = off;
+    f->len = nbytes;
+    f->uflags = flags;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_fallocate(int fd, int mode, int64_t off, int64_t len, int64_t deadline) {
+    META_BEGIN(RT_F_FALLOC, NULL, NULL);
+    f->fd = fd;
+    f->flags = mode;
+    f->off = off;
+    f->len = len;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_ftruncate(int fd, int64_t len, int64_t deadline) {
+    META_BEGIN(RT_F_FTRUNC, NULL, NULL);
+    f->fd = fd;
+    f->len = len;
+    return (int)meta_run(co, f, deadline);
+}
+
+/* A descriptor opened: its entry is made fresh (O_DIRECT as asked). */
+static int opened(aco_rt_co_t* co, long r, int flags) {
+    if (r < 0) return (int)r;
+    rt_fd_t* e = rt_fd_get(&co->s->fds, (int)r);
+    if (e) {
+        if (e->registered || e->busy || e->rx) co->s->backend.ops->closing(co->s, (int)r, 1);
+        rt_fd_forget(e);
+        e->fmode = (uint8_t)(FM_KNOWN | (flags & O_DIRECT ? FM_DIRECT : 0));
+        e->fage = 1;
+    }
+    return (int)r;
+}
+
+int aco_rt_openat(int dirfd, const char* path, int flags, mode_t mode, int64_t deadline) {
+    if (path == NULL) return rt_self() ? -EFAULT : -EPERM;
+    META_BEGIN(RT_F_OPENAT, path, NULL);
+    f->fd = dirfd;
+    f->flags = flags;
+    f->mode = mode;
+    return opened(co, meta_run(co, f, deadline), flags);
+}
+
+int aco_rt_openat2(int dirfd, const char* path, const struct open_how* how, size_t size,
+                   int64_t deadline) {
+    if (path == NULL || how == NULL) return rt_self() ? -EFAULT : -EPERM;
+    if (size < sizeof(struct open_how)) return rt_self() ? -EINVAL : -EPERM;
+    META_BEGIN(RT_F_OPENAT2, path, NULL);
+    /* (a larger struct's extra bytes must be zero: openat2(2)'s E2BIG) */
+    for (size_t i = sizeof(struct open_how); i < size; i++)
+        if (((const char*)how)[i]) { fop_free(f); return -E2BIG; }
+    f->fd = dirfd;
+    f->how = *how;
+    f->howsz = sizeof(struct open_how);
+    return opened(co, meta_run(co, f, deadline), (int)how->flags);
+}
+
+int aco_rt_statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* buf,
+                 int64_t deadline) {
+    if (path == NULL || buf == NULL) return rt_self() ? -EFAULT : -EPERM;
+    META_BEGIN(RT_F_STATX, path, NULL);
+    f->fd = dirfd;
+    f->flags = flags;
+    f->mask = mask;
+    int gone;
+    long r = fop_run(co, f, 1, deadline, &gone);
+    if (gone) return (int)r;
+    if (r == 0) {
+        if (rt_unlikely(aco_checked())) aco_checked_access(buf, sizeof(*buf), 1);
+        *buf = f->stx;
+    }
+    fop_free(f);
+    return (int)r;
+}
+
+int aco_rt_unlinkat(int dirfd, const char* path, int flags, int64_t deadline) {
+    if (path == NULL) return rt_self() ? -EFAULT : -EPERM;
+    META_BEGIN(RT_F_UNLINK, path, NULL);
+    f->fd = dirfd;
+    f->flags = flags;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_renameat2(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                     unsigned flags, int64_t deadline) {
+    if (oldpath == NULL || newpath == NULL) return rt_self() ? -EFAULT : -EPERM;
+    META_BEGIN(RT_F_RENAME, oldpath, newpath);
+    f->fd = olddirfd;
+    f->fd2 = newdirfd;
+    f->uflags = flags;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_renameat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                    int64_t deadline) {
+    return aco_rt_renameat2(olddirfd, oldpath, newdirfd, newpath, 0, deadline);
+}
+
+int aco_rt_mkdirat(int dirfd, const char* path, mode_t mode, int64_t deadline) {
+    if (path == NULL) return rt_self() ? -EFAULT : -EPERM;
+    META_BEGIN(RT_F_MKDIR, path, NULL);
+    f->fd = dirfd;
+    f->mode = mode;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_symlinkat(const char* target, int newdirfd, const char* linkpath, int64_t deadline) {
+    if (target == NULL || linkpath == NULL) return rt_self() ? -EFAULT : -EPERM;
+    META_BEGIN(RT_F_SYMLINK, target, linkpath);
+    f->fd = newdirfd;
+    return (int)meta_run(co, f, deadline);
+}
+
+int aco_rt_linkat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath, int flags,
+                  int64_t deadline) {
+    if (oldpath == NULL || newpath == NULL) return rt_self() ? -EFAULT : -EPERM;
+    META_BEGIN(RT_F_LINK, oldpath, newpath);
+    f->fd = olddirfd;
+    f->fd2 = newdirfd;
+    f->flags = flags;
+    return (int)meta_run(co, f, deadline);
+}
+
+/* ------------------------------------------------------------------------ */
+/* splice, tee, sendfile                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum { K_FILE, K_PIPE, K_SOCK, K_OTHER };
+static int fd_type(int fd, int* err) {
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        *err = -errno;
+        return K_OTHER;
+    }
+    return S_ISREG(st.st_mode) ? K_FILE : S_ISFIFO(st.st_mode) ? K_PIPE
+         : S_ISSOCK(st.st_mode) ? K_SOCK : K_OTHER;
+}
+
+/* Are the bytes [off, off + len) of fd all in the page cache?  (cachestat
+ * of Linux 6.5; older kernels: never, the caller takes a helper.) */
+static int nocachestat;
+static int cached(int fd, int64_t off, size_t len) {
+    if (off < 0 || __atomic_load_n(&nocachestat, __ATOMIC_RELAXED)) return 0;
+    struct { uint64_t off, len; } range = {(uint64_t)off, len};
+    struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
+    if (syscall(SYS_cachestat, fd, &range, &cs, 0) < 0) {
+        if (errno == ENOSYS) __atomic_store_n(&nocachestat, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t pages = ((uint64_t)off + len + pg - 1) / pg - (uint64_t)off / pg;
+    return cs.cache >= pages;
+}
+
+/* A splice or tee that must not block the thread (SPLICE_F_NONBLOCK, the
+ * pipe and socket ends O_NONBLOCK): here when no file end would wait for
+ * the disk, else on a helper.  -EAGAIN: a pipe or socket end is not
+ * ready: wait for it and go again. */
+static ssize_t move_way(aco_rt_co_t* co, unsigned w, int in, int kin, int64_t* oin, int out,
+                        int kout, int64_t* oout, size_t len, unsigned flags, int64_t deadline) {
+    for (;;) {
+        long r = rt_may_block(co, deadline);
+        if (r) return r;
+        int here = kout != K_FILE && (kin != K_FILE || cached(in, oin ? *oin : -1, len));
+        if (here) {
+            loff_t a = oin ? *oin : 0, b = oout ? *oout : 0;
+            r = w == RT_F_TEE ? syscall(SYS_tee, in, out, len, flags | SPLICE_F_NONBLOCK)
+                              : syscall(SYS_splice, in, oin ? &a : NULL, out, oout ? &b : NULL,
+                                        len, flags | SPLICE_F_NONBLOCK);
+            r = r < 0 ? -errno : r;
+            if (r >= 0) co->s->st.file_nowait++;
+        } else {
+            fop_t* f = fop_new(w, 0);
+            if (f == NULL) return -ENOMEM;
+            f->fd = in;
+            f->fd2 = out;
+            f->has_off = oin != NULL;
+            f->has_off2 = oout != NULL;
+            f->off = oin ? *oin : 0;
+            f->off2 = oout ? *oout : 0;
+            f->len = (int64_t)len;
+            f->uflags = flags | SPLICE_F_NONBLOCK;
+            int gone;
+            r = fop_run(co, f, 0, deadline, &gone);
+            if (!gone) fop_free(f);
+            if (gone) return r;
+        }
+        if (r != -EAGAIN) return r;
+        /* which end is not ready? */
+        struct pollfd p = {in, POLLIN, 0};
+        int fd = out, ev = POLLOUT;
+        if (kin != K_FILE && rt_sys_poll0(&p, 1) == 0) fd = in, ev = POLLIN;
+        else if (kout == K_FILE) return -EAGAIN;    /* (cannot be: a file end is ready) */
+        r = co->s->backend.ops->wait_fd(co, fd, ev, deadline);
+        if (r < 0) return r;
+    }
+}
+
+/* splice or tee as io_uring's operation.  An end the program made
+ * O_NONBLOCK makes it say EAGAIN (as does a close of a dup's number):
+ * wait for the end that is not ready, and go again. */
+static ssize_t uring_move(aco_rt_co_t* co, unsigned w, int in, int64_t oin, int out, int64_t oout,
+                          size_t len, unsigned flags, int64_t deadline) {
+#ifdef ACO_RT_HAVE_URING
+    for (;;) {
+        long r = rt_may_block(co, deadline);
+        if (r) return r;
+        struct io_uring_sqe* sqe = rt_ur_sqe(co->s);
+        if (w == RT_F_TEE) io_uring_prep_tee(sqe, in, out, (unsigned)len, flags);
+        else io_uring_prep_splice(sqe, in, oin, out, oout, (unsigned)len, flags);
+        co->s->st.file_uring++;
+        r = rt_ur_data_op(co, sqe, in, deadline);
+        if (r != -EAGAIN) return r;
+        struct pollfd p[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
+        rt_sys_poll0(p, 2);
+        int fd = !(p[0].revents & (POLLIN | POLLHUP | POLLERR)) ? in : out;
+        if (fd == out && (p[1].revents & (POLLOUT | POLLERR))) continue;   /* both ready now */
+        r = co->s->backend.ops->wait_fd(co, fd, fd == in ? POLLIN : POLLOUT, deadline);
+        if (r < 0) return r;
+    }
+#else
+    (void)co; (void)w; (void)in; (void)oin; (void)out; (void)oout; (void)len; (void)flags;
+    (void)deadline;
+    return -ENOSYS;
+#endif
+}
+
+static int nonblock_ends(int k, int fd) {
+    return (k == K_PIPE || k == K_SOCK) ? rt_fd_nonblock(fd) : 0;
+}
+
+ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, size_t len,
+                      unsigned flags, int64_t deadline) {
+    CO_OR_EPERM(co);
+    if (flags & SPLICE_F_NONBLOCK) return -EINVAL;
+    if (rt_passed(deadline)) return -ETIMEDOUT;
+    if (len == 0) return 0;
+    int64_t a = off_in ? *off_in : 0, b = off_out ? *off_out : 0;
+    if ((off_in && a < 0) || (off_out && b < 0)) return -EINVAL;
+    if (len > (1u << 30)) len = 1u << 30;
+    ssize_t r;
+    if (way(co->s, RT_F_SPLICE) == WAY_URING) {
+        r = uring_move(co, RT_F_SPLICE, fd_in, off_in ? a : -1, fd_out, off_out ? b : -1, len,
+                       flags, deadline);
+    } else {
+        int err = 0;
+        int kin = fd_type(fd_in, &err), kout = fd_type(fd_out, &err);
+        if (err) return err;
+        if (kin != K_PIPE && kout != K_PIPE) return -EINVAL;
+        if ((err = nonblock_ends(kin, fd_in)) || (err = nonblock_ends(kout, fd_out))) return err;
+        r = move_way(co, RT_F_SPLICE, fd_in, kin, off_in ? &a : NULL, fd_out, kout,
+                     off_out ? &b : NULL, len, flags, deadline);
+    }
+    if (r > 0) {
+        if (off_in) *off_in = a + r;
+        if (off_out) *off_out = b + r;
+    }
+    return r;
+}
+
+ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t deadline) {
+    CO_OR_EPERM(co);
+    if (flags & SPLICE_F_NONBLOCK) return -EINVAL;
+    if (rt_passed(deadline)) return -ETIMEDOUT;
+    if (len == 0) return 0;
+    if (len > (1u << 30)) len = 1u << 30;
+    if (way(co->s, RT_F_TEE) == WAY_URING)
+        return uring_move(co, RT_F_TEE, fd_in, -1, fd_out, -1, len, flags, deadline);
+    int err = 0;
+    int kin = fd_type(fd_in, &err), kout = fd_type(fd_out, &err);
+    if (err) return err;
+    if (kin != K_PIPE || kout != K_PIPE) return -EINVAL;
+    if ((err = rt_fd_nonblock(fd_in)) || (err = rt_fd_nonblock(fd_out))) return err;
+    return move_way(co, RT_F_TEE, fd_in, kin, NULL, fd_out, kout, NULL, len, flags, deadline);
+}
+
+ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, int64_t deadline) {
+    CO_OR_EPERM(co);
+    if (count == 0) {               /* sendfile(2)'s own answer, at once */
+        off_t o = offset ? (off_t)*offset : 0;
+        long r = syscall(SYS_sendfile, out_fd, in_fd, offset ? &o : NULL, (size_t)0);
+        return r < 0 ? -errno : r;
+    }
+    if (rt_passed(deadline)) return -ETIMEDOUT;
+    int err = 0;
+    int kout = fd_type(out_fd, &err);
+    if (err) return err;
+    if ((err = nonblock_ends(kout, out_fd))) return err;
+    int64_t o = offset ? *offset : -1;
+    if (o < -1 || (offset && o < 0)) return -EINVAL;
+    if (o == -1 && (o = lseek(in_fd, 0, SEEK_CUR)) < 0) return -errno;
+    size_t done = 0;
+    ssize_t r = 0;
+    while (done < count) {
+        size_t chunk = count - done > (8u << 20) ? (8u << 20) : count - done;
+        if ((r = rt_may_block(co, deadline)) != 0) break;
+        if (kout != K_FILE && cached(in_fd, o, chunk)) {
+            off_t x = (off_t)o;
+            r = syscall(SYS_sendfile, out_fd, in_fd, &x, chunk);
+            r = r < 0 ? -errno : r;
+            if (r >= 0) co->s->st.file_nowait++;
+        } else {
+            fop_t* f = fop_new(RT_F_SENDFILE, 0);
+            if (f == NULL) { r = -ENOMEM; break; }
+            f->fd = in_fd;
+            f->fd2 = out_fd;
+            f->has_off = 1;
+            f->off = o;
+            f->len = (int64_t)chunk;
+            f->no_uring = 1;
+            int gone;
+            r = fop_run(co, f, 0, deadline, &gone);
+            if (!gone) fop_free(f);
+        }
+        if (r > 0) {
+            done += (size_t)r;
+            o += r;
+            continue;
+        }
+        if (r == 0) break;                          /* the end of in_fd */
+        if (r != -EAGAIN || kout == K_FILE) break;
+        if ((r = co->s->backend.ops->wait_fd(co, out_fd, POLLOUT, deadline)) < 0) break;
+    }
+    if (offset) *offset = o;
+    else if (done) lseek(in_fd, o, SEEK_SET);
+    return done ? (ssize_t)done : r;
+}
+
+int aco_rt_shutdown(int fd, int how, int64_t deadline) {
+    (void)deadline;
+    CO_OR_EPERM(co);
+    (void)co;
+    return syscall(SYS_shutdown, fd, how) < 0 ? -errno : 0;
+}
