@@ -161,11 +161,11 @@ static void fop_orphan_end(fop_t* f, long res) {
     if ((f->w == RT_F_OPENAT || f->w == RT_F_OPENAT2) && res >= 0) rt_sys_close((int)res);
     fop_free(f);
 }
+#define NOT_RUN LONG_MIN
 static void fop_drop(void* arg, void* result) {
     (void)result;
     fop_t* f = (fop_t*)arg;
-    /* run: fop_helper wrote res; never run: res is 0 from fop_new */
-    fop_orphan_end(f, f->res == 0 && (f->w == RT_F_OPENAT || f->w == RT_F_OPENAT2) ? -1 : f->res);
+    fop_orphan_end(f, f->res);      /* (NOT_RUN if it never ran) */
 }
 
 #ifdef ACO_RT_HAVE_URING
@@ -174,11 +174,13 @@ static void fop_orphan(rt_ur_meta_t* m, int res) { fop_orphan_end((fop_t*)m, res
 /* f as an SQE. */
 static void fop_prep(struct io_uring_sqe* sqe, fop_t* f) {
     switch (f->w) {
-    case RT_F_READ:
-        io_uring_prep_readv2(sqe, f->fd, f->iov, (unsigned)f->cnt, (uint64_t)f->off, f->flags);
+    case RT_F_READ:         /* (rw_way's own, without a record, is the usual) */
+        io_uring_prep_readv2(sqe, f->fd, f->iov, (unsigned)f->cnt, (uint64_t)f->off,
+                             f->flags & ~RWF_HIPRI);
         break;
     case RT_F_WRITE:
-        io_uring_prep_writev2(sqe, f->fd, f->iov, (unsigned)f->cnt, (uint64_t)f->off, f->flags);
+        io_uring_prep_writev2(sqe, f->fd, f->iov, (unsigned)f->cnt, (uint64_t)f->off,
+                              f->flags & ~RWF_HIPRI);
         break;
     case RT_F_FSYNC: io_uring_prep_fsync(sqe, f->fd, f->flags ? IORING_FSYNC_DATASYNC : 0); break;
     case RT_F_SFR:
@@ -232,7 +234,7 @@ static long fop_run(aco_rt_co_t* co, fop_t* f, int meta, int64_t deadline, int* 
     case WAY_HELPER:
         say_fallback(s, f->w);
         s->st.file_helper++;
-        f->res = 0;
+        f->res = NOT_RUN;
         r = rt_offload_call(co, fop_helper, f, fop_drop, NULL, deadline, !meta);
         if (r == 0) return f->res;
         if (r == -ETIMEDOUT || r == -ECANCELED) *gone = 1;
@@ -309,6 +311,10 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
         r = rt_may_block(co, deadline);
         if (r) return r;
         struct io_uring_sqe* sqe = rt_ur_sqe(s);
+        /* RWF_HIPRI is a hint (polled completion), which a ring set up
+         * without IOPOLL refuses: dropped there, as preadv2(2) ignores it
+         * where it cannot poll */
+        flags &= ~RWF_HIPRI;
         if (cnt == 1) {
             if (write) io_uring_prep_write(sqe, fd, v->iov_base, (unsigned)v->iov_len, (uint64_t)off);
             else io_uring_prep_read(sqe, fd, v->iov_base, (unsigned)v->iov_len, (uint64_t)off);
@@ -552,27 +558,50 @@ static int opened(aco_rt_co_t* co, long r, int flags) {
     return (int)r;
 }
 
+/* io_uring opens with O_NONBLOCK first (then clears it), so a FIFO does
+ * not wait for its other end there: for reading it opens at once, for
+ * writing it fails with ENXIO.  Those go again on a helper, as openat(2). */
+static int fifo_retry(aco_rt_co_t* co, unsigned w, long r, int flags) {
+    if (way(co->s, w) != WAY_URING || (flags & (O_NONBLOCK | O_PATH | O_DIRECTORY))) return 0;
+    if (r == -ENXIO) return (flags & O_ACCMODE) == O_WRONLY;
+    if (r < 0 || (flags & O_ACCMODE) != O_RDONLY) return 0;
+    struct stat st;
+    if (fstat((int)r, &st) != 0 || !S_ISFIFO(st.st_mode)) return 0;
+    rt_sys_close((int)r);
+    return 1;
+}
+
+static int open_(unsigned w, int dirfd, const char* path, int flags, mode_t mode,
+                 const struct open_how* how, int64_t deadline) {
+    for (int pass = 0;; pass++) {
+        META_BEGIN(w, path, NULL);
+        f->fd = dirfd;
+        f->flags = flags;
+        f->mode = mode;
+        if (how) {
+            f->how = *how;
+            f->howsz = sizeof(*how);
+        }
+        f->no_uring = (uint8_t)pass;
+        long r = meta_run(co, f, deadline);
+        if (pass == 0 && fifo_retry(co, w, r, flags)) continue;
+        return opened(co, r, flags);
+    }
+}
+
 int aco_rt_openat(int dirfd, const char* path, int flags, mode_t mode, int64_t deadline) {
     if (path == NULL) return rt_self() ? -EFAULT : -EPERM;
-    META_BEGIN(RT_F_OPENAT, path, NULL);
-    f->fd = dirfd;
-    f->flags = flags;
-    f->mode = mode;
-    return opened(co, meta_run(co, f, deadline), flags);
+    return open_(RT_F_OPENAT, dirfd, path, flags, mode, NULL, deadline);
 }
 
 int aco_rt_openat2(int dirfd, const char* path, const struct open_how* how, size_t size,
                    int64_t deadline) {
     if (path == NULL || how == NULL) return rt_self() ? -EFAULT : -EPERM;
     if (size < sizeof(struct open_how)) return rt_self() ? -EINVAL : -EPERM;
-    META_BEGIN(RT_F_OPENAT2, path, NULL);
     /* (a larger struct's extra bytes must be zero: openat2(2)'s E2BIG) */
     for (size_t i = sizeof(struct open_how); i < size; i++)
-        if (((const char*)how)[i]) { fop_free(f); return -E2BIG; }
-    f->fd = dirfd;
-    f->how = *how;
-    f->howsz = sizeof(struct open_how);
-    return opened(co, meta_run(co, f, deadline), (int)how->flags);
+        if (((const char*)how)[i]) return rt_self() ? -E2BIG : -EPERM;
+    return open_(RT_F_OPENAT2, dirfd, path, (int)how->flags, 0, how, deadline);
 }
 
 int aco_rt_statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* buf,
