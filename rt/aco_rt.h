@@ -580,7 +580,10 @@ int aco_rt_lend_return(const char* data);
  * part goes on the way above for the rest (a short count means the end of
  * the file, as from pread(2)).  Writes where the file system has no
  * RWF_NOWAIT for them (ext4's buffered writes say EOPNOTSUPP) take the
- * way above at once.
+ * way above at once.  A descriptor that is neither a regular file nor a
+ * block device (a pipe, a socket, a terminal) has readiness: these four
+ * calls take the readiness way there, as aco_rt_read does (a try that
+ * does not block, then a wait), never a helper thread.
  *
  * Deadlines and cancels.  Two kinds of call, told apart below:
  *   [data]  the call moves bytes between the caller's memory and the
@@ -606,7 +609,9 @@ int aco_rt_lend_return(const char* data);
  *           or aco_rt_openat2 opens after its call returned is closed by
  *           the runtime.
  * A deadline already passed, or a cancelled co, fails at once without
- * starting anything, as for every blocking call.
+ * starting anything, but for sendmsg and recvmsg, which keep the rule of
+ * the I/O calls (a passed deadline is one try that does not wait, as
+ * for aco_rt_send), and shutdown, which never waits.
  *
  * The share-stack rule.  Paths, struct open_how, struct statx, iovec
  * arrays, offsets and msghdr records are copied into a heap record before

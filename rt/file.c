@@ -141,7 +141,7 @@ const char* aco_rt_file_way(const char* call) {
 /* An operation io_uring lacks here, said once per process. */
 static uint32_t said;
 static void say_fallback(aco_rt_sched_t* s, unsigned w) {
-    if (s->backend.ops != &rt_backend_uring || w == RT_F_SHUTDOWN || w == RT_F_SENDFILE) return;
+    if (s->backend.ops != &rt_backend_uring || w == RT_F_SENDFILE || rt_ur_f_on(s, w)) return;
     if (__atomic_fetch_or(&said, 1u << w, __ATOMIC_RELAXED) & (1u << w)) return;
     if (getenv("ACO_RT_QUIET") == NULL)
         fprintf(stderr, "aco_rt: io_uring has no %s operation here (or $ACO_RT_URING_OFF): "
@@ -266,13 +266,17 @@ static fop_t* fop_new(unsigned w, size_t tail) {
 #define FM_KNOWN  1
 #define FM_DIRECT 2
 #define FM_NO_NW_WRITE 4
+#define FM_NOTREG 8             /* a pipe, socket, terminal...: readiness */
 static int fd_mode(aco_rt_sched_t* s, int fd) {
     rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e && (e->fmode & FM_KNOWN) && (++e->fage & 63) != 0) return e->fmode;
     int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    struct stat st;
     int m = FM_KNOWN | (fl >= 0 && (fl & O_DIRECT) ? FM_DIRECT : 0);
+    if (fl >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+        m |= FM_NOTREG;
     if (e) {
-        e->fmode = (uint8_t)(m | (e->fmode & FM_NO_NW_WRITE));
+        e->fmode = (uint8_t)(m & FM_NOTREG ? m : m | (e->fmode & FM_NO_NW_WRITE));
         e->fage = 1;
         return e->fmode;
     }
@@ -345,14 +349,82 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
     return r;
 }
 
-/* A read or write of v[0..cnt) (the caller's, in place: no buffer on a
- * share stack; v itself may be; at most IOV_MAX): RWF_NOWAIT here first,
- * then the way for the rest. */
+/* A pipe, socket, terminal...: it has readiness, so the readiness way
+ * (never a helper thread, which such a read could keep for good): a try
+ * that does not block (RWF_NOWAIT; O_NONBLOCK where a driver refuses it),
+ * then a wait, and again.  One transfer, as preadv2(2). */
+static ssize_t rw_ready(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, int cnt,
+                        int64_t off, int flags, int64_t deadline) {
+    int nw = RWF_NOWAIT;
+    for (;;) {
+        long r = syscall(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, (long)off, 0L,
+                         flags | nw);
+        if (r >= 0) return r;
+        r = -errno;
+        if (r == -EOPNOTSUPP && nw) {
+            if ((r = rt_fd_nonblock(fd)) < 0) return r;
+            nw = 0;
+            continue;
+        }
+        if (r != -EAGAIN) return r;
+        if ((r = rt_may_block(co, deadline)) != 0) return r;
+        if ((r = co->s->backend.ops->wait_fd(co, fd, write ? POLLOUT : POLLIN, deadline)) < 0)
+            return r;
+    }
+}
+
+/* The transfer of v[0..cnt) (in the heap; advanced) the way of its call:
+ * the count, or -errno.  A read served in part goes on: pread(2) on a
+ * file is short only at its end. */
+static ssize_t way_all(aco_rt_co_t* co, int write, int fd, struct iovec* v, int cnt,
+                       int64_t off, int flags, int64_t deadline) {
+    size_t total = iov_total(v, cnt);
+    ssize_t r = rw_way(co, write, fd, v, cnt, off, flags, deadline);
+    if (r < 0) return r;
+    ssize_t done = r;
+    while (!write && r > 0 && (size_t)done < total && !(flags & RWF_NOWAIT)) {
+        iov_skip(&v, &cnt, (size_t)r);
+        if (off != -1) off += r;
+        r = rw_way(co, 0, fd, v, cnt, off, flags, deadline);
+        if (r > 0) done += r;
+    }
+    return done;
+}
+
+/* The same through a bounce buffer in the heap, for a vector whose
+ * buffers lie on the co's share stack (another co's by the time the
+ * kernel or a helper gets to them). */
+static ssize_t way_bounce(aco_rt_co_t* co, int write, int fd, const struct iovec* v, int cnt,
+                          int64_t off, int flags, int64_t deadline) {
+    size_t total = iov_total(v, cnt);
+    void* b = NULL;
+    if (posix_memalign(&b, 4096, (total + 4095) & ~(size_t)4095)) return -ENOMEM;
+    co->s->st.file_bounce++;
+    size_t k = 0;
+    if (write)
+        for (int i = 0; i < cnt; i++) memcpy((char*)b + k, v[i].iov_base, v[i].iov_len), k += v[i].iov_len;
+    struct iovec one = {b, total};
+    ssize_t r = way_all(co, write, fd, &one, 1, off, flags, deadline);
+    k = 0;
+    for (int i = 0; !write && r > 0 && i < cnt && k < (size_t)r; i++) {
+        size_t c = v[i].iov_len < (size_t)r - k ? v[i].iov_len : (size_t)r - k;
+        memcpy(v[i].iov_base, (char*)b + k, c);
+        k += c;
+    }
+    free(b);
+    return r;
+}
+
+/* A read or write of iov[0..cnt) (at most IOV_MAX; on_stack: a buffer
+ * lies on the co's share stack): a pipe's or socket's by readiness, else
+ * RWF_NOWAIT here first (on the caller's memory: the co runs), then the
+ * way of the call for the rest. */
 static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, int cnt,
-                  int64_t off, int flags, int64_t deadline) {
+                  int64_t off, int flags, int on_stack, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     size_t total = iov_total(iov, cnt);
     int fm = (flags & RWF_NOWAIT) ? FM_KNOWN | FM_DIRECT : fd_mode(s, fd);
+    if (fm & FM_NOTREG) return rw_ready(co, write, fd, iov, cnt, off, flags, deadline);
     ssize_t done = 0;
     /* (a copy of the vector to advance: in the co's extra block, in the
      * heap, since io_uring reads it after the co parked) */
@@ -360,7 +432,7 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
     if (x == NULL) return -ENOMEM;
     struct iovec* v = (struct iovec*)x->buf;
     memcpy(v, iov, (size_t)cnt * sizeof(*iov));
-    if (!(fm & FM_DIRECT) && !(write && (fm & FM_NO_NW_WRITE)) && total) {
+    if (!(fm & FM_DIRECT) && !(write && (fm & FM_NO_NW_WRITE))) {
         for (;;) {
             long r = syscall(write ? SYS_pwritev2 : SYS_preadv2, fd, v, cnt, (long)off, 0L,
                              flags | RWF_NOWAIT);
@@ -382,44 +454,10 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
             iov_skip(&v, &cnt, (size_t)r);
         }
     }
-    ssize_t r = rw_way(co, write, fd, v, cnt, off, flags, deadline);
+    ssize_t r = on_stack ? way_bounce(co, write, fd, v, cnt, off, flags, deadline)
+                         : way_all(co, write, fd, v, cnt, off, flags, deadline);
     if (r < 0) return done ? done : r;
-    done += r;
-    /* a read served in part by the page cache goes on: pread(2) on a file
-     * is short only at its end */
-    while (!write && r > 0 && (size_t)done < total && !(flags & RWF_NOWAIT)) {
-        iov_skip(&v, &cnt, (size_t)r);
-        if (off != -1) off += r;
-        r = rw_way(co, 0, fd, v, cnt, off, flags, deadline);
-        if (r > 0) done += r;
-    }
-    return done;
-}
-
-/* The same for a vector with buffers on the co's share stack: one bounce
- * buffer in the heap. */
-static ssize_t rw_bounce(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, int cnt,
-                         int64_t off, int flags, int64_t deadline) {
-    size_t total = iov_total(iov, cnt);
-    void* b = NULL;
-    if (posix_memalign(&b, 4096, total ? (total + 4095) & ~(size_t)4095 : 4096)) return -ENOMEM;
-    co->s->st.file_bounce++;
-    if (write) {
-        size_t k = 0;
-        for (int i = 0; i < cnt; i++) memcpy((char*)b + k, iov[i].iov_base, iov[i].iov_len), k += iov[i].iov_len;
-    }
-    struct iovec one = {b, total};
-    ssize_t r = rw(co, write, fd, &one, 1, off, flags, deadline);
-    if (!write && r > 0) {
-        size_t k = 0;
-        for (int i = 0; i < cnt && k < (size_t)r; i++) {
-            size_t c = iov[i].iov_len < (size_t)r - k ? iov[i].iov_len : (size_t)r - k;
-            memcpy(iov[i].iov_base, (char*)b + k, c);
-            k += c;
-        }
-    }
-    free(b);
-    return r;
+    return done + r;
 }
 
 static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t off, int flags,
@@ -440,8 +478,7 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
         return r < 0 ? -errno : r;
     }
     if (rt_passed(deadline)) return rt_may_block(co, deadline);
-    return on_stack ? rw_bounce(co, write, fd, iov, cnt, off, flags, deadline)
-                    : rw(co, write, fd, iov, cnt, off, flags, deadline);
+    return rw(co, write, fd, iov, cnt, off, flags, on_stack, deadline);
 }
 
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline) {

@@ -321,6 +321,12 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
      * close cancels by the file, so the operations on its other numbers
      * (a dup's) end too: theirs still stand (the entry's generation did
      * not move), and go again. */
+    /* An operation that waited in an io-wq worker (a splice on a pipe)
+     * and was cancelled there ends with the worker's interrupted wait:
+     * -EINTR, or the kernel's own -ERESTARTSYS (512) and kin, never a
+     * user's errno. */
+    if (res <= -512 && res >= -516) res = co->io_abort ? -ECANCELED : -EINTR;
+    if (res == -EINTR && co->io_abort) res = -ECANCELED;
     if (res == -ECANCELED)
         res = co->io_abort ? co->io_abort : f && f->gen == co->w.io.gen ? UR_AGAIN : -EBADF;
     co->io_abort = 0;

@@ -1,0 +1,244 @@
+/* test_file_ways.c - what a deadline or cancel leaves of a file call, and
+ * the ways a call goes (aco_rt.h, "Files, directories, ..."):
+ *   - [meta]: an openat of a FIFO (it waits for a writer) ends at its
+ *     deadline and at a cancel, on time; the open goes on without the co,
+ *     and the descriptor it makes when a writer comes is closed by the
+ *     runtime (none leaks); the same when aco_rt_sched_free destroys the
+ *     co while it waits;
+ *   - [data]: a pread queued behind a busy helper thread ends at its
+ *     deadline without touching the buffer; a pread of a pipe takes the
+ *     readiness way (its deadline and a cancel end it; the bytes written
+ *     after are all there);
+ *   - every case on io_uring, on epoll, and (but the last) on io_uring with
+ *     $ACO_RT_URING_OFF=all (the helper fallback), and a fallback is said
+ *     once on stderr, not at all under $ACO_RT_QUIET.
+ */
+#define _GNU_SOURCE
+#include "rt_test.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+static char dir[64], fifo[96], file[96];
+
+static int open_fds(void) {
+    int n = 0;
+    DIR* d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+/* Wait (as a co) until the process has want descriptors open: 1 s at most. */
+static int fds_settle(int want) {
+    for (int i = 0; i < 200 && open_fds() != want; i++) aco_rt_sleep(5 * MS);
+    return open_fds();
+}
+
+static void open_deadline(void* arg) {
+    (void)arg;
+    int base = open_fds();
+    int64_t t0 = aco_rt_now();
+    int r = aco_rt_openat(AT_FDCWD, fifo, O_RDONLY | O_CLOEXEC, 0, aco_rt_in_ms(50));
+    int64_t el = aco_rt_now() - t0;
+    CHECK_EQ(r, -ETIMEDOUT);
+    CHECK_GE(el, 49 * MS);
+    CHECK_LT(el, 2000 * MS);
+    /* a writer comes: the open left behind completes, its descriptor is
+     * closed by the runtime */
+    int w = open(fifo, O_WRONLY | O_CLOEXEC);      /* (the orphan is its reader) */
+    CHECK_GE(w, 0);
+    CHECK_EQ(fds_settle(base + 1), base + 1);
+    close(w);
+}
+
+static aco_rt_co_t* victim;
+static void open_cancelled(void* arg) {
+    int* res = arg;
+    *res = aco_rt_openat(AT_FDCWD, fifo, O_RDONLY | O_CLOEXEC, 0, -1);
+}
+static void canceller(void* arg) {
+    (void)arg;
+    aco_rt_sleep(20 * MS);
+    CHECK_EQ(aco_rt_cancel(victim), 0);
+}
+
+static void data_queued(void* arg) {
+    (void)arg;
+    /* O_DIRECT: never tried on the thread first (a hot page would be) */
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (fd < 0 && errno == EINVAL) {
+        printf("no O_DIRECT on %s: the queued pread not tried\n", dir);
+        return;
+    }
+    CHECK_GE(fd, 0);
+    static _Alignas(4096) char buf[4096];
+    memset(buf, 0x5a, sizeof(buf));
+    int64_t t0 = aco_rt_now();
+    ssize_t r = aco_rt_pread(fd, buf, sizeof(buf), 0, aco_rt_in_ms(30));
+    if (strcmp(aco_rt_file_way("read"), "helper") == 0) {
+        /* queued behind the sleeper: dropped before it began */
+        CHECK_EQ(r, -ETIMEDOUT);
+        CHECK_GE(aco_rt_now() - t0, 29 * MS);
+        for (size_t i = 0; i < sizeof(buf); i++) CHECK_EQ(buf[i], 0x5a);
+    } else {
+        CHECK_EQ(r, 4096);              /* io_uring: no helper in the way */
+        CHECK_EQ(buf[0], 'f');
+    }
+    aco_rt_close(fd);
+}
+static void* sleeper(void* arg) {
+    (void)arg;
+    usleep(150 * 1000);
+    return NULL;
+}
+static void busy_helper(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_offload(sleeper, NULL, NULL, NULL, -1), 0);
+}
+
+static void pipe_read(void* arg) {
+    (void)arg;
+    int p[2];
+    CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+    char buf[16];
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_preadv(p[0], &(struct iovec){buf, sizeof(buf)}, 1, -1, 0, aco_rt_in_ms(40)),
+             -ETIMEDOUT);
+    CHECK_GE(aco_rt_now() - t0, 39 * MS);
+    CHECK_EQ(write(p[1], "abc", 3), 3);
+    CHECK_EQ(aco_rt_preadv(p[0], &(struct iovec){buf, sizeof(buf)}, 1, -1, 0, -1), 3);
+    CHECK_EQ(memcmp(buf, "abc", 3), 0);
+    /* not seekable: pread(2)'s answer */
+    CHECK_EQ(aco_rt_pread(p[0], buf, sizeof(buf), 0, -1), -ESPIPE);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void cases(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, open_deadline, NULL);
+
+    int res = 0;
+    int base = open_fds();
+    victim = aco_rt_spawn(s, open_cancelled, &res);
+    aco_rt_detach(victim);
+    aco_rt_detach(aco_rt_spawn(s, canceller, NULL));
+    test_run(s);
+    CHECK_EQ(res, -ECANCELED);
+    int w = open(fifo, O_WRONLY | O_CLOEXEC);
+    CHECK_GE(w, 0);
+    close(w);
+    for (int i = 0; i < 200 && open_fds() != base; i++) usleep(5000);
+    CHECK_EQ(open_fds(), base);
+
+    CHECK_EQ(aco_rt_offload_limits(1, 0), 0);
+    aco_rt_detach(aco_rt_spawn(s, busy_helper, NULL));
+    aco_rt_detach(aco_rt_spawn(s, data_queued, NULL));
+    test_run(s);
+    CHECK_EQ(aco_rt_offload_limits(0, 0), 0);
+
+    test_go(s, pipe_read, NULL);
+}
+
+static void stop_soon(aco_rt_timer_t* t) {
+    (void)t;
+    aco_rt_sched_stop(aco_rt_sched_current());
+}
+
+/* aco_rt_sched_free with a co in an open that waits: nothing leaks once
+ * the open ends (a writer comes). */
+static void open_forever(void* arg) {
+    (void)arg;
+    aco_rt_openat(AT_FDCWD, fifo, O_RDONLY | O_CLOEXEC, 0, -1);
+    CHECK(0);
+}
+static void freed_while_open(int b) {
+    int base = open_fds();
+    aco_rt_sched_t* s = test_sched_on(b, NULL);
+    aco_rt_detach(aco_rt_spawn(s, open_forever, NULL));
+    static aco_rt_timer_t t;
+    CHECK_EQ(aco_rt_timer_start(&t, aco_rt_in_ms(30), stop_soon), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    int w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);    /* a reader still waits? */
+    if (w >= 0) close(w);
+    for (int i = 0; i < 200 && open_fds() != base; i++) usleep(5000);
+    CHECK_EQ(open_fds(), base);
+}
+
+static void two_statx(void* arg) {
+    (void)arg;
+    struct statx sx;
+    CHECK_EQ(aco_rt_statx(AT_FDCWD, "/", 0, STATX_MODE, &sx, -1), 0);
+    CHECK_EQ(aco_rt_statx(AT_FDCWD, "/", 0, STATX_MODE, &sx, -1), 0);
+}
+
+/* The fallback said once, in a child with stderr into a pipe. */
+static void fallback_said(int quiet) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) {
+        dup2(p[1], 2);
+        setenv("ACO_RT_URING_OFF", "statx", 1);
+        if (quiet) setenv("ACO_RT_QUIET", "1", 1);
+        aco_rt_sched_t* s = test_sched_on(ACO_RT_BACKEND_URING, NULL);
+        CHECK_EQ(strcmp(aco_rt_file_way("statx"), "helper"), 0);
+        CHECK_EQ(strcmp(aco_rt_file_way("openat"), "uring"), 0);
+        test_go(s, two_statx, NULL);
+        aco_rt_sched_free(s);
+        exit(0);
+    }
+    close(p[1]);
+    char out[4096];
+    size_t k = 0;
+    ssize_t r;
+    while ((r = read(p[0], out + k, sizeof(out) - 1 - k)) > 0) k += (size_t)r;
+    out[k] = 0;
+    close(p[0]);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    int lines = 0;
+    for (char* q = out; (q = strstr(q, "aco_rt: io_uring has no statx")); q++) lines++;
+    CHECK_EQ(lines, quiet ? 0 : 1);
+}
+
+int main(void) {
+    snprintf(dir, sizeof(dir), "/tmp/aco_file_ways_XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    snprintf(file, sizeof(file), "%s/file", dir);
+    CHECK_EQ(mkfifo(fifo, 0600), 0);
+    int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    CHECK_GE(fd, 0);
+    static char page[4096];
+    memset(page, 'f', sizeof(page));
+    CHECK_EQ(write(fd, page, sizeof(page)), 4096);
+    close(fd);
+
+    test_on_backends(NULL, cases, NULL);
+    int bs[8], n = test_backends(bs, 8);
+    for (int i = 0; i < n; i++) freed_while_open(bs[i]);
+    for (int i = 0; i < n; i++) {
+        if (bs[i] != ACO_RT_BACKEND_URING) continue;
+        setenv("ACO_RT_URING_OFF", "all", 1);
+        setenv("ACO_RT_QUIET", "1", 1);
+        test_on_backends(NULL, cases, NULL);
+        unsetenv("ACO_RT_URING_OFF");
+        unsetenv("ACO_RT_QUIET");
+        fallback_said(0);
+        fallback_said(1);
+    }
+
+    unlink(fifo);
+    unlink(file);
+    rmdir(dir);
+    puts("file ways: deadlines, cancels, orphans, fallbacks: ok");
+    return 0;
+}
