@@ -1229,7 +1229,10 @@ typedef struct {
     uint64_t file_uring;        /* ... that were io_uring operations */
     uint64_t file_helper;       /* ... that ran on a helper thread */
     uint64_t file_bounce;       /* ... that went through a bounce buffer
-                                   (a buffer on the co's share stack) */
+                                   (a buffer on the co's share stack that
+                                   the kernel or a helper had to reach
+                                   while the co was parked; one that
+                                   RWF_NOWAIT served in place is not) */
 } aco_rt_stats_t;
 
 /* Counters of s (NULL: the calling thread's scheduler). */

@@ -74,40 +74,40 @@ static void fop_free(fop_t* f) {
     free(f);
 }
 
+/* syscall(2) with six arguments, each made a long: an int passed through
+ * "..." leaves the upper half of its register undefined (memcheck says
+ * so); a call with fewer ignores the rest. */
+#define SC(n, a, b, c, d, e, f) \
+    syscall((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
 /* The system call itself: its result or -errno. */
 static long fop_sys(fop_t* f) {
     long r;
+    loff_t a = f->off, b = f->off2;
+    off_t o = (off_t)f->off;
     switch (f->w) {
-    case RT_F_READ:
-        r = syscall(SYS_preadv2, f->fd, f->iov, f->cnt, (long)f->off, 0L, f->flags);
+    case RT_F_READ: r = SC(SYS_preadv2, f->fd, f->iov, f->cnt, f->off, 0, f->flags); break;
+    case RT_F_WRITE: r = SC(SYS_pwritev2, f->fd, f->iov, f->cnt, f->off, 0, f->flags); break;
+    case RT_F_FSYNC: r = SC(f->flags ? SYS_fdatasync : SYS_fsync, f->fd, 0, 0, 0, 0, 0); break;
+    case RT_F_SFR: r = SC(SYS_sync_file_range, f->fd, f->off, f->len, f->uflags, 0, 0); break;
+    case RT_F_FALLOC: r = SC(SYS_fallocate, f->fd, f->flags, f->off, f->len, 0, 0); break;
+    case RT_F_FTRUNC: r = SC(SYS_ftruncate, f->fd, f->len, 0, 0, 0, 0); break;
+    case RT_F_OPENAT: r = SC(SYS_openat, f->fd, f->p1, f->flags, f->mode, 0, 0); break;
+    case RT_F_OPENAT2: r = SC(SYS_openat2, f->fd, f->p1, &f->how, f->howsz, 0, 0); break;
+    case RT_F_STATX: r = SC(SYS_statx, f->fd, f->p1, f->flags, f->mask, &f->stx, 0); break;
+    case RT_F_UNLINK: r = SC(SYS_unlinkat, f->fd, f->p1, f->flags, 0, 0, 0); break;
+    case RT_F_RENAME: r = SC(SYS_renameat2, f->fd, f->p1, f->fd2, f->p2, f->uflags, 0); break;
+    case RT_F_MKDIR: r = SC(SYS_mkdirat, f->fd, f->p1, f->mode, 0, 0, 0); break;
+    case RT_F_SYMLINK: r = SC(SYS_symlinkat, f->p1, f->fd, f->p2, 0, 0, 0); break;
+    case RT_F_LINK: r = SC(SYS_linkat, f->fd, f->p1, f->fd2, f->p2, f->flags, 0); break;
+    case RT_F_SPLICE:
+        r = SC(SYS_splice, f->fd, f->has_off ? &a : NULL, f->fd2, f->has_off2 ? &b : NULL,
+               f->len, f->uflags);
         break;
-    case RT_F_WRITE:
-        r = syscall(SYS_pwritev2, f->fd, f->iov, f->cnt, (long)f->off, 0L, f->flags);
+    case RT_F_TEE: r = SC(SYS_tee, f->fd, f->fd2, f->len, f->uflags, 0, 0); break;
+    case RT_F_SENDFILE:
+        r = SC(SYS_sendfile, f->fd2, f->fd, f->has_off ? &o : NULL, f->len, 0, 0);
         break;
-    case RT_F_FSYNC: r = syscall(f->flags ? SYS_fdatasync : SYS_fsync, f->fd); break;
-    case RT_F_SFR: r = syscall(SYS_sync_file_range, f->fd, (long)f->off, (long)f->len, f->uflags); break;
-    case RT_F_FALLOC: r = syscall(SYS_fallocate, f->fd, f->flags, (long)f->off, (long)f->len); break;
-    case RT_F_FTRUNC: r = syscall(SYS_ftruncate, f->fd, (long)f->len); break;
-    case RT_F_OPENAT: r = syscall(SYS_openat, f->fd, f->p1, f->flags, f->mode); break;
-    case RT_F_OPENAT2: r = syscall(SYS_openat2, f->fd, f->p1, &f->how, f->howsz); break;
-    case RT_F_STATX: r = syscall(SYS_statx, f->fd, f->p1, f->flags, f->mask, &f->stx); break;
-    case RT_F_UNLINK: r = syscall(SYS_unlinkat, f->fd, f->p1, f->flags); break;
-    case RT_F_RENAME: r = syscall(SYS_renameat2, f->fd, f->p1, f->fd2, f->p2, f->uflags); break;
-    case RT_F_MKDIR: r = syscall(SYS_mkdirat, f->fd, f->p1, f->mode); break;
-    case RT_F_SYMLINK: r = syscall(SYS_symlinkat, f->p1, f->fd, f->p2); break;
-    case RT_F_LINK: r = syscall(SYS_linkat, f->fd, f->p1, f->fd2, f->p2, f->flags); break;
-    case RT_F_SPLICE: {
-        loff_t a = f->off, b = f->off2;
-        r = syscall(SYS_splice, f->fd, f->has_off ? &a : NULL, f->fd2, f->has_off2 ? &b : NULL,
-                    (size_t)f->len, f->uflags);
-        break;
-    }
-    case RT_F_TEE: r = syscall(SYS_tee, f->fd, f->fd2, (size_t)f->len, f->uflags); break;
-    case RT_F_SENDFILE: {
-        off_t o = (off_t)f->off;
-        r = syscall(SYS_sendfile, f->fd2, f->fd, f->has_off ? &o : NULL, (size_t)f->len);
-        break;
-    }
     default: r = -1; errno = ENOSYS; break;
     }
     return r < 0 ? -errno : r;
@@ -147,7 +147,9 @@ static void say_fallback(aco_rt_sched_t* s, unsigned w) {
         fprintf(stderr, "aco_rt: io_uring has no %s operation here (or $ACO_RT_URING_OFF): "
                 "aco_rt_%s%s runs on helper threads\n", rt_f_names[w],
                 w == RT_F_READ ? "pread" : w == RT_F_WRITE ? "pwrite" : rt_f_names[w],
-                w == RT_F_READ || w == RT_F_WRITE ? "(v)" : w == RT_F_FSYNC ? " and aco_rt_fdatasync" : "");
+                w == RT_F_READ || w == RT_F_WRITE ? "(v)"
+                : w == RT_F_FSYNC               ? " and aco_rt_fdatasync"
+                                                : "");
 }
 
 static void* fop_helper(void* arg) {
@@ -191,7 +193,9 @@ static void fop_prep(struct io_uring_sqe* sqe, fop_t* f) {
     case RT_F_FALLOC:
         io_uring_prep_fallocate(sqe, f->fd, f->flags, (uint64_t)f->off, (uint64_t)f->len);
         break;
-    case RT_F_FTRUNC: io_uring_prep_rw(55 /* IORING_OP_FTRUNCATE */, sqe, f->fd, NULL, 0, (uint64_t)f->len); break;
+    case RT_F_FTRUNC:       /* IORING_OP_FTRUNCATE, 6.9: no name in liburing 2.3 */
+        io_uring_prep_rw(55, sqe, f->fd, NULL, 0, (uint64_t)f->len);
+        break;
     case RT_F_OPENAT: io_uring_prep_openat(sqe, f->fd, f->p1, f->flags, f->mode); break;
     case RT_F_OPENAT2: io_uring_prep_openat2(sqe, f->fd, f->p1, &f->how); break;
     case RT_F_STATX: io_uring_prep_statx(sqe, f->fd, f->p1, f->flags, f->mask, &f->stx); break;
@@ -320,8 +324,10 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
          * where it cannot poll */
         flags &= ~RWF_HIPRI;
         if (cnt == 1) {
-            if (write) io_uring_prep_write(sqe, fd, v->iov_base, (unsigned)v->iov_len, (uint64_t)off);
-            else io_uring_prep_read(sqe, fd, v->iov_base, (unsigned)v->iov_len, (uint64_t)off);
+            /* (at most what one read(2) moves: MAX_RW_COUNT) */
+            unsigned n = v->iov_len > 0x7ffff000 ? 0x7ffff000 : (unsigned)v->iov_len;
+            if (write) io_uring_prep_write(sqe, fd, v->iov_base, n, (uint64_t)off);
+            else io_uring_prep_read(sqe, fd, v->iov_base, n, (uint64_t)off);
             sqe->rw_flags = flags;
         } else if (write) {
             io_uring_prep_writev2(sqe, fd, v, (unsigned)cnt, (uint64_t)off, flags);
@@ -357,8 +363,7 @@ static ssize_t rw_ready(aco_rt_co_t* co, int write, int fd, const struct iovec* 
                         int64_t off, int flags, int64_t deadline) {
     int nw = RWF_NOWAIT;
     for (;;) {
-        long r = syscall(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, (long)off, 0L,
-                         flags | nw);
+        long r = SC(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, off, 0, flags | nw);
         if (r >= 0) return r;
         r = -errno;
         if (r == -EOPNOTSUPP && nw) {
@@ -402,7 +407,10 @@ static ssize_t way_bounce(aco_rt_co_t* co, int write, int fd, const struct iovec
     co->s->st.file_bounce++;
     size_t k = 0;
     if (write)
-        for (int i = 0; i < cnt; i++) memcpy((char*)b + k, v[i].iov_base, v[i].iov_len), k += v[i].iov_len;
+        for (int i = 0; i < cnt; i++) {
+            memcpy((char*)b + k, v[i].iov_base, v[i].iov_len);
+            k += v[i].iov_len;
+        }
     struct iovec one = {b, total};
     ssize_t r = way_all(co, write, fd, &one, 1, off, flags, deadline);
     k = 0;
@@ -434,8 +442,7 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
     memcpy(v, iov, (size_t)cnt * sizeof(*iov));
     if (!(fm & FM_DIRECT) && !(write && (fm & FM_NO_NW_WRITE))) {
         for (;;) {
-            long r = syscall(write ? SYS_pwritev2 : SYS_preadv2, fd, v, cnt, (long)off, 0L,
-                             flags | RWF_NOWAIT);
+            long r = SC(write ? SYS_pwritev2 : SYS_preadv2, fd, v, cnt, off, 0, flags | RWF_NOWAIT);
             if (r < 0) {
                 r = -errno;
                 if (r == -EOPNOTSUPP && write) {
@@ -474,7 +481,7 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
             on_stack = 1;
     }
     if (rt_unlikely(total == 0)) {          /* no bytes: the call's own answer, at once */
-        long r = syscall(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, (long)off, 0L, flags);
+        long r = SC(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, off, 0, flags);
         return r < 0 ? -errno : r;
     }
     if (rt_passed(deadline)) return rt_may_block(co, deadline);
@@ -729,7 +736,7 @@ static int cached(int fd, int64_t off, size_t len) {
     if (off < 0 || __atomic_load_n(&nocachestat, __ATOMIC_RELAXED)) return 0;
     struct { uint64_t off, len; } range = {(uint64_t)off, len};
     struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
-    if (syscall(SYS_cachestat, fd, &range, &cs, 0) < 0) {
+    if (SC(SYS_cachestat, fd, &range, &cs, 0, 0, 0) < 0) {
         if (errno == ENOSYS) __atomic_store_n(&nocachestat, 1, __ATOMIC_RELAXED);
         return 0;
     }
@@ -750,9 +757,9 @@ static ssize_t move_way(aco_rt_co_t* co, unsigned w, int in, int kin, int64_t* o
         int here = kout != K_FILE && (kin != K_FILE || cached(in, oin ? *oin : -1, len));
         if (here) {
             loff_t a = oin ? *oin : 0, b = oout ? *oout : 0;
-            r = w == RT_F_TEE ? syscall(SYS_tee, in, out, len, flags | SPLICE_F_NONBLOCK)
-                              : syscall(SYS_splice, in, oin ? &a : NULL, out, oout ? &b : NULL,
-                                        len, flags | SPLICE_F_NONBLOCK);
+            r = w == RT_F_TEE ? SC(SYS_tee, in, out, len, flags | SPLICE_F_NONBLOCK, 0, 0)
+                              : SC(SYS_splice, in, oin ? &a : NULL, out, oout ? &b : NULL, len,
+                                   flags | SPLICE_F_NONBLOCK);
             r = r < 0 ? -errno : r;
             if (r >= 0) co->s->st.file_nowait++;
         } else {
@@ -864,7 +871,7 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
     CO_OR_EPERM(co);
     if (count == 0) {               /* sendfile(2)'s own answer, at once */
         off_t o = offset ? (off_t)*offset : 0;
-        long r = syscall(SYS_sendfile, out_fd, in_fd, offset ? &o : NULL, (size_t)0);
+        long r = SC(SYS_sendfile, out_fd, in_fd, offset ? &o : NULL, 0, 0, 0);
         return r < 0 ? -errno : r;
     }
     if (rt_passed(deadline)) return -ETIMEDOUT;
@@ -882,7 +889,7 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
         if ((r = rt_may_block(co, deadline)) != 0) break;
         if (kout != K_FILE && cached(in_fd, o, chunk)) {
             off_t x = (off_t)o;
-            r = syscall(SYS_sendfile, out_fd, in_fd, &x, chunk);
+            r = SC(SYS_sendfile, out_fd, in_fd, &x, chunk, 0, 0);
             r = r < 0 ? -errno : r;
             if (r >= 0) co->s->st.file_nowait++;
         } else {
@@ -916,5 +923,5 @@ int aco_rt_shutdown(int fd, int how, int64_t deadline) {
     (void)deadline;
     CO_OR_EPERM(co);
     (void)co;
-    return syscall(SYS_shutdown, fd, how) < 0 ? -errno : 0;
+    return SC(SYS_shutdown, fd, how, 0, 0, 0, 0) < 0 ? -errno : 0;
 }

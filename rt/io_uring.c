@@ -463,17 +463,17 @@ int rt_ur_meta_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, rt_ur_meta_t* m, in
     u->metas = m;
     io_uring_sqe_set_data(sqe, (void*)((uintptr_t)m | META_TAG));
     co->s->st.io_inflight++;
-    co->io_abort = 0;
+    co->w.io.gen = 0;               /* meta_abort's mark: the co left (the
+                                       result shares io_abort's word) */
     int r = rt_park(co, RT_W_UR_META, m, deadline);
-    *left = co->io_abort != 0;      /* (m is the orphan's then) */
-    co->io_abort = 0;
+    *left = co->w.io.gen != 0;      /* (m is the orphan's then) */
     return r;
 }
 
 static void meta_abort(aco_rt_co_t* co, int err) {
     rt_ur_meta_t* m = (rt_ur_meta_t*)co->wait_obj;
     m->co = NULL;
-    co->io_abort = err;
+    co->w.io.gen = 1;
     rt_tmo_stop(co);
     struct io_uring_sqe* sqe = get_sqe(co->s);  /* (it may not have begun) */
     io_uring_prep_cancel(sqe, (void*)((uintptr_t)m | META_TAG), 0);

@@ -52,7 +52,6 @@ static aco_rt_sched_t* S;
 static int fallback;            /* this round runs with ACO_RT_URING_OFF=all */
 static char dir[64];            /* mkdtemp under /var/tmp */
 static int dfd = -1;            /* its descriptor */
-static int noted_nowait_bounce;
 
 static int64_t since(int64_t t0) { return aco_rt_now() - t0; }
 static void in_co(aco_rt_fn_t fn, void* arg) { test_go(S, fn, arg); }
@@ -201,7 +200,9 @@ static void co_rw(void* arg) {
         CHECK_EQ(aco_rt_pread(fd, sb, sizeof sb, 8192, -1), (ssize_t)sizeof sb);
         aco_rt_stats_t b = stats();
         CHECK_PAT(sb, sizeof sb, 8192);
-        CHECK_GT(b.file_bounce, a.file_bounce);
+        /* (a local under ASan's use-after-return checks lives on its fake
+         * stack, in the heap: no bounce there) */
+        if (aco_on_share_stack(aco_get_co(), sb, sizeof sb)) CHECK_GT(b.file_bounce, a.file_bounce);
         CHECK_EQ(b.file_nowait, a.file_nowait);
         if (is_uring("read")) CHECK_GT(b.file_uring, a.file_uring);
         else CHECK_GT(b.file_helper, a.file_helper);
@@ -212,10 +213,8 @@ static void co_rw(void* arg) {
         CHECK_EQ(c.file_nowait, b.file_nowait + 1);
         CHECK_EQ(c.file_uring, b.file_uring);
         CHECK_EQ(c.file_helper, b.file_helper);
-        /* The header leaves open whether a stack buffer served whole by
-         * RWF_NOWAIT (the co never parks) counts in file_bounce. */
-        if (c.file_bounce != b.file_bounce && !noted_nowait_bounce++)
-            printf("note: a stack-buffer read served by RWF_NOWAIT counts in file_bounce\n");
+        /* a stack buffer served whole by RWF_NOWAIT is not bounced */
+        CHECK_EQ(c.file_bounce, b.file_bounce);
         /* a heap buffer: read twice, the second on the thread */
         CHECK_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
         CHECK_EQ(aco_rt_pread(fd, rb, 4096, 40960, -1), 4096);
@@ -402,30 +401,34 @@ static void co_open(void* arg) {
     how.flags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;
     how.mode = 0640;
     int f3 = aco_rt_openat2(dfd, "o2", &how, sizeof how, -1);
-    CHECK_GE(f3, 0);
     struct stat st;
-    CHECK_EQ(fstat(f3, &st), 0);
-    CHECK(S_ISREG(st.st_mode));
-    CHECK_EQ(st.st_mode & 0777, 0640);
-    CHECK_EQ(fcntl(f3, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
-    CHECK_EQ(aco_rt_openat2(dfd, "o2", &how, sizeof how, -1), -EEXIST);
-    CHECK_EQ(aco_rt_openat2(dfd, "o2", &how, 3, -1), -EINVAL);
-    memset(&how, 0, sizeof how);
-    how.flags = O_RDONLY | O_CLOEXEC;
-    CHECK_EQ(aco_rt_openat2(dfd, "nope", &how, sizeof how, -1), -ENOENT);
-    how.resolve = RESOLVE_BENEATH;
-    CHECK_EQ(aco_rt_openat2(dfd, "../x", &how, sizeof how, -1), -EXDEV);
-    CHECK_EQ(aco_rt_openat2(dfd, abs, &how, sizeof how, -1), -EXDEV);
-    int f4 = aco_rt_openat2(dfd, "op", &how, sizeof how, -1);
-    CHECK_GE(f4, 0);
-    CHECK_EQ(aco_rt_pread(f4, hb, 8, 0, -1), 5);
-    xclose(f4);
-    how.resolve = 0;
-    how.mode = 0644;            /* a mode without O_CREAT */
-    CHECK_EQ(aco_rt_openat2(dfd, "op", &how, sizeof how, -1), -EINVAL);
-    CHECK_EQ(aco_rt_openat2(BADFD, "op", &how, sizeof how - 0, -1), -EINVAL);
-    how.mode = 0;
-    CHECK_EQ(aco_rt_openat2(BADFD, "op", &how, sizeof how, -1), -EBADF);
+    if (f3 == -ENOSYS) {     /* (a kernel before 5.6, or valgrind, lacks it) */
+        printf("note: openat2 says ENOSYS here: its checks skipped\n");
+    } else {
+        CHECK_GE(f3, 0);
+        CHECK_EQ(fstat(f3, &st), 0);
+        CHECK(S_ISREG(st.st_mode));
+        CHECK_EQ(st.st_mode & 0777, 0640);
+        CHECK_EQ(fcntl(f3, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+        CHECK_EQ(aco_rt_openat2(dfd, "o2", &how, sizeof how, -1), -EEXIST);
+        CHECK_EQ(aco_rt_openat2(dfd, "o2", &how, 3, -1), -EINVAL);
+        memset(&how, 0, sizeof how);
+        how.flags = O_RDONLY | O_CLOEXEC;
+        CHECK_EQ(aco_rt_openat2(dfd, "nope", &how, sizeof how, -1), -ENOENT);
+        how.resolve = RESOLVE_BENEATH;
+        CHECK_EQ(aco_rt_openat2(dfd, "../x", &how, sizeof how, -1), -EXDEV);
+        CHECK_EQ(aco_rt_openat2(dfd, abs, &how, sizeof how, -1), -EXDEV);
+        int f4 = aco_rt_openat2(dfd, "op", &how, sizeof how, -1);
+        CHECK_GE(f4, 0);
+        CHECK_EQ(aco_rt_pread(f4, hb, 8, 0, -1), 5);
+        xclose(f4);
+        how.resolve = 0;
+        how.mode = 0644;            /* a mode without O_CREAT */
+        CHECK_EQ(aco_rt_openat2(dfd, "op", &how, sizeof how, -1), -EINVAL);
+        CHECK_EQ(aco_rt_openat2(BADFD, "op", &how, sizeof how - 0, -1), -EINVAL);
+        how.mode = 0;
+        CHECK_EQ(aco_rt_openat2(BADFD, "op", &how, sizeof how, -1), -EBADF);
+    }
 
     PROMISE();          /* statx: 0 and *buf; buf untouched on failure */
     {
@@ -481,10 +484,12 @@ static void co_open(void* arg) {
     CHECK_EQ(aco_rt_openat(dfd, long_path, O_RDONLY, 0, -1), -ENOENT);
     long_path[PATH_MAX - 1] = 'a';
 
-    xclose(f3);
+    if (f3 >= 0) {
+        xclose(f3);
+        CHECK_EQ(unlinkat(dfd, "o2", 0), 0);
+    }
     xclose(fd);
     CHECK_EQ(unlinkat(dfd, "op", 0), 0);
-    CHECK_EQ(unlinkat(dfd, "o2", 0), 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1190,7 +1195,7 @@ static void fx_check_free(fx_t* f) {
 static void all_calls(int64_t dl, int want, int shut_want) {
     fx_t f;
     fx_make(&f);
-    unsigned char b[64];
+    unsigned char b[64] = {0};
     struct iovec v = {b, sizeof b};
     CHECK_EQ(aco_rt_pread(f.fd, b, 10, 0, dl), want);
     CHECK_EQ(aco_rt_pwrite(f.fd, "zzzz", 4, 0, dl), want);
@@ -1334,7 +1339,8 @@ static void co_direct(void* arg) {
         fill(p, 4096, 77);
         CHECK_EQ(aco_rt_pwrite(fd, p, 4096, 0, -1), 4096);
         aco_rt_stats_t d = stats();
-        CHECK_EQ(d.file_bounce, c.file_bounce + 2);
+        if (aco_on_share_stack(aco_get_co(), sb, sizeof sb))
+            CHECK_EQ(d.file_bounce, c.file_bounce + 2);
         CHECK_EQ(aco_rt_pread(fd, rb, 4096, 0, -1), 4096);
         CHECK_PAT(rb, 4096, 77);
     }
