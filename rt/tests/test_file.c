@@ -1330,8 +1330,10 @@ static void co_direct(void* arg) {
     CHECK_EQ(aco_rt_pread(fd, rb, 4096, 100, -1), -EINVAL);
     CHECK_EQ(aco_rt_pwrite(fd, wb + 1, 4096, 0, -1), -EINVAL);
     PROMISE();          /* a stack buffer, not aligned: the bounce buffer is */
-    {
-        unsigned char sb[4096 + 3];
+    /* (a local on ASan's fake stack is heap memory: not bounced, so the
+     * kernel refuses it as it refuses any unaligned buffer) */
+    unsigned char sb[4096 + 3];
+    if (aco_on_share_stack(aco_get_co(), sb, sizeof sb)) {
         unsigned char* p = sb + ((uintptr_t)sb % 4096 == 1 ? 2 : 1);
         aco_rt_stats_t c = stats();
         CHECK_EQ(aco_rt_pread(fd, p, 4096, 4096, -1), 4096);
@@ -1339,8 +1341,7 @@ static void co_direct(void* arg) {
         fill(p, 4096, 77);
         CHECK_EQ(aco_rt_pwrite(fd, p, 4096, 0, -1), 4096);
         aco_rt_stats_t d = stats();
-        if (aco_on_share_stack(aco_get_co(), sb, sizeof sb))
-            CHECK_EQ(d.file_bounce, c.file_bounce + 2);
+        CHECK_EQ(d.file_bounce, c.file_bounce + 2);
         CHECK_EQ(aco_rt_pread(fd, rb, 4096, 0, -1), 4096);
         CHECK_PAT(rb, 4096, 77);
     }
