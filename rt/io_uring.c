@@ -381,6 +381,17 @@ RT_WAIT_KINDS(ur, {RT_W_UR_OP + RT_OP_READ, {"read", rt_ur_abort, NULL}},
               {RT_W_UR_OP + RT_OP_RECVMSG, {"recvmsg", rt_ur_abort, NULL}},
               {RT_W_UR_ACCEPT, {"accept", rt_ur_abort, NULL}})
 
+/* A disk wants a steady stream of requests: file operations go to the
+ * kernel in fours as their cos park, not all at the loop's next look (a
+ * handful of woken cos each queueing one made bursts of a dozen, which
+ * a virtio disk served at 0.7x the IOPS at a queue depth of 32; fours
+ * cost one io_uring_enter per four operations). */
+#define FILE_BATCH 4
+static void file_push(aco_rt_sched_t* s) {
+    struct io_uring* ring = &((ur_t*)s->backend.data)->ring;
+    if (io_uring_sq_ready(ring) >= FILE_BATCH) io_uring_submit(ring);
+}
+
 /* Submit sqe for co (prepared by the caller) and park until it completes. */
 static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
                    int64_t deadline) {
@@ -394,6 +405,7 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
     co->w.io.fd = fd;
     co->w.io.gen = f ? f->gen : 0;
     if (f) rt_fd_busy_inc_fenced(f);    /* before the kernel takes the file */
+    if (wait == RT_W_UR_FILE) file_push(co->s);
     return rt_park(co, wait, (void*)(intptr_t)fd, deadline);
 }
 
@@ -462,6 +474,7 @@ int rt_ur_meta_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, rt_ur_meta_t* m, in
     if (m->next) m->next->prev = m;
     u->metas = m;
     io_uring_sqe_set_data(sqe, (void*)((uintptr_t)m | META_TAG));
+    file_push(co->s);
     co->s->st.io_inflight++;
     co->w.io.gen = 0;               /* meta_abort's mark: the co left (the
                                        result shares io_abort's word) */
