@@ -28,8 +28,9 @@
 #                                   arguments (e.g. --quick)
 #   bash make.sh bench-rt           build the runtime's libraries and
 #                                   programs, then run its benchmarks
-#                                   side by side with redis-server, Go and
-#                                   Boost.Fiber (bench/bench_rt.sh;
+#                                   side by side with redis-server, Go,
+#                                   Boost.Fiber, nginx, fio and cp
+#                                   (bench/bench_rt.sh;
 #                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh soak               build, then aco_resp under chaos for 10
 #                                   minutes (tests/check_rt_chaos.sh, which
@@ -61,7 +62,7 @@
 # libaco_rt.pc (PKG_CONFIG_PATH=output), the syscall hooks
 # output/libaco_hook.so, the single-thread build output/libaco_rt_st.a, the
 # programs output/aco_echo, aco_resp, aco_nc, aco_rt_bench (and
-# aco_rt_bench_st), hook_hiredis and hook_hiredis_linked (with
+# aco_rt_bench_st), aco_file_bench, hook_hiredis and hook_hiredis_linked (with
 # libhiredis-dev), the chaos clients of aco_resp and aco_http
 # output/chaos_resp and chaos_http (plain threads, no runtime), and its tests as
 # output/rt_test_<name>..<variant> for the variants
@@ -323,7 +324,7 @@ rt_lib_srcs() {
 rt_tests() { list_lines rt/tests/tests.list apps/tests/tests.list | awk '{print $1}'; }
 test_src() { if [ -f "rt/tests/$1.c" ]; then echo "rt/tests/$1.c"; else echo "apps/tests/$1.c"; fi; }
 test_list() { if [ -f "rt/tests/$1.c" ]; then echo rt/tests/tests.list; else echo apps/tests/tests.list; fi; }
-rt_programs() { echo apps/aco_echo apps/aco_resp apps/aco_nc apps/aco_http bench/aco_rt_bench; }
+rt_programs() { echo apps/aco_echo apps/aco_resp apps/aco_nc apps/aco_http bench/aco_rt_bench bench/aco_file_bench; }
 rt_st_tests() { list_lines rt/tests/tests.list | awk '{for (i = 2; i <= NF; i++) if ($i == "st") print $1}'; }
 
 # ---------------------------------------------------------------------------

@@ -59,6 +59,14 @@
 #              a 4 KiB and a 1 MiB file, server on CPU 1, wrk on CPU 0:
 #              requests/s, p99, server and client CPU ns per request, MB/s
 #              (6 s runs, --quick 4 s, --smoke 2 s).
+#   h. file    bench/bench_file.sh: 4 KiB random reads of a 4 GiB file
+#              (--direct and from the page cache, queue depth 1 and 32):
+#              aco_file_bench randread (N cos doing aco_rt_pread, --backend
+#              uring and epoll) vs fio --ioengine=io_uring at its best and
+#              a pool of N pthreads doing pread(2); a 1 GiB copy,
+#              aco_rt_splice through a pipe vs cp; all on CPU 1: IOPS, CPU
+#              ns per I/O, IOPS per CPU second, seconds (5 s runs, --quick
+#              3 s; --smoke a 64 MiB file and 1 s runs).
 #
 # A peer whose toolchain is missing is left out with one line naming the
 # Debian package; a program of ours not built yet gives ours=n/a.  The exit
@@ -85,7 +93,7 @@
 #                              random block repeated, written to /dev/shm
 #                              first: it takes the transfer's size in RAM)
 #                              instead of sparse (the default; see e. below)
-#   BENCH_RT_SECTIONS="a b c d e f g"   the sections to run
+#   BENCH_RT_SECTIONS="a b c d e f g h"   the sections to run
 #   BENCH_RT_SERVER_CPU=1, BENCH_RT_CLIENT_CPU=0   the CPUs to pin to: the
 #                              servers and the single-CPU programs to the
 #                              first, redis-benchmark and nc's client to the
@@ -165,7 +173,7 @@ else
     PARKED_N=1000000
     LOOP_N=1000000 LOOP_SEG=7 LOOP_WARM=200000
 fi
-SECTIONS=" ${BENCH_RT_SECTIONS:-a b c d e f g} "
+SECTIONS=" ${BENCH_RT_SECTIONS:-a b c d e f g h} "
 SERVER_CPU=${BENCH_RT_SERVER_CPU:-1}
 CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
 if [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ]; then
@@ -1055,6 +1063,14 @@ case $SECTIONS in *" g "*)
         say "FAILED: bench_http.sh (see above)"; peer_fail=1
     fi
     others_end "g. http" ;;
+esac
+case $SECTIONS in *" h "*)
+    others_start
+    mode=""; [ $quick = 1 ] && mode=--quick; [ $quick = 2 ] && mode=--smoke
+    if ! BENCH_RT_SERVER_CPU=$SERVER_CPU bash "$HERE/bench_file.sh" $mode "$OUT"; then
+        say "FAILED: bench_file.sh (see above)"; peer_fail=1
+    fi
+    others_end "h. file" ;;
 esac
 case $SECTIONS in *" e "*)
     if [ $have_nc = 1 ] || [ $have_ours_nc = 1 ]; then

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # check_rt_bench.sh - `bench_rt.sh --smoke`: every section once, tiny: the
 # runtime's benchmark programs and every peer (Go, Boost.Fiber,
-# redis-server, OpenBSD nc, h2o, nginx, hiredis through the hooks) build
-# and run, every headline line has figures (no n/a), and every headline
-# whose work has a floor prints it.  Not a measurement: the figures are not
+# redis-server, OpenBSD nc, h2o, nginx, hiredis through the hooks, fio, cp)
+# build and run, every headline line has figures (no n/a), every headline
+# whose work has a floor prints it, and section h (bench_file.sh) prints
+# all 34 of its file_ headlines.  Not a measurement: the figures are not
 # looked at.  Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,13 @@ if [ "$n" -lt 40 ] || [ -n "$bad" ]; then
     cat "$log"
     echo "check_rt_bench: $n headline lines (40 or more expected); without figures:"
     echo "$bad"
+    exit 1
+fi
+# section h's headlines: 3 figures x 2 backends x 2 depths x 2 cache states, 4 of the copy
+nfile=$(grep -c '^headline file_' "$log")
+if [ "$nfile" -lt 34 ]; then
+    cat "$log"
+    echo "check_rt_bench: $nfile file_ headline lines from bench_file.sh (34 expected)"
     exit 1
 fi
 # every headline whose work has a floor prints it (docs/benchmarks.md, "Floors")
