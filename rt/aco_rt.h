@@ -454,7 +454,12 @@ int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline);
 /* Close fd: calls of other cos blocked on it return -EBADF first, on
  * every scheduler of the process (cos of other threads' schedulers hear it
  * through their scheduler, soon after), and so do calls that begin to wait
- * on it while it closes.  From any thread, in a co or not.
+ * on it while it closes.  From any thread, in a co or not.  (The file
+ * calls of the Files section below wait on no readiness: those that run
+ * as io_uring's reads and writes are ended so, but one on a helper thread
+ * or a [meta] operation holds the number, not the file, until it runs:
+ * close a descriptor only once no other co's file call uses it, as with
+ * threads.)
  * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
  * close(2)'s error. */
 int aco_rt_close(int fd);
@@ -608,6 +613,10 @@ int aco_rt_lend_return(const char* data);
  *           relying on either outcome).  A descriptor that aco_rt_openat
  *           or aco_rt_openat2 opens after its call returned is closed by
  *           the runtime.
+ * aco_rt_sched_free of a co in a [data] call whose transfer is under way
+ * waits for that transfer's end (it writes the co's memory: its private
+ * buffer, its stack), up to 1 s for io_uring's; a [meta] call's operation
+ * goes on as when its deadline passed.
  * A deadline already passed, or a cancelled co, fails at once without
  * starting anything, but for sendmsg and recvmsg, which keep the rule of
  * the I/O calls (a passed deadline is one try that does not wait, as
@@ -634,9 +643,11 @@ int aco_rt_lend_return(const char* data);
 /* Positioned reads and writes, as pread(2), pwrite(2), preadv2(2) and
  * pwritev2(2) (flags: RWF_HIPRI, RWF_DSYNC, RWF_SYNC, RWF_NOWAIT,
  * RWF_APPEND; off -1 with preadv/pwritev: the file position, as
- * preadv2(2)): the count, 0 at end of file, or -errno.  [data]  One
- * operation: a short count is the kernel's (end of file, a signal-free
- * partial write of a full disk), not retried.  O_DIRECT works when buf,
+ * preadv2(2)): the count, 0 at end of file, or -errno.  [data]  A read
+ * of a file is short only at its end (a transfer the page cache served
+ * in part, or the kernel cut short, goes on for the rest); a write is
+ * short only when the kernel's was (a full disk), as pwrite(2) is; on a
+ * pipe or socket each is one transfer, as there.  O_DIRECT works when buf,
  * n and off are aligned as the file system asks (else -EINVAL, the
  * kernel's).  RWF_NOWAIT asked by the caller is passed through: -EAGAIN
  * instead of a wait for the disk. */
@@ -663,7 +674,12 @@ int aco_rt_ftruncate(int fd, int64_t len, int64_t deadline);
  * -ETIMEDOUT or -ECANCELED the file may have been created (O_CREAT) or
  * truncated (O_TRUNC); a descriptor opened after the return is closed.
  * The descriptor is the caller's, made as asked (add O_CLOEXEC yourself);
- * its table entry here is made fresh. */
+ * its table entry here is made fresh.  A FIFO without O_NONBLOCK: opened
+ * for writing, the call waits for a reader, as openat(2); opened for
+ * reading through io_uring (which opens FIFOs without waiting), it
+ * returns once a writer has written or has come and gone, not at the
+ * writer's open (a writer that opens and stays silent keeps it waiting,
+ * within the deadline); through a helper, as openat(2). */
 struct open_how;
 int aco_rt_openat(int dirfd, const char* path, int flags, mode_t mode, int64_t deadline);
 int aco_rt_openat2(int dirfd, const char* path, const struct open_how* how, size_t size,
@@ -738,9 +754,10 @@ ssize_t aco_rt_recvmsg(int fd, struct msghdr* msg, int flags, int64_t deadline);
 int aco_rt_shutdown(int fd, int how, int64_t deadline);
 
 /* How the calling thread's scheduler does a call now: "uring" (an io_uring
- * operation), "helper" (a helper thread), "thread" (the plain system call
- * on the calling thread: shutdown; every fallback of the single-thread
- * build), or NULL for a name it does not know.  Names: "read", "write"
+ * operation), "helper" (a helper thread), "thread" (the calling thread:
+ * shutdown; sendmsg and recvmsg by readiness, where io_uring does not
+ * take them; every fallback of the single-thread build), or NULL for a
+ * name it does not know.  Names: "read", "write"
  * (pread, pwrite, preadv, pwritev), "fsync" (fsync, fdatasync),
  * "sync_file_range", "fallocate", "ftruncate", "openat", "openat2",
  * "statx", "unlinkat", "renameat", "mkdirat", "symlinkat", "linkat",
@@ -1225,7 +1242,9 @@ typedef struct {
     uint64_t lend_heap;         /* of lends: from a heap buffer (no ring,
                                    the ring was empty, not a stream socket) */
     uint64_t file_nowait;       /* file calls (Files section) done on the
-                                   thread with RWF_NOWAIT, whole */
+                                   thread: reads and writes RWF_NOWAIT
+                                   served whole; each splice, tee or
+                                   sendfile system call made there */
     uint64_t file_uring;        /* ... that were io_uring operations */
     uint64_t file_helper;       /* ... that ran on a helper thread */
     uint64_t file_bounce;       /* ... that went through a bounce buffer

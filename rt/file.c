@@ -53,6 +53,8 @@ typedef struct fop {
     uint8_t      has_off, has_off2;     /* splice, sendfile: offsets given */
     uint8_t      no_uring;              /* a helper's even where io_uring
                                            has the operation */
+    int          own_fd;                /* a descriptor the record closes
+                                           if its co leaves (-1: none) */
     int          fd, fd2, flags;
     unsigned     uflags, mask;
     mode_t       mode;
@@ -80,18 +82,44 @@ static void fop_free(fop_t* f) {
 #define SC(n, a, b, c, d, e, f) \
     syscall((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
+/* preadv2(2) and pwritev2(2) take the offset as two longs, low and high
+ * (on 64 bits the kernel shifts the high one out: the whole offset is the
+ * low), whatever the ABI. */
+static inline long sys_prw(int write, int fd, const struct iovec* v, int cnt, int64_t off,
+                           int flags) {
+    return SC(write ? SYS_pwritev2 : SYS_preadv2, fd, v, cnt, (unsigned long)(uint64_t)off,
+              (unsigned long)((uint64_t)off >> 32), flags);
+}
+
+#if UINTPTR_MAX == 0xffffffffu
+/* 32 bits: the calls whose 64-bit arguments take register pairs in an
+ * order of each ABI's own, through the C library (ours: past no hook of
+ * libaco_hook, which wraps none of these) */
+#define SYS_FALLOC(fd, mode, off, len) fallocate64((fd), (mode), (off), (len))
+#define SYS_SFR(fd, off, n, fl) sync_file_range((fd), (off), (n), (fl))
+#define SYS_FTRUNC(fd, len) ftruncate64((fd), (len))
+#define SYS_SENDFILE(out, in, po, n) sendfile64((out), (in), (po), (n))
+typedef off64_t rt_sf_off_t;
+#else
+#define SYS_FALLOC(fd, mode, off, len) SC(SYS_fallocate, fd, mode, off, len, 0, 0)
+#define SYS_SFR(fd, off, n, fl) SC(SYS_sync_file_range, fd, off, n, fl, 0, 0)
+#define SYS_FTRUNC(fd, len) SC(SYS_ftruncate, fd, len, 0, 0, 0, 0)
+#define SYS_SENDFILE(out, in, po, n) SC(SYS_sendfile, out, in, po, n, 0, 0)
+typedef off_t rt_sf_off_t;
+#endif
+
 /* The system call itself: its result or -errno. */
 static long fop_sys(fop_t* f) {
     long r;
     loff_t a = f->off, b = f->off2;
-    off_t o = (off_t)f->off;
+    rt_sf_off_t o = (rt_sf_off_t)f->off;
     switch (f->w) {
-    case RT_F_READ: r = SC(SYS_preadv2, f->fd, f->iov, f->cnt, f->off, 0, f->flags); break;
-    case RT_F_WRITE: r = SC(SYS_pwritev2, f->fd, f->iov, f->cnt, f->off, 0, f->flags); break;
+    case RT_F_READ: r = sys_prw(0, f->fd, f->iov, f->cnt, f->off, f->flags); break;
+    case RT_F_WRITE: r = sys_prw(1, f->fd, f->iov, f->cnt, f->off, f->flags); break;
     case RT_F_FSYNC: r = SC(f->flags ? SYS_fdatasync : SYS_fsync, f->fd, 0, 0, 0, 0, 0); break;
-    case RT_F_SFR: r = SC(SYS_sync_file_range, f->fd, f->off, f->len, f->uflags, 0, 0); break;
-    case RT_F_FALLOC: r = SC(SYS_fallocate, f->fd, f->flags, f->off, f->len, 0, 0); break;
-    case RT_F_FTRUNC: r = SC(SYS_ftruncate, f->fd, f->len, 0, 0, 0, 0); break;
+    case RT_F_SFR: r = SYS_SFR(f->fd, f->off, f->len, f->uflags); break;
+    case RT_F_FALLOC: r = SYS_FALLOC(f->fd, f->flags, f->off, f->len); break;
+    case RT_F_FTRUNC: r = SYS_FTRUNC(f->fd, f->len); break;
     case RT_F_OPENAT: r = SC(SYS_openat, f->fd, f->p1, f->flags, f->mode, 0, 0); break;
     case RT_F_OPENAT2: r = SC(SYS_openat2, f->fd, f->p1, &f->how, f->howsz, 0, 0); break;
     case RT_F_STATX: r = SC(SYS_statx, f->fd, f->p1, f->flags, f->mask, &f->stx, 0); break;
@@ -106,7 +134,7 @@ static long fop_sys(fop_t* f) {
         break;
     case RT_F_TEE: r = SC(SYS_tee, f->fd, f->fd2, f->len, f->uflags, 0, 0); break;
     case RT_F_SENDFILE:
-        r = SC(SYS_sendfile, f->fd2, f->fd, f->has_off ? &o : NULL, f->len, 0, 0);
+        r = SYS_SENDFILE(f->fd2, f->fd, f->has_off ? &o : NULL, (size_t)f->len);
         break;
     default: r = -1; errno = ENOSYS; break;
     }
@@ -161,6 +189,7 @@ static void* fop_helper(void* arg) {
 /* A co left the call: the operation ended without it (or never ran). */
 static void fop_orphan_end(fop_t* f, long res) {
     if ((f->w == RT_F_OPENAT || f->w == RT_F_OPENAT2) && res >= 0) rt_sys_close((int)res);
+    if (f->own_fd >= 0) rt_sys_close(f->own_fd);
     fop_free(f);
 }
 #define NOT_RUN LONG_MIN
@@ -251,7 +280,10 @@ static long fop_run(aco_rt_co_t* co, fop_t* f, int meta, int64_t deadline, int* 
 
 static fop_t* fop_new(unsigned w, size_t tail) {
     fop_t* f = calloc(1, sizeof(*f) + tail);
-    if (f) f->w = (uint8_t)w;
+    if (f) {
+        f->w = (uint8_t)w;
+        f->own_fd = -1;
+    }
     return f;
 }
 
@@ -336,8 +368,12 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
         }
         s->st.file_uring++;
         r = rt_ur_data_op(co, sqe, fd, deadline);
-        if (r == -EAGAIN && !(flags & RWF_NOWAIT)) goto again;     /* (a dup's close) */
-        return r;
+        if (r != -EAGAIN || (flags & RWF_NOWAIT)) return r;
+        /* a dup's close ended it (go again), or the file is O_NONBLOCK,
+         * which io_uring takes as "never wait for the disk": a helper's */
+        int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+        if (fl >= 0 && !(fl & O_NONBLOCK)) goto again;
+        wy = WAY_HELPER;
     }
 #endif
     (void)wy;
@@ -349,6 +385,7 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
     f->cnt = cnt;
     f->off = off;
     f->flags = flags;
+    f->no_uring = 1;        /* (the ring's way was above, or is not to be) */
     int gone;
     long r = fop_run(co, f, 0, deadline, &gone);
     if (!gone) fop_free(f);
@@ -363,7 +400,7 @@ static ssize_t rw_ready(aco_rt_co_t* co, int write, int fd, const struct iovec* 
                         int64_t off, int flags, int64_t deadline) {
     int nw = RWF_NOWAIT;
     for (;;) {
-        long r = SC(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, off, 0, flags | nw);
+        long r = sys_prw(write, fd, iov, cnt, off, flags | nw);
         if (r >= 0) return r;
         r = -errno;
         if (r == -EOPNOTSUPP && nw) {
@@ -442,7 +479,7 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
     memcpy(v, iov, (size_t)cnt * sizeof(*iov));
     if (!(fm & FM_DIRECT) && !(write && (fm & FM_NO_NW_WRITE))) {
         for (;;) {
-            long r = SC(write ? SYS_pwritev2 : SYS_preadv2, fd, v, cnt, off, 0, flags | RWF_NOWAIT);
+            long r = sys_prw(write, fd, v, cnt, off, flags | RWF_NOWAIT);
             if (r < 0) {
                 r = -errno;
                 if (r == -EOPNOTSUPP && write) {
@@ -481,7 +518,7 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
             on_stack = 1;
     }
     if (rt_unlikely(total == 0)) {          /* no bytes: the call's own answer, at once */
-        long r = SC(write ? SYS_pwritev2 : SYS_preadv2, fd, iov, cnt, off, 0, flags);
+        long r = sys_prw(write, fd, iov, cnt, off, flags);
         return r < 0 ? -errno : r;
     }
     if (rt_passed(deadline)) return rt_may_block(co, deadline);
@@ -603,16 +640,46 @@ static int opened(aco_rt_co_t* co, long r, int flags) {
 }
 
 /* io_uring opens with O_NONBLOCK first (then clears it), so a FIFO does
- * not wait for its other end there: for reading it opens at once, for
- * writing it fails with ENXIO.  Those go again on a helper, as openat(2). */
-static int fifo_retry(aco_rt_co_t* co, unsigned w, long r, int flags) {
+ * not wait for its other end there: for writing it fails with ENXIO (done
+ * again on a helper, which waits for a reader as openat(2) does); for
+ * reading it opens at once, and no call can tell a writer that has opened
+ * and not yet written from none: the open returns once a writer has
+ * written or come and gone (POLLIN, POLLHUP), said in the header.  (A
+ * second, blocking open would need a second writer if the first came and
+ * went meanwhile.)  1: open the way of a helper. */
+static int fifo_fix(aco_rt_co_t* co, unsigned w, long* r, int flags, int64_t deadline) {
     if (way(co->s, w) != WAY_URING || (flags & (O_NONBLOCK | O_PATH | O_DIRECTORY))) return 0;
-    if (r == -ENXIO) return (flags & O_ACCMODE) == O_WRONLY;
-    if (r < 0 || (flags & O_ACCMODE) != O_RDONLY) return 0;
+    if (*r == -ENXIO) return (flags & O_ACCMODE) == O_WRONLY;
+    if (*r < 0 || (flags & O_ACCMODE) != O_RDONLY) return 0;
     struct stat st;
-    if (fstat((int)r, &st) != 0 || !S_ISFIFO(st.st_mode)) return 0;
-    rt_sys_close((int)r);
-    return 1;
+    if (fstat((int)*r, &st) != 0 || !S_ISFIFO(st.st_mode)) return 0;
+#ifdef ACO_RT_HAVE_URING
+    /* The wait is a [meta] operation whose record owns the descriptor
+     * until the co takes it: a co that leaves (deadline, cancel, its
+     * scheduler freed) leaves nothing open. */
+    fop_t* f = fop_new(RT_F_N, 0);
+    if (f == NULL) {
+        rt_sys_close((int)*r);
+        *r = -ENOMEM;
+        return 0;
+    }
+    f->own_fd = (int)*r;
+    f->m.orphan = fop_orphan;
+    struct io_uring_sqe* sqe = rt_ur_sqe(co->s);
+    io_uring_prep_poll_add(sqe, f->own_fd, POLLIN);
+    int gone;
+    int e = rt_ur_meta_op(co, sqe, &f->m, deadline, &gone);
+    if (gone) {
+        *r = e;
+        return 0;
+    }
+    if (e < 0) {
+        rt_sys_close(f->own_fd);
+        *r = e;
+    }
+    fop_free(f);
+#endif
+    return 0;
 }
 
 static int open_(unsigned w, int dirfd, const char* path, int flags, mode_t mode,
@@ -628,7 +695,7 @@ static int open_(unsigned w, int dirfd, const char* path, int flags, mode_t mode
         }
         f->no_uring = (uint8_t)pass;
         long r = meta_run(co, f, deadline);
-        if (pass == 0 && fifo_retry(co, w, r, flags)) continue;
+        if (pass == 0 && fifo_fix(co, w, &r, flags, deadline)) continue;
         return opened(co, r, flags);
     }
 }
@@ -870,8 +937,8 @@ ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t de
 ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, int64_t deadline) {
     CO_OR_EPERM(co);
     if (count == 0) {               /* sendfile(2)'s own answer, at once */
-        off_t o = offset ? (off_t)*offset : 0;
-        long r = SC(SYS_sendfile, out_fd, in_fd, offset ? &o : NULL, 0, 0, 0);
+        rt_sf_off_t o = offset ? (rt_sf_off_t)*offset : 0;
+        long r = SYS_SENDFILE(out_fd, in_fd, offset ? &o : NULL, 0);
         return r < 0 ? -errno : r;
     }
     if (rt_passed(deadline)) return -ETIMEDOUT;
@@ -888,8 +955,8 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
         size_t chunk = count - done > (8u << 20) ? (8u << 20) : count - done;
         if ((r = rt_may_block(co, deadline)) != 0) break;
         if (kout != K_FILE && cached(in_fd, o, chunk)) {
-            off_t x = (off_t)o;
-            r = SC(SYS_sendfile, out_fd, in_fd, &x, chunk, 0, 0);
+            rt_sf_off_t x = (rt_sf_off_t)o;
+            r = SYS_SENDFILE(out_fd, in_fd, &x, chunk);
             r = r < 0 ? -errno : r;
             if (r >= 0) co->s->st.file_nowait++;
         } else {

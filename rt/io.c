@@ -680,8 +680,8 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     }
     size_t total = 0;
     for (size_t i = 0; i < msg->msg_iovlen; i++) total += msg->msg_iov[i].iov_len;
-    int uring = co->s->backend.ops == &rt_backend_uring && !msg_on_stack(co, msg, !send) &&
-                !(flags & MSG_DONTWAIT);
+    int uring = rt_ur_f_on(co->s, send ? RT_F_SENDMSG : RT_F_RECVMSG) &&
+                !msg_on_stack(co, msg, !send) && !(flags & MSG_DONTWAIT);
     /* A copy of the header and of the vector to advance: in the heap, for
      * io_uring, which reads them after the co parked. */
     rt_extra_t* x = rt_extra(co, (msg->msg_iovlen ? msg->msg_iovlen : 1) * sizeof(struct iovec));

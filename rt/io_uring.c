@@ -57,7 +57,17 @@ typedef struct {
                                    kernel has and $ACO_RT_URING_OFF leaves */
     rt_ur_meta_t*   metas;      /* [meta] file operations in the kernel
                                    (file.c), of cos or orphans */
+    uint32_t        files;      /* [data] file operations in the kernel:
+                                   ur_fini waits for them (they write the
+                                   buffers of cos that may be gone) */
 } ur_t;
+
+/* user_data of a [data] file operation: its co (16-aligned), tagged, so
+ * that ur_fini can count their ends after the cos are gone. */
+#define FILE_TAG 8
+static inline void* op_data(const aco_rt_co_t* co) {
+    return (void*)((uintptr_t)co | (co->wait == RT_W_UR_FILE ? FILE_TAG : 0));
+}
 
 /* user_data of a [meta] file operation: its record, tagged. */
 #define META_TAG 4
@@ -191,11 +201,11 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     return 0;
 }
 
-static void metas_drain(ur_t* u);
+static void ops_drain(ur_t* u);
 
 static void ur_fini(aco_rt_sched_t* s) {
     ur_t* u = (ur_t*)s->backend.data;
-    if (u->metas) metas_drain(u);
+    if (u->metas || u->files) ops_drain(u);
     while (u->blocks) {
         rt_ur_pblk_t* b = u->blocks;
         u->blocks = b->next;
@@ -311,6 +321,10 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
         meta_done(s, (rt_ur_meta_t*)((uintptr_t)data & ~(uintptr_t)META_TAG), cqe->res);
         return;
     }
+    if ((uintptr_t)data & FILE_TAG) {
+        ((ur_t*)s->backend.data)->files--;
+        data = (void*)((uintptr_t)data & ~(uintptr_t)FILE_TAG);
+    }
     aco_rt_co_t* co = (aco_rt_co_t*)data;
     int res = cqe->res;
     co->flags &= (uint8_t)~RT_IO_OP;
@@ -365,7 +379,7 @@ void rt_ur_abort(aco_rt_co_t* co, int err) {
     co->io_abort = err;
     rt_tmo_stop(co);
     struct io_uring_sqe* sqe = get_sqe(co->s);
-    io_uring_prep_cancel(sqe, co, 0);
+    io_uring_prep_cancel(sqe, op_data(co), 0);
     io_uring_sqe_set_data(sqe, NULL);
 }
 
@@ -395,7 +409,12 @@ static void file_push(aco_rt_sched_t* s) {
 /* Submit sqe for co (prepared by the caller) and park until it completes. */
 static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
                    int64_t deadline) {
-    io_uring_sqe_set_data(sqe, co);
+    if (wait == RT_W_UR_FILE) {
+        io_uring_sqe_set_data(sqe, (void*)((uintptr_t)co | FILE_TAG));
+        ((ur_t*)co->s->backend.data)->files++;
+    } else {
+        io_uring_sqe_set_data(sqe, co);
+    }
     co->flags |= RT_IO_OP;
     co->io_abort = 0;
     co->s->st.io_inflight++;
@@ -502,12 +521,13 @@ static void meta_forget(aco_rt_co_t* co) {
 RT_WAIT_KINDS(ur_file, {RT_W_UR_FILE, {"file", rt_ur_abort, NULL}},
               {RT_W_UR_META, {"file", meta_abort, meta_forget}})
 
-/* aco_rt_sched_free with [meta] operations still in the kernel: their
- * records may be written until they complete, so the ring is asked to
- * cancel them and their completions are awaited (up to 1 s: one that
- * never ends, a hung network file system's, keeps its record, which is
- * then never freed).  Nothing else is touched: the cos are gone. */
-static void metas_drain(ur_t* u) {
+/* aco_rt_sched_free with file operations still in the kernel: [meta]
+ * records and the buffers of [data] ones (a destroyed co's private buffer
+ * or stack) may be written until they complete, so the ring is asked to
+ * cancel everything and their completions are awaited (up to 1 s: one
+ * that never ends, a hung network file system's, keeps its record, which
+ * is then never freed).  Nothing else is touched: the cos are gone. */
+static void ops_drain(ur_t* u) {
     struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
     if (sqe == NULL) { io_uring_submit(&u->ring); sqe = io_uring_get_sqe(&u->ring); }
     if (sqe) {
@@ -515,14 +535,18 @@ static void metas_drain(ur_t* u) {
         io_uring_sqe_set_data(sqe, NULL);
     }
     int64_t end = rt_now() + 1000000000;
-    while (u->metas && rt_now() < end) {
+    while ((u->metas || u->files) && rt_now() < end) {
         struct __kernel_timespec ts = {0, 10000000};
         struct io_uring_cqe* cqe;
         io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
         unsigned head, n = 0;
         io_uring_for_each_cqe(&u->ring, head, cqe) {
             uintptr_t d = (uintptr_t)io_uring_cqe_get_data(cqe);
-            if ((d & 7) == META_TAG) {
+            if (d == (uintptr_t)EV_DATA) {
+                /* (not a tagged record: its alignment is the linker's) */
+            } else if ((d & 15) == FILE_TAG) {
+                u->files--;
+            } else if ((d & 7) == META_TAG) {
                 rt_ur_meta_t* m = (rt_ur_meta_t*)(d & ~(uintptr_t)META_TAG);
                 meta_unlink(u, m);
                 m->orphan(m, cqe->res);
@@ -671,7 +695,7 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
         if ((co->flags & RT_IO_OP) && co->w.io.fd == fd && co->w.io.gen == f->gen && !co->io_abort) {
             co->io_abort = -EBADF;
             struct io_uring_sqe* sqe = get_sqe(s);
-            io_uring_prep_cancel(sqe, co, 0);
+            io_uring_prep_cancel(sqe, op_data(co), 0);
             io_uring_sqe_set_data(sqe, NULL);
         }
     }

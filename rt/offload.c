@@ -67,6 +67,10 @@ typedef struct rt_job {
                                    a deadline or cancel does not end the
                                    wait (rt_offload_call) */
     uint8_t started;            /* under mu: a helper took it */
+    uint8_t held;               /* under mu: aco_rt_sched_free waits for
+                                   its end (a [data] job under way writes
+                                   memory of the co it destroys) */
+    uint8_t ended;              /* under mu: drop done, j is held's to free */
 } rt_job_t;
 
 static struct {
@@ -164,10 +168,12 @@ static void* helper_main(void* unused) {
             j->co = NULL;
             rt_wake_remote(co, 0);      /* the co frees j from here on */
         } else {
+            int held = j->held;
             pthread_mutex_unlock(&pool.mu);
             if (j->drop) j->drop(j->arg, r);
-            free(j);
             pthread_mutex_lock(&pool.mu);
+            if (held) j->ended = 1;     /* (offload_forsake frees it) */
+            else free(j);
         }
     }
     pool.threads--;
@@ -279,6 +285,20 @@ static void offload_forsake(aco_rt_co_t* co) {
     pthread_mutex_lock(&pool.mu);
     int helpers = j->co != NULL;
     j->co = NULL;
+    if (helpers && j->waitout && j->started) {
+        /* a file call's transfer under way writes into the co's memory
+         * (its private buffer, its stack), which goes with it: wait for
+         * its end, a disk's time */
+        j->held = 1;
+        while (!j->ended) {
+            pthread_mutex_unlock(&pool.mu);
+            nanosleep(&(struct timespec){0, 200000}, NULL);
+            pthread_mutex_lock(&pool.mu);
+        }
+        pthread_mutex_unlock(&pool.mu);
+        free(j);
+        return;
+    }
     pthread_mutex_unlock(&pool.mu);
     if (helpers) return;
     /* fn ended and its wake was sent, but the co will never take j */
