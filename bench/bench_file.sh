@@ -233,16 +233,7 @@ echo "disk: $DIR on ${dev:-?} ($fstype$qinfo)"
 [ $have_fio = 1 ] && echo "fio: $(fio --version)"
 echo "cp: $(cp --version | head -1)"
 
-# busy_pct: how busy the machine is over 1 s (all CPUs), as bench_rt.sh's
-busy_pct() {
-    local a b
-    a=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat)
-    sleep 1
-    b=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat)
-    awk -v a="$a" -v b="$b" 'BEGIN {split(a, x, " "); split(b, y, " ");
-        busy = y[1] - x[1]; idle = y[2] - x[2];
-        printf "%.0f\n", (busy + idle > 0) ? 100 * busy / (busy + idle) : 0}'
-}
+. "$HERE/lib.sh"         # busy_pct
 check_idle() {   # check_idle WHEN
     local b
     b=$(busy_pct)

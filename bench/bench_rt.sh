@@ -238,16 +238,7 @@ rounds() { echo "${V[$1]:-}" | sed 's/ *$//'; }
 echo "== bench_rt $(date -u '+%Y-%m-%d %H:%M:%S UTC')$( [ $quick = 1 ] && echo ' (--quick)')"
 echo "machine: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), nproc $(nproc), kernel $(uname -r)"
 echo "rounds: $ROUNDS (interleaved, medians), server CPU $SERVER_CPU, client CPU $CLIENT_CPU, CLK_TCK $CLK_TCK"
-# busy_pct: how busy the machine is over 1 s (all CPUs, as % of them all)
-busy_pct() {
-    local a b
-    a=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat)
-    sleep 1
-    b=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat)
-    awk -v a="$a" -v b="$b" 'BEGIN {split(a, x, " "); split(b, y, " ");
-        busy = y[1] - x[1]; idle = y[2] - x[2];
-        printf "%.0f\n", (busy + idle > 0) ? 100 * busy / (busy + idle) : 0}'
-}
+. "$HERE/lib.sh"         # busy_pct
 check_idle() {   # check_idle WHEN: one line if others use the CPUs
     local b
     b=$(busy_pct)
