@@ -16,7 +16,7 @@
 # (default ${TMPDIR:-/var/tmp}: on the real disk, not a tmpfs, where O_DIRECT
 # reaches the device), written once (dd from /dev/urandom, fsync'd) and
 # reused while its size is right; deleted at the end unless --keep (or
-# BENCH_FILE_KEEP=1).  --smoke: a 64 MiB file and 1 s runs, only to prove
+# BENCH_FILE_KEEP=1).  --smoke: a 64 MiB file and 0.25 s runs, only to prove
 # that every piece runs.
 #
 # Random 4 KiB reads at uniformly random 4 KiB-aligned offsets of the whole
@@ -134,12 +134,13 @@ case $mode in
           MIB=${BENCH_FILE_MIB:-4096}; COPY_MIB=${BENCH_FILE_COPY_MIB:-1024} ;;
     quick) ROUNDS=${BENCH_RT_ROUNDS:-2}; SECS=${BENCH_FILE_SECONDS:-3}
            MIB=${BENCH_FILE_MIB:-4096}; COPY_MIB=${BENCH_FILE_COPY_MIB:-1024} ;;
-    smoke) ROUNDS=1; SECS=1; MIB=64; COPY_MIB=16 ;;
+    smoke) ROUNDS=1; SECS=0.25; MIB=64; COPY_MIB=16 ;;
 esac
+FIO_RUNTIME=$(awk -v s="$SECS" 'BEGIN { printf "%dms", s * 1000 }')   # (fio takes whole units)
 CPU=${BENCH_RT_SERVER_CPU:-1}
 [ "$(nproc)" -lt 2 ] && [ -z "${BENCH_RT_SERVER_CPU:-}" ] && CPU=0
 case $CPU in ''|*[!0-9]*) say "BENCH_RT_SERVER_CPU names one CPU"; exit 2 ;; esac
-case $MIB$COPY_MIB$SECS in *[!0-9]*) say "BENCH_FILE_MIB, _COPY_MIB and _SECONDS are whole numbers"; exit 2 ;; esac
+case $MIB$COPY_MIB${SECS/./} in *[!0-9]*) say "BENCH_FILE_MIB, _COPY_MIB and _SECONDS are numbers"; exit 2 ;; esac
 CLK_TCK=$(getconf CLK_TCK)
 DEPTHS="1 32"
 OURS=${BENCH_FILE_OURS_CMD:-$OUT/aco_file_bench}
@@ -314,7 +315,7 @@ read_run() {
         [ "$who" = epoll ] && be=epoll && [ -n "${BENCH_FILE_EPOLL_HELPERS:-}" ] && extra="--helpers $BENCH_FILE_EPOLL_HELPERS"
         steal_begin
         # shellcheck disable=SC2086
-        out=$(timeout $((SECS + 60)) taskset -c "$CPU" $OURS randread --$st --file "$f" \
+        out=$(timeout $((${SECS%.*} + 60)) taskset -c "$CPU" $OURS randread --$st --file "$f" \
             --depth "$qd" --secs "$SECS" --backend $be $extra 2>&1)
         local rc=$?
         steal_end "$key"
@@ -333,7 +334,7 @@ read_run() {
         local nw=""; [ $who = floor ] && nw=--nowait
         steal_begin
         # shellcheck disable=SC2086
-        out=$(timeout $((SECS + 60)) taskset -c "$CPU" $OURS threads --$st --file "$f" \
+        out=$(timeout $((${SECS%.*} + 60)) taskset -c "$CPU" $OURS threads --$st --file "$f" \
             --depth "$qd" --secs "$SECS" $nw 2>&1)
         local rc=$?
         steal_end "$key"
@@ -356,9 +357,9 @@ read_run() {
         [ "$st" = cached ] && d=0
         steal_begin
         # shellcheck disable=SC2086
-        cpu_timed "$TMPD/fio.cpu" timeout $((SECS + 60)) taskset -c "$CPU" fio --name=randread \
+        cpu_timed "$TMPD/fio.cpu" timeout $((${SECS%.*} + 60)) taskset -c "$CPU" fio --name=randread \
             --filename="$f" --ioengine=io_uring --direct=$d --rw=randread --bs=4k --iodepth="$qd" \
-            --numjobs=1 --time_based --runtime="$SECS" --invalidate=0 $opts \
+            --numjobs=1 --time_based --runtime="$FIO_RUNTIME" --invalidate=0 $opts \
             --output-format=json --output="$j" > "$TMPD/fio.out" 2>&1
         local rc=$?
         steal_end "$key"
@@ -391,7 +392,7 @@ read_run() {
 
 WHO="ours epoll fio fio_nb threads floor"
 if [ $have_fio = 1 ]; then
-    echo "fio: fio --name=randread --filename=F --ioengine=io_uring --direct=1|0 --rw=randread --bs=4k --iodepth=N --numjobs=1 --time_based --runtime=$SECS --invalidate=0 $(fio_best 32 | sed 's/=32/=N/; s/=8$/=N\/4/') --output-format=json"
+    echo "fio: fio --name=randread --filename=F --ioengine=io_uring --direct=1|0 --rw=randread --bs=4k --iodepth=N --numjobs=1 --time_based --runtime=$FIO_RUNTIME --invalidate=0 $(fio_best 32 | sed 's/=32/=N/; s/=8$/=N\/4/') --output-format=json"
     echo "fio_nb: the same with $FIO_NB only (qd32)"
 fi
 echo "ours: $OURS randread --direct|--cached --file F --depth N --secs $SECS --backend uring|epoll${BENCH_FILE_EPOLL_HELPERS:+ --helpers $BENCH_FILE_EPOLL_HELPERS}; threads: $OURS threads ... (pread(2) in N pthreads)"

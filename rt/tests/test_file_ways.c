@@ -24,6 +24,16 @@
 #include <sys/stat.h>
 
 static char dir[64], fifo[96], file[96];
+static int nfifos;
+
+/* A FIFO of its own for each case: an open a case left behind may still
+ * be on its way into open(2) (a helper thread not yet there when the
+ * deadline came), and would wait on that FIFO for good, taking the
+ * partner of a later case's open. */
+static void new_fifo(void) {
+    snprintf(fifo, sizeof(fifo), "%s/fifo%d", dir, nfifos++);
+    CHECK_EQ(mkfifo(fifo, 0600), 0);
+}
 
 static int open_fds(void) {
     int n = 0;
@@ -34,14 +44,17 @@ static int open_fds(void) {
     return n;
 }
 
-/* Wait (as a co) until the process has want descriptors open: 1 s at most. */
+/* Wait (as a co) until the process has want descriptors open: 5 s at most
+ * (a FIFO's open and close touch its inode, which a busy disk's journal
+ * may hold up). */
 static int fds_settle(int want) {
-    for (int i = 0; i < 200 && open_fds() != want; i++) aco_rt_sleep(5 * MS);
+    for (int i = 0; i < 1000 && open_fds() != want; i++) aco_rt_sleep(5 * MS);
     return open_fds();
 }
 
 static void open_deadline(void* arg) {
     (void)arg;
+    new_fifo();
     int base = open_fds();
     int64_t t0 = aco_rt_now();
     int r = aco_rt_openat(AT_FDCWD, fifo, O_RDONLY | O_CLOEXEC, 0, aco_rt_in_ms(50));
@@ -146,6 +159,7 @@ static void* fifo_writer(void* arg) {
 }
 static void fifo_reader(void* arg) {
     (void)arg;
+    new_fifo();
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, fifo_writer, NULL), 0);
     usleep(20000);              /* (the writer waits in open) */
@@ -169,6 +183,7 @@ static void cases(aco_rt_sched_t* s, void* arg) {
     test_go(s, fifo_reader, NULL);
 
     int res = 0;
+    new_fifo();
     int base = open_fds();
     victim = aco_rt_spawn(s, open_cancelled, &res);
     aco_rt_detach(victim);
@@ -199,6 +214,7 @@ static void open_forever(void* arg) {
     CHECK(0);
 }
 static void freed_while_open(int b) {
+    new_fifo();
     int base = open_fds();
     aco_rt_sched_t* s = test_sched_on(b, NULL);
     aco_rt_detach(aco_rt_spawn(s, open_forever, NULL));
@@ -208,7 +224,7 @@ static void freed_while_open(int b) {
     aco_rt_sched_free(s);
     int w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);    /* a reader still waits? */
     if (w >= 0) close(w);
-    for (int i = 0; i < 200 && open_fds() != base; i++) usleep(5000);
+    for (int i = 0; i < 1000 && open_fds() != base; i++) usleep(5000);
     CHECK_EQ(open_fds(), base);
 }
 
@@ -256,9 +272,7 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN);   /* (a writer that lost its reader says EPIPE) */
     snprintf(dir, sizeof(dir), "/tmp/aco_file_ways_XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
-    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
     snprintf(file, sizeof(file), "%s/file", dir);
-    CHECK_EQ(mkfifo(fifo, 0600), 0);
     int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     CHECK_GE(fd, 0);
     static char page[4096];
@@ -280,7 +294,10 @@ int main(void) {
         fallback_said(1);
     }
 
-    unlink(fifo);
+    for (int i = 0; i < nfifos; i++) {
+        snprintf(fifo, sizeof(fifo), "%s/fifo%d", dir, i);
+        unlink(fifo);
+    }
     unlink(file);
     rmdir(dir);
     puts("file ways: deadlines, cancels, orphans, fallbacks: ok");
