@@ -35,11 +35,21 @@ static void new_fifo(void) {
     CHECK_EQ(mkfifo(fifo, 0600), 0);
 }
 
+/* Descriptors of this process open on the files of the test's directory
+ * (the FIFOs, the file): what a call left behind would show as; others
+ * (a library's, the harness's) do not count. */
 static int open_fds(void) {
     int n = 0;
     DIR* d = opendir("/proc/self/fd");
     CHECK(d != NULL);
-    while (readdir(d)) n++;
+    struct dirent* e;
+    size_t k = strlen(dir);
+    while ((e = readdir(d))) {
+        char p[300], t[300];
+        snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(p, t, sizeof(t) - 1);
+        if (len > 0 && (size_t)len > k && memcmp(t, dir, k) == 0 && t[k] == '/') n++;
+    }
     closedir(d);
     return n;
 }
@@ -47,9 +57,28 @@ static int open_fds(void) {
 /* Wait (as a co) until the process has want descriptors open: 5 s at most
  * (a FIFO's open and close touch its inode, which a busy disk's journal
  * may hold up). */
+static void fds_report(void);
 static int fds_settle(int want) {
     for (int i = 0; i < 1000 && open_fds() != want; i++) aco_rt_sleep(5 * MS);
-    return open_fds();
+    int n = open_fds();
+    if (n != want) fds_report();
+    return n;
+}
+
+/* What is open, for a failure's report. */
+static void fds_report(void) {
+    {
+        DIR* d = opendir("/proc/self/fd");
+        struct dirent* e;
+        while (d && (e = readdir(d))) {
+            char p[300], t[300] = "";
+            snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+            ssize_t k = readlink(p, t, sizeof(t) - 1);
+            if (k > 0) t[k] = 0;
+            fprintf(stderr, "  fd %s -> %s\n", e->d_name, t);
+        }
+        if (d) closedir(d);
+    }
 }
 
 static void open_deadline(void* arg) {
@@ -225,6 +254,7 @@ static void freed_while_open(int b) {
     int w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);    /* a reader still waits? */
     if (w >= 0) close(w);
     for (int i = 0; i < 1000 && open_fds() != base; i++) usleep(5000);
+    if (open_fds() != base) fds_report();
     CHECK_EQ(open_fds(), base);
 }
 
