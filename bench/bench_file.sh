@@ -234,16 +234,7 @@ echo "disk: $DIR on ${dev:-?} ($fstype$qinfo)"
 [ $have_fio = 1 ] && echo "fio: $(fio --version)"
 echo "cp: $(cp --version | head -1)"
 
-. "$HERE/lib.sh"         # busy_pct
-check_idle() {   # check_idle WHEN
-    local b
-    b=$(busy_pct)
-    if [ "$b" -ge 10 ]; then
-        say "warning: $1 the machine is ${b}% busy with other work (load $(cut -d' ' -f1-3 /proc/loadavg)): the figures will be noisy"
-    else
-        echo "idle check ($1): ${b}% busy, load $(cut -d' ' -f1-3 /proc/loadavg)"
-    fi
-}
+. "$HERE/lib.sh"         # busy_pct, check_idle
 [ $mode = smoke ] || check_idle "before the runs"
 
 need=$((MIB + 2 * COPY_MIB + 512))

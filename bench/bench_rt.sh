@@ -238,16 +238,7 @@ rounds() { echo "${V[$1]:-}" | sed 's/ *$//'; }
 echo "== bench_rt $(date -u '+%Y-%m-%d %H:%M:%S UTC')$( [ $quick = 1 ] && echo ' (--quick)')"
 echo "machine: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), nproc $(nproc), kernel $(uname -r)"
 echo "rounds: $ROUNDS (interleaved, medians), server CPU $SERVER_CPU, client CPU $CLIENT_CPU, CLK_TCK $CLK_TCK"
-. "$HERE/lib.sh"         # busy_pct
-check_idle() {   # check_idle WHEN: one line if others use the CPUs
-    local b
-    b=$(busy_pct)
-    if [ "$b" -ge 10 ]; then
-        say "warning: $1 the machine is ${b}% busy with other work (load $(cut -d' ' -f1-3 /proc/loadavg)): the figures will be noisy"
-    else
-        echo "idle check ($1): ${b}% busy, load $(cut -d' ' -f1-3 /proc/loadavg)"
-    fi
-}
+. "$HERE/lib.sh"         # busy_pct, check_idle
 check_idle "before the run"
 # others_start / others_end NAME: the CPU time the machine spent on other
 # work than this script and its children (all reaped by then) during a
