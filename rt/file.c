@@ -308,9 +308,9 @@ static int fd_mode(aco_rt_sched_t* s, int fd) {
     rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e && (e->fmode & FM_KNOWN) && (++e->fage & 63) != 0) return e->fmode;
     int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-    struct stat st;
+    rt_sys_fid_t id;
     int m = FM_KNOWN | (fl >= 0 && (fl & O_DIRECT) ? FM_DIRECT : 0);
-    if (fl >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+    if (fl >= 0 && rt_sys_fid(fd, &id) == 0 && !S_ISREG(id.mode) && !S_ISBLK(id.mode))
         m |= FM_NOTREG;
     if (e) {
         e->fmode = (uint8_t)(m & FM_NOTREG ? m : m | (e->fmode & FM_NO_NW_WRITE));
@@ -652,8 +652,8 @@ static int fifo_fix(aco_rt_co_t* co, unsigned w, long* r, int flags, int64_t dea
     if (way(co->s, w) != WAY_URING || (flags & (O_NONBLOCK | O_PATH | O_DIRECTORY))) return 0;
     if (*r == -ENXIO) return (flags & O_ACCMODE) == O_WRONLY;
     if (*r < 0 || (flags & O_ACCMODE) != O_RDONLY) return 0;
-    struct stat st;
-    if (fstat((int)*r, &st) != 0 || !S_ISFIFO(st.st_mode)) return 0;
+    rt_sys_fid_t id;
+    if (rt_sys_fid((int)*r, &id) != 0 || !S_ISFIFO(id.mode)) return 0;
 #ifdef ACO_RT_HAVE_URING
     /* The wait is a [meta] operation whose record owns the descriptor
      * until the co takes it: a co that leaves (deadline, cancel, its
@@ -790,13 +790,13 @@ int aco_rt_linkat(int olddirfd, const char* oldpath, int newdirfd, const char* n
 
 enum { K_FILE, K_PIPE, K_SOCK, K_OTHER };
 static int fd_type(int fd, int* err) {
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
+    rt_sys_fid_t id;
+    if (rt_sys_fid(fd, &id) < 0) {
         *err = -errno;
         return K_OTHER;
     }
-    return S_ISREG(st.st_mode) ? K_FILE : S_ISFIFO(st.st_mode) ? K_PIPE
-         : S_ISSOCK(st.st_mode) ? K_SOCK : K_OTHER;
+    return S_ISREG(id.mode) ? K_FILE : S_ISFIFO(id.mode) ? K_PIPE
+         : S_ISSOCK(id.mode) ? K_SOCK : K_OTHER;
 }
 
 /* Are the bytes [off, off + len) of fd all in the page cache?  (cachestat

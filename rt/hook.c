@@ -1,17 +1,24 @@
 /* hook.c - libaco_hook.so: blocking calls that yield inside runtime cos.
  *
  * Loaded by LD_PRELOAD or linked ahead of libc, this file defines read,
- * write, readv, writev, recv, send, recvfrom, sendto, accept, accept4,
- * connect, poll, ppoll, select, pselect, epoll_wait, epoll_pwait,
- * epoll_pwait2, sleep, usleep, nanosleep, clock_nanosleep and getaddrinfo,
- * the fortified names glibc's headers call instead (__poll_chk,
- * __ppoll_chk, __read_chk, __recv_chk, __recvfrom_chk), and, to stay
+ * write, readv, writev, recv, send, recvfrom, sendto, recvmsg, sendmsg,
+ * accept, accept4, connect, shutdown, poll, ppoll, select, pselect,
+ * epoll_wait, epoll_pwait, epoll_pwait2, sleep, usleep, nanosleep,
+ * clock_nanosleep and getaddrinfo; the file calls open, openat, creat,
+ * pread, pwrite, preadv, pwritev, preadv2, pwritev2, fsync, fdatasync,
+ * ftruncate, fallocate, stat, lstat, fstat, fstatat, statx, unlink,
+ * unlinkat, rmdir, rename, renameat, renameat2, mkdir, mkdirat, sendfile,
+ * splice and tee, with their 64-bit names (open64, pread64, fstat64, ...,
+ * and glibc's older __xstat family); fcntl's F_SETLKW (fcntl64 too); the
+ * fortified names glibc's headers call instead (__poll_chk, __ppoll_chk,
+ * __read_chk, __recv_chk, __recvfrom_chk, __pread_chk, __pread64_chk,
+ * __open_2, __open64_2, __openat_2, __openat64_2); and, to stay
  * invisible, socket, close, fcntl, ioctl, setsockopt, dup2 and dup3.
  * Called in a co of a running aco_rt scheduler, a call that would block
- * parks the co in the runtime (aco_rt_read, aco_rt_poll and the rest) and
- * the thread runs other cos; called anywhere else it is libc's, found with
- * dlsym(RTLD_NEXT).  The runtime itself reaches the kernel past these
- * names (rt_sys.h).
+ * parks the co in the runtime (aco_rt_read, aco_rt_poll, aco_rt_pread,
+ * aco_rt_openat and the rest) and the thread runs other cos; called
+ * anywhere else it is libc's, found with dlsym(RTLD_NEXT).  The runtime
+ * itself reaches the kernel past these names (rt_sys.h).
  *
  * Transparency.  The runtime makes a descriptor O_NONBLOCK the first time
  * a co waits on it.  The program does not see that: a table per descriptor
@@ -49,10 +56,33 @@
  *
  * dup2 and dup3 are hooked only to forget what was known of the number
  * they overwrite.  Not hooked: dup (the copy starts with a fresh entry),
- * sendmsg, recvmsg, shutdown, files (open, pread, fsync ...) and signals.
- * In a co, a write, writev or send whose reader is gone says EPIPE without
- * SIGPIPE (the runtime's calls never raise it); outside cos they are
- * libc's, SIGPIPE included.
+ * signals, and the file calls not named above (access, chmod, link,
+ * readlink, getdents, ...: each a short wait for a disk or a server at
+ * most, with no runtime call to take it).  In a co, a write, writev, send
+ * or sendmsg whose reader is gone says EPIPE without SIGPIPE (the
+ * runtime's calls never raise it); outside cos they are libc's, SIGPIPE
+ * included.
+ *
+ * Files.  A regular file or block device has no readiness: in a co,
+ * read, write, readv and writev of one are the runtime's positioned calls
+ * at the file position (aco_rt_preadv, aco_rt_pwritev with offset -1),
+ * and so are pread and its siblings (on a pipe or socket those are the
+ * readiness way, as read is); open, the stat family, fsync and the rest
+ * are aco_rt_openat, aco_rt_statx, aco_rt_fsync ...  A page-cache hit
+ * costs one system call on the thread (RWF_NOWAIT); a miss, an open, a
+ * stat or a sync parks the co while io_uring or a helper thread does it.
+ * What the hooks know of a descriptor (file or not) comes from the
+ * kernel's cached inode (AT_STATX_DONT_SYNC), never from a FUSE or NFS
+ * server; fstat of a socket, pipe or terminal stays on the thread.  Where
+ * the runtime cannot take a call (no memory for its record, the helper
+ * queue full) the call is libc's, on the thread, as without the hooks.  A
+ * file call has no deadline, and a cancelled co's file calls fail with
+ * ECANCELED (the cancel rule below); one cancelled while parked may still
+ * take effect (aco_rt.h, "[meta]": a file created, a sync done).
+ * F_SETLKW (F_OFD_SETLKW, F_SETLKW64) in a co takes the lock with F_SETLK,
+ * sleeping 1 to 16 ms between tries while another holds it (no EDEADLK).
+ * On 32-bit ABIs ftruncate, fallocate and sendfile64 are not hooked (the
+ * runtime calls them itself there).
  *
  * Checked mode (aco.h).  The memory every hooked call hands to the kernel
  * (buffers, I/O vectors, addresses and their lengths, poll's array, a
@@ -92,7 +122,11 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -133,6 +167,34 @@ static struct {
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
     int (*getaddrinfo)(const char*, const char*, const struct addrinfo*, struct addrinfo**);
+    ssize_t (*pread64)(int, void*, size_t, off64_t);
+    ssize_t (*pwrite64)(int, const void*, size_t, off64_t);
+    ssize_t (*preadv2)(int, const struct iovec*, int, off_t, int);
+    ssize_t (*pwritev2)(int, const struct iovec*, int, off_t, int);
+    int (*openat)(int, const char*, int, ...);
+    int (*fsync)(int);
+    int (*fdatasync)(int);
+    int (*ftruncate64)(int, off64_t);
+    int (*fallocate64)(int, int, off64_t, off64_t);
+    int (*unlinkat)(int, const char*, int);
+    int (*renameat2)(int, const char*, int, const char*, unsigned);
+    int (*mkdirat)(int, const char*, mode_t);
+    ssize_t (*sendfile)(int, int, off_t*, size_t);
+    ssize_t (*splice)(int, loff_t*, int, loff_t*, size_t, unsigned);
+    ssize_t (*tee)(int, int, size_t, unsigned);
+    ssize_t (*sendmsg)(int, const struct msghdr*, int);
+    ssize_t (*recvmsg)(int, struct msghdr*, int);
+    int (*shutdown)(int, int);
+    /* (these may be missing: NULL, and the hooks make the system call) */
+    int (*stat)(const char*, struct stat*);
+    int (*stat64)(const char*, struct stat64*);
+    int (*lstat)(const char*, struct stat*);
+    int (*lstat64)(const char*, struct stat64*);
+    int (*fstat)(int, struct stat*);
+    int (*fstat64)(int, struct stat64*);
+    int (*fstatat)(int, const char*, struct stat*, int);
+    int (*fstatat64)(int, const char*, struct stat64*, int);
+    int (*statx)(int, const char*, int, unsigned, struct statx*);
 } libc;
 
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
@@ -179,6 +241,33 @@ static void libc_init(void) {
     *(void**)&libc.dup2 = next("dup2");
     *(void**)&libc.dup3 = next("dup3");
     *(void**)&libc.getaddrinfo = next("getaddrinfo");
+    *(void**)&libc.pread64 = next("pread64");
+    *(void**)&libc.pwrite64 = next("pwrite64");
+    *(void**)&libc.preadv2 = next("preadv2");
+    *(void**)&libc.pwritev2 = next("pwritev2");
+    *(void**)&libc.openat = next("openat");
+    *(void**)&libc.fsync = next("fsync");
+    *(void**)&libc.fdatasync = next("fdatasync");
+    *(void**)&libc.ftruncate64 = next("ftruncate64");
+    *(void**)&libc.fallocate64 = next("fallocate64");
+    *(void**)&libc.unlinkat = next("unlinkat");
+    *(void**)&libc.renameat2 = next("renameat2");
+    *(void**)&libc.mkdirat = next("mkdirat");
+    *(void**)&libc.sendfile = next("sendfile");
+    *(void**)&libc.splice = next("splice");
+    *(void**)&libc.tee = next("tee");
+    *(void**)&libc.sendmsg = next("sendmsg");
+    *(void**)&libc.recvmsg = next("recvmsg");
+    *(void**)&libc.shutdown = next("shutdown");
+    *(void**)&libc.stat = dlsym(RTLD_NEXT, "stat");
+    *(void**)&libc.stat64 = dlsym(RTLD_NEXT, "stat64");
+    *(void**)&libc.lstat = dlsym(RTLD_NEXT, "lstat");
+    *(void**)&libc.lstat64 = dlsym(RTLD_NEXT, "lstat64");
+    *(void**)&libc.fstat = dlsym(RTLD_NEXT, "fstat");
+    *(void**)&libc.fstat64 = dlsym(RTLD_NEXT, "fstat64");
+    *(void**)&libc.fstatat = dlsym(RTLD_NEXT, "fstatat");
+    *(void**)&libc.fstatat64 = dlsym(RTLD_NEXT, "fstatat64");
+    *(void**)&libc.statx = dlsym(RTLD_NEXT, "statx");
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -193,6 +282,9 @@ enum {
     F_SEEN = 1,         /* we looked at its flags once */
     F_USER_NB = 2,      /* the program wants O_NONBLOCK */
     F_MADE_NB = 4,      /* the runtime may have set O_NONBLOCK */
+    F_KIND = 8,         /* we know whether it is a file (F_FILE) */
+    F_FILE = 16,        /* a regular file or a block device */
+    F_DISK = 32,        /* that, or a directory */
 };
 
 typedef struct {
@@ -224,11 +316,13 @@ static uint32_t fd_flags(hk_fd_t* e) { return __atomic_load_n(&e->flags, __ATOMI
 static void fd_on(hk_fd_t* e, uint32_t f) { __atomic_fetch_or(&e->flags, f, __ATOMIC_RELAXED); }
 static void fd_off(hk_fd_t* e, uint32_t f) { __atomic_fetch_and(&e->flags, ~f, __ATOMIC_RELAXED); }
 
-/* A descriptor the program got anew: forget the old one's. */
-static void fd_fresh(int fd, int user_nb) {
+/* A descriptor the program got anew: forget the old one's (sock: it is a
+ * socket, no file). */
+static void fd_fresh(int fd, int user_nb, int sock) {
     hk_fd_t* e = fd_entry(fd);
     if (e == NULL) return;
-    __atomic_store_n(&e->flags, F_SEEN | (user_nb ? F_USER_NB : 0), __ATOMIC_RELAXED);
+    __atomic_store_n(&e->flags, F_SEEN | (user_nb ? F_USER_NB : 0) | (sock ? F_KIND : 0),
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
 }
@@ -260,6 +354,30 @@ static hk_fd_t* co_entry(int fd) {
     fd_on(e, F_MADE_NB);
     return e;
 }
+
+/* What fd is (looked up once per entry, from the kernel's cached inode:
+ * rt_sys_fid, which asks no FUSE or NFS server): F_FILE, a regular file or
+ * a block device, which has no readiness, so a co's reads and writes of
+ * it go through the runtime's file calls whatever O_NONBLOCK says (the
+ * kernel ignores it there); F_DISK, that or a directory, whose fstat may
+ * wait for a disk or a server.  0 for anything else, or a bad number. */
+static uint32_t fd_kind(int fd) {
+    hk_fd_t* e = fd_entry(fd);
+    if (e == NULL) return 0;
+    uint32_t f = fd_flags(e);
+    if (!(f & F_KIND)) {
+        rt_sys_fid_t id;
+        if (rt_sys_fid(fd, &id) < 0) return 0;     /* (the call says EBADF) */
+        fd_on(e, F_KIND | (S_ISREG(id.mode) || S_ISBLK(id.mode) ? F_FILE | F_DISK : 0) |
+                     (S_ISDIR(id.mode) ? F_DISK : 0));
+        f = fd_flags(e);
+    }
+    return f & (F_FILE | F_DISK);
+}
+static int fd_is_file(int fd) { return (fd_kind(fd) & F_FILE) != 0; }
+
+static ssize_t file_rw(int write, int fd, const struct iovec* iov, int cnt, int64_t off,
+                       int flags);
 
 static int in_co(void) { return aco_rt_self() != NULL; }
 
@@ -330,6 +448,7 @@ HK_INLINE void hk_addr_out(const struct sockaddr* a, const socklen_t* l) {
 HK_INLINE ssize_t hk_read(int fd, void* buf, size_t n) {
     if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co()) {
+        if (fd_is_file(fd)) return file_rw(0, fd, &(struct iovec){buf, n}, 1, -1, 0);
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_read(fd, buf, n, deadline_of(rcv_of(fd))));
     }
@@ -343,6 +462,7 @@ EXPORT ssize_t read(int fd, void* buf, size_t n) { return hk_read(fd, buf, n); }
 EXPORT ssize_t write(int fd, const void* buf, size_t n) {
     if (HK_CHECKED()) hk_mem(buf, n, 0);
     if (in_co()) {
+        if (fd_is_file(fd)) return file_rw(1, fd, &(struct iovec){(void*)buf, n}, 1, -1, 0);
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_write(fd, buf, n, deadline_of(snd_of(fd))));
     }
@@ -354,6 +474,7 @@ EXPORT ssize_t write(int fd, const void* buf, size_t n) {
 EXPORT ssize_t readv(int fd, const struct iovec* iov, int cnt) {
     if (HK_CHECKED()) hk_iov(iov, cnt, 1);
     if (in_co()) {
+        if (fd_is_file(fd)) return file_rw(0, fd, iov, cnt, -1, 0);
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_readv(fd, iov, cnt, deadline_of(rcv_of(fd))));
     }
@@ -365,6 +486,7 @@ EXPORT ssize_t readv(int fd, const struct iovec* iov, int cnt) {
 EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
     if (HK_CHECKED()) hk_iov(iov, cnt, 0);
     if (in_co()) {
+        if (fd_is_file(fd)) return file_rw(1, fd, iov, cnt, -1, 0);
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_writev(fd, iov, cnt, deadline_of(snd_of(fd))));
     }
@@ -459,7 +581,7 @@ EXPORT int accept4(int fd, struct sockaddr* a, socklen_t* l, int flags) {
     if (in_co() && co_entry(fd)) {
         r = (int)ret(aco_rt_accept(fd, a, l, flags, deadline_of(rcv_of(fd))));
         if (r >= 0) {
-            fd_fresh(r, flags & SOCK_NONBLOCK);
+            fd_fresh(r, flags & SOCK_NONBLOCK, 1);
             hk_fd_t* e = fd_entry(r);
             if (e && !(flags & SOCK_NONBLOCK)) fd_on(e, F_MADE_NB);   /* it may be */
         }
@@ -467,7 +589,7 @@ EXPORT int accept4(int fd, struct sockaddr* a, socklen_t* l, int flags) {
     }
     while ((r = LIBC(accept4)(fd, a, l, flags)) < 0 && errno == EAGAIN &&
            block_outside(fd, POLLIN, rcv_of(fd))) {}
-    if (r >= 0) fd_fresh(r, flags & SOCK_NONBLOCK);
+    if (r >= 0) fd_fresh(r, flags & SOCK_NONBLOCK, 1);
     return r;
 }
 
@@ -489,7 +611,7 @@ EXPORT int connect(int fd, const struct sockaddr* a, socklen_t l) {
 
 EXPORT int socket(int domain, int type, int proto) {
     int r = LIBC(socket)(domain, type, proto);
-    if (r >= 0) fd_fresh(r, type & SOCK_NONBLOCK);
+    if (r >= 0) fd_fresh(r, type & SOCK_NONBLOCK, 1);
     return r;
 }
 
@@ -531,7 +653,33 @@ EXPORT int setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
 /* Flags                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* F_SETLKW and its siblings in a co: the lock taken without waiting
+ * (F_SETLK), and while another holds it, tried again after a sleep of 1
+ * ms, doubled up to 16 ms: the co parks, the thread runs the others.  (So
+ * the kernel's deadlock check, EDEADLK, is not made; a cancel ends the
+ * wait with ECANCELED.) */
+static int co_lock_wait(int fd, int cmd, void* arg) {
+    int64_t nap = 1000000;
+    for (;;) {
+        int r = LIBC(fcntl)(fd, cmd, arg);
+        if (r != -1 || (errno != EAGAIN && errno != EACCES)) return r;
+        int s = aco_rt_sleep(nap);
+        if (s < 0) {
+            errno = -s;
+            return -1;
+        }
+        if (nap < 16000000) nap *= 2;
+    }
+}
+
 static int hook_fcntl(int fd, int cmd, void* arg) {
+    if (in_co()) {
+        if (cmd == F_SETLKW) return co_lock_wait(fd, F_SETLK, arg);
+        if (cmd == F_OFD_SETLKW) return co_lock_wait(fd, F_OFD_SETLK, arg);
+#if F_SETLKW64 != F_SETLKW
+        if (cmd == F_SETLKW64) return co_lock_wait(fd, F_SETLK64, arg);
+#endif
+    }
     hk_fd_t* e = fd_entry(fd);
     if (cmd == F_GETFL) {
         int r = LIBC(fcntl)(fd, F_GETFL);
@@ -548,7 +696,7 @@ static int hook_fcntl(int fd, int cmd, void* arg) {
         return LIBC(fcntl)(fd, F_SETFL, fl);
     }
     int r = LIBC(fcntl)(fd, cmd, arg);
-    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) fd_fresh(r, 0);
+    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) fd_fresh(r, 0, 0);
     return r;
 }
 
@@ -849,6 +997,426 @@ EXPORT unsigned sleep(unsigned s) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Files and the rest of the Linux calls                                    */
+/* ------------------------------------------------------------------------ */
+
+/* In a co, a file call is the runtime's (aco_rt.h, "Files, directories,
+ * and the rest of the Linux calls"): the co parks while io_uring or a
+ * helper thread does it.  Where the runtime cannot take the call (no
+ * memory for its record, or the helper queue full: -ENOMEM, -EAGAIN, an
+ * error the calls below never give otherwise) it is done here, on the
+ * thread, as without the hooks.  No deadline: a file call has no socket
+ * timeout. */
+static int runtime_declined(long r) { return r == -ENOMEM || r == -EAGAIN; }
+
+/* pread(2)/pwrite(2)/preadv2(2)/pwritev2(2) of a file in a co (off -1:
+ * the file position; flags RWF_*). */
+static ssize_t file_rw(int write, int fd, const struct iovec* iov, int cnt, int64_t off,
+                       int flags) {
+    ssize_t r = write ? aco_rt_pwritev(fd, iov, cnt, off, flags, -1)
+                      : aco_rt_preadv(fd, iov, cnt, off, flags, -1);
+    if (runtime_declined(r) && !(r == -EAGAIN && (flags & RWF_NOWAIT)))
+        return write ? LIBC(pwritev2)(fd, iov, cnt, (off_t)off, flags)
+                     : LIBC(preadv2)(fd, iov, cnt, (off_t)off, flags);
+    return ret(r);
+}
+
+/* A positioned call on fd in a co: the runtime's on a file, and on
+ * anything else that the program has not made non-blocking (the runtime's
+ * readiness way there); else NULL: libc's. */
+static int co_positioned(int fd) {
+    return in_co() && (fd_is_file(fd) || co_entry(fd) != NULL);
+}
+
+HK_INLINE ssize_t hk_pread(int fd, void* buf, size_t n, int64_t off) {
+    if (HK_CHECKED()) hk_mem(buf, n, 1);
+    if (co_positioned(fd)) {
+        if (off < 0) { errno = EINVAL; return -1; }     /* (-1 is preadv2's) */
+        return file_rw(0, fd, &(struct iovec){buf, n}, 1, off, 0);
+    }
+    return LIBC(pread64)(fd, buf, n, (off64_t)off);
+}
+
+HK_INLINE ssize_t hk_pwrite(int fd, const void* buf, size_t n, int64_t off) {
+    if (HK_CHECKED()) hk_mem(buf, n, 0);
+    if (co_positioned(fd)) {
+        if (off < 0) { errno = EINVAL; return -1; }
+        return file_rw(1, fd, &(struct iovec){(void*)buf, n}, 1, off, 0);
+    }
+    return LIBC(pwrite64)(fd, buf, n, (off64_t)off);
+}
+
+HK_INLINE ssize_t hk_preadv(int fd, const struct iovec* iov, int cnt, int64_t off, int flags,
+                            int v2) {
+    if (HK_CHECKED()) hk_iov(iov, cnt, 1);
+    if (co_positioned(fd)) {
+        if (off < (v2 ? -1 : 0)) { errno = EINVAL; return -1; }
+        return file_rw(0, fd, iov, cnt, off, flags);
+    }
+    return LIBC(preadv2)(fd, iov, cnt, (off_t)off, flags);
+}
+
+HK_INLINE ssize_t hk_pwritev(int fd, const struct iovec* iov, int cnt, int64_t off, int flags,
+                             int v2) {
+    if (HK_CHECKED()) hk_iov(iov, cnt, 0);
+    if (co_positioned(fd)) {
+        if (off < (v2 ? -1 : 0)) { errno = EINVAL; return -1; }
+        return file_rw(1, fd, iov, cnt, off, flags);
+    }
+    return LIBC(pwritev2)(fd, iov, cnt, (off_t)off, flags);
+}
+
+EXPORT ssize_t pread(int fd, void* buf, size_t n, off_t off) { return hk_pread(fd, buf, n, off); }
+EXPORT ssize_t pread64(int fd, void* buf, size_t n, off64_t off) { return hk_pread(fd, buf, n, off); }
+EXPORT ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
+    return hk_pwrite(fd, buf, n, off);
+}
+EXPORT ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
+    return hk_pwrite(fd, buf, n, off);
+}
+EXPORT ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) {
+    return hk_preadv(fd, iov, cnt, off, 0, 0);
+}
+EXPORT ssize_t preadv64(int fd, const struct iovec* iov, int cnt, off64_t off) {
+    return hk_preadv(fd, iov, cnt, off, 0, 0);
+}
+EXPORT ssize_t preadv2(int fd, const struct iovec* iov, int cnt, off_t off, int flags) {
+    return hk_preadv(fd, iov, cnt, off, flags, 1);
+}
+EXPORT ssize_t preadv64v2(int fd, const struct iovec* iov, int cnt, off64_t off, int flags) {
+    return hk_preadv(fd, iov, cnt, off, flags, 1);
+}
+EXPORT ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) {
+    return hk_pwritev(fd, iov, cnt, off, 0, 0);
+}
+EXPORT ssize_t pwritev64(int fd, const struct iovec* iov, int cnt, off64_t off) {
+    return hk_pwritev(fd, iov, cnt, off, 0, 0);
+}
+EXPORT ssize_t pwritev2(int fd, const struct iovec* iov, int cnt, off_t off, int flags) {
+    return hk_pwritev(fd, iov, cnt, off, flags, 1);
+}
+EXPORT ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t off, int flags) {
+    return hk_pwritev(fd, iov, cnt, off, flags, 1);
+}
+
+/* open and its names.  The mode is read only where open(2) reads it. */
+static int hk_openat(int dirfd, const char* path, int flags, mode_t mode) {
+    if (HK_CHECKED() && path) hk_mem(path, strnlen(path, PATH_MAX) + 1, 0);
+    int r;
+    if (in_co() && path) {
+        r = aco_rt_openat(dirfd, path, flags, mode, -1);
+        if (runtime_declined(r)) r = LIBC(openat)(dirfd, path, flags, mode);
+        else r = (int)ret(r);
+    } else {
+        r = LIBC(openat)(dirfd, path, flags, mode);
+    }
+    if (r >= 0) fd_fresh(r, flags & O_NONBLOCK, 0);
+    return r;
+}
+
+#define NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
+#define OPEN_MODE(flags, last)                                              \
+    mode_t mode = 0;                                                        \
+    if (NEEDS_MODE(flags)) {                                                \
+        va_list ap;                                                         \
+        va_start(ap, last);                                                 \
+        mode = (mode_t)va_arg(ap, int);                                     \
+        va_end(ap);                                                         \
+    }
+
+EXPORT int open(const char* path, int flags, ...) {
+    OPEN_MODE(flags, flags);
+    return hk_openat(AT_FDCWD, path, flags, mode);
+}
+EXPORT int open64(const char* path, int flags, ...) {
+    OPEN_MODE(flags, flags);
+    return hk_openat(AT_FDCWD, path, flags | O_LARGEFILE, mode);
+}
+EXPORT int openat(int dirfd, const char* path, int flags, ...) {
+    OPEN_MODE(flags, flags);
+    return hk_openat(dirfd, path, flags, mode);
+}
+EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
+    OPEN_MODE(flags, flags);
+    return hk_openat(dirfd, path, flags | O_LARGEFILE, mode);
+}
+EXPORT int creat(const char* path, mode_t mode) {
+    return hk_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+EXPORT int creat64(const char* path, mode_t mode) {
+    return hk_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_LARGEFILE, mode);
+}
+
+/* fsync and the others: in a co (and when ok), the runtime's call, or
+ * libc's where it declined. */
+#define FILE_CALL(ok, rt_call, libc_call)                                   \
+    do {                                                                    \
+        if (in_co() && (ok)) {                                              \
+            long r_ = (rt_call);                                            \
+            if (!runtime_declined(r_)) return (int)ret(r_);                 \
+        }                                                                   \
+        return (libc_call);                                                 \
+    } while (0)
+
+EXPORT int fsync(int fd) { FILE_CALL(1, aco_rt_fsync(fd, -1), LIBC(fsync)(fd)); }
+EXPORT int fdatasync(int fd) { FILE_CALL(1, aco_rt_fdatasync(fd, -1), LIBC(fdatasync)(fd)); }
+
+#if UINTPTR_MAX > 0xffffffffu
+/* (On 32-bit ABIs the runtime reaches ftruncate64, fallocate64 and
+ * sendfile64 through libc itself: those three are not hooked there.) */
+EXPORT int ftruncate(int fd, off_t len) {
+    FILE_CALL(1, aco_rt_ftruncate(fd, len, -1), LIBC(ftruncate64)(fd, len));
+}
+EXPORT int ftruncate64(int fd, off64_t len) {
+    FILE_CALL(1, aco_rt_ftruncate(fd, len, -1), LIBC(ftruncate64)(fd, len));
+}
+EXPORT int fallocate(int fd, int mode, off_t off, off_t len) {
+    FILE_CALL(1, aco_rt_fallocate(fd, mode, off, len, -1), LIBC(fallocate64)(fd, mode, off, len));
+}
+EXPORT int fallocate64(int fd, int mode, off64_t off, off64_t len) {
+    FILE_CALL(1, aco_rt_fallocate(fd, mode, off, len, -1), LIBC(fallocate64)(fd, mode, off, len));
+}
+#endif
+
+HK_INLINE void hk_path(const char* p) {
+    if (p) hk_mem(p, strnlen(p, PATH_MAX) + 1, 0);
+}
+
+EXPORT int unlinkat(int dirfd, const char* path, int flags) {
+    if (HK_CHECKED()) hk_path(path);
+    FILE_CALL(1, aco_rt_unlinkat(dirfd, path, flags, -1), LIBC(unlinkat)(dirfd, path, flags));
+}
+EXPORT int unlink(const char* path) { return unlinkat(AT_FDCWD, path, 0); }
+EXPORT int rmdir(const char* path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDIR); }
+
+EXPORT int renameat2(int od, const char* a, int nd, const char* b, unsigned flags) {
+    if (HK_CHECKED()) hk_path(a), hk_path(b);
+    FILE_CALL(1, aco_rt_renameat2(od, a, nd, b, flags, -1), LIBC(renameat2)(od, a, nd, b, flags));
+}
+EXPORT int renameat(int od, const char* a, int nd, const char* b) {
+    return renameat2(od, a, nd, b, 0);
+}
+EXPORT int rename(const char* a, const char* b) { return renameat2(AT_FDCWD, a, AT_FDCWD, b, 0); }
+
+EXPORT int mkdirat(int dirfd, const char* path, mode_t mode) {
+    if (HK_CHECKED()) hk_path(path);
+    FILE_CALL(1, aco_rt_mkdirat(dirfd, path, mode, -1), LIBC(mkdirat)(dirfd, path, mode));
+}
+EXPORT int mkdir(const char* path, mode_t mode) { return mkdirat(AT_FDCWD, path, mode); }
+
+/* The stat family.  In a co: statx(2) through the runtime, its answer
+ * turned into the caller's struct (a field that does not fit: EOVERFLOW,
+ * as fstatat(2) says on 32-bit ABIs).  fstat of a socket, pipe or terminal
+ * is libc's, on the thread: no disk or server holds it up.  Outside cos,
+ * libc's, or statx(2) the same way where this libc lacks the name (before
+ * glibc 2.33, stat, fstat and lstat were __xstat and its siblings, hooked
+ * below too). */
+#define STAT_FROM_STATX(st, x)                                                      \
+    do {                                                                            \
+        memset((st), 0, sizeof(*(st)));                                             \
+        (st)->st_dev = makedev((x)->stx_dev_major, (x)->stx_dev_minor);             \
+        (st)->st_ino = (x)->stx_ino;                                                \
+        (st)->st_mode = (x)->stx_mode;                                              \
+        (st)->st_nlink = (x)->stx_nlink;                                            \
+        (st)->st_uid = (x)->stx_uid;                                                \
+        (st)->st_gid = (x)->stx_gid;                                                \
+        (st)->st_rdev = makedev((x)->stx_rdev_major, (x)->stx_rdev_minor);          \
+        (st)->st_size = (x)->stx_size;                                              \
+        (st)->st_blksize = (x)->stx_blksize;                                        \
+        (st)->st_blocks = (x)->stx_blocks;                                          \
+        (st)->st_atim.tv_sec = (x)->stx_atime.tv_sec;                               \
+        (st)->st_atim.tv_nsec = (x)->stx_atime.tv_nsec;                             \
+        (st)->st_mtim.tv_sec = (x)->stx_mtime.tv_sec;                               \
+        (st)->st_mtim.tv_nsec = (x)->stx_mtime.tv_nsec;                             \
+        (st)->st_ctim.tv_sec = (x)->stx_ctime.tv_sec;                               \
+        (st)->st_ctim.tv_nsec = (x)->stx_ctime.tv_nsec;                             \
+        if ((uint64_t)(st)->st_ino != (x)->stx_ino ||                               \
+            (uint64_t)(st)->st_size != (x)->stx_size ||                             \
+            (uint64_t)(st)->st_blocks != (x)->stx_blocks ||                         \
+            (int64_t)(st)->st_mtim.tv_sec != (x)->stx_mtime.tv_sec) {               \
+            errno = EOVERFLOW;                                                      \
+            return -1;                                                              \
+        }                                                                           \
+        return 0;                                                                   \
+    } while (0)
+
+static int stat_from(struct stat* st, const struct statx* x) { STAT_FROM_STATX(st, x); }
+static int stat64_from(struct stat64* st, const struct statx* x) { STAT_FROM_STATX(st, x); }
+
+/* statx(dirfd, path, flags) for the stat family in a co: 0 with *x, -1
+ * and errno, or 1: libc's (outside cos, no path, a descriptor no disk
+ * holds up, the runtime declined). */
+static int co_statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* x) {
+    if (!in_co() || path == NULL) return 1;
+    if ((flags & AT_EMPTY_PATH) && *path == '\0' && !(fd_kind(dirfd) & F_DISK)) return 1;
+    int r = aco_rt_statx(dirfd, path, flags, mask, x, -1);
+    if (runtime_declined(r)) return 1;
+    return r < 0 ? (int)ret(r) : 0;
+}
+
+/* The body of a stat hook: buf is the caller's struct, from(buf, &x) its
+ * conversion, libc_call libc's own (NULL fn: the system call instead). */
+#define STAT_BODY(from, fn, libc_args, dirfd, path, flags)                         \
+    if (HK_CHECKED()) hk_mem(buf, sizeof(*buf), 1);                                 \
+    struct statx x;                                                                 \
+    int r = co_statx((dirfd), (path), (flags), STATX_BASIC_STATS, &x);              \
+    if (r == 1) {                                                                   \
+        if (LIBC(fn) != NULL) return LIBC(fn) libc_args;                            \
+        r = (int)syscall(SYS_statx, (dirfd), (path), (flags), STATX_BASIC_STATS, &x); \
+    }                                                                               \
+    return r < 0 ? r : from(buf, &x)
+
+static int hk_stat(const char* p, struct stat* buf) {
+    STAT_BODY(stat_from, stat, (p, buf), AT_FDCWD, p, 0);
+}
+static int hk_stat64(const char* p, struct stat64* buf) {
+    STAT_BODY(stat64_from, stat64, (p, buf), AT_FDCWD, p, 0);
+}
+static int hk_lstat(const char* p, struct stat* buf) {
+    STAT_BODY(stat_from, lstat, (p, buf), AT_FDCWD, p, AT_SYMLINK_NOFOLLOW);
+}
+static int hk_lstat64(const char* p, struct stat64* buf) {
+    STAT_BODY(stat64_from, lstat64, (p, buf), AT_FDCWD, p, AT_SYMLINK_NOFOLLOW);
+}
+static int hk_fstat(int fd, struct stat* buf) {
+    STAT_BODY(stat_from, fstat, (fd, buf), fd, "", AT_EMPTY_PATH);
+}
+static int hk_fstat64(int fd, struct stat64* buf) {
+    STAT_BODY(stat64_from, fstat64, (fd, buf), fd, "", AT_EMPTY_PATH);
+}
+static int hk_fstatat(int dirfd, const char* p, struct stat* buf, int flags) {
+    STAT_BODY(stat_from, fstatat, (dirfd, p, buf, flags), dirfd, p, flags);
+}
+static int hk_fstatat64(int dirfd, const char* p, struct stat64* buf, int flags) {
+    STAT_BODY(stat64_from, fstatat64, (dirfd, p, buf, flags), dirfd, p, flags);
+}
+
+EXPORT int stat(const char* p, struct stat* b) { return hk_stat(p, b); }
+EXPORT int stat64(const char* p, struct stat64* b) { return hk_stat64(p, b); }
+EXPORT int lstat(const char* p, struct stat* b) { return hk_lstat(p, b); }
+EXPORT int lstat64(const char* p, struct stat64* b) { return hk_lstat64(p, b); }
+EXPORT int fstat(int fd, struct stat* b) { return hk_fstat(fd, b); }
+EXPORT int fstat64(int fd, struct stat64* b) { return hk_fstat64(fd, b); }
+EXPORT int fstatat(int d, const char* p, struct stat* b, int fl) { return hk_fstatat(d, p, b, fl); }
+EXPORT int fstatat64(int d, const char* p, struct stat64* b, int fl) {
+    return hk_fstatat64(d, p, b, fl);
+}
+/* (glibc before 2.33: its headers called these; ver is the struct's
+ * version, the one struct stat of this ABI) */
+EXPORT int __xstat(int ver, const char* p, struct stat* b) { (void)ver; return hk_stat(p, b); }
+EXPORT int __xstat64(int ver, const char* p, struct stat64* b) { (void)ver; return hk_stat64(p, b); }
+EXPORT int __lxstat(int ver, const char* p, struct stat* b) { (void)ver; return hk_lstat(p, b); }
+EXPORT int __lxstat64(int ver, const char* p, struct stat64* b) { (void)ver; return hk_lstat64(p, b); }
+EXPORT int __fxstat(int ver, int fd, struct stat* b) { (void)ver; return hk_fstat(fd, b); }
+EXPORT int __fxstat64(int ver, int fd, struct stat64* b) { (void)ver; return hk_fstat64(fd, b); }
+EXPORT int __fxstatat(int ver, int d, const char* p, struct stat* b, int fl) {
+    (void)ver;
+    return hk_fstatat(d, p, b, fl);
+}
+EXPORT int __fxstatat64(int ver, int d, const char* p, struct stat64* b, int fl) {
+    (void)ver;
+    return hk_fstatat64(d, p, b, fl);
+}
+
+EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* buf) {
+    if (HK_CHECKED()) {
+        hk_path(path);
+        hk_mem(buf, sizeof(*buf), 1);
+    }
+    int r = co_statx(dirfd, path, flags, mask, buf);
+    if (r != 1) return r;
+    if (LIBC(statx) != NULL) return LIBC(statx)(dirfd, path, flags, mask, buf);
+    return (int)syscall(SYS_statx, dirfd, path, flags, mask, buf);
+}
+
+/* sendfile, splice, tee: the runtime's where it would wait for a socket,
+ * a pipe or the disk; libc's for a descriptor the program made
+ * non-blocking, or with SPLICE_F_NONBLOCK. */
+EXPORT ssize_t sendfile(int out, int in, off_t* off, size_t n) {
+    if (HK_CHECKED() && off) hk_mem(off, sizeof(*off), 1);
+    if (co_positioned(out) && co_positioned(in)) {
+        int64_t o = off ? *off : 0;
+        ssize_t r = aco_rt_sendfile(out, in, off ? &o : NULL, n, deadline_of(snd_of(out)));
+        if (!runtime_declined(r)) {
+            if (off) *off = (off_t)o;
+            return ret(r);
+        }
+    }
+    return LIBC(sendfile)(out, in, off, n);
+}
+
+#if UINTPTR_MAX > 0xffffffffu
+EXPORT ssize_t sendfile64(int out, int in, off64_t* off, size_t n) {
+    return sendfile(out, in, (off_t*)off, n);
+}
+#endif
+
+EXPORT ssize_t splice(int in, loff_t* oin, int out, loff_t* oout, size_t len, unsigned flags) {
+    if (HK_CHECKED()) {
+        if (oin) hk_mem(oin, sizeof(*oin), 1);
+        if (oout) hk_mem(oout, sizeof(*oout), 1);
+    }
+    if (!(flags & SPLICE_F_NONBLOCK) && co_positioned(in) && co_positioned(out)) {
+        int64_t a = oin ? *oin : 0, b = oout ? *oout : 0;
+        ssize_t r = aco_rt_splice(in, oin ? &a : NULL, out, oout ? &b : NULL, len, flags, -1);
+        if (!runtime_declined(r)) {
+            if (oin) *oin = a;
+            if (oout) *oout = b;
+            return ret(r);
+        }
+    }
+    return LIBC(splice)(in, oin, out, oout, len, flags);
+}
+
+EXPORT ssize_t tee(int in, int out, size_t len, unsigned flags) {
+    if (!(flags & SPLICE_F_NONBLOCK) && co_positioned(in) && co_positioned(out)) {
+        ssize_t r = aco_rt_tee(in, out, len, flags, -1);
+        if (!runtime_declined(r)) return ret(r);
+    }
+    return LIBC(tee)(in, out, len, flags);
+}
+
+/* sendmsg and recvmsg: as send and recv (the socket timeouts, the
+ * program's O_NONBLOCK, MSG_DONTWAIT). */
+HK_INLINE void hk_msg(const struct msghdr* m, int wr) {
+    if (m == NULL) return;
+    hk_mem(m, sizeof(*m), wr);
+    if (m->msg_name) hk_mem(m->msg_name, m->msg_namelen, wr);
+    if (m->msg_control) hk_mem(m->msg_control, m->msg_controllen, wr);
+    if (m->msg_iovlen <= IOV_MAX) hk_iov(m->msg_iov, (int)m->msg_iovlen, wr);
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr* m, int flags) {
+    if (HK_CHECKED()) hk_msg(m, 0);
+    if (in_co() && m && !(flags & MSG_DONTWAIT) && co_entry(fd))
+        return ret(aco_rt_sendmsg(fd, m, flags, deadline_of(snd_of(fd))));
+    ssize_t r;
+    while ((r = LIBC(sendmsg)(fd, m, flags)) < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT) &&
+           block_outside(fd, POLLOUT, snd_of(fd))) {}
+    return r;
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr* m, int flags) {
+    if (HK_CHECKED()) hk_msg(m, 1);
+    if (in_co() && m && !(flags & MSG_DONTWAIT) && co_entry(fd))
+        return ret(aco_rt_recvmsg(fd, m, flags, deadline_of(rcv_of(fd))));
+    ssize_t r;
+    while ((r = LIBC(recvmsg)(fd, m, flags)) < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT) &&
+           block_outside(fd, POLLIN, rcv_of(fd))) {}
+    return r;
+}
+
+/* shutdown never waits; the runtime's also ends the reads its cos wait
+ * for (SHUT_RD).  A cancelled co's is libc's (it is no wait). */
+EXPORT int shutdown(int fd, int how) {
+    if (in_co()) {
+        int r = aco_rt_shutdown(fd, how, -1);
+        if (r != -ECANCELED) return (int)ret(r);
+    }
+    return LIBC(shutdown)(fd, how);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Fortified names (_FORTIFY_SOURCE): the size check, then the call         */
 /* ------------------------------------------------------------------------ */
 
@@ -873,6 +1441,35 @@ EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
 EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
     if (n > buflen) __chk_fail();
     return hk_recv(fd, buf, n, flags);
+}
+
+EXPORT ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+    if (n > buflen) __chk_fail();
+    return hk_pread(fd, buf, n, off);
+}
+
+EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+    if (n > buflen) __chk_fail();
+    return hk_pread(fd, buf, n, off);
+}
+
+/* (open without a mode where O_CREAT or O_TMPFILE needs one: glibc's
+ * message and abort, as its own __open_2) */
+static int open_chk(int flags) {
+    if (NEEDS_MODE(flags)) {
+        static const char m[] = "*** invalid open call: O_CREAT or O_TMPFILE without mode ***: terminated\n";
+        rt_sys_write(2, m, sizeof(m) - 1);
+        abort();
+    }
+    return flags;
+}
+EXPORT int __open_2(const char* p, int flags) { return hk_openat(AT_FDCWD, p, open_chk(flags), 0); }
+EXPORT int __open64_2(const char* p, int flags) {
+    return hk_openat(AT_FDCWD, p, open_chk(flags) | O_LARGEFILE, 0);
+}
+EXPORT int __openat_2(int d, const char* p, int flags) { return hk_openat(d, p, open_chk(flags), 0); }
+EXPORT int __openat64_2(int d, const char* p, int flags) {
+    return hk_openat(d, p, open_chk(flags) | O_LARGEFILE, 0);
 }
 
 EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags,

@@ -88,8 +88,8 @@ struct rt_rx {
                                    multishot's last completion */
     uint8_t       eof;          /* the peer's end came (after the queue) */
     int32_t       err;          /* an error came (after the queue), or 0 */
-    dev_t         dev;          /* the socket's identity when made: a */
-    ino_t         ino;          /* look finds a close(2) and reuse */
+    uint64_t      dev;          /* the socket's identity when made: a */
+    uint64_t      ino;          /* look finds a close(2) and reuse */
     lend_hdr_t*   head;         /* filled buffers, oldest first */
     lend_hdr_t*   tail;
     aco_rt_co_t*  waiter;       /* the co parked on it, or NULL */
@@ -456,7 +456,7 @@ static struct rt_rx* rx_of(rt_fd_t* e) { return e->rx; }
  * another file (the multishot holds the old one).  So a wait on an rx
  * looks at the socket itself after RT_LEND_CHECK, then after twice that,
  * up to RT_LEND_CHECK_MAX apart: if poll(2) says it ended (POLLERR,
- * POLLHUP, POLLRDHUP) while the multishot says nothing, or fstat(2) says
+ * POLLHUP, POLLRDHUP) while the multishot says nothing, or statx(2) says
  * the number holds another file, the rx is given up (cancelled, and closed
  * as by aco_rt_close: what it still brings is dropped; none can come after
  * the end) and the calls go the plain way, which reads what the socket
@@ -487,9 +487,9 @@ static int rx_wait(aco_rt_co_t* co, rt_fd_t* e, struct rt_rx* rx, int64_t deadli
         if (e->rx != rx) return -EBADF;     /* (closed meanwhile) */
         if (rx->head || rx->eof || rx->err || !rx->armed) return 0;
         struct pollfd p = {rx->fd, POLLIN | POLLRDHUP, 0};
-        struct stat st;
+        rt_sys_fid_t id;
         if ((rt_sys_poll0(&p, 1) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))) ||
-            fstat(rx->fd, &st) < 0 || st.st_dev != rx->dev || st.st_ino != rx->ino) {
+            rt_sys_fid(rx->fd, &id) < 0 || id.dev != rx->dev || id.ino != rx->ino) {
             rx_drop(s, e, 1);
             return (int)RT_LEND_NONE;
         }
@@ -585,13 +585,13 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
             if (rx == NULL) {
                 if (rt_fd_kind(e, fd) != RT_FD_SOCK || !e->stream)
                     return lend_heap(s, fd, data, deadline);
-                struct stat st;
-                if (fstat(fd, &st) < 0) return -errno;
+                rt_sys_fid_t id;
+                if (rt_sys_fid(fd, &id) < 0) return -errno;
                 if ((rx = calloc(1, sizeof(*rx))) == NULL) return -ENOMEM;
                 rx->fd = fd;
                 rx->gen = e->gen;
-                rx->dev = st.st_dev;
-                rx->ino = st.st_ino;
+                rx->dev = id.dev;
+                rx->ino = id.ino;
                 if (rx_hang(e, fd, rx) < 0) {
                     free(rx);
                     return -ENOMEM;

@@ -7,9 +7,13 @@
 #ifndef RT_SYS_H
 #define RT_SYS_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -55,6 +59,41 @@ extern int __close(int fd);
 static inline int rt_sys_close(int fd) { return __close(fd); }
 static inline int rt_sys_fcntl(int fd, int cmd, long arg) {
     return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+/* A descriptor's type (S_IFMT bits of st_mode) and identity, from the
+ * kernel's cached inode (statx(2) with AT_STATX_DONT_SYNC): a FUSE, NFS or
+ * other remote file system is not asked, so a busy or slow server never
+ * stops the calling thread here (its fstat(2) may ask the server).  The
+ * type and identity of an open file never change.  0, or -1 and errno. */
+typedef struct {
+    unsigned mode;
+    uint64_t dev, ino;
+} rt_sys_fid_t;
+static inline int rt_sys_fid(int fd, rt_sys_fid_t* id) {
+#if defined(SYS_statx) && defined(STATX_TYPE)
+    struct statx x;
+    if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO,
+                &x) == 0) {
+        id->mode = x.stx_mode & S_IFMT;
+        id->dev = (uint64_t)x.stx_dev_major << 32 | x.stx_dev_minor;
+        id->ino = x.stx_ino;
+        return 0;
+    }
+    if (errno != ENOSYS) return -1;
+#endif
+    /* (kernels before 4.11: no statx) */
+#if defined(SYS_fstat64)
+    struct stat64 st;
+    if (syscall(SYS_fstat64, fd, &st) != 0) return -1;
+#else
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0) return -1;
+#endif
+    id->mode = st.st_mode & S_IFMT;
+    id->dev = (uint64_t)st.st_dev;
+    id->ino = (uint64_t)st.st_ino;
+    return 0;
 }
 
 #endif
