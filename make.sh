@@ -516,6 +516,16 @@ rt_rules() {
     hook_lib_prog curl libcurl libcurl4-openssl-dev
     hook_lib_prog pq libpq libpq-dev
     hook_lib_prog mariadb libmariadb libmariadb-dev
+    hook_lib_prog sqlite sqlite3 libsqlite3-dev
+    # The slow disk of the file hooks' and aco_http's tests: a FUSE file
+    # system whose chosen files are slow to open, read and sync.
+    local fuse_cf fuse_lf
+    if fuse_cf=$(pkg-config --cflags fuse3 2>/dev/null) && fuse_lf=$(pkg-config --libs fuse3 2>/dev/null); then
+        cc_rule "$OUTPUT/slowfs" "rt/tests/slowfs.c" "$obj" \
+            "$CC $CFLAGS $WARN -std=gnu11 $fuse_cf rt/tests/slowfs.c $fuse_lf -o $OUTPUT/slowfs"
+    elif [ $action != bench ]; then
+        echo "make.sh: leaving out output/slowfs (a slow disk for the file tests): install libfuse3-dev" >&2
+    fi
     # The single-thread build (ACO_RT_NO_THREADS: no atomics, no locks, no
     # pools): libaco_rt_st.a, the benchmarks and four tests linked with it.
     local sto="$OUTPUT/obj/rt_st" stc="$c -DACO_RT_NO_THREADS" st_objs=""

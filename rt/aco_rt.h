@@ -932,8 +932,11 @@ int aco_rt_offload(void* (*fn)(void* arg), void* arg,
  * its place, so back-to-back calls may find the queue full sooner.  From
  * any thread, at any time: lowering the thread count lets the extra threads
  * end once their current work is done; calls already queued stay queued.
- * 0, -EINVAL (more than 1024 threads or 2^20 queued), -ENOSYS
- * (single-thread build). */
+ * A scheduler made afterwards on io_uring lets the ring run at least
+ * threads of its blocking file operations at once too (io_uring's own
+ * workers: 4 per CPU unless raised so), so both backends wait on a slow
+ * disk as many times at once.  0, -EINVAL (more than 1024 threads or 2^20
+ * queued), -ENOSYS (single-thread build). */
 int aco_rt_offload_limits(unsigned threads, unsigned queue);
 
 /* ======================================================================== */

@@ -203,6 +203,14 @@ static void fop_drop(void* arg, void* result) {
 #ifdef ACO_RT_HAVE_URING
 static void fop_orphan(rt_ur_meta_t* m, int res) { fop_orphan_end((fop_t*)m, res); }
 
+/* io_uring first tries an operation in the submitting thread, trusting the
+ * file to say EAGAIN where it would wait; a FUSE file does not (6.18: its
+ * open, read and write wait for the daemon in io_uring_enter, with the
+ * whole scheduler thread), and the opens, stats and syncs of other file
+ * systems may read the disk there.  So every file operation goes straight
+ * to io_uring's workers (IOSQE_ASYNC), but O_DIRECT reads and writes,
+ * which the block layer queues without waiting (the ring's fast path). */
+
 /* f as an SQE. */
 static void fop_prep(struct io_uring_sqe* sqe, fop_t* f) {
     switch (f->w) {
@@ -240,6 +248,7 @@ static void fop_prep(struct io_uring_sqe* sqe, fop_t* f) {
         break;
     case RT_F_TEE: io_uring_prep_tee(sqe, f->fd, f->fd2, (unsigned)f->len, f->uflags); break;
     }
+    sqe->flags |= IOSQE_ASYNC;      /* (punt_sqe below) */
 }
 #endif
 
@@ -367,6 +376,8 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
         } else {
             io_uring_prep_readv2(sqe, fd, v, (unsigned)cnt, (uint64_t)off, flags);
         }
+        rt_fd_t* e = rt_fd_peek(&s->fds, fd);
+        if (!(e && (e->fmode & FM_DIRECT))) sqe->flags |= IOSQE_ASYNC;
         s->st.file_uring++;
         r = rt_ur_data_op(co, sqe, fd, deadline);
         if (r != -EAGAIN || (flags & RWF_NOWAIT)) return r;

@@ -195,6 +195,9 @@ static struct {
     int (*fstatat)(int, const char*, struct stat*, int);
     int (*fstatat64)(int, const char*, struct stat64*, int);
     int (*statx)(int, const char*, int, unsigned, struct statx*);
+    int (*mutex_lock)(pthread_mutex_t*);
+    int (*mutex_trylock)(pthread_mutex_t*);
+    int (*mutex_unlock)(pthread_mutex_t*);
 } libc;
 
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
@@ -268,6 +271,9 @@ static void libc_init(void) {
     *(void**)&libc.fstatat = dlsym(RTLD_NEXT, "fstatat");
     *(void**)&libc.fstatat64 = dlsym(RTLD_NEXT, "fstatat64");
     *(void**)&libc.statx = dlsym(RTLD_NEXT, "statx");
+    *(void**)&libc.mutex_lock = next("pthread_mutex_lock");
+    *(void**)&libc.mutex_trylock = next("pthread_mutex_trylock");
+    *(void**)&libc.mutex_unlock = next("pthread_mutex_unlock");
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -1414,6 +1420,89 @@ EXPORT int shutdown(int fd, int how) {
         if (r != -ECANCELED) return (int)ret(r);
     }
     return LIBC(shutdown)(fd, how);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mutexes                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A library that holds a pthread mutex across a call that now parks
+ * (SQLite stats a file under the lock of its VFS) would stop the thread
+ * for good when another co of the thread then locks it: the thread would
+ * sleep in the kernel for a holder that can run only on it.  So in a co:
+ * a mutex held by this thread (glibc's owner field says its id) is held
+ * by another of its cos, and the co sleeps, 1 us doubled up to 1 ms, and
+ * tries again while the others run (under aco_rt_cancel_shield: a lock
+ * has no error to give a cancelled co); a mutex held by another thread is
+ * waited for as libc waits (that thread goes on).  A recursive mutex's
+ * holder co is kept per thread (up to MX_HELD at once, else not known), so
+ * that it may lock it again while another co waits.  Outside cos: libc's. */
+#define MX_HELD 32
+static __thread struct {
+    pthread_mutex_t* m;
+    const aco_rt_co_t* co;
+} mx_held[MX_HELD];
+static __thread pid_t mx_tid;
+
+static int mx_owned_here(const pthread_mutex_t* m) {
+    if (mx_tid == 0) mx_tid = (pid_t)syscall(SYS_gettid);
+    return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == mx_tid;
+}
+static int mx_recursive(const pthread_mutex_t* m) {
+    return (m->__data.__kind & 3) == PTHREAD_MUTEX_RECURSIVE_NP;
+}
+/* Does another co of this thread hold m? */
+static int mx_other_co(pthread_mutex_t* m, const aco_rt_co_t* me) {
+    if (!mx_owned_here(m)) return 0;
+    if (!mx_recursive(m)) return 1;
+    for (int i = 0; i < MX_HELD; i++)
+        if (mx_held[i].m == m) return mx_held[i].co != me;
+    return 0;           /* (not known: taken as the caller's own) */
+}
+static void mx_took(pthread_mutex_t* m, const aco_rt_co_t* me) {
+    if (!mx_recursive(m) || m->__data.__count != 1) return;
+    for (int i = 0; i < MX_HELD; i++)
+        if (mx_held[i].m == NULL) {
+            mx_held[i].m = m;
+            mx_held[i].co = me;
+            return;
+        }
+}
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
+    const aco_rt_co_t* me = aco_rt_self();
+    if (me == NULL) return LIBC(mutex_lock)(m);
+    if (mx_other_co(m, me)) {
+        int was = aco_rt_cancel_shield(1);
+        int64_t nap = 1000;
+        do {
+            aco_rt_sleep(nap);
+            if (nap < 1000000) nap *= 2;
+        } while (mx_other_co(m, me));
+        if (was >= 0) aco_rt_cancel_shield(was);
+    }
+    int r = LIBC(mutex_lock)(m);
+    if (r == 0) mx_took(m, me);
+    return r;
+}
+
+EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
+    const aco_rt_co_t* me = aco_rt_self();
+    if (me == NULL) return LIBC(mutex_trylock)(m);
+    if (mx_other_co(m, me)) return EBUSY;
+    int r = LIBC(mutex_trylock)(m);
+    if (r == 0) mx_took(m, me);
+    return r;
+}
+
+EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
+    if (mx_recursive(m) && m->__data.__count == 1 && mx_owned_here(m))
+        for (int i = 0; i < MX_HELD; i++)
+            if (mx_held[i].m == m) {
+                mx_held[i].m = NULL;
+                break;
+            }
+    return LIBC(mutex_unlock)(m);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -194,6 +194,18 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
      * say EINVAL and it stays a plain one): io_uring_enter then skips the
      * descriptor lookup.  Only this thread enters this ring. */
     io_uring_register_ring_fd(&u->ring);
+    /* The ring's workers for operations that may wait (file reads and
+     * writes, opens, syncs: io-wq's "bounded" work) are at most 4 per CPU
+     * by default: at least as many as the helper threads may be
+     * (aco_rt_offload_limits), so that a slow disk is waited on as many
+     * times at once on either backend. */
+    unsigned maxw[2] = {0, 0};
+    if (io_uring_register_iowq_max_workers(&u->ring, maxw) == 0 &&
+        maxw[0] < rt_offload_max_threads()) {
+        maxw[0] = rt_offload_max_threads();
+        maxw[1] = 0;
+        io_uring_register_iowq_max_workers(&u->ring, maxw);
+    }
     u->cqe_skip = (p.features & IORING_FEAT_CQE_SKIP) != 0;
     u->f_on = probe_ops(&u->ring);
     s->backend.data = u;

@@ -42,6 +42,7 @@ int aco_rt_offload_limits(unsigned threads, unsigned queue) {
     return -ENOSYS;
 }
 void rt_offload_quiesce(void) {}
+unsigned rt_offload_max_threads(void) { return 0; }
 
 #else
 
@@ -316,11 +317,16 @@ void rt_offload_quiesce(void) {
     pthread_mutex_unlock(&pool.mu);
 }
 
+unsigned rt_offload_max_threads(void) {
+    pthread_once(&pool_once, pool_init);
+    return __atomic_load_n(&pool.max_threads, __ATOMIC_RELAXED);
+}
+
 int aco_rt_offload_limits(unsigned threads, unsigned queue) {
     if (threads > MAX_THREADS || queue > MAX_QUEUE) return -EINVAL;
     pthread_once(&pool_once, pool_init);
     pthread_mutex_lock(&pool.mu);
-    pool.max_threads = threads ? threads : DEF_THREADS;
+    __atomic_store_n(&pool.max_threads, threads ? threads : DEF_THREADS, __ATOMIC_RELAXED);
     pool.max_queue = queue ? queue : DEF_QUEUE;
     pthread_cond_broadcast(&pool.cv);   /* extra threads: look and end */
     pthread_mutex_unlock(&pool.mu);

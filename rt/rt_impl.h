@@ -964,6 +964,10 @@ int rt_offload_call(aco_rt_co_t* co, void* (*fn)(void*), void* arg,
                     void (*drop)(void*, void*), void** result, int64_t deadline,
                     int waitout);
 
+/* The helper threads' bound now (aco_rt_offload_limits), 0 in the
+ * single-thread build. */
+unsigned rt_offload_max_threads(void);
+
 
 /* A co's extra block, at least buf_min bytes of buffer: NULL on ENOMEM. */
 rt_extra_t* rt_extra_grow(aco_rt_co_t* co, size_t buf_min);

@@ -115,6 +115,32 @@ need_built() {
     done
 }
 
+# in_private_mounts "$0" "$@": re-runs the calling script in a mount namespace of its own (unshare -m, as root; a user
+# namespace otherwise), once: a FUSE file system it mounts goes away with its processes, whatever ends them.
+in_private_mounts() {
+    [ -z "${ACO_PRIVATE_MOUNTS:-}" ] || return 0
+    local u=(unshare -m --propagation private)
+    [ "$(id -u)" = 0 ] || u=(unshare -Urm --propagation private)
+    "${u[@]}" true 2>/dev/null || { echo "$(basename "$1" .sh): cannot make a mount namespace (${u[*]})"; exit 1; }
+    ACO_PRIVATE_MOUNTS=1 exec "${u[@]}" bash "$@"
+}
+
+# slow_disk DIR RULE...: mounts output/slowfs (rt/tests/slowfs.c) at DIR/mnt over DIR/back with its -s RULEs (as
+# 'slow.bin:open=2000,read=2000'), adds it to PIDS, and waits until it is live; fails with what it printed.
+slow_disk() {
+    local d=$1 r args=()
+    shift
+    for r in "$@"; do args+=(-s "$r"); done
+    [ -e /dev/fuse ] || { echo "no /dev/fuse: FUSE is needed for the slow disk"; return 1; }
+    mkdir -p "$d/back" "$d/mnt"
+    rm -f "$d/ready"
+    nice -n 19 "$OUT/slowfs" "${args[@]}" --ready "$d/ready" --log "$d/holds.log" "$d/back" "$d/mnt" > "$d/slowfs.log" 2>&1 &
+    SLOWFS_PID=$!
+    PIDS+=("$SLOWFS_PID")
+    wait_until 100 0.05 "$SLOWFS_PID" test -e "$d/ready" ||
+        { echo "slowfs did not start:"; cat "$d/slowfs.log"; return 1; }
+}
+
 # ok WHAT: prints the line of a check that passed.
 ok() { echo "ok   $*"; }
 
