@@ -12,10 +12,13 @@
  * consume), and the responses' heads gather in the write buffer, sent when
  * no complete request is left to answer (pipelined requests get their
  * responses in one write).  A body up to 16 KiB (SMALL_BODY) is read by
- * pread(2) into the write buffer after its head; a larger one follows its
- * head (sent with MSG_MORE) by sendfile(2) on the non-blocking socket,
- * waiting for writability (aco_rt_wait) when the socket is full, so the
- * thread never blocks on a client.  Each thread keeps up to 1024 files open
+ * aco_rt_pread into the write buffer after its head; a larger one follows
+ * its head (sent with MSG_MORE) by aco_rt_sendfile on the non-blocking
+ * socket, which waits for writability when the socket is full, so the
+ * thread never blocks on a client.  Every file operation (open, stat, read,
+ * the body's send) is the runtime's file call: a page-cache hit costs what
+ * the plain system call does, and a file on a slow disk parks only its own
+ * request's co while the thread serves the others.  Each thread keeps up to 1024 files open
  * (as nginx's open_file_cache), trusted for a second, then opened anew
  * through the same check: a 4 KiB keep-alive request costs a read, a pread
  * and a send.  No allocation per request: the connection's object holds
@@ -140,25 +143,46 @@ static int beneath_root(int fd) {
     return strncmp(real, root_real, rl) == 0 && (real[rl] == '\0' || real[rl] == '/');
 }
 
-/* Open rel (relative to the root, "" for it) for reading: the descriptor,
- * or a status (> 0). */
-static int open_beneath(const char* rel, int* out) {
+/* Open rel (relative to the root, "" for it) for reading: 0 with the
+ * descriptor, or a status (> 0).  Through the runtime's calls (aco_rt.h,
+ * "Files"): an open that waits for a slow disk parks this co only. */
+static int open_beneath(const char* rel, int* out, int64_t deadline) {
     const char* p = *rel ? rel : ".";
     int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;   /* a FIFO must not block */
     int fd;
     if (have_openat2) {
         struct open_how how = {.flags = (uint64_t)flags,
                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-        fd = (int)syscall(SYS_openat2, root_fd, p, &how, sizeof(how));
+        fd = aco_rt_openat2(root_fd, p, &how, sizeof(how), deadline);
     } else {
-        fd = openat(root_fd, p, flags);
+        fd = aco_rt_openat(root_fd, p, flags, 0, deadline);
         if (fd >= 0 && !beneath_root(fd)) {
             close(fd);
             return 403;
         }
     }
-    if (fd < 0) return errno == EMFILE || errno == ENFILE ? 503 : errno_status(errno);
+    if (fd < 0) {
+        /* (no descriptor, memory or helper to be had, or the disk kept the
+         * open past the deadline: the server's trouble, not the path's) */
+        if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM || fd == -EAGAIN || fd == -ETIMEDOUT)
+            return 503;
+        return errno_status(-fd);
+    }
     *out = fd;
+    return 0;
+}
+
+/* fstat(2) of an open file through the runtime: 0, or -errno. */
+static int file_stat(int fd, struct stat* st, int64_t deadline) {
+    struct statx x;
+    int r = aco_rt_statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MTIME, &x,
+                         deadline);
+    if (r < 0) return r;
+    memset(st, 0, sizeof(*st));
+    st->st_mode = x.stx_mode;
+    st->st_size = (off_t)x.stx_size;
+    st->st_mtim.tv_sec = x.stx_mtime.tv_sec;
+    st->st_mtim.tv_nsec = x.stx_mtime.tv_nsec;
     return 0;
 }
 
@@ -341,13 +365,14 @@ static void fcache_put(fcache_t* fc, const char* k, int n, int dir, uint32_t h, 
  * open, or an error status. */
 static void open_file(conn_t* c, int n, int dir, resp_t* r) {
     int fd;
-    int e = open_beneath(c->path, &fd);
+    int64_t deadline = aco_rt_in_ns(idle_ns);
+    int e = open_beneath(c->path, &fd, deadline);
     if (e) {
         r->status = e;
         return;
     }
     struct stat st;
-    if (fstat(fd, &st) < 0) {
+    if (file_stat(fd, &st, deadline) < 0) {
         close(fd);
         r->status = 500;
         return;
@@ -356,11 +381,11 @@ static void open_file(conn_t* c, int n, int dir, resp_t* r) {
         close(fd);
         memcpy(c->path + n, n ? "/index.html" : "index.html", n ? 12 : 11);
         n += n ? 11 : 10;
-        if ((e = open_beneath(c->path, &fd))) {
-            r->status = e == 403 ? 403 : 404;
+        if ((e = open_beneath(c->path, &fd, deadline))) {
+            r->status = e == 403 || e == 503 ? e : 404;
             return;
         }
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (file_stat(fd, &st, deadline) < 0 || !S_ISREG(st.st_mode)) {
             close(fd);
             r->status = 404;
             return;
@@ -514,41 +539,30 @@ static size_t build_head(conn_t* c, const http_req_t* q, const resp_t* r, int ke
 
 /* len bytes of file from off to the socket by sendfile: 0 or -errno
  * (-EIO: the file ended early; the head promised more, so the connection
- * must close). */
+ * must close).  aco_rt_sendfile sends from the thread what the page cache
+ * holds and has a helper thread read the rest, so a cold file parks only
+ * this co; chunk by chunk, with a turn for the other cos between (a fast
+ * client must not hog the thread). */
 static int send_file(int sock, int file, int64_t off, int64_t len, int64_t deadline) {
-    off_t o = (off_t)off;
     while (len > 0) {
         size_t want = len > SENDFILE_CHUNK ? SENDFILE_CHUNK : (size_t)len;
-        ssize_t n = sendfile(sock, file, &o, want);
-        if (n > 0) {
-            len -= n;
-            if (len > 0 && n == (ssize_t)SENDFILE_CHUNK) {
-                int y = aco_rt_yield();     /* a fast client must not hog the thread */
-                if (y < 0) return y;
-            }
-            continue;
+        ssize_t n = aco_rt_sendfile(sock, file, &off, want, deadline);
+        if (n < 0) return (int)n;
+        if ((size_t)n < want) return -EIO;
+        len -= n;
+        if (len > 0) {
+            int y = aco_rt_yield();
+            if (y < 0) return y;
         }
-        if (n == 0) return -EIO;
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN) return -errno;
-        int w = aco_rt_wait(sock, POLLOUT, deadline);
-        if (w < 0) return w;
     }
     return 0;
 }
 
 /* The len bytes of file at off into buf: 0, or -1 (an error, or the file
- * ended early: the head promises more). */
-static int read_body(int file, char* buf, int64_t off, int64_t len) {
-    while (len > 0) {
-        ssize_t n = pread(file, buf, (size_t)len, (off_t)off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
-        buf += n;
-        off += n;
-        len -= n;
-    }
-    return 0;
+ * ended early: the head promises more).  A page-cache hit is one pread on
+ * the thread (RWF_NOWAIT); a miss parks this co. */
+static int read_body(int file, char* buf, int64_t off, int64_t len, int64_t deadline) {
+    return aco_rt_pread(file, buf, (size_t)len, off, deadline) == len ? 0 : -1;
 }
 
 /* Send r's head (and body): 0, or -1 if the connection is done for.  A
@@ -563,7 +577,7 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
                     q->method == HTTP_GET && body > 0;
     int small = send_body && r->len <= SMALL_BODY;
     int rc = 0;
-    if (small && read_body(r->file, c->body, r->off, r->len) < 0) rc = -1;
+    if (small && read_body(r->file, c->body, r->off, r->len, deadline) < 0) rc = -1;
     if (rc == 0 && aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
     if (rc == 0 && small) {
         if (aco_rt_bufio_write(c->b, c->body, (size_t)r->len, deadline) != (ssize_t)r->len)

@@ -30,6 +30,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -810,20 +811,32 @@ static int fd_type(int fd, int* err) {
          : S_ISSOCK(id.mode) ? K_SOCK : K_OTHER;
 }
 
-/* Are the bytes [off, off + len) of fd all in the page cache?  (cachestat
- * of Linux 6.5; older kernels: never, the caller takes a helper.) */
+/* Are the bytes [off, off + len) of fd all in the page cache?  cachestat
+ * (Linux 6.5); older kernels: mincore(2) of a mapping of the range, made
+ * and unmade for the question (a few microseconds; a file that cannot be
+ * mapped, as FUSE's direct_io ones, is taken as not cached: a helper). */
 static int nocachestat;
 static int cached(int fd, int64_t off, size_t len) {
-    if (off < 0 || __atomic_load_n(&nocachestat, __ATOMIC_RELAXED)) return 0;
-    struct { uint64_t off, len; } range = {(uint64_t)off, len};
-    struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
-    if (SC(SYS_cachestat, fd, &range, &cs, 0, 0, 0) < 0) {
-        if (errno == ENOSYS) __atomic_store_n(&nocachestat, 1, __ATOMIC_RELAXED);
-        return 0;
-    }
+    if (off < 0 || len == 0) return 0;
     uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t first = (uint64_t)off / pg * pg;
     uint64_t pages = ((uint64_t)off + len + pg - 1) / pg - (uint64_t)off / pg;
-    return cs.cache >= pages;
+    if (!__atomic_load_n(&nocachestat, __ATOMIC_RELAXED)) {
+        struct { uint64_t off, len; } range = {(uint64_t)off, len};
+        struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
+        if (SC(SYS_cachestat, fd, &range, &cs, 0, 0, 0) == 0) return cs.cache >= pages;
+        if (errno != ENOSYS) return 0;
+        __atomic_store_n(&nocachestat, 1, __ATOMIC_RELAXED);
+    }
+    if (pages > 4096) return 0;         /* (16 MiB: the vector on the stack) */
+    size_t maplen = (size_t)(pages * pg);
+    void* m = mmap64(NULL, maplen, PROT_READ, MAP_SHARED, fd, (off64_t)first);
+    if (m == MAP_FAILED) return 0;
+    unsigned char vec[4096];
+    int in = mincore(m, maplen, vec) == 0;
+    for (uint64_t i = 0; in && i < pages; i++) in = vec[i] & 1;
+    munmap(m, maplen);
+    return in;
 }
 
 /* A splice or tee that must not block the thread (SPLICE_F_NONBLOCK, the
