@@ -486,16 +486,20 @@ feed() {
 # lane.
 checks_queued=0
 queue_checks() {
-    local chk n k=$(wc -l < "$jobs_file")
+    local chk n excl k=$(wc -l < "$jobs_file")
     checks_queued=1
     has_target checks || return 0
     for chk in tests/check_*.sh; do
         [ -f "$chk" ] || continue
         n="checks/$(basename "$chk" .sh)"
         if [ -n "$pattern" ] && [[ "$n" != *$pattern* ]]; then continue; fi
-        printf '%s|%s|check|0||0||\n' "$n" "$chk" >> "$jobs_file"
+        # a check whose verdict is a latency ("# test.sh: alone" in it)
+        # runs with the exclusive runs, after the lanes, one at a time
+        excl=0
+        grep -q '^# test.sh: alone' "$chk" && excl=1
+        printf '%s|%s|check|0||%s||\n' "$n" "$chk" "$excl" >> "$jobs_file"
     done
-    tail -n +$((k + 1)) "$jobs_file" | order > "$LOGS/batch-checks.main"
+    tail -n +$((k + 1)) "$jobs_file" | awk -F'|' '$6 == 0' | order > "$LOGS/batch-checks.main"
     feed "$LOGS/batch-checks.main" >&5 4>&- &
 }
 

@@ -432,7 +432,13 @@ static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
         }
     }
     open_file(c, n, dir, r);
-    if (fc && r->status == 200) fcache_put(fc, c->path, n, dir, h, r);
+    if (fc && r->status == 200) {
+        /* (the open parks on a cold disk: another co may have opened and
+         * kept the same path meanwhile; ours is the newer) */
+        int s = fcache_find(fc, c->path, n, dir, h);
+        if (s >= 0) fcache_drop(fc, s);
+        fcache_put(fc, c->path, n, dir, h, r);
+    }
 }
 
 /* 304 and 206/416 on the file found. */

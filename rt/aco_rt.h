@@ -643,7 +643,11 @@ int aco_rt_lend_return(const char* data);
 /* Positioned reads and writes, as pread(2), pwrite(2), preadv2(2) and
  * pwritev2(2) (flags: RWF_HIPRI, RWF_DSYNC, RWF_SYNC, RWF_NOWAIT,
  * RWF_APPEND; off -1 with preadv/pwritev: the file position, as
- * preadv2(2)): the count, 0 at end of file, or -errno.  [data]  A read
+ * preadv2(2), moved under the file's position lock as read(2) moves it
+ * (a transfer that must wait goes to a helper thread there, never
+ * io_uring, whose transfers at the position take no lock; one the page
+ * cache served in part takes the lock once for each part)): the count, 0
+ * at end of file, or -errno.  [data]  A read
  * of a file is short only at its end (a transfer the page cache served
  * in part, or the kernel cut short, goes on for the rest); a write is
  * short only when the kernel's was (a full disk), as pwrite(2) is; on a

@@ -355,6 +355,11 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
     aco_rt_sched_t* s = co->s;
     unsigned w = write ? RT_F_WRITE : RT_F_READ;
     int wy = way(s, w);
+    /* At the file position (off -1) the kernel's read(2) and write(2) hold
+     * the file's position lock for the whole transfer; io_uring's do not
+     * (two reads may get the same bytes, two writes land on each other):
+     * a helper's preadv2/pwritev2 then, which do. */
+    if (off == -1 && wy == WAY_URING) wy = way(NULL, w);
 #ifdef ACO_RT_HAVE_URING
     if (wy == WAY_URING) {
         long r;
@@ -378,7 +383,7 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
             io_uring_prep_readv2(sqe, fd, v, (unsigned)cnt, (uint64_t)off, flags);
         }
         rt_fd_t* e = rt_fd_peek(&s->fds, fd);
-        if (!(e && (e->fmode & FM_DIRECT))) sqe->flags |= IOSQE_ASYNC;
+        if (!(e && (e->fmode & FM_DIRECT)) && !(flags & RWF_NOWAIT)) sqe->flags |= IOSQE_ASYNC;
         s->st.file_uring++;
         r = rt_ur_data_op(co, sqe, fd, deadline);
         if (r != -EAGAIN || (flags & RWF_NOWAIT)) return r;

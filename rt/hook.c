@@ -13,7 +13,9 @@
  * fortified names glibc's headers call instead (__poll_chk, __ppoll_chk,
  * __read_chk, __recv_chk, __recvfrom_chk, __pread_chk, __pread64_chk,
  * __open_2, __open64_2, __openat_2, __openat64_2); and, to stay
- * invisible, socket, close, fcntl, ioctl, setsockopt, dup2 and dup3.
+ * invisible, socket, close, fcntl, ioctl, setsockopt, dup, dup2, dup3,
+ * pipe, pipe2, socketpair, eventfd, epoll_create and epoll_create1; and
+ * pthread_mutex_lock, trylock and unlock (Mutexes, below).
  * Called in a co of a running aco_rt scheduler, a call that would block
  * parks the co in the runtime (aco_rt_read, aco_rt_poll, aco_rt_pread,
  * aco_rt_openat and the rest) and the thread runs other cos; called
@@ -54,9 +56,10 @@
  * epoll_pwait is not applied in a co (signals are the thread's, shared by
  * all its cos).
  *
- * dup2 and dup3 are hooked only to forget what was known of the number
- * they overwrite.  Not hooked: dup (the copy starts with a fresh entry),
- * signals, and the file calls not named above (access, chmod, link,
+ * dup, dup2 and dup3 are hooked only to forget what was known of the
+ * number they fill, and pipe, pipe2, socketpair, eventfd, epoll_create and
+ * epoll_create1 to know theirs for no file (a number glibc closed inside
+ * itself, fclose's, may come back as one).  Not hooked: signals, and the file calls not named above (access, chmod, link,
  * readlink, getdents, ...: each a short wait for a disk or a server at
  * most, with no runtime call to take it).  In a co, a write, writev, send
  * or sendmsg whose reader is gone says EPIPE without SIGPIPE (the
@@ -120,6 +123,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
@@ -195,12 +199,18 @@ static struct {
     int (*fstatat)(int, const char*, struct stat*, int);
     int (*fstatat64)(int, const char*, struct stat64*, int);
     int (*statx)(int, const char*, int, unsigned, struct statx*);
+    int (*pipe2)(int*, int);
+    int (*socketpair)(int, int, int, int*);
+    int (*dup)(int);
+    int (*eventfd)(unsigned, int);
+    int (*epoll_create1)(int);
     int (*mutex_lock)(pthread_mutex_t*);
     int (*mutex_trylock)(pthread_mutex_t*);
     int (*mutex_unlock)(pthread_mutex_t*);
 } libc;
 
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
+static void mx_forked(void);
 static int libc_ready;
 
 static void* next(const char* name) {
@@ -271,9 +281,15 @@ static void libc_init(void) {
     *(void**)&libc.fstatat = dlsym(RTLD_NEXT, "fstatat");
     *(void**)&libc.fstatat64 = dlsym(RTLD_NEXT, "fstatat64");
     *(void**)&libc.statx = dlsym(RTLD_NEXT, "statx");
+    *(void**)&libc.pipe2 = next("pipe2");
+    *(void**)&libc.socketpair = next("socketpair");
+    *(void**)&libc.dup = next("dup");
+    *(void**)&libc.eventfd = next("eventfd");
+    *(void**)&libc.epoll_create1 = next("epoll_create1");
     *(void**)&libc.mutex_lock = next("pthread_mutex_lock");
     *(void**)&libc.mutex_trylock = next("pthread_mutex_trylock");
     *(void**)&libc.mutex_unlock = next("pthread_mutex_unlock");
+    pthread_atfork(NULL, NULL, mx_forked);
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -322,12 +338,12 @@ static uint32_t fd_flags(hk_fd_t* e) { return __atomic_load_n(&e->flags, __ATOMI
 static void fd_on(hk_fd_t* e, uint32_t f) { __atomic_fetch_or(&e->flags, f, __ATOMIC_RELAXED); }
 static void fd_off(hk_fd_t* e, uint32_t f) { __atomic_fetch_and(&e->flags, ~f, __ATOMIC_RELAXED); }
 
-/* A descriptor the program got anew: forget the old one's (sock: it is a
- * socket, no file). */
-static void fd_fresh(int fd, int user_nb, int sock) {
+/* A descriptor the program got anew: forget the old one's (notfile: it is
+ * a socket, pipe or the like, no file). */
+static void fd_fresh(int fd, int user_nb, int notfile) {
     hk_fd_t* e = fd_entry(fd);
     if (e == NULL) return;
-    __atomic_store_n(&e->flags, F_SEEN | (user_nb ? F_USER_NB : 0) | (sock ? F_KIND : 0),
+    __atomic_store_n(&e->flags, F_SEEN | (user_nb ? F_USER_NB : 0) | (notfile ? F_KIND : 0),
                      __ATOMIC_RELAXED);
     __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
@@ -638,6 +654,40 @@ EXPORT int dup2(int fd, int nfd) {
 
 EXPORT int dup3(int fd, int nfd, int flags) {
     int r = LIBC(dup3)(fd, nfd, flags);
+    if (r >= 0) fd_dup(fd, r);
+    return r;
+}
+
+/* New descriptors of kinds that are no file: what was known of a number
+ * glibc closed inside itself (fclose, ...) must not outlive it. */
+EXPORT int pipe2(int fds[2], int flags) {
+    int r = LIBC(pipe2)(fds, flags);
+    if (r == 0) fd_fresh(fds[0], flags & O_NONBLOCK, 1), fd_fresh(fds[1], flags & O_NONBLOCK, 1);
+    return r;
+}
+EXPORT int pipe(int fds[2]) { return pipe2(fds, 0); }
+EXPORT int socketpair(int domain, int type, int proto, int sv[2]) {
+    int r = LIBC(socketpair)(domain, type, proto, sv);
+    if (r == 0) fd_fresh(sv[0], type & SOCK_NONBLOCK, 1), fd_fresh(sv[1], type & SOCK_NONBLOCK, 1);
+    return r;
+}
+EXPORT int eventfd(unsigned v, int flags) {
+    int r = LIBC(eventfd)(v, flags);
+    if (r >= 0) fd_fresh(r, flags & O_NONBLOCK, 1);
+    return r;
+}
+EXPORT int epoll_create1(int flags) {
+    int r = LIBC(epoll_create1)(flags);
+    if (r >= 0) fd_fresh(r, 0, 1);
+    return r;
+}
+EXPORT int epoll_create(int size) {
+    if (size <= 0) { errno = EINVAL; return -1; }
+    return epoll_create1(0);
+}
+/* (the copy shares the file and its O_NONBLOCK: looked at again) */
+EXPORT int dup(int fd) {
+    int r = LIBC(dup)(fd);
     if (r >= 0) fd_dup(fd, r);
     return r;
 }
@@ -1262,13 +1312,16 @@ static int co_statx(int dirfd, const char* path, int flags, unsigned mask, struc
 
 /* The body of a stat hook: buf is the caller's struct, from(buf, &x) its
  * conversion, libc_call libc's own (NULL fn: the system call instead). */
+/* (fstatat(2) never triggers an automount: nor does statx(2) with
+ * AT_NO_AUTOMOUNT, which glibc's own stat functions add too) */
 #define STAT_BODY(from, fn, libc_args, dirfd, path, flags)                         \
     if (HK_CHECKED()) hk_mem(buf, sizeof(*buf), 1);                                 \
     struct statx x;                                                                 \
-    int r = co_statx((dirfd), (path), (flags), STATX_BASIC_STATS, &x);              \
+    int fl_ = (flags) | AT_NO_AUTOMOUNT;                                            \
+    int r = co_statx((dirfd), (path), fl_, STATX_BASIC_STATS, &x);                  \
     if (r == 1) {                                                                   \
         if (LIBC(fn) != NULL) return LIBC(fn) libc_args;                            \
-        r = (int)syscall(SYS_statx, (dirfd), (path), (flags), STATX_BASIC_STATS, &x); \
+        r = (int)syscall(SYS_statx, (dirfd), (path), fl_, STATX_BASIC_STATS, &x);   \
     }                                                                               \
     return r < 0 ? r : from(buf, &x)
 
@@ -1340,7 +1393,7 @@ EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask, struct s
  * non-blocking, or with SPLICE_F_NONBLOCK. */
 EXPORT ssize_t sendfile(int out, int in, off_t* off, size_t n) {
     if (HK_CHECKED() && off) hk_mem(off, sizeof(*off), 1);
-    if (co_positioned(out) && co_positioned(in)) {
+    if (fd_is_file(in) && co_positioned(out)) {     /* (a pipe's input: libc's) */
         int64_t o = off ? *off : 0;
         ssize_t r = aco_rt_sendfile(out, in, off ? &o : NULL, n, deadline_of(snd_of(out)));
         if (!runtime_declined(r)) {
@@ -1404,10 +1457,12 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr* m, int flags) {
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr* m, int flags) {
     if (HK_CHECKED()) hk_msg(m, 1);
-    if (in_co() && m && !(flags & MSG_DONTWAIT) && co_entry(fd))
+    /* (MSG_ERRQUEUE never waits: an empty error queue is EAGAIN at once) */
+    if (in_co() && m && !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) && co_entry(fd))
         return ret(aco_rt_recvmsg(fd, m, flags, deadline_of(rcv_of(fd))));
     ssize_t r;
-    while ((r = LIBC(recvmsg)(fd, m, flags)) < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT) &&
+    while ((r = LIBC(recvmsg)(fd, m, flags)) < 0 && errno == EAGAIN &&
+           !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) &&
            block_outside(fd, POLLIN, rcv_of(fd))) {}
     return r;
 }
@@ -1434,51 +1489,74 @@ EXPORT int shutdown(int fd, int how) {
  * by another of its cos, and the co sleeps, 1 us doubled up to 1 ms, and
  * tries again while the others run (under aco_rt_cancel_shield: a lock
  * has no error to give a cancelled co); a mutex held by another thread is
- * waited for as libc waits (that thread goes on).  A recursive mutex's
- * holder co is kept per thread (up to MX_HELD at once, else not known), so
- * that it may lock it again while another co waits.  Outside cos: libc's. */
-#define MX_HELD 32
-static __thread struct {
+ * waited for as libc waits (that thread goes on).  Which co holds a
+ * recursive or error-checking mutex is kept per thread (a table that
+ * grows), so that its holder may lock a recursive one again, and gets
+ * EDEADLK for an error-checking one, while another co waits.  Not hooked:
+ * pthread_mutex_timedlock and clocklock, pthread_cond_wait's relock, and
+ * rwlocks and spinlocks (a co holding one across a park still stops the
+ * thread for a co of it that wants it).  Outside cos: libc's. */
+typedef struct {
     pthread_mutex_t* m;
     const aco_rt_co_t* co;
-} mx_held[MX_HELD];
+} mx_holder_t;
+static __thread mx_holder_t* mx_held;
+static __thread unsigned mx_cap;
 static __thread pid_t mx_tid;
+
+/* (the child of a fork is another thread: its id is looked up anew) */
+static void mx_forked(void) { mx_tid = 0; }
 
 static int mx_owned_here(const pthread_mutex_t* m) {
     if (mx_tid == 0) mx_tid = (pid_t)syscall(SYS_gettid);
     return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == mx_tid;
 }
-static int mx_recursive(const pthread_mutex_t* m) {
-    return (m->__data.__kind & 3) == PTHREAD_MUTEX_RECURSIVE_NP;
+/* Recursive or error-checking: their holder is kept. */
+static int mx_kept(const pthread_mutex_t* m) {
+    int k = m->__data.__kind & 3;
+    return k == PTHREAD_MUTEX_RECURSIVE_NP || k == PTHREAD_MUTEX_ERRORCHECK_NP;
 }
-/* Does another co of this thread hold m? */
-static int mx_other_co(pthread_mutex_t* m, const aco_rt_co_t* me) {
+static mx_holder_t* mx_find(const pthread_mutex_t* m) {
+    for (unsigned i = 0; i < mx_cap; i++)
+        if (mx_held[i].m == m) return &mx_held[i];
+    return NULL;
+}
+/* Who holds m, this thread holding it: 0 nobody of this thread, 1 the
+ * calling co, 2 another co. */
+static int mx_who(pthread_mutex_t* m, const aco_rt_co_t* me) {
     if (!mx_owned_here(m)) return 0;
-    if (!mx_recursive(m)) return 1;
-    for (int i = 0; i < MX_HELD; i++)
-        if (mx_held[i].m == m) return mx_held[i].co != me;
-    return 0;           /* (not known: taken as the caller's own) */
+    if (!mx_kept(m)) return 2;
+    mx_holder_t* h = mx_find(m);
+    return h == NULL || h->co == me ? 1 : 2;   /* (not kept: no memory, taken as ours) */
 }
 static void mx_took(pthread_mutex_t* m, const aco_rt_co_t* me) {
-    if (!mx_recursive(m) || m->__data.__count != 1) return;
-    for (int i = 0; i < MX_HELD; i++)
-        if (mx_held[i].m == NULL) {
-            mx_held[i].m = m;
-            mx_held[i].co = me;
-            return;
-        }
+    if (!mx_kept(m) || mx_find(m)) return;
+    mx_holder_t* h = mx_find(NULL);
+    if (h == NULL) {
+        unsigned cap = mx_cap ? mx_cap * 2 : 16;
+        mx_holder_t* n = realloc(mx_held, cap * sizeof(*n));
+        if (n == NULL) return;
+        memset(n + mx_cap, 0, (cap - mx_cap) * sizeof(*n));
+        h = n + mx_cap;
+        mx_held = n;
+        mx_cap = cap;
+    }
+    h->m = m;
+    h->co = me;
 }
 
 EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
     const aco_rt_co_t* me = aco_rt_self();
     if (me == NULL) return LIBC(mutex_lock)(m);
-    if (mx_other_co(m, me)) {
+    int who = mx_who(m, me);
+    if (who == 1 && (m->__data.__kind & 3) == PTHREAD_MUTEX_ERRORCHECK_NP) return EDEADLK;
+    if (who == 2) {
         int was = aco_rt_cancel_shield(1);
         int64_t nap = 1000;
         do {
-            aco_rt_sleep(nap);
+            if (aco_rt_sleep(nap) < 0) aco_rt_yield();     /* (no shield: no memory) */
             if (nap < 1000000) nap *= 2;
-        } while (mx_other_co(m, me));
+        } while (mx_who(m, me) == 2);
         if (was >= 0) aco_rt_cancel_shield(was);
     }
     int r = LIBC(mutex_lock)(m);
@@ -1489,19 +1567,18 @@ EXPORT int pthread_mutex_lock(pthread_mutex_t* m) {
 EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
     const aco_rt_co_t* me = aco_rt_self();
     if (me == NULL) return LIBC(mutex_trylock)(m);
-    if (mx_other_co(m, me)) return EBUSY;
+    if (mx_who(m, me) == 2) return EBUSY;
     int r = LIBC(mutex_trylock)(m);
     if (r == 0) mx_took(m, me);
     return r;
 }
 
 EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
-    if (mx_recursive(m) && m->__data.__count == 1 && mx_owned_here(m))
-        for (int i = 0; i < MX_HELD; i++)
-            if (mx_held[i].m == m) {
-                mx_held[i].m = NULL;
-                break;
-            }
+    if (mx_cap && mx_owned_here(m) && mx_kept(m) &&
+        ((m->__data.__kind & 3) == PTHREAD_MUTEX_ERRORCHECK_NP || m->__data.__count == 1)) {
+        mx_holder_t* h = mx_find(m);
+        if (h) h->m = NULL;
+    }
     return LIBC(mutex_unlock)(m);
 }
 

@@ -9,6 +9,7 @@
 # The same program without the hooks must fail its ticker check (it proves
 # the check can fail).  Runs in a mount namespace of its own.  Exit
 # status: the verdict.
+# test.sh: alone (its verdict is a latency: not beside the suite's other runs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/lib.sh

@@ -10,6 +10,7 @@
 # one thread (python3's HTTPServer without threads) must fail the latency
 # check (it proves the check can fail).  Runs in a mount namespace of its own.  Exit
 # status: the verdict.
+# test.sh: alone (its verdict is a latency: not beside the suite's other runs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/lib.sh

@@ -10,7 +10,11 @@
  * that wait park the co while a ticker co runs: an open of a FIFO until a
  * writer comes, F_SETLKW while another process holds the lock.  A
  * cancelled co's file calls fail with ECANCELED; pread on a pipe is
- * ESPIPE; the program's O_NONBLOCK still says EAGAIN for recvmsg; the
+ * ESPIPE; the program's O_NONBLOCK still says EAGAIN for recvmsg, and
+ * MSG_ERRQUEUE never waits; a number glibc's fclose let go and a pipe
+ * took is a pipe.  pthread mutexes held across a park: another co waits
+ * (the thread runs on), a recursive one's holder may lock it again, an
+ * error-checking one says EDEADLK, trylock EBUSY, 40 held at once.  The
  * fortified names keep their checks.  The calls here are plain libc
  * names.
  */
@@ -20,6 +24,7 @@
 #include <fcntl.h>
 #include <linux/stat.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -392,9 +397,8 @@ static void fifo_reader(void* arg) {
 static void fifo_writer(void* arg) {
     (void)arg;
     aco_rt_sleep(50 * MS);
-    int t0 = ticks;
     CHECK_LT(fifo_read_fd, 0);      /* the reader still waits, parked */
-    CHECK_GT(t0, 10);               /* and the ticker ran meanwhile */
+    CHECK_GT(ticks, 0);             /* and the ticker ran meanwhile */
     int w = open(fifo, O_WRONLY | O_CLOEXEC);
     CHECK_GE(w, 0);
     CHECK_EQ(write(w, "x", 1), 1);
@@ -440,12 +444,13 @@ static void waits(void* arg) {
     }
     char g;
     CHECK_EQ(read(go[0], &g, 1), 1);
-    int before = ticks;
-    t0 = aco_rt_now();
     struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    errno = 0;
+    CHECK_EQ(fcntl(fd, F_SETLK, &l), -1);   /* held by the child */
+    CHECK(errno == EAGAIN || errno == EACCES);
+    int before = ticks;
     CHECK_EQ(fcntl(fd, F_SETLKW, &l), 0);
-    CHECK_GE(aco_rt_now() - t0, 50 * MS);
-    CHECK_GT(ticks - before, 10);   /* parked: the ticker ran */
+    CHECK_GT(ticks - before, 0);    /* parked: the ticker ran */
     int st;
     CHECK_EQ(waitpid(pid, &st, 0), pid);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -455,6 +460,123 @@ static void waits(void* arg) {
     close(go[1]);
     close(fd);
     tick_stop = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mutexes held across a park                                               */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t mx_normal = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mx_rec, mx_chk;
+static pthread_mutex_t mx_many[40];
+static int mx_in;                   /* cos inside mx_normal at once */
+static int mx_order[4], mx_n;
+
+/* Holds the mutex across a park (a sleep), as a library holds its lock
+ * across a read: the co that wants it meanwhile must wait, not stop the
+ * thread, and nobody else is inside at the same time. */
+static void mx_holder(void* arg) {
+    int id = (int)(intptr_t)arg;
+    CHECK_EQ(pthread_mutex_lock(&mx_normal), 0);
+    CHECK_EQ(++mx_in, 1);
+    aco_rt_sleep(20 * MS);
+    mx_order[mx_n++] = id;
+    mx_in--;
+    CHECK_EQ(pthread_mutex_unlock(&mx_normal), 0);
+}
+
+static void mx_rec_holder(void* arg) {
+    (void)arg;
+    CHECK_EQ(pthread_mutex_lock(&mx_rec), 0);
+    CHECK_EQ(pthread_mutex_lock(&mx_rec), 0);   /* its own again */
+    CHECK_EQ(pthread_mutex_lock(&mx_chk), 0);
+    CHECK_EQ(pthread_mutex_lock(&mx_chk), EDEADLK);
+    /* more held at once than a small table would keep */
+    for (int i = 0; i < 40; i++) CHECK_EQ(pthread_mutex_lock(&mx_many[i]), 0);
+    aco_rt_sleep(20 * MS);
+    for (int i = 0; i < 40; i++) CHECK_EQ(pthread_mutex_unlock(&mx_many[i]), 0);
+    CHECK_EQ(pthread_mutex_unlock(&mx_chk), 0);
+    CHECK_EQ(pthread_mutex_unlock(&mx_rec), 0);
+    mx_order[mx_n++] = 1;
+    CHECK_EQ(pthread_mutex_unlock(&mx_rec), 0);
+}
+
+static void mx_rec_waiter(void* arg) {
+    (void)arg;
+    CHECK_EQ(pthread_mutex_trylock(&mx_rec), EBUSY);
+    CHECK_EQ(pthread_mutex_trylock(&mx_many[39]), EBUSY);
+    CHECK_EQ(pthread_mutex_lock(&mx_many[39]), 0);
+    CHECK_EQ(pthread_mutex_unlock(&mx_many[39]), 0);
+    CHECK_EQ(pthread_mutex_lock(&mx_rec), 0);   /* after the holder let go */
+    mx_order[mx_n++] = 2;
+    CHECK_EQ(pthread_mutex_unlock(&mx_rec), 0);
+}
+
+static void mutexes(void* arg) {
+    (void)arg;
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    CHECK_EQ(pthread_mutex_init(&mx_rec, &a), 0);
+    for (int i = 0; i < 40; i++) CHECK_EQ(pthread_mutex_init(&mx_many[i], &a), 0);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+    CHECK_EQ(pthread_mutex_init(&mx_chk, &a), 0);
+    pthread_mutexattr_destroy(&a);
+    tick_stop = 0;
+    ticks = 0;
+    aco_rt_co_t* t = aco_rt_spawn(NULL, ticker, NULL);
+    mx_n = 0;
+    aco_rt_co_t* c[3];
+    for (int i = 0; i < 3; i++) c[i] = aco_rt_spawn(NULL, mx_holder, (void*)(intptr_t)i);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_join(c[i], -1), 0);
+    CHECK_EQ(mx_n, 3);
+    CHECK(mx_order[0] == 0 && mx_order[1] + mx_order[2] == 3);
+    CHECK_GT(ticks, 0);             /* the thread ran the ticker meanwhile */
+    mx_n = 0;
+    c[0] = aco_rt_spawn(NULL, mx_rec_holder, NULL);
+    c[1] = aco_rt_spawn(NULL, mx_rec_waiter, NULL);
+    CHECK_EQ(aco_rt_join(c[0], -1), 0);
+    CHECK_EQ(aco_rt_join(c[1], -1), 0);
+    CHECK(mx_n == 2 && mx_order[0] == 1 && mx_order[1] == 2);
+    /* outside any co's turn, the thread takes them as libc does */
+    tick_stop = 1;
+    CHECK_EQ(aco_rt_join(t, -1), 0);
+    for (int i = 0; i < 40; i++) pthread_mutex_destroy(&mx_many[i]);
+    pthread_mutex_destroy(&mx_rec);
+    pthread_mutex_destroy(&mx_chk);
+}
+
+/* recvmsg(MSG_ERRQUEUE) never waits; a number glibc closed inside itself
+ * (fclose) and reused for a pipe the program made non-blocking is a pipe,
+ * not the file it was: EAGAIN. */
+static void odd_ends(void* arg) {
+    (void)arg;
+    int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(u, 0);
+    char b[16];
+    struct iovec iv = {b, sizeof b};
+    struct msghdr m = {.msg_iov = &iv, .msg_iovlen = 1};
+    errno = 0;
+    CHECK_EQ(recvmsg(u, &m, MSG_ERRQUEUE), -1);
+    CHECK_EQ(errno, EAGAIN);
+    close(u);
+    at(path, sizeof path, "f");
+    FILE* fp = fopen(path, "r");
+    CHECK(fp != NULL);
+    int n = fileno(fp);
+    struct stat st;
+    CHECK_EQ(fstat(n, &st), 0);     /* the hooks know the number for a file */
+    CHECK_EQ(read(n, b, 1), 1);
+    fclose(fp);                     /* (glibc's own close: no hook sees it) */
+    int p[2];
+    CHECK_EQ(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+    if (p[0] == n) {
+        errno = 0;
+        CHECK_EQ(read(p[0], b, 1), -1);
+        CHECK_EQ(errno, EAGAIN);
+    }
+    close(p[0]);
+    close(p[1]);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -497,6 +619,10 @@ static void body(aco_rt_sched_t* s, void* arg) {
     CHECK(aco_rt_spawn(s, waits, NULL) != NULL);
     test_run(s);
     CHECK(aco_rt_spawn(s, cancels, NULL) != NULL);
+    test_run(s);
+    CHECK(aco_rt_spawn(s, mutexes, NULL) != NULL);
+    test_run(s);
+    CHECK(aco_rt_spawn(s, odd_ends, NULL) != NULL);
     test_run(s);
 }
 
