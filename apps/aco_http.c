@@ -395,6 +395,9 @@ static void open_file(conn_t* c, int n, int dir, resp_t* r) {
         r->status = dir ? 404 : 403;    /* "file/" is no directory */
         return;
     }
+    /* A regular file: O_NONBLOCK (for FIFOs) off, which io_uring would
+     * take as "never wait for the disk" and send a cold read back */
+    fcntl(fd, F_SETFL, 0);
     r->status = 200;
     r->file = fd;
     r->size = st.st_size;

@@ -4,7 +4,7 @@
  * add_subdirectory) and through pkg-config libaco_hook, always under
  * -Wl,--as-needed.  Like a program whose blocking calls are made by its
  * libraries (hiredis, libcurl), it names none of the hooked functions: it
- * finds read, write, fcntl and close by name at run time, where a library
+ * finds pipe, read, write, fcntl and close by name at run time, where a library
  * would reach them, so nothing it links against needs libaco_hook and
  * --as-needed drops a plainly linked -laco_hook.  It says whether the hooks
  * are live (aco_rt_hooks_active); if they are, one co calls read(2) on an
@@ -36,6 +36,7 @@ static ssize_t (*read_fn)(int, void*, size_t);
 static ssize_t (*write_fn)(int, const void*, size_t);
 static int (*fcntl_fn)(int, int, ...);
 static int (*close_fn)(int);
+static int (*pipe_fn)(int*);
 
 static int fds[2];
 static int reader_in_read, reader_done;
@@ -68,10 +69,11 @@ int main(void) {
     *(void**)&write_fn = dlsym(RTLD_DEFAULT, "write");
     *(void**)&fcntl_fn = dlsym(RTLD_DEFAULT, "fcntl");
     *(void**)&close_fn = dlsym(RTLD_DEFAULT, "close");
+    *(void**)&pipe_fn = dlsym(RTLD_DEFAULT, "pipe");
     expect(read_fn && write_fn && fcntl_fn && close_fn, "read, write, fcntl and close by name");
     alarm(30);
     aco_rt_sched_t* s = aco_rt_sched_new(NULL);
-    expect(s != NULL && pipe(fds) == 0, "a scheduler and a pipe");
+    expect(s != NULL && pipe_fn(fds) == 0, "a scheduler and a pipe");
     if (failures) return 1;
     aco_rt_spawn(s, reader, NULL);
     aco_rt_spawn(s, writer, NULL);
