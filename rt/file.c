@@ -829,7 +829,16 @@ static int cached(int fd, int64_t off, size_t len) {
     if (!__atomic_load_n(&nocachestat, __ATOMIC_RELAXED)) {
         struct { uint64_t off, len; } range = {(uint64_t)off, len};
         struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs;
-        if (SC(SYS_cachestat, fd, &range, &cs, 0, 0, 0) == 0) return cs.cache >= pages;
+        if (SC(SYS_cachestat, fd, &range, &cs, 0, 0, 0) == 0) {
+            if (cs.cache >= pages) return 1;
+            /* (a range past the end of the file: only its pages count) */
+            struct statx x;
+            if (SC(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE, &x, 0) < 0 ||
+                x.stx_size >= (uint64_t)off + len)
+                return 0;
+            return x.stx_size <= (uint64_t)off ||
+                   cs.cache >= (x.stx_size + pg - 1) / pg - (uint64_t)off / pg;
+        }
         if (errno != ENOSYS) return 0;
         __atomic_store_n(&nocachestat, 1, __ATOMIC_RELAXED);
     }
@@ -975,7 +984,9 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
     }
     if (rt_passed(deadline)) return -ETIMEDOUT;
     int err = 0;
-    int kout = fd_type(out_fd, &err);
+    /* (a socket the table knows costs no look) */
+    rt_fd_t* e = rt_fd_get(&co->s->fds, out_fd);
+    int kout = e && rt_fd_kind(e, out_fd) == RT_FD_SOCK ? K_SOCK : fd_type(out_fd, &err);
     if (err) return err;
     if ((err = nonblock_ends(kout, out_fd))) return err;
     int64_t o = offset ? *offset : -1;
@@ -983,10 +994,13 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
     if (o == -1 && (o = lseek(in_fd, 0, SEEK_CUR)) < 0) return -errno;
     size_t done = 0;
     ssize_t r = 0;
+    /* The whole range cached at the start: sent from the thread to its end
+     * (each wait for the socket asks no more), else chunk by chunk */
+    int hot = kout != K_FILE && cached(in_fd, o, count);
     while (done < count) {
         size_t chunk = count - done > (8u << 20) ? (8u << 20) : count - done;
         if ((r = rt_may_block(co, deadline)) != 0) break;
-        if (kout != K_FILE && cached(in_fd, o, chunk)) {
+        if (hot || (kout != K_FILE && cached(in_fd, o, chunk))) {
             rt_sf_off_t x = (rt_sf_off_t)o;
             r = SYS_SENDFILE(out_fd, in_fd, &x, chunk);
             r = r < 0 ? -errno : r;
