@@ -1109,6 +1109,7 @@ HK_INLINE ssize_t hk_preadv(int fd, const struct iovec* iov, int cnt, int64_t of
         if (off < (v2 ? -1 : 0)) { errno = EINVAL; return -1; }
         return file_rw(0, fd, iov, cnt, off, flags);
     }
+    if (off < (v2 ? -1 : 0)) { errno = EINVAL; return -1; }   /* (preadv's own -1: EINVAL) */
     return LIBC(preadv2)(fd, iov, cnt, (off_t)off, flags);
 }
 
@@ -1119,6 +1120,7 @@ HK_INLINE ssize_t hk_pwritev(int fd, const struct iovec* iov, int cnt, int64_t o
         if (off < (v2 ? -1 : 0)) { errno = EINVAL; return -1; }
         return file_rw(1, fd, iov, cnt, off, flags);
     }
+    if (off < (v2 ? -1 : 0)) { errno = EINVAL; return -1; }
     return LIBC(pwritev2)(fd, iov, cnt, (off_t)off, flags);
 }
 

@@ -81,6 +81,11 @@ static void outside(void) {
     CHECK_EQ(pread(fd, b, 7, 0), 7);
     CHECK(memcmp(b, "outside", 7) == 0);
     CHECK_EQ(fsync(fd), 0);
+    struct iovec one = {b, 1};
+    errno = 0;
+    CHECK_EQ(preadv(fd, &one, 1, -1), -1);      /* preadv's -1 is no position */
+    CHECK_EQ(errno, EINVAL);
+    CHECK_EQ(preadv2(fd, &one, 1, -1, 0), 1);   /* preadv2's is */
     CHECK_EQ(fstat(fd, &outside_st), 0);
     CHECK_EQ(outside_st.st_size, 7);
     struct stat st;
