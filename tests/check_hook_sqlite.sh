@@ -20,7 +20,7 @@ done
 in_private_mounts "$0" "$@"
 PIDS=()
 tmp=$(mktemp -d /var/tmp/aco_hook_sqlite.XXXXXX)
-trap 'kill_pids wait; rm -rf "$tmp"' EXIT
+trap 'slow_disk_cleanup "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 slow_disk "$tmp" '*.db*:read=50,fsync=50' || exit 1
 dir=$tmp/mnt

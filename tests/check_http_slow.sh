@@ -20,7 +20,7 @@ command -v python3 > /dev/null || { echo "check_http_slow: python3 not found: in
 in_private_mounts "$0" "$@"
 PIDS=()
 tmp=$(mktemp -d /var/tmp/aco_http_slow.XXXXXX)
-trap 'kill_pids wait; rm -rf "$tmp"' EXIT
+trap 'slow_disk_cleanup "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 mkdir -p "$tmp/back"
 head -c 4096 /dev/urandom > "$tmp/back/fast.bin"

@@ -115,14 +115,21 @@ need_built() {
     done
 }
 
-# in_private_mounts "$0" "$@": re-runs the calling script in a mount namespace of its own (unshare -m, as root; a user
-# namespace otherwise), once: a FUSE file system it mounts goes away with its processes, whatever ends them.
+# in_private_mounts "$0" "$@": re-runs the calling script in a mount namespace of its own, once: a FUSE file system it
+# mounts goes away with its processes, whatever ends them.  unshare -m (as root; a user namespace otherwise) with its
+# mounts private, or, in a chroot (whose root is no mount point, which makes that EINVAL), as they are: slow_disk then
+# makes its own directory a private mount first.
 in_private_mounts() {
     [ -z "${ACO_PRIVATE_MOUNTS:-}" ] || return 0
-    local u=(unshare -m --propagation private)
-    [ "$(id -u)" = 0 ] || u=(unshare -Urm --propagation private)
-    "${u[@]}" true 2>/dev/null || { echo "$(basename "$1" .sh): cannot make a mount namespace (${u[*]})"; exit 1; }
-    ACO_PRIVATE_MOUNTS=1 exec "${u[@]}" bash "$@"
+    local u=(unshare -m) p
+    [ "$(id -u)" = 0 ] || u=(unshare -Urm)
+    for p in ${ACO_MOUNTNS_PROPAGATION:-private unchanged}; do
+        if "${u[@]}" --propagation "$p" true 2>/dev/null; then
+            ACO_PRIVATE_MOUNTS=$p exec "${u[@]}" --propagation "$p" bash "$@"
+        fi
+    done
+    echo "$(basename "$1" .sh): cannot make a mount namespace (${u[*]})"
+    exit 1
 }
 
 # slow_disk DIR RULE...: mounts output/slowfs (rt/tests/slowfs.c) at DIR/mnt over DIR/back with its -s RULEs (as
@@ -134,11 +141,25 @@ slow_disk() {
     [ -e /dev/fuse ] || { echo "no /dev/fuse: FUSE is needed for the slow disk"; return 1; }
     mkdir -p "$d/back" "$d/mnt"
     rm -f "$d/ready"
+    # (mounts not private: ours made so, so that nothing reaches the parent's)
+    if [ "${ACO_PRIVATE_MOUNTS:-}" = unchanged ]; then
+        mount --bind "$d" "$d" && mount --make-private "$d" ||
+            { echo "cannot make $d a private mount"; return 1; }
+    fi
     nice -n 19 "$OUT/slowfs" "${args[@]}" --ready "$d/ready" --log "$d/holds.log" "$d/back" "$d/mnt" > "$d/slowfs.log" 2>&1 &
     SLOWFS_PID=$!
     PIDS+=("$SLOWFS_PID")
     wait_until 100 0.05 "$SLOWFS_PID" test -e "$d/ready" ||
         { echo "slowfs did not start:"; cat "$d/slowfs.log"; return 1; }
+}
+
+# slow_disk_cleanup DIR: the EXIT trap of a script that made a slow_disk in DIR: its processes ended (slowfs unmounts
+# on SIGTERM), what is still mounted under DIR let go, DIR removed.
+slow_disk_cleanup() {
+    kill_pids wait
+    umount -l "$1/mnt" 2>/dev/null
+    umount -l "$1" 2>/dev/null
+    rm -rf "$1"
 }
 
 # ok WHAT: prints the line of a check that passed.
