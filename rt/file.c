@@ -249,7 +249,7 @@ static void fop_prep(struct io_uring_sqe* sqe, fop_t* f) {
         break;
     case RT_F_TEE: io_uring_prep_tee(sqe, f->fd, f->fd2, (unsigned)f->len, f->uflags); break;
     }
-    sqe->flags |= IOSQE_ASYNC;      /* (punt_sqe below) */
+    sqe->flags |= IOSQE_ASYNC;      /* (why: above) */
 }
 #endif
 

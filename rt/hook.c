@@ -1079,7 +1079,7 @@ static ssize_t file_rw(int write, int fd, const struct iovec* iov, int cnt, int6
 
 /* A positioned call on fd in a co: the runtime's on a file, and on
  * anything else that the program has not made non-blocking (the runtime's
- * readiness way there); else NULL: libc's. */
+ * readiness way there); else 0: libc's. */
 static int co_positioned(int fd) {
     return in_co() && (fd_is_file(fd) || co_entry(fd) != NULL);
 }
