@@ -54,12 +54,23 @@ static int open_fds(void) {
     return n;
 }
 
-/* Wait (as a co) until the process has want descriptors open: 5 s at most
- * (a FIFO's open and close touch its inode, which a busy disk's journal
- * may hold up). */
+/* Wait (as a co) until the process has want descriptors open and no
+ * operation a co left is still in the kernel: 5 s at most (a FIFO's open
+ * and close touch its inode, which a busy disk's journal may hold up).
+ * The count alone is not enough: an open a writer let in installs its
+ * descriptor a moment later (in io_uring's worker or a helper thread), and
+ * is closed only after that.  io_uring's in-flight count says when its
+ * orphan ended; a helper's open is closed right after it returns, on its
+ * own thread, so the count must hold for 200 ms there. */
 static void fds_report(void);
 static int fds_settle(int want) {
-    for (int i = 0; i < 1000 && open_fds() != want; i++) aco_rt_sleep(5 * MS);
+    int steady = 0, enough = strcmp(aco_rt_file_way("openat"), "uring") == 0 ? 1 : 40;
+    for (int i = 0; i < 1000 && steady < enough; i++) {
+        aco_rt_stats_t st;
+        aco_rt_stats(NULL, &st);
+        steady = open_fds() == want && st.io_inflight == 0 ? steady + 1 : 0;
+        if (steady < enough) aco_rt_sleep(5 * MS);
+    }
     int n = open_fds();
     if (n != want) fds_report();
     return n;
@@ -253,7 +264,12 @@ static void freed_while_open(int b) {
     aco_rt_sched_free(s);
     int w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);    /* a reader still waits? */
     if (w >= 0) close(w);
-    for (int i = 0; i < 1000 && open_fds() != base; i++) usleep(5000);
+    /* (a helper's open installs its descriptor a moment after the writer
+     * came, and closes it after that: the count must hold 200 ms) */
+    for (int i = 0, steady = 0; i < 1000 && steady < 40; i++) {
+        steady = open_fds() == base ? steady + 1 : 0;
+        usleep(5000);
+    }
     if (open_fds() != base) fds_report();
     CHECK_EQ(open_fds(), base);
 }
