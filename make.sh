@@ -5,7 +5,11 @@
 #                                   build: a variant whose toolchain is missing
 #                                   is left out with one line naming the
 #                                   Debian package that brings it
-#   bash make.sh -o strict          the same, but a missing toolchain is an
+#   bash make.sh libs               the libraries alone (libaco.a and .so,
+#                                   libaco_rt.a and .so, libaco_hook.so and
+#                                   their .pc files): what a program of
+#                                   yours links, in seconds
+#   bash make.sh -o strict          the same as plain make.sh, but a missing toolchain is an
 #                                   error (also ACO_STRICT=1; test.sh is strict)
 #   bash make.sh -o no-m32          without the i386 (-m32) variants
 #   bash make.sh -o no-valgrind     without the ACO_USE_VALGRIND variants
@@ -119,6 +123,7 @@ while [ $# -gt 0 ]; do
             esac ;;
         -h|--help) usage; exit 0 ;;
         install) action=install ;;
+        libs) action=libs ;;
         bench) action=bench ;;
         bench-rt) action=bench-rt ;;
         soak) action=soak ;;
@@ -143,7 +148,8 @@ case "$san" in
 esac
 if [ -n "$san" ]; then no_valgrind=1; no_aarch64=1; no_riscv64=1; fi
 # The benchmarks build only what they run: native x86-64, no valgrind.
-case $action in bench|bench-rt) no_m32=1; no_valgrind=1; no_aarch64=1; no_riscv64=1 ;; esac
+# So do the libraries alone: the native x86-64 ones.
+case $action in bench|bench-rt|libs) no_m32=1; no_valgrind=1; no_aarch64=1; no_riscv64=1 ;; esac
 CFLAGS="$CFLAGS${SANFLAGS:+ $SANFLAGS}"
 
 # The programs of tests lists (tests/tests.list says the format: a line of
@@ -613,15 +619,26 @@ write_makefile() {
 run_build() {   # run_build [target...]
     write_makefile
     if command -v make > /dev/null; then
-        local log=$OUTPUT/obj/build.out n
-        make -f "$MK" -j"$JOBS" --no-print-directory "$@" > "$log" 2>&1 || {
-            grep -v '^  built ' "$log" >&2; echo "make.sh: build failed" >&2; exit 1; }
-        grep -v "^  built \|^make: '.*' is up to date\|^make: Nothing to be done" "$log" || true
+        local log=$OUTPUT/obj/build.out n todo
+        # what is out of date, for the progress lines: make -n prints each
+        # rule's echo without running it
+        todo=$(make -n -f "$MK" --no-print-directory "$@" 2>/dev/null | grep -c "^echo '  built " || true)
+        [ "$todo" -gt 0 ] && echo "make.sh: making $todo files ($JOBS at a time)"
+        # a line at each tenth done, when there are enough to wait for
+        { make -f "$MK" -j"$JOBS" --no-print-directory "$@" 2>&1; echo "rc=$?"; } |
+            tee "$log" | awk -v todo="$todo" -v t0="$SECONDS" '
+                /^  built / && todo >= 20 && int(10 * ++n / todo) > shown {
+                    shown = int(10 * n / todo)
+                    if (n < todo) printf "make.sh: %d%% (%d of %d)\n", 10 * shown, n, todo
+                    fflush() }'
+        grep -qx 'rc=0' "$log" || {
+            grep -v '^  built \|^rc=' "$log" >&2; echo "make.sh: build failed" >&2; exit 1; }
+        grep -v "^  built \|^rc=\|^make: '.*' is up to date\|^make: Nothing to be done" "$log" || true
         n=$(grep -c '^  built ' "$log" || true)
         if [ $# -gt 0 ]; then
-            echo "make.sh: $action needs $# outputs: rebuilt $n, the others were up to date"
+            echo "make.sh: the $# outputs asked for are up to date ($n files made now)"
         else
-            echo "make.sh: rebuilt $n of ${#rules[@]} outputs, the others were up to date ($MK)"
+            echo "make.sh: all ${#rules[@]} files are up to date ($n made now; the rules: $MK)"
         fi
     elif [ "$strict" = 1 ]; then
         echo "make.sh: 'make' not found: install the Debian package make (strict:" \
@@ -721,6 +738,9 @@ if [ $action = bench ]; then
     bench_targets=("$OUTPUT/test_aco_benchmark..no_valgrind.standaloneFPUenv"
                    "$OUTPUT/test_aco_benchmark..no_valgrind.shareFPUenv")
     [ -n "$(bench_flags no_valgrind.standaloneFPUenv)" ] && bench_targets+=("$OUTPUT/fcontext_loop")
+elif [ $action = libs ]; then
+    bench_targets=("$OUTPUT/libaco.a" "$OUTPUT/libaco.so" "$OUTPUT/libaco_rt.a" "$OUTPUT/libaco_rt.so"
+                   "$OUTPUT/libaco_hook.so")
 elif [ $action = bench-rt ]; then
     for r in "${rules[@]}"; do
         t=${r%%|*}
@@ -734,8 +754,16 @@ if [ $action = list ]; then
     done
     exit 0
 fi
+# The last word of a build: the libraries it made, and the runtime's
+# backends (what a program links with).
+say_built() {   # say_built [what else]
+    local backends="epoll only (liburing-dev not found: link without -luring)"
+    [ -n "$RT_URING" ] && backends="io_uring and epoll (link with -luring)"
+    echo "make.sh: built $OUTPUT/libaco.a, libaco.so, libaco_rt.a, libaco_rt.so, libaco_hook.so${1:+ and $1}; the runtime's backends: $backends"
+}
 if [ ${#bench_targets[@]} -gt 0 ]; then
     run_build "${bench_targets[@]}"
+    [ $action = libs ] && say_built
 else
 if [ ${#only[@]} -gt 0 ]; then
     # each must be one of this build's outputs: a typo is an error, not a no-op
@@ -762,7 +790,11 @@ printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
 if [ ${#only[@]} -gt 0 ]; then
     echo "make.sh: built the ${#only[@]} outputs asked for"
 else
-    echo "make.sh: built $OUTPUT/libaco.a, $OUTPUT/libaco.so and $(( $(programs | wc -l) * ${#variants[@]} )) programs"
+    nprog=0
+    for r in "${rules[@]}"; do
+        case ${r%%|*} in "$OUTPUT"/obj/*|*.a|*.so|*.pc) ;; *) nprog=$((nprog + 1)) ;; esac
+    done
+    say_built "$nprog programs (tests, tutorials, benchmarks, apps: bash make.sh list)"
 fi
 fi
 
