@@ -818,8 +818,8 @@ if [ $action = bench ]; then
     grep '^headline ' "$log" || true
     # the last word: which targets were met and which missed (the
     # shared-FP-env build's too, for information: its MISS lines are above)
-    shared=$(sed -n 's/^+every correctness check passed;.*targets: \([0-9]*\) met.*, \([0-9]*\) missed.*/\1 met, \2 missed/p' "$log.shared")
-    echo "make.sh bench: $(grep '^+every correctness check passed' "$log" | sed 's/^+//')${shared:+; the shared-FP-env build, for information: $shared}"
+    shared=$(sed -n 's/^+every correctness check passed;.*targets[^:]*: \([0-9]*\) met.*, \([0-9]*\) missed.*/\1 met, \2 missed/p' "$log.shared")
+    echo "make.sh bench: $(grep '^+every correctness check passed' "$log" | sed 's/^+//')${shared:+; the shared-FP-env build (for comparison, above): $shared}"
 fi
 
 if [ $action = bench-rt ]; then

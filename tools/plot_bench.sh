@@ -6,7 +6,7 @@
 #                            live bytes per co: libaco (copied on a shared
 #                            stack) vs fcontext and swapcontext (own stacks)
 #   img/bench_memory.svg     peak RSS per co against the live bytes per co,
-#                            for a few numbers of cos, and target 3
+#                            for a few numbers of cos, and the memory target
 #
 #   bash tools/plot_bench.sh            run everything (~4 min, ~7 GiB RAM)
 #   bash tools/plot_bench.sh CSV        only draw, from a CSV of an earlier run
@@ -109,7 +109,7 @@ set yrange [0:*]
 set grid lc rgb "#dddddd"
 set key top left box opaque
 set arrow from 0,280 to 520,280 nohead dt 2 lw 1.5 lc rgb "#d62728"
-set label "target 3: 280 B per co (10M cos, 120 B live)" at 200,295 tc rgb "#d62728"
+set label "memory target: 280 B per co (10M cos, 120 B live)" at 200,295 tc rgb "#d62728"
 set object circle at 120,280 size 4 fc rgb "#d62728" fs solid
 plot $mem_plot x with lines dt 3 lw 1.5 lc rgb "#7f7f7f" title "the live bytes alone"
 EOF
