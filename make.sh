@@ -623,9 +623,11 @@ run_build() {   # run_build [target...]
         # what is out of date, for the progress lines: make -n prints each
         # rule's echo without running it
         todo=$(make -n -f "$MK" --no-print-directory "$@" 2>/dev/null | grep -c "^echo '  built " || true)
-        [ "$todo" -gt 0 ] && echo "make.sh: making $todo files ($JOBS at a time)"
+        [ "$todo" -gt 0 ] && echo "make.sh: making $todo file$([ "$todo" = 1 ] || echo s) ($JOBS at a time)"
         # a line at each tenth done, when there are enough to wait for
-        { make -f "$MK" -j"$JOBS" --no-print-directory "$@" 2>&1; echo "rc=$?"; } |
+        # (make's status as the log's last line: set -e would end the
+        # group at a failed make, and say nothing)
+        { local rc=0; make -f "$MK" -j"$JOBS" --no-print-directory "$@" 2>&1 || rc=$?; echo "rc=$rc"; } |
             tee "$log" | awk -v todo="$todo" -v t0="$SECONDS" '
                 /^  built / && todo >= 20 && int(10 * ++n / todo) > shown {
                     shown = int(10 * n / todo)
@@ -636,7 +638,7 @@ run_build() {   # run_build [target...]
         grep -v "^  built \|^rc=\|^make: '.*' is up to date\|^make: Nothing to be done" "$log" || true
         n=$(grep -c '^  built ' "$log" || true)
         if [ $# -gt 0 ]; then
-            echo "make.sh: the $# outputs asked for are up to date ($n files made now)"
+            echo "make.sh: the $# output$([ $# = 1 ] || echo s) asked for $([ $# = 1 ] && echo is || echo are) up to date ($n made now)"
         else
             echo "make.sh: all ${#rules[@]} files are up to date ($n made now; the rules: $MK)"
         fi

@@ -58,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -133,7 +134,10 @@ int aco_rt_sched_run(aco_rt_sched_t* s);
  * on with them.  From any
  * thread; asked while s does not run, it makes the next run return at
  * once (a stop is never lost, and ends one run: stops asked while s does
- * not run end the next run only). */
+ * not run end the next run only).  Async-signal-safe: a signal handler on
+ * any thread, s's own included, may call it (errno is kept); but a co
+ * that waits for the signal (aco_rt_signal_wait) is the easier way to
+ * stop on SIGINT or SIGTERM. */
 void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished
@@ -355,6 +359,40 @@ int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
  * returns, and the timer fires in a later run that lasts past its deadline;
  * aco_rt_sched_free() disarms those still armed (stop then says 0). */
 int aco_rt_timer_stop(aco_rt_timer_t* t);
+
+/* ======================================================================== */
+/* Signals: waited for in a co                                              */
+/* ======================================================================== */
+
+/* Wait for one of the signals of set, as sigwaitinfo(2) does, while the
+ * other cos run: the signal's number, and *info (if not NULL) filled as
+ * sigwaitinfo fills it (si_signo, si_code, si_errno; then by kind: si_pid
+ * and si_uid; with si_value for sigqueue(3), timers and message queues;
+ * si_status, si_utime and si_stime for SIGCHLD; si_band and si_fd for
+ * SIGIO).  A signal of set already pending is taken at once; several cos
+ * may wait for the same signal, and each one that comes ends one wait.
+ *
+ * The signals of set must be blocked (pthread_sigmask(2)) in every thread
+ * of the process, or the kernel gives them to a thread that does not
+ * block them, the usual way (a handler, or the default action: for
+ * SIGINT and SIGTERM the end of the process).  Block them in main()
+ * before any thread is made: threads inherit the mask (the runtime's
+ * helper threads block every signal themselves; a pool's threads have
+ * the mask of the thread that made the pool).  A signal sent to one
+ * thread (pthread_kill(3), tgkill(2)) is seen only by a wait on that
+ * thread's scheduler.  The wait is a signalfd(2) of set, opened and
+ * closed by each call.
+ *
+ * -EPERM    not in a co;
+ * -EINVAL   set is NULL, or holds a signal (but SIGKILL and SIGSTOP, which
+ *           nobody can block, and which no wait ever sees) that the
+ *           calling thread does not block;
+ * -ETIMEDOUT, -ECANCELED  as every blocking call;
+ * -EMFILE, -ENFILE, -ENOMEM  no descriptor or memory for the signalfd.
+ * An empty set waits for the deadline.  A graceful stop: one co waits for
+ * SIGINT and SIGTERM, then cancels or tells the others, or calls
+ * aco_rt_sched_stop(); docs/runtime.md, "Signals and a graceful stop". */
+int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
 
 /* ======================================================================== */
 /* I/O                                                                      */

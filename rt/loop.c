@@ -526,10 +526,16 @@ void rt_cancel_ask(aco_rt_sched_t* s) {
     rt_notify(s);
 }
 
+/* (Async-signal-safe: a handler on s's thread that interrupted the loop
+ * between its last look at stop and its wait must wake that wait; only a
+ * co of s, which the loop looks after, needs no wake.) */
 void aco_rt_sched_stop(aco_rt_sched_t* s) {
     if (s == NULL) return;
+    int e = errno;
     __atomic_store_n(&s->ask.stop, 1, __ATOMIC_SEQ_CST);
-    if (s != rt_tls_sched) rt_notify(s);
+    aco_rt_co_t* co = rt_self();
+    if (co == NULL || co->s != s) rt_notify(s);
+    errno = e;
 }
 
 /* The kernel's part of freeing s, before the backend goes: every message

@@ -127,6 +127,7 @@ sched     6  sched.c            a scheduler made and freed: every part in order
 pool      7  pool.c             pools of threads, groups
 bufio     7  bufio.c            buffered I/O
 net       7  net.c              listen, dial
+signal    7  signal.c           signals waited for in a co
 pthread   7  pthread.c          the pthread-like face
 hook      7  hook.c             the syscall hooks (libaco_hook.so)
 '

@@ -5,7 +5,8 @@
 # and its last line names every library it made (each of which exists)
 # and the runtime's backends, which must be the truth: io_uring (and
 # "-luring") exactly when a program using io_uring links here, epoll only
-# with -o no-uring.  A second run makes nothing and says so.
+# with -o no-uring.  A second run makes nothing and says so; a compile
+# that fails shows the compiler's message and fails make.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -45,7 +46,13 @@ case "$(tail -1 "$tmp/b.log")" in *"backends: epoll only"*"without -luring"*) ;;
     *) fail "-o no-uring: the last line says: $(tail -1 "$tmp/b.log")" ;; esac
 # nothing to do the second time, said as such
 run "$tmp/a"
-grep -q '^make.sh: the 5 outputs asked for are up to date (0 files made now)$' "$tmp/a.log" ||
+grep -q '^make.sh: the 5 outputs asked for are up to date (0 made now)$' "$tmp/a.log" ||
     { cat "$tmp/a.log"; fail "a second run does not say it made nothing"; }
 grep -q '^make.sh: [0-9]*%' "$tmp/a.log" && fail "a second run shows progress for nothing"
+# a build that fails says why (the compiler's words) and fails
+if OUTPUT=$tmp/c CFLAGS="-O2 -include $tmp/absent.h" bash make.sh libs > "$tmp/c.log" 2>&1; then
+    cat "$tmp/c.log"; fail "a failed compile did not fail make.sh"
+fi
+grep -q 'absent.h: No such file' "$tmp/c.log" && grep -q '^make.sh: build failed$' "$tmp/c.log" ||
+    { cat "$tmp/c.log"; fail "a failed compile is not reported"; }
 echo "check_make_output: make.sh libs made $total files, progress and last line right"

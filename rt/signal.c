@@ -1,0 +1,82 @@
+/* signal.c - signals waited for in a co (aco_rt.h, "Signals").
+ *
+ * aco_rt_signal_wait is sigwaitinfo(2) for a co: a signalfd(2) of the set,
+ * made per call, read on the scheduler's thread (a signalfd gives the
+ * signals of the process and of the thread that reads it, so the read
+ * never goes to a helper or to io_uring's workers) after the runtime's
+ * readiness wait.  Nothing of the wait lies on the co's stack but the
+ * descriptor's number.
+ */
+#define _GNU_SOURCE
+#include "rt_impl.h"
+#include "rt_sys.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+
+/* *out as sigwaitinfo(2) fills it, from what the signalfd said.  The
+ * members of siginfo_t share storage (si_value with si_status), so each
+ * kind of signal gets only its own. */
+static void to_siginfo(const struct signalfd_siginfo* in, siginfo_t* out) {
+    memset(out, 0, sizeof(*out));
+    out->si_signo = (int)in->ssi_signo;
+    out->si_errno = in->ssi_errno;
+    out->si_code = in->ssi_code;
+    if ((int)in->ssi_signo == SIGCHLD && in->ssi_code > 0) {
+        out->si_pid = (pid_t)in->ssi_pid;
+        out->si_uid = (uid_t)in->ssi_uid;
+        out->si_status = in->ssi_status;
+        out->si_utime = (clock_t)in->ssi_utime;
+        out->si_stime = (clock_t)in->ssi_stime;
+    } else if ((int)in->ssi_signo == SIGIO && in->ssi_code > 0) {
+        out->si_band = (long)in->ssi_band;
+        out->si_fd = in->ssi_fd;
+    } else if (in->ssi_code == SI_QUEUE || in->ssi_code == SI_MESGQ || in->ssi_code == SI_ASYNCIO) {
+        out->si_pid = (pid_t)in->ssi_pid;
+        out->si_uid = (uid_t)in->ssi_uid;
+        out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
+    } else if (in->ssi_code == SI_TIMER) {
+        out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
+    } else {
+        out->si_pid = (pid_t)in->ssi_pid;
+        out->si_uid = (uid_t)in->ssi_uid;
+    }
+}
+
+int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline) {
+    aco_rt_co_t* co = rt_self();
+    if (co == NULL) return -EPERM;
+    if (co->flags & RT_CANCELLED) return -ECANCELED;
+    if (set == NULL) return -EINVAL;
+    /* a signal of set that this thread does not block would be delivered
+     * the usual way (its handler, or the default: often the end of the
+     * process), never here: say so now */
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, NULL, &mask);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP && sigismember(set, sig) == 1 &&
+            sigismember(&mask, sig) != 1)
+            return -EINVAL;
+    int fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct signalfd_siginfo si;
+    int r;
+    for (;;) {
+        ssize_t n = rt_sys_read(fd, &si, sizeof(si));
+        if (n == (ssize_t)sizeof(si)) {
+            r = (int)si.ssi_signo;
+            if (info) to_siginfo(&si, info);
+            break;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            r = -errno;
+            break;
+        }
+        r = aco_rt_wait(fd, POLLIN, deadline);
+        if (r < 0) break;
+    }
+    aco_rt_close(fd);
+    return r;
+}

@@ -1,0 +1,282 @@
+/* test_signal_wait.c - signals in a co (aco_rt.h, "Signals"), and
+ * aco_rt_sched_stop from a signal handler:
+ *   - a co waiting for SIGUSR1 gets it from another thread's kill(2) while
+ *     a ticker co on the same scheduler keeps ticking; si_code SI_USER,
+ *     si_pid and si_uid the sender's;
+ *   - sigqueue(3)'s value comes in si_value (SI_QUEUE);
+ *   - a signal pending before the call is taken at once, even with a
+ *     deadline already passed; one sent to the scheduler's own thread
+ *     (raise) too;
+ *   - the deadline (-ETIMEDOUT, on time), a cancel (-ECANCELED);
+ *   - -EINVAL for a NULL set and for a signal the thread does not block
+ *     (and nothing is taken), -EPERM outside a co;
+ *   - two cos waiting for a queued real-time signal: two sent, each wait
+ *     ends with one, every value seen once;
+ *   - the graceful stop: a co waits for SIGTERM and stops the scheduler,
+ *     whose run returns 0 with another co still parked;
+ *   - aco_rt_sched_stop from a handler on the scheduler's own thread, the
+ *     loop idle with nothing to wake it (a co parked without deadline):
+ *     the run returns, 20 times, and the handler's errno is kept;
+ * on every backend.
+ */
+#define _GNU_SOURCE
+#include "rt_test.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#define SIG_RT (SIGRTMIN + 2)   /* queued: two sent, two come */
+#define SIG_STOP (SIGRTMIN + 3) /* not blocked: its handler stops */
+
+static sigset_t blocked;         /* USR1, USR2, TERM, SIG_RT */
+
+/* A thread that sends a signal to the process after ms. */
+typedef struct {
+    int sig, ms, value, queue;
+    pthread_t to;               /* pthread_kill target when !pid */
+    int thread;
+} sender_t;
+static void* sender_main(void* arg) {
+    sender_t* x = arg;
+    usleep((useconds_t)x->ms * 1000);
+    if (x->thread) pthread_kill(x->to, x->sig);
+    else if (x->queue) sigqueue(getpid(), x->sig, (union sigval){.sival_int = x->value});
+    else kill(getpid(), x->sig);
+    return NULL;
+}
+static pthread_t send_later(sender_t* x) {
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, sender_main, x), 0);
+    return t;
+}
+
+static int ticks, ticking;
+static void ticker(void* arg) {
+    (void)arg;
+    while (ticking) {
+        aco_rt_sleep(1 * MS);
+        ticks++;
+    }
+}
+
+static void by_kill(void* arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    ticks = 0;
+    ticking = 1;
+    aco_rt_detach(aco_rt_spawn(NULL, ticker, NULL));
+    sender_t x = {.sig = SIGUSR1, .ms = 40};
+    pthread_t t = send_later(&x);
+    siginfo_t si;
+    memset(&si, 0x55, sizeof(si));
+    int r = aco_rt_signal_wait(&set, &si, aco_rt_in_ms(5000));
+    ticking = 0;
+    CHECK_EQ(r, SIGUSR1);
+    CHECK_EQ(si.si_signo, SIGUSR1);
+    CHECK_EQ(si.si_code, SI_USER);
+    CHECK_EQ(si.si_pid, getpid());
+    CHECK_EQ(si.si_uid, getuid());
+    CHECK_GE(ticks, 5);         /* the others ran meanwhile */
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    aco_rt_sleep(3 * MS);       /* (the ticker ends) */
+}
+
+static void by_sigqueue(void* arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    sigaddset(&set, SIGUSR1);
+    sender_t x = {.sig = SIGUSR2, .ms = 10, .value = 4242, .queue = 1};
+    pthread_t t = send_later(&x);
+    siginfo_t si;
+    CHECK_EQ(aco_rt_signal_wait(&set, &si, aco_rt_in_ms(5000)), SIGUSR2);
+    CHECK_EQ(si.si_code, SI_QUEUE);
+    CHECK_EQ(si.si_value.sival_int, 4242);
+    CHECK_EQ(si.si_pid, getpid());
+    CHECK_EQ(pthread_join(t, NULL), 0);
+}
+
+static void pending_first(void* arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    CHECK_EQ(kill(getpid(), SIGUSR1), 0);       /* the process's */
+    CHECK_EQ(aco_rt_signal_wait(&set, NULL, 0), SIGUSR1);
+    CHECK_EQ(raise(SIGUSR1), 0);                /* this thread's */
+    siginfo_t si;
+    CHECK_EQ(aco_rt_signal_wait(&set, &si, 0), SIGUSR1);
+    CHECK_EQ(si.si_code, SI_TKILL);
+    /* nothing left */
+    CHECK_EQ(aco_rt_signal_wait(&set, NULL, 0), -ETIMEDOUT);
+}
+
+static void deadline(void* arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_signal_wait(&set, NULL, aco_rt_in_ms(30)), -ETIMEDOUT);
+    int64_t el = aco_rt_now() - t0;
+    CHECK_GE(el, 29 * MS);
+    CHECK_LT(el, 2000 * MS);
+    sigemptyset(&set);                          /* an empty set: the deadline */
+    CHECK_EQ(aco_rt_signal_wait(&set, NULL, aco_rt_in_ms(5)), -ETIMEDOUT);
+}
+
+static aco_rt_co_t* victim;
+static void cancelled(void* arg) {
+    int* res = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    *res = aco_rt_signal_wait(&set, NULL, -1);
+}
+static void canceller(void* arg) {
+    (void)arg;
+    aco_rt_sleep(20 * MS);
+    CHECK_EQ(aco_rt_cancel(victim), 0);
+}
+
+static void misuse(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_signal_wait(NULL, NULL, -1), -EINVAL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGWINCH);                  /* not blocked */
+    CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+    CHECK_EQ(aco_rt_signal_wait(&set, NULL, -1), -EINVAL);
+    /* nothing was taken: the pending SIGUSR1 is still there */
+    sigset_t pend;
+    CHECK_EQ(sigpending(&pend), 0);
+    CHECK_EQ(sigismember(&pend, SIGUSR1), 1);
+    sigdelset(&set, SIGWINCH);
+    sigaddset(&set, SIGKILL);                   /* nobody blocks it: allowed */
+    CHECK_EQ(aco_rt_signal_wait(&set, NULL, 0), SIGUSR1);
+}
+
+static int rt_values;
+static void rt_waiter(void* arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIG_RT);
+    siginfo_t si;
+    CHECK_EQ(aco_rt_signal_wait(&set, &si, aco_rt_in_ms(5000)), SIG_RT);
+    CHECK(si.si_value.sival_int == 1 || si.si_value.sival_int == 2);
+    rt_values |= si.si_value.sival_int;
+}
+static void two_waiters(void* arg) {
+    (void)arg;
+    rt_values = 0;
+    aco_rt_co_t* a = aco_rt_spawn(NULL, rt_waiter, NULL);
+    aco_rt_co_t* b = aco_rt_spawn(NULL, rt_waiter, NULL);
+    aco_rt_sleep(10 * MS);      /* (both wait) */
+    CHECK_EQ(sigqueue(getpid(), SIG_RT, (union sigval){.sival_int = 1}), 0);
+    CHECK_EQ(sigqueue(getpid(), SIG_RT, (union sigval){.sival_int = 2}), 0);
+    CHECK_EQ(aco_rt_join(a, aco_rt_in_ms(5000)), 0);
+    CHECK_EQ(aco_rt_join(b, aco_rt_in_ms(5000)), 0);
+    CHECK_EQ(rt_values, 3);
+}
+
+static void cases(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, by_kill, NULL);
+    test_go(s, by_sigqueue, NULL);
+    test_go(s, pending_first, NULL);
+    test_go(s, deadline, NULL);
+    int res = 0;
+    victim = aco_rt_spawn(s, cancelled, &res);
+    aco_rt_detach(victim);
+    aco_rt_detach(aco_rt_spawn(s, canceller, NULL));
+    test_run(s);
+    CHECK_EQ(res, -ECANCELED);
+    test_go(s, misuse, NULL);
+    test_go(s, two_waiters, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    CHECK_EQ(aco_rt_signal_wait(&set, NULL, 0), -EPERM);    /* not in a co */
+}
+
+/* The graceful stop, and a stop from a handler. */
+static int pfd[2];
+static void parked(void* arg) {
+    (void)arg;
+    char c;
+    aco_rt_read(pfd[0], &c, 1, -1);     /* until the scheduler is freed */
+}
+static void on_term(void* arg) {
+    int* got = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    *got = aco_rt_signal_wait(&set, NULL, -1);
+    aco_rt_sched_stop(aco_rt_sched_current());
+}
+
+static aco_rt_sched_t* volatile stop_s;
+static volatile int errno_lost;
+static void stop_handler(int sig) {
+    (void)sig;
+    errno = 1234;
+    aco_rt_sched_stop(stop_s);
+    if (errno != 1234) errno_lost = 1;
+}
+
+static void stops(int b) {
+    CHECK_EQ(pipe(pfd), 0);
+    aco_rt_sched_t* s = test_sched_on(b, NULL);
+    aco_rt_detach(aco_rt_spawn(s, parked, NULL));
+    int got = 0;
+    aco_rt_detach(aco_rt_spawn(s, on_term, &got));
+    sender_t x = {.sig = SIGTERM, .ms = 20};
+    pthread_t t = send_later(&x);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    CHECK_EQ(got, SIGTERM);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+
+#if !defined(__SANITIZE_THREAD__)
+    /* (TSan defers a handler until the thread enters a call it
+     * intercepts; io_uring_enter, a syscall(2), is not one) */
+    stop_s = s;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = stop_handler;
+    CHECK_EQ(sigaction(SIG_STOP, &sa, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        sender_t y = {.sig = SIG_STOP, .ms = 2 + i % 5, .thread = 1, .to = pthread_self()};
+        pthread_t u = send_later(&y);
+        int64_t t0 = aco_rt_now();
+        CHECK_EQ(aco_rt_sched_run(s), 0);
+        CHECK_LT(aco_rt_now() - t0, 5000 * MS);
+        CHECK_EQ(pthread_join(u, NULL), 0);
+    }
+    CHECK_EQ(errno_lost, 0);
+    signal(SIG_STOP, SIG_DFL);
+#endif
+    aco_rt_sched_free(s);
+    close(pfd[0]);
+    close(pfd[1]);
+}
+
+int main(void) {
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGUSR1);
+    sigaddset(&blocked, SIGUSR2);
+    sigaddset(&blocked, SIGTERM);
+    sigaddset(&blocked, SIG_RT);
+    /* before any thread: every thread of the test blocks them */
+    CHECK_EQ(pthread_sigmask(SIG_BLOCK, &blocked, NULL), 0);
+    test_on_backends(NULL, cases, NULL);
+    int bs[8], n = test_backends(bs, 8);
+    for (int i = 0; i < n; i++) stops(bs[i]);
+    printf("signal wait: kill, sigqueue, pending, deadline, cancel, misuse, "
+           "two waiters, graceful stop, stop from a handler: ok\n");
+    return 0;
+}
