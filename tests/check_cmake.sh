@@ -25,6 +25,8 @@
 #     passed on; the hooks live in aco_hook_consumer, linked under
 #     --as-needed), and pkg-config compiles and links the same programs
 #     (libaco, libaco_rt, plain and --static; libaco_hook under --as-needed);
+#     docs/porting.md's CMake port (its block, its shim, port_demo.c) builds
+#     and prints what the program prints on real pthreads, hooks linked;
 #  4. add_subdirectory with ACO_SHARE_FPU_MXCSR_ENV=ON and ACO_RT_URING=OFF
 #     (no libaco tests built, no -Werror, hook.c with hidden visibility, the
 #     hooks live; the runtime has epoll only: no io_uring symbol in it, a
@@ -288,6 +290,30 @@ echo "    pkg-config --cflags --libs libaco_hook: $hookflags"
     fail "pkg-config libaco_hook build against the static install"
 runs_ok "$tmp/pc-hook" 'hook_consumer: ok' > /dev/null
 unset PKG_CONFIG_PATH
+
+# docs/porting.md's port as a CMake project, verbatim: its CMakeLists.txt
+# (the block after `<!-- check_cmake: port -->`), its shim.c (the heredoc
+# of its first sh block), rt/tests/port_demo.c as prog.c; against the
+# static install it must print what the program prints on real pthreads,
+# with the hooks in it.
+port=$tmp/port
+mkdir -p "$port"
+awk '/^<!-- check_cmake: port -->$/ {m = 1; next} m && /^```cmake$/ {on = 1; next}
+     on && /^```$/ {exit} on {print}' docs/porting.md > "$port/CMakeLists.txt"
+grep -q 'find_package(aco' "$port/CMakeLists.txt" ||
+    fail "docs/porting.md has no CMake block after '<!-- check_cmake: port -->'"
+awk "/^cat > shim.c <<'C'\$/ {on = 1; next} on && /^C\$/ {exit} on {print}" docs/porting.md > "$port/shim.c"
+grep -q aco_rt_pthread_run_main "$port/shim.c" || fail "docs/porting.md's shim.c not found"
+cp rt/tests/port_demo.c "$port/prog.c"
+quiet port-configure cmake -S "$port" -B "$port/build" -DCMAKE_PREFIX_PATH="$st" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+quiet port-build cmake --build "$port/build" -j "$jobs"
+"$CC" -O2 rt/tests/port_demo.c -lpthread -o "$tmp/port-pthreads" || fail "port_demo.c on pthreads"
+want=$("$tmp/port-pthreads") || fail "port_demo.c on pthreads failed"
+got=$("$port/build/prog") || fail "docs/porting.md's CMake port failed"
+[ "$got" = "$want" ] || { echo "$got"; fail "docs/porting.md's CMake port printed other than pthreads"; }
+grep -q ' T usleep$' < <(nm "$port/build/prog") || fail "docs/porting.md's CMake port has no hooks in it"
+echo "    docs/porting.md's CMake port: prints what pthreads print, hooks in"
 
 # ---------------------------------------------------------------------------
 step "4. consumer: add_subdirectory (FPU env shared, epoll only), FetchContent; ACO_RT_URING"
