@@ -333,14 +333,19 @@ void aco_free(void* p, size_t sz);
 #define aco_likely(x)   (__builtin_expect(!!(x), 1))
 #define aco_unlikely(x) (__builtin_expect(!!(x), 0))
 
+/* Abort with "aco: assertion failed", the expression, file and line,
+ * unless EX holds (never compiled out: NDEBUG changes nothing). */
 #define aco_assert(EX)                                                        \
     (aco_likely(EX) ? (void)0                                                 \
                     : (fprintf(stderr, "aco: assertion failed: %s at %s:%d\n", \
                                #EX, __FILE__, __LINE__),                      \
                        abort()))
 
+/* aco_assert((ptr) != NULL). */
 #define aco_assertptr(ptr) aco_assert((ptr) != NULL)
 
+/* Abort with "aco: out of memory", the expression, file and line, unless
+ * b holds. */
 #define aco_assertalloc_bool(b)                                               \
     do {                                                                      \
         if (aco_unlikely(!(b))) {                                             \
@@ -350,6 +355,7 @@ void aco_free(void* p, size_t sz);
         }                                                                     \
     } while (0)
 
+/* aco_assertalloc_bool((ptr) != NULL). */
 #define aco_assertalloc_ptr(ptr) aco_assertalloc_bool((ptr) != NULL)
 
 /* p = malloc(sz), aborting with a message naming p, file and line if the

@@ -858,6 +858,7 @@ int aco_rt_bufio_fd(const aco_rt_bufio_t* b);
 /* Bytes read from fd and not yet taken by the program; bytes written by
  * the program and not yet sent. */
 size_t aco_rt_bufio_buffered(const aco_rt_bufio_t* b);
+/* Bytes written by the program and not yet sent. */
 size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b);
 
 /* Some bytes, at most n, into buf: the buffered ones if any (no system
@@ -1096,6 +1097,7 @@ typedef struct aco_rt_waitq { void* head_; void* tail_; } aco_rt_waitq_t;
 
 /* owner_: the holder, its low bit set while others may wait. */
 typedef struct { uintptr_t owner_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_mutex_t;
+/* Make m an unlocked mutex (as all-zero memory is). */
 void aco_rt_mutex_init(aco_rt_mutex_t* m);
 /* 0, -ETIMEDOUT, -ECANCELED; -EDEADLK if the caller holds it. */
 int  aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline);
@@ -1108,22 +1110,28 @@ int  aco_rt_mutex_trylock(aco_rt_mutex_t* m);
 int  aco_rt_mutex_unlock(aco_rt_mutex_t* m);
 
 typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;
+/* Make c a condition variable with no waiter (as all-zero memory is). */
 void aco_rt_cond_init(aco_rt_cond_t* c);
 /* Unlock m, wait for a signal, lock m again (also when the wait failed):
  * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held: nothing done). */
 int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
+/* Wake the longest waiter of c, if any. */
 void aco_rt_cond_signal(aco_rt_cond_t* c);
+/* Wake every waiter of c. */
 void aco_rt_cond_broadcast(aco_rt_cond_t* c);
 
 typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_sem_t;
+/* Make s a semaphore holding count. */
 void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count);
 /* Take one: 0, -ETIMEDOUT, -ECANCELED. */
 int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);
 /* 0, or -EAGAIN if none is free. */
 int  aco_rt_sem_trywait(aco_rt_sem_t* s);
+/* Give one back: to the longest waiter, if any. */
 void aco_rt_sem_post(aco_rt_sem_t* s);
 
 typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_wg_t;
+/* Make wg a wait group whose counter is 0 (as all-zero memory is). */
 void aco_rt_wg_init(aco_rt_wg_t* wg);
 /* Add n (may be negative) to the counter; at 0 the waiters go on.
  * -EINVAL if it would go below 0 or past INT64_MAX (nothing changes). */
@@ -1209,6 +1217,8 @@ aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
 /* Number of threads, and thread i's scheduler (for aco_rt_spawn,
  * aco_rt_group_new): NULL past the end. */
 unsigned        aco_rt_pool_threads(const aco_rt_pool_t* p);
+/* Thread i's scheduler of p (for aco_rt_spawn, aco_rt_group_new): NULL
+ * past the end. */
 aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i);
 
 /* Wait, outside the pool's threads, until every co of the pool has
@@ -1238,7 +1248,10 @@ typedef struct aco_rt_group aco_rt_group_t;
  * pool's thread with the fewest cos.  NULL with errno ENOMEM, EPERM (no
  * scheduler on the calling thread), EINVAL (p is NULL). */
 aco_rt_group_t* aco_rt_group_new(aco_rt_sched_t* s);
+/* A group bound to the thread of pool p with the fewest cos (errors as
+ * aco_rt_group_new's). */
 aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p);
+/* The scheduler g is bound to. */
 aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g);
 
 /* A new co in g, on g's scheduler (from any thread).  Members are

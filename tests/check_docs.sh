@@ -15,6 +15,9 @@
 #           only argument: started on a free port, it must echo a line to
 #           each of 5 clients connected at once, and still be running when
 #           it is stopped (SIGTERM);
+#       <!-- check_docs: stop -->   a server as above that stops well:
+#           after the clients, SIGTERM must end it by itself within 5 s,
+#           with status 0;
 #       <!-- check_docs: abort -->    it must end by SIGABRT (a program
 #           that shows a failure);
 #       <!-- check_docs: build-only -->   built, not run;
@@ -30,6 +33,12 @@
 # (c) Links.  Every relative link of README.md and docs/*.md names a file
 #     or directory that exists; an anchor (#...) into a markdown file names
 #     one of its headings (GitHub's slugs).
+# (d) The API index.  docs/api.md is what tools/api_index.py makes of the
+#     headers now (its --check: a call added without a comment, or without
+#     running the tool, fails), and it names what the libraries really
+#     export: every aco* symbol of output/libaco.so and output/libaco_rt.so
+#     is a call in it, but for the few internal ones named below; every call
+#     in it that is no macro or inline function is exported by one of them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -37,7 +46,8 @@ OUT=${OUTPUT:-output}
 for t in gcc clang python3; do
     command -v $t > /dev/null || { echo "check_docs: $t not found: install $t"; exit 1; }
 done
-for f in libaco.a libaco_rt.a libaco_hook.so libaco_hook.pc; do
+command -v nm > /dev/null || { echo "check_docs: nm not found: install binutils"; exit 1; }
+for f in libaco.a libaco_rt.a libaco.so libaco_rt.so libaco_hook.so libaco_hook.pc; do
     [ -f "$OUT/$f" ] || { echo "check_docs: $OUT/$f not built (bash make.sh)"; exit 1; }
 done
 tmp=$(mktemp -d); trap cleanup_tmp EXIT
@@ -83,7 +93,7 @@ with open(os.path.join(tmp, "manifest"), "w") as man:
                     fail("%s:%d: marked '%s' but has no main(" % (path, line, mark))
                 continue
             mode = mark or "run"
-            if mode not in ("run", "server", "abort", "build-only", "hooks"):
+            if mode not in ("run", "server", "stop", "abort", "build-only", "hooks"):
                 fail("%s:%d: unknown mark '%s'" % (path, line, mode))
                 continue
             rt = re.search(r'#include\s+"aco_rt(_pthread)?\.h"', text) is not None
@@ -176,7 +186,7 @@ uring=""
 grep -q ACO_RT_HAVE_URING "$OUT/obj/rt/flags" 2> /dev/null && uring=-luring
 backends=${ACO_RT_TEST_BACKENDS:-uring epoll}
 [ -n "$uring" ] || backends=epoll
-serve_check() {     # serve_check <binary> <place>: 5 clients at once echoed
+serve_check() {     # serve_check <binary> <place> [stop]: 5 clients at once echoed
     local port pid served=0
     port=$(free_port)
     "$1" "$port" > "$tmp/server.log" 2>&1 & pid=$!
@@ -208,8 +218,21 @@ PY
         wait $pid; bad "$2: the server ended by itself (status $?)"; cat "$tmp/server.log"
         return
     fi
-    stop_pid $pid
-    if [ $served = 1 ]; then ok "$2: served 5 clients"; else
+    if [ "${3:-}" = stop ]; then
+        # a graceful stop: SIGTERM, then its own exit 0 within 5 s
+        kill -TERM $pid
+        local i st=""
+        for i in $(seq 50); do kill -0 $pid 2> /dev/null || break; sleep 0.1; done
+        if kill -0 $pid 2> /dev/null; then
+            stop_pid $pid; bad "$2: still running 5 s after SIGTERM"
+        else
+            wait $pid; st=$?
+            [ "$st" = 0 ] || { bad "$2: SIGTERM ended it with status $st"; cat "$tmp/server.log"; }
+        fi
+    else
+        stop_pid $pid
+    fi
+    if [ $served = 1 ]; then ok "$2: served 5 clients${3:+, stopped on SIGTERM}"; else
         bad "$2: the server did not echo"; sed 's/^/    | /' "$tmp/client.log"; fi
 }
 nprog=0
@@ -237,8 +260,8 @@ while IFS='|' read -r name place kind mode; do
         for be in $bes; do
             what="$place ($cc)"
             [ "$be" = core ] || { what="$place ($cc, $be)"; export ACO_RT_BACKEND=$be; }
-            if [ "$mode" = server ]; then
-                serve_check "$bin" "$what"
+            if [ "$mode" = server ] || [ "$mode" = stop ]; then
+                serve_check "$bin" "$what" "${mode#server}"
                 continue
             fi
             timeout 60 "$bin" > "$tmp/run.log" 2>&1
@@ -255,5 +278,60 @@ while IFS='|' read -r name place kind mode; do
 done < "$tmp/manifest"
 echo "programs: $nprog built with gcc and clang and checked"
 [ "$nprog" -ge 3 ] || bad "only $nprog complete programs found in README.md and docs/"
+
+# (d) the API index: current, and the libraries' symbols.
+if python3 tools/api_index.py --check > "$tmp/api.log" 2>&1; then
+    ok "docs/api.md: what tools/api_index.py makes of the headers"
+else
+    bad "docs/api.md: not what the headers give (python3 tools/api_index.py --check):"
+    { grep '^api_index:' "$tmp/api.log"; grep -v '^api_index:' "$tmp/api.log" | head -30; } |
+        sed 's/^/    | /'
+fi
+# Exported but in no index: the internals that aco.h declares in its
+# "Internals (not API)" section, because its inline aco_yield and its macros
+# (aco_yield1, aco_exit1, aco_is_main_co) call them from the program's code:
+# the context switch (acosw, and aco__yieldsw, its way back to the main
+# co), the running co (aco_gtls_co, a thread-local variable) and the
+# out-of-line halves of those macros (aco__*).  A name here that no
+# library exports any more is a failure too: the list stays exact.
+internal="acosw aco__yieldsw aco_gtls_co aco__yield1 aco__exit1 aco__yield_misuse aco__not_a_co"
+for lib in libaco.so libaco_rt.so; do
+    nm -D --defined-only "$OUT/$lib" | awk -v lib="$lib" '$3 ~ /^aco/ {sub(/@.*/, "", $3); print lib, $2, $3}'
+done > "$tmp/exports"
+python3 - "$tmp/exports" "$internal" <<'PY' || fails=$((fails + 1))
+import os, re, sys
+exports = {}
+for l in open(sys.argv[1]):
+    lib, kind, name = l.split()
+    exports[name] = (lib, kind)
+internal, bad = set(sys.argv[2].split()), 0
+def fail(msg):
+    global bad
+    bad += 1
+    print("FAIL docs/api.md: " + msg)
+if not os.path.exists("docs/api.md"):
+    fail("missing (python3 tools/api_index.py writes it)")
+    sys.exit(1)
+index = {}
+for m in re.finditer(r"^\| \[`(\w+)`\]\(\.\./([^)#]+)#L\d+\)(?: \((macro|inline)\))? \|",
+                     open("docs/api.md").read(), re.M):
+    index[m.group(1)] = (m.group(2), m.group(3) or "function")
+if len(index) < 100 or len(exports) < 100:
+    fail("%d calls in it, %d aco* symbols exported: too few to compare" % (len(index), len(exports)))
+for name in sorted(set(exports) - set(index) - internal):
+    fail("%s: %s exports it (nm: %s), the index has no line for it (not in a public "
+         "header, or not a call the tool sees)" % (name, exports[name][0], exports[name][1]))
+for name, (hdr, kind) in sorted(index.items()):
+    if kind == "function" and name not in exports:
+        fail("%s: a function of %s, yet neither libaco.so nor libaco_rt.so exports it" % (name, hdr))
+    if name in internal:
+        fail("%s: in the index, and in check_docs.sh's list of internal symbols" % name)
+for name in sorted(internal - set(exports)):
+    fail("%s: check_docs.sh lists it as an internal symbol, no library exports it" % name)
+fn = sum(1 for h, k in index.values() if k == "function")
+print("api: %d calls in docs/api.md (%d functions); %d aco* symbols exported, %d of them internal"
+      % (len(index), fn, len(exports), len(internal & set(exports))))
+sys.exit(1 if bad else 0)
+PY
 if [ $fails != 0 ]; then echo "check_docs: $fails failed"; exit 1; fi
 echo "check_docs: ok"
