@@ -2,14 +2,17 @@
 # test.sh - build and run the test matrix; the verdict is the last line
 # ("N passed, N failed") and the exit status.
 #
-#   bash test.sh                  every target below (what CI runs)
+#   bash test.sh                  every target below but fresh (CI runs
+#                                 this, then bash test.sh fresh)
 #   bash test.sh TARGET...        only these targets: bash test.sh asan tsan
-#   bash test.sh -l               list the targets
+#   bash test.sh -l               list the targets of the default run
 #   bash test.sh -o no-m32        leave out the i386 variants   } said in the
 #   bash test.sh -o no-valgrind   leave out the valgrind ones   } summary
 #   bash test.sh -o no-aarch64    leave out the aarch64 ones    }
 #   bash test.sh -o no-riscv64    leave out the riscv64 ones    }
 #   bash test.sh -k PATTERN       only checks whose name contains PATTERN
+#   bash test.sh fresh            README.md's path on a bare machine (below;
+#                                 only when named: never in the default run)
 #
 # Targets (each program of each variant is one check, named
 # target/[compiler/]variant/program; builds go to output/<build>/):
@@ -35,6 +38,11 @@
 #                     clang, x86-64 and i386 (paired as tsan)
 #   checks            tests/check_*.sh: ELF/CET, gdb, gdb extension, install,
 #                     headers
+#   fresh             tests/fresh_root.sh, one check (fresh/fresh_root), run
+#                     only when named, after the others: in a bare Debian 12
+#                     root (debootstrap), README.md's package lines, then its
+#                     first programs built and run from a clone of HEAD.
+#                     4 to 10 minutes; needs root and the network (CI runs it)
 # A run passes when it ends as expected (exit 0, or the signal its tests
 # list says) and its log holds no sanitizer or memcheck report.  What a
 # target leaves out, or runs with an adjusted option, is written in the
@@ -48,6 +56,8 @@ top=$(pwd)
 t0=$SECONDS
 
 ALL_TARGETS="gcc-O2 clang-O2 gcc-O0 clang-O0 valgrind asan tsan ubsan checked checks"
+# Targets run only when named.
+NAMED_TARGETS="fresh"
 
 # make.sh strict: a missing toolchain fails the build, never leaves it out
 # (only -o no-X does, and the summary says so).
@@ -62,9 +72,9 @@ while [ $# -gt 0 ]; do
         -l) echo "$ALL_TARGETS"; exit 0 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "test.sh: unknown option '$1'" >&2; exit 2 ;;
-        *) case " $ALL_TARGETS " in
+        *) case " $ALL_TARGETS $NAMED_TARGETS " in
                *" $1 "*) targets+=("$1") ;;
-               *) echo "test.sh: unknown target '$1' (targets: $ALL_TARGETS)" >&2; exit 2 ;;
+               *) echo "test.sh: unknown target '$1' (targets: $ALL_TARGETS; when named: $NAMED_TARGETS)" >&2; exit 2 ;;
            esac ;;
     esac
     shift
@@ -128,7 +138,7 @@ runs_of() {
         tsan) echo "tsan-gcc:tsan tsan-clang:tsan" ;;
         ubsan) echo "ubsan-gcc:ubsan ubsan-clang:ubsan" ;;
         checked) echo "gcc-O2:checked" ;;
-        checks) echo "" ;;
+        checks|fresh) echo "" ;;
     esac
 }
 builds_of() {
@@ -570,6 +580,26 @@ wait "$main_lane" "$waits_lane"
 cat "$LOGS/lane-main" "$LOGS/lane-waits"
 awk -F'|' '$6 == 1' "$jobs_file" |
     xargs -r -d '\n' -P 1 -n 1 bash -c 'run_one "$1" 2>/dev/null' _ | grep -v '^PASS' || true
+# fresh: last and alone (it takes both CPUs for its minutes), its step
+# lines shown as they come; its log holds them all.
+if has_target fresh && { [ -z "$pattern" ] || [[ fresh/fresh_root == *$pattern* ]]; }; then
+    echo "fresh/fresh_root: README.md's path in a bare Debian 12 root (4 to 10 minutes)"
+    fstart=$SECONDS
+    exec 3>&1
+    fcpu=$( { time timeout -k 10 2400 bash tests/fresh_root.sh 2>&1 | tee "$LOGS/fresh_fresh_root.log" |
+        { grep --line-buffered -E '^(== |fresh_root: )' || true; } | sed -u 's/^/    /' >&3; } 2>&1 )
+    frc=$?
+    exec 3>&-
+    fcpu=$(awk '{printf "%.1f", $1 + $2}' <<< "$fcpu")
+    if [ $frc = 0 ]; then
+        printf 'PASS\t%s\t0\t%s\t%s\n' fresh/fresh_root $((SECONDS - fstart)) "$fcpu" >> "$LOGS/runs"
+        echo "PASS fresh/fresh_root ($((SECONDS - fstart))s)"
+    else
+        printf 'FAIL\t%s\t0\t%s\t%s\n' fresh/fresh_root $((SECONDS - fstart)) "$fcpu" >> "$LOGS/runs"
+        echo "FAIL fresh/fresh_root: exited $frc; log: $LOGS/fresh_fresh_root.log"
+        tail -15 "$LOGS/fresh_fresh_root.log" | sed 's/^/    | /'
+    fi
+fi
 cat "$LOGS/runs" >> "$results"
 # A job that left no verdict (its xargs gave up after a killed child, or
 # the lane never started) fails, by name.
