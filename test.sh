@@ -96,6 +96,11 @@ export ACO_CROSS=${ACO_CROSS# }
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 LOGS="$top/output/test-logs"
+# A run of named-only targets alone (bash test.sh fresh, after the suite)
+# keeps the suite's logs: its own go beside them.
+named_only=1
+for x in "${targets[@]}"; do case " $NAMED_TARGETS " in *" $x "*) ;; *) named_only=0 ;; esac; done
+[ $named_only = 1 ] && LOGS="$top/output/test-logs-${targets[*]// /-}"
 # How long each run took last time: the longest start first (below).
 DURATIONS="$top/output/test-durations"
 [ -f "$LOGS/runs" ] && awk -F'\t' 'NF >= 4 {print $2 "\t" $4}' "$LOGS/runs" > "$DURATIONS.new" &&

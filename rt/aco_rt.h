@@ -367,9 +367,10 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
 /* Wait for one of the signals of set, as sigwaitinfo(2) does, while the
  * other cos run: the signal's number, and *info (if not NULL) filled as
  * sigwaitinfo fills it (si_signo, si_code, si_errno; then by kind: si_pid
- * and si_uid; with si_value for sigqueue(3), timers and message queues;
- * si_status, si_utime and si_stime for SIGCHLD; si_band and si_fd for
- * SIGIO).  A signal of set already pending is taken at once; several cos
+ * and si_uid; with si_value for sigqueue(3) and message queues; si_timerid,
+ * si_overrun and si_value for timers; si_status, si_utime and si_stime for
+ * SIGCHLD; si_band and si_fd for SIGIO and F_SETSIG's signals; si_addr for
+ * a fault's signal sent by the kernel).  A signal of set already pending is taken at once; several cos
  * may wait for the same signal, and each one that comes ends one wait.
  *
  * The signals of set must be blocked (pthread_sigmask(2)) in every thread
@@ -388,7 +389,9 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  *           nobody can block, and which no wait ever sees) that the
  *           calling thread does not block;
  * -ETIMEDOUT, -ECANCELED  as every blocking call;
- * -EMFILE, -ENFILE, -ENOMEM  no descriptor or memory for the signalfd.
+ * -EMFILE, -ENFILE, -ENOMEM, -ENODEV  no descriptor, memory or
+ *           anonymous inode for the signalfd (signalfd(2));
+ * -ENOSPC   epoll: fs.epoll.max_user_watches reached (as aco_rt_wait).
  * An empty set waits for the deadline.  A graceful stop: one co waits for
  * SIGINT and SIGTERM, then cancels or tells the others, or calls
  * aco_rt_sched_stop(); docs/runtime.md, "Signals and a graceful stop". */

@@ -17,29 +17,37 @@
 #include <sys/signalfd.h>
 
 /* *out as sigwaitinfo(2) fills it, from what the signalfd said.  The
- * members of siginfo_t share storage (si_value with si_status), so each
- * kind of signal gets only its own. */
+ * members of siginfo_t share storage (si_value with si_status, si_addr
+ * with si_pid), so each kind of signal gets only its own, chosen by
+ * si_code as the kernel chose it: a code > 0 is the kernel's own (a child's
+ * state, a fault's address, an I/O event's fd), a code <= 0 a sender's. */
 static void to_siginfo(const struct signalfd_siginfo* in, siginfo_t* out) {
+    int sig = (int)in->ssi_signo, code = in->ssi_code;
     memset(out, 0, sizeof(*out));
-    out->si_signo = (int)in->ssi_signo;
+    out->si_signo = sig;
     out->si_errno = in->ssi_errno;
-    out->si_code = in->ssi_code;
-    if ((int)in->ssi_signo == SIGCHLD && in->ssi_code > 0) {
+    out->si_code = code;
+    if (code > 0 && sig == SIGCHLD) {
         out->si_pid = (pid_t)in->ssi_pid;
         out->si_uid = (uid_t)in->ssi_uid;
         out->si_status = in->ssi_status;
         out->si_utime = (clock_t)in->ssi_utime;
         out->si_stime = (clock_t)in->ssi_stime;
-    } else if ((int)in->ssi_signo == SIGIO && in->ssi_code > 0) {
+    } else if (code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+                            sig == SIGFPE || sig == SIGTRAP)) {
+        out->si_addr = (void*)(uintptr_t)in->ssi_addr;
+    } else if (code > 0) {          /* SIGIO, or F_SETSIG's signal: POLL_* */
         out->si_band = (long)in->ssi_band;
         out->si_fd = in->ssi_fd;
-    } else if (in->ssi_code == SI_QUEUE || in->ssi_code == SI_MESGQ || in->ssi_code == SI_ASYNCIO) {
+    } else if (code == SI_TIMER) {
+        out->si_timerid = (int)in->ssi_tid;
+        out->si_overrun = (int)in->ssi_overrun;
+        out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
+    } else if (code == SI_QUEUE || code == SI_MESGQ || code == SI_ASYNCIO) {
         out->si_pid = (pid_t)in->ssi_pid;
         out->si_uid = (uid_t)in->ssi_uid;
         out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
-    } else if (in->ssi_code == SI_TIMER) {
-        out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
-    } else {
+    } else {                        /* SI_USER, SI_TKILL, ... */
         out->si_pid = (pid_t)in->ssi_pid;
         out->si_uid = (uid_t)in->ssi_uid;
     }

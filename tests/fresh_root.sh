@@ -37,6 +37,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/lib.sh
+# its mounts in a namespace of its own: they go with it, whatever ends it
+in_private_mounts "$0" "$@"
 top=$(pwd)
 t0=$SECONDS
 me=fresh_root
@@ -68,7 +70,8 @@ cleanup() {
     # what the blocks left running there (a server): ours, ended by id
     for p in $(in_root); do kill -9 "$p" 2> /dev/null; done
     for m in $(mounts_under "$root"); do umount -l "$m" || echo "$me: umount -l $m failed"; done
-    if [ -n "$(mounts_under "$root")" ]; then
+    if mountpoint -q "$root"; then umount -l "$root" || echo "$me: umount -l $root failed"; fi
+    if [ -n "$(mounts_under "$root")" ] || mountpoint -q "$root"; then
         echo "$me: still mounted under $root, so it is left in place:"
         mounts_under "$root" | sed 's/^/    /'
         return 1
@@ -138,7 +141,17 @@ fi
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2> /dev/null
 printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
     "$(hostname 2> /dev/null || cat /proc/sys/kernel/hostname)" > "$root/etc/hosts"
-mount --bind /dev "$root/dev" && mount --bind /dev/pts "$root/dev/pts" &&
+# Nothing mounted here may reach the machine's own mounts: in a namespace
+# whose mounts are not private (in a chroot, in_private_mounts leaves them
+# as they are), the root's own bind, made private, holds what goes under
+# it; and each bind of a shared /dev is made private before anything is
+# mounted on it (else a tmpfs on its shm would show in the machine's /dev).
+if [ "${ACO_PRIVATE_MOUNTS:-}" != private ]; then
+    mount --bind "$root" "$root" && mount --make-private "$root" ||
+        verdict_fail "cannot make $root a private mount"
+fi
+mount --bind /dev "$root/dev" && mount --make-private "$root/dev" &&
+    mount --bind /dev/pts "$root/dev/pts" && mount --make-private "$root/dev/pts" &&
     mkdir -p "$root/dev/shm" && mount -t tmpfs tmpfs "$root/dev/shm" &&
     mount -t proc proc "$root/proc" && mount -t sysfs sysfs "$root/sys" ||
     verdict_fail "cannot mount /dev, /proc or /sys for the root"

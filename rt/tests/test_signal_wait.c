@@ -12,6 +12,9 @@
  *     (and nothing is taken), -EPERM outside a co;
  *   - two cos waiting for a queued real-time signal: two sent, each wait
  *     ends with one, every value seen once;
+ *   - each kind's members of siginfo_t: a child's end (si_pid,
+ *     si_status), F_SETSIG's (si_fd, si_band), a timer's (si_value,
+ *     si_overrun);
  *   - the graceful stop: a co waits for SIGTERM and stops the scheduler,
  *     whose run returns 0 with another co still parked;
  *   - aco_rt_sched_stop from a handler on the scheduler's own thread, the
@@ -22,11 +25,25 @@
 #define _GNU_SOURCE
 #include "rt_test.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_HAS_TSAN 1
+#endif
+#endif
+#ifndef TEST_HAS_TSAN
+#define TEST_HAS_TSAN 0
+#endif
 
 #define SIG_RT (SIGRTMIN + 2)   /* queued: two sent, two come */
 #define SIG_STOP (SIGRTMIN + 3) /* not blocked: its handler stops */
+#define SIG_IO (SIGRTMIN + 4)   /* a pipe's F_SETSIG signal */
+#define SIG_TM (SIGRTMIN + 5)   /* a POSIX timer's */
 
 static sigset_t blocked;         /* USR1, USR2, TERM, SIG_RT */
 
@@ -160,6 +177,59 @@ static void misuse(void* arg) {
     CHECK_EQ(aco_rt_signal_wait(&set, NULL, 0), SIGUSR1);
 }
 
+/* Each kind's own members of siginfo_t, as sigwaitinfo fills them: a
+ * child's end (SIGCHLD), an I/O event (F_SETSIG: si_fd, si_band), a timer
+ * that fired while its signal was pending (si_overrun, si_value). */
+static void kinds(void* arg) {
+    (void)arg;
+    sigset_t set;
+    siginfo_t si;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    pid_t pid = fork();
+    CHECK_GE(pid, 0);
+    if (pid == 0) _exit(7);
+    CHECK_EQ(aco_rt_signal_wait(&set, &si, aco_rt_in_ms(5000)), SIGCHLD);
+    CHECK_EQ(si.si_code, CLD_EXITED);
+    CHECK_EQ(si.si_pid, pid);
+    CHECK_EQ(si.si_status, 7);
+    CHECK_EQ(waitpid(pid, NULL, 0), pid);
+
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(fcntl(p[0], F_SETOWN, getpid()), 0);
+    CHECK_EQ(fcntl(p[0], F_SETSIG, SIG_IO), 0);
+    CHECK_EQ(fcntl(p[0], F_SETFL, O_ASYNC | O_NONBLOCK), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    sigemptyset(&set);
+    sigaddset(&set, SIG_IO);
+    CHECK_EQ(aco_rt_signal_wait(&set, &si, aco_rt_in_ms(5000)), SIG_IO);
+    CHECK_EQ(si.si_code, POLL_IN);
+    CHECK_EQ(si.si_fd, p[0]);
+    CHECK(si.si_band & POLLIN);
+    close(p[0]);
+    close(p[1]);
+
+    timer_t tm;
+    struct sigevent ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIG_TM;
+    ev.sigev_value.sival_int = 77;
+    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &tm), 0);
+    struct itimerspec its = {{0, 1000000}, {0, 1000000}};    /* every ms */
+    CHECK_EQ(timer_settime(tm, 0, &its, NULL), 0);
+    aco_rt_sleep(30 * MS);      /* pending meanwhile: overruns */
+    sigemptyset(&set);
+    sigaddset(&set, SIG_TM);
+    CHECK_EQ(aco_rt_signal_wait(&set, &si, aco_rt_in_ms(5000)), SIG_TM);
+    timer_delete(tm);
+    CHECK_EQ(si.si_code, SI_TIMER);
+    CHECK_EQ(si.si_value.sival_int, 77);
+    CHECK_GT(si.si_overrun, 0);
+    while (aco_rt_signal_wait(&set, NULL, 0) == SIG_TM) {}  /* (one left, maybe) */
+}
+
 static int rt_values;
 static void rt_waiter(void* arg) {
     (void)arg;
@@ -198,6 +268,7 @@ static void cases(aco_rt_sched_t* s, void* arg) {
     CHECK_EQ(res, -ECANCELED);
     test_go(s, misuse, NULL);
     test_go(s, two_waiters, NULL);
+    test_go(s, kinds, NULL);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
@@ -224,9 +295,11 @@ static aco_rt_sched_t* volatile stop_s;
 static volatile int errno_lost;
 static void stop_handler(int sig) {
     (void)sig;
+    int saved = errno;
     errno = 1234;
     aco_rt_sched_stop(stop_s);
     if (errno != 1234) errno_lost = 1;
+    errno = saved;
 }
 
 static void stops(int b) {
@@ -241,9 +314,13 @@ static void stops(int b) {
     CHECK_EQ(got, SIGTERM);
     CHECK_EQ(pthread_join(t, NULL), 0);
 
-#if !defined(__SANITIZE_THREAD__)
+#if !defined(__SANITIZE_THREAD__) && !TEST_HAS_TSAN
     /* (TSan defers a handler until the thread enters a call it
-     * intercepts; io_uring_enter, a syscall(2), is not one) */
+     * intercepts; io_uring_enter, a syscall(2), is not one.)  The signal
+     * mostly lands in the loop's wait, which it interrupts; the window
+     * between the loop's last look at stop and that wait, which only the
+     * wake of aco_rt_sched_stop covers, is too narrow to hit on purpose:
+     * this holds the promise (the run returns, errno kept), not the race. */
     stop_s = s;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -271,12 +348,15 @@ int main(void) {
     sigaddset(&blocked, SIGUSR2);
     sigaddset(&blocked, SIGTERM);
     sigaddset(&blocked, SIG_RT);
+    sigaddset(&blocked, SIGCHLD);
+    sigaddset(&blocked, SIG_IO);
+    sigaddset(&blocked, SIG_TM);
     /* before any thread: every thread of the test blocks them */
     CHECK_EQ(pthread_sigmask(SIG_BLOCK, &blocked, NULL), 0);
     test_on_backends(NULL, cases, NULL);
     int bs[8], n = test_backends(bs, 8);
     for (int i = 0; i < n; i++) stops(bs[i]);
     printf("signal wait: kill, sigqueue, pending, deadline, cancel, misuse, "
-           "two waiters, graceful stop, stop from a handler: ok\n");
+           "two waiters, kinds, graceful stop, stop from a handler: ok\n");
     return 0;
 }
