@@ -291,6 +291,7 @@ static void on_term(void* arg) {
     aco_rt_sched_stop(aco_rt_sched_current());
 }
 
+#if !defined(__SANITIZE_THREAD__) && !TEST_HAS_TSAN
 static aco_rt_sched_t* volatile stop_s;
 static volatile int errno_lost;
 static void stop_handler(int sig) {
@@ -301,6 +302,7 @@ static void stop_handler(int sig) {
     if (errno != 1234) errno_lost = 1;
     errno = saved;
 }
+#endif
 
 static void stops(int b) {
     CHECK_EQ(pipe(pfd), 0);
