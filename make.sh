@@ -790,7 +790,7 @@ for v in "${variants[@]}"; do
 done
 printf '%s\n' "${variants[@]}" > "$OUTPUT/variants"
 if [ ${#only[@]} -gt 0 ]; then
-    echo "make.sh: built the ${#only[@]} outputs asked for"
+    echo "make.sh: built the ${#only[@]} output$([ ${#only[@]} = 1 ] || echo s) asked for"
 else
     nprog=0
     for r in "${rules[@]}"; do
