@@ -364,6 +364,9 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
 /* Signals: waited for in a co                                              */
 /* ======================================================================== */
 
+/* (<signal.h>'s POSIX part: not under a strict -std=c99 alone) */
+#if defined(SIG_BLOCK) && defined(SI_USER)
+
 /* Wait for one of the signals of set, as sigwaitinfo(2) does, while the
  * other cos run: the signal's number, and *info (if not NULL) filled as
  * sigwaitinfo fills it (si_signo, si_code, si_errno; then by kind: si_pid
@@ -394,8 +397,12 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * -ENOSPC   epoll: fs.epoll.max_user_watches reached (as aco_rt_wait).
  * An empty set waits for the deadline.  A graceful stop: one co waits for
  * SIGINT and SIGTERM, then cancels or tells the others, or calls
- * aco_rt_sched_stop(); docs/runtime.md, "Signals and a graceful stop". */
+ * aco_rt_sched_stop(); docs/runtime.md, "Signals and a graceful stop".
+ * Declared where <signal.h> gives sigset_t and siginfo_t: a program built
+ * with a strict -std=c99 or c11 defines _POSIX_C_SOURCE 200809L (or
+ * _GNU_SOURCE) first, as it must for sigwaitinfo(2) itself. */
 int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
+#endif
 
 /* ======================================================================== */
 /* I/O                                                                      */
