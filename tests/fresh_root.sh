@@ -285,11 +285,14 @@ for s in redis-server nginx h2o postgresql mariadb; do
     ls "$root"/var/lib/systemd/deb-systemd-helper-enabled/*.wants/$s.service > /dev/null 2>&1 ||
         verdict_fail "the install did not enable $s.service: the check that the README disables it proves nothing"
 done
+# the policy-rc.d the blocks made for their installs is gone again
+[ ! -e "$root/usr/sbin/policy-rc.d" ] ||
+    verdict_fail "README.md's blocks left /usr/sbin/policy-rc.d behind: no service could start there again"
 sleep 1
 running=$(for p in $(in_root); do echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null)"; done)
 if [ -n "$running" ]; then
     echo "$running" | sed 's/^/    /'
     verdict_fail "processes left running in the root after the paste (above)"
 fi
-echo "    the installs enabled redis-server, nginx, h2o, postgresql and mariadb; the paste disabled them all; no process runs"
+echo "    the installs enabled redis-server, nginx, h2o, postgresql and mariadb; the paste disabled them all; no process runs; no policy-rc.d left"
 finish 0 "$me: ok: a bare Debian 12 root took README.md's packages, built HEAD ($head) as it says, ran counter.c and echo.c (nc got its line back), no service left enabled"
