@@ -3,9 +3,11 @@
  * bench/bench_file.sh runs it beside fio and cp.
  *
  *   aco_file_bench randread --direct|--cached --file F --depth N --secs S
- *                  [--backend uring|epoll] [--helpers H]
+ *                  [--backend uring|epoll] [--helpers H] [--no-fixed]
  *       N cos on one scheduler (aco_rt_sched_new, opts.backend; default
- *       uring), each with a 4096-aligned heap buffer of its own, each
+ *       uring), each with a 4096-aligned 4 KiB buffer of its own (the N
+ *       in one block, registered with aco_rt_register_buffers unless
+ *       --no-fixed: fio's --fixedbufs), each
  *       doing aco_rt_pread of 4 KiB at uniformly random 4 KiB-aligned
  *       offsets of F (opened O_RDONLY, | O_DIRECT for --direct) in a loop
  *       of S seconds (each co reads the clock every 16 reads).  --helpers
@@ -63,7 +65,7 @@ static _Noreturn void die(const char* what, int err) {
 static _Noreturn void usage(void) {
     fprintf(stderr,
             "usage: %s randread --direct|--cached --file F --depth N --secs S "
-            "[--backend uring|epoll] [--helpers H]\n"
+            "[--backend uring|epoll] [--helpers H] [--no-fixed]\n"
             "       %s threads --direct|--cached --file F --depth N --secs S\n"
             "       %s copy SRC DST [--chunk BYTES] [--backend uring|epoll]\n",
             prog, prog, prog);
@@ -102,15 +104,16 @@ static void print_stats(aco_rt_sched_t* s) {
     aco_rt_stats_t st;
     aco_rt_stats(s, &st);
     printf("stats file_nowait=%llu file_uring=%llu file_helper=%llu file_bounce=%llu "
-           "polls=%llu switches=%llu handoffs=%llu\n",
+           "file_fixed=%llu polls=%llu switches=%llu handoffs=%llu\n",
            (unsigned long long)st.file_nowait, (unsigned long long)st.file_uring,
            (unsigned long long)st.file_helper, (unsigned long long)st.file_bounce,
+           (unsigned long long)st.file_fixed,
            (unsigned long long)st.polls, (unsigned long long)st.switches,
            (unsigned long long)st.handoffs);
 }
 
 /* ---- options ---------------------------------------------------------------- */
-static int opt_direct = -1, opt_depth = 0, opt_helpers = 0, opt_nowait = 0;
+static int opt_direct = -1, opt_depth = 0, opt_helpers = 0, opt_nowait = 0, opt_fixed = 1;
 static double opt_secs = 0;
 static const char* opt_file;
 static int opt_backend = ACO_RT_BACKEND_URING;
@@ -135,6 +138,7 @@ static void parse(int argc, char** argv, int i, const char** pos, int npos) {
         const char* v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--direct") == 0) opt_direct = 1;
         else if (strcmp(a, "--nowait") == 0) opt_nowait = 1;
+        else if (strcmp(a, "--no-fixed") == 0) opt_fixed = 0;
         else if (strcmp(a, "--cached") == 0) opt_direct = 0;
         else if (strcmp(a, "--file") == 0 && v) opt_file = v, i++;
         else if (strcmp(a, "--depth") == 0 && v) opt_depth = (int)num_arg(a, v, 1, 4096), i++;
@@ -255,9 +259,13 @@ static int run_randread(void) {
     if (!s) die("aco_rt_sched_new", errno);
     reader_t* r = calloc((size_t)opt_depth, sizeof(*r));
     if (!r) die("calloc", ENOMEM);
+    char* bufs = aligned_buf((size_t)opt_depth * BS);
+    struct iovec all = {bufs, (size_t)opt_depth * BS};
+    int e = opt_fixed ? aco_rt_register_buffers(&all, 1) : 0;
+    if (e) die("aco_rt_register_buffers", -e);
     for (int i = 0; i < opt_depth; i++) {
         r[i].id = i;
-        r[i].buf = aligned_buf(BS);
+        r[i].buf = bufs + (size_t)i * BS;
         aco_rt_co_t* c = aco_rt_spawn(s, reader_co, &r[i]);
         if (!c) die("aco_rt_spawn", errno);
         aco_rt_detach(c);
@@ -276,7 +284,7 @@ static int run_randread(void) {
     printf("way read=%s\n", read_way ? read_way : "?");
     print_stats(s);
     aco_rt_sched_free(s);
-    for (int i = 0; i < opt_depth; i++) free(r[i].buf);
+    free(bufs);
     free(r);
     close(read_fd);
     return 0;

@@ -348,6 +348,91 @@ static size_t iov_total(const struct iovec* v, int cnt) {
     return t;
 }
 
+/* Registered buffers (aco_rt_register_buffers): by address, so that a
+ * transfer finds the one that holds it in log2(n) steps; none at all costs
+ * one test. */
+struct rt_fbuf { uintptr_t lo, hi; unsigned idx; };
+#define FBUF_MAX 16384              /* the kernel's (IORING_MAX_REG_BUFFERS) */
+#define FBUF_LEN_MAX (1ul << 30)    /* ... and its largest buffer */
+
+/* The index of the registered buffer that holds [p, p + n) whole, or -1. */
+static int fbuf_find(const aco_rt_sched_t* s, const void* p, size_t n) {
+    if (rt_likely(s->fbuf.n == 0)) return -1;
+    uintptr_t a = (uintptr_t)p;
+    unsigned lo = 0, hi = s->fbuf.n;
+    while (lo < hi) {               /* the first that ends past a */
+        unsigned m = (lo + hi) / 2;
+        if (s->fbuf.r[m].hi <= a) lo = m + 1;
+        else hi = m;
+    }
+    const struct rt_fbuf* b = &s->fbuf.r[lo];
+    return lo < s->fbuf.n && b->lo <= a && n <= b->hi - a ? (int)b->idx : -1;
+}
+
+static int fbuf_cmp(const void* x, const void* y) {
+    uintptr_t a = ((const struct rt_fbuf*)x)->lo, b = ((const struct rt_fbuf*)y)->lo;
+    return a < b ? -1 : a > b;
+}
+
+int aco_rt_register_buffers(const struct iovec* iov, unsigned n) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    if (s == NULL) return -EPERM;
+    if (iov == NULL || n == 0 || n > FBUF_MAX) return -EINVAL;
+    if (s->fbuf.n) return -EBUSY;
+    struct rt_fbuf* r = malloc(n * sizeof(*r));
+    if (r == NULL) return -ENOMEM;
+    int err = 0;
+    for (unsigned i = 0; i < n && !err; i++) {
+        uintptr_t a = (uintptr_t)iov[i].iov_base;
+        size_t len = iov[i].iov_len;
+        if (a == 0 || len == 0 || len > FBUF_LEN_MAX || a + len < a) err = -EINVAL;
+        /* no share stack of s: other cos' frames come and go there (in
+         * checked mode the caller's frames are in a window of its own) */
+        aco_rt_co_t* co = s->run.cur;
+        if (!err && co && !(co->flags & RT_STANDALONE) && aco_on_share_stack(rt_aco(co), (void*)a, len))
+            err = -EINVAL;
+        for (unsigned k = 0; !err && k < s->recs.nstacks; k++) {
+            const aco_share_stack_t* st = s->recs.stacks[k];
+            if (st && a < (uintptr_t)st->real_ptr + st->real_sz && (uintptr_t)st->real_ptr < a + len)
+                err = -EINVAL;
+        }
+        r[i] = (struct rt_fbuf){a, a + len, i};
+    }
+    qsort(r, n, sizeof(*r), fbuf_cmp);
+    for (unsigned i = 1; i < n && !err; i++)
+        if (r[i].lo < r[i - 1].hi) err = -EINVAL;      /* overlapping */
+#ifdef ACO_RT_HAVE_URING
+    if (!err && s->backend.ops == &rt_backend_uring) err = rt_ur_buffers(s, iov, n);
+#endif
+    if (err) {
+        free(r);
+        return err;
+    }
+    s->fbuf.r = r;
+    s->fbuf.n = n;
+    return 0;
+}
+
+int aco_rt_unregister_buffers(void) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    if (s == NULL) return -EPERM;
+    if (s->fbuf.n == 0) return -ENXIO;
+#ifdef ACO_RT_HAVE_URING
+    if (s->backend.ops == &rt_backend_uring) {
+        int r = rt_ur_buffers(s, NULL, 0);
+        if (r < 0) return r;
+    }
+#endif
+    rt_file_fini(s);
+    return 0;
+}
+
+void rt_file_fini(aco_rt_sched_t* s) {
+    free(s->fbuf.r);
+    s->fbuf.r = NULL;
+    s->fbuf.n = 0;
+}
+
 /* One [data] transfer of the vector v (in the heap or in place; *v may be
  * advanced) the way of w: the count, or -errno. */
 static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int cnt, int64_t off,
@@ -374,8 +459,16 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
         if (cnt == 1) {
             /* (at most what one read(2) moves: MAX_RW_COUNT) */
             unsigned n = v->iov_len > 0x7ffff000 ? 0x7ffff000 : (unsigned)v->iov_len;
-            if (write) io_uring_prep_write(sqe, fd, v->iov_base, n, (uint64_t)off);
-            else io_uring_prep_read(sqe, fd, v->iov_base, n, (uint64_t)off);
+            int bi = fbuf_find(s, v->iov_base, n);
+            if (bi >= 0) {          /* its pages pinned once: none per call */
+                if (write) io_uring_prep_write_fixed(sqe, fd, v->iov_base, n, (uint64_t)off, bi);
+                else io_uring_prep_read_fixed(sqe, fd, v->iov_base, n, (uint64_t)off, bi);
+                s->st.file_fixed++;
+            } else if (write) {
+                io_uring_prep_write(sqe, fd, v->iov_base, n, (uint64_t)off);
+            } else {
+                io_uring_prep_read(sqe, fd, v->iov_base, n, (uint64_t)off);
+            }
             sqe->rw_flags = flags;
         } else if (write) {
             io_uring_prep_writev2(sqe, fd, v, (unsigned)cnt, (uint64_t)off, flags);

@@ -418,6 +418,11 @@ static void file_push(aco_rt_sched_t* s) {
     if (io_uring_sq_ready(ring) >= FILE_BATCH) io_uring_submit(ring);
 }
 
+int rt_ur_buffers(aco_rt_sched_t* s, const struct iovec* iov, unsigned n) {
+    struct io_uring* ring = &((ur_t*)s->backend.data)->ring;
+    return n ? io_uring_register_buffers(ring, iov, n) : io_uring_unregister_buffers(ring);
+}
+
 /* Submit sqe for co (prepared by the caller) and park until it completes. */
 static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
                    int64_t deadline) {

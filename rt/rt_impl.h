@@ -489,6 +489,11 @@ typedef struct rt_newq {                /* co.c: cos spawned here, not yet
                                            that thieves gave back */
 } rt_newq_t;
 
+typedef struct rt_fbufs {               /* file.c: registered buffers */
+    struct rt_fbuf*     r;              /* by address, none overlapping */
+    unsigned            n;
+} rt_fbufs_t;
+
 typedef struct rt_asks {                /* loop.c, co.c: what others ask */
     _Alignas(64) int    stop;           /* atomic */
     uint32_t            cancel_gen;     /* atomic: bumped to cancel every co */
@@ -503,6 +508,7 @@ struct aco_rt_sched {
     rt_pooled_t         pooled;         /* (cancel_seen: read by siblings) */
     rt_be_t             backend;
     rt_lend_t           lend;
+    rt_fbufs_t          fbuf;
     uint32_t            offloads;       /* offload.c: cos waiting for a
                                            helper thread: not a deadlock */
     /* The wheel's first line is written at every timer armed: apart from

@@ -85,6 +85,9 @@ int     rt_ur_f_on(aco_rt_sched_t* s, unsigned w);
 /* A [data] file operation (sqe prepared by the caller, on fd): as
  * rt_uring_io's, its result; the co waits for what the kernel began. */
 ssize_t rt_ur_data_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, int fd, int64_t deadline);
+/* Register iov[0..n) as the ring's fixed buffers (n 0: unregister them):
+ * 0 or -errno, io_uring_register(2)'s. */
+int     rt_ur_buffers(aco_rt_sched_t* s, const struct iovec* iov, unsigned n);
 /* A [meta] file operation whose memory is all in the heap record that
  * starts with m: its result (a close of its descriptor: -EBADF), or
  * -ETIMEDOUT / -ECANCELED when the co left first (*left 1): then the
@@ -99,6 +102,8 @@ typedef struct rt_ur_meta {
 int     rt_ur_meta_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, rt_ur_meta_t* m,
                       int64_t deadline, int* left);
 #endif
+/* file.c's part of a scheduler freed (sched.c) */
+void    rt_file_fini(aco_rt_sched_t* s);
 
 
 #pragma GCC visibility pop

@@ -178,6 +178,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     rt_wheel_clear(&s->wheel);
     rt_kernel_drop_cos(s);
     rt_lend_fini(s);
+    rt_file_fini(s);
     s->backend.ops->fini(s);
     rt_fd_free_all(&s->fds);
     rt_kernel_fini(s);

@@ -166,6 +166,8 @@ st.file_nowait  file.c
 st.file_uring   file.c
 st.file_helper  file.c
 st.file_bounce  file.c
+st.file_fixed   file.c
+fbuf        file.c
 '
 export LAYERS HEADERS OWNERS
 python3 - "$obj" <<'PY' || fail=1

@@ -1,0 +1,318 @@
+/* test_file_fixed.c - registered buffers (aco_rt.h, aco_rt_register_buffers
+ * and aco_rt_unregister_buffers), taken at the header's word on every
+ * backend of $ACO_RT_TEST_BACKENDS:
+ *  - -EPERM on a thread without a scheduler; -ENXIO with none registered;
+ *  - -EINVAL for each bad set: iov NULL, n 0 and 16385, a NULL or empty
+ *    buffer, one above 1 GiB, one that wraps, two that overlap, one on a
+ *    share stack; nothing is registered after any of them;
+ *  - -EBUSY for a second set; unregistered, a set again;
+ *  - transfers (a buffered file and an O_DIRECT one, pread, pwrite, preadv
+ *    and pwritev of one iovec) inside a registered buffer move the right
+ *    bytes and are counted in file_fixed on io_uring (as many as went to
+ *    the ring), never on epoll; one that leaves its buffer, or spans two,
+ *    moves the right bytes and is not counted; none after unregistering;
+ *  - io_uring pins the bytes (VmPin of /proc/self/status grows by them,
+ *    and falls back at unregister and at aco_rt_sched_free of a set
+ *    registered outside the scheduler's cos);
+ *  - io_uring's own refusals: unmapped memory -EFAULT, read-only memory
+ *    -EFAULT, RLIMIT_MEMLOCK too small for the set -ENOMEM (in a child,
+ *    as nobody when run as root: CAP_IPC_LOCK lifts the limit).
+ */
+#define _GNU_SOURCE
+#include "rt_test.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+static int checks;
+#define PROMISE() (checks++)
+
+static char dir[64];
+static int dfd = -1;
+static int uring;               /* this round's backend is io_uring */
+
+#define KB 1024
+#define BUF_A (64 * KB)
+#define BUF_B (16 * KB)
+
+static aco_rt_stats_t stats(void) {
+    aco_rt_stats_t st;
+    aco_rt_stats(NULL, &st);
+    return st;
+}
+
+/* kB of VmPin in /proc/self/status, or -1 where the kernel has none */
+static long vm_pin_kb(void) {
+    FILE* f = fopen("/proc/self/status", "r");
+    CHECK(f != NULL);
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmPin: %ld kB", &kb) == 1) break;
+    fclose(f);
+    return kb;
+}
+
+static void fill(unsigned char* b, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(i * 7 + seed + i / 4096);
+}
+
+static int same(const unsigned char* a, const unsigned char* b, size_t n) { return memcmp(a, b, n) == 0; }
+
+static void* no_sched_thread(void* arg) {
+    (void)arg;
+    static unsigned char b[4096];
+    struct iovec v = {b, sizeof b};
+    CHECK_EQ(aco_rt_register_buffers(&v, 1), -EPERM);
+    CHECK_EQ(aco_rt_unregister_buffers(), -EPERM);
+    return NULL;
+}
+
+/* Every bad set: -EINVAL, and nothing registered after it. */
+static void bad_sets(unsigned char* a) {
+    PROMISE();          /* -EINVAL for each bad set, nothing registered */
+    struct iovec v[2];
+    CHECK_EQ(aco_rt_register_buffers(NULL, 1), -EINVAL);
+    v[0] = (struct iovec){a, 4096};
+    CHECK_EQ(aco_rt_register_buffers(v, 0), -EINVAL);
+    CHECK_EQ(aco_rt_register_buffers(v, 16385), -EINVAL);
+    v[0] = (struct iovec){NULL, 4096};
+    CHECK_EQ(aco_rt_register_buffers(v, 1), -EINVAL);
+    v[0] = (struct iovec){a, 0};
+    CHECK_EQ(aco_rt_register_buffers(v, 1), -EINVAL);
+    v[0] = (struct iovec){a, (1ul << 30) + 4096};
+    CHECK_EQ(aco_rt_register_buffers(v, 1), -EINVAL);
+    v[0] = (struct iovec){(void*)(uintptr_t)-4096, 8192};
+    CHECK_EQ(aco_rt_register_buffers(v, 1), -EINVAL);
+    v[0] = (struct iovec){a, 8192};
+    v[1] = (struct iovec){a + 4096, 8192};
+    CHECK_EQ(aco_rt_register_buffers(v, 2), -EINVAL);
+    unsigned char local[256];
+    if (aco_on_share_stack(aco_get_co(), local, sizeof local)) {
+        v[0] = (struct iovec){local, sizeof local};
+        CHECK_EQ(aco_rt_register_buffers(v, 1), -EINVAL);
+        v[0] = (struct iovec){a, 4096};
+        v[1] = (struct iovec){local, sizeof local};
+        CHECK_EQ(aco_rt_register_buffers(v, 2), -EINVAL);
+    }
+    CHECK_EQ(aco_rt_unregister_buffers(), -ENXIO);
+}
+
+typedef struct {
+    int fd;
+    int direct;
+} file_t;
+
+/* n bytes at off of f through buf (a registered buffer or not): written,
+ * read back into rb (a registered buffer or not), compared. */
+static void round_trip(file_t* f, unsigned char* wb, unsigned char* rb, size_t n, int64_t off,
+                       unsigned seed, int vec) {
+    fill(wb, n, seed);
+    if (vec) {
+        struct iovec v = {wb, n};
+        CHECK_EQ(aco_rt_pwritev(f->fd, &v, 1, off, 0, -1), (ssize_t)n);
+    } else {
+        CHECK_EQ(aco_rt_pwrite(f->fd, wb, n, off, -1), (ssize_t)n);
+    }
+    memset(rb, 0xee, n);
+    if (vec) {
+        struct iovec v = {rb, n};
+        CHECK_EQ(aco_rt_preadv(f->fd, &v, 1, off, 0, -1), (ssize_t)n);
+    } else {
+        CHECK_EQ(aco_rt_pread(f->fd, rb, n, off, -1), (ssize_t)n);
+    }
+    CHECK(same(wb, rb, n));
+}
+
+static void co_fixed(void* arg) {
+    (void)arg;
+    unsigned char* a = aligned_alloc(4096, BUF_A + 4096);     /* registered: [a, a + BUF_A) */
+    unsigned char* b = aligned_alloc(4096, BUF_B);            /* registered whole */
+    unsigned char* h = aligned_alloc(4096, BUF_A);            /* never registered */
+    CHECK(a && b && h);
+    memset(a, 0, BUF_A + 4096);
+    memset(b, 0, BUF_B);
+    memset(h, 0, BUF_A);
+    CHECK_EQ(aco_rt_unregister_buffers(), -ENXIO);
+    bad_sets(a);
+
+    long pin0 = vm_pin_kb();
+    PROMISE();          /* a set registered; a second one -EBUSY */
+    struct iovec set[2] = {{b, BUF_B}, {a, BUF_A}};             /* (not in address order) */
+    CHECK_EQ(aco_rt_register_buffers(set, 2), 0);
+    CHECK_EQ(aco_rt_register_buffers(set, 1), -EBUSY);
+    long pin1 = vm_pin_kb();
+    if (uring && pin0 >= 0) {
+        PROMISE();      /* io_uring pins the bytes */
+        CHECK_GE(pin1 - pin0, (BUF_A + BUF_B) / KB);
+    }
+
+    file_t fs[2];
+    fs[0].fd = aco_rt_openat(dfd, "buffered", O_CREAT | O_RDWR | O_CLOEXEC, 0600, -1);
+    fs[0].direct = 0;
+    CHECK_GE(fs[0].fd, 0);
+    fs[1].fd = aco_rt_openat(dfd, "direct", O_CREAT | O_RDWR | O_CLOEXEC | O_DIRECT, 0600, -1);
+    fs[1].direct = 1;
+    if (fs[1].fd == -EINVAL) printf("note: O_DIRECT not supported in %s: buffered only\n", dir);
+    int nf = fs[1].fd >= 0 ? 2 : 1;
+    for (int i = 0; i < nf; i++) {
+        file_t* f = &fs[i];
+        PROMISE();      /* inside a registered buffer: right bytes, counted on io_uring */
+        aco_rt_stats_t s0 = stats();
+        round_trip(f, a, a + 32 * KB, 16 * KB, 0, 1, 0);
+        round_trip(f, b, a + 4096, 4096, 8192, 2, 1);
+        round_trip(f, a + BUF_A - 8192, b + BUF_B - 8192, 8192, 65536, 3, 0);
+        aco_rt_stats_t s1 = stats();
+        uint64_t ring = s1.file_uring - s0.file_uring, fixed = s1.file_fixed - s0.file_fixed;
+        CHECK_LE(fixed, ring);
+        if (uring) CHECK_EQ(fixed, ring);
+        else CHECK_EQ(fixed, 0u);
+        if (f->direct && uring) CHECK_EQ(fixed, 6u);    /* (O_DIRECT: never RWF_NOWAIT) */
+
+        PROMISE();      /* leaving a buffer, or spanning two: right bytes, not counted */
+        s0 = stats();
+        round_trip(f, a + BUF_A - 4096, h, 8192, 0, 4, 0);      /* past a's end */
+        round_trip(f, h, a + BUF_A - 4096, 8192, 8192, 5, 1);
+        round_trip(f, h, h + 16 * KB, 8192, 16384, 6, 0);       /* not registered */
+        s1 = stats();
+        CHECK_EQ(s1.file_fixed, s0.file_fixed);
+    }
+    if (b + BUF_B == a || a + BUF_A == b) {
+        PROMISE();      /* adjacent buffers: a transfer across both is not fixed */
+        unsigned char* lo = b + BUF_B == a ? b : a;
+        size_t lo_n = lo == b ? BUF_B : BUF_A;
+        aco_rt_stats_t s0 = stats();
+        round_trip(&fs[0], lo + lo_n - 4096, h, 8192, 0, 7, 0);
+        CHECK_EQ(stats().file_fixed, s0.file_fixed);
+    }
+
+    PROMISE();          /* unregistered: pins dropped, no transfer counted, a set again */
+    CHECK_EQ(aco_rt_unregister_buffers(), 0);
+    CHECK_EQ(aco_rt_unregister_buffers(), -ENXIO);
+    if (uring && pin0 >= 0) CHECK_LE(vm_pin_kb(), pin0);
+    aco_rt_stats_t s0 = stats();
+    for (int i = 0; i < nf; i++) round_trip(&fs[i], a, b, 4096, 0, 8, 0);
+    CHECK_EQ(stats().file_fixed, s0.file_fixed);
+    CHECK_EQ(aco_rt_register_buffers(set + 1, 1), 0);
+    s0 = stats();
+    round_trip(&fs[nf - 1], a, a + 4096, 4096, 0, 9, 0);
+    if (uring) CHECK_GT(stats().file_fixed, s0.file_fixed);
+    CHECK_EQ(aco_rt_unregister_buffers(), 0);
+
+    if (uring) {
+        PROMISE();      /* io_uring's refusals: unmapped, read-only */
+        unsigned char* m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED);
+        CHECK_EQ(munmap(m, 8192), 0);
+        struct iovec v = {m, 8192};
+        CHECK_EQ(aco_rt_register_buffers(&v, 1), -EFAULT);
+        m = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED);
+        v.iov_base = m;
+        CHECK_EQ(aco_rt_register_buffers(&v, 1), -EFAULT);
+        CHECK_EQ(munmap(m, 8192), 0);
+        CHECK_EQ(aco_rt_unregister_buffers(), -ENXIO);
+    }
+    for (int i = 0; i < nf; i++) CHECK_EQ(aco_rt_close(fs[i].fd), 0);
+    CHECK_EQ(unlinkat(dfd, "buffered", 0), 0);
+    if (nf == 2) CHECK_EQ(unlinkat(dfd, "direct", 0), 0);
+    free(a);
+    free(b);
+    free(h);
+}
+
+static void body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    uring = test_backend_id == ACO_RT_BACKEND_URING;
+    test_go(s, co_fixed, NULL);
+}
+
+/* On the scheduler's thread outside its cos, and left registered:
+ * aco_rt_sched_free lets the pages go (VmPin back where it was). */
+static void left_to_free(void) {
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.backend = ACO_RT_BACKEND_URING;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    if (s == NULL) return;
+    PROMISE();          /* registered outside a co; freed with the scheduler */
+    long pin0 = vm_pin_kb();
+    unsigned char* m = aligned_alloc(4096, BUF_A);
+    CHECK(m != NULL);
+    memset(m, 0, BUF_A);
+    struct iovec v = {m, BUF_A};
+    CHECK_EQ(aco_rt_register_buffers(&v, 1), 0);
+    if (pin0 >= 0) CHECK_GE(vm_pin_kb() - pin0, BUF_A / KB);
+    aco_rt_sched_free(s);
+    /* (the kernel tears a ring down on a work queue: soon, not at once) */
+    for (int i = 0; pin0 >= 0 && vm_pin_kb() > pin0 && i < 200; i++) usleep(10000);
+    if (pin0 >= 0) CHECK_LE(vm_pin_kb(), pin0);
+    CHECK_EQ(aco_rt_register_buffers(&v, 1), -EPERM);
+    free(m);
+}
+
+/* In a child: RLIMIT_MEMLOCK of 8 MiB (Debian's default; the ring's own
+ * memory counts there too on some kernels), without CAP_IPC_LOCK, and a
+ * set of 16 MiB on io_uring: -ENOMEM. */
+static void memlock_child(void* arg) {
+    (void)arg;
+    struct rlimit rl = {8 << 20, 8 << 20};
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(3);
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(4);
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.backend = ACO_RT_BACKEND_URING;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    if (s == NULL) { fprintf(stderr, "memlock child: aco_rt_sched_new: %s\n", strerror(errno)); _exit(5); }
+    void* m = aligned_alloc(4096, 16 << 20);
+    if (m == NULL) _exit(6);
+    memset(m, 1, 16 << 20);
+    struct iovec v = {m, 16 << 20};
+    int r = aco_rt_register_buffers(&v, 1);
+    aco_rt_sched_free(s);
+    if (r != -ENOMEM) fprintf(stderr, "memlock child: aco_rt_register_buffers: %d\n", r);
+    _exit(r == -ENOMEM ? 0 : 7);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    snprintf(dir, sizeof dir, "/var/tmp/aco_rt_test_fixed.XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK_GE(dfd, 0);
+
+    PROMISE();          /* -EPERM without a scheduler, here and on another thread */
+    unsigned char one[4096];
+    struct iovec v = {one, sizeof one};
+    CHECK_EQ(aco_rt_register_buffers(&v, 1), -EPERM);
+    CHECK_EQ(aco_rt_unregister_buffers(), -EPERM);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, no_sched_thread, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+
+    test_on_backends(NULL, body, NULL);
+
+    int bs[8], n = test_backends(bs, 8), has_uring = 0;
+    for (int i = 0; i < n; i++) has_uring |= bs[i] == ACO_RT_BACKEND_URING;
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.backend = ACO_RT_BACKEND_URING;
+    aco_rt_sched_t* probe = has_uring ? aco_rt_sched_new(&o) : NULL;
+    if (probe) {
+        aco_rt_sched_free(probe);
+        left_to_free();
+        PROMISE();      /* RLIMIT_MEMLOCK below the set: -ENOMEM */
+        int st = -1;
+        CHECK_EQ(test_in_child(memlock_child, NULL, &st), 0);
+        CHECK_EQ(st, 0);
+    }
+    CHECK_EQ(close(dfd), 0);
+    CHECK_EQ(rmdir(dir), 0);
+    printf("test_file_fixed: %d promises checked\n", checks);
+    return 0;
+}
