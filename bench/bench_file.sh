@@ -23,7 +23,10 @@
 # file, at queue depths 1 and 32, each run BENCH_FILE_SECONDS (5, --quick 3,
 # --smoke 1):
 #   ours     aco_file_bench randread --backend uring: N cos on one scheduler,
-#            each an aco_rt_pread loop (the `_epoll` rows: --backend epoll,
+#            each an aco_rt_pread loop into its slice of one block of
+#            registered buffers (aco_rt_register_buffers, as fio's
+#            --fixedbufs; `ours_nf`, O_DIRECT only: --no-fixed, the same
+#            unregistered, for the _fixedbufs headline); the `_epoll` rows: --backend epoll,
 #            whose reads go to the runtime's helper threads, 8 at most by
 #            default; BENCH_FILE_EPOLL_HELPERS=H passes --helpers H);
 #   fio      fio --ioengine=io_uring --rw=randread --bs=4k --iodepth=N
@@ -300,10 +303,14 @@ read_run() {
         addv "$key|iops" n/a; addv "$key|cpu" n/a; addv "$key|ipc" n/a; return 0
     fi
     case $who in
-    ours|epoll)
-        if [ $ours_ok = 0 ]; then addv "$key|iops" n/a; addv "$key|cpu" n/a; addv "$key|ipc" n/a; return 0; fi
+    ours|ours_nf|epoll)
+        # ours_nf: ours without registered buffers (O_DIRECT only: what they save)
+        if [ $ours_ok = 0 ] || { [ $who = ours_nf ] && [ $st != direct ]; }; then
+            addv "$key|iops" n/a; addv "$key|cpu" n/a; addv "$key|ipc" n/a; return 0
+        fi
         local be=uring extra=""
         [ "$who" = epoll ] && be=epoll && [ -n "${BENCH_FILE_EPOLL_HELPERS:-}" ] && extra="--helpers $BENCH_FILE_EPOLL_HELPERS"
+        [ "$who" = ours_nf ] && extra="--no-fixed"
         steal_begin
         # shellcheck disable=SC2086
         out=$(timeout $((${SECS%.*} + 60)) taskset -c "$CPU" $OURS randread --$st --file "$f" \
@@ -381,12 +388,12 @@ read_run() {
     addv "$key|iops" "$iops"; addv "$key|cpu" "$cpu"; addv "$key|ipc" "$ipc"
 }
 
-WHO="ours epoll fio fio_nb threads floor"
+WHO="ours ours_nf epoll fio fio_nb threads floor"
 if [ $have_fio = 1 ]; then
     echo "fio: fio --name=randread --filename=F --ioengine=io_uring --direct=1|0 --rw=randread --bs=4k --iodepth=N --numjobs=1 --time_based --runtime=$FIO_RUNTIME --invalidate=0 $(fio_best 32 | sed 's/=32/=N/; s/=8$/=N\/4/') --output-format=json"
     echo "fio_nb: the same with $FIO_NB only (qd32)"
 fi
-echo "ours: $OURS randread --direct|--cached --file F --depth N --secs $SECS --backend uring|epoll${BENCH_FILE_EPOLL_HELPERS:+ --helpers $BENCH_FILE_EPOLL_HELPERS}; threads: $OURS threads ... (pread(2) in N pthreads)"
+echo "ours: $OURS randread --direct|--cached --file F --depth N --secs $SECS --backend uring|epoll${BENCH_FILE_EPOLL_HELPERS:+ --helpers $BENCH_FILE_EPOLL_HELPERS} (its buffers registered; ours_nf: --no-fixed, not registered); threads: $OURS threads ... (pread(2) in N pthreads)"
 T0=$(now_us)
 for r in $(seq 1 "$ROUNDS"); do
     order=$WHO
@@ -488,6 +495,7 @@ for st in direct cached; do
         for who in $WHO; do
             [ $who = fio_nb ] && [ "$qd" = 1 ] && continue
             [ $who = floor ] && [ $st = direct ] && continue
+            [ $who = ours_nf ] && [ $st = cached ] && continue
             k="$st|$qd|$who"
             printf '%-7s %-3s %-8s %10s %9s %11s %7s   %s\n' $st $qd $who "$(med %.0f "$k|iops")" \
                 "$(med %.0f "$k|cpu")" "$(med %.0f "$k|ipc")" "$(med %.1f "$k|steal")" "$(rounds "$k|iops")"
@@ -536,6 +544,9 @@ for st in direct cached; do
             "$AGG" headline -f %.0f "file_${st}_qd${qd}_cpu_ns_per_io$sfx" ours="$(median "$k|$who|cpu")" fio="$fio_cpu"
             "$AGG" headline -f %.0f "file_${st}_qd${qd}_iops_per_cpu_s$sfx" ours="$(median "$k|$who|ipc")" threads="$(median "$k|threads|ipc")"
         done
+        # registered buffers (aco_rt_register_buffers) against none
+        [ $st = direct ] && "$AGG" headline -f %.0f "file_direct_qd${qd}_cpu_ns_per_io_fixedbufs" \
+            ours="$(median "$k|ours|cpu")" unregistered="$(median "$k|ours_nf|cpu")"
         # what the best io_uring user gets against the threads: the machine's
         # own limit on that ratio (its kernel's cost per read)
         fio_ipc=$(awk -v c="$fio_cpu" 'BEGIN { if (c == "n/a" || c + 0 <= 0) print "n/a"; else printf "%.0f", 1e9 / c }')
