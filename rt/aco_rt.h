@@ -713,33 +713,41 @@ ssize_t aco_rt_pwritev(int fd, const struct iovec* iov, int iovcnt, int64_t off,
 /* Registered buffers (io_uring's fixed buffers) of the calling thread's
  * scheduler: the kernel pins the pages of iov[0..n) once, so that a
  * transfer into or out of them skips pinning its pages on every call (the
- * gain is an O_DIRECT transfer's: docs/benchmarks.md).  An aco_rt_pread or
- * aco_rt_pwrite (or aco_rt_preadv / aco_rt_pwritev of one iovec) on this
- * scheduler whose bytes lie whole inside one registered buffer, and that
- * goes as an io_uring operation, uses it (IORING_OP_READ_FIXED,
+ * gain is an O_DIRECT transfer's: docs/benchmarks.md, "Files").  An
+ * aco_rt_pread or aco_rt_pwrite (or aco_rt_preadv / aco_rt_pwritev of one
+ * iovec) on this scheduler whose bytes lie whole inside one registered
+ * buffer, and that goes as an io_uring operation (not a page cache hit
+ * served on the thread, not a helper's), uses it (IORING_OP_READ_FIXED,
  * IORING_OP_WRITE_FIXED; aco_rt_stats' file_fixed counts them); every
- * other transfer goes as before.  The memory must stay mapped as it was
- * (not unmapped, remapped or given back by free) until
- * aco_rt_unregister_buffers or aco_rt_sched_free: the kernel moves bytes
- * to and from the pages it pinned, not whatever is mapped there later.
- * Pinned bytes count against RLIMIT_MEMLOCK (ulimit -l; 8 MiB by default
- * on Debian 12) unless the process has CAP_IPC_LOCK.  At most 16384
- * buffers of at most 1 GiB each, not overlapping, none on one of the
- * scheduler's share stacks.  A scheduler on epoll checks the buffers and
- * remembers them (for -EBUSY and -ENXIO) and pins nothing.  Returns 0, or
- * -EPERM (the calling thread has no scheduler), -EINVAL (iov NULL, n 0 or
- * above 16384, a buffer NULL, empty, above 1 GiB or wrapping, buffers that
- * overlap, a buffer on a share stack), -EBUSY (buffers are registered:
- * unregister them first), -ENOMEM (no memory; on io_uring also
- * RLIMIT_MEMLOCK reached); on io_uring the kernel's refusals to pin:
- * -EFAULT (memory not mapped, not writable, or a shared mapping of a
- * file, which the kernel does not pin for long), -EOPNOTSUPP (older
- * kernels' answer for those file mappings). */
+ * other transfer goes as before.  Each thread's scheduler has its own set
+ * (a pool's threads each register theirs).  The memory must stay mapped
+ * as it was (not unmapped, remapped or given back by free) until
+ * aco_rt_unregister_buffers, or aco_rt_sched_free and the end of the
+ * transfers it waited for: the kernel moves bytes to and from the pages
+ * it pinned, not whatever is mapped there later.  Pinned bytes count
+ * against RLIMIT_MEMLOCK (ulimit -l: 8 MiB by default on Debian 12, 64 KiB
+ * on kernels before 5.16) unless the process has CAP_IPC_LOCK.  At most
+ * 16384 buffers of at most 1 GiB each, not overlapping, none on one of
+ * the scheduler's share stacks (in checked mode a suspended co's stack is
+ * reported as an escape).  A scheduler on epoll, or on a kernel before
+ * 5.13 (whose registration waits for every operation in the ring),
+ * checks the buffers and remembers them (for -EBUSY and -ENXIO) and pins
+ * nothing.  Returns 0, or -EPERM (the calling thread has no scheduler),
+ * -EINVAL (iov NULL, n 0 or above 16384, a buffer NULL, empty, above 1 GiB
+ * or wrapping, buffers that overlap, a buffer on a share stack), -EBUSY
+ * (buffers are registered: unregister them first), -ENOMEM (no memory;
+ * on io_uring also RLIMIT_MEMLOCK reached); on io_uring the kernel's
+ * refusals to pin: -EFAULT (memory not mapped, not writable, or a shared
+ * mapping of a file, which the kernel does not pin for long), -EOPNOTSUPP
+ * (older kernels' answer for those file mappings). */
 int aco_rt_register_buffers(const struct iovec* iov, unsigned n);
 
-/* The calling thread's scheduler forgets its registered buffers;
- * transfers already in the kernel end with them.  0, or -EPERM (no
- * scheduler on the thread), -ENXIO (none are registered). */
+/* The calling thread's scheduler forgets its registered buffers.  Called
+ * from a co, it first waits (parked, in 1 ms steps) for the transfers in
+ * the kernel that use them to end.  0, or -EPERM (no scheduler on the
+ * thread), -ENXIO (none are registered), -EBUSY (called outside a co while
+ * such transfers are in flight), -ECANCELED (the co was cancelled while it
+ * waited: the buffers stay registered). */
 int aco_rt_unregister_buffers(void);
 
 /* fsync(2), fdatasync(2), sync_file_range(2) (flags SYNC_FILE_RANGE_*),
@@ -1356,9 +1364,8 @@ typedef struct {
                                    the kernel or a helper had to reach
                                    while the co was parked; one that
                                    RWF_NOWAIT served in place is not) */
-    uint64_t file_fixed;        /* of file_uring: reads and writes into a
-                                   registered buffer
-                                   (aco_rt_register_buffers) */
+    uint64_t file_fixed;        /* of file_uring: those on a registered
+                                   buffer (aco_rt_register_buffers) */
 } aco_rt_stats_t;
 
 /* Counters of s (NULL: the calling thread's scheduler). */

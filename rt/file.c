@@ -357,7 +357,7 @@ struct rt_fbuf { uintptr_t lo, hi; unsigned idx; };
 
 /* The index of the registered buffer that holds [p, p + n) whole, or -1. */
 static int fbuf_find(const aco_rt_sched_t* s, const void* p, size_t n) {
-    if (rt_likely(s->fbuf.n == 0)) return -1;
+    if (rt_likely(!s->fbuf.pinned)) return -1;
     uintptr_t a = (uintptr_t)p;
     unsigned lo = 0, hi = s->fbuf.n;
     while (lo < hi) {               /* the first that ends past a */
@@ -387,8 +387,10 @@ int aco_rt_register_buffers(const struct iovec* iov, unsigned n) {
         size_t len = iov[i].iov_len;
         if (a == 0 || len == 0 || len > FBUF_LEN_MAX || a + len < a) err = -EINVAL;
         /* no share stack of s: other cos' frames come and go there (in
-         * checked mode the caller's frames are in a window of its own) */
+         * checked mode the caller's frames are in a window of its own, and
+         * a suspended co's window is an escape, reported) */
         aco_rt_co_t* co = s->run.cur;
+        if (!err && aco_unlikely(aco_checked())) aco_checked_access((void*)a, len, 1);
         if (!err && co && !(co->flags & RT_STANDALONE) && aco_on_share_stack(rt_aco(co), (void*)a, len))
             err = -EINVAL;
         for (unsigned k = 0; !err && k < s->recs.nstacks; k++) {
@@ -401,8 +403,13 @@ int aco_rt_register_buffers(const struct iovec* iov, unsigned n) {
     qsort(r, n, sizeof(*r), fbuf_cmp);
     for (unsigned i = 1; i < n && !err; i++)
         if (r[i].lo < r[i - 1].hi) err = -EINVAL;      /* overlapping */
+    int pinned = 0;
 #ifdef ACO_RT_HAVE_URING
-    if (!err && s->backend.ops == &rt_backend_uring) err = rt_ur_buffers(s, iov, n);
+    if (!err && s->backend.ops == &rt_backend_uring) {
+        err = rt_ur_buffers(s, iov, n);
+        pinned = err == 0;
+        if (err == -ENOSYS) err = 0;            /* kept, not pinned */
+    }
 #endif
     if (err) {
         free(r);
@@ -410,6 +417,7 @@ int aco_rt_register_buffers(const struct iovec* iov, unsigned n) {
     }
     s->fbuf.r = r;
     s->fbuf.n = n;
+    s->fbuf.pinned = pinned;
     return 0;
 }
 
@@ -417,8 +425,15 @@ int aco_rt_unregister_buffers(void) {
     aco_rt_sched_t* s = rt_tls_sched;
     if (s == NULL) return -EPERM;
     if (s->fbuf.n == 0) return -ENXIO;
+    /* Transfers into them first: many kernels' unregister waits for them
+     * in the thread (and with DEFER_TASKRUN their completions need this
+     * thread); a co waits for them parked, in 1 ms steps. */
+    while (s->fbuf.inflight) {
+        if (rt_self() == NULL) return -EBUSY;       /* (not in a co: no way to wait) */
+        if (aco_rt_sleep(1000000) == -ECANCELED) return -ECANCELED;
+    }
 #ifdef ACO_RT_HAVE_URING
-    if (s->backend.ops == &rt_backend_uring) {
+    if (s->fbuf.pinned) {
         int r = rt_ur_buffers(s, NULL, 0);
         if (r < 0) return r;
     }
@@ -431,6 +446,7 @@ void rt_file_fini(aco_rt_sched_t* s) {
     free(s->fbuf.r);
     s->fbuf.r = NULL;
     s->fbuf.n = 0;
+    s->fbuf.pinned = 0;
 }
 
 /* One [data] transfer of the vector v (in the heap or in place; *v may be
@@ -478,7 +494,10 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
         rt_fd_t* e = rt_fd_peek(&s->fds, fd);
         if (!(e && (e->fmode & FM_DIRECT)) && !(flags & RWF_NOWAIT)) sqe->flags |= IOSQE_ASYNC;
         s->st.file_uring++;
+        int fixed = sqe->opcode == IORING_OP_READ_FIXED || sqe->opcode == IORING_OP_WRITE_FIXED;
+        s->fbuf.inflight += (uint32_t)fixed;
         r = rt_ur_data_op(co, sqe, fd, deadline);
+        s->fbuf.inflight -= (uint32_t)fixed;
         if (r != -EAGAIN || (flags & RWF_NOWAIT)) return r;
         /* a dup's close ended it (go again), or the file is O_NONBLOCK,
          * which io_uring takes as "never wait for the disk": a helper's */

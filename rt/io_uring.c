@@ -60,6 +60,9 @@ typedef struct {
     uint32_t        files;      /* [data] file operations in the kernel:
                                    ur_fini waits for them (they write the
                                    buffers of cos that may be gone) */
+    int             rsrc_tags;  /* IORING_FEAT_RSRC_TAGS (5.13): buffers
+                                   register without waiting for the ring
+                                   to go quiet */
 } ur_t;
 
 /* user_data of a [data] file operation: its co (16-aligned), tagged, so
@@ -207,6 +210,7 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
         io_uring_register_iowq_max_workers(&u->ring, maxw);
     }
     u->cqe_skip = (p.features & IORING_FEAT_CQE_SKIP) != 0;
+    u->rsrc_tags = (p.features & IORING_FEAT_RSRC_TAGS) != 0;
     u->f_on = probe_ops(&u->ring);
     s->backend.data = u;
     arm_evfd(s, u);
@@ -419,8 +423,11 @@ static void file_push(aco_rt_sched_t* s) {
 }
 
 int rt_ur_buffers(aco_rt_sched_t* s, const struct iovec* iov, unsigned n) {
-    struct io_uring* ring = &((ur_t*)s->backend.data)->ring;
-    return n ? io_uring_register_buffers(ring, iov, n) : io_uring_unregister_buffers(ring);
+    ur_t* u = (ur_t*)s->backend.data;
+    /* 5.11 and 5.12 register buffers only on a quiet ring: they wait for
+     * every operation in flight, polls on idle sockets too */
+    if (!u->rsrc_tags) return -ENOSYS;
+    return n ? io_uring_register_buffers(&u->ring, iov, n) : io_uring_unregister_buffers(&u->ring);
 }
 
 /* Submit sqe for co (prepared by the caller) and park until it completes. */

@@ -492,6 +492,9 @@ typedef struct rt_newq {                /* co.c: cos spawned here, not yet
 typedef struct rt_fbufs {               /* file.c: registered buffers */
     struct rt_fbuf*     r;              /* by address, none overlapping */
     unsigned            n;
+    int                 pinned;         /* the ring has them (else kept
+                                           for the errors only) */
+    uint32_t            inflight;       /* transfers into them in the ring */
 } rt_fbufs_t;
 
 typedef struct rt_asks {                /* loop.c, co.c: what others ask */

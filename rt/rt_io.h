@@ -86,7 +86,8 @@ int     rt_ur_f_on(aco_rt_sched_t* s, unsigned w);
  * rt_uring_io's, its result; the co waits for what the kernel began. */
 ssize_t rt_ur_data_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, int fd, int64_t deadline);
 /* Register iov[0..n) as the ring's fixed buffers (n 0: unregister them):
- * 0 or -errno, io_uring_register(2)'s. */
+ * 0 or -errno, io_uring_register(2)'s; -ENOSYS: the kernel cannot without
+ * waiting for the whole ring (before 5.13). */
 int     rt_ur_buffers(aco_rt_sched_t* s, const struct iovec* iov, unsigned n);
 /* A [meta] file operation whose memory is all in the heap record that
  * starts with m: its result (a close of its descriptor: -EBADF), or

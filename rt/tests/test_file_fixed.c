@@ -14,6 +14,9 @@
  *  - io_uring pins the bytes (VmPin of /proc/self/status grows by them,
  *    and falls back at unregister and at aco_rt_sched_free of a set
  *    registered outside the scheduler's cos);
+ *  - unregistering while a read into the set is in the kernel: a co
+ *    waits for it; outside a co (the scheduler stopped with the reader
+ *    parked), -EBUSY;
  *  - io_uring's own refusals: unmapped memory -EFAULT, read-only memory
  *    -EFAULT, RLIMIT_MEMLOCK too small for the set -ENOMEM (in a child,
  *    as nobody when run as root: CAP_IPC_LOCK lifts the limit).
@@ -172,7 +175,9 @@ static void co_fixed(void* arg) {
         CHECK_LE(fixed, ring);
         if (uring) CHECK_EQ(fixed, ring);
         else CHECK_EQ(fixed, 0u);
-        if (f->direct && uring) CHECK_EQ(fixed, 6u);    /* (O_DIRECT: never RWF_NOWAIT) */
+        if (f->direct && uring && strcmp(aco_rt_file_way("read"), "uring") == 0 &&
+            strcmp(aco_rt_file_way("write"), "uring") == 0)
+            CHECK_EQ(fixed, 6u);    /* (O_DIRECT: never RWF_NOWAIT) */
 
         PROMISE();      /* leaving a buffer, or spanning two: right bytes, not counted */
         s0 = stats();
@@ -226,10 +231,97 @@ static void co_fixed(void* arg) {
     free(h);
 }
 
+static int small_memlock;       /* not root, RLIMIT_MEMLOCK under 1 MiB */
+
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     uring = test_backend_id == ACO_RT_BACKEND_URING;
+    if (uring && small_memlock) {
+        printf("note: RLIMIT_MEMLOCK under 1 MiB: io_uring's round skipped\n");
+        return;
+    }
     test_go(s, co_fixed, NULL);
+}
+
+/* Unregistering while a transfer into the set is in the kernel: a co waits
+ * for its end; outside a co, -EBUSY. */
+#define BIG (1 << 20)
+typedef struct {
+    aco_rt_sched_t* s;
+    int fd;
+    unsigned char* buf;
+    int done;
+    ssize_t r;
+} inflight_t;
+
+static void co_reader(void* arg) {
+    inflight_t* t = arg;
+    t->r = aco_rt_pread(t->fd, t->buf, BIG, 0, -1);
+    t->done = 1;
+}
+static void co_unregister(void* arg) {
+    inflight_t* t = arg;
+    CHECK(!t->done);            /* (the reader parked in its read first) */
+    CHECK_EQ(aco_rt_unregister_buffers(), 0);
+    CHECK(t->done);
+    CHECK_EQ(t->r, BIG);
+}
+static void co_stopper(void* arg) { aco_rt_sched_stop(((inflight_t*)arg)->s); }
+
+static void spawn2(aco_rt_sched_t* s, aco_rt_fn_t a, aco_rt_fn_t b, void* arg) {
+    aco_rt_co_t* x = aco_rt_spawn(s, a, arg);
+    aco_rt_co_t* y = aco_rt_spawn(s, b, arg);
+    CHECK(x && y);
+    CHECK_EQ(aco_rt_detach(x), 0);
+    CHECK_EQ(aco_rt_detach(y), 0);
+}
+
+static void inflight(void) {
+    inflight_t t;
+    memset(&t, 0, sizeof t);
+    int w = openat(dfd, "big", O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK_GE(w, 0);
+    unsigned char* src = malloc(BIG);
+    CHECK(src != NULL);
+    fill(src, BIG, 11);
+    CHECK_EQ(write(w, src, BIG), BIG);
+    CHECK_EQ(close(w), 0);
+    t.fd = openat(dfd, "big", O_RDONLY | O_DIRECT | O_CLOEXEC);
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.backend = ACO_RT_BACKEND_URING;
+    t.s = aco_rt_sched_new(&o);
+    t.buf = aligned_alloc(4096, BIG);
+    CHECK(t.buf != NULL);
+    struct iovec v = {t.buf, BIG};
+    if (t.fd >= 0 && t.s && strcmp(aco_rt_file_way("read"), "uring") == 0 &&
+        aco_rt_register_buffers(&v, 1) == 0) {
+        PROMISE();      /* in a co: unregister waits for the read into the set */
+        spawn2(t.s, co_reader, co_unregister, &t);
+        test_run(t.s);
+        CHECK(t.done);
+        CHECK(memcmp(t.buf, src, BIG) == 0);
+        PROMISE();      /* outside a co, the read still in flight: -EBUSY */
+        CHECK_EQ(aco_rt_register_buffers(&v, 1), 0);
+        t.done = 0;
+        memset(t.buf, 0, BIG);
+        spawn2(t.s, co_reader, co_stopper, &t);
+        test_run(t.s);  /* (returns at the stop, the reader parked) */
+        CHECK(!t.done);
+        CHECK_EQ(aco_rt_unregister_buffers(), -EBUSY);
+        test_run(t.s);
+        CHECK(t.done);
+        CHECK_EQ(t.r, BIG);
+        CHECK(memcmp(t.buf, src, BIG) == 0);
+        CHECK_EQ(aco_rt_unregister_buffers(), 0);
+    } else {
+        printf("note: no O_DIRECT or no io_uring read here: unregister with a read in flight not tried\n");
+    }
+    if (t.s) aco_rt_sched_free(t.s);
+    if (t.fd >= 0) CHECK_EQ(close(t.fd), 0);
+    CHECK_EQ(unlinkat(dfd, "big", 0), 0);
+    free(t.buf);
+    free(src);
 }
 
 /* On the scheduler's thread outside its cos, and left registered:
@@ -250,20 +342,24 @@ static void left_to_free(void) {
     if (pin0 >= 0) CHECK_GE(vm_pin_kb() - pin0, BUF_A / KB);
     aco_rt_sched_free(s);
     /* (the kernel tears a ring down on a work queue: soon, not at once) */
-    for (int i = 0; pin0 >= 0 && vm_pin_kb() > pin0 && i < 200; i++) usleep(10000);
+    for (int i = 0; pin0 >= 0 && vm_pin_kb() > pin0 && i < 500; i++) usleep(10000);
     if (pin0 >= 0) CHECK_LE(vm_pin_kb(), pin0);
     CHECK_EQ(aco_rt_register_buffers(&v, 1), -EPERM);
     free(m);
 }
 
-/* In a child: RLIMIT_MEMLOCK of 8 MiB (Debian's default; the ring's own
- * memory counts there too on some kernels), without CAP_IPC_LOCK, and a
- * set of 16 MiB on io_uring: -ENOMEM. */
+/* In a child: RLIMIT_MEMLOCK of at most 8 MiB (Debian's default; the
+ * ring's own memory counts there too on some kernels), without
+ * CAP_IPC_LOCK (as nobody if root), and a set of 16 MiB on io_uring:
+ * -ENOMEM.  Exit 3 or 4: the limit or the user could not be set. */
 static void memlock_child(void* arg) {
     (void)arg;
-    struct rlimit rl = {8 << 20, 8 << 20};
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(3);
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (8u << 20)) rl.rlim_max = 8u << 20;
+    rl.rlim_cur = rl.rlim_max;
     if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0) _exit(3);
-    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(4);
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(4);    /* (no such ids here) */
     aco_rt_opts_t o;
     memset(&o, 0, sizeof o);
     o.backend = ACO_RT_BACKEND_URING;
@@ -295,6 +391,13 @@ int main(void) {
     CHECK_EQ(pthread_create(&t, NULL, no_sched_thread, NULL), 0);
     CHECK_EQ(pthread_join(t, NULL), 0);
 
+    struct rlimit ml;
+    CHECK_EQ(getrlimit(RLIMIT_MEMLOCK, &ml), 0);
+    if (geteuid() != 0 && ml.rlim_cur != ml.rlim_max) {     /* (the soft limit up to the hard) */
+        ml.rlim_cur = ml.rlim_max;
+        (void)setrlimit(RLIMIT_MEMLOCK, &ml);
+    }
+    small_memlock = geteuid() != 0 && ml.rlim_cur != RLIM_INFINITY && ml.rlim_cur < (1u << 20);
     test_on_backends(NULL, body, NULL);
 
     int bs[8], n = test_backends(bs, 8), has_uring = 0;
@@ -303,13 +406,19 @@ int main(void) {
     memset(&o, 0, sizeof o);
     o.backend = ACO_RT_BACKEND_URING;
     aco_rt_sched_t* probe = has_uring ? aco_rt_sched_new(&o) : NULL;
-    if (probe) {
+    if (probe && small_memlock) aco_rt_sched_free(probe);
+    if (probe && !small_memlock) {
         aco_rt_sched_free(probe);
         left_to_free();
-        PROMISE();      /* RLIMIT_MEMLOCK below the set: -ENOMEM */
+        inflight();
         int st = -1;
         CHECK_EQ(test_in_child(memlock_child, NULL, &st), 0);
-        CHECK_EQ(st, 0);
+        if (st == 3 || st == 4) {
+            printf("note: RLIMIT_MEMLOCK or the user could not be set (%d): -ENOMEM not tried\n", st);
+        } else {
+            PROMISE();  /* RLIMIT_MEMLOCK below the set: -ENOMEM */
+            CHECK_EQ(st, 0);
+        }
     }
     CHECK_EQ(close(dfd), 0);
     CHECK_EQ(rmdir(dir), 0);
