@@ -728,10 +728,11 @@ ssize_t aco_rt_pwritev(int fd, const struct iovec* iov, int iovcnt, int64_t off,
  * against RLIMIT_MEMLOCK (ulimit -l: 8 MiB by default on Debian 12, 64 KiB
  * on kernels before 5.16) unless the process has CAP_IPC_LOCK.  At most
  * 16384 buffers of at most 1 GiB each, not overlapping, none on one of
- * the scheduler's share stacks (in checked mode a suspended co's stack is
- * reported as an escape).  A scheduler on epoll, or on a kernel before
- * 5.13 (whose registration waits for every operation in the ring),
- * checks the buffers and remembers them (for -EBUSY and -ENXIO) and pins
+ * the scheduler's share stacks (a standalone co's own stack is its own:
+ * allowed; in checked mode a suspended co's stack is reported as an
+ * escape).  A scheduler on epoll, or on a kernel before 5.13 (whose
+ * registration waits for every operation in the ring), makes the -EINVAL
+ * checks only, remembers the set (for -EBUSY and -ENXIO) and pins
  * nothing.  Returns 0, or -EPERM (the calling thread has no scheduler),
  * -EINVAL (iov NULL, n 0 or above 16384, a buffer NULL, empty, above 1 GiB
  * or wrapping, buffers that overlap, a buffer on a share stack), -EBUSY
