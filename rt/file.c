@@ -431,6 +431,7 @@ int aco_rt_unregister_buffers(void) {
     while (s->fbuf.inflight) {
         if (rt_self() == NULL) return -EBUSY;       /* (not in a co: no way to wait) */
         if (aco_rt_sleep(1000000) == -ECANCELED) return -ECANCELED;
+        if (s->fbuf.n == 0) return -ENXIO;          /* another co's unregister won */
     }
 #ifdef ACO_RT_HAVE_URING
     if (s->fbuf.pinned) {
