@@ -355,6 +355,7 @@ struct rt_fbuf { uintptr_t lo, hi; unsigned idx; };
 #define FBUF_MAX 16384              /* the kernel's (IORING_MAX_REG_BUFFERS) */
 #define FBUF_LEN_MAX (1ul << 30)    /* ... and its largest buffer */
 
+#ifdef ACO_RT_HAVE_URING
 /* The index of the registered buffer that holds [p, p + n) whole, or -1. */
 static int fbuf_find(const aco_rt_sched_t* s, const void* p, size_t n) {
     if (rt_likely(!s->fbuf.pinned)) return -1;
@@ -368,6 +369,7 @@ static int fbuf_find(const aco_rt_sched_t* s, const void* p, size_t n) {
     const struct rt_fbuf* b = &s->fbuf.r[lo];
     return lo < s->fbuf.n && b->lo <= a && n <= b->hi - a ? (int)b->idx : -1;
 }
+#endif
 
 static int fbuf_cmp(const void* x, const void* y) {
     uintptr_t a = ((const struct rt_fbuf*)x)->lo, b = ((const struct rt_fbuf*)y)->lo;
