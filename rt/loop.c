@@ -419,7 +419,11 @@ static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (rt_aco(co)->is_end) co_ended(s, co);
 }
 
+/* Timers already due fire before the poll reaps I/O (as libuv's loop
+ * does): a co whose deadline or sleep ended then runs ahead of a burst of
+ * cos that completions wake, not behind it. */
 static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
+    if (timeout == 0 && s->wheel.armed) rt_wheel_advance(&s->wheel, rt_now());
     int r = s->backend.ops->poll(s, timeout);
     if (s->wheel.armed) rt_wheel_advance(&s->wheel, rt_now());
     return r;

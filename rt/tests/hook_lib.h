@@ -12,11 +12,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HK_MS 1000000LL
 
@@ -48,25 +51,56 @@ static inline int64_t hk_calls(void) {
     return f ? f() : -1;
 }
 
+/* The calling thread's time waiting for a CPU so far (the kernel's run
+ * queue, ns; 0 without it): /proc's schedstat opened (-1 if none) and read
+ * with raw system calls, which no hook sees. */
+static inline int hk_rq_open(void) {
+    return (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+}
+
+static inline int64_t hk_rq_ns(int fd) {
+    char b[96];
+    unsigned long long run, wait;
+    long n = fd < 0 ? -1 : syscall(SYS_pread64, fd, b, sizeof b - 1, 0);
+    if (n <= 0) return 0;
+    b[n] = 0;
+    return sscanf(b, "%llu %llu", &run, &wait) == 2 ? (int64_t)wait : 0;
+}
+
 /* The ticker: a co that sleeps 1 ms at a time (the runtime's sleep, which
  * no hook sees) until hk_ticker_stop, keeping the longest time it waited
  * past its wake-up: how long the thread's other cos were kept from
- * running. */
+ * running.  With win set (capacity cap, the caller's memory), each tick
+ * later than 1 ms too, in order, while they fit (nwin; lost counts those
+ * that did not): due and woke (aco_rt_now), and from the sleep's start to
+ * woke the time its thread waited for a CPU and the CPU time it ran. */
 typedef struct {
     volatile int stop;
     int64_t max_late;           /* ns */
     int64_t ticks;
+    int64_t (*win)[4];
+    int cap, nwin, lost;
 } hk_ticker_t;
 
 static inline void hk_ticker_co(void* arg) {
     hk_ticker_t* t = (hk_ticker_t*)arg;
+    int rq = t->win ? hk_rq_open() : -1;
     while (!t->stop) {
-        int64_t due = aco_rt_now() + HK_MS;
+        int64_t cpu0 = hk_cpu_ns(), rq0 = hk_rq_ns(rq), due = aco_rt_now() + HK_MS;
         if (aco_rt_sleep_until(due) < 0) break;
-        int64_t late = aco_rt_now() - due;
+        int64_t woke = aco_rt_now(), late = woke - due;
         if (late > t->max_late) t->max_late = late;
+        if (t->win && late > HK_MS) {
+            if (t->nwin < t->cap) {
+                int64_t* w = t->win[t->nwin++];
+                w[0] = due, w[1] = woke, w[2] = hk_rq_ns(rq) - rq0, w[3] = hk_cpu_ns() - cpu0;
+            } else {
+                t->lost++;
+            }
+        }
         t->ticks++;
     }
+    if (rq >= 0) syscall(SYS_close, rq);
 }
 
 /* A cancel measured: the canceller co fills it (cancel_at .. returned_at

@@ -10,24 +10,32 @@
  *                slow disk: create a table, insert 50 rows in one
  *                transaction (a journal, fdatasyncs), read them back with
  *                a query that reads the file again, check the sum; a
- *                ticker co on the same thread sleeps 1 ms at a time and
- *                keeps the longest it waited past its wake-up: at most 5 ms
- *                more than a plain thread of the process that sleeps 1 ms
- *                at a time meanwhile waited (the machine's own lateness:
- *                on a 2-CPU virtual machine under this load it is seen
- *                at 5 to 30 ms now and then); a held read or sync in the
- *                thread would be the file system's whole delay.  Every
- *                co's rows checked.
+ *                ticker co on the same thread sleeps 1 ms at a time.  The
+ *                thread must never sleep more than 5 ms while the ticker
+ *                is due: of each late tick, the part in which the thread
+ *                neither ran (its CPU time: sqlite's own work in the cos
+ *                ahead of the ticker) nor waited for a CPU (the kernel's
+ *                run queue, /proc's schedstat: the io_uring workers,
+ *                offload threads and FUSE daemon want the 2 CPUs too) nor
+ *                lost its CPU to the host (steal time, which no thread's
+ *                own accounting shows: plain threads of the process, one
+ *                pinned to each CPU, sleep 1 ms at a time meanwhile, and
+ *                where they were late the machine held the thread too;
+ *                seen at 5 to 90 ms now and then on a 2-CPU guest).  A
+ *                held read or sync in the thread is sleep: the file
+ *                system's whole delay.  The raw lateness is printed
+ *                beside.  Every co's rows checked.
  *
  *   hook_sqlite --hooks|--no-hooks --dir DIR [--cos N] [--outside]
  *
  * --hooks: the hooks must be live (aco_rt_hooks_active).  --no-hooks: they
- * must not be, and the ticker check must fail ("the ticker waited"), exit
+ * must not be, and the ticker check must fail ("while the ticker was due"), exit
  * status 1: the check can fail.  Exit status 0 only if every check passed.
  */
 #define _GNU_SOURCE
 #include "hook_lib.h"
 
+#include <sched.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -114,24 +122,106 @@ static int one_db(int id) {
 
 static hk_ticker_t ticker;
 
-/* The machine's own lateness: a thread that sleeps 1 ms at a time
- * (clock_nanosleep, past the hooks: not in a co) while the cos run. */
+/* The machine's own lateness: a plain thread on each CPU of the process
+ * (pinned; clock_nanosleep, past the hooks: not in a co) sleeps 1 ms at a
+ * time while the cos run and keeps the span [due, woke] of each wake-up
+ * later than 0.2 ms.  Where those spans lie, the machine held every thread
+ * of that CPU (a virtual CPU the host did not run, an interrupt storm):
+ * a tick of the ticker is charged only with its lateness outside them. */
+#define FLOOR_MAX 16
+#define SPANS (1 << 16)
+typedef struct {
+    pthread_t th;
+    int cpu, n, lost;
+    int64_t max_late;
+    int64_t (*span)[2];
+} floor_t;
+static floor_t floors[FLOOR_MAX];
+static int nfloors;
 static volatile int floor_stop;
-static int64_t floor_late;
+
+static int64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 static void* floor_thread(void* arg) {
-    (void)arg;
+    floor_t* f = arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(f->cpu, &one);
+    HK_CHECK(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0, "pin to CPU %d", f->cpu);
     while (!floor_stop) {
-        struct timespec now, due;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        due = now;
-        due.tv_nsec += 1000000;
-        if (due.tv_nsec >= 1000000000) due.tv_sec++, due.tv_nsec -= 1000000000;
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR) {}
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t late = (int64_t)(now.tv_sec - due.tv_sec) * 1000000000 + (now.tv_nsec - due.tv_nsec);
-        if (late > floor_late) floor_late = late;
+        int64_t due = mono_ns() + HK_MS;
+        struct timespec ts = {(time_t)(due / 1000000000), (long)(due % 1000000000)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+        int64_t woke = mono_ns(), late = woke - due;
+        if (late > f->max_late) f->max_late = late;
+        if (late > HK_MS / 5) {
+            if (f->n < SPANS) f->span[f->n][0] = due, f->span[f->n++][1] = woke;
+            else f->lost++;
+        }
     }
     return NULL;
+}
+
+static void floors_start(void) {
+    cpu_set_t set;
+    HK_CHECK(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+    for (int c = 0; c < CPU_SETSIZE && nfloors < FLOOR_MAX; c++) {
+        if (!CPU_ISSET(c, &set)) continue;
+        floor_t* f = &floors[nfloors++];
+        f->cpu = c;
+        f->span = malloc(SPANS * sizeof(*f->span));
+        HK_CHECK(f->span != NULL, "malloc");
+        HK_CHECK(pthread_create(&f->th, NULL, floor_thread, f) == 0, "pthread_create");
+    }
+}
+
+static int span_cmp(const void* a, const void* b) {
+    const int64_t* x = a;
+    const int64_t* y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The plain threads' late spans, every CPU's, sorted and merged: m of them. */
+static int64_t (*merged)[2];
+static int nmerged;
+static void floors_stop(void) {
+    floor_stop = 1;
+    int total = 0;
+    for (int i = 0; i < nfloors; i++) {
+        pthread_join(floors[i].th, NULL);
+        total += floors[i].n;
+    }
+    merged = malloc((size_t)(total + 1) * sizeof(*merged));
+    HK_CHECK(merged != NULL, "malloc");
+    int n = 0;
+    for (int i = 0; i < nfloors; i++)
+        for (int j = 0; j < floors[i].n; j++) merged[n][0] = floors[i].span[j][0], merged[n++][1] = floors[i].span[j][1];
+    qsort(merged, (size_t)n, sizeof(*merged), span_cmp);
+    for (int i = 0; i < n; i++) {
+        if (nmerged > 0 && merged[i][0] <= merged[nmerged - 1][1]) {
+            if (merged[i][1] > merged[nmerged - 1][1]) merged[nmerged - 1][1] = merged[i][1];
+        } else {
+            merged[nmerged][0] = merged[i][0], merged[nmerged++][1] = merged[i][1];
+        }
+    }
+}
+
+/* A late tick's lateness (w: due, woke, its thread's wait for a CPU and
+ * CPU time meanwhile) in which the thread slept: less the longer of the
+ * part inside the machine's late spans and the thread's wait for a CPU
+ * (one span may count in both), less the CPU time the thread ran, ns. */
+static int64_t slept_late(const int64_t* w) {
+    int64_t due = w[0], woke = w[1], inside = 0;
+    for (int i = 0; i < nmerged && merged[i][0] < woke; i++) {
+        int64_t lo = merged[i][0] > due ? merged[i][0] : due;
+        int64_t hi = merged[i][1] < woke ? merged[i][1] : woke;
+        if (hi > lo) inside += hi - lo;
+    }
+    return woke - due - (inside > w[2] ? inside : w[2]) - w[3];
 }
 
 /* This thread's time waiting for a CPU (run queue), ns: /proc's schedstat. */
@@ -194,24 +284,40 @@ int main(int argc, char** argv) {
     aco_rt_sched_t* s = aco_rt_sched_new(NULL);
     HK_CHECK(s != NULL, "aco_rt_sched_new: %s", strerror(errno));
     HK_CHECK(aco_rt_spawn(s, main_co, NULL) != NULL, "spawn");
-    pthread_t fl;
-    HK_CHECK(pthread_create(&fl, NULL, floor_thread, NULL) == 0, "pthread_create");
+    ticker.cap = SPANS;
+    ticker.win = malloc(SPANS * sizeof(*ticker.win));
+    HK_CHECK(ticker.win != NULL, "malloc");
+    floors_start();
     t0 = aco_rt_now();
     int64_t cpu0 = hk_cpu_ns(), rq0 = run_delay_ns();
     int r = aco_rt_sched_run(s);
     int64_t cpu = hk_cpu_ns() - cpu0, rq = run_delay_ns() - rq0;
-    floor_stop = 1;
-    pthread_join(fl, NULL);
+    floors_stop();
+    int64_t worst = 0, floor_late = 0;
+    const int64_t* ww = NULL;
+    for (int i = 0; i < ticker.nwin; i++) {
+        int64_t net = slept_late(ticker.win[i]);
+        if (net > worst) worst = net, ww = ticker.win[i];
+    }
+    for (int i = 0; i < nfloors; i++)
+        if (floors[i].max_late > floor_late) floor_late = floors[i].max_late;
     HK_CHECK(r == 0, "aco_rt_sched_run: %d", r);
     printf("result: %s, %d cos x (create, %d rows in a transaction, read back): %d done, "
            "%d failures, %.1f ms (the thread's CPU %.1f ms, waiting for a CPU %.1f ms); the ticker "
-           "(%lld ticks) waited at most %.2f ms, a plain thread %.2f ms\n",
+           "(%lld ticks) waited at most %.2f ms (plain threads pinned to the %d CPUs %.2f ms); the "
+           "thread slept at most %.2f ms while the ticker was due",
            aco_rt_backend_name(s), cos, ROWS, done, failures, (aco_rt_now() - t0) / 1e6, cpu / 1e6,
-           rq / 1e6, (long long)ticker.ticks, ticker.max_late / 1e6, floor_late / 1e6);
+           rq / 1e6, (long long)ticker.ticks, ticker.max_late / 1e6, nfloors, floor_late / 1e6,
+           worst / 1e6);
+    if (ww)
+        printf(" (in a tick %.2f ms late, due %.1f ms into the run; meanwhile it waited %.2f ms "
+               "for a CPU and ran %.2f ms)", (ww[1] - ww[0]) / 1e6, (ww[0] - t0) / 1e6,
+               ww[2] / 1e6, ww[3] / 1e6);
+    printf("\n");
     aco_rt_sched_free(s);
     HK_CHECK(failures == 0 && done == cos, "%d failures", failures);
-    HK_CHECK(ticker.max_late <= floor_late + 5 * HK_MS,
-             "the ticker waited %.2f ms (at most 5 ms more than the plain thread's %.2f ms)",
-             ticker.max_late / 1e6, floor_late / 1e6);
+    HK_CHECK(ticker.lost == 0, "the ticker was late more than %d times", SPANS);
+    HK_CHECK(worst <= 5 * HK_MS, "the thread slept %.2f ms while the ticker was due",
+             worst / 1e6);
     return 0;
 }
