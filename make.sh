@@ -53,6 +53,7 @@
 #                                   libaco_rt.*, libaco_rt.pc, libaco_hook.so);
 #                                   docs/install.md
 #   bash make.sh -o no-uring        the runtime without its io_uring backend
+#   bash make.sh -o no-tls          without libaco_rt_tls (TLS over OpenSSL)
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
 # ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc),
@@ -99,6 +100,7 @@ no_aarch64=0
 no_riscv64=0
 no_fcontext=0
 no_uring=0
+no_tls=0
 strict=${ACO_STRICT:-0}
 san=""
 action=build
@@ -113,6 +115,7 @@ while [ $# -gt 0 ]; do
                 no-riscv64) no_riscv64=1 ;;
                 no-fcontext) no_fcontext=1 ;;
                 no-uring) no_uring=1 ;;
+                no-tls) no_tls=1 ;;
                 strict) strict=1 ;;
                 *) echo "make.sh: unknown option -o '${1:-}'" >&2; usage >&2; exit 2 ;;
             esac ;;
@@ -320,6 +323,23 @@ if [ $no_uring = 0 ]; then
     fi
     rm -f "${TMPDIR:-/tmp}/aco_uring_probe.$$.c"
 fi
+# The runtime's TLS library (libaco_rt_tls, rt/tls.c) needs OpenSSL 3
+# (libssl-dev); programs without TLS never link it.
+RT_TLS=""
+if [ $no_tls = 0 ]; then
+    printf '#include <openssl/ssl.h>\n#if OPENSSL_VERSION_MAJOR < 3\n#error OpenSSL 3 wanted\n#endif\nint main(void){return OPENSSL_init_ssl(0, 0) & 0;}\n' \
+        > "${TMPDIR:-/tmp}/aco_tls_probe.$$.c"
+    if $CC $SANFLAGS "${TMPDIR:-/tmp}/aco_tls_probe.$$.c" -lssl -lcrypto -o /dev/null > /dev/null 2>&1; then
+        RT_TLS=1
+    elif [ $action = install ]; then
+        echo "make.sh: installing the runtime without libaco_rt_tls:" \
+             "OpenSSL 3's <openssl/ssl.h> or -lssl not found (install libssl-dev)" >&2
+    elif [ $action != bench ]; then
+        leave_out tls "libaco_rt_tls (TLS), aco_http's HTTPS and their tests" \
+            "OpenSSL 3's <openssl/ssl.h> or -lssl not found:" "install libssl-dev"
+    fi
+    rm -f "${TMPDIR:-/tmp}/aco_tls_probe.$$.c"
+fi
 # The runtime library's sources: rt/sources.list (CMakeLists.txt reads it
 # too), as names without .c.
 rt_lib_srcs() {
@@ -430,6 +450,15 @@ rt_lib_rules() {
     cc_rule "$obj/hook.o" "rt/hook.c" "$obj" "$c -fvisibility=hidden -c rt/hook.c -o $obj/hook.o"
     rule "$OUTPUT/libaco_hook.so" "$obj/hook.o $OUTPUT/libaco_rt.so" \
          "$CC $CFLAGS -shared -Wl,-soname,libaco_hook.so -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN' $obj/hook.o -L$OUTPUT -laco_rt -laco -ldl -lpthread -o $OUTPUT/libaco_hook.so"
+    # TLS (rt/tls.c): libaco_rt_tls.a and .so, on libaco_rt and OpenSSL
+    if [ -n "$RT_TLS" ]; then
+        cc_rule "$obj/tls.o" "rt/tls.c" "$obj" "$c -c rt/tls.c -o $obj/tls.o"
+        rule "$OUTPUT/libaco_rt_tls.a" "$obj/tls.o" "rm -f $OUTPUT/libaco_rt_tls.a && ar rcs $OUTPUT/libaco_rt_tls.a $obj/tls.o"
+        put_if_changed "$obj/libaco_rt_tls.map" "$(printf '{\n  global: aco_rt_tls_*;\n  local: *;\n};')"
+        rule "$OUTPUT/libaco_rt_tls.so" "$obj/tls.o $OUTPUT/libaco_rt.so $obj/libaco_rt_tls.map" \
+             "$CC $CFLAGS -shared -Wl,-soname,libaco_rt_tls.so.$SOMAJOR -Wl,--version-script,$obj/libaco_rt_tls.map -Wl,-z,noexecstack -Wl,-rpath,'\$\$ORIGIN' $obj/tls.o -L$OUTPUT -laco_rt -laco -lssl -lcrypto -lpthread -o $OUTPUT/libaco_rt_tls.so && ln -sf libaco_rt_tls.so $OUTPUT/libaco_rt_tls.so.$SOMAJOR"
+        put_if_changed "$OUTPUT/libaco_rt_tls.pc" "$(tls_pc "" "$(abs_output)")"
+    fi
     # the build tree's libaco_rt.pc (lib_rules writes its libaco.pc)
     put_if_changed "$OUTPUT/libaco_rt.pc" "$(rt_pc "" "$(abs_output)" "$(pwd)/rt")"
     put_if_changed "$OUTPUT/libaco_hook.pc" "$(hook_pc "" "$(abs_output)")"
@@ -462,9 +491,13 @@ rt_rules() {
         p=${src##*/}
         extra=""
         [ $p = aco_resp ] && extra="$obj/resp.o $obj/kv.o"
+        local pc="" pl=""
         [ $p = aco_http ] && extra="$obj/http.o"
+        # aco_http serves HTTPS too where libaco_rt_tls is built
+        [ $p = aco_http ] && [ -n "$RT_TLS" ] && { extra="$extra $obj/tls.o"; pc=" -DACO_HTTP_TLS"; pl=" -lssl -lcrypto"; }
+        [ $p = aco_nc ] && [ -n "$RT_TLS" ] && { extra="$obj/tls.o"; pc=" -DACO_NC_TLS"; pl=" -lssl -lcrypto"; }
         cc_rule "$OUTPUT/$p" "$src.c$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
-            "$c -Irt $src.c$objs $extra $vo/aco.o $vo/acosw.o $libs -lm -o $OUTPUT/$p"
+            "$c$pc -Irt $src.c$objs $extra $vo/aco.o $vo/acosw.o $libs$pl -lm -o $OUTPUT/$p"
     done
     for v in no_valgrind.standaloneFPUenv valgrind.standaloneFPUenv; do
         case " ${variants[*]} " in *" $v "*) ;; *) continue ;; esac
@@ -472,6 +505,7 @@ rt_rules() {
         for p in $(rt_tests); do
             # its list's link= objects and ld= flags
             extra="" l=$(test_list "$p")
+            [ -z "$RT_TLS" ] && case ",$(list_col "$l" "$p" link)," in *,tls,*) continue ;; esac
             for o in $(list_col "$l" "$p" link | tr ',' ' '); do extra="${extra:+$extra }$obj/$o.o"; done
             ld=$(list_col "$l" "$p" ld)
             src=$(test_src $p)
@@ -577,6 +611,13 @@ rt_pc() {     # rt_pc <prefix or empty> <libdir> <includedir, or empty: libaco's
         "Version: $VERSION" "Requires: libaco = $VERSION" 'Libs: -L${libdir} -laco_rt' \
         "Libs.private: ${RT_URING:+-luring }-ldl -lpthread"
     [ -z "$3" ] || printf '%s\n' 'Cflags: -I${includedir}'
+}
+tls_pc() {    # tls_pc <prefix or empty> <libdir>
+    pc_head "$1" "$2" ""
+    printf '%s\n' "Name: libaco_rt_tls" \
+        "Description: TLS over OpenSSL 3 for libaco_rt's cos" \
+        "Version: $VERSION" "Requires: libaco_rt = $VERSION" "Requires.private: libssl libcrypto" \
+        'Libs: -L${libdir} -laco_rt_tls'
 }
 # The hooks are called by nothing the program names, so a linker that
 # drops unneeded libraries (--as-needed, Debian's and Ubuntu's default)
@@ -694,6 +735,14 @@ do_install() {
     # its headers are beside libaco's: libaco.pc's -I serves
     rt_pc "$PREFIX" '${prefix}/lib' "" > "$lib/pkgconfig/libaco_rt.pc"
     hook_pc "$PREFIX" '${prefix}/lib' > "$lib/pkgconfig/libaco_hook.pc"
+    if [ -n "$RT_TLS" ]; then
+        install -m 644 rt/aco_rt_tls.h "$inc/"
+        install -m 644 "$OUTPUT/libaco_rt_tls.a" "$lib/"
+        install -m 755 "$OUTPUT/libaco_rt_tls.so" "$lib/libaco_rt_tls.so.$VERSION"
+        ln -sf "libaco_rt_tls.so.$VERSION" "$lib/libaco_rt_tls.so.$SOMAJOR"
+        ln -sf "libaco_rt_tls.so.$SOMAJOR" "$lib/libaco_rt_tls.so"
+        tls_pc "$PREFIX" '${prefix}/lib' > "$lib/pkgconfig/libaco_rt_tls.pc"
+    fi
     echo "installed libaco and its runtime (libaco_rt) $VERSION under $DESTDIR$PREFIX"
 }
 
@@ -743,6 +792,7 @@ if [ $action = bench ]; then
 elif [ $action = libs ]; then
     bench_targets=("$OUTPUT/libaco.a" "$OUTPUT/libaco.so" "$OUTPUT/libaco_rt.a" "$OUTPUT/libaco_rt.so"
                    "$OUTPUT/libaco_hook.so")
+    [ -n "$RT_TLS" ] && bench_targets+=("$OUTPUT/libaco_rt_tls.a" "$OUTPUT/libaco_rt_tls.so")
 elif [ $action = bench-rt ]; then
     for r in "${rules[@]}"; do
         t=${r%%|*}
@@ -761,7 +811,9 @@ fi
 say_built() {   # say_built [what else]
     local backends="epoll only (liburing-dev not found: link without -luring)"
     [ -n "$RT_URING" ] && backends="io_uring and epoll (link with -luring)"
-    echo "make.sh: built $OUTPUT/libaco.a, libaco.so, libaco_rt.a, libaco_rt.so, libaco_hook.so${1:+ and $1}; the runtime's backends: $backends"
+    local tls=""
+    [ -n "$RT_TLS" ] && tls=", libaco_rt_tls.a, libaco_rt_tls.so"
+    echo "make.sh: built $OUTPUT/libaco.a, libaco.so, libaco_rt.a, libaco_rt.so, libaco_hook.so$tls${1:+ and $1}; the runtime's backends: $backends"
 }
 if [ ${#bench_targets[@]} -gt 0 ]; then
     run_build "${bench_targets[@]}"

@@ -6,6 +6,7 @@
  *   aco_http [--root DIR] [--port N] [--backend uring|epoll] [--bind ADDR]
  *            [--threads T] [--accept reuseport|handoff]
  *            [--idle-timeout-ms MS] [--header-timeout-ms MS]
+ *            [--tls-cert PEM --tls-key PEM [--tls-handshake-timeout-ms MS]]
  *
  * One co per connection, with a bufio (aco_rt.h, "Buffered I/O"): the
  * request head is found in the read buffer without copying (peek, parse,
@@ -36,11 +37,23 @@
  * Files are opened with openat2(RESOLVE_BENEATH) where the kernel has it
  * (5.6+); elsewhere with openat and a check of the opened file's path
  * (/proc/self/fd) against the root's real path.
+ *
+ * HTTPS (--tls-cert and --tls-key, where make.sh found OpenSSL 3: built
+ * with ACO_HTTP_TLS and libaco_rt_tls): every connection speaks TLS 1.2
+ * or 1.3 (ALPN http/1.1, session tickets), its handshake done within
+ * --tls-handshake-timeout-ms (10 s) or the connection closed; the bufio
+ * runs over the TLS connection (aco_rt_tls_bufio_new), so the HTTP code
+ * is the same; a large body is read by aco_rt_pread into the connection's
+ * 16 KiB buffer and written as TLS records instead of sendfile (user-space
+ * TLS: the kernel cannot encrypt; docs/runtime.md, "TLS").
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
 #include "http.h"
 #include "rt_cli.h"
+#ifdef ACO_HTTP_TLS
+#include "aco_rt_tls.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,10 +85,18 @@ static char root_real[PATH_MAX];
 static int have_openat2;
 static int64_t idle_ns = 60000LL * 1000000;
 static int64_t header_ns = 10000LL * 1000000;
+static int64_t handshake_ns = 10000LL * 1000000;
+
+#ifdef ACO_HTTP_TLS
+static aco_rt_tls_ctx_t* tls_ctx;       /* --tls-cert: every connection's */
+#endif
 
 typedef struct {
     int fd;
     aco_rt_bufio_t* b;
+#ifdef ACO_HTTP_TLS
+    aco_rt_tls_t* tls;                  /* HTTPS, or NULL */
+#endif
     char path[PATH_CAP + 16];          /* + "/index.html" */
     char head[768];
     char body[SMALL_BODY];              /* a small file's bytes, on their way to b */
@@ -567,6 +588,33 @@ static int send_file(int sock, int file, int64_t off, int64_t len, int64_t deadl
     return 0;
 }
 
+#ifdef ACO_HTTP_TLS
+/* len bytes of file from off over TLS: read by aco_rt_pread into buf
+ * (cap bytes, the connection's) and written as records: 0 or -errno (-EIO:
+ * the file ended early), with a turn for the other cos between chunks as
+ * send_file gives. */
+static int send_file_tls(aco_rt_tls_t* t, int file, char* buf, size_t cap, int64_t off,
+                         int64_t len, int64_t deadline) {
+    int64_t since_yield = 0;
+    while (len > 0) {
+        size_t want = len > (int64_t)cap ? cap : (size_t)len;
+        ssize_t n = aco_rt_pread(file, buf, want, off, deadline);
+        if (n < 0) return (int)n;
+        if (n == 0) return -EIO;
+        ssize_t w = aco_rt_tls_write(t, buf, (size_t)n, deadline);
+        if (w < 0) return (int)w;
+        if (w < n) return -EIO;
+        off += n, len -= n, since_yield += n;
+        if (len > 0 && since_yield >= SENDFILE_CHUNK) {
+            since_yield = 0;
+            int y = aco_rt_yield();
+            if (y < 0) return y;
+        }
+    }
+    return 0;
+}
+#endif
+
 /* The len bytes of file at off into buf: 0, or -1 (an error, or the file
  * ended early: the head promises more).  A page-cache hit is one pread on
  * the thread (RWF_NOWAIT); a miss parks this co. */
@@ -592,6 +640,13 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
         if (aco_rt_bufio_write(c->b, c->body, (size_t)r->len, deadline) != (ssize_t)r->len)
             rc = -1;
     } else if (rc == 0 && send_body) {
+#ifdef ACO_HTTP_TLS
+        if (c->tls) {
+            if (aco_rt_bufio_flush(c->b, deadline) < 0 ||
+                send_file_tls(c->tls, r->file, c->body, sizeof c->body, r->off, r->len, deadline) < 0)
+                rc = -1;
+        } else
+#endif
         if (aco_rt_bufio_flush_more(c->b, deadline) < 0 ||
             send_file(c->fd, r->file, r->off, r->len, deadline) < 0)
             rc = -1;
@@ -621,6 +676,9 @@ static int discard(conn_t* c, int64_t n, int64_t deadline) {
  * not read yet. */
 static void linger_close(conn_t* c) {
     if (aco_rt_bufio_flush(c->b, aco_rt_in_ns(idle_ns)) == 0) {
+#ifdef ACO_HTTP_TLS
+        if (c->tls && aco_rt_tls_shutdown(c->tls, aco_rt_in_ns(idle_ns)) < 0) return;
+#endif
         shutdown(c->fd, SHUT_WR);
         int64_t until = aco_rt_in_ms(1000);
         size_t left = 1 << 20;
@@ -681,11 +739,25 @@ static int serve_one(conn_t* c) {
 
 static void conn_co(void* arg) {
     conn_t* c = arg;
-    int k;
-    while ((k = serve_one(c)) > 0) {}
-    if (k == 0) linger_close(c);
-    aco_rt_close(c->fd);
+    int k = -1;
+#ifdef ACO_HTTP_TLS
+    /* HTTPS: the handshake first, within its own deadline, then the same
+     * HTTP code over a bufio on the TLS connection */
+    if (tls_ctx) {
+        c->tls = aco_rt_tls_new(tls_ctx, c->fd, NULL);
+        if (c->tls && aco_rt_tls_handshake(c->tls, aco_rt_in_ns(handshake_ns)) == 0)
+            c->b = aco_rt_tls_bufio_new(c->tls, RBUF, WBUF);
+    }
+#endif
+    if (c->b) {
+        while ((k = serve_one(c)) > 0) {}
+        if (k == 0) linger_close(c);
+    }
     aco_rt_bufio_free(c->b);
+#ifdef ACO_HTTP_TLS
+    aco_rt_tls_free(c->tls);
+#endif
+    aco_rt_close(c->fd);
     free(c);
 }
 
@@ -696,7 +768,13 @@ static int start_conn(int fd) {
     conn_t* c = malloc(sizeof(*c));
     if (c == NULL) return -1;
     c->fd = fd;
-    if ((c->b = aco_rt_bufio_new(fd, RBUF, WBUF)) == NULL) {
+    c->b = NULL;
+    int tls = 0;                        /* HTTPS: the bufio comes after the handshake */
+#ifdef ACO_HTTP_TLS
+    c->tls = NULL;
+    tls = tls_ctx != NULL;
+#endif
+    if (!tls && (c->b = aco_rt_bufio_new(fd, RBUF, WBUF)) == NULL) {
         free(c);
         return -1;
     }
@@ -725,6 +803,8 @@ static int ms_option(const char* name, const char* v, int64_t* out) {
 
 int main(int argc, char** argv) {
     const char* root = ".";
+    const char* tls_cert = NULL;
+    const char* tls_key = NULL;
     int port_given = 0;
     char** rest = calloc((size_t)argc + 1, sizeof(char*));
     if (rest == NULL) return 1;
@@ -741,6 +821,15 @@ int main(int argc, char** argv) {
         } else if (strcmp(argv[i], "--header-timeout-ms") == 0) {
             if (ms_option(argv[i], v, &header_ns) < 0) return 2;
             i++;
+        } else if (strcmp(argv[i], "--tls-handshake-timeout-ms") == 0) {
+            if (ms_option(argv[i], v, &handshake_ns) < 0) return 2;
+            i++;
+        } else if (strcmp(argv[i], "--tls-cert") == 0 && v) {
+            tls_cert = v;
+            i++;
+        } else if (strcmp(argv[i], "--tls-key") == 0 && v) {
+            tls_key = v;
+            i++;
         } else {
             if (strcmp(argv[i], "--port") == 0) port_given = 1;
             rest[nrest++] = argv[i];
@@ -749,8 +838,28 @@ int main(int argc, char** argv) {
     rt_cli_t cli;
     if (rt_cli_parse(&cli, "aco_http", nrest, rest) < 0) {
         fprintf(stderr, "       aco_http also takes --root DIR (.), --idle-timeout-ms MS"
-                " (60000), --header-timeout-ms MS (10000)\n");
+                " (60000), --header-timeout-ms MS (10000), --tls-cert PEM --tls-key PEM"
+                " [--tls-handshake-timeout-ms MS (10000)]\n");
         return 2;
+    }
+    if ((tls_cert != NULL) != (tls_key != NULL)) {
+        fprintf(stderr, "aco_http: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    if (tls_cert) {
+#ifdef ACO_HTTP_TLS
+        char err[256];
+        aco_rt_tls_opts_t o = {.server = 1, .cert_file = tls_cert, .key_file = tls_key,
+                               .alpn = "http/1.1"};
+        if ((tls_ctx = aco_rt_tls_ctx_new(&o, err, sizeof err)) == NULL) {
+            fprintf(stderr, "aco_http: %s\n", err);
+            return 1;
+        }
+#else
+        fprintf(stderr, "aco_http: built without TLS (make.sh found no OpenSSL 3: install "
+                        "libssl-dev and build again)\n");
+        return 2;
+#endif
     }
     if (!port_given) cli.port = 8080;
     root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -764,7 +873,8 @@ int main(int argc, char** argv) {
     if (probe >= 0) close(probe);
     if (getenv("ACO_HTTP_NO_OPENAT2")) have_openat2 = 0;    /* tests the fallback */
     signal(SIGPIPE, SIG_IGN);           /* sendfile(2) to a client that left */
-    fprintf(stderr, "aco_http: serving %s (%s)\n", root_real,
-            have_openat2 ? "openat2 RESOLVE_BENEATH" : "openat + path check");
+    fprintf(stderr, "aco_http: serving %s (%s)%s\n", root_real,
+            have_openat2 ? "openat2 RESOLVE_BENEATH" : "openat + path check",
+            tls_cert ? " over TLS" : "");
     return rt_cli_run(&cli, "aco_http", start_conn);
 }

@@ -4,6 +4,12 @@
  *                                                socket, the socket to stdout
  *   aco_nc [--backend ...] -l [-p] PORT [ADDR]   listen (ADDR: 0.0.0.0), take
  *                                                one connection, the same
+ *   aco_nc --tls [--tls-ca PEM | --tls-insecure] [--tls-name NAME] HOST PORT
+ *                                                connect over TLS (built
+ *                                                with libaco_rt_tls), the
+ *                                                server verified as NAME
+ *                                                (HOST) against the system's
+ *                                                store or PEM
  *
  * Two cos, one per direction.  At the end of stdin the socket's sending
  * side is shut down (what OpenBSD nc does with -N); the program ends when
@@ -13,6 +19,10 @@
  *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy; not
  *                          a file opened for appending, which splice refuses);
  *   otherwise              read/write through a 256 KiB heap buffer.
+ * Over TLS (aco_rt_tls.h) both directions go through the connection, one
+ * co reading it while the other writes; the end of stdin sends close_notify
+ * then shuts the socket's sending side down, and the peer's close_notify
+ * ends the other direction (a stream cut without it is an error, said).
  * sendfile and splice are plain system calls, not the runtime's: the socket
  * is non-blocking (accepted so; aco_rt_connect makes it so) and SIGPIPE is
  * ignored, so that a peer or a reader that left is an EPIPE, not a death
@@ -20,6 +30,9 @@
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
+#ifdef ACO_NC_TLS
+#include "aco_rt_tls.h"
+#endif
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,6 +53,9 @@
 
 static int sock = -1;
 static int failed;
+#ifdef ACO_NC_TLS
+static aco_rt_tls_t* tls;               /* --tls: the connection, or NULL */
+#endif
 
 static void fail(const char* what, int err) {
     fprintf(stderr, "aco_nc: %s: %s\n", what, strerror(err));
@@ -60,6 +76,26 @@ static int copy_rw(int in, int out, int in_is_sock) {
     free(buf);
     return r;
 }
+
+#ifdef ACO_NC_TLS
+/* stdin to the TLS connection, or the connection to stdout: 0 or -errno. */
+static int copy_tls(int to_tls) {
+    char* buf = malloc(BUF);
+    if (buf == NULL) return -ENOMEM;
+    int r = 0;
+    for (;;) {
+        ssize_t n = to_tls ? aco_rt_read(0, buf, BUF, -1) : aco_rt_tls_read(tls, buf, BUF, -1);
+        if (n <= 0) { r = (int)n; break; }
+        ssize_t w = to_tls ? aco_rt_tls_write(tls, buf, (size_t)n, -1)
+                           : aco_rt_write(1, buf, (size_t)n, -1);
+        if (w != n) { r = w < 0 ? (int)w : -EIO; break; }
+    }
+    if (r < 0 && !to_tls && aco_rt_tls_error(tls)[0])
+        fprintf(stderr, "aco_nc: TLS: %s\n", aco_rt_tls_error(tls));
+    free(buf);
+    return r;
+}
+#endif
 
 /* stdin (a regular file) to the socket by sendfile: 0, -errno, or 1 if
  * sendfile cannot do it (then nothing was sent). */
@@ -129,6 +165,13 @@ static void send_co(void* arg) {
     (void)arg;
     struct stat st;
     int r = 1;
+#ifdef ACO_NC_TLS
+    if (tls) {
+        if ((r = copy_tls(1)) < 0 || (r = aco_rt_tls_shutdown(tls, -1)) < 0) fail("sending", -r);
+        shutdown(sock, SHUT_WR);
+        return;
+    }
+#endif
     if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) r = send_file(0);
     if (r == 1) r = copy_rw(0, sock, 0);
     if (r < 0) fail("sending", -r);
@@ -139,6 +182,12 @@ static void recv_co(void* arg) {
     (void)arg;
     struct stat st;
     int r = 1;
+#ifdef ACO_NC_TLS
+    if (tls) {
+        if ((r = copy_tls(0)) < 0) fail("receiving", -r);
+        return;
+    }
+#endif
     /* (splice(2) cannot write a file opened for appending: >> out) */
     int fl = fcntl(1, F_GETFL);
     if (fstat(1, &st) == 0 && fl >= 0 && !(fl & O_APPEND) &&
@@ -152,6 +201,9 @@ static int listen_port = -1;
 static const char* listen_addr = "0.0.0.0";
 static const char* host;
 static const char* port;
+static int use_tls, tls_insecure;
+static const char* tls_ca;
+static const char* tls_name;
 
 static void main_co(void* arg) {
     (void)arg;
@@ -185,6 +237,22 @@ static void main_co(void* arg) {
         freeaddrinfo(ai);
         if (sock < 0) { fail("connect", -r); return; }
     }
+#ifdef ACO_NC_TLS
+    if (use_tls) {
+        char err[256];
+        aco_rt_tls_opts_t o = {.ca_file = tls_ca, .flags = tls_insecure ? ACO_RT_TLS_NO_VERIFY : 0};
+        aco_rt_tls_ctx_t* ctx = aco_rt_tls_ctx_new(&o, err, sizeof err);
+        if (ctx == NULL) { fprintf(stderr, "aco_nc: %s\n", err); failed = 1; return; }
+        tls = aco_rt_tls_new(ctx, sock, tls_name ? tls_name : host);
+        aco_rt_tls_ctx_free(ctx);       /* (the connection holds it) */
+        int r = tls ? aco_rt_tls_handshake(tls, -1) : -errno;
+        if (r < 0) {
+            fprintf(stderr, "aco_nc: TLS handshake: %s\n", tls ? aco_rt_tls_error(tls) : strerror(-r));
+            failed = 1;
+            return;
+        }
+    }
+#endif
     aco_rt_co_t* s = aco_rt_spawn(NULL, send_co, NULL);
     aco_rt_co_t* rcv = aco_rt_spawn(NULL, recv_co, NULL);
     if (s == NULL || rcv == NULL) { fail("spawn", ENOMEM); return; }
@@ -192,12 +260,17 @@ static void main_co(void* arg) {
      * not end ours (it may still be reading). */
     aco_rt_join(rcv, -1);
     aco_rt_join(s, -1);
+#ifdef ACO_NC_TLS
+    aco_rt_tls_free(tls);
+#endif
     aco_rt_close(sock);
 }
 
 static int usage(void) {
     fprintf(stderr, "usage: aco_nc [--backend uring|epoll] HOST PORT\n"
-                    "       aco_nc [--backend uring|epoll] -l [-p] PORT [ADDR]\n");
+                    "       aco_nc [--backend uring|epoll] -l [-p] PORT [ADDR]\n"
+                    "       aco_nc [--backend uring|epoll] --tls [--tls-ca PEM | --tls-insecure]"
+                    " [--tls-name NAME] HOST PORT\n");
     return 2;
 }
 
@@ -213,6 +286,14 @@ int main(int argc, char** argv) {
             if (strcmp(b, "uring") == 0) o.backend = ACO_RT_BACKEND_URING;
             else if (strcmp(b, "epoll") == 0) o.backend = ACO_RT_BACKEND_EPOLL;
             else return usage();
+        } else if (strcmp(argv[i], "--tls") == 0) {
+            use_tls = 1;
+        } else if (strcmp(argv[i], "--tls-insecure") == 0) {
+            tls_insecure = 1;
+        } else if (strcmp(argv[i], "--tls-ca") == 0 && i + 1 < argc) {
+            tls_ca = argv[++i];
+        } else if (strcmp(argv[i], "--tls-name") == 0 && i + 1 < argc) {
+            tls_name = argv[++i];
         } else if (strcmp(argv[i], "-l") == 0) {
             listen = 1;
         } else if (strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "-N") == 0) {
@@ -225,6 +306,18 @@ int main(int argc, char** argv) {
             return usage();
         }
     }
+    if ((tls_ca || tls_insecure || tls_name) && !use_tls) return usage();
+    if (use_tls && listen) {
+        fprintf(stderr, "aco_nc: --tls connects; it does not listen\n");
+        return 2;
+    }
+#ifndef ACO_NC_TLS
+    if (use_tls) {
+        fprintf(stderr, "aco_nc: built without TLS (make.sh found no OpenSSL 3: install "
+                        "libssl-dev and build again)\n");
+        return 2;
+    }
+#endif
     if (listen) {
         if (npos < 1) return usage();
         listen_port = atoi(pos[0]);

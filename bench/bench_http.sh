@@ -9,7 +9,7 @@
 # interleaved rounds (5, BENCH_RT_ROUNDS; the order rotates), medians.
 # Called by bench_rt.sh's section g; alone:
 #
-#   bash bench/bench_http.sh [--quick|--smoke] [OUTPUT_DIR]
+#   bash bench/bench_http.sh [--quick|--smoke] [--tls] [OUTPUT_DIR]
 #
 # wrk runs 6 s (--quick 4 s, --smoke 2 s in 1 round, uring and the peers
 # only), after a 1 s warm-up of each server on each file (not in --smoke).
@@ -47,6 +47,23 @@
 # responses counts as n/a.  Exit status: non-zero if a peer fails, or in
 # --smoke if aco_http is missing or fails.
 #
+# --tls: HTTPS instead, aco_http (--tls-cert, --tls-key: libaco_rt_tls)
+# beside nginx (one worker, `listen ssl`, the same ECDSA P-256 certificate
+# and key, ssl_protocols TLSv1.3, ssl_session_cache shared:SSL:10m, tickets
+# on: nginx's usual setup; both on Debian's OpenSSL with its defaults, so
+# the same cipher suite, which the run prints), wrk -t1 -c100 over https
+# on three loads: 4k and 1m as above on kept-alive connections, and hs:
+# the 4 KiB file with "Connection: close", every request a new connection
+# and a full handshake (wrk offers no session).  No h2o, no http_floor;
+# the floors are the crypto each must do, by `openssl speed` on the
+# server's CPU: a full TLS 1.3 handshake's ECDSA P-256 signature and two
+# X25519 operations (a key made, a secret derived), and a MiB's
+# AES-256-GCM (16 KiB records).  Headlines https_4k_rps,
+# https_4k_cpu_ns_per_req, https_hs_rps (handshakes/s),
+# https_hs_cpu_ns_per_req (the server's CPU per full handshake, floor=),
+# https_1m_mbps, https_1m_cpu_ns_per_req (floor=), with their client,
+# machine and p99 companions, and _epoll for --backend epoll.
+#
 # Environment:
 #   BENCH_HTTP_OURS_CMD   our server's command line, {port} {root} {backend}
 #                         replaced, run with eval; default
@@ -63,11 +80,13 @@
 set -uo pipefail
 export LC_ALL=C     # '.' in numbers: EPOCHREALTIME, bash's time, awk
 mode=full
+TLS=0
 OUT=output
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) mode=quick ;;
         --smoke) mode=smoke ;;
+        --tls) TLS=1 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "bench_http: unknown option $1" >&2; exit 2 ;;
         *) OUT=$1 ;;
@@ -91,6 +110,12 @@ CLIENT_CPU=${BENCH_RT_CLIENT_CPU:-0}
 CLK_TCK=$(getconf CLK_TCK)
 NGINX_EXTRA=${BENCH_HTTP_NGINX_EXTRA-"open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;"}
 OURS_CMD=${BENCH_HTTP_OURS_CMD:-"$OUT/aco_http --port {port} --root {root} --threads 1 --backend {backend}"}
+SCHEME=http
+FILES="4k 1m"
+if [ $TLS = 1 ]; then
+    SCHEME=https FILES="4k hs 1m"
+    command -v openssl > /dev/null || { echo "bench_http: openssl not found (install openssl): --tls left out"; exit 1; }
+fi
 say() { echo "bench_http: $*"; }
 case $SERVER_CPU$CLIENT_CPU in *[!0-9]*) say "BENCH_RT_SERVER_CPU and BENCH_RT_CLIENT_CPU name one CPU each"; exit 2 ;; esac
 for c in wrk nginx curl taskset; do
@@ -108,6 +133,16 @@ ROOT=$TMPD/root
 mkdir -p "$ROOT"
 head -c 4096 /dev/urandom > "$ROOT/4k.bin"
 head -c 1048576 /dev/urandom > "$ROOT/1m.bin"
+if [ $TLS = 1 ]; then
+    # one certificate and key for every server (ECDSA P-256, as a web
+    # server's usual one), and nginx's TLS at its usual best
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMPD/key.pem" \
+        -out "$TMPD/cert.pem" -days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+        > "$TMPD/openssl.log" 2>&1 || { say "openssl req failed: $(tail -1 "$TMPD/openssl.log")"; exit 2; }
+    [ -n "${BENCH_HTTP_OURS_CMD:-}" ] || OURS_CMD="$OURS_CMD --tls-cert $TMPD/cert.pem --tls-key $TMPD/key.pem"
+    NGINX_EXTRA="ssl_certificate $TMPD/cert.pem; ssl_certificate_key $TMPD/key.pem; ssl_protocols TLSv1.3; ssl_session_cache shared:SSL:10m; ssl_session_tickets on; $NGINX_EXTRA"
+    export NGINX_LISTEN_OPTS=" ssl"
+fi
 declare -A pid port label live V
 NGINX_MASTER=""
 cleanup() {
@@ -132,6 +167,10 @@ servers="uring epoll nginx h2o floor"
 peers="nginx h2o"
 [ $mode = smoke ] && servers="uring nginx h2o floor"
 [ $have_h2o = 0 ] && servers=${servers/ h2o/} peers=nginx
+if [ $TLS = 1 ]; then
+    servers="uring epoll nginx" peers=nginx
+    [ $mode = smoke ] && servers="uring nginx"
+fi
 fail=0
 ours_missing=0
 for s in $servers; do
@@ -184,7 +223,7 @@ done
 for s in $servers; do
     [ "${live[$s]}" = 1 ] || continue
     for f in 4k 1m; do
-        code=$(curl -s -m 10 -o "$TMPD/answer" -w '%{http_code}' "http://127.0.0.1:${port[$s]}/$f.bin")
+        code=$(curl -s -k -m 10 -o "$TMPD/answer" -w '%{http_code}' "$SCHEME://127.0.0.1:${port[$s]}/$f.bin")
         cmp -s "$TMPD/answer" "$ROOT/$f.bin" && [ "$code" = 200 ] && continue
         why="GET /$f.bin: status ${code:-none}, $(wc -c < "$TMPD/answer") bytes, not the file's $(wc -c < "$ROOT/$f.bin")"
         live[$s]=0
@@ -209,9 +248,12 @@ to_ms() {
 http_run() {   # http_run SERVER FILE SECONDS [warm]
     local s=$1 f=$2 d=$3 key="$1|$2" c0 c1 m0 m1 k0 k1 w0 w1 out n rps p99 bytes
     [ "${live[$s]}" = 1 ] || { [ -n "${4:-}" ] || addv "$key|rps" n/a; return 0; }
+    # hs: the 4 KiB file, a new connection (a full handshake) per request
+    local path=$f.bin hdr=()
+    [ $f = hs ] && path=4k.bin hdr=(-H "Connection: close")
     c0=$(cpu_ticks "${pid[$s]}"); m0=$(machine_ticks); k0=$(cpu_ticks_of "$SERVER_CPU"); w0=$(now_us)
     out=$(cpu_timed "$TMPD/wrk.cpu" timeout $((d + 30)) taskset -c "$CLIENT_CPU" \
-        wrk -t1 -c100 -d"${d}s" --latency "http://127.0.0.1:${port[$s]}/$f.bin" 2>&1)
+        wrk -t1 -c100 -d"${d}s" --latency "${hdr[@]}" "$SCHEME://127.0.0.1:${port[$s]}/$path" 2>&1)
     c1=$(cpu_ticks "${pid[$s]}"); m1=$(machine_ticks); k1=$(cpu_ticks_of "$SERVER_CPU"); w1=$(now_us)
     [ -n "${4:-}" ] && return 0
     n=$(awk '/requests in/ {print $1}' <<< "$out")
@@ -229,7 +271,7 @@ http_run() {   # http_run SERVER FILE SECONDS [warm]
         addv "$key|rps" n/a
         return 0
     fi
-    bytes=$( [ $f = 4k ] && echo 4096 || echo 1048576 )
+    bytes=$( [ $f = 1m ] && echo 1048576 || echo 4096 )
     # CPU per request, one method (docs/benchmarks.md, "CPU per request")
     local fig
     fig=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" -v cs="$(cat "$TMPD/wrk.cpu")" \
@@ -259,19 +301,33 @@ http_run() {   # http_run SERVER FILE SECONDS [warm]
 }
 
 echo
-echo "== http: wrk -t1 -c100 -d${SECS}s --latency, 4 KiB and 1 MiB files, one server thread on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU, $ROUNDS interleaved rounds"
+if [ $TLS = 1 ]; then
+    echo "== https: wrk -t1 -c100 -d${SECS}s --latency over TLS: 4 KiB kept alive (4k), 4 KiB with a full handshake each (hs), 1 MiB (1m); one server thread on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU, $ROUNDS interleaved rounds"
+    # the floors: the crypto a full handshake and a MiB must do, on the server's CPU
+    sp=$(timeout 60 taskset -c "$SERVER_CPU" openssl speed -seconds 2 -mr ecdsap256 ecdhx25519 2>/dev/null)
+    ae=$(timeout 60 taskset -c "$SERVER_CPU" openssl speed -seconds 2 -mr -bytes 16384 -evp aes-256-gcm 2>/dev/null)
+    FLOOR_HS=$(awk -F: '/^\+F4:/ {s = $4} /^\+F5:/ {x = $4} END {if (s > 0 && x > 0) printf "%.0f", 1e9 / s + 2e9 / x; else print "n/a"}' <<< "$sp")
+    FLOOR_1M=$(awk -F: '/^\+F:/ {b = $4} END {if (b > 0) printf "%.0f", 1048576 / b * 1e9; else print "n/a"}' <<< "$ae")
+    echo "floors (openssl speed on CPU $SERVER_CPU): a full handshake's ECDSA P-256 sign + 2 X25519 = $FLOOR_HS ns; a MiB of AES-256-GCM in 16 KiB records = $FLOOR_1M ns"
+    for s in $servers; do
+        [ "${live[$s]}" = 1 ] || continue
+        echo "${label[$s]}: $(echo | timeout 10 openssl s_client -connect "127.0.0.1:${port[$s]}" 2>/dev/null | tr -d '\0' | grep -m1 -o 'New, TLS.*')"
+    done
+else
+    echo "== http: wrk -t1 -c100 -d${SECS}s --latency, 4 KiB and 1 MiB files, one server thread on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU, $ROUNDS interleaved rounds"
+fi
 for s in $servers; do
     [ "${live[$s]}" = 1 ] && echo "server: ${label[$s]} (pid ${pid[$s]})"
 done
 echo "nginx: $TMPD/nginx/nginx.conf, worker_processes 1, sendfile, tcp_nopush, access_log off, keepalive_requests 1000000${NGINX_EXTRA:+, $NGINX_EXTRA}"
 if [ $WARM = 1 ]; then
-    for s in $servers; do for f in 4k 1m; do http_run "$s" "$f" 1 warm; done; done
+    for s in $servers; do for f in $FILES; do http_run "$s" "$f" 1 warm; done; done
 fi
 for r in $(seq 1 "$ROUNDS"); do
     # rotate the servers' order from round to round
     order=$servers
     for _ in $(seq 2 "$r"); do order="${order#* } ${order%% *}"; done
-    for f in 4k 1m; do
+    for f in $FILES; do
         for s in $order; do http_run "$s" "$f" "$SECS"; done
     done
     echo "round $r/$ROUNDS done ($(date -u +%H:%M:%S))"
@@ -286,7 +342,7 @@ echo " rounds where the server's CPU was idle less than $((100 - BUSY_MIN))% of 
 echo " a round where it was idle N%): in another round the client's speed is measured, not the server's)"
 printf '%-5s %-24s %8s %8s %8s %7s %7s %7s %5s %5s %5s %6s %8s   %s\n' file server rps_b rps p99_ms \
     srv_ns cli_ns all_ns srv% cpu% cli% steal% MB/s "rps_b of each round"
-for f in 4k 1m; do
+for f in $FILES; do
     for s in $servers; do
         printf '%-5s %-24s %8s %8s %8s %7s %7s %7s %5s %5s %5s %6s %8s   %s\n' $f "${label[$s]}" \
             "$(med %.0f "$s|$f|rpsb")" "$(med %.0f "$s|$f|rps")" "$(med %.3f "$s|$f|p99")" \
@@ -301,10 +357,10 @@ for s in uring epoll; do
     for p in $peers; do
         suffix=""; [ $s = epoll ] && suffix=_epoll
         [ $p = h2o ] && suffix=${suffix}_vs_h2o
-        for f in 4k 1m; do
+        for f in $FILES; do
             for m in rps cpu_ns_per_req client_cpu_ns_per_req machine_cpu_ns_per_req p99_ms mbps; do
                 case $f.$m in
-                    4k.mbps|1m.rps) continue ;;
+                    4k.mbps|hs.mbps|1m.rps) continue ;;
                 esac
                 fl=()
                 case $m in
@@ -316,11 +372,64 @@ for s in uring epoll; do
                     mbps) k=mbpsb; q=%.1f ;;
                 esac
                 case $m in cpu_ns_per_req|machine_cpu_ns_per_req) fl=(floor="$(median "floor|$f|$k")") ;; esac
-                "$AGG" headline -f $q "http_${f}_${m}${suffix}" \
+                if [ $TLS = 1 ]; then
+                    fl=()
+                    [ $m = cpu_ns_per_req ] && [ $f = hs ] && fl=(floor="$FLOOR_HS")
+                    [ $m = cpu_ns_per_req ] && [ $f = 1m ] && fl=(floor="$FLOOR_1M")
+                fi
+                "$AGG" headline -f $q "${SCHEME}_${f}_${m}${suffix}" \
                     ours="$(median "$s|$f|$k")" peer="$(median "$p|$f|$k")" "${fl[@]}"
             done
         done
     done
 done
+# --tls: the memory an idle TLS connection costs each server: IDLE (600)
+# clients connect, handshake, GET the 4 KiB file on a kept-alive
+# connection and stay; the server's RSS grows by what they hold (its
+# record buffers released when idle: both servers use
+# SSL_MODE_RELEASE_BUFFERS; ours besides holds the co, its bufio's 32 KiB
+# and aco_http's own 37 KiB connection object, heap, all of it counted)
+if [ $TLS = 1 ]; then
+    IDLE=${BENCH_HTTP_IDLE:-600}
+    cat > "$TMPD/idle.py" <<'PY'
+import resource, socket, ssl, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+keep = []
+for i in range(n):
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+    s.sendall(b"GET /4k.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got or len(got) < got.index(b"\r\n\r\n") + 4 + 4096:
+        got += s.recv(65536)
+    keep.append(s)
+print("ready", flush=True)
+sys.stdin.read()
+PY
+    rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+    for s in $servers; do
+        [ "${live[$s]}" = 1 ] || continue
+        r0=$(rss_kb "${pid[$s]}")
+        coproc IDLEPY { python3 "$TMPD/idle.py" "${port[$s]}" "$IDLE" 2>&1; }
+        read -r -t 120 line <&"${IDLEPY[0]}" || line=""
+        r1=$(rss_kb "${pid[$s]}")
+        kill "$IDLEPY_PID" 2>/dev/null; wait "$IDLEPY_PID" 2>/dev/null
+        if [ "$line" = ready ] && [ -n "$r0" ] && [ -n "$r1" ]; then
+            addv "$s|idle" "$(( (r1 - r0) * 1024 / IDLE ))"
+            echo "idle: ${label[$s]}: RSS $r0 KiB, with $IDLE idle TLS connections $r1 KiB: $(( (r1 - r0) * 1024 / IDLE )) B each"
+        else
+            say "idle connections against ${label[$s]}: ${line:-no answer}"; addv "$s|idle" n/a
+        fi
+    done
+    for s in uring epoll; do
+        case " $servers " in *" $s "*) ;; *) continue ;; esac
+        suffix=""; [ $s = epoll ] && suffix=_epoll
+        "$AGG" headline -f %.0f "https_idle_conn_bytes$suffix" ours="$(median "$s|idle")" peer="$(median "nginx|idle")"
+    done
+fi
 [ $mode = smoke ] && [ $ours_missing = 1 ] && { say "aco_http or http_floor is missing or failed: --smoke fails"; fail=1; }
 exit $fail

@@ -6,6 +6,7 @@
 #   nginx_stop DIR
 #
 # One worker process; the error log, pid file and temp paths in DIR;
+# NGINX_LISTEN_OPTS (" ssl" for HTTPS) after the listen address;
 # DIRECTIVES (for http {}) after the defaults, which are nginx at its best
 # for static files: sendfile, tcp_nopush, access_log off,
 # keepalive_requests raised from 1000 (each wrk connection would reconnect
@@ -40,7 +41,7 @@ http {
     scgi_temp_path $dir/tmp/scgi;
     $extra
     server {
-        listen 127.0.0.1:$port;
+        listen 127.0.0.1:$port${NGINX_LISTEN_OPTS:-};
         root $root;
     }
 }

@@ -527,6 +527,20 @@ int aco_rt_close(int fd);
  * symbols up (dlsym): once, at start. */
 int aco_rt_hooks_active(void);
 
+/* Let the calling thread's blocking libc calls pass the syscall hooks and
+ * reach the kernel, as if the hooks were not loaded, until as many
+ * aco_rt_hooks_resume calls: for library code that must not switch cos in
+ * its midst, one that holds a lock of its own (or is inside pthread_once)
+ * across a read, as OpenSSL is while it loads its configuration,
+ * certificates and keys (aco_rt_tls.h pauses them there).  Such a call
+ * then blocks the whole thread, as without the hooks.  Nests; per thread;
+ * from any thread, in a co or not, hooks loaded or not.  Resume more often
+ * than paused does nothing.  aco_rt_hooks_paused: the depth, 0 when the
+ * hooks act. */
+void aco_rt_hooks_pause(void);
+void aco_rt_hooks_resume(void);
+int aco_rt_hooks_paused(void);
+
 /* ======================================================================== */
 /* Lent receives: the runtime's buffers, no copy of the caller's            */
 /* ======================================================================== */
@@ -898,6 +912,25 @@ typedef struct aco_rt_bufio aco_rt_bufio_t;
  * (0: 16 KiB each).  fd stays the caller's.  From any thread.  NULL with
  * errno ENOMEM, or EINVAL (fd < 0, a size over 1 GiB). */
 aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize);
+
+/* A transport of the program's own under a bufio, in place of a
+ * descriptor (aco_rt_tls_bufio_new, aco_rt_tls.h, makes one over TLS):
+ * read and writev do on ctx what aco_rt_read and aco_rt_writev do on a
+ * descriptor, with their results (a count, 0 at end of file, -errno) and
+ * their deadline; writev may take fewer bytes than offered (the bufio
+ * offers the rest again).  The bufio calls them only from the calls below,
+ * in the calling co; flush_more is a plain flush over them. */
+typedef struct aco_rt_bufio_io {
+    ssize_t (*read)(void* ctx, void* buf, size_t n, int64_t deadline);
+    ssize_t (*writev)(void* ctx, const struct iovec* iov, int iovcnt, int64_t deadline);
+} aco_rt_bufio_io_t;
+
+/* A bufio over io (kept, not copied: it must outlive b) on ctx, as
+ * aco_rt_bufio_new makes one over a descriptor; fd is only what
+ * aco_rt_bufio_fd says (-1 for none).  NULL with errno ENOMEM, or EINVAL
+ * (io NULL or without read or writev, fd < -1, a size over 1 GiB). */
+aco_rt_bufio_t* aco_rt_bufio_new_io(const aco_rt_bufio_io_t* io, void* ctx, int fd,
+                                    size_t rsize, size_t wsize);
 
 /* Free b and its buffers: unflushed bytes are dropped (flush first), fd is
  * not closed.  NULL does nothing. */

@@ -25,16 +25,20 @@
 struct aco_rt_bufio {
     int fd;
     int werr;                   /* the writer's kept error, or 0 */
+    const aco_rt_bufio_io_t* io;    /* a transport of the program's, or NULL: fd */
+    void* ctx;
     char* r;
     size_t rcap, roff, rlen;
     char* w;
     size_t wcap, wlen;
 };
 
-aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize) {
+static aco_rt_bufio_t* make(int fd, const aco_rt_bufio_io_t* io, void* ctx, size_t rsize,
+                            size_t wsize) {
     if (rsize == 0) rsize = BUFIO_DEFAULT;
     if (wsize == 0) wsize = BUFIO_DEFAULT;
-    if (fd < 0 || rsize > BUFIO_MAX || wsize > BUFIO_MAX) {
+    if ((io ? fd < -1 || io->read == NULL || io->writev == NULL : fd < 0) ||
+        rsize > BUFIO_MAX || wsize > BUFIO_MAX) {
         errno = EINVAL;
         return NULL;
     }
@@ -45,11 +49,35 @@ aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize) {
     }
     memset(b, 0, sizeof(*b));
     b->fd = fd;
+    b->io = io;
+    b->ctx = ctx;
     b->r = (char*)(b + 1);
     b->rcap = rsize;
     b->w = b->r + rsize + 1;
     b->wcap = wsize;
     return b;
+}
+
+aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize) {
+    return make(fd, NULL, NULL, rsize, wsize);
+}
+
+aco_rt_bufio_t* aco_rt_bufio_new_io(const aco_rt_bufio_io_t* io, void* ctx, int fd,
+                                    size_t rsize, size_t wsize) {
+    if (io == NULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return make(fd, io, ctx, rsize, wsize);
+}
+
+/* The transport: the program's, or fd through the runtime's calls. */
+static ssize_t xread(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
+    return b->io ? b->io->read(b->ctx, buf, n, deadline) : aco_rt_read(b->fd, buf, n, deadline);
+}
+
+static ssize_t xwritev(aco_rt_bufio_t* b, const struct iovec* iov, int k, int64_t deadline) {
+    return b->io ? b->io->writev(b->ctx, iov, k, deadline) : aco_rt_writev(b->fd, iov, k, deadline);
 }
 
 void aco_rt_bufio_free(aco_rt_bufio_t* b) { free(b); }
@@ -84,7 +112,7 @@ static ssize_t rfill_to(aco_rt_bufio_t* b, size_t cap, int64_t deadline) {
         b->roff = 0;
     }
     size_t end = b->roff + b->rlen;
-    ssize_t n = aco_rt_read(b->fd, b->r + end, cap - end, deadline);
+    ssize_t n = xread(b, b->r + end, cap - end, deadline);
     if (n > 0) b->rlen += (size_t)n;
     return n;
 }
@@ -105,7 +133,7 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
     if (e) return e;
     if (n == 0) return 0;
     if (b->rlen) return (ssize_t)copy_out(b, buf, n);
-    if (n >= b->rcap) return aco_rt_read(b->fd, buf, n, deadline);
+    if (n >= b->rcap) return xread(b, buf, n, deadline);
     ssize_t r = rfill(b, deadline);
     if (r <= 0) return r;
     return (ssize_t)copy_out(b, buf, n);
@@ -128,7 +156,7 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
     }
     size_t got = copy_out(b, buf, n);
     while (got < n) {
-        ssize_t r = aco_rt_read(b->fd, (char*)buf + got, n - got, deadline);
+        ssize_t r = xread(b, (char*)buf + got, n - got, deadline);
         if (r == 0) break;
         if (r < 0) return got ? (ssize_t)got : r;
         got += (size_t)r;
@@ -206,7 +234,7 @@ static int send_out(aco_rt_bufio_t* b, const char* data, size_t n, int more,
     int err = 0;
     while (boff < b->wlen || doff < n) {
         ssize_t r;
-        if (more && doff == n) {    /* only the buffer: one send, MSG_MORE */
+        if (more && doff == n && !b->io) {  /* only the buffer: one send, MSG_MORE */
             r = aco_rt_send(b->fd, b->w + boff, b->wlen - boff, MSG_MORE, deadline);
             if (r == -ENOTSOCK) {
                 more = 0;
@@ -217,7 +245,7 @@ static int send_out(aco_rt_bufio_t* b, const char* data, size_t n, int more,
             int k = 0;
             if (boff < b->wlen) iov[k++] = (struct iovec){b->w + boff, b->wlen - boff};
             if (doff < n) iov[k++] = (struct iovec){(char*)data + doff, n - doff};
-            r = aco_rt_writev(b->fd, iov, k, deadline);
+            r = xwritev(b, iov, k, deadline);
         }
         if (r < 0) {
             err = (int)r;

@@ -401,7 +401,8 @@ static int fd_is_file(int fd) { return (fd_kind(fd) & F_FILE) != 0; }
 static ssize_t file_rw(int write, int fd, const struct iovec* iov, int cnt, int64_t off,
                        int flags);
 
-static int in_co(void) { return aco_rt_self() != NULL; }
+/* In a co, and the hooks not paused (aco_rt_hooks_pause) on this thread. */
+static int in_co(void) { return aco_rt_self() != NULL && !aco_rt_hooks_paused(); }
 
 static int64_t deadline_of(int64_t tmo_ns) {
     return tmo_ns > 0 ? aco_rt_now() + tmo_ns : -1;

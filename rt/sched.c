@@ -82,6 +82,13 @@ static int hooks_state(void) {
 
 int aco_rt_hooks_active(void) { return hooks_state() > 0; }
 
+static __thread int hooks_paused;
+void aco_rt_hooks_pause(void) { hooks_paused++; }
+void aco_rt_hooks_resume(void) {
+    if (hooks_paused > 0) hooks_paused--;
+}
+int aco_rt_hooks_paused(void) { return hooks_paused; }
+
 /* Once, at the first scheduler: hooks that cannot see it say so. */
 static void hooks_check(void) {
     static int done;

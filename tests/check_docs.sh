@@ -7,8 +7,10 @@
 #     run; it must exit 0 within 60 s.  A block that includes aco_rt.h or
 #     aco_rt_pthread.h is linked with output/libaco_rt.a and
 #     output/libaco.a (-luring when the build has io_uring) and run on each
-#     backend of ACO_RT_TEST_BACKENDS (default "uring epoll"); any other
-#     with output/libaco.a.  A block without `main(` is a fragment and is
+#     backend of ACO_RT_TEST_BACKENDS (default "uring epoll"); one that
+#     includes aco_rt_tls.h with output/libaco_rt_tls.a besides, -lssl
+#     -lcrypto, and runs with a certificate and key the check makes
+#     (openssl req) as its two arguments; any other with output/libaco.a.  A block without `main(` is a fragment and is
 #     not built: a block meant to be complete must have main.  An HTML
 #     comment alone on the line right before the fence says more:
 #       <!-- check_docs: server -->   a TCP server taking its port as its
@@ -36,9 +38,10 @@
 # (d) The API index.  docs/api.md is what tools/api_index.py makes of the
 #     headers now (its --check: a call added without a comment, or without
 #     running the tool, fails), and it names what the libraries really
-#     export: every aco* symbol of output/libaco.so and output/libaco_rt.so
-#     is a call in it, but for the few internal ones named below; every call
-#     in it that is no macro or inline function is exported by one of them.
+#     export: every aco* symbol of output/libaco.so, output/libaco_rt.so
+#     and output/libaco_rt_tls.so (where built) is a call in it, but for the
+#     few internal ones named below; every call in it that is no macro or
+#     inline function is exported by one of them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -97,10 +100,12 @@ with open(os.path.join(tmp, "manifest"), "w") as man:
                 fail("%s:%d: unknown mark '%s'" % (path, line, mode))
                 continue
             rt = re.search(r'#include\s+"aco_rt(_pthread)?\.h"', text) is not None
+            tls = re.search(r'#include\s+"aco_rt_tls\.h"', text) is not None
             n += 1
             name = "prog_%d" % n
             open(os.path.join(tmp, name + ".c"), "w").write(text)
-            man.write("%s|%s:%d|%s|%s\n" % (name, path, line, "rt" if rt else "core", mode))
+            man.write("%s|%s:%d|%s|%s\n" % (name, path, line,
+                                            "tls" if tls else "rt" if rt else "core", mode))
 
 # (b) the packages
 def words_after_install(cmd):
@@ -235,6 +240,16 @@ PY
     if [ $served = 1 ]; then ok "$2: served 5 clients${3:+, stopped on SIGTERM}"; else
         bad "$2: the server did not echo"; sed 's/^/    | /' "$tmp/client.log"; fi
 }
+# The TLS programs' certificate, as docs/runtime.md ("TLS") makes it.
+if grep -q '|tls|' "$tmp/manifest"; then
+    for f in libaco_rt_tls.a; do
+        [ -f "$OUT/$f" ] || { echo "check_docs: $OUT/$f not built (install libssl-dev, bash make.sh)"; exit 1; }
+    done
+    command -v openssl > /dev/null || { echo "check_docs: openssl not found: install openssl"; exit 1; }
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/key.pem" \
+        -out "$tmp/cert.pem" -days 30 -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+        > "$tmp/openssl.log" 2>&1 || { bad "openssl req: cannot make a certificate"; cat "$tmp/openssl.log"; }
+fi
 nprog=0
 while IFS='|' read -r name place kind mode; do
     nprog=$((nprog + 1))
@@ -243,6 +258,8 @@ while IFS='|' read -r name place kind mode; do
             # shellcheck disable=SC2207
             libs=(-Wl,--as-needed $(PKG_CONFIG_PATH="$OUT" pkg-config --libs libaco_hook)
                   -Wl,-rpath,"$(cd "$OUT" && pwd)")
+        elif [ "$kind" = tls ]; then
+            libs=("$OUT/libaco_rt_tls.a" "$OUT/libaco_rt.a" "$OUT/libaco.a" $uring -lssl -lcrypto -lpthread)
         elif [ "$kind" = rt ]; then
             libs=("$OUT/libaco_rt.a" "$OUT/libaco.a" $uring -lpthread)
         else
@@ -256,7 +273,10 @@ while IFS='|' read -r name place kind mode; do
         fi
         [ "$mode" = build-only ] && continue
         bes=core
-        [ "$kind" = rt ] && bes=$backends
+        [ "$kind" = core ] || bes=$backends
+        # a TLS program takes a certificate and its key (made below)
+        args=()
+        [ "$kind" = tls ] && args=("$tmp/cert.pem" "$tmp/key.pem")
         for be in $bes; do
             what="$place ($cc)"
             [ "$be" = core ] || { what="$place ($cc, $be)"; export ACO_RT_BACKEND=$be; }
@@ -264,7 +284,7 @@ while IFS='|' read -r name place kind mode; do
                 serve_check "$bin" "$what" "${mode#server}"
                 continue
             fi
-            timeout 60 "$bin" > "$tmp/run.log" 2>&1
+            timeout 60 "$bin" "${args[@]}" > "$tmp/run.log" 2>&1
             st=$?
             if [ "$mode" = abort ]; then
                 [ $st = 134 ] || bad "$what: ended with status $st, not by SIGABRT"
@@ -295,7 +315,9 @@ fi
 # out-of-line halves of those macros (aco__*).  A name here that no
 # library exports any more is a failure too: the list stays exact.
 internal="acosw aco__yieldsw aco_gtls_co aco__yield1 aco__exit1 aco__yield_misuse aco__not_a_co"
-for lib in libaco.so libaco_rt.so; do
+libs="libaco.so libaco_rt.so"
+[ -f "$OUT/libaco_rt_tls.so" ] && libs="$libs libaco_rt_tls.so"
+for lib in $libs; do
     nm -D --defined-only "$OUT/$lib" | awk -v lib="$lib" '$3 ~ /^aco/ {sub(/@.*/, "", $3); print lib, $2, $3}'
 done > "$tmp/exports"
 python3 - "$tmp/exports" "$internal" <<'PY' || fails=$((fails + 1))
@@ -323,7 +345,7 @@ for name in sorted(set(exports) - set(index) - internal):
          "header, or not a call the tool sees)" % (name, exports[name][0], exports[name][1]))
 for name, (hdr, kind) in sorted(index.items()):
     if kind == "function" and name not in exports:
-        fail("%s: a function of %s, yet neither libaco.so nor libaco_rt.so exports it" % (name, hdr))
+        fail("%s: a function of %s, yet no library exports it" % (name, hdr))
     if name in internal:
         fail("%s: in the index, and in check_docs.sh's list of internal symbols" % name)
 for name in sorted(internal - set(exports)):

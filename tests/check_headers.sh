@@ -49,7 +49,7 @@ for cxx in g++ clang++; do
 done
 # The runtime's headers, as a program includes them: -I. for aco.h (which
 # aco_rt.h includes; an install puts both in one directory), -Irt.
-for h in aco_rt.h aco_rt_pthread.h aco_rt_pthread_names.h; do
+for h in aco_rt.h aco_rt_tls.h aco_rt_pthread.h aco_rt_pthread_names.h; do
     printf '#include "%s"\n#include "%s"\nint main(void) { return 0; }\n' "$h" "$h" > "$tmp/h.c"
     cp "$tmp/h.c" "$tmp/h.cc"
     for cc in gcc clang; do

@@ -130,6 +130,7 @@ net       7  net.c              listen, dial
 signal    7  signal.c           signals waited for in a co
 pthread   7  pthread.c          the pthread-like face
 hook      7  hook.c             the syscall hooks (libaco_hook.so)
+tls       8  tls.c              TLS over OpenSSL (libaco_rt_tls), on bufio
 '
 # Headers: name rank (public headers and the core's: any file).
 HEADERS='rt_base.h 0 rt_sys.h 0 rt_wheel.h 0 rt_fd.h 0 rt_impl.h 1 rt_io.h 3'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make.sh install` lays out the headers (core and runtime), libaco.a,
 # libaco.so, libaco_rt.a, libaco_rt.so (SONAME symlinks), libaco_hook.so and
-# both pkg-config files under $DESTDIR$PREFIX:
+# both pkg-config files under $DESTDIR$PREFIX (and libaco_rt_tls, with its
+# header and .pc, where OpenSSL 3 is: a TLS program links with its .pc):
 #  - libaco.pc and libaco_rt.pc carry aco.h's version; libaco_rt.pc requires
 #    libaco of that version, and `pkg-config --cflags --libs libaco_rt` names
 #    the include directory once and -laco_rt before -laco; --static adds
@@ -83,6 +84,39 @@ grep -q '(RUNPATH).*\[\$ORIGIN\]' < <(readelf -dW "$root/lib/libaco_rt.so") || f
 gcc -Wall -Wextra -Werror "$rt_main" $(pkg-config --static --cflags --libs libaco_rt) -static -o "$tmp/rt_static"
 grep -q libaco < <(needed "$tmp/rt_static") && fail "rt_static needs a libaco library"
 runs_ok 'rt_consumer: ok' "$tmp/rt_static"
+
+# TLS, where make.sh built it (OpenSSL 3): the header, libaco_rt_tls.a and
+# .so, libaco_rt_tls.pc; a program with pkg-config libaco_rt_tls links
+# (dynamically: NEEDED libaco_rt_tls.so.1) and runs.
+if [ -e "$tmp/out/libaco_rt_tls.a" ]; then
+    for f in include/aco_rt_tls.h lib/libaco_rt_tls.a lib/libaco_rt_tls.so lib/libaco_rt_tls.so.1 \
+             lib/pkgconfig/libaco_rt_tls.pc; do
+        [ -e "$root/$f" ] || fail "$f not installed"
+    done
+    [ "$(pkg-config --modversion libaco_rt_tls)" = "$version" ] || fail "libaco_rt_tls.pc's version"
+    cat > "$tmp/tls.c" <<'TLS'
+#include "aco_rt_tls.h"
+#include <errno.h>
+#include <stdio.h>
+int main(void) {
+    char err[128];
+    aco_rt_tls_opts_t s = {.server = 1};        /* no certificate: EINVAL */
+    aco_rt_tls_opts_t c = {.flags = ACO_RT_TLS_NO_VERIFY};
+    aco_rt_tls_ctx_t* bad = aco_rt_tls_ctx_new(&s, err, sizeof err);
+    int e = errno;
+    aco_rt_tls_ctx_t* ok = aco_rt_tls_ctx_new(&c, err, sizeof err);
+    if (bad != NULL || e != EINVAL || ok == NULL) return 1;
+    aco_rt_tls_ctx_free(ok);
+    puts("tls_consumer: ok");
+    return 0;
+}
+TLS
+    # shellcheck disable=SC2046
+    gcc -Wall -Wextra -Werror "$tmp/tls.c" $(pkg-config --cflags --libs libaco_rt_tls) -Wl,-rpath,"$root/lib" -o "$tmp/tls_dyn"
+    grep -qx libaco_rt_tls.so.1 < <(needed "$tmp/tls_dyn") || fail "tls_dyn does not need libaco_rt_tls.so.1"
+    LD_LIBRARY_PATH="$root/lib" runs_ok 'tls_consumer: ok' "$tmp/tls_dyn"
+    echo "pkg-config libaco_rt_tls: $(pkg-config --cflags --libs libaco_rt_tls)"
+fi
 
 # The build tree's pkg-config files (output/, here $tmp/out).
 unset PKG_CONFIG_SYSROOT_DIR

@@ -5,7 +5,8 @@
 # and its last line names every library it made (each of which exists)
 # and the runtime's backends, which must be the truth: io_uring (and
 # "-luring") exactly when a program using io_uring links here, epoll only
-# with -o no-uring.  A second run makes nothing and says so; a compile
+# with -o no-uring; libaco_rt_tls exactly when OpenSSL 3 links here, not
+# with -o no-tls.  A second run makes nothing and says so; a compile
 # that fails shows the compiler's message and fails make.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,9 +45,23 @@ fi
 run "$tmp/b" -o no-uring
 case "$(tail -1 "$tmp/b.log")" in *"backends: epoll only"*"without -luring"*) ;;
     *) fail "-o no-uring: the last line says: $(tail -1 "$tmp/b.log")" ;; esac
+# libaco_rt_tls (TLS) exactly when OpenSSL 3 links here, and not with -o no-tls
+libs=5
+printf '#include <openssl/ssl.h>\n#if OPENSSL_VERSION_MAJOR < 3\n#error 3\n#endif\nint main(void){return OPENSSL_init_ssl(0, 0) & 0;}\n' > "$tmp/s.c"
+if gcc "$tmp/s.c" -lssl -lcrypto -o "$tmp/s" > /dev/null 2>&1; then
+    libs=7
+    for l in libaco_rt_tls.a libaco_rt_tls.so; do
+        case "$last" in *"$l"*) ;; *) fail "OpenSSL 3 links here, but the last line does not name $l: $last" ;; esac
+        [ -f "$tmp/a/$l" ] || fail "$l named but not made"
+    done
+else
+    case "$last" in *libaco_rt_tls*) fail "OpenSSL 3 does not link here, but the last line names libaco_rt_tls: $last" ;; esac
+fi
+run "$tmp/d" -o no-tls
+case "$(tail -1 "$tmp/d.log")" in *libaco_rt_tls*) fail "-o no-tls: the last line names libaco_rt_tls: $(tail -1 "$tmp/d.log")" ;; esac
 # nothing to do the second time, said as such
 run "$tmp/a"
-grep -q '^make.sh: the 5 outputs asked for are up to date (0 made now)$' "$tmp/a.log" ||
+grep -q "^make.sh: the $libs outputs asked for are up to date (0 made now)\$" "$tmp/a.log" ||
     { cat "$tmp/a.log"; fail "a second run does not say it made nothing"; }
 grep -q '^make.sh: [0-9]*%' "$tmp/a.log" && fail "a second run shows progress for nothing"
 # a build that fails says why (the compiler's words) and fails

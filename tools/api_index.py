@@ -29,7 +29,7 @@ import os
 import re
 import sys
 
-HEADERS = ["aco.h", "rt/aco_rt.h", "rt/aco_rt_pthread.h"]
+HEADERS = ["aco.h", "rt/aco_rt.h", "rt/aco_rt_tls.h", "rt/aco_rt_pthread.h"]
 NAMES_HEADER = "rt/aco_rt_pthread_names.h"
 OUT = "docs/api.md"
 LIMIT = 150         # characters of a summary before it is cut
