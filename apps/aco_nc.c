@@ -244,8 +244,9 @@ static void main_co(void* arg) {
         aco_rt_tls_ctx_t* ctx = aco_rt_tls_ctx_new(&o, err, sizeof err);
         if (ctx == NULL) { fprintf(stderr, "aco_nc: %s\n", err); failed = 1; return; }
         tls = aco_rt_tls_new(ctx, sock, tls_name ? tls_name : host);
+        int r = tls ? 0 : -errno;
         aco_rt_tls_ctx_free(ctx);       /* (the connection holds it) */
-        int r = tls ? aco_rt_tls_handshake(tls, -1) : -errno;
+        if (tls) r = aco_rt_tls_handshake(tls, -1);
         if (r < 0) {
             fprintf(stderr, "aco_nc: TLS handshake: %s\n", tls ? aco_rt_tls_error(tls) : strerror(-r));
             failed = 1;

@@ -527,16 +527,20 @@ int aco_rt_close(int fd);
  * symbols up (dlsym): once, at start. */
 int aco_rt_hooks_active(void);
 
-/* Let the calling thread's blocking libc calls pass the syscall hooks and
- * reach the kernel, as if the hooks were not loaded, until as many
- * aco_rt_hooks_resume calls: for library code that must not switch cos in
- * its midst, one that holds a lock of its own (or is inside pthread_once)
- * across a read, as OpenSSL is while it loads its configuration,
- * certificates and keys (aco_rt_tls.h pauses them there).  Such a call
- * then blocks the whole thread, as without the hooks.  Nests; per thread;
- * from any thread, in a co or not, hooks loaded or not.  Resume more often
- * than paused does nothing.  aco_rt_hooks_paused: the depth, 0 when the
- * hooks act. */
+/* Let the calling thread's blocking libc calls (I/O, waits, sleeps, file
+ * calls) pass the syscall hooks and reach the kernel, as without the
+ * hooks, until as many aco_rt_hooks_resume calls: for library code that
+ * must not switch cos in its midst, one that holds a lock of its own (or
+ * is inside pthread_once) across a read, as OpenSSL is while it loads its
+ * configuration, certificates and keys (aco_rt_tls.h pauses them there).
+ * Such a call then blocks the whole thread.  The hook of
+ * pthread_mutex_lock still tells a mutex held by another co of the thread
+ * (it waits for it in a co, as always).  The depth is the thread's: pause
+ * and resume around code that does not park (no aco_rt_* call that
+ * waits between them), or the thread's other cos run paused meanwhile.
+ * Nests; from any thread, in a co or not, hooks loaded or not.  Resume
+ * more often than paused does nothing.  aco_rt_hooks_paused: the depth, 0
+ * when the hooks act. */
 void aco_rt_hooks_pause(void);
 void aco_rt_hooks_resume(void);
 int aco_rt_hooks_paused(void);

@@ -13,11 +13,15 @@
  * made past the syscall hooks, never changing the socket's O_NONBLOCK.
  * When OpenSSL wants to read or write more, its call returns, and the co
  * waits for the socket outside OpenSSL (aco_rt_wait, with the call's
- * deadline and cancel).  So no co switch ever happens inside OpenSSL: the
- * thread's OpenSSL error queue, which its cos share, is emptied before
- * each OpenSSL call and read right after it, before any other co runs, and
- * no co ever reads another's error; no OpenSSL lock is held across a
- * switch.  (OpenSSL's own socket BIO would let kernel TLS take over the
+ * deadline and cancel).  So no co switch ever happens inside these calls'
+ * OpenSSL: the thread's OpenSSL error queue, which its cos share, is
+ * emptied before each OpenSSL call and read right after it, before any
+ * other co runs, so no call here reads another co's error; no OpenSSL lock
+ * is held across a switch.  (Another library on the same thread whose own
+ * OpenSSL calls park its co inside OpenSSL, through the syscall hooks,
+ * would see its queue emptied by ours meanwhile: keep such a library and
+ * these calls on different threads.)  The socket must not be one that
+ * lends (aco_rt_recv_lend): the BIO reads the socket itself.  (OpenSSL's own socket BIO would let kernel TLS take over the
  * records later; this machine's kernel has none to test: docs/runtime.md,
  * "TLS", says what it would take.)
  *
@@ -27,7 +31,8 @@
  * the caller hands in (which may lie on a share stack) is read or written
  * only inside the call.  OpenSSL's configuration, certificate and key
  * files are read with the syscall hooks paused (aco_rt_hooks_pause: a slow
- * disk blocks the thread there, once, at aco_rt_tls_ctx_new).
+ * disk blocks the thread there: at aco_rt_tls_ctx_new, and with ca_dir
+ * each time a verification looks a certificate up there).
  *
  * Threads.  A context may be used by every thread at once (OpenSSL's
  * SSL_CTX is).  A connection belongs to one thread's cos: one co may read
@@ -50,14 +55,16 @@
  *                without close_notify where more was due (a truncation:
  *                the bytes read before it were the peer's, but perhaps not
  *                all it meant to send); done for;
- *   -EPIPE       writing to a peer that reset or closed its socket; done
- *                for (a write after our own aco_rt_tls_shutdown gets it
- *                too, and there reads go on);
+ *   -EPIPE       writing to a peer that reset or closed its socket: the
+ *                writing side is done for (every later write and shutdown
+ *                gets it), reads go on with what came; a write after our
+ *                own aco_rt_tls_shutdown gets it too;
  *   -ENOMEM      no memory (OpenSSL's or ours); done for;
  *   -EBADF       the socket was closed (aco_rt_close); any error of
  *                aco_rt_wait for the socket.
  * After "done for", every later call on the connection but free returns
- * the same error at once.
+ * the same error at once (a -ECONNRESET or -EPIPE met by a write ends
+ * only the writing side, as said).
  */
 #ifndef ACO_RT_TLS_H
 #define ACO_RT_TLS_H
@@ -83,7 +90,8 @@ typedef struct aco_rt_tls_opts {
     /* The context's certificate chain and private key (PEM): a server needs
      * them, a client sends them when a server asks (both or neither).  Both
      * from files, or both from memory (NUL-terminated PEM text: cert_pem
-     * and key_pem, the *_file fields NULL). */
+     * and key_pem, the *_file fields NULL).  An encrypted key is refused
+     * (EPROTO: no passphrase is asked for). */
     const char* cert_file;
     const char* key_file;
     const char* cert_pem;
@@ -130,10 +138,12 @@ typedef struct aco_rt_tls_opts {
  * handshake has ended by then, and the server's alert comes to its first
  * read (-EPROTO). */
 #define ACO_RT_TLS_VERIFY_CLIENT 0x2u
-/* A server: no session tickets (no resumption).  By default a server
- * issues tickets (TLS 1.3: two after each full handshake; TLS 1.2: one),
- * sealed with keys of its context, random per context: a ticket resumes
- * with the context (of any thread) that issued it. */
+/* A server: no resumption (no session tickets, no session cache).  By
+ * default a server issues tickets (TLS 1.3: two after each full
+ * handshake; TLS 1.2: one), sealed with keys of its context, random per
+ * context: a ticket resumes with the context (of any thread) that issued
+ * it; and a TLS 1.2 client may resume by session id from the context's
+ * cache (OpenSSL's, up to 20480 sessions, shared by its threads). */
 #define ACO_RT_TLS_NO_TICKETS    0x4u
 
 /* A context from o: NULL with errno set and, when err is not NULL, a line
@@ -188,26 +198,35 @@ int aco_rt_tls_handshake(aco_rt_tls_t* t, int64_t deadline);
 /* Up to n decrypted bytes into buf: the count (>= 1; at most one record's
  * worth, 16 KiB), 0 once the peer's close_notify came (and at n == 0), or
  * -errno.  -ETIMEDOUT and -ECANCELED consume nothing: call again.  A
- * stream that ended without close_notify is -ECONNRESET (a truncation). */
+ * stream that ended without close_notify is -ECONNRESET (a truncation).
+ * OpenSSL reads ahead: whole records may wait inside t while the socket
+ * has nothing (aco_rt_tls_pending); read, do not wait for the socket. */
 ssize_t aco_rt_tls_read(aco_rt_tls_t* t, void* buf, size_t n, int64_t deadline);
 
 /* All n bytes of buf, encrypted and sent (records of at most 16 KiB): n,
- * or, when an error or the deadline came after part of buf went, the count
- * that went; -errno when none did.  After -ETIMEDOUT or -ECANCELED OpenSSL
- * may hold a record of buf's next bytes half sent: the next write on t
- * must offer those bytes again first (at least as many: -EINVAL if
- * fewer), as a retry of the same bytes does (bufio's flush does). */
+ * or, when an error or the deadline came after part of buf was taken, the
+ * count taken; -errno when none was.  A write cut short by the deadline or
+ * a cancel while the socket was full may leave one record (at most 16 KiB
+ * of what it counted as taken) half sent: t keeps its bytes, and the next
+ * write, writev or shutdown sends them first, before anything new (free
+ * drops them, as a bufio's free drops unflushed bytes).  So the caller
+ * goes on from the count, as after a short write to a socket.  -EINVAL:
+ * n over SSIZE_MAX. */
 ssize_t aco_rt_tls_write(aco_rt_tls_t* t, const void* buf, size_t n, int64_t deadline);
 
 /* The bytes of iov[0..iovcnt) in order, as aco_rt_tls_write would write
  * them one after the other (small pieces are gathered into one record):
- * the count, as there.  -EINVAL: iovcnt < 0 or over IOV_MAX. */
+ * the count, as there.  -EINVAL: iovcnt < 0 or over IOV_MAX, or a total
+ * over SSIZE_MAX. */
 ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, int64_t deadline);
 
 /* Send close_notify (once; again: 0 at once), without waiting for the
- * peer's: 0, or -errno (the connection was done for, or the deadline came
- * while the alert was stuck in the socket's buffer).  After it, writes
- * return -EPIPE; reads go on until the peer's close_notify (0). */
+ * peer's, after a record a write left half sent: 0, or -errno (the
+ * connection or its writing side was done for, or the deadline came while
+ * the alert or that record was stuck in the socket's buffer: call again).
+ * Before the handshake completed there is nothing to end: 0, nothing
+ * sent.  After it, writes return -EPIPE; reads go on until the peer's
+ * close_notify (0). */
 int aco_rt_tls_shutdown(aco_rt_tls_t* t, int64_t deadline);
 
 /* The socket under t. */
@@ -236,6 +255,11 @@ const char* aco_rt_tls_version(const aco_rt_tls_t* t);
 const char* aco_rt_tls_cipher(const aco_rt_tls_t* t);
 /* Non-zero if the handshake resumed a session (no certificate sent). */
 int aco_rt_tls_resumed(const aco_rt_tls_t* t);
+/* Non-zero if bytes wait inside t (read ahead from the socket, decrypted
+ * or not): a read may return at once though the socket is not readable.
+ * Ask before waiting for the socket (aco_rt_wait, aco_rt_poll) on t's
+ * behalf. */
+int aco_rt_tls_pending(const aco_rt_tls_t* t);
 
 /* ======================================================================== */
 /* Sessions: resumption, a client's side                                    */
@@ -260,9 +284,11 @@ void aco_rt_tls_session_free(aco_rt_tls_session_t* s);
 
 /* A bufio over t (aco_rt.h, "Buffered I/O"): protocol code written for
  * the bufio calls runs over TLS unchanged.  Its reads and writes are
- * aco_rt_tls_read and aco_rt_tls_writev, with their errors;
- * aco_rt_bufio_fd says t's socket.  t stays the caller's: free the bufio
- * first.  NULL with errno EINVAL or ENOMEM. */
+ * aco_rt_tls_read and aco_rt_tls_writev, with their errors (a write cut
+ * short counts the record t keeps as sent, see aco_rt_tls_write);
+ * aco_rt_bufio_fd says t's socket; aco_rt_bufio_buffered counts the
+ * bufio's bytes, not those waiting inside t (aco_rt_tls_pending).  t stays
+ * the caller's: free the bufio first.  NULL with errno EINVAL or ENOMEM. */
 aco_rt_bufio_t* aco_rt_tls_bufio_new(aco_rt_tls_t* t, size_t rsize, size_t wsize);
 
 #ifdef __cplusplus

@@ -32,7 +32,7 @@
 #define ERR_LEN 200
 
 typedef struct {
-    char* name;                 /* lower case; "*.x.y": one label */
+    char* name;                 /* as given (compared without case); "*.x.y": one label */
     aco_rt_tls_ctx_t* ctx;
 } host_t;
 
@@ -52,10 +52,17 @@ struct aco_rt_tls {
     aco_rt_tls_ctx_t* ctx;
     int fd;
     int dead;                   /* the error that ended it, or 0 */
+    int wdead;                  /* the error that ended its writing side, or 0 */
     int sys_err;                /* the BIO's last recv/send errno */
-    int shut;                   /* our close_notify went */
+    int eof;                    /* the BIO met the stream's end */
+    int want;                   /* the last call's SSL_ERROR_WANT_*, or 0 */
+    int hs_done;                /* the handshake completed */
+    int shut;                   /* our close_notify went (or nothing to end) */
     int offered_alpn;           /* a client that offered ALPN */
-    size_t wpend;               /* a record OpenSSL holds half sent: its bytes at most */
+    char* held;                 /* a record's plaintext OpenSSL holds half
+                                   sent after a write's deadline or cancel,
+                                   counted as written (REC_MAX, lazily) */
+    size_t held_len;
     char* gather;               /* writev's record, REC_MAX bytes (lazily) */
     char* alpn;                 /* the protocol ALPN chose, as a string (lazily) */
     char err[ERR_LEN];
@@ -91,6 +98,7 @@ static int bio_read(BIO* b, char* buf, size_t n, size_t* done) {
     }
     if (r == 0) {
         *done = 0;
+        t->eof = 1;
         return 0;               /* the end of the stream */
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_read(b);
@@ -99,8 +107,16 @@ static int bio_read(BIO* b, char* buf, size_t n, size_t* done) {
 }
 
 static long bio_ctrl(BIO* b, int cmd, long num, void* ptr) {
-    (void)b, (void)num, (void)ptr;
-    return cmd == BIO_CTRL_FLUSH;   /* nothing is buffered here */
+    aco_rt_tls_t* t = BIO_get_data(b);
+    (void)num;
+    switch (cmd) {
+    case BIO_CTRL_FLUSH: return 1;          /* nothing is buffered here */
+    case BIO_CTRL_EOF: return t->eof;
+    case BIO_C_GET_FD:
+        if (ptr) *(int*)ptr = t->fd;
+        return t->fd;
+    default: return 0;
+    }
 }
 
 static int bio_create(BIO* b) {
@@ -215,6 +231,9 @@ static int servername(SSL* ssl, int* alert, void* arg) {
             SSL_CTX* h = c->hosts[i].ctx->ssl;
             STACK_OF(X509)* chain = NULL;
             SSL_CTX_get0_chain_certs(h, &chain);
+            /* (the default's certificates of other key types go too: a
+             * client preferring ECDSA must not get the default's) */
+            SSL_certs_clear(ssl);
             if (!SSL_use_cert_and_key(ssl, SSL_CTX_get0_certificate(h), SSL_CTX_get0_privatekey(h),
                                       chain, 1)) {
                 *alert = SSL_AD_INTERNAL_ERROR;
@@ -223,6 +242,13 @@ static int servername(SSL* ssl, int* alert, void* arg) {
             break;
         }
     return SSL_TLSEXT_ERR_OK;
+}
+
+/* No passphrase: an encrypted key is refused (OpenSSL would otherwise ask
+ * on the terminal, stopping the thread). */
+static int no_pass(char* buf, int size, int rw, void* u) {
+    (void)buf, (void)size, (void)rw, (void)u;
+    return 0;
 }
 
 /* The certificate chain and key from PEM text. */
@@ -244,7 +270,7 @@ static int use_pem(SSL_CTX* s, const char* cert, const char* key) {
     BIO_free(b);
     if (!ok) return 0;
     b = BIO_new_mem_buf(key, -1);
-    EVP_PKEY* k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+    EVP_PKEY* k = b ? PEM_read_bio_PrivateKey(b, NULL, no_pass, NULL) : NULL;
     ok = k && SSL_CTX_use_PrivateKey(s, k) == 1;
     EVP_PKEY_free(k);
     BIO_free(b);
@@ -274,7 +300,12 @@ static SSL_CTX* make_ctx(const aco_rt_tls_opts_t* o, aco_rt_tls_ctx_t* c, char* 
      * bufio moves them); an idle connection keeps no record buffers */
     SSL_CTX_set_mode(s, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);
-    if (o->flags & ACO_RT_TLS_NO_TICKETS) SSL_CTX_set_num_tickets(s, 0);
+    if (o->flags & ACO_RT_TLS_NO_TICKETS) {
+        SSL_CTX_set_num_tickets(s, 0);
+        /* (TLS 1.2 would resume by session id from the server's cache) */
+        SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
+    }
+    SSL_CTX_set_default_passwd_cb(s, no_pass);
     /* read ahead: a record's header and body (and whatever follows) in one
      * recv, not two (measured: 2.02 recv per keep-alive request without) */
     SSL_CTX_set_read_ahead(s, 1);
@@ -485,11 +516,10 @@ aco_rt_tls_t* aco_rt_tls_new(aco_rt_tls_ctx_t* ctx, int fd, const char* host) {
     }
     ERR_clear_error();
     aco_rt_hooks_resume();
-    if (!ok) {
-        int e = t->ssl && b ? EINVAL : ENOMEM;
+    if (!ok) {                  /* (each step fails only for memory) */
         SSL_free(t->ssl);
         free(t);
-        errno = e;
+        errno = ENOMEM;
         return NULL;
     }
     __atomic_add_fetch(&ctx->refs, 1, __ATOMIC_RELAXED);
@@ -504,6 +534,7 @@ void aco_rt_tls_free(aco_rt_tls_t* t) {
     aco_rt_hooks_resume();
     ctx_put(t->ctx);
     free(t->gather);
+    free(t->held);
     free(t->alpn);
     free(t);
 }
@@ -537,13 +568,15 @@ static int gate(aco_rt_tls_t* t) {
  * again; 0: a clean end (close_notify); -errno: failed (the reason in
  * t->err; a fatal one kept in t->dead).  Reads the thread's error queue
  * before anything can switch. */
-static int after(aco_rt_tls_t* t, int r, int64_t deadline) {
+static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
     int e = SSL_get_error(t->ssl, r), err;
     char why[ERR_LEN];
     why[0] = 0;
+    t->want = 0;
     switch (e) {
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE: {    /* (nothing queued: OpenSSL pushes no error for these) */
+        t->want = e;
         int w = aco_rt_wait(t->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
         if (w >= 0) return 1;
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
@@ -559,6 +592,13 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline) {
         if (why[0] == 0)
             snprintf(why, sizeof why, "%s", t->sys_err ? strerror(t->sys_err)
                                                        : "the stream ended without close_notify");
+        if (writing && t->sys_err) {
+            /* the socket refused a send (EPIPE, ECONNRESET): the writing
+             * side is over; what already came may still be read */
+            ERR_clear_error();
+            snprintf(t->err, sizeof t->err, "%s", why);
+            return t->wdead = err;
+        }
         break;
     case SSL_ERROR_SSL: {
         unsigned long l = ERR_peek_last_error();
@@ -604,11 +644,11 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline) {
 int aco_rt_tls_handshake(aco_rt_tls_t* t, int64_t deadline) {
     int g = gate(t);
     if (g) return g;
-    if (SSL_is_init_finished(t->ssl)) return 0;
+    if (t->hs_done) return 0;
     for (;;) {
         int r = OSSL(t, SSL_do_handshake(t->ssl));
         if (r == 1) break;
-        int a = after(t, r, deadline);
+        int a = after(t, r, deadline, 0);
         if (a < 0) return a;
         if (a == 0) {               /* close_notify in a handshake */
             snprintf(t->err, sizeof t->err, "the peer ended the handshake");
@@ -624,6 +664,7 @@ int aco_rt_tls_handshake(aco_rt_tls_t* t, int64_t deadline) {
             return t->dead = -EPROTO;
         }
     }
+    t->hs_done = 1;
     return 0;
 }
 
@@ -631,59 +672,92 @@ ssize_t aco_rt_tls_read(aco_rt_tls_t* t, void* buf, size_t n, int64_t deadline) 
     int g = gate(t);
     if (g) return g;
     if (n == 0) return 0;
-    if (!SSL_is_init_finished(t->ssl) && (g = aco_rt_tls_handshake(t, deadline)) != 0) return g;
+    if (!t->hs_done && (g = aco_rt_tls_handshake(t, deadline)) != 0) return g;
     for (;;) {
         size_t got = 0;
         int r = OSSL(t, SSL_read_ex(t->ssl, buf, n, &got));
         if (r == 1) return (ssize_t)got;
-        int a = after(t, r, deadline);
+        int a = after(t, r, deadline, 0);
         if (a <= 0) return a;
     }
 }
 
-/* buf[0, n) as records, one at a time: the count written, or -errno when
- * none was. */
+/* The end of a write that was cut short (deadline, cancel) while OpenSSL
+ * holds a record of buf[0, n) half sent: its plaintext is kept (t->held)
+ * and counted as written; the next write or shutdown finishes it first.
+ * (OpenSSL wants a retry to offer those bytes again: kept here, the
+ * caller may go on with the next ones, or with others, as after a short
+ * write to a socket.)  0, or -ENOMEM (then the connection is done for:
+ * the record can never be finished). */
+static int hold(aco_rt_tls_t* t, const char* buf, size_t n) {
+    if (t->held == NULL && (t->held = malloc(REC_MAX)) == NULL) {
+        snprintf(t->err, sizeof t->err, "no memory to keep a record half sent");
+        return t->dead = -ENOMEM;
+    }
+    memcpy(t->held, buf, n);
+    t->held_len = n;
+    return 0;
+}
+
+/* buf[0, n) as records, one call a record (at most REC_MAX bytes offered
+ * at once: OpenSSL then holds at most that record when the socket is
+ * full, and exactly what was offered): the count taken, or -errno when
+ * none was.  From finish_held, buf is t->held itself. */
 static ssize_t put(aco_rt_tls_t* t, const char* buf, size_t n, int64_t deadline) {
     size_t off = 0;
     while (off < n) {
-        size_t w = 0, ask = n - off;
+        size_t w = 0, ask = n - off < REC_MAX ? n - off : REC_MAX;
         int r = OSSL(t, SSL_write_ex(t->ssl, buf + off, ask, &w));
         if (r == 1) {
             off += w;
-            t->wpend = 0;
             continue;
         }
-        t->wpend = ask < REC_MAX ? ask : REC_MAX;
-        int a = after(t, r, deadline);
+        int a = after(t, r, deadline, 1);
+        if (a > 0) continue;        /* waited: the same bytes again */
         if (a == 0) {
             snprintf(t->err, sizeof t->err, "the peer ended the stream");
-            a = t->dead = -EPIPE;
+            a = t->wdead = -EPIPE;
         }
-        if (a < 0) return off ? (ssize_t)off : a;
+        if ((a == -ETIMEDOUT || a == -ECANCELED) && t->want == SSL_ERROR_WANT_WRITE &&
+            buf != t->held) {
+            int h = hold(t, buf + off, ask);
+            if (h < 0) a = h;
+            else off += ask;
+        }
+        return off ? (ssize_t)off : a;
     }
     return (ssize_t)off;
 }
 
-/* The checks of a write: 0, or -errno. */
-static int write_gate(aco_rt_tls_t* t, size_t n, int64_t deadline) {
+/* A record held half sent (see hold), sent: 0 or -errno (on -ETIMEDOUT or
+ * -ECANCELED what is left stays held). */
+static int finish_held(aco_rt_tls_t* t, int64_t deadline) {
+    while (t->held_len) {
+        ssize_t r = put(t, t->held, t->held_len, deadline);
+        if (r < 0) return (int)r;
+        memmove(t->held, t->held + r, t->held_len - (size_t)r);
+        t->held_len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* The checks of a write: 0, or -errno; a held record goes first. */
+static int write_gate(aco_rt_tls_t* t, int64_t deadline) {
     int g = gate(t);
     if (g) return g;
+    if (t->wdead) return t->wdead;
     if (t->shut || (SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN)) {
         snprintf(t->err, sizeof t->err, "writing after close_notify");
         return -EPIPE;
     }
-    if (t->wpend && n < t->wpend) {
-        snprintf(t->err, sizeof t->err, "a write must offer again the %zu bytes held half sent",
-                 t->wpend);
-        return -EINVAL;
-    }
-    if (!SSL_is_init_finished(t->ssl)) return aco_rt_tls_handshake(t, deadline);
-    return 0;
+    if (!t->hs_done) return aco_rt_tls_handshake(t, deadline);
+    return finish_held(t, deadline);
 }
 
 ssize_t aco_rt_tls_write(aco_rt_tls_t* t, const void* buf, size_t n, int64_t deadline) {
     if (n == 0) return gate(t);
-    int g = write_gate(t, n, deadline);
+    if (n > SSIZE_MAX) return -EINVAL;
+    int g = write_gate(t, deadline);
     if (g) return g;
     return put(t, buf, n, deadline);
 }
@@ -691,9 +765,12 @@ ssize_t aco_rt_tls_write(aco_rt_tls_t* t, const void* buf, size_t n, int64_t dea
 ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, int64_t deadline) {
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     size_t total = 0;
-    for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return -EINVAL;
+        total += iov[i].iov_len;
+    }
     if (total == 0) return gate(t);
-    int g = write_gate(t, total, deadline);
+    int g = write_gate(t, deadline);
     if (g) return g;
     /* A piece of a record or more goes as it is; smaller ones are gathered
      * into records of up to REC_MAX bytes. */
@@ -735,14 +812,16 @@ int aco_rt_tls_shutdown(aco_rt_tls_t* t, int64_t deadline) {
     int g = gate(t);
     if (g) return g;
     if (t->shut) return 0;
-    if (!SSL_is_init_finished(t->ssl)) {    /* nothing to end cleanly */
+    if (!t->hs_done) {          /* nothing to end cleanly */
         t->shut = 1;
         return 0;
     }
+    if (t->wdead) return t->wdead;
+    if ((g = finish_held(t, deadline)) != 0) return g;     /* the stream's last bytes first */
     for (;;) {
         int r = OSSL(t, SSL_shutdown(t->ssl));
         if (r >= 0) break;          /* 0: ours went; 1: theirs came too */
-        int a = after(t, r, deadline);
+        int a = after(t, r, deadline, 1);
         if (a < 0) return a;
         if (a == 0) break;
     }
@@ -774,6 +853,8 @@ const char* aco_rt_tls_version(const aco_rt_tls_t* t) { return SSL_get_version(t
 const char* aco_rt_tls_cipher(const aco_rt_tls_t* t) { return SSL_get_cipher_name(t->ssl); }
 
 int aco_rt_tls_resumed(const aco_rt_tls_t* t) { return SSL_session_reused(t->ssl); }
+
+int aco_rt_tls_pending(const aco_rt_tls_t* t) { return SSL_has_pending(t->ssl); }
 
 aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t) {
     if (t->ctx->server) return NULL;
