@@ -787,7 +787,8 @@ ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, 
             if (r < 0) return done ? (ssize_t)done : r;
             done += (size_t)r;
             at += (size_t)r;
-            if (at < iov[i].iov_len) return (ssize_t)done;
+            /* cut short (a record kept: nothing more may go before it) */
+            if (at < iov[i].iov_len || t->held_len) return (ssize_t)done;
             continue;
         }
         if (i < iovcnt && fill < REC_MAX) {
@@ -802,7 +803,7 @@ ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, 
         ssize_t r = put(t, t->gather, fill, deadline);
         if (r < 0) return done ? (ssize_t)done : r;
         done += (size_t)r;
-        if ((size_t)r < fill) return (ssize_t)done;
+        if ((size_t)r < fill || t->held_len) return (ssize_t)done;
         fill = 0;
     }
     return (ssize_t)done;

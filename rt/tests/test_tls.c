@@ -2285,6 +2285,27 @@ static void g_writes(void* arg) {
     }
     link_close(&l);
 
+    /* a writev of pieces that times out: nothing of the later pieces goes
+     * before the kept record; going on from the count delivers all */
+    link_open(&l, g_srv, g_cli, "localhost", 0);
+    if (link_up(&l)) {
+        /* pieces of one record each: the cut falls at a piece's end */
+        struct iovec v[64];
+        for (int i = 0; i < 64; i++) v[i] = (struct iovec){big + (size_t)i * 16384, 16384};
+        ssize_t w = aco_rt_tls_writev(l.c, v, 64, aco_rt_in_ms(100));
+        T(w > 0 && w < MIB);
+        size_t off = w > 0 ? (size_t)w : 0;
+        memset(&b, 0, sizeof(b));
+        b.t = l.s;
+        b.want = MIB;
+        b.expect = big;
+        co = go(co_bulk_read, &b);
+        T_EQ(aco_rt_tls_write(l.c, big + off, MIB - off, D()), (ssize_t)(MIB - off));
+        join(co);
+        bulk_check(&b);
+    }
+    link_close(&l);
+
     /* a write that times out, then shutdown: the kept record, then
      * close_notify (the peer reads every counted byte, then 0) */
     link_open(&l, g_srv, g_cli, "localhost", 0);
