@@ -1,6 +1,6 @@
 /* aco_rt_tls.h - TLS for the runtime's cos, over OpenSSL 3: a library of
- * its own (libaco_rt_tls, pkg-config libaco_rt_tls; not yet in the CMake
- * package), so that programs without TLS do not link OpenSSL.
+ * its own (libaco_rt_tls; pkg-config libaco_rt_tls, CMake aco::tls), so
+ * that programs without TLS do not link OpenSSL.
  *
  * A context (aco_rt_tls_ctx_t: certificate, key, trust, ALPN; a server's
  * or a client's) makes connections (aco_rt_tls_t) over connected stream
@@ -166,7 +166,7 @@ void aco_rt_tls_ctx_free(aco_rt_tls_ctx_t* ctx);
  * else (ALPN, versions, verification, tickets) stays ctx's: 0, -EINVAL (not both servers, host NULL, empty or
  * longer than 255 bytes), -EEXIST (host already added), -ENOMEM.  Names
  * are compared without regard to case; "*.example.com" matches one label
- * in its place.  ctx holds for_host until it is freed.  Add them before
+ * in its place; the first host added that matches answers.  ctx holds for_host until it is freed.  Add them before
  * the first connection; not while connections handshake. */
 int aco_rt_tls_ctx_add_host(aco_rt_tls_ctx_t* ctx, const char* host, aco_rt_tls_ctx_t* for_host);
 

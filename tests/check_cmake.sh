@@ -17,11 +17,13 @@
 #     (the x86-64 programs in both FP-env variants) and installed under
 #     $HOME/.local the headers (core and runtime), libaco.a, libaco_rt.a, the
 #     aco package (lib/cmake/aco), hook.c's object (aco::hook) and the three
-#     pkg-config files, nothing else; the versions agree: aco.h, aco_rt.h
+#     pkg-config files (where OpenSSL 3 is: aco_rt_tls.h, libaco_rt_tls.a
+#     and libaco_rt_tls.pc too), nothing else; the versions agree: aco.h, aco_rt.h
 #     (from the installed headers), the package's version file and the .pc
 #     files; no header under rt/ spells a version of its own;
 #  3. tests/cmake_consumer builds against that prefix with find_package(aco)
-#     and runs (aco::aco, aco::rt and aco::hook, linked statically, liburing
+#     and runs (aco::aco, aco::rt, aco::hook and aco::tls where built (OpenSSL
+#     found through the package), linked statically, liburing
 #     passed on; the hooks live in aco_hook_consumer, linked under
 #     --as-needed), and pkg-config compiles and links the same programs
 #     (libaco, libaco_rt, plain and --static; libaco_hook under --as-needed);
@@ -72,6 +74,10 @@ need nm binutils
 export CC=${CC:-gcc}
 need "$CC" "$CC"
 jobs=${JOBS:-2}
+# TLS (aco::tls, libaco_rt_tls) is built where OpenSSL 3 links: expected then.
+have_tls=0
+printf '#include <openssl/ssl.h>\n#if OPENSSL_VERSION_MAJOR < 3\n#error 3\n#endif\nint main(void){return OPENSSL_init_ssl(0, 0) & 0;}\n' |
+    "$CC" -x c - -lssl -lcrypto -o /dev/null > /dev/null 2>&1 && have_tls=1
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -97,6 +103,10 @@ consumer() {   # consumer <build dir> <cmake -D arguments...>: configure, build,
         runs_ok "$b/aco_rt_consumer" 'rt_consumer: ok'
         [ -x "$b/aco_hook_consumer" ] || fail "$b: no aco_hook_consumer beside aco_rt_consumer"
         runs_ok "$b/aco_hook_consumer" 'hook_consumer: ok'
+        if [ $have_tls = 1 ]; then
+            [ -x "$b/aco_tls_consumer" ] || fail "$b: no aco_tls_consumer (aco::tls), though OpenSSL 3 is here"
+            runs_ok "$b/aco_tls_consumer" 'tls_consumer: ok'
+        fi
         # What linked it: the --as-needed the hooks must survive, and how
         # (Makefiles keep the line in link.txt).
         local l=$b/CMakeFiles/aco_hook_consumer.dir/link.txt
@@ -225,13 +235,16 @@ installed "$st" include/aco.h include/aco_assert_override.h include/aco_rt.h \
     lib/cmake/aco/acoTargets.cmake lib/cmake/aco/acoLiburing.cmake \
     lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc lib/pkgconfig/libaco_hook.pc \
     lib/objects-RelWithDebInfo/aco_hook/rt/hook.c.o
+[ $have_tls = 0 ] || installed "$st" include/aco_rt_tls.h lib/libaco_rt_tls.a lib/pkgconfig/libaco_rt_tls.pc
 extra=$(cd "$st" && find . \( -type f -o -type l \) | grep -v \
-    -e '^\./include/aco\(_assert_override\|_rt\|_rt_pthread\|_rt_pthread_names\)\{0,1\}\.h$' \
-    -e '^\./lib/libaco\(_rt\)\{0,1\}\.a$' -e '^\./lib/cmake/aco/aco[A-Za-z-]*\.cmake$' \
+    -e '^\./include/aco\(_assert_override\|_rt\|_rt_tls\|_rt_pthread\|_rt_pthread_names\)\{0,1\}\.h$' \
+    -e '^\./lib/libaco\(_rt\|_rt_tls\)\{0,1\}\.a$' -e '^\./lib/cmake/aco/aco[A-Za-z-]*\.cmake$' \
     -e '^\./lib/objects-RelWithDebInfo/aco_hook/rt/hook\.c\.o$' \
-    -e '^\./lib/pkgconfig/libaco\(_rt\|_hook\)\{0,1\}\.pc$' || true)
+    -e '^\./lib/pkgconfig/libaco\(_rt\|_hook\|_rt_tls\)\{0,1\}\.pc$' || true)
 [ -z "$extra" ] || fail "unexpected files installed: $extra"
-for pc in libaco libaco_rt libaco_hook; do
+pcs="libaco libaco_rt libaco_hook"
+[ $have_tls = 0 ] || pcs="$pcs libaco_rt_tls"
+for pc in $pcs; do
     grep -q "^prefix=$st\$" "$st/lib/pkgconfig/$pc.pc" || fail "$pc.pc: prefix is not $st"
 done
 # One version: aco.h's, in aco_rt.h as the compiler sees it, the package and
@@ -289,6 +302,16 @@ echo "    pkg-config --cflags --libs libaco_hook: $hookflags"
 "$CC" -Wall -Wextra -Werror "$hook_main" -Wl,--as-needed $hookflags -ldl -o "$tmp/pc-hook" ||
     fail "pkg-config libaco_hook build against the static install"
 runs_ok "$tmp/pc-hook" 'hook_consumer: ok' > /dev/null
+# libaco_rt_tls.pc of the static install: a plain --libs links (OpenSSL
+# required by it)
+if [ $have_tls = 1 ]; then
+    tlsflags=$(pkg-config --cflags --libs libaco_rt_tls)
+    echo "    pkg-config --cflags --libs libaco_rt_tls: $tlsflags"
+    # shellcheck disable=SC2086
+    "$CC" -Wall -Wextra -Werror "$top/tests/cmake_consumer/tls_main.c" $tlsflags -o "$tmp/pc-tls" ||
+        fail "pkg-config libaco_rt_tls build against the static install"
+    runs_ok "$tmp/pc-tls" 'tls_consumer: ok' > /dev/null
+fi
 unset PKG_CONFIG_PATH
 
 # docs/porting.md's port as a CMake project, verbatim: its CMakeLists.txt
@@ -367,7 +390,9 @@ quiet lib-shared-build cmake --build "$tmp/build-shared" -j "$jobs"
 quiet lib-shared-install cmake --install "$tmp/build-shared"
 installed "$sh" lib/pkgconfig/libaco.pc lib/pkgconfig/libaco_rt.pc lib/pkgconfig/libaco_hook.pc \
     lib/cmake/aco/acoConfig.cmake lib/libaco_hook.so
-for l in libaco libaco_rt; do
+shared_libs="libaco libaco_rt"
+[ $have_tls = 0 ] || shared_libs="$shared_libs libaco_rt_tls"
+for l in $shared_libs; do
     installed "$sh" "lib/$l.so.$version" "lib/$l.so.1" "lib/$l.so"
     [ "$(readlink "$sh/lib/$l.so.1")" = "$l.so.$version" ] || fail "$l.so.1 link"
     [ "$(readlink "$sh/lib/$l.so")" = "$l.so.1" ] || fail "$l.so link"
