@@ -1643,6 +1643,47 @@ static void g_client_cert(void* arg) {
 /* ---- versions, renegotiation (raw OpenSSL peers) ------------------------------- */
 
 /* Our server against a raw client of versions [minv, maxv]: refused. */
+/* A raw TLS 1.2 client connects to c twice, offering the first
+ * connection's session the second time: the second resumed or not as
+ * want_reused says, on both sides; cipher (unless NULL) agreed. */
+static void tls12_twice(aco_rt_tls_ctx_t* c, int want_reused, const char* cipher) {
+    int sv[2], sv2[2];
+    char buf[64];
+    static raw_t r;
+    sp(sv);
+    sp(sv2);
+    memset(&r, 0, sizeof(r));
+    r.kind = RAW_RESUME;
+    r.fd = sv[0];
+    r.fd2 = sv2[0];
+    r.maxv = TLS1_2_VERSION;
+    aco_rt_tls_t* t = aco_rt_tls_new(c, sv[1], NULL);
+    aco_rt_tls_t* t2 = aco_rt_tls_new(c, sv2[1], NULL);
+    CHECK(t != NULL && t2 != NULL);
+    raw_start(&r);
+    T_EQ(aco_rt_tls_handshake(t, D()), 0);
+    T_STR(aco_rt_tls_version(t), "TLSv1.2");
+    if (cipher) T_STR(aco_rt_tls_cipher(t), cipher);
+    T_EQ(aco_rt_tls_resumed(t), 0);
+    T_EQ(read_n(t, buf, 1), 1);
+    T_EQ(aco_rt_tls_read(t, buf, sizeof(buf), D()), 0);
+    T_EQ(aco_rt_tls_handshake(t2, D()), 0);
+    T_EQ(aco_rt_tls_resumed(t2) != 0, want_reused);
+    T_EQ(read_n(t2, buf, 1), 1);
+    T_EQ(aco_rt_tls_read(t2, buf, sizeof(buf), D()), 0);
+    aco_rt_tls_free(t);
+    aco_rt_tls_free(t2);
+    raw_join(&r);
+    T_EQ(r.rc, 1);
+    if (cipher) T_STR(r.cipher, cipher);
+    T_EQ(r.rc2, 1);
+    T_EQ(r.reused2, want_reused);
+    close(sv[0]);
+    close(sv[1]);
+    close(sv2[0]);
+    close(sv2[1]);
+}
+
 /* An encrypted key is refused, not prompted for; an SNI host with an RSA
  * key beside an ECDSA default answers with its own certificate (the
  * default's of the other type gone); NO_TICKETS under TLS 1.2: no
@@ -1672,44 +1713,14 @@ static void g_more(void* arg) {
     sni_case(__LINE__, s, g_cli, "default.test", 0, "default.test");
     aco_rt_tls_ctx_free(s);
 
-    int sv[2], sv2[2];
     char buf[64];
-    static raw_t raw;
     memset(&o, 0, sizeof(o));
     o.server = 1;
     o.cert_pem = leaf.cert;
     o.key_pem = leaf.key;
     o.flags = ACO_RT_TLS_NO_TICKETS;
     aco_rt_tls_ctx_t* nt = ctx_or_die(&o);
-    sp(sv);
-    sp(sv2);
-    memset(&raw, 0, sizeof(raw));
-    raw.kind = RAW_RESUME;
-    raw.fd = sv[0];
-    raw.fd2 = sv2[0];
-    raw.maxv = TLS1_2_VERSION;
-    aco_rt_tls_t* t = aco_rt_tls_new(nt, sv[1], NULL);
-    aco_rt_tls_t* t2 = aco_rt_tls_new(nt, sv2[1], NULL);
-    CHECK(t != NULL && t2 != NULL);
-    raw_start(&raw);
-    T_EQ(aco_rt_tls_handshake(t, D()), 0);
-    T_STR(aco_rt_tls_version(t), "TLSv1.2");
-    T_EQ(read_n(t, buf, 1), 1);
-    T_EQ(aco_rt_tls_read(t, buf, sizeof(buf), D()), 0);
-    T_EQ(aco_rt_tls_handshake(t2, D()), 0);
-    T_EQ(aco_rt_tls_resumed(t2), 0);
-    T_EQ(read_n(t2, buf, 1), 1);
-    T_EQ(aco_rt_tls_read(t2, buf, sizeof(buf), D()), 0);
-    aco_rt_tls_free(t);
-    aco_rt_tls_free(t2);
-    raw_join(&raw);
-    T_EQ(raw.rc, 1);
-    T_EQ(raw.rc2, 1);
-    T_EQ(raw.reused2, 0);
-    close(sv[0]);
-    close(sv[1]);
-    close(sv2[0]);
-    close(sv2[1]);
+    tls12_twice(nt, 0, NULL);
     aco_rt_tls_ctx_free(nt);
 
     /* pending: two records sent at once, one read takes the first; the
@@ -1799,38 +1810,7 @@ static void g_versions(void* arg) {
     o.key_pem = leaf.key;
     o.ciphers = "ECDHE-ECDSA-CHACHA20-POLY1305";
     aco_rt_tls_ctx_t* s12 = ctx_or_die(&o);
-    sp(sv);
-    sp(sv2);
-    memset(&r, 0, sizeof(r));
-    r.kind = RAW_RESUME;
-    r.fd = sv[0];
-    r.fd2 = sv2[0];
-    r.maxv = TLS1_2_VERSION;
-    t = aco_rt_tls_new(s12, sv[1], NULL);
-    t2 = aco_rt_tls_new(s12, sv2[1], NULL);
-    CHECK(t != NULL && t2 != NULL);
-    raw_start(&r);
-    T_EQ(aco_rt_tls_handshake(t, D()), 0);
-    T_STR(aco_rt_tls_version(t), "TLSv1.2");
-    T_STR(aco_rt_tls_cipher(t), "ECDHE-ECDSA-CHACHA20-POLY1305");
-    T_EQ(aco_rt_tls_resumed(t), 0);
-    T_EQ(read_n(t, buf, 1), 1);
-    T_EQ(aco_rt_tls_read(t, buf, sizeof(buf), D()), 0);
-    T_EQ(aco_rt_tls_handshake(t2, D()), 0);
-    T_NE(aco_rt_tls_resumed(t2), 0);
-    T_EQ(read_n(t2, buf, 1), 1);
-    T_EQ(aco_rt_tls_read(t2, buf, sizeof(buf), D()), 0);
-    aco_rt_tls_free(t);
-    aco_rt_tls_free(t2);
-    raw_join(&r);
-    T_EQ(r.rc, 1);
-    T_STR(r.cipher, "ECDHE-ECDSA-CHACHA20-POLY1305");
-    T_EQ(r.rc2, 1);
-    T_EQ(r.reused2, 1);
-    close(sv[0]);
-    close(sv[1]);
-    close(sv2[0]);
-    close(sv2[1]);
+    tls12_twice(s12, 1, "ECDHE-ECDSA-CHACHA20-POLY1305");
     aco_rt_tls_ctx_free(s12);
 
     /* TLS 1.2 as a client: version, a session, resumed */
