@@ -317,13 +317,16 @@ void aco_free(void* p, size_t sz) {
 
 /* Pools: equal slots from 64 KiB slabs, no header or rounding, for co
  * objects and for save stacks in 8-byte steps up to SAVE_POOLED bytes.
- * Slabs come from 2 MiB mappings, found by masking a slot's address, and go
- * back empty (one spare per pool).  One mutex, skipped while the process
- * has one thread, free across a fork.  (docs/memory.md) */
+ * Slabs come from 2 MiB mappings, found by masking a slot's address; an
+ * empty one is kept for the next slab any pool needs (one co made and
+ * destroyed over and over maps nothing), and EMPTY_KEEP of them go back at
+ * once, neighbours in one munmap (1 MiB kept at most).  One mutex, skipped while the process has one thread, free across
+ * a fork.  (docs/memory.md) */
 #define SLAB_BYTES  ((size_t)64 << 10)
 #define ARENA_SLABS 32
 #define SAVE_POOLED 512
 #define SAVE_STEP   8
+#define EMPTY_KEEP  16
 
 typedef struct slab slab;
 typedef struct {
@@ -345,6 +348,8 @@ static pool co_pool;
 static pool save_pool[SAVE_POOLED / SAVE_STEP];   /* i: (i + 1) * 8 bytes */
 static char*  arena;        /* the rest of the current 2 MiB mapping */
 static size_t arena_left;   /* slabs left in it */
+static slab*  empty[EMPTY_KEEP];    /* empty slabs, their pages still in */
+static size_t n_empty;
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
 #include <sys/single_threaded.h>
@@ -390,9 +395,35 @@ static void avail_push(slab* b) {
     b->pool->avail = b;
 }
 
-/* A fresh (zero) slab of pl's, on its avail list; NULL when out of memory.
- * Called locked. */
+/* Unmap the kept empty slabs: sorted, each run of neighbours in one call (a
+ * destroy-all empties slabs in the order they were carved: one call, not
+ * EMPTY_KEEP, and no mapping split at every slab).  Called locked. */
+static void empty_release(void) {
+    for (size_t i = 1; i < n_empty; i++)
+        for (size_t j = i; j > 0 && empty[j - 1] > empty[j]; j--) {
+            slab* t = empty[j];
+            empty[j] = empty[j - 1];
+            empty[j - 1] = t;
+        }
+    for (size_t i = 0, j; i < n_empty; i = j) {
+        for (j = i + 1; j < n_empty && (char*)empty[j] == (char*)empty[j - 1] + SLAB_BYTES; j++)
+            ;
+        munmap(empty[i], (j - i) * SLAB_BYTES);
+    }
+    n_empty = 0;
+}
+
+/* A slab of pl's with no slot carved, on its avail list: a kept empty one,
+ * else a fresh (zero) one; NULL when out of memory.  Called locked. */
 static slab* slab_new(pool* pl) {
+    if (n_empty > 0) {
+        slab* b = empty[--n_empty];
+        b->free = NULL;
+        b->carved = 0;      /* (live is 0) */
+        b->pool = pl;
+        avail_push(b);
+        return b;
+    }
     if (arena_left == 0) {
         size_t want = ARENA_SLABS * SLAB_BYTES;
         char* m = mmap(NULL, want + SLAB_BYTES, PROT_READ | PROT_WRITE,
@@ -441,9 +472,10 @@ static void pool_free(void* p) {
     *(void**)p = b->free;
     b->free = p;
     if (b->live-- == slab_slots(b->pool)) avail_push(b);
-    if (b->live == 0 && (b->prev != NULL || b->next != NULL)) {
-        avail_unlink(b);        /* empty, and not the pool's only slab with room */
-        munmap(b, SLAB_BYTES);
+    if (b->live == 0) {         /* empty: kept for the next slab_new */
+        avail_unlink(b);
+        if (n_empty == EMPTY_KEEP) empty_release();
+        empty[n_empty++] = b;
     } else if (TOOLS) {
         ext_mem(p, 0, EXT_LINK);    /* locked: another thread may take p next */
     }
