@@ -45,7 +45,10 @@
  * runs over the TLS connection (aco_rt_tls_bufio_new), so the HTTP code
  * is the same; a large body is read by aco_rt_pread into the connection's
  * 16 KiB buffer and written as TLS records instead of sendfile (user-space
- * TLS: the kernel cannot encrypt; docs/runtime.md, "TLS").
+ * TLS: the kernel cannot encrypt; docs/runtime.md, "TLS").  Between
+ * requests an HTTPS connection gives its bufio and body buffers back and
+ * waits for the socket with none (OpenSSL frees its record buffers too):
+ * an idle one keeps OpenSSL's state, its co and a 5 KiB record.
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -99,8 +102,15 @@ typedef struct {
 #endif
     char path[PATH_CAP + 16];          /* + "/index.html" */
     char head[768];
-    char body[SMALL_BODY];              /* a small file's bytes, on their way to b */
+    char* body;                         /* SMALL_BODY bytes, made at first use: a
+                                           small file's bytes on their way to b
+                                           (HTTPS: a large one's chunks) */
 } conn_t;
+
+/* c->body, made if it is not yet: 0, or -1 (no memory). */
+static int body_buf(conn_t* c) {
+    return c->body != NULL || (c->body = malloc(SMALL_BODY)) != NULL ? 0 : -1;
+}
 
 /* What a request gets. */
 typedef struct {
@@ -634,7 +644,8 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
                     q->method == HTTP_GET && body > 0;
     int small = send_body && r->len <= SMALL_BODY;
     int rc = 0;
-    if (small && read_body(r->file, c->body, r->off, r->len, deadline) < 0) rc = -1;
+    if (send_body && body_buf(c) < 0) rc = -1;
+    if (rc == 0 && small && read_body(r->file, c->body, r->off, r->len, deadline) < 0) rc = -1;
     if (rc == 0 && aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
     if (rc == 0 && small) {
         if (aco_rt_bufio_write(c->b, c->body, (size_t)r->len, deadline) != (ssize_t)r->len)
@@ -643,7 +654,7 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
 #ifdef ACO_HTTP_TLS
         if (c->tls) {
             if (aco_rt_bufio_flush(c->b, deadline) < 0 ||
-                send_file_tls(c->tls, r->file, c->body, sizeof c->body, r->off, r->len, deadline) < 0)
+                send_file_tls(c->tls, r->file, c->body, SMALL_BODY, r->off, r->len, deadline) < 0)
                 rc = -1;
         } else
 #endif
@@ -689,6 +700,27 @@ static void linger_close(conn_t* c) {
     }
 }
 
+#ifdef ACO_HTTP_TLS
+/* HTTPS between requests, nothing buffered either way: the connection
+ * gives its buffers back while it waits (the bufio's 32 KiB and the body's
+ * 16 KiB; OpenSSL gives its record buffers back too, SSL_MODE_RELEASE_
+ * BUFFERS), so an idle one keeps OpenSSL's state, this record and its co:
+ * nginx's way.  They come back when bytes do.  The wait is the one
+ * aco_rt_tls_read would make (readiness; no receive is given a buffer to
+ * hold), unless OpenSSL read a record ahead.  0, or -1: close. */
+static int idle_tls(conn_t* c) {
+    if (!aco_rt_tls_pending(c->tls)) {
+        aco_rt_bufio_free(c->b);
+        c->b = NULL;
+        free(c->body);
+        c->body = NULL;
+        if (aco_rt_wait(c->fd, POLLIN, aco_rt_in_ns(idle_ns)) < 0) return -1;
+        if ((c->b = aco_rt_tls_bufio_new(c->tls, RBUF, WBUF)) == NULL) return -1;
+    }
+    return aco_rt_bufio_fill(c->b, aco_rt_in_ns(idle_ns)) > 0 ? 0 : -1;
+}
+#endif
+
 /* One request head and its answer: 1 to go on, 0 to close (lingering),
  * -1 to close at once. */
 static int serve_one(conn_t* c) {
@@ -705,10 +737,17 @@ static int serve_one(conn_t* c) {
         if (aco_rt_bufio_unflushed(c->b) &&
             aco_rt_bufio_flush(c->b, aco_rt_in_ns(idle_ns)) < 0)
             return -1;
+        /* the head's deadline runs from its first bytes (read: a clock
+         * only when a part of a head must wait for the rest) */
         if (n > 0 && head_dl < 0) head_dl = aco_rt_in_ns(header_ns);
+#ifdef ACO_HTTP_TLS
+        if (n == 0 && c->tls) {
+            if (idle_tls(c) < 0) return -1;
+            continue;
+        }
+#endif
         ssize_t r = aco_rt_bufio_fill(c->b, n ? head_dl : aco_rt_in_ns(idle_ns));
         if (r <= 0) return -1;          /* EOF, a timeout, an error */
-        if (head_dl < 0) head_dl = aco_rt_in_ns(header_ns);
     }
     resp_t r = {.file = -1};
     if (st != HTTP_DONE) {              /* a malformed head: answer, close */
@@ -758,6 +797,7 @@ static void conn_co(void* arg) {
     aco_rt_tls_free(c->tls);
 #endif
     aco_rt_close(c->fd);
+    free(c->body);
     free(c);
 }
 
@@ -769,6 +809,7 @@ static int start_conn(int fd) {
     if (c == NULL) return -1;
     c->fd = fd;
     c->b = NULL;
+    c->body = NULL;
     int tls = 0;                        /* HTTPS: the bufio comes after the handshake */
 #ifdef ACO_HTTP_TLS
     c->tls = NULL;

@@ -385,10 +385,11 @@ for s in uring epoll; do
 done
 # --tls: the memory an idle TLS connection costs each server: IDLE (600)
 # clients connect, handshake, GET the 4 KiB file on a kept-alive
-# connection and stay; the server's RSS grows by what they hold (its
-# record buffers released when idle: both servers use
-# SSL_MODE_RELEASE_BUFFERS; ours besides holds the co, its bufio's 32 KiB
-# and aco_http's own 37 KiB connection object, heap, all of it counted)
+# connection and stay; the server's RSS grows by what they hold (record
+# buffers released when idle: both servers use SSL_MODE_RELEASE_BUFFERS;
+# both free their own buffers between requests; ours keeps the co and a
+# 5 KiB connection object besides OpenSSL's state; heap fragmentation
+# counts too)
 if [ $TLS = 1 ]; then
     IDLE=${BENCH_HTTP_IDLE:-600}
     cat > "$TMPD/idle.py" <<'PY'

@@ -631,9 +631,10 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
     return err;
 }
 
+/* (the queue is looked at first: emptying it walks all its slots) */
 #define OSSL(t, call)                                                          \
     ({                                                                         \
-        ERR_clear_error();                                                     \
+        if (ERR_peek_error() != 0) ERR_clear_error();                          \
         (t)->sys_err = 0;                                                      \
         aco_rt_hooks_pause();                                                  \
         int r_ = (call);                                                       \
@@ -772,8 +773,12 @@ ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, 
     if (total == 0) return gate(t);
     int g = write_gate(t, deadline);
     if (g) return g;
-    /* A piece of a record or more goes as it is; smaller ones are gathered
-     * into records of up to REC_MAX bytes. */
+    /* A piece of a record or more goes as it is, and so does the last one
+     * when nothing waits to be gathered (a bufio's flush: no copy, and no
+     * gather buffer kept by the connection); smaller ones are gathered into
+     * records of up to REC_MAX bytes. */
+    int last = iovcnt - 1;
+    while (last > 0 && iov[last].iov_len == 0) last--;
     size_t done = 0, fill = 0;
     int i = 0;
     size_t at = 0;              /* offset in iov[i] */
@@ -782,7 +787,7 @@ ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, 
             i++, at = 0;
             continue;
         }
-        if (i < iovcnt && fill == 0 && iov[i].iov_len - at >= REC_MAX) {
+        if (i < iovcnt && fill == 0 && (iov[i].iov_len - at >= REC_MAX || i == last)) {
             ssize_t r = put(t, (const char*)iov[i].iov_base + at, iov[i].iov_len - at, deadline);
             if (r < 0) return done ? (ssize_t)done : r;
             done += (size_t)r;

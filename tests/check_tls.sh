@@ -18,7 +18,11 @@
 #                  --tls-handshake-timeout-ms, ends it); clients that leave
 #                  mid-handshake and mid-record; a request then a stream
 #                  cut without close_notify; a request whose body comes in
-#                  a record of the size limit (16 KiB).
+#                  a record of the size limit (16 KiB); requests pipelined,
+#                  each a record of its own, all arriving at once (OpenSSL
+#                  reads them ahead: none may wait for the socket); a
+#                  kept-alive connection idle between requests (aco_http
+#                  gives its buffers back then) asking again.
 # After the misbehaving clients the server still serves, and holds no
 # descriptor more than before them.  Exit status: the verdict.
 set -uo pipefail
@@ -149,6 +153,41 @@ elif case == "truncated":
         got += d
     s.close()       # no close_notify
     print("read %d bytes, cut" % len(got))
+elif case in ("pipelined", "idle"):
+    # pipelined: 6 requests, one record each, in one send; idle: 3, a
+    # pause after each answer; every response read and checked
+    want = open(sys.argv[3], "rb").read()
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    o = ctx().wrap_bio(inc, out, server_hostname="localhost")
+    s = conn()
+    pump(o, s, inc, out)
+    n = 6 if case == "pipelined" else 3
+    req = b"GET /small.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+    def read_some():
+        while True:
+            try:
+                return o.read(65536)
+            except ssl.SSLWantReadError:
+                d = s.recv(65536)
+                if not d:
+                    raise SystemExit("closed after %d responses" % done)
+                inc.write(d)
+    buf, done = b"", 0
+    for i in range(n if case == "pipelined" else 1):
+        o.write(req)
+    s.sendall(out.read())
+    while done < n:
+        while b"\r\n\r\n" not in buf or len(buf) < buf.index(b"\r\n\r\n") + 4 + len(want):
+            buf += read_some()
+        h = buf.index(b"\r\n\r\n") + 4
+        if not buf.startswith(b"HTTP/1.1 200") or buf[h:h + len(want)] != want:
+            raise SystemExit("response %d: %r" % (done, buf[:40]))
+        buf, done = buf[h + len(want):], done + 1
+        if case == "idle" and done < n:
+            time.sleep(0.3)
+            o.write(req)
+            s.sendall(out.read())
+    print("%d responses byte-exact" % done)
 elif case == "big_record":
     s = ctx().wrap_socket(conn(), server_hostname="localhost")
     s.sendall(b"GET /small.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 16384\r\nConnection: close\r\n\r\n")
@@ -259,6 +298,12 @@ for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do
     got=$(python3 "$tmp/bad.py" "$port" truncated 2>&1)
     case $got in "read "*", cut") ok "$cfg: a stream cut without close_notify after a response" ;;
                  *) bad "$cfg: truncated: $got" ;; esac
+    got=$(python3 "$tmp/bad.py" "$port" pipelined "$root/small.bin" 2>&1)
+    [ "$got" = "6 responses byte-exact" ] && ok "$cfg: 6 requests pipelined, a record each, in one send: $got" ||
+        bad "$cfg: pipelined: $got"
+    got=$(python3 "$tmp/bad.py" "$port" idle "$root/small.bin" 2>&1)
+    [ "$got" = "3 responses byte-exact" ] && ok "$cfg: a kept-alive connection idle between requests: $got" ||
+        bad "$cfg: idle between requests: $got"
     got=$(python3 "$tmp/bad.py" "$port" big_record 2>&1)
     [ "$got" = "HTTP/1.1 200 OK" ] && ok "$cfg: a body in a record of 16 KiB: 200" || bad "$cfg: big record: $got"
     if wait_until 60 0.05 "$pid" test "$(fds_of "$pid")" -le "$fds0"; then
