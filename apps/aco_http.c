@@ -701,14 +701,18 @@ static void linger_close(conn_t* c) {
 }
 
 #ifdef ACO_HTTP_TLS
-/* HTTPS between requests, nothing buffered either way: the connection
- * gives its buffers back while it waits (the bufio's 32 KiB and the body's
- * 16 KiB; OpenSSL gives its record buffers back too, SSL_MODE_RELEASE_
- * BUFFERS), so an idle one keeps OpenSSL's state, this record and its co:
- * nginx's way.  They come back when bytes do.  The wait is the one
- * aco_rt_tls_read would make (readiness; no receive is given a buffer to
- * hold), unless OpenSSL read a record ahead.  0, or -1: close. */
+/* HTTPS between requests, nothing buffered either way: bytes already
+ * there are read at once (a busy connection: the calls of a plain fill);
+ * else the connection gives its buffers back while it waits (the bufio's
+ * 32 KiB and the body's 16 KiB; OpenSSL gives its record buffers back too,
+ * SSL_MODE_RELEASE_BUFFERS), so an idle one keeps OpenSSL's state, this
+ * record and its co: nginx's way.  They come back when bytes do.  The
+ * wait is the one aco_rt_tls_read would make (readiness; no receive is
+ * given a buffer to hold), unless OpenSSL holds a record (part) read
+ * ahead.  0, or -1: close. */
 static int idle_tls(conn_t* c) {
+    ssize_t r = aco_rt_bufio_fill(c->b, 0);         /* a deadline long past: one try */
+    if (r != -ETIMEDOUT) return r > 0 ? 0 : -1;
     if (!aco_rt_tls_pending(c->tls)) {
         aco_rt_bufio_free(c->b);
         c->b = NULL;
