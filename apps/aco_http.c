@@ -19,11 +19,12 @@
  * thread never blocks on a client.  Every file operation (open, stat, read,
  * the body's send) is the runtime's file call: a page-cache hit costs what
  * the plain system call does, and a file on a slow disk parks only its own
- * request's co while the thread serves the others.  Each thread keeps up to 1024 files open
- * (as nginx's open_file_cache), trusted for a second, then opened anew
- * through the same check: a 4 KiB keep-alive request costs a read, a pread
- * and a send.  No allocation per request: the connection's object holds
- * its buffers.  What each request gets is in docs/runtime.md
+ * request's co while the thread serves the others.  Each thread keeps up
+ * to 1024 files open (as nginx's open_file_cache), and the bytes of those
+ * up to 16 KiB once read whole (8 MiB a thread: nginx has no such cache),
+ * trusted for a second, then opened anew through the same check: a 4 KiB
+ * keep-alive request costs a read and a send.  No allocation per request:
+ * the connection's object holds its buffers.  What each request gets is in docs/runtime.md
  * ("aco_http"); in short:
  *   GET/HEAD of a regular file   200, 206 (one range), 304, 416
  *   a directory                  its index.html, else 404
@@ -222,8 +223,9 @@ static int file_stat(int fd, struct stat* st, int64_t deadline) {
 /* ------------------------------------------------------------------------ */
 
 /* A path's answer is kept open with its size, mtime and type, so a request
- * for a known file makes no open, stat or close.  Each thread has its own
- * cache, with no lock: a connection's co never leaves the thread it started
+ * for a known file makes no open, stat or close; a small file's bytes too
+ * (up to 16 KiB a file, 8 MiB a thread), so its response makes no pread.
+ * Each thread has its own cache, with no lock: a connection's co never leaves the thread it started
  * on.  An entry is trusted for a second (REVALIDATE_NS); after that the
  * path is opened anew through open_beneath (a changed, replaced or deleted
  * file, or a symlink now pointing out of the root, is seen as on a first
@@ -237,6 +239,7 @@ static int file_stat(int fd, struct stat* st, int64_t deadline) {
 #define CACHE_FILES (2 * CACHE_SLOTS)   /* the slots', and replaced ones still sending */
 #define KEY_CAP 232
 #define REVALIDATE_NS 1000000000LL
+#define KEPT_CAP ((size_t)8 << 20)
 
 typedef struct ofile {
     int fd;
@@ -244,6 +247,8 @@ typedef struct ofile {
     int64_t size, mtime;
     const char* type;
     int64_t checked;                    /* mono_ns() when opened */
+    char* bytes;                        /* a small file's bytes, once a response
+                                           read them whole; NULL: not kept */
     struct ofile* next_free;
 } ofile_t;
 
@@ -263,6 +268,7 @@ typedef struct fcache {
     int hand;
     ofile_t file[CACHE_FILES];
     ofile_t* free_files;
+    size_t kept_bytes;                  /* the ofiles' bytes, at most KEPT_CAP */
     struct fcache* next_cache;          /* all threads' caches: reachable, for leak checkers */
 } fcache_t;
 
@@ -317,6 +323,11 @@ static void ofile_release(fcache_t* fc, ofile_t* f) {
     if (--f->refs > 0) return;
     close(f->fd);
     f->fd = -1;
+    if (f->bytes) {
+        free(f->bytes);
+        f->bytes = NULL;
+        fc->kept_bytes -= (size_t)f->size;
+    }
     f->next_free = fc->free_files;
     fc->free_files = f;
 }
@@ -632,10 +643,24 @@ static int read_body(int file, char* buf, int64_t off, int64_t len, int64_t dead
     return aco_rt_pread(file, buf, (size_t)len, off, deadline) == len ? 0 : -1;
 }
 
+/* A small file read whole into buf: its cache entry keeps the bytes (up to
+ * KEPT_CAP a thread), so the next responses make no pread until the entry
+ * is revalidated (a second: a file changed in place is served anew
+ * within it, as a replaced one is). */
+static void keep_bytes(resp_t* r, const char* buf) {
+    ofile_t* f = r->of;
+    fcache_t* fc = tls_cache;
+    if (f == NULL || f->bytes || r->off != 0 || r->len != f->size ||
+        fc->kept_bytes + (size_t)f->size > KEPT_CAP || (f->bytes = malloc((size_t)f->size)) == NULL)
+        return;
+    memcpy(f->bytes, buf, (size_t)f->size);
+    fc->kept_bytes += (size_t)f->size;
+}
+
 /* Send r's head (and body): 0, or -1 if the connection is done for.  A
- * small body joins its head in the write buffer (read by pread: the
- * response costs no system call of its own, and pipelined ones go out
- * together); a larger one follows the head (sent with MSG_MORE) by
+ * small body joins its head in the write buffer (its entry's bytes, or
+ * read by pread: the response costs no system call of its own, and
+ * pipelined ones go out together); a larger one follows the head (sent with MSG_MORE) by
  * sendfile. */
 static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
     int64_t deadline = aco_rt_in_ns(idle_ns), body = 0;
@@ -644,16 +669,21 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
                     q->method == HTTP_GET && body > 0;
     int small = send_body && r->len <= SMALL_BODY;
     int rc = 0;
-    if (send_body && body_buf(c) < 0) rc = -1;
-    if (rc == 0 && small && read_body(r->file, c->body, r->off, r->len, deadline) < 0) rc = -1;
+    const char* bytes = NULL;           /* a small body's */
+    if (small && r->of && r->of->bytes) {
+        bytes = r->of->bytes + r->off;
+    } else if (small) {
+        if (body_buf(c) < 0 || read_body(r->file, c->body, r->off, r->len, deadline) < 0) rc = -1;
+        else keep_bytes(r, bytes = c->body);
+    }
     if (rc == 0 && aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
     if (rc == 0 && small) {
-        if (aco_rt_bufio_write(c->b, c->body, (size_t)r->len, deadline) != (ssize_t)r->len)
+        if (aco_rt_bufio_write(c->b, bytes, (size_t)r->len, deadline) != (ssize_t)r->len)
             rc = -1;
     } else if (rc == 0 && send_body) {
 #ifdef ACO_HTTP_TLS
         if (c->tls) {
-            if (aco_rt_bufio_flush(c->b, deadline) < 0 ||
+            if (body_buf(c) < 0 || aco_rt_bufio_flush(c->b, deadline) < 0 ||
                 send_file_tls(c->tls, r->file, c->body, SMALL_BODY, r->off, r->len, deadline) < 0)
                 rc = -1;
         } else

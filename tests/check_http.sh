@@ -279,24 +279,29 @@ check_server() {    # check_server <port>: the whole list against one server
 # The open-file cache: a path's entry is trusted for a second, then the path
 # is opened anew through the same check as a first request.  Changes made
 # while the server runs are served within ~1.1 s: a file rewritten in place
-# (new size and mtime), a file replaced by rename, a directory's index.html
+# (new size and mtime; and one with the same size and mtime: its kept bytes
+# must go too), a file replaced by rename, a directory's index.html
 # replaced, a file deleted (404), a symlink turned to point out of the root
 # (403, as on a first request).
 check_cache() {     # check_cache <port>
     local u="http://127.0.0.1:$1" got i
     printf 'first version\n' > "$root/cache_inplace.txt"
+    printf 'same size: A\n' > "$root/cache_samesize.txt"
+    touch -d '2020-01-01 00:00:00 UTC' "$root/cache_samesize.txt"
     printf 'renamed-over: old\n' > "$root/cache_renamed.txt"
     printf 'doomed\n' > "$root/cache_deleted.txt"
     mkdir -p "$root/cache_dir"; printf 'old index\n' > "$root/cache_dir/index.html"
     printf 'inside\n' > "$root/cache_target.txt"
     ln -sfn cache_target.txt "$root/cache_link"
     for i in 1 2 3; do          # into the cache (of every thread, likely)
-        curl -s "$u/cache_inplace.txt" "$u/cache_renamed.txt" "$u/cache_deleted.txt" \
+        curl -s "$u/cache_inplace.txt" "$u/cache_samesize.txt" "$u/cache_renamed.txt" "$u/cache_deleted.txt" \
             "$u/cache_dir/" "$u/cache_link" > /dev/null
     done
     got=$(curl -s "$u/cache_link")
     expect "cache: a symlink within the root served" inside "$got"
     printf 'second, longer version\n' > "$root/cache_inplace.txt"
+    printf 'same size: B\n' > "$root/cache_samesize.txt"
+    touch -d '2020-01-01 00:00:00 UTC' "$root/cache_samesize.txt"
     touch -d '2021-05-06 07:08:09 UTC' "$root/cache_inplace.txt"
     printf 'renamed-over: the new file, longer\n' > "$root/cache_renamed.new"
     mv "$root/cache_renamed.new" "$root/cache_renamed.txt"
@@ -307,6 +312,8 @@ check_cache() {     # check_cache <port>
     sleep 1.1
     got=$(curl -s "$u/cache_inplace.txt")
     expect "cache: a file rewritten in place, served anew" "second, longer version" "$got"
+    got=$(curl -s "$u/cache_samesize.txt")
+    expect "cache: a file rewritten in place, same size and mtime, served anew" "same size: B" "$got"
     got=$(curl -sI "$u/cache_inplace.txt" | tr -d '\r' | grep -i '^last-modified:')
     expect "cache: its new Last-Modified" "Last-Modified: Thu, 06 May 2021 07:08:09 GMT" "$got"
     got=$(curl -s "$u/cache_renamed.txt")
