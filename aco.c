@@ -417,7 +417,13 @@ static void empty_release(void) {
  * else a fresh (zero) one; NULL when out of memory.  Called locked. */
 static slab* slab_new(pool* pl) {
     if (n_empty > 0) {
-        slab* b = empty[--n_empty];
+        /* one of pl's own first: a destroyed co's slot stays a co's slot
+         * (its state byte says "destroyed" until another co takes it) */
+        size_t i = n_empty - 1;
+        for (size_t k = n_empty; k-- > 0;)
+            if (empty[k]->pool == pl) { i = k; break; }
+        slab* b = empty[i];
+        empty[i] = empty[--n_empty];
         b->free = NULL;
         b->carved = 0;      /* (live is 0) */
         b->pool = pl;

@@ -743,15 +743,16 @@ static void linger_close(conn_t* c) {
 static int idle_tls(conn_t* c) {
     ssize_t r = aco_rt_bufio_fill(c->b, 0);         /* a deadline long past: one try */
     if (r != -ETIMEDOUT) return r > 0 ? 0 : -1;
+    int64_t deadline = aco_rt_in_ns(idle_ns);       /* one idle period for both waits */
     if (!aco_rt_tls_pending(c->tls)) {
         aco_rt_bufio_free(c->b);
         c->b = NULL;
         free(c->body);
         c->body = NULL;
-        if (aco_rt_wait(c->fd, POLLIN, aco_rt_in_ns(idle_ns)) < 0) return -1;
+        if (aco_rt_wait(c->fd, POLLIN, deadline) < 0) return -1;
         if ((c->b = aco_rt_tls_bufio_new(c->tls, RBUF, WBUF)) == NULL) return -1;
     }
-    return aco_rt_bufio_fill(c->b, aco_rt_in_ns(idle_ns)) > 0 ? 0 : -1;
+    return aco_rt_bufio_fill(c->b, deadline) > 0 ? 0 : -1;
 }
 #endif
 

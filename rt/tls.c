@@ -63,7 +63,8 @@ struct aco_rt_tls {
                                    sent after a write's deadline or cancel,
                                    counted as written (REC_MAX, lazily) */
     size_t held_len;
-    char* gather;               /* writev's record, REC_MAX bytes (lazily) */
+    char* gather;               /* writev's record, REC_MAX bytes (in a writev
+                                   that gathers, and only then) */
     char* alpn;                 /* the protocol ALPN chose, as a string (lazily) */
     char err[ERR_LEN];
 };
@@ -739,6 +740,8 @@ static int finish_held(aco_rt_tls_t* t, int64_t deadline) {
         memmove(t->held, t->held + r, t->held_len - (size_t)r);
         t->held_len -= (size_t)r;
     }
+    free(t->held);          /* (kept only while a record waits in it) */
+    t->held = NULL;
     return 0;
 }
 
@@ -763,20 +766,13 @@ ssize_t aco_rt_tls_write(aco_rt_tls_t* t, const void* buf, size_t n, int64_t dea
     return put(t, buf, n, deadline);
 }
 
-ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, int64_t deadline) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
-    size_t total = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return -EINVAL;
-        total += iov[i].iov_len;
-    }
-    if (total == 0) return gate(t);
-    int g = write_gate(t, deadline);
-    if (g) return g;
+/* aco_rt_tls_writev's work; the gather buffer, if it made one, is freed by
+ * its caller. */
+static ssize_t writev_pieces(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt,
+                             int64_t deadline) {
     /* A piece of a record or more goes as it is, and so does the last one
-     * when nothing waits to be gathered (a bufio's flush: no copy, and no
-     * gather buffer kept by the connection); smaller ones are gathered into
-     * records of up to REC_MAX bytes. */
+     * when nothing waits to be gathered (a bufio's flush: no copy); smaller
+     * ones are gathered into records of up to REC_MAX bytes. */
     int last = iovcnt - 1;
     while (last > 0 && iov[last].iov_len == 0) last--;
     size_t done = 0, fill = 0;
@@ -812,6 +808,24 @@ ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, 
         fill = 0;
     }
     return (ssize_t)done;
+}
+
+ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, int64_t deadline) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return -EINVAL;
+        total += iov[i].iov_len;
+    }
+    if (total == 0) return gate(t);
+    int g = write_gate(t, deadline);
+    if (g) return g;
+    ssize_t r = writev_pieces(t, iov, iovcnt, deadline);
+    /* a connection keeps no buffer between writes (gathers are rare: a
+     * bufio's flush is one piece, or its buffer and a large one) */
+    free(t->gather);
+    t->gather = NULL;
+    return r;
 }
 
 int aco_rt_tls_shutdown(aco_rt_tls_t* t, int64_t deadline) {
