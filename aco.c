@@ -301,27 +301,20 @@ static void* alloc(const char* fn, size_t sz) {
     return p;
 }
 
-static void dealloc(void* p, size_t sz) {
-    if (user_free) user_free(user_cookie, p, sz);
-    else free(p);
-}
+static void dealloc(void* p, size_t sz) { user_free ? user_free(user_cookie, p, sz) : free(p); }
 
 void* aco_alloc(size_t sz) {
     if (sz == 0) fatal("aco_alloc", "sz must not be 0");
     return alloc(NULL, sz);
 }
 
-void aco_free(void* p, size_t sz) {
-    if (p != NULL) dealloc(p, sz);
-}
+void aco_free(void* p, size_t sz) { if (p != NULL) dealloc(p, sz); }
 
 /* Pools: equal slots from 64 KiB slabs, no header or rounding, for co
  * objects and for save stacks in 8-byte steps up to SAVE_POOLED bytes.
- * Slabs come from 2 MiB mappings, found by masking a slot's address; an
- * empty one is kept for the next slab any pool needs (one co made and
- * destroyed over and over maps nothing), and EMPTY_KEEP of them go back at
- * once, neighbours in one munmap (1 MiB kept at most).  One mutex, skipped while the process has one thread, free across
- * a fork.  (docs/memory.md) */
+ * Slabs come from 2 MiB mappings, found by masking a slot's address; up to
+ * EMPTY_KEEP empty ones wait for any pool, then go back at once.  One mutex,
+ * skipped while the process has one thread, free across a fork. (memory.md) */
 #define SLAB_BYTES  ((size_t)64 << 10)
 #define ARENA_SLABS 32
 #define SAVE_POOLED 512
@@ -358,29 +351,15 @@ static size_t n_empty;
 #define single_threaded() 0
 #endif
 
-static void pool_prefork(void) {
-    pthread_mutex_lock(&pool_mu);
-}
-
-static void pool_postfork(void) {
-    pthread_mutex_unlock(&pool_mu);
-}
-
+static void pool_prefork(void) { pthread_mutex_lock(&pool_mu); }
+static void pool_postfork(void) { pthread_mutex_unlock(&pool_mu); }
 __attribute__((constructor)) static void pool_atfork(void) {
     pthread_atfork(pool_prefork, pool_postfork, pool_postfork);
 }
+static int pool_lock(void) { return single_threaded() ? 0 : (pool_prefork(), 1); }
+static void pool_unlock(int locked) { if (locked) pool_postfork(); }
 
-static int pool_lock(void) {
-    return single_threaded() ? 0 : (pool_prefork(), 1);
-}
-
-static void pool_unlock(int locked) {
-    if (locked) pool_postfork();
-}
-
-static size_t slab_slots(const pool* pl) {
-    return (SLAB_BYTES - SLAB_FIRST) / pl->slot;
-}
+static size_t slab_slots(const pool* pl) { return (SLAB_BYTES - SLAB_FIRST) / pl->slot; }
 
 static void avail_unlink(slab* b) {
     if (b->prev) b->prev->next = b->next; else b->pool->avail = b->next;
@@ -389,64 +368,50 @@ static void avail_unlink(slab* b) {
 }
 
 static void avail_push(slab* b) {
-    b->prev = NULL;
-    b->next = b->pool->avail;
+    b->prev = NULL, b->next = b->pool->avail;
     if (b->next) b->next->prev = b;
     b->pool->avail = b;
 }
 
-/* Unmap the kept empty slabs: sorted, each run of neighbours in one call (a
- * destroy-all empties slabs in the order they were carved: one call, not
- * EMPTY_KEEP, and no mapping split at every slab).  Called locked. */
+/* Unmap the kept slabs, each run of neighbours in one call (a destroy-all
+ * empties them in the order they were carved).  Called locked. */
 static void empty_release(void) {
-    for (size_t i = 1; i < n_empty; i++)
-        for (size_t j = i; j > 0 && empty[j - 1] > empty[j]; j--) {
-            slab* t = empty[j];
-            empty[j] = empty[j - 1];
-            empty[j - 1] = t;
-        }
-    for (size_t i = 0, j; i < n_empty; i = j) {
-        for (j = i + 1; j < n_empty && (char*)empty[j] == (char*)empty[j - 1] + SLAB_BYTES; j++)
-            ;
+    for (size_t i = 0, j = 1; i < n_empty; i = j++) {
+        while (j < n_empty && (char*)empty[j] == (char*)empty[j - 1] + SLAB_BYTES) j++;
         munmap(empty[i], (j - i) * SLAB_BYTES);
     }
     n_empty = 0;
 }
 
-/* A slab of pl's with no slot carved, on its avail list: a kept empty one,
- * else a fresh (zero) one; NULL when out of memory.  Called locked. */
+/* A slab of pl's with no slot carved, on its avail list: a kept one (pl's
+ * own first: a destroyed co's slot stays a co's), else a fresh (zero) one;
+ * NULL when out of memory.  Called locked. */
 static slab* slab_new(pool* pl) {
+    slab* b;
     if (n_empty > 0) {
-        /* one of pl's own first: a destroyed co's slot stays a co's slot
-         * (its state byte says "destroyed" until another co takes it) */
         size_t i = n_empty - 1;
-        for (size_t k = n_empty; k-- > 0;)
-            if (empty[k]->pool == pl) { i = k; break; }
-        slab* b = empty[i];
+        for (size_t k = 0; k < n_empty; k++) i = empty[k]->pool == pl ? k : i;
+        b = empty[i];
         empty[i] = empty[--n_empty];
-        b->free = NULL;
-        b->carved = 0;      /* (live is 0) */
-        b->pool = pl;
-        avail_push(b);
-        return b;
+        b->free = NULL, b->carved = 0;      /* (live is 0) */
+    } else {
+        if (arena_left == 0) {
+            size_t want = ARENA_SLABS * SLAB_BYTES;
+            char* m = mmap(NULL, want + SLAB_BYTES, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) return NULL;
+            /* Keep the slab-aligned middle: slots find their slab by masking. */
+            char* al = (char*)(((uintptr_t)m + SLAB_BYTES - 1) & ~(uintptr_t)(SLAB_BYTES - 1));
+            if (al > m) munmap(m, (size_t)(al - m));
+            if (al + want < m + want + SLAB_BYTES)
+                munmap(al + want, (size_t)(m + want + SLAB_BYTES - (al + want)));
+            arena = al;
+            arena_left = ARENA_SLABS;
+            if (TOOLS) ext_mem(al, want, EXT_ARENA);
+        }
+        b = (slab*)arena;
+        arena += SLAB_BYTES, arena_left--;
     }
-    if (arena_left == 0) {
-        size_t want = ARENA_SLABS * SLAB_BYTES;
-        char* m = mmap(NULL, want + SLAB_BYTES, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) return NULL;
-        /* Keep the slab-aligned middle: slots find their slab by masking. */
-        char* al = (char*)(((uintptr_t)m + SLAB_BYTES - 1) & ~(uintptr_t)(SLAB_BYTES - 1));
-        if (al > m) munmap(m, (size_t)(al - m));
-        if (al + want < m + want + SLAB_BYTES)
-            munmap(al + want, (size_t)(m + want + SLAB_BYTES - (al + want)));
-        arena = al;
-        arena_left = ARENA_SLABS;
-        if (TOOLS) ext_mem(al, want, EXT_ARENA);
-    }
-    slab* b = (slab*)arena;
-    arena += SLAB_BYTES;
-    arena_left--;
     b->pool = pl;
     avail_push(b);
     return b;
@@ -478,7 +443,7 @@ static void pool_free(void* p) {
     *(void**)p = b->free;
     b->free = p;
     if (b->live-- == slab_slots(b->pool)) avail_push(b);
-    if (b->live == 0) {         /* empty: kept for the next slab_new */
+    if (b->live == 0) {         /* empty: kept for slab_new */
         avail_unlink(b);
         if (n_empty == EMPTY_KEEP) empty_release();
         empty[n_empty++] = b;
