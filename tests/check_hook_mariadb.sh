@@ -81,20 +81,41 @@ run "no hooks: the overlap check fails" "did not overlap" "$OUT/hook_mariadb" --
 # crash recovery and all, for the next.
 runs=()
 for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do runs+=("$be:preload" "$be:linked"); done
+# A run that fails only the bound on the other cos' wait during a cancel
+# (20 ms) is made once more, whole, on a server started again: this
+# host's vCPUs stall now and then (22.66 ms once in CI on 2026-12-03, the
+# cancel itself 0.05 ms); missed twice running, it fails.
 for r in "${runs[@]}"; do
     be=${r%:*}
     if [ "${r#*:}" = preload ]; then
-        run "$be: LD_PRELOAD" pass env ACO_RT_BACKEND="$be" \
-            LD_PRELOAD="$OUT/libhook_count.so $OUT/libaco_hook.so" \
-            "$OUT/hook_mariadb" --hooks "${db[@]}" --crash "$spid"
+        what="$be: LD_PRELOAD"
+        cmd=(env ACO_RT_BACKEND="$be" LD_PRELOAD="$OUT/libhook_count.so $OUT/libaco_hook.so"
+             "$OUT/hook_mariadb" --hooks "${db[@]}" --crash)
     else
-        run "$be: linked" pass env ACO_RT_BACKEND="$be" LD_PRELOAD="$OUT/libhook_count.so" \
-            "$OUT/hook_mariadb_linked" --hooks "${db[@]}" --crash "$spid"
+        what="$be: linked"
+        cmd=(env ACO_RT_BACKEND="$be" LD_PRELOAD="$OUT/libhook_count.so"
+             "$OUT/hook_mariadb_linked" --hooks "${db[@]}" --crash)
     fi
-    # the run killed it (or failed before that): start it again
-    gone KILL 100
-    spid=
-    rm -f "$tmp/server.pid"
+    first=
+    for try in 1 2; do
+        st=0
+        out=$(timeout 60 "${cmd[@]}" "$spid" 2>&1) || st=$?
+        # the run killed it (or failed before that): start it again
+        gone KILL 100
+        spid=
+        rm -f "$tmp/server.pid"
+        if [ $st = 0 ]; then
+            ok "$what${first:+ (again; at first $first)}: $(grep -m1 '^result:' <<< "$out")"
+            break
+        fi
+        if [ $try = 1 ] && grep -q 'CHECK(t->max_late <= 20 \* HK_MS) failed' <<< "$out"; then
+            first=$(grep -m1 -o 'the other cos waited [0-9.]* ms' <<< "$out")
+            start_mariadbd
+            continue
+        fi
+        bad "$what: expected pass: $out"
+        break
+    done
     [ "$r" = "${runs[-1]}" ] || start_mariadbd
 done
 echo "check_hook_mariadb: $fails failed"
