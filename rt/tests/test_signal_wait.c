@@ -52,9 +52,15 @@ typedef struct {
     int sig, ms, value, queue;
     pthread_t to;               /* pthread_kill target when !pid */
     int thread;
+    const int* after;           /* if set: first wait for *after >= 5 */
 } sender_t;
 static void* sender_main(void* arg) {
     sender_t* x = arg;
+    /* Waiting for the ticker (not a fixed time) keeps the check true under
+     * valgrind, which runs one thread at a time: a blocked scheduler never
+     * gets there, and the signal comes after 5 s all the same. */
+    for (int i = 0; x->after && i < 5000 && __atomic_load_n(x->after, __ATOMIC_RELAXED) < 5; i++)
+        usleep(1000);
     usleep((useconds_t)x->ms * 1000);
     if (x->thread) pthread_kill(x->to, x->sig);
     else if (x->queue) sigqueue(getpid(), x->sig, (union sigval){.sival_int = x->value});
@@ -72,7 +78,7 @@ static void ticker(void* arg) {
     (void)arg;
     while (ticking) {
         aco_rt_sleep(1 * MS);
-        ticks++;
+        __atomic_store_n(&ticks, ticks + 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -84,7 +90,7 @@ static void by_kill(void* arg) {
     ticks = 0;
     ticking = 1;
     aco_rt_detach(aco_rt_spawn(NULL, ticker, NULL));
-    sender_t x = {.sig = SIGUSR1, .ms = 40};
+    sender_t x = {.sig = SIGUSR1, .ms = 5, .after = &ticks};
     pthread_t t = send_later(&x);
     siginfo_t si;
     memset(&si, 0x55, sizeof(si));
