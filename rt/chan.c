@@ -29,6 +29,22 @@
  * channel's; select holds those of all its channels at once, taken in
  * address order (nothing else holds two), so that no case can become ready
  * between its check and its waiter going on the queue.
+ *
+ * The owner.  Most channels are only ever used by the cos of one thread,
+ * and an exchange on the lock costs more than the rest of a hand-off's
+ * bookkeeping.  So the first scheduler to use a channel owns it: its cos
+ * enter by raising ch->busy with a plain store and then finding the lock
+ * free (chan_enter), no locked instruction.  Anyone else takes the lock and,
+ * while there is an owner, revokes it for good: membarrier(2) makes every
+ * thread of the process pass a full barrier, so that either the owner's
+ * busy is seen now (and waited out) or the owner sees the lock taken and
+ * takes it too (the asymmetric Dekker of userspace RCU).  From then on
+ * everyone takes the lock.  A channel handed to another thread pays one
+ * membarrier; without it (or under TSan, which does not know it) no
+ * channel has an owner.  A co waits on a channel only while the channel
+ * is its scheduler's or no one's, and its scheduler's cos are never inside
+ * while that scheduler unlinks it (rt_abort_shared, aco_rt_sched_free):
+ * there the plain lock is enough.
  */
 #include "rt_impl.h"
 
@@ -41,6 +57,7 @@ struct aco_rt_chan {
     uint32_t       lock;
     uint8_t        closed;
     uint8_t        dsend;       /* direct is a sender (else a receiver) */
+    uint8_t        busy;        /* the owner is inside without the lock */
     aco_rt_waitq_t sendq;
     aco_rt_waitq_t recvq;
     aco_rt_co_t*   direct;      /* the direct waiter, or NULL */
@@ -52,9 +69,96 @@ struct aco_rt_chan {
     size_t         elem_size;
     size_t         cap;
     char*          ring;
+    aco_rt_sched_t* owner;      /* or OWNER_FREE, OWNER_NONE; read-mostly */
 };
 _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
                "a channel's written fields share a cache line");
+
+/* ch->owner before any scheduler used it, and once revoked (or never to
+ * be: no membarrier). */
+#define OWNER_FREE ((aco_rt_sched_t*)1)
+#define OWNER_NONE ((aco_rt_sched_t*)2)
+
+#if defined(ACO_RT_NO_THREADS)
+static inline int chan_enter(aco_rt_chan_t* ch) { (void)ch; return 0; }
+static inline void chan_leave(aco_rt_chan_t* ch, int fast) { (void)ch; (void)fast; }
+static inline void chan_leave_any(aco_rt_chan_t* ch) { (void)ch; }
+static aco_rt_sched_t* owner_at_start(void) { return OWNER_NONE; }
+#else
+#if defined(__SANITIZE_THREAD__)
+#define CHAN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHAN_TSAN 1
+#endif
+#endif
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int membarrier(int cmd) { return (int)syscall(__NR_membarrier, cmd, 0, 0); }
+
+static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
+static int owners_ok;           /* the process is registered for membarrier */
+static void owner_init(void) {
+#ifndef CHAN_TSAN
+    owners_ok = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+#endif
+}
+static aco_rt_sched_t* owner_at_start(void) {
+    pthread_once(&owner_once, owner_init);
+    return owners_ok ? OWNER_FREE : OWNER_NONE;
+}
+
+/* The lock's way in: take it, then claim a free channel for this thread's
+ * scheduler or revoke another's ownership (see the top). */
+__attribute__((noinline))
+static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
+    rt_lock(&ch->lock);
+    aco_rt_sched_t* o = __atomic_load_n(&ch->owner, __ATOMIC_RELAXED);
+    if (rt_likely(o == OWNER_NONE || o == s)) return;
+    if (o == OWNER_FREE) {
+        if (s) __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
+        return;
+    }
+    /* Registered, so it cannot fail: the owner's busy store is visible
+     * after it, or its load of the lock comes after it and sees it held. */
+    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+    for (unsigned i = 0; __atomic_load_n(&ch->busy, __ATOMIC_ACQUIRE); i++) {
+        if (i < 64) rt_pause(); else sched_yield();
+    }
+    __atomic_store_n(&ch->owner, OWNER_NONE, __ATOMIC_RELAXED);
+}
+
+/* 1 if the owner came in without the lock, 0 if the lock is held: what
+ * chan_leave must be told. */
+static inline int chan_enter(aco_rt_chan_t* ch) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    if (rt_likely(__atomic_load_n(&ch->owner, __ATOMIC_RELAXED) == s)) {
+        __atomic_store_n(&ch->busy, 1, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);       /* (membarrier's
+                                                           other half) */
+        if (rt_likely(__atomic_load_n(&ch->lock, __ATOMIC_ACQUIRE) == 0)) return 1;
+        __atomic_store_n(&ch->busy, 0, __ATOMIC_RELAXED);
+    }
+    chan_enter_locked(ch, s);
+    return 0;
+}
+
+static inline void chan_leave(aco_rt_chan_t* ch, int fast) {
+    if (fast) __atomic_store_n(&ch->busy, 0, __ATOMIC_RELEASE);
+    else rt_unlock(&ch->lock);
+}
+
+/* The same without being told: the owner inside without the lock has busy
+ * up, and nobody changes the owner while it is; anyone else holds the
+ * lock. */
+static inline void chan_leave_any(aco_rt_chan_t* ch) {
+    chan_leave(ch, __atomic_load_n(&ch->owner, __ATOMIC_RELAXED) == rt_tls_sched &&
+                   __atomic_load_n(&ch->busy, __ATOMIC_RELAXED));
+}
+#endif
 
 aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
     if (elem_size == 0 || (cap && elem_size > SIZE_MAX / cap)) { errno = EINVAL; return NULL; }
@@ -62,6 +166,7 @@ aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
     aco_rt_chan_t* ch = aligned_alloc(64, (sizeof(*ch) + 63) & ~(size_t)63);
     if (ch == NULL) return NULL;
     memset(ch, 0, sizeof(*ch));
+    ch->owner = owner_at_start();
     ch->elem_size = elem_size;
     ch->cap = cap;
     if (cap && (ch->ring = malloc(elem_size * cap)) == NULL) { free(ch); return NULL; }
@@ -70,9 +175,9 @@ aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
 
 int aco_rt_chan_free(aco_rt_chan_t* ch) {
     if (ch == NULL) return 0;
-    rt_lock(&ch->lock);
+    int fast = chan_enter(ch);
     int busy = !rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq) || ch->direct;
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
     if (busy) return -EBUSY;
     free(ch->ring);
     free(ch);
@@ -81,9 +186,9 @@ int aco_rt_chan_free(aco_rt_chan_t* ch) {
 
 size_t aco_rt_chan_len(const aco_rt_chan_t* ch) {
     aco_rt_chan_t* c = (aco_rt_chan_t*)(uintptr_t)ch;
-    rt_lock(&c->lock);
+    int fast = chan_enter(c);
     size_t n = c->len;
-    rt_unlock(&c->lock);
+    chan_leave(c, fast);
     return n;
 }
 
@@ -215,10 +320,10 @@ static inline int direct_park(aco_rt_co_t* me, aco_rt_chan_t* ch, int sender) {
 
 static void chan_abort(aco_rt_co_t* co, int err) {
     aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
-    rt_lock(&ch->lock);
+    int fast = chan_enter(ch);
     int won = ch->direct == co;
     if (won) ch->direct = NULL;
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
     if (won) rt_wake(co, err);
     /* else a waker took it: its wake is on the way (maybe via a mailbox) */
 }
@@ -226,9 +331,9 @@ static void chan_abort(aco_rt_co_t* co, int err) {
 /* The same without the wake: co is freed where it waits (aco_rt_sched_free). */
 static void chan_forget(aco_rt_co_t* co) {
     aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
-    rt_lock(&ch->lock);
+    int fast = chan_enter(ch);
     if (ch->direct == co) ch->direct = NULL;
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
 }
 
 /* Where a waiting co keeps the element it sends or receives (not on its
@@ -243,21 +348,21 @@ static inline void* mailbox(aco_rt_co_t* me, size_t n) {
 /* aco_rt_chan_send that waits (ch locked), tail-called: out of line, so
  * that the send that goes through at once saves no registers. */
 __attribute__((noinline))
-static int send_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
+static int send_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem, int64_t deadline, int fast) {
     int r = rt_may_block(me, deadline);
     void* box = r ? NULL : mailbox(me, ch->elem_size);
     if (r == 0 && box == NULL) r = -ENOMEM;
-    if (r) { rt_unlock(&ch->lock); return r; }
+    if (r) { chan_leave(ch, fast); return r; }
     if (direct_park(me, ch, 1)) {
         rt_copy(&ch->dval, elem, ch->elem_size);
-        rt_unlock(&ch->lock);
+        chan_leave(ch, fast);
         return rt_park(me, RT_W_CHAN_SEND_D, ch, deadline);
     }
     rt_copy(box, elem, ch->elem_size);
     me->w.slot = box;
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->sendq, &me->w, &ch->lock);
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
     return rt_park(me, RT_W_CHAN_SEND, ch, deadline);
 }
 
@@ -266,35 +371,35 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
     rt_waiter_t* wk = NULL;
-    rt_lock(&ch->lock);
-    if (ch->closed) { rt_unlock(&ch->lock); return -EPIPE; }
+    int fast = chan_enter(ch);
+    if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     if (send_now(ch, elem, &wk)) {
         size_t n = ch->elem_size;
         aco_rt_sched_t* ds = ch->direct_s;
-        rt_unlock(&ch->lock);
+        chan_leave(ch, fast);
         if (wk) fire_recv(wk, elem, n, ds);
         return 0;
     }
-    return send_wait(me, ch, elem, deadline);
+    return send_wait(me, ch, elem, deadline, fast);
 }
 
 /* aco_rt_chan_recv that waits (ch locked), up to the switch: 0 or -errno
  * (ch unlocked). */
 __attribute__((noinline))
-static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline) {
+static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline, int fast) {
     int r = ch->closed ? -EPIPE : rt_may_block(me, deadline);
     void* box = r ? NULL : mailbox(me, ch->elem_size);
     if (r == 0 && box == NULL) r = -ENOMEM;
-    if (r) { rt_unlock(&ch->lock); return r; }
+    if (r) { chan_leave(ch, fast); return r; }
     if (direct_park(me, ch, 0)) {
-        rt_unlock(&ch->lock);
+        chan_leave(ch, fast);
         rt_park_begin(me, RT_W_CHAN_RECV_D, ch, deadline);
         return 0;
     }
     me->w.slot = box;
     rt_claim_reset(me);
     rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
     rt_park_begin(me, RT_W_CHAN_RECV, ch, deadline);
     return 0;
 }
@@ -324,8 +429,8 @@ static int recv_box_done(void* elem) {
 /* The three: only elem lives across the switch, so that a parked
  * receiver's saved frames stay small (memory per parked co). */
 __attribute__((noinline))
-static int recv_wait_any(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
-    int r = recv_queue(me, ch, deadline);
+static int recv_wait_any(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline, int fast) {
+    int r = recv_queue(me, ch, deadline, fast);
     if (r) return r;
     rt_switch_out(me);
     return recv_done(elem);
@@ -335,9 +440,9 @@ static int recv_wait_any(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t
  * deadline, for an element of up to 8 bytes, on an open channel (the
  * common case: no call but the switch), else recv_wait_any. */
 __attribute__((noinline))
-static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline, int fast) {
     if (rt_unlikely(deadline != -1 || ch->closed || ch->elem_size > sizeof(me->w.box)))
-        return recv_wait_any(me, ch, elem, deadline);
+        return recv_wait_any(me, ch, elem, deadline, fast);
     /* The element's size, kept in the record where the waker does not
      * write: after the wake the channel's cache line is likely the
      * waker's, of another thread (recv_done would wait for it).  The
@@ -352,7 +457,7 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
         rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
         wait = RT_W_CHAN_RECV;
     }
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
     rt_park_begin(me, wait, ch, -1);
     rt_switch_out(me);
     return recv_box_done(elem);
@@ -362,18 +467,18 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
-    rt_lock(&ch->lock);
+    int fast = chan_enter(ch);
     rt_waiter_t* wk = recv_now(ch, elem);
-    if (wk == NULL) return recv_wait(me, ch, elem, deadline);
+    if (wk == NULL) return recv_wait(me, ch, elem, deadline, fast);
     aco_rt_sched_t* ds = ch->direct_s;
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
     if (wk != RECV_NOBODY) fire(wk, 0, ds);
     return 0;
 }
 
 int aco_rt_chan_close(aco_rt_chan_t* ch) {
-    rt_lock(&ch->lock);
-    if (ch->closed) { rt_unlock(&ch->lock); return -EPIPE; }
+    int fast = chan_enter(ch);
+    if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     ch->closed = 1;
     if (ch->direct) {
         aco_rt_co_t* d = ch->direct;
@@ -388,7 +493,7 @@ int aco_rt_chan_close(aco_rt_chan_t* ch) {
          * thread's co only queues a message, so do it here */
         fire(w, -EPIPE, NULL);
     }
-    rt_unlock(&ch->lock);
+    chan_leave(ch, fast);
     return 0;
 }
 
@@ -411,8 +516,11 @@ static int select_locks(aco_rt_case_t* cases, int n, uint32_t** out) {
     return k;
 }
 
-static void lock_all(uint32_t** l, int k) { for (int i = 0; i < k; i++) rt_lock(l[i]); }
-static void unlock_all(uint32_t** l, int k) { for (int i = k; i-- > 0; ) rt_unlock(l[i]); }
+static inline aco_rt_chan_t* chan_of(uint32_t* lock) {
+    return rt_container_of(lock, aco_rt_chan_t, lock);
+}
+static void lock_all(uint32_t** l, int k) { for (int i = 0; i < k; i++) chan_enter(chan_of(l[i])); }
+static void unlock_all(uint32_t** l, int k) { for (int i = k; i-- > 0; ) chan_leave_any(chan_of(l[i])); }
 
 /* Take the select's waiters that are still queued off their queues (their
  * channels locked). */
