@@ -122,9 +122,19 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
         if (s) __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
         return;
     }
-    /* Registered, so it cannot fail: the owner's busy store is visible
-     * after it, or its load of the lock comes after it and sees it held. */
-    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+    /* The owner's busy store is visible after it, or its load of the lock
+     * comes after it and sees it held.  A child of fork(2) is not
+     * registered (the parent was): register it, or take the slow global
+     * barrier, which needs no registration. */
+    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+        (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0 ||
+         membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) &&
+        membarrier(MEMBARRIER_CMD_GLOBAL) != 0) {
+        /* (the kernel took back what it gave: no safe way on) */
+        static const char m[] = "aco_rt channel: membarrier(2) failed after it had worked\n";
+        if (write(2, m, sizeof(m) - 1) < 0) { /* aborting anyway */ }
+        abort();
+    }
     for (unsigned i = 0; __atomic_load_n(&ch->busy, __ATOMIC_ACQUIRE); i++) {
         if (i < 64) rt_pause(); else sched_yield();
     }
