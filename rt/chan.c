@@ -149,7 +149,12 @@ static inline int chan_enter(aco_rt_chan_t* ch) {
         __atomic_store_n(&ch->busy, 1, __ATOMIC_RELAXED);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);       /* (membarrier's
                                                            other half) */
-        if (rt_likely(__atomic_load_n(&ch->lock, __ATOMIC_ACQUIRE) == 0)) return 1;
+        /* The owner again, after the lock: a revoker may have come and
+         * gone between the first look and busy (the lock seen free then
+         * is its release, after its store of OWNER_NONE). */
+        if (rt_likely(__atomic_load_n(&ch->lock, __ATOMIC_ACQUIRE) == 0 &&
+                      __atomic_load_n(&ch->owner, __ATOMIC_RELAXED) == s))
+            return 1;
         __atomic_store_n(&ch->busy, 0, __ATOMIC_RELAXED);
     }
     chan_enter_locked(ch, s);
