@@ -1236,11 +1236,12 @@ int  aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline);
 typedef struct aco_rt_chan aco_rt_chan_t;
 
 /* A channel of cap elements of elem_size bytes (>= 1): NULL with errno
- * ENOMEM or EINVAL.  Its calls take no locked instruction while only the
- * cos of one scheduler use it; the first call from any other thread (a co
- * of another scheduler, or close, len or free outside) costs one
- * membarrier(2), a barrier on every CPU that runs a thread of the process,
- * and from then on every call takes the channel's spin lock. */
+ * ENOMEM or EINVAL.  Once the cos of one scheduler have made 64 calls on
+ * it in a row, its calls there take no locked instruction; the first call
+ * after that from any other thread (a co of another scheduler, or close,
+ * len or free outside) costs one membarrier(2), a barrier on every CPU that
+ * runs a thread of the process, and from then on every call takes the
+ * channel's spin lock. */
 aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap);
 /* Free it: no co may be waiting on it (-EBUSY, nothing freed).  Free it
  * once every call on it has returned: a co woken by another thread's send

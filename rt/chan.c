@@ -32,7 +32,8 @@
  *
  * The owner.  Most channels are only ever used by the cos of one thread,
  * and an exchange on the lock costs more than the rest of a hand-off's
- * bookkeeping.  So the first scheduler to use a channel owns it: its cos
+ * bookkeeping.  So the first scheduler to use a channel 64 times running
+ * (and nobody else meanwhile) owns it: its cos
  * enter by raising ch->busy with a plain store and then finding the lock
  * free (chan_enter), no locked instruction.  Anyone else takes the lock and,
  * while there is an owner, revokes it for good: membarrier(2) makes every
@@ -70,6 +71,8 @@ struct aco_rt_chan {
     size_t         cap;
     char*          ring;
     aco_rt_sched_t* owner;      /* or OWNER_FREE, OWNER_NONE; read-mostly */
+    aco_rt_sched_t* cand;       /* while free: who came in last (locked), */
+    uint32_t       cand_n;      /* how many times running */
 };
 _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
                "a channel's written fields share a cache line");
@@ -77,6 +80,7 @@ _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
 /* ch->owner before any scheduler used it, and once revoked (or never to
  * be: no membarrier). */
 #define OWNER_FREE ((aco_rt_sched_t*)1)
+#define OWN_AFTER 64
 #define OWNER_NONE ((aco_rt_sched_t*)2)
 
 #if defined(ACO_RT_NO_THREADS)
@@ -119,7 +123,11 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     aco_rt_sched_t* o = __atomic_load_n(&ch->owner, __ATOMIC_RELAXED);
     if (rt_likely(o == OWNER_NONE || o == s)) return;
     if (o == OWNER_FREE) {
-        if (s) __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
+        /* Owned once one scheduler came OWN_AFTER times running: a
+         * channel that goes to another thread after a use or two (a reply
+         * channel) is never owned, and never pays a membarrier. */
+        if (s != ch->cand) ch->cand = s, ch->cand_n = 0;
+        if (s && ++ch->cand_n >= OWN_AFTER) __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
         return;
     }
     /* The owner's busy store is visible after it, or its load of the lock
