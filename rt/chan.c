@@ -32,17 +32,19 @@
  *
  * The owner.  Most channels are only ever used by the cos of one thread,
  * and an exchange on the lock costs more than the rest of a hand-off's
- * bookkeeping.  So the first scheduler to use a channel 64 times running
- * (and nobody else meanwhile) owns it: its cos
- * enter by raising ch->busy with a plain store and then finding the lock
- * free (chan_enter), no locked instruction.  Anyone else takes the lock and,
+ * bookkeeping.  So the first scheduler whose cos make OWN_AFTER calls on
+ * a channel in a row (nobody else's between) owns it: its cos enter by
+ * raising ch->busy with a plain store and then finding the lock free and
+ * the owner still theirs (chan_enter), no locked instruction.  A channel
+ * that goes to another thread after a call or two (a reply channel) is
+ * never owned, so never revoked.  Anyone else takes the lock and,
  * while there is an owner, revokes it for good: membarrier(2) makes every
  * thread of the process pass a full barrier, so that either the owner's
  * busy is seen now (and waited out) or the owner sees the lock taken and
  * takes it too (the asymmetric Dekker of userspace RCU).  From then on
- * everyone takes the lock.  A channel handed to another thread pays one
- * membarrier; without it (or under TSan, which does not know it) no
- * channel has an owner.  A co waits on a channel only while the channel
+ * everyone takes the lock: an owned channel pays one membarrier when
+ * another thread comes.  Without membarrier (or under TSan, which does not
+ * know it) no channel has an owner.  A co waits on a channel only while the channel
  * is its scheduler's or no one's, and its scheduler's cos are never inside
  * while that scheduler unlinks it (rt_abort_shared, aco_rt_sched_free):
  * there the plain lock is enough.
@@ -71,17 +73,17 @@ struct aco_rt_chan {
     size_t         cap;
     char*          ring;
     aco_rt_sched_t* owner;      /* or OWNER_FREE, OWNER_NONE; read-mostly */
-    aco_rt_sched_t* cand;       /* while free: who came in last (locked), */
-    uint32_t       cand_n;      /* how many times running */
+    aco_rt_sched_t* cand;       /* while free: whose call came last, */
+    uint32_t       cand_n;      /* and how many of its calls in a row */
 };
 _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
                "a channel's written fields share a cache line");
 
-/* ch->owner before any scheduler used it, and once revoked (or never to
- * be: no membarrier). */
+/* ch->owner until a scheduler made OWN_AFTER calls in a row, and once
+ * revoked (or never to be: no membarrier). */
 #define OWNER_FREE ((aco_rt_sched_t*)1)
-#define OWN_AFTER 64
 #define OWNER_NONE ((aco_rt_sched_t*)2)
+#define OWN_AFTER 64
 
 #if defined(ACO_RT_NO_THREADS)
 static inline int chan_enter(aco_rt_chan_t* ch) { (void)ch; return 0; }
@@ -123,9 +125,7 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     aco_rt_sched_t* o = __atomic_load_n(&ch->owner, __ATOMIC_RELAXED);
     if (rt_likely(o == OWNER_NONE || o == s)) return;
     if (o == OWNER_FREE) {
-        /* Owned once one scheduler came OWN_AFTER times running: a
-         * channel that goes to another thread after a use or two (a reply
-         * channel) is never owned, and never pays a membarrier. */
+        /* (cand_n counts this scheduler's calls in a row) */
         if (s != ch->cand) ch->cand = s, ch->cand_n = 0;
         if (s && ++ch->cand_n >= OWN_AFTER) __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
         return;
