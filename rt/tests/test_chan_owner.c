@@ -64,15 +64,19 @@ static void spawn_on(unsigned i, aco_rt_fn_t fn, void* arg) {
     CHECK_EQ(aco_rt_detach(co), 0);
 }
 
-/* A co of thread 0 that owns ch (it used it first) and then waits in it
- * for an element that never comes. */
+/* A co of thread 0 that owns ch (its 100 calls in a row are more than
+ * the 64 that make an owner) and then waits in it for an element that
+ * never comes. */
 static int owner_r = 1, owner_parked;
 static void owner_co(void* arg) {
     (void)arg;
-    uint64_t v = 7;
-    CHECK_EQ(aco_rt_chan_send(ch, &v, -1), 0);          /* buffered: at once */
-    CHECK_EQ(aco_rt_chan_recv(ch, &v, -1), 0);
-    CHECK_EQ(v, 7);
+    uint64_t v;
+    for (uint64_t i = 0; i < 50; i++) {
+        v = i;
+        CHECK_EQ(aco_rt_chan_send(ch, &v, -1), 0);      /* buffered: at once */
+        CHECK_EQ(aco_rt_chan_recv(ch, &v, -1), 0);
+        CHECK_EQ(v, i);
+    }
     __atomic_store_n(&owner_parked, 1, __ATOMIC_RELEASE);
     owner_r = aco_rt_chan_recv(ch, &v, -1);
 }
