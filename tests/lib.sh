@@ -168,15 +168,35 @@ ok() { echo "ok   $*"; }
 # bad WHAT: prints the line of a check that failed and counts it in $fails.
 bad() { echo "FAIL $*"; fails=$(( ${fails:-0} + 1 )); }
 
+# stall_run SECONDS COMMAND...: runs COMMAND (killed after SECONDS), its
+# output in $out, and returns its status.  If it fails and its output
+# matches $STALL_RETRY (a grep pattern: a latency bound that this host's
+# vCPU stalls can miss; 10-22 ms stalls with no counter to show them were
+# seen on 2026-12-03), it runs once more, whole: $again then holds the
+# first run's matching line.  Missed twice running, it fails.
+stall_run() {
+    local secs=$1
+    shift
+    again=
+    out=$(timeout "$secs" "$@" 2>&1) && return 0
+    [ -n "${STALL_RETRY:-}" ] && grep -q -- "$STALL_RETRY" <<< "$out" || return 1
+    again=$(grep -m1 -- "$STALL_RETRY" <<< "$out")
+    out=$(timeout "$secs" "$@" 2>&1)
+}
+
 # verdict_run SECONDS WHAT WANT COMMAND...: runs COMMAND (killed after
 # SECONDS); WANT is pass (it must exit 0: the line shows its "result:"
-# line) or the text its failure must print (a failure for another reason
-# is a FAIL).  $VERBOSE shows its whole output.
+# line; $STALL_RETRY as for stall_run) or the text its failure must print
+# (a failure for another reason is a FAIL).  $VERBOSE shows its whole
+# output.
 verdict_run() {
-    local secs=$1 what=$2 want=$3 out got
+    local secs=$1 what=$2 want=$3 out got again
     shift 3
-    if out=$(timeout "$secs" "$@" 2>&1); then got=pass; else got=fail; fi
-    if [ "$want" = pass ] && [ $got = pass ]; then ok "$what: $(echo "$out" | grep -m1 '^result:')"
+    if [ "$want" = pass ]; then
+        if stall_run "$secs" "$@"; then got=pass; else got=fail; fi
+    elif out=$(timeout "$secs" "$@" 2>&1); then got=pass; else got=fail; fi
+    if [ "$want" = pass ] && [ $got = pass ]; then
+        ok "$what${again:+ (again; at first: $again)}: $(echo "$out" | grep -m1 '^result:')"
     elif [ "$want" != pass ] && [ $got = fail ] && echo "$out" | grep -q "$want"; then
         ok "$what: $(echo "$out" | grep -m1 "$want")"
     else bad "$what: expected ${want}: $out"; fi
