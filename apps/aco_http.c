@@ -749,7 +749,8 @@ static int idle_tls(conn_t* c) {
         c->b = NULL;
         free(c->body);
         c->body = NULL;
-        if (aco_rt_wait(c->fd, POLLIN, deadline) < 0) return -1;
+        /* (the fill's read just said EAGAIN: no look first) */
+        if (aco_rt_wait(c->fd, POLLIN | ACO_RT_WAIT_AFTER_EAGAIN, deadline) < 0) return -1;
         if ((c->b = aco_rt_tls_bufio_new(c->tls, RBUF, WBUF)) == NULL) return -1;
     }
     return aco_rt_bufio_fill(c->b, deadline) > 0 ? 0 : -1;

@@ -469,8 +469,17 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
                    int64_t deadline);
 
 /* Wait until fd is ready for events (POLLIN, POLLOUT): the poll(2) revents
- * (POLLIN, POLLOUT, POLLERR, POLLHUP, POLLRDHUP), or -errno. */
+ * (POLLIN, POLLOUT, POLLERR, POLLHUP, POLLRDHUP), or -errno.  The wait
+ * first looks (poll(2) without waiting) and returns at once if fd is
+ * ready.  events may also carry ACO_RT_WAIT_AFTER_EAGAIN: the caller's own
+ * call on fd has just said EAGAIN (no other co ran since), so on a socket
+ * the wait skips that look (one system call fewer; the backend's wait
+ * still finds fd ready if it became so since that EAGAIN), and a deadline
+ * already passed gives -ETIMEDOUT at once.  Without that EAGAIN the wait
+ * may miss readiness that came before it (epoll: until the next change).
+ * On anything but a socket the flag changes nothing. */
 int aco_rt_wait(int fd, int events, int64_t deadline);
+#define ACO_RT_WAIT_AFTER_EAGAIN 0x10000
 
 /* Wait until one of fds[0..n) is ready, as poll(2) does: the count of
  * entries whose revents came back non-zero (each entry's revents written,

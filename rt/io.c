@@ -331,11 +331,24 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
     }
 }
 
+/* Has fd's table entry (made if none) seen a socket?  ACO_RT_WAIT_AFTER_EAGAIN
+ * skips the first look on sockets only: epoll cannot wait on a regular
+ * file, which the look finds ready. */
+static int wait_on_socket(aco_rt_sched_t* s, int fd) {
+    rt_fd_t* f = rt_fd_get(&s->fds, fd);
+    return f && rt_fd_kind(f, fd) == RT_FD_SOCK;
+}
+
 int aco_rt_wait(int fd, int events, int64_t deadline) {
     CO_OR_EPERM(co);
+    int after_eagain = events & ACO_RT_WAIT_AFTER_EAGAIN;
+    events &= ~ACO_RT_WAIT_AFTER_EAGAIN;
     struct pollfd p = {fd, (short)events, 0};
-    int n = rt_sys_poll0(&p, 1);
-    if (n < 0) return -errno;
+    int n = 0;
+    if (!after_eagain || !wait_on_socket(co->s, fd)) {
+        n = rt_sys_poll0(&p, 1);
+        if (n < 0) return -errno;
+    }
     /* A descriptor that lends: bytes its multishot took off the socket are
      * readable too; while the multishot is armed, what comes to the socket
      * is its own (the socket's POLLIN is not ours to see), and its arrival

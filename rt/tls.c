@@ -578,7 +578,10 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE: {    /* (nothing queued: OpenSSL pushes no error for these) */
         t->want = e;
-        int w = aco_rt_wait(t->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+        /* (our BIO asks for a retry only when its recv or send said
+         * EAGAIN, just now: no look first) */
+        int w = aco_rt_wait(t->fd, (e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT) |
+                                       ACO_RT_WAIT_AFTER_EAGAIN, deadline);
         if (w >= 0) return 1;
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
         if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;

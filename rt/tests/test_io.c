@@ -15,7 +15,8 @@
  *    connect (0, -ECONNREFUSED, -ETIMEDOUT to a listener whose backlog is
  *    full), accept deadline;
  *  - aco_rt_wait: POLLIN / POLLOUT at once, woken by a write, deadline,
- *    POLLHUP / POLLRDHUP after the peer closed;
+ *    POLLHUP / POLLRDHUP after the peer closed; ACO_RT_WAIT_AFTER_EAGAIN
+ *    (no look first on a socket, a look on a pipe and a regular file);
  *  - half-closed sockets (SHUT_WR: the reader gets 0, the other way still
  *    works); EOF or a reset that came with the last data (before the read
  *    that returned it short): the next read reports it at once; peer
@@ -789,6 +790,47 @@ static void wait_main(void* arg) {
     closefd(fds[0]);
     closefd(fds[1]);
     CHECK_EQ(aco_rt_wait(fds[0], POLLIN, aco_rt_now() + MS), -EBADF);
+}
+
+/* ACO_RT_WAIT_AFTER_EAGAIN: on a socket no look first (a passed deadline
+ * says -ETIMEDOUT though bytes are there: the proof that it did not
+ * look), else as without it; a wait finds bytes that came. */
+static void wait_after_eagain_main(void* arg) {
+    (void)arg;
+    const int F = ACO_RT_WAIT_AFTER_EAGAIN;
+    for (int kind = K_PIPE; kind <= K_TCP; kind++) {
+        int fds[2];
+        make_pair(kind, fds);
+        char ch;
+        CHECK_EQ(aco_rt_read(fds[0], &ch, 1, 0), -ETIMEDOUT);      /* the EAGAIN */
+        CHECK_EQ(aco_rt_wait(fds[0], POLLIN | F, 0), -ETIMEDOUT);
+        int64_t d = aco_rt_now() + 2 * MS;
+        CHECK_EQ(aco_rt_wait(fds[0], POLLIN | F, d), -ETIMEDOUT);
+        CHECK_GE(aco_rt_now(), d);
+        aco_rt_co_t* c = aco_rt_spawn(NULL, late_write, &fds[1]);
+        int r = aco_rt_wait(fds[0], POLLIN | F, -1);
+        CHECK(r > 0 && (r & POLLIN));
+        CHECK_EQ(aco_rt_join(c, -1), 0);
+        /* the byte is there (the flag's promise broken on purpose): a
+         * socket's wait does not look, a pipe's does */
+        r = aco_rt_wait(fds[0], POLLIN | F, 0);
+        if (kind == K_PIPE) CHECK(r > 0 && (r & POLLIN));
+        else CHECK_EQ(r, -ETIMEDOUT);
+        CHECK_EQ(aco_rt_read(fds[0], &ch, 1, -1), 1);
+        CHECK_EQ(ch, 'w');
+        r = aco_rt_wait(fds[1], POLLOUT | F, -1);
+        CHECK(r > 0 && (r & POLLOUT));
+        closefd(fds[0]);
+        closefd(fds[1]);
+    }
+    /* a regular file (epoll cannot wait on one): ready at once */
+    char path[] = "/tmp/test_io_wait.XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    unlink(path);
+    int r = aco_rt_wait(fd, POLLIN | POLLOUT | F, 0);
+    CHECK(r > 0 && (r & POLLIN) && (r & POLLOUT));
+    closefd(fd);
 }
 
 static void half_reader(void* arg) {
@@ -1654,6 +1696,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go_solo(s, cancel_and_close, NULL);
     test_go_solo(s, accept_connect, NULL);
     test_go_solo(s, wait_main, NULL);
+    test_go_solo(s, wait_after_eagain_main, NULL);
     test_go_solo(s, half_close, NULL);
     test_go_solo(s, eof_after_short_read, NULL);
     test_go_solo(s, reset_main, NULL);
