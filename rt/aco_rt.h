@@ -213,9 +213,9 @@ int aco_rt_detach(aco_rt_co_t* co);
 /* Ask co to stop: its blocking call (now or next) returns -ECANCELED, and so
  * does every later one; nothing is unwound by force.  0; cancelling a co
  * twice, or one that finished, does nothing; -EINVAL if co is NULL.  From
- * any thread (a co of another thread's scheduler hears it soon, through
- * that scheduler: a wake that comes first may still end its blocking call
- * with success, and the next one fails). */
+ * any thread (a co of another thread's scheduler hears it at its next
+ * call, or through that scheduler if it waits: a wake that comes first may
+ * still end its blocking call with success, and the next one fails). */
 int aco_rt_cancel(aco_rt_co_t* co);
 
 /* The calling co, or NULL outside cos. */

@@ -392,7 +392,7 @@ static int send_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem, int64
 int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
-    if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
+    if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
     rt_waiter_t* wk = NULL;
     int fast = chan_enter(ch);
     if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
@@ -489,7 +489,7 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(me == NULL)) return -EPERM;
-    if (rt_unlikely(me->flags & RT_CANCELLED)) return -ECANCELED;
+    if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
     int fast = chan_enter(ch);
     rt_waiter_t* wk = recv_now(ch, elem);
     if (wk == NULL) return recv_wait(me, ch, elem, deadline, fast);
@@ -572,7 +572,7 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
     if (cases == NULL || n < 1) return -EINVAL;
-    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(me)) return -ECANCELED;
     size_t send_bytes = 0, recv_max = 0;
     for (int i = 0; i < n; i++) {
         aco_rt_case_t* c = &cases[i];

@@ -715,7 +715,7 @@ static aco_rt_co_t* kept;
 
 void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (co->flags & RT_NO_START) { rt_rec_free(co); return; } /* no aco, not listed */
-    if (rt_load(&co->cancel_sent) == 1) {
+    if (RT_CANCEL_ON_WAY(rt_load(&co->cancel_sent))) {
         co->flags |= RT_FREE_LATER;     /* its cancel message is on the way */
         return;
     }
@@ -819,7 +819,7 @@ aco_rt_co_t* aco_rt_self(void) { return rt_self(); }
 
 int aco_rt_cancelled(void) {
     aco_rt_co_t* co = rt_self();
-    return co && ((co->flags & RT_CANCELLED) || (co->x && co->x->kept));
+    return co && (rt_co_cancelled(co) || (co->x && co->x->kept));
 }
 
 /* A cancel that comes while the shield is on is kept in x->kept, and a
@@ -877,7 +877,7 @@ int aco_rt_join(aco_rt_co_t* co, int64_t deadline) {
     if (co == NULL || co == me) return -EINVAL;
     aco_rt_co_t* j = rt_load(&co->joiner);
     if (j != NULL && j != RT_JOIN_DONE) return -EINVAL;     /* a joiner, or detached */
-    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(me)) return -ECANCELED;
     if (j == NULL) {
         int r = rt_may_block(me, deadline);
         if (r) return r;
@@ -919,9 +919,17 @@ void rt_cancel_local(aco_rt_co_t* co) {
 }
 
 void rt_cancel_async(aco_rt_co_t* co) {
-    uint8_t none = 0;
-    if (rt_cas(&co->cancel_sent, &none, (uint8_t)1))
+    uint8_t none = RT_CANCEL_NONE;
+    if (rt_cas(&co->cancel_sent, &none, (uint8_t)RT_CANCEL_SENT))
         rt_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
+}
+
+/* rt_co_cancelled's slow way: the running co takes the cancel that is on
+ * its way (the shield keeps it, as a local cancel). */
+int rt_cancel_take(aco_rt_co_t* co) {
+    rt_store(&co->cancel_sent, (uint8_t)RT_CANCEL_TAKEN);
+    rt_cancel_local(co);
+    return co->flags & RT_CANCELLED;
 }
 
 int aco_rt_cancel(aco_rt_co_t* co) {

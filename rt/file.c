@@ -302,7 +302,7 @@ static fop_t* fop_new(unsigned w, size_t tail) {
 #define CO_OR_EPERM(co)                                         \
     aco_rt_co_t* co = rt_self();                                \
     if (rt_unlikely(co == NULL)) return -EPERM;                 \
-    if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED
+    if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED
 
 /* ------------------------------------------------------------------------ */
 /* Reads and writes                                                         */

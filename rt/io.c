@@ -86,7 +86,7 @@ static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co
 #define CO_OR_EPERM(co)                                         \
     aco_rt_co_t* co = rt_self();                                \
     if (rt_unlikely(co == NULL)) return -EPERM;                 \
-    if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED
+    if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED
 
 /* A descriptor that lent receives (lend.c) has bytes queued in runtime
  * buffers, or coming there: the receive calls take those first.  If

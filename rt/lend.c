@@ -549,7 +549,7 @@ static ssize_t lend_heap(aco_rt_sched_t* s, int fd, const char** data, int64_t d
 ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
     aco_rt_co_t* co = rt_self();
     if (rt_unlikely(co == NULL)) return -EPERM;
-    if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED;
+    if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED;
     if (data == NULL) return -EINVAL;
     aco_rt_sched_t* s = co->s;
     rt_fd_t* e = rt_fd_get(&s->fds, fd);

@@ -376,8 +376,8 @@ static int drain(aco_rt_sched_t* s) {
         case RT_MSG_SPAWN:  rt_spawn_arrived(s, co); break;
         case RT_MSG_FREE:   rt_record_free(s, co); break;
         case RT_MSG_CANCEL:
-            rt_cancel_local(co);
-            rt_store(&co->cancel_sent, (uint8_t)2);
+            if (rt_load(&co->cancel_sent) != RT_CANCEL_TAKEN) rt_cancel_local(co);
+            rt_store(&co->cancel_sent, (uint8_t)RT_CANCEL_DONE);
             if (co->flags & RT_FREE_LATER) rt_record_free(s, co);
             break;
         }
@@ -586,7 +586,7 @@ int aco_rt_yield(void) {
     aco_rt_sched_t* s = co->s;
     /* A cancelled co yields too (one that loops on yields, waiting for
      * another co, must not starve it), and then hears it. */
-    int r = co->flags & RT_CANCELLED ? -ECANCELED : 0;
+    int r = rt_co_cancelled(co) ? -ECANCELED : 0;
     if (s->run.rq_head == NULL && s->run.since_poll + 1 < POLL_EVERY && !s->pooled.out_pending &&
         !rt_load(&s->ask.stop)) {
         /* Nobody else is ready: the loop would resume co at once. */
@@ -596,7 +596,7 @@ int aco_rt_yield(void) {
     co->state = RT_READY;
     rt_rq_push(s, co);
     rt_switch_out(co);
-    return co->flags & RT_CANCELLED ? -ECANCELED : 0;
+    return rt_co_cancelled(co) ? -ECANCELED : 0;
 }
 
 static void sleep_abort(aco_rt_co_t* co, int err) {
@@ -608,7 +608,7 @@ __attribute__((noinline))
 static int sleep_begin(int64_t deadline) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
-    if (co->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(co)) return -ECANCELED;
     /* -1: no limit; every other negative deadline is long past */
     rt_park_begin(co, RT_W_SLEEP, NULL, deadline == -1 ? INT64_MAX : deadline < 0 ? 0 : deadline);
     return 0;

@@ -358,7 +358,7 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline) {
     if (me == NULL) return -EPERM;
     if (g == NULL) return -EINVAL;
     if (me->x && me->x->group == g) return -EDEADLK;
-    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(me)) return -ECANCELED;
     rt_lock(&g->lock);
     if (g->n == 0) { rt_unlock(&g->lock); return 0; }
     int r = rt_may_block(me, deadline);

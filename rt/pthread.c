@@ -630,7 +630,7 @@ int aco_rt_pthread_once(aco_rt_pthread_once_t* o, void (*init)(void)) {
     aco_rt_co_t* me = rt_self();
     /* (a cancelled co gets ECANCELED from a call that can block even when
      * this one would not: aco_rt.h) */
-    if (me && (me->flags & RT_CANCELLED)) return ECANCELED;
+    if (me && rt_co_cancelled(me)) return ECANCELED;
     if (__atomic_load_n(&o->done_, __ATOMIC_ACQUIRE)) return 0;
     if (me == NULL) return EPERM;
     /* The first to lock runs init holding the mutex; the others queue on it

@@ -280,7 +280,7 @@ struct aco_rt_co {
     rt_extra_t*      x;
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
     uint8_t          flags;
-    uint8_t          cancel_sent;   /* a cancel message was sent (atomic) */
+    uint8_t          cancel_sent;   /* atomic: RT_CANCEL_* (rt_co_cancelled) */
     uint8_t          started;   /* atomic: 0 while it waits in a pool
                                    thread's newq (others may take it) */
     uint8_t          cancel_req;    /* atomic: cancelled before it started */
@@ -543,11 +543,27 @@ static inline int64_t rt_now(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A cancel from another thread travels as a message to the co's
+ * scheduler (cancel_sent RT_CANCEL_SENT), which takes it when its loop
+ * runs.  A co that never waits never lets its loop run: so its calls take
+ * a cancel on its way themselves (RT_CANCEL_TAKEN; the message, when it
+ * comes, then does nothing but say it came: RT_CANCEL_DONE). */
+enum { RT_CANCEL_NONE, RT_CANCEL_SENT, RT_CANCEL_DONE, RT_CANCEL_TAKEN };
+#define RT_CANCEL_ON_WAY(v) ((v) & 1)      /* SENT, TAKEN: the message is */
+int rt_cancel_take(aco_rt_co_t* co);        /* co.c */
+
+/* Non-zero if the running co is cancelled: what every call looks at. */
+static inline int rt_co_cancelled(aco_rt_co_t* co) {
+    if (rt_unlikely(__atomic_load_n(&co->cancel_sent, __ATOMIC_RELAXED) == RT_CANCEL_SENT))
+        return rt_cancel_take(co);
+    return co->flags & RT_CANCELLED;
+}
+
 /* May the running co block now?  0, or the error to return at once:
  * -ECANCELED (cancelled), -ETIMEDOUT (deadline passed: -1 is no deadline,
  * every other negative one is long past). */
 static inline int rt_may_block(aco_rt_co_t* co, int64_t deadline) {
-    if (rt_unlikely(co->flags & RT_CANCELLED)) return -ECANCELED;
+    if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED;
     if (deadline != -1 && (deadline <= 0 || deadline <= rt_now())) return -ETIMEDOUT;
     return 0;
 }

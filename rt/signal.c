@@ -56,7 +56,7 @@ static void to_siginfo(const struct signalfd_siginfo* in, siginfo_t* out) {
 int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
-    if (co->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(co)) return -ECANCELED;
     if (set == NULL) return -EINVAL;
     /* a signal of set that this thread does not block would be delivered
      * the usual way (its handler, or the default: often the end of the

@@ -65,7 +65,7 @@ __attribute__((noinline))
 static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (owner_of(rt_load(&m->owner_)) == me) return -EDEADLK;
-    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(me)) return -ECANCELED;
     int r = rt_may_block(me, deadline);
     if (r) return r;
     if (!lock_or_queue(m, me)) return 0;
@@ -75,7 +75,7 @@ static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
 
 int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
-    if (rt_likely(me != NULL && !(me->flags & RT_CANCELLED))) {
+    if (rt_likely(me != NULL && !rt_co_cancelled(me))) {
         uintptr_t o = 0;
         if (rt_likely(rt_cas(&m->owner_, &o, (uintptr_t)me))) {
             held_add(me, 1);
@@ -140,7 +140,7 @@ void aco_rt_cond_init(aco_rt_cond_t* c) { memset(c, 0, sizeof(*c)); }
 int aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL || owner_of(rt_load(&m->owner_)) != me) return -EPERM;
-    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(me)) return -ECANCELED;
     int r = rt_may_block(me, deadline);
     if (r) return r;
     /* On c's queue before m is let go: a signal after the unlock finds us. */
@@ -191,7 +191,7 @@ static inline int sem_take(aco_rt_sem_t* s) {
 int aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
-    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(me)) return -ECANCELED;
     if (sem_take(s)) return 0;
     int r = rt_may_block(me, deadline);
     if (r) return r;
@@ -247,7 +247,7 @@ int aco_rt_wg_done(aco_rt_wg_t* wg) { return aco_rt_wg_add(wg, -1); }
 int aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return -EPERM;
-    if (me->flags & RT_CANCELLED) return -ECANCELED;
+    if (rt_co_cancelled(me)) return -ECANCELED;
     if (rt_load(&wg->count_) == 0) return 0;
     int r = rt_may_block(me, deadline);
     if (r) return r;
