@@ -309,14 +309,28 @@ static fop_t* fop_new(unsigned w, size_t tail) {
 /* ------------------------------------------------------------------------ */
 
 /* Is fd O_DIRECT (or not to be tried with RWF_NOWAIT for writes: *nw)?
- * The entry's hint, looked up again every 64 calls. */
+ * The entry's hint, looked up again every 64 calls (and before a helper
+ * takes a transfer: fd_mode_again). */
 #define FM_KNOWN  1
 #define FM_DIRECT 2
 #define FM_NO_NW_WRITE 4
 #define FM_NOTREG 8             /* a pipe, socket, terminal...: readiness */
+static int fd_mode_look(rt_fd_t* e, int fd);
 static int fd_mode(aco_rt_sched_t* s, int fd) {
     rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e && (e->fmode & FM_KNOWN) && (++e->fage & 63) != 0) return e->fmode;
+    return fd_mode_look(e, fd);
+}
+
+/* A hint of the entry may be old: the number closed with close(2) and
+ * reused behind our back.  A helper thread on a pipe's or socket's
+ * transfer would be kept for good: before one takes a transfer, the
+ * hint is looked up again (a hand-off to a helper costs far more). */
+static int fd_mode_again(aco_rt_sched_t* s, int fd) {
+    return fd_mode_look(rt_fd_peek(&s->fds, fd), fd);
+}
+
+static int fd_mode_look(rt_fd_t* e, int fd) {
     int fl = rt_sys_fcntl(fd, F_GETFL, 0);
     rt_sys_fid_t id;
     int m = FM_KNOWN | (fl >= 0 && (fl & O_DIRECT) ? FM_DIRECT : 0);
@@ -452,18 +466,23 @@ void rt_file_fini(aco_rt_sched_t* s) {
     s->fbuf.pinned = 0;
 }
 
+/* The way of a [data] transfer at off.  At the file position (off -1)
+ * the kernel's read(2) and write(2) hold the file's position lock for the
+ * whole transfer; io_uring's do not (two reads may get the same bytes, two
+ * writes land on each other): a helper's preadv2/pwritev2 then, which do. */
+static int data_way(aco_rt_sched_t* s, int write, int64_t off) {
+    unsigned w = write ? RT_F_WRITE : RT_F_READ;
+    int wy = way(s, w);
+    return off == -1 && wy == WAY_URING ? way(NULL, w) : wy;
+}
+
 /* One [data] transfer of the vector v (in the heap or in place; *v may be
  * advanced) the way of w: the count, or -errno. */
 static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int cnt, int64_t off,
                       int flags, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     unsigned w = write ? RT_F_WRITE : RT_F_READ;
-    int wy = way(s, w);
-    /* At the file position (off -1) the kernel's read(2) and write(2) hold
-     * the file's position lock for the whole transfer; io_uring's do not
-     * (two reads may get the same bytes, two writes land on each other):
-     * a helper's preadv2/pwritev2 then, which do. */
-    if (off == -1 && wy == WAY_URING) wy = way(NULL, w);
+    int wy = data_way(s, write, off);
 #ifdef ACO_RT_HAVE_URING
     if (wy == WAY_URING) {
         long r;
@@ -533,7 +552,10 @@ static ssize_t rw_ready(aco_rt_co_t* co, int write, int fd, const struct iovec* 
                         int64_t off, int flags, int64_t deadline) {
     int nw = RWF_NOWAIT;
     for (;;) {
+        rt_sigpipe_t h;
+        if (write) rt_sigpipe_hold(&h);
         long r = sys_prw(write, fd, iov, cnt, off, flags | nw);
+        if (write) rt_sigpipe_release(&h, r < 0 && errno == EPIPE);
         if (r >= 0) return r;
         r = -errno;
         if (r == -EOPNOTSUPP && nw) {
@@ -601,6 +623,8 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
                   int64_t off, int flags, int on_stack, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     size_t total = iov_total(iov, cnt);
+    rt_fd_t* fe = rt_fd_peek(&s->fds, fd);
+    int fm_cached = fe && (fe->fmode & FM_KNOWN) && ((fe->fage + 1) & 63) != 0;
     int fm = (flags & RWF_NOWAIT) ? FM_KNOWN | FM_DIRECT : fd_mode(s, fd);
     if (fm & FM_NOTREG) return rw_ready(co, write, fd, iov, cnt, off, flags, deadline);
     ssize_t done = 0;
@@ -631,6 +655,8 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
             iov_skip(&v, &cnt, (size_t)r);
         }
     }
+    if (fm_cached && data_way(s, write, off) != WAY_URING && (fd_mode_again(s, fd) & FM_NOTREG))
+        return done ? done : rw_ready(co, write, fd, v, cnt, off, flags, deadline);
     ssize_t r = on_stack ? way_bounce(co, write, fd, v, cnt, off, flags, deadline)
                          : way_all(co, write, fd, v, cnt, off, flags, deadline);
     if (r < 0) return done ? done : r;
@@ -980,10 +1006,13 @@ static ssize_t move_way(aco_rt_co_t* co, unsigned w, int in, int kin, int64_t* o
         int here = kout != K_FILE && (kin != K_FILE || cached(in, oin ? *oin : -1, len));
         if (here) {
             loff_t a = oin ? *oin : 0, b = oout ? *oout : 0;
+            rt_sigpipe_t h;             /* (out: a pipe, or a socket) */
+            rt_sigpipe_hold(&h);
             r = w == RT_F_TEE ? SC(SYS_tee, in, out, len, flags | SPLICE_F_NONBLOCK, 0, 0)
                               : SC(SYS_splice, in, oin ? &a : NULL, out, oout ? &b : NULL, len,
                                    flags | SPLICE_F_NONBLOCK);
             r = r < 0 ? -errno : r;
+            rt_sigpipe_release(&h, r == -EPIPE);
             if (r >= 0) co->s->st.file_nowait++;
         } else {
             fop_t* f = fop_new(w, 0);
@@ -1106,7 +1135,9 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
     if ((err = nonblock_ends(kout, out_fd))) return err;
     int64_t o = offset ? *offset : -1;
     if (o < -1 || (offset && o < 0)) return -EINVAL;
-    if (o == -1 && (o = lseek(in_fd, 0, SEEK_CUR)) < 0) return -errno;
+    /* (in_fd at its position: one that has none, a pipe or socket, is
+     * sendfile(2)'s EINVAL, not lseek's ESPIPE) */
+    if (o == -1 && (o = lseek(in_fd, 0, SEEK_CUR)) < 0) return errno == ESPIPE ? -EINVAL : -errno;
     size_t done = 0;
     ssize_t r = 0;
     /* The whole range cached at the start: sent from the thread to its end
@@ -1117,8 +1148,11 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
         if ((r = rt_may_block(co, deadline)) != 0) break;
         if (hot || (kout != K_FILE && cached(in_fd, o, chunk))) {
             rt_sf_off_t x = (rt_sf_off_t)o;
+            rt_sigpipe_t h;             /* (out: a pipe, or a socket) */
+            rt_sigpipe_hold(&h);
             r = SYS_SENDFILE(out_fd, in_fd, &x, chunk);
             r = r < 0 ? -errno : r;
+            rt_sigpipe_release(&h, r == -EPIPE);
             if (r >= 0) co->s->st.file_nowait++;
         } else {
             fop_t* f = fop_new(RT_F_SENDFILE, 0);

@@ -42,27 +42,40 @@ static int fd_nonblock_other(int fd) {
 /* SIGPIPE                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* write(2) or writev(2) to something that is not a socket (no
- * MSG_NOSIGNAL there): a reader gone raises SIGPIPE in the calling thread,
- * so block it for the call and take back the one the call raised.  If the
- * program blocks SIGPIPE itself, one already pending is its own (the call
- * adds none: a second is not queued), so only one that was not is taken. */
-static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
-    sigset_t pipe_set, old, pend;
+/* A reader gone raises SIGPIPE in the calling thread: block it for the
+ * call and take back the one the call raised.  If the program blocks
+ * SIGPIPE itself, one already pending is its own (the call adds none: a
+ * second is not queued), so only one that was not is taken. */
+void rt_sigpipe_hold(rt_sigpipe_t* h) {
+    sigset_t pipe_set, pend;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    int take = !sigismember(&old, SIGPIPE) ||
-               (sigpending(&pend) == 0 && !sigismember(&pend, SIGPIPE));
-    ssize_t r = vec ? rt_sys_writev(fd, (const struct iovec*)buf, (int)n)
-                    : rt_sys_write(fd, buf, n);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &h->old);
+    h->take = !sigismember(&h->old, SIGPIPE) ||
+              (sigpending(&pend) == 0 && !sigismember(&pend, SIGPIPE));
+}
+
+void rt_sigpipe_release(const rt_sigpipe_t* h, int epipe) {
     int err = errno;
-    if (r < 0 && err == EPIPE && take) {
+    if (epipe && h->take) {
+        sigset_t pipe_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
         struct timespec zero = {0, 0};
         while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {}
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_sigmask(SIG_SETMASK, &h->old, NULL);
     errno = err;
+}
+
+/* write(2) or writev(2) to something that is not a socket (no
+ * MSG_NOSIGNAL there). */
+static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
+    rt_sigpipe_t h;
+    rt_sigpipe_hold(&h);
+    ssize_t r = vec ? rt_sys_writev(fd, (const struct iovec*)buf, (int)n)
+                    : rt_sys_write(fd, buf, n);
+    rt_sigpipe_release(&h, r < 0 && errno == EPIPE);
     return r;
 }
 

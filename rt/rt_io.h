@@ -9,6 +9,7 @@
 
 #include "rt_impl.h"
 
+#include <signal.h>
 #include <sys/socket.h>
 
 #pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
@@ -29,6 +30,13 @@ ssize_t  rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline);
 ssize_t  rt_read_nothing(aco_rt_co_t* co, const rq_t* q);
 /* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
 int      rt_fd_nonblock(int fd);
+/* SIGPIPE held off around a call on the co's thread that may raise it (a
+ * write, sendfile or splice into a pipe or socket whose reader is gone:
+ * those have no MSG_NOSIGNAL), and the one the call raised taken back
+ * (epipe: it failed with EPIPE).  errno is kept. */
+typedef struct { sigset_t old; int take; } rt_sigpipe_t;
+void     rt_sigpipe_hold(rt_sigpipe_t* h);
+void     rt_sigpipe_release(const rt_sigpipe_t* h, int epipe);
 /* A deadline that has passed means one non-blocking try: the readiness way.
  * (Every negative deadline but -1 is a time long past.) */
 static inline int rt_passed(int64_t deadline) {
