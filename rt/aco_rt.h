@@ -445,9 +445,10 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * A socket that lends (aco_rt_recv_lend) is the exception: close it with
  * aco_rt_close (see there).
  *
- * SIGPIPE.  No call here raises it: a write, writev or send to a socket,
- * pipe or FIFO whose reader is gone returns -EPIPE, whatever the program's
- * SIGPIPE disposition.  Sockets get MSG_NOSIGNAL; a write to anything else
+ * SIGPIPE.  No call of the runtime raises it (these, the Files section's
+ * pwrite, pwritev, sendfile, splice and tee, sendmsg, the buffered
+ * writer): a transfer to a socket, pipe or FIFO whose reader is gone
+ * returns -EPIPE, whatever the program's SIGPIPE disposition.  Sockets get MSG_NOSIGNAL; a write to anything else
  * blocks SIGPIPE in the calling thread for the duration of the system call
  * and takes back (sigtimedwait) the SIGPIPE that call raised, so the
  * program's disposition and mask are never changed (where the program
@@ -702,9 +703,9 @@ int aco_rt_lend_return(const char* data);
  * the co parks and copied back after; data buffers are used in place
  * unless they lie on the calling co's share stack, which other cos use
  * while it is parked: then the transfer goes through a heap bounce buffer
- * of the same size (aligned to 4096 bytes, so O_DIRECT works there too)
- * and the bytes are copied (the cost of one memcpy; -ENOMEM if it cannot
- * be had).  In checked mode (aco.h) a buffer on a suspended co's stack is
+ * of the same size (aligned to 4096 bytes, so O_DIRECT works there too,
+ * even for a buffer that is not aligned itself) and the bytes are copied
+ * (the cost of one memcpy; -ENOMEM if it cannot be had).  In checked mode (aco.h) a buffer on a suspended co's stack is
  * reported as an escape, as for every I/O call.
  *
  * Common errors, besides each system call's own (the manual's errno,
@@ -1252,22 +1253,25 @@ typedef struct aco_rt_chan aco_rt_chan_t;
  * runs a thread of the process, and from then on every call takes the
  * channel's spin lock. */
 aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap);
-/* Free it: no co may be waiting on it (-EBUSY, nothing freed).  Free it
- * once every call on it has returned: a co woken by another thread's send
- * or close may still be inside its call. */
+/* Free it: 0; -EBUSY (nothing freed) while a co waits on it.  From any
+ * thread, in a co or not.  Free it only once every call on it has
+ * returned (a precondition, not checked: a co woken by another thread's
+ * send or close may still be inside its call). */
 int  aco_rt_chan_free(aco_rt_chan_t* ch);
 /* Copy elem (elem_size bytes) in: 0, -EPIPE (closed), -ETIMEDOUT,
- * -ECANCELED. */
+ * -ECANCELED, -EPERM (not in a co), -ENOMEM (an element over 8 bytes
+ * finds no room to wait in). */
 int  aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline);
 /* Copy an element out into elem: 0; -EPIPE once closed and empty;
- * -ETIMEDOUT, -ECANCELED. */
+ * -ETIMEDOUT, -ECANCELED, -EPERM (not in a co), -ENOMEM (as send). */
 int  aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline);
 /* No more sends: waiting senders get -EPIPE, receivers drain what is
  * buffered and then get -EPIPE.  0, or -EPIPE if already closed.  From any
  * thread, in a co or not.  (A cancelled co's send, receive and select
  * fail with -ECANCELED, closed channel or not.) */
 int  aco_rt_chan_close(aco_rt_chan_t* ch);
-/* Elements buffered now. */
+/* Elements buffered now in its ring (0 for capacity 0; the elements of
+ * senders that wait are not counted).  From any thread, in a co or not. */
 size_t aco_rt_chan_len(const aco_rt_chan_t* ch);
 
 /* One case of aco_rt_chan_select: send *elem on ch, or receive into elem. */
@@ -1281,10 +1285,15 @@ typedef struct {
 /* Do the first case that can go on (in case order when several can now;
  * else the first to become possible): its index, with the element sent or
  * received.  A select never pairs its own send case with its own receive
- * case (capacity 0: another co must take part).  A case on a closed channel
- * can go on and fails: its index is returned and *err (if not NULL) is
- * -EPIPE, else 0.  -ETIMEDOUT, -ECANCELED, -EINVAL (n < 1 or a bad case),
- * -ENOMEM. */
+ * case (capacity 0: another co must take part); one channel may be in
+ * several cases.  A case goes on as its call would: a send on a closed
+ * channel, and a receive on one closed and empty, go on and fail: the
+ * index is returned and *err (if not NULL) is -EPIPE, else 0 (a receive on
+ * a closed channel that still holds elements takes one, *err 0).
+ * -ETIMEDOUT, -ECANCELED, -EPERM (not in a co), -EINVAL (cases NULL, n <
+ * 1, or a case with a NULL channel or element or an op other than
+ * ACO_RT_SEND and ACO_RT_RECV), -ENOMEM (no room for its waiters and
+ * elements, which a co keeps from one select to the next). */
 int  aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline);
 
 /* ======================================================================== */
