@@ -924,11 +924,13 @@ void rt_cancel_async(aco_rt_co_t* co) {
         rt_send(co->s, &co->cmsg, RT_MSG_CANCEL);   /* its thread does it */
 }
 
-/* rt_co_cancelled's slow way: the running co takes the cancel that is on
- * its way (the shield keeps it, as a local cancel). */
+/* rt_co_cancelled's slow way: cancelled, or a cancel on its way, which
+ * the running co takes here (the shield keeps it, as a local cancel). */
 int rt_cancel_take(aco_rt_co_t* co) {
-    rt_store(&co->cancel_sent, (uint8_t)RT_CANCEL_TAKEN);
-    rt_cancel_local(co);
+    if (rt_load(&co->cancel_sent) == RT_CANCEL_SENT) {
+        rt_store(&co->cancel_sent, (uint8_t)RT_CANCEL_TAKEN);
+        rt_cancel_local(co);
+    }
     return co->flags & RT_CANCELLED;
 }
 

@@ -279,8 +279,13 @@ struct aco_rt_co {
     aco_rt_co_t*     joiner;    /* atomic: NULL, a co, RT_JOIN_DONE/DETACH/TAKEN */
     rt_extra_t*      x;
     aco_rt_timer_t   tmo;       /* the deadline of the current wait */
-    uint8_t          flags;
-    uint8_t          cancel_sent;   /* atomic: RT_CANCEL_* (rt_co_cancelled) */
+    union {
+        struct {
+            uint8_t  flags;
+            uint8_t  cancel_sent;   /* atomic: RT_CANCEL_* (rt_co_cancelled) */
+        };
+        uint16_t     flags_cancel;  /* both, for rt_co_cancelled's one load */
+    };
     uint8_t          started;   /* atomic: 0 while it waits in a pool
                                    thread's newq (others may take it) */
     uint8_t          cancel_req;    /* atomic: cancelled before it started */
@@ -552,11 +557,19 @@ enum { RT_CANCEL_NONE, RT_CANCEL_SENT, RT_CANCEL_DONE, RT_CANCEL_TAKEN };
 #define RT_CANCEL_ON_WAY(v) ((v) & 1)      /* SENT, TAKEN: the message is */
 int rt_cancel_take(aco_rt_co_t* co);        /* co.c */
 
-/* Non-zero if the running co is cancelled: what every call looks at. */
+/* Non-zero if the running co is cancelled: what every call looks at.  One
+ * load of flags and cancel_sent together (atomic: another thread may be
+ * setting cancel_sent): neither RT_CANCELLED nor a message on its way is
+ * the common case; the rest is rt_cancel_take's. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RT_CANCEL_MASK ((uint16_t)(RT_CANCELLED | 1 << 8))
+#else
+#define RT_CANCEL_MASK ((uint16_t)(RT_CANCELLED << 8 | 1))
+#endif
 static inline int rt_co_cancelled(aco_rt_co_t* co) {
-    if (rt_unlikely(__atomic_load_n(&co->cancel_sent, __ATOMIC_RELAXED) == RT_CANCEL_SENT))
-        return rt_cancel_take(co);
-    return co->flags & RT_CANCELLED;
+    if (rt_likely(!(__atomic_load_n(&co->flags_cancel, __ATOMIC_RELAXED) & RT_CANCEL_MASK)))
+        return 0;
+    return rt_cancel_take(co);
 }
 
 /* May the running co block now?  0, or the error to return at once:
