@@ -953,8 +953,8 @@ void aco_rt_bufio_free(aco_rt_bufio_t* b);
 /* b's descriptor. */
 int aco_rt_bufio_fd(const aco_rt_bufio_t* b);
 
-/* Bytes read from fd and not yet taken by the program; bytes written by
- * the program and not yet sent. */
+/* Bytes read from fd and not yet taken by the program (the reading side
+ * only: aco_rt_bufio_unflushed is the writing side's). */
 size_t aco_rt_bufio_buffered(const aco_rt_bufio_t* b);
 /* Bytes written by the program and not yet sent. */
 size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b);
@@ -1355,12 +1355,12 @@ int aco_rt_pool_free(aco_rt_pool_t* p);
 
 typedef struct aco_rt_group aco_rt_group_t;
 
-/* A group bound to scheduler s (NULL: the calling thread's), or to the
- * pool's thread with the fewest cos.  NULL with errno ENOMEM, EPERM (no
- * scheduler on the calling thread), EINVAL (p is NULL). */
+/* A group bound to scheduler s (NULL: the calling thread's).  NULL with
+ * errno ENOMEM, or EPERM (s NULL and no scheduler on the calling
+ * thread). */
 aco_rt_group_t* aco_rt_group_new(aco_rt_sched_t* s);
-/* A group bound to the thread of pool p with the fewest cos (errors as
- * aco_rt_group_new's). */
+/* A group bound to the thread of pool p with the fewest cos.  NULL with
+ * errno ENOMEM, or EINVAL (p is NULL). */
 aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p);
 /* The scheduler g is bound to. */
 aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g);
