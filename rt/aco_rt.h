@@ -960,7 +960,7 @@ size_t aco_rt_bufio_buffered(const aco_rt_bufio_t* b);
 size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b);
 
 /* Some bytes, at most n, into buf: the buffered ones if any (no system
- * call), else one read of fd (straight into buf when n is at least the
+ * call; so even with a deadline already passed), else one read of fd (straight into buf when n is at least the
  * read buffer's size).  The count (>= 1), 0 at end of file (or n == 0), or
  * -errno. */
 ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline);
@@ -1171,7 +1171,9 @@ int aco_rt_listen(const char* addr, const aco_rt_net_opts_t* opts, int64_t deadl
  * opts (backlog and the listen-only flags are ignored) and names; -EINVAL
  * for port 0; -EPERM outside a co; -ECONNREFUSED, -ETIMEDOUT (the deadline, or
  * the kernel gave up), -ENETUNREACH, -EHOSTUNREACH, -ECANCELED, and
- * connect(2)'s others. */
+ * connect(2)'s others.  A deadline already passed allows one connect(2)
+ * that does not wait, which over TCP says "in progress" even to a
+ * listener on this host: -ETIMEDOUT then. */
 int aco_rt_dial(const char* addr, const aco_rt_net_opts_t* opts, int64_t deadline);
 
 /* The local port of socket fd (what a listen on port 0 got): 0-65535, or
