@@ -880,9 +880,11 @@ int aco_rt_shutdown(int fd, int how, int64_t deadline);
 
 /* How the calling thread's scheduler does a call now: "uring" (an io_uring
  * operation), "helper" (a helper thread), "thread" (the calling thread:
- * shutdown; sendmsg and recvmsg by readiness, where io_uring does not
+ * shutdown; tee, sendmsg and recvmsg by readiness, where io_uring does not
  * take them; every fallback of the single-thread build), or NULL for a
- * name it does not know.  Names: "read", "write"
+ * name it does not know.  ("helper" for splice and sendfile means their
+ * file end's transfers: one between two pipes, or whose file range is in
+ * the page cache, runs on the calling thread.)  Names: "read", "write"
  * (pread, pwrite, preadv, pwritev), "fsync" (fsync, fdatasync),
  * "sync_file_range", "fallocate", "ftruncate", "openat", "openat2",
  * "statx", "unlinkat", "renameat", "mkdirat", "symlinkat", "linkat",

@@ -152,6 +152,7 @@ enum { WAY_URING, WAY_HELPER, WAY_THREAD };
 static int way(aco_rt_sched_t* s, unsigned w) {
     if (w == RT_F_SHUTDOWN) return WAY_THREAD;
     if (s && rt_ur_f_on(s, w)) return WAY_URING;
+    if (w == RT_F_TEE) return WAY_THREAD;   /* (two pipes: by readiness) */
 #ifdef ACO_RT_NO_THREADS
     return WAY_THREAD;
 #else

@@ -122,6 +122,10 @@ static void co_ways(void* arg) {
             TEST_FAIL_AT(__FILE__, __LINE__, "file_way(%s) = uring %s", way_names[i],
                          fallback ? "with ACO_RT_URING_OFF=all" : "on epoll");
     }
+    PROMISE();          /* tee (two pipes) by readiness, where the ring does not take it */
+    const char* tw = aco_rt_file_way("tee");
+    if ((fallback || test_backend_id == ACO_RT_BACKEND_EPOLL) && strcmp(tw, "thread") != 0)
+        TEST_FAIL_AT(__FILE__, __LINE__, "file_way(tee) = %s, want thread", tw);
 }
 
 /* ------------------------------------------------------------------------ */
