@@ -86,6 +86,7 @@ _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
 #define OWN_AFTER 64
 
 #if defined(ACO_RT_NO_THREADS)
+static inline int chan_enter_as(aco_rt_chan_t* ch, aco_rt_sched_t* s) { (void)ch; (void)s; return 0; }
 static inline int chan_enter(aco_rt_chan_t* ch) { (void)ch; return 0; }
 static inline void chan_leave(aco_rt_chan_t* ch, int fast) { (void)ch; (void)fast; }
 static inline void chan_leave_any(aco_rt_chan_t* ch) { (void)ch; }
@@ -151,8 +152,7 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
 
 /* 1 if the owner came in without the lock, 0 if the lock is held: what
  * chan_leave must be told. */
-static inline int chan_enter(aco_rt_chan_t* ch) {
-    aco_rt_sched_t* s = rt_tls_sched;
+static inline int chan_enter_as(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     if (rt_likely(__atomic_load_n(&ch->owner, __ATOMIC_RELAXED) == s)) {
         __atomic_store_n(&ch->busy, 1, __ATOMIC_RELAXED);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);       /* (membarrier's
@@ -168,6 +168,9 @@ static inline int chan_enter(aco_rt_chan_t* ch) {
     chan_enter_locked(ch, s);
     return 0;
 }
+/* The same for the calling thread's scheduler (s: a co's own, known
+ * already to the calls that have it). */
+static inline int chan_enter(aco_rt_chan_t* ch) { return chan_enter_as(ch, rt_tls_sched); }
 
 static inline void chan_leave(aco_rt_chan_t* ch, int fast) {
     if (fast) __atomic_store_n(&ch->busy, 0, __ATOMIC_RELEASE);
@@ -258,11 +261,13 @@ static inline void fire(rt_waiter_t* w, int err, aco_rt_sched_t* ds) {
 }
 
 /* fire for send_now's receiver: a direct one gets elem (n bytes) now, in
- * its w.box, from its own thread when it is another's. */
-static inline void fire_recv(rt_waiter_t* w, const void* elem, size_t n, aco_rt_sched_t* ds) {
+ * its w.box, from its own thread when it is another's (here: the calling
+ * thread's scheduler). */
+static inline void fire_recv(rt_waiter_t* w, const void* elem, size_t n, aco_rt_sched_t* ds,
+                             aco_rt_sched_t* here) {
     aco_rt_co_t* co = direct_co(w);
     if (co == NULL) { fire(w, 0, ds); return; }
-    if (ds == rt_tls_sched) {
+    if (ds == here) {
         rt_copy(&co->w.box, elem, n);
         rt_wake(co, 0);
     } else {
@@ -390,17 +395,18 @@ static int send_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem, int64
 }
 
 int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
-    aco_rt_co_t* me = rt_self();
+    aco_rt_sched_t* s = rt_tls_sched;
+    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
     rt_waiter_t* wk = NULL;
-    int fast = chan_enter(ch);
+    int fast = chan_enter_as(ch, s);
     if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     if (send_now(ch, elem, &wk)) {
         size_t n = ch->elem_size;
         aco_rt_sched_t* ds = ch->direct_s;
         chan_leave(ch, fast);
-        if (wk) fire_recv(wk, elem, n, ds);
+        if (wk) fire_recv(wk, elem, n, ds, s);
         return 0;
     }
     return send_wait(me, ch, elem, deadline, fast);
@@ -487,10 +493,11 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
 }
 
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
-    aco_rt_co_t* me = rt_self();
+    aco_rt_sched_t* s = rt_tls_sched;
+    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
-    int fast = chan_enter(ch);
+    int fast = chan_enter_as(ch, s);
     rt_waiter_t* wk = recv_now(ch, elem);
     if (wk == NULL) return recv_wait(me, ch, elem, deadline, fast);
     aco_rt_sched_t* ds = ch->direct_s;
@@ -620,7 +627,7 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
         size_t wn = got >= 0 ? cases[got].ch->elem_size : 0;
         aco_rt_sched_t* ds = got >= 0 ? cases[got].ch->direct_s : NULL;
         unlock_all(x->sellocks, k);
-        if (wk && cases[got].op == ACO_RT_SEND) fire_recv(wk, cases[got].elem, wn, ds);
+        if (wk && cases[got].op == ACO_RT_SEND) fire_recv(wk, cases[got].elem, wn, ds, rt_tls_sched);
         else if (wk) fire(wk, 0, ds);
         if (got >= 0 && err) *err = e;
         return r;
