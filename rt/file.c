@@ -624,9 +624,17 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
                   int64_t off, int flags, int on_stack, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     size_t total = iov_total(iov, cnt);
+    /* The hint comes from the entry (not looked up now): it may be old
+     * (fd_mode_again).  The caller's RWF_NOWAIT never waits, whatever fd
+     * is: its hint does not matter. */
     rt_fd_t* fe = rt_fd_peek(&s->fds, fd);
-    int fm_cached = fe && (fe->fmode & FM_KNOWN) && ((fe->fage + 1) & 63) != 0;
+    int fm_cached = !(flags & RWF_NOWAIT) && fe && (fe->fmode & FM_KNOWN) &&
+                    ((fe->fage + 1) & 63) != 0;
     int fm = (flags & RWF_NOWAIT) ? FM_KNOWN | FM_DIRECT : fd_mode(s, fd);
+    /* (an old "pipe or socket" on what is a file now would go round
+     * rw_ready for good: a file is always ready, and its RWF_NOWAIT read
+     * of a cold page says EAGAIN each time) */
+    if ((fm & FM_NOTREG) && fm_cached) fm = fd_mode_again(s, fd);
     if (fm & FM_NOTREG) return rw_ready(co, write, fd, iov, cnt, off, flags, deadline);
     ssize_t done = 0;
     /* (a copy of the vector to advance: in the co's extra block, in the
@@ -636,8 +644,15 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
     struct iovec* v = (struct iovec*)x->buf;
     memcpy(v, iov, (size_t)cnt * sizeof(*iov));
     if (!(fm & FM_DIRECT) && !(write && (fm & FM_NO_NW_WRITE))) {
+        /* a write at the position on an old hint may meet a pipe or a
+         * socket now, whose reader may be gone: SIGPIPE held (a positioned
+         * one gets ESPIPE there, never SIGPIPE) */
+        int hold = write && off == -1 && fm_cached;
         for (;;) {
+            rt_sigpipe_t h;
+            if (hold) rt_sigpipe_hold(&h);
             long r = sys_prw(write, fd, v, cnt, off, flags | RWF_NOWAIT);
+            if (hold) rt_sigpipe_release(&h, r < 0 && errno == EPIPE);
             if (r < 0) {
                 r = -errno;
                 if (r == -EOPNOTSUPP && write) {

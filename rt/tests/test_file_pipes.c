@@ -4,7 +4,8 @@
  * program's SIGPIPE disposition"); a descriptor is the file, not the
  * number (a number that held a regular file, closed with close(2) behind
  * the runtime's back and reused by a socket, is read as a socket: one
- * transfer by readiness, never a helper thread kept on it); sendfile(2)'s
+ * transfer by readiness, never a helper thread kept on it, and written as
+ * one, SIGPIPE held); the caller's RWF_NOWAIT never waits; sendfile(2)'s
  * own errors.  On both backends, and with $ACO_RT_URING_OFF=all (every
  * operation on the fallback): aco_rt_pwritev at the file position into a
  * pipe and a socket whose reader is gone, aco_rt_sendfile into both,
@@ -72,26 +73,37 @@ static void gone_reader(void) {
 
 /* A number that held a regular file (the runtime read it, so its entry
  * knows a file there), closed with close(2), reused by a socket with 4
- * bytes: a read of 64 at the position is one transfer of 4, at once; and
- * a write to it at the position a socket's, read whole by the peer. */
+ * bytes: a read of 64 at the position is one transfer of 4, at once; a
+ * write to it at the position a socket's, read whole by the peer; and
+ * one whose peer is gone -EPIPE, no SIGPIPE. */
 static void reused_number(void) {
     char buf[64];
-    for (int round = 0; round < 2; round++) {
-        int fd = open(path, O_RDONLY);
-        CHECK(fd >= 0);
+    for (int round = 0; round < 3; round++) {
+        /* a number of its own each round: its entry knows only a file */
+        int fd = 100 + round;
+        int f = open(path, O_RDONLY);
+        CHECK(f >= 0);
+        CHECK_EQ(dup2(f, fd), fd);
+        CHECK_EQ(close(f), 0);
         CHECK_EQ(aco_rt_pread(fd, buf, 8, 0, -1), 8);
         CHECK_EQ(aco_rt_preadv(fd, &(struct iovec){buf, 8}, 1, -1, 0, -1), 8);
         CHECK_EQ(close(fd), 0);                     /* behind the runtime's back */
         int sv[2];
         CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-        int s = sv[0] == fd ? sv[0] : sv[1], peer = sv[0] == fd ? sv[1] : sv[0];
-        CHECK_EQ(s, fd);                            /* the number came back */
+        CHECK_EQ(dup2(sv[0], fd), fd);              /* the number comes back, a socket */
+        CHECK_EQ(close(sv[0]), 0);
+        int s = fd, peer = sv[1];
         CHECK_EQ(write(peer, "sock", 4), 4);
         struct iovec v = {buf, sizeof(buf)};
         int64_t t0 = aco_rt_now();
         if (round == 0) {
             CHECK_EQ(aco_rt_preadv(s, &v, 1, -1, 0, aco_rt_now() + 5000 * (int64_t)1000000), 4);
             CHECK_EQ(memcmp(buf, "sock", 4), 0);
+        } else if (round == 1) {
+            close(peer);
+            peer = -1;
+            v.iov_len = 5;
+            NO_SIGPIPE_EPIPE(aco_rt_pwritev(s, &v, 1, -1, 0, -1));
         } else {
             v.iov_len = 5;
             memcpy(buf, "back!", 5);
@@ -100,15 +112,62 @@ static void reused_number(void) {
             CHECK_EQ(memcmp(buf, "back!", 5), 0);
         }
         CHECK_LT(aco_rt_now() - t0, 1000 * (int64_t)1000000);
-        close(sv[0]);
-        close(sv[1]);
+        CHECK_EQ(aco_rt_close(s), 0);
+        if (peer >= 0) close(peer);
     }
+}
+
+/* The other way round: a number that held a pipe, closed with close(2)
+ * and reused by a regular file whose pages were dropped: the read gets
+ * the file's bytes.  (With the pipe's hint it would spin on the readiness
+ * way until the kernel's readahead brought them: a file is always ready,
+ * and RWF_NOWAIT says EAGAIN meanwhile.  This checks the bytes, not the
+ * spin, which this kernel's readahead cuts short.) */
+static void reused_as_file(void) {
+    char dpath[] = "/var/tmp/test_file_pipes.XXXXXX", buf[8];
+    int d = mkstemp(dpath);
+    CHECK(d >= 0);
+    CHECK_EQ(unlink(dpath), 0);
+    char blk[4096];
+    memset(blk, 'd', sizeof(blk));
+    CHECK_EQ(write(d, blk, sizeof(blk)), (long)sizeof(blk));
+    CHECK_EQ(fsync(d), 0);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(aco_rt_write(p[1], "x", 1, -1), 1);
+    CHECK_EQ(aco_rt_preadv(p[0], &(struct iovec){buf, 1}, 1, -1, 0, -1), 1);
+    CHECK_EQ(close(p[0]), 0);                       /* behind the runtime's back */
+    CHECK_EQ(dup2(d, p[0]), p[0]);
+    posix_fadvise(p[0], 0, 0, POSIX_FADV_DONTNEED);
+    CHECK_EQ(aco_rt_pread(p[0], buf, 8, 0, aco_rt_now() + 5000 * (int64_t)1000000), 8);
+    CHECK_EQ(memcmp(buf, "dddddddd", 8), 0);
+    CHECK_EQ(aco_rt_close(p[0]), 0);
+    CHECK_EQ(aco_rt_close(p[1]), 0);
+    close(d);
+}
+
+/* The caller's RWF_NOWAIT on an empty pipe whose entry knows it: -EAGAIN
+ * at once, never a wait. */
+static void nowait_pipe(void) {
+    int p[2];
+    char c;
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(aco_rt_write(p[1], "x", 1, -1), 1);
+    CHECK_EQ(aco_rt_preadv(p[0], &(struct iovec){&c, 1}, 1, -1, 0, -1), 1);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_preadv(p[0], &(struct iovec){&c, 1}, 1, -1, RWF_NOWAIT,
+                           aco_rt_now() + 2000 * (int64_t)1000000), -EAGAIN);
+    CHECK_LT(aco_rt_now() - t0, 1000 * (int64_t)1000000);
+    CHECK_EQ(aco_rt_close(p[0]), 0);
+    CHECK_EQ(aco_rt_close(p[1]), 0);
 }
 
 static void body_co(void* arg) {
     (void)arg;
     gone_reader();
     reused_number();
+    reused_as_file();
+    nowait_pipe();
     /* sendfile(2) from a pipe at its position says EINVAL */
     int p[2], sv[2];
     CHECK_EQ(pipe(p), 0);
