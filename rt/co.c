@@ -356,7 +356,7 @@ void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (__atomic_fetch_sub(&s->ld.sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pooled.pool)
         rt_idle_tell(s->pooled.idle);
     if (co->x && co->x->group) rt_hook_group_leave(co);
-    if (rt_join_end(co) == RT_JOIN_DETACH) rt_rec_free(co);
+    if (rt_join_end(co) == RT_JOIN_DETACH) rt_record_free(s, co);   /* (a cancel may be on its way) */
 }
 
 
@@ -714,11 +714,11 @@ static void newq_publish(aco_rt_sched_t* s) { (void)s; }
 static aco_rt_co_t* kept;
 
 void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    if (co->flags & RT_NO_START) { rt_rec_free(co); return; } /* no aco, not listed */
     if (RT_CANCEL_ON_WAY(rt_load(&co->cancel_sent))) {
         co->flags |= RT_FREE_LATER;     /* its cancel message is on the way */
         return;
     }
+    if (co->flags & RT_NO_START) { rt_rec_free(co); return; } /* no aco, not listed */
     cos_del(s, co);
     aco_share_stack_t* st = (co->flags & RT_STANDALONE) ? rt_aco(co)->share_stack : NULL;
     if (rt_unlikely(__atomic_load_n(&co->held, __ATOMIC_RELAXED))) {
