@@ -317,10 +317,11 @@ static fop_t* fop_new(unsigned w, size_t tail) {
 #define FM_NO_NW_WRITE 4
 #define FM_NOTREG 8             /* a pipe, socket, terminal...: readiness */
 static int fd_mode_look(rt_fd_t* e, int fd);
-static int fd_mode(aco_rt_sched_t* s, int fd) {
+/* (*cached: the hint is the entry's, not looked up now) */
+static int fd_mode(aco_rt_sched_t* s, int fd, int* cached) {
     rt_fd_t* e = rt_fd_get(&s->fds, fd);
-    if (e && (e->fmode & FM_KNOWN) && (++e->fage & 63) != 0) return e->fmode;
-    return fd_mode_look(e, fd);
+    *cached = e && (e->fmode & FM_KNOWN) && (++e->fage & 63) != 0;
+    return *cached ? e->fmode : fd_mode_look(e, fd);
 }
 
 /* A hint of the entry may be old: the number closed with close(2) and
@@ -624,13 +625,10 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
                   int64_t off, int flags, int on_stack, int64_t deadline) {
     aco_rt_sched_t* s = co->s;
     size_t total = iov_total(iov, cnt);
-    /* The hint comes from the entry (not looked up now): it may be old
-     * (fd_mode_again).  The caller's RWF_NOWAIT never waits, whatever fd
-     * is: its hint does not matter. */
-    rt_fd_t* fe = rt_fd_peek(&s->fds, fd);
-    int fm_cached = !(flags & RWF_NOWAIT) && fe && (fe->fmode & FM_KNOWN) &&
-                    ((fe->fage + 1) & 63) != 0;
-    int fm = (flags & RWF_NOWAIT) ? FM_KNOWN | FM_DIRECT : fd_mode(s, fd);
+    /* A hint that comes from the entry may be old (fd_mode_again).  The
+     * caller's RWF_NOWAIT never waits, whatever fd is: no hint there. */
+    int fm_cached = 0;
+    int fm = (flags & RWF_NOWAIT) ? FM_KNOWN | FM_DIRECT : fd_mode(s, fd, &fm_cached);
     /* (an old "pipe or socket" on what is a file now would go round
      * rw_ready for good: a file is always ready, and its RWF_NOWAIT read
      * of a cold page says EAGAIN each time) */
