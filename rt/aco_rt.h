@@ -230,6 +230,14 @@ void* aco_rt_private(size_t* size);
  * shield below counts). */
 int aco_rt_cancelled(void);
 
+/* What a call of the runtime checks before it does anything, for a
+ * library's own calls built on the runtime (aco_rt_bufio's and
+ * aco_rt_tls's are): 0 if the calling co's calls go on; -ECANCELED if it
+ * is cancelled and its calls fail at once (unlike aco_rt_cancelled, a
+ * cancel the shield below keeps does not count while it is on); -EPERM
+ * outside a co. */
+int aco_rt_cancel_check(void);
+
 /* Hold cancels off (on non-zero) or let them through again (0), in the
  * calling co: the previous setting (0 or 1), -ENOMEM (turning it on needs
  * a small block of the co's, allocated once), -EPERM outside a co.  While

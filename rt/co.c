@@ -822,6 +822,12 @@ int aco_rt_cancelled(void) {
     return co && (rt_co_cancelled(co) || (co->x && co->x->kept));
 }
 
+int aco_rt_cancel_check(void) {
+    aco_rt_co_t* co = rt_self();
+    if (co == NULL) return -EPERM;
+    return rt_co_cancelled(co) ? -ECANCELED : 0;
+}
+
 /* A cancel that comes while the shield is on is kept in x->kept, and a
  * co already cancelled when it turns the shield on moves its cancel there:
  * RT_CANCELLED, which every call looks at, stays off meanwhile. */

@@ -552,7 +552,7 @@ long aco_rt_tls_verify_result(const aco_rt_tls_t* t) {
 
 /* What every call that may wait checks first. */
 static int gate(aco_rt_tls_t* t) {
-    int e = aco_rt_self() == NULL ? -EPERM : aco_rt_cancelled() ? -ECANCELED : 0;
+    int e = aco_rt_cancel_check();      /* (a shielded co's close_notify goes out) */
     if (e) {
         snprintf(t->err, sizeof t->err, "%s", strerror(-e));
         return e;

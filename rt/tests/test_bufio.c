@@ -1,7 +1,7 @@
 /* test_bufio.c - the buffered reader and writer (aco_rt.h, "Buffered I/O")
  * taken at the header's word: every call, input split at every byte over a
  * socketpair fed by another co, limits, end of file in the middle,
- * deadlines, cancel, the writer's kept error, MSG_MORE on a socket and a
+ * deadlines, cancel (and a shielded co's goodbye), the writer's kept error, MSG_MORE on a socket and a
  * pipe, reads into stack buffers of cos sharing one share stack; on both
  * backends. */
 #define _GNU_SOURCE
@@ -378,8 +378,24 @@ static void cancelled_co(void* arg) {
     CHECK_EQ(aco_rt_bufio_write(cancel_b, "x", 1, -1), -ECANCELED);
     CHECK_EQ(aco_rt_bufio_flush(cancel_b, -1), -ECANCELED);
     CHECK_EQ(aco_rt_bufio_flush_more(cancel_b, -1), -ECANCELED);
-    CHECK_EQ(aco_rt_bufio_consume(cancel_b, 2), 0);          /* never blocks */
-    CHECK_EQ(aco_rt_bufio_buffered(cancel_b), 0);
+    CHECK_EQ(aco_rt_bufio_consume(cancel_b, 1), 0);          /* never blocks */
+    CHECK_EQ(aco_rt_bufio_buffered(cancel_b), 1);
+    CHECK_EQ(aco_rt_cancel_check(), -ECANCELED);
+    /* The shield (aco_rt.h: a kept cancel "neither fails nor ends any
+     * call"): a cancelled co's goodbye goes out, the byte at hand is read;
+     * the shield off, the calls fail again. */
+    CHECK_EQ(aco_rt_cancel_shield(1), 0);
+    CHECK_EQ(aco_rt_cancel_check(), 0);
+    CHECK(aco_rt_cancelled());
+    CHECK_EQ(aco_rt_bufio_read(cancel_b, &c, 1, -1), 1);
+    CHECK_EQ(c, 'b');
+    CHECK_EQ(aco_rt_bufio_write(cancel_b, "bye\n", 4, -1), 4);
+    CHECK_EQ(aco_rt_bufio_flush(cancel_b, -1), 0);
+    CHECK_EQ(aco_rt_bufio_unflushed(cancel_b), 0);
+    CHECK_EQ(aco_rt_cancel_shield(0), 1);
+    CHECK_EQ(aco_rt_cancel_check(), -ECANCELED);
+    CHECK_EQ(aco_rt_bufio_write(cancel_b, "x", 1, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_bufio_flush(cancel_b, -1), -ECANCELED);
     cancel_stage = 2;
 }
 
@@ -396,6 +412,9 @@ static void canceller(void* arg) {
     CHECK_EQ(aco_rt_join(co, -1), 0);
     CHECK_EQ(cancel_stage, 2);
     aco_rt_bufio_free(cancel_b);
+    char bye[5] = {0};
+    CHECK_EQ(aco_rt_read(sv[1], bye, sizeof bye, -1), 4);    /* the goodbye, alone */
+    CHECK(strcmp(bye, "bye\n") == 0);
 }
 
 static void t_deadlines(aco_rt_sched_t* s, void* arg) {
@@ -428,6 +447,7 @@ static void t_outside(void) {
     CHECK_EQ(aco_rt_bufio_flush(b, -1), -EPERM);
     CHECK_EQ(aco_rt_bufio_flush_more(b, -1), -EPERM);
     CHECK_EQ(aco_rt_bufio_unflushed(b), 0);
+    CHECK_EQ(aco_rt_cancel_check(), -EPERM);
     aco_rt_bufio_free(b);
     aco_rt_bufio_free(NULL);
     close(sv[0]);

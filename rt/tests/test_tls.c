@@ -50,7 +50,8 @@
  *     time, then the handshake goes on), a client trickling its hello,
  *     garbage (-EPROTO), aco_rt_cancel in handshake and read (-ECANCELED
  *     promptly, then it goes on in another co), a co cancelled before its
- *     call, read deadlines with half a record in, past deadlines,
+ *     call, a cancelled co's goodbye under aco_rt_cancel_shield (write and
+ *     close_notify go out), read deadlines with half a record in, past deadlines,
  *     aco_rt_close under a read (-EBADF);
  *   - reads: 0 after close_notify (and again), -ECONNRESET for a socket
  *     closed, a stream shut without close_notify and one cut mid-record,
@@ -1917,6 +1918,19 @@ static void co_precancelled(void* a) {
     snprintf(p->text, sizeof(p->text), "%s", aco_rt_tls_error(p->t));
 }
 
+/* A cancelled co says goodbye under the shield (aco_rt.h: a kept cancel
+ * "neither fails nor ends any call"), then the calls fail again. */
+static void co_shielded_bye(void* a) {
+    aco_rt_tls_t* t = a;
+    CHECK_EQ(aco_rt_cancel(aco_rt_self()), 0);
+    T_EQ(aco_rt_tls_write(t, "x", 1, D()), -ECANCELED);
+    T_EQ(aco_rt_cancel_shield(1), 0);
+    T_EQ(aco_rt_tls_write(t, "bye", 3, D()), 3);
+    T_EQ(aco_rt_tls_shutdown(t, D()), 0);
+    T_EQ(aco_rt_cancel_shield(0), 1);
+    T_EQ(aco_rt_tls_write(t, "x", 1, D()), -ECANCELED);
+}
+
 static void g_deadlines(void* arg) {
     (void)arg;
     link_t l;
@@ -2028,6 +2042,15 @@ static void g_deadlines(void* arg) {
     T_EQ(pc.rc, -ECANCELED);
     T_TEXT(pc.text);
     if (link_up(&l)) pass(l.c, l.s, "not cancelled");
+    link_close(&l);
+
+    link_open(&l, g_srv, g_cli, "localhost", 0);
+    if (link_up(&l)) {
+        join(go(co_shielded_bye, l.c));
+        T_EQ(read_n(l.s, buf, 3), 3);
+        T_EQ(memcmp(buf, "bye", 3), 0);
+        T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), 0);     /* close_notify */
+    }
     link_close(&l);
 
     /* half a record, then the deadline: nothing lost */
