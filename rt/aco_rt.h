@@ -486,7 +486,16 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
  * still finds fd ready if it became so since that EAGAIN), and a deadline
  * already passed gives -ETIMEDOUT at once.  Without that EAGAIN the wait
  * may miss readiness that came before it (epoll: until the next change).
- * On anything but a socket the flag changes nothing. */
+ * On anything but a socket the flag changes nothing.  Errors:
+ *   -ETIMEDOUT  the deadline passed with fd not ready;
+ *   -ECANCELED, -EPERM  as every blocking call;
+ *   -EBADF      fd is not open (poll(2)'s POLLNVAL), or aco_rt_close
+ *               closed it while the co waited;
+ *   -ENOMEM     no memory for the runtime's record of fd (as above);
+ *   -EBUSY      fd lends its input on another thread's scheduler and
+ *               events has POLLIN (aco_rt_recv_lend);
+ *   -ENOSPC     epoll: fs.epoll.max_user_watches reached (and any other
+ *               error epoll_ctl(2) gives for fd). */
 int aco_rt_wait(int fd, int events, int64_t deadline);
 #define ACO_RT_WAIT_AFTER_EAGAIN 0x10000
 
