@@ -101,8 +101,9 @@
 #   BENCH_RT_GO=/path/to/go    the Go toolchain (default /usr/local/go/bin/go
 #                              when present, else `go` in PATH, Debian's);
 #                              a second one (Debian's /usr/lib/go-1.19 or
-#                              `go` in PATH) if different gives extra,
-#                              non-headline rows in b and c
+#                              `go` in PATH) if different runs beside it
+#                              in b and c (rows of its own), and the Go
+#                              headlines there take the faster of the two
 #   BENCH_RT_OURS_RESP_CMD     the command line of our RESP server, {port}
 #                              and {backend} replaced (uring, epoll), run
 #                              with eval; default
@@ -229,6 +230,19 @@ addv() { V[$1]+="$2 "; }
 median() { "$AGG" median ${V[$1]:-}; }
 # med FORMAT KEY: the median, formatted
 med() { "$AGG" median -f "$1" ${V[$2]:-}; }
+# The faster Go of the two toolchains (the peer at its best): the value of
+# metric $2 (the main Go's) or $3 (the second's, when there and lower),
+# and which one, in G_BEST and G_BEST_VER.
+go_best() {
+    G_BEST=$(med "$1" "$2") G_BEST_VER=$GO_VER
+    if [ $have_go_alt = 1 ]; then
+        local a
+        a=$(med "$1" "$3")
+        if [ "$a" != n/a ] && { [ "$G_BEST" = n/a ] || awk -v a="$a" -v b="$G_BEST" 'BEGIN {exit !(a < b)}'; }; then
+            G_BEST=$a G_BEST_VER=$GO_ALT_VER
+        fi
+    fi
+}
 # headline [-f FORMAT] [-r] NAME KEY=OURS KEY=PEER: its `headline` line
 headline() { "$AGG" headline "$@"; }
 # rounds KEY: the values of every round, for the tables
@@ -318,7 +332,7 @@ elif GO_VER=$("$GO" env GOVERSION 2>/dev/null) && go_build "$GO" "" pingpong spa
         if go_build "$GO_ALT" "_alt" pingpong spawn; then
             have_go_alt=1
         else
-            say "the second Go ($GO_ALT) failed to build the peers: no extra rows"
+            say "the second Go ($GO_ALT) failed to build the peers: the first runs alone"
         fi
     fi
 else
@@ -372,7 +386,7 @@ fi
 echo "versions (peers):"
 [ $have_redis = 1 ] && echo "  $(redis-server --version)" && echo "  $(redis-benchmark --version)"
 [ $have_go = 1 ] && echo "  $("$GO" version) ($GO)"
-[ $have_go_alt = 1 ] && echo "  $("$GO_ALT" version) ($GO_ALT, extra rows)"
+[ $have_go_alt = 1 ] && echo "  $("$GO_ALT" version) ($GO_ALT, the second Go)"
 [ $have_fiber = 1 ] && echo "  Boost $BOOST_VER (/usr/include/boost/version.hpp), Boost.Fiber linked $fiber_kind, $("$CXX" --version | head -1)"
 [ $have_nc = 1 ] && echo "  $(nc -h 2>&1 | head -1)"
 
@@ -603,7 +617,7 @@ chan_section() {
     echo "commands: $OURS_BENCH pingpong $LOOP_N"
     echo "          $OURS_BENCH switches $LOOP_N   (the floor: the two hand-offs of a round trip, no channel)"
     [ $have_go = 1 ] && echo "          $PEERS/go_pingpong $loop_args_go   ($GO_VER)"
-    [ $have_go_alt = 1 ] && echo "          $PEERS/go_pingpong_alt $loop_args_go   ($GO_ALT_VER, extra row)"
+    [ $have_go_alt = 1 ] && echo "          $PEERS/go_pingpong_alt $loop_args_go   ($GO_ALT_VER, the second Go)"
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $LOOP_N $LOOP_SEG $LOOP_WARM   (Boost $BOOST_VER, $fiber_kind)"
     # the single-thread build (ACO_RT_NO_THREADS: no locked instructions)
     # in the same rounds, an extra row and headline
@@ -645,11 +659,13 @@ chan_section() {
     printf '%-34s %10s   %s\n' "aco_rt (ours)" "$(med %.2f ours_pp)" "$(rounds ours_pp)"
     [ $st = 1 ] && printf '%-34s %10s   %s\n' "aco_rt_st (ours, single-thread)" "$(med %.2f st_pp)" "$(rounds st_pp)"
     [ $have_go = 1 ] && printf '%-34s %10s   %s\n' "go $GO_VER" "$(med %.2f go_pp)" "$(rounds go_pp)"
-    [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER (extra)" "$(med %.2f go_alt_pp)" "$(rounds go_alt_pp)"
+    [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER (second Go)" "$(med %.2f go_alt_pp)" "$(rounds go_alt_pp)"
     [ $have_fiber = 1 ] && printf '%-34s %10s   %s\n' "boost.fiber $BOOST_VER ($fiber_kind)" "$(med %.2f fiber_pp)" "$(rounds fiber_pp)"
     printf '%-34s %10s   %s\n' "(floor: 2 aco_yield_to, no channel)" "$(med %.2f floor_pp)" "$(rounds floor_pp)"
     local o g f fl
-    o=$(med %.2f ours_pp); g=$(med %.2f go_pp); f=$(med %.2f fiber_pp); fl=$(med %.2f floor_pp)
+    o=$(med %.2f ours_pp); f=$(med %.2f fiber_pp); fl=$(med %.2f floor_pp)
+    go_best %.2f go_pp go_alt_pp; g=$G_BEST
+    [ $have_go = 1 ] && echo "(the Go headlines' peer: $G_BEST_VER, the faster Go here)"
     headline chan_pingpong_vs_go_ns ours="$o" peer="$g" floor="$fl"
     headline chan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f" floor="$fl"
     if [ $st = 1 ]; then
@@ -664,7 +680,7 @@ spawn_section() {
     echo "== c. spawn+join one at a time, and the runtime's own figures, one CPU (taskset -c $SERVER_CPU), $ROUNDS interleaved rounds"
     echo "commands: $OURS_BENCH spawn_join $LOOP_N; $OURS_BENCH {wake,timer,mutex,mutex_handoff,poll1,poll2,poll16}"
     [ $have_go = 1 ] && echo "          $PEERS/go_spawn $loop_args_go   ($GO_VER)"
-    [ $have_go_alt = 1 ] && echo "          $PEERS/go_spawn_alt $loop_args_go   ($GO_ALT_VER, extra row)"
+    [ $have_go_alt = 1 ] && echo "          $PEERS/go_spawn_alt $loop_args_go   ($GO_ALT_VER, the second Go)"
     local r sm sub name st=0
     local -A ok st_ok
     [ -x "$OUT/aco_rt_bench_st" ] && st=1 &&
@@ -714,9 +730,11 @@ spawn_section() {
         printf '%-34s %10s   %s\n' "aco_rt (ours) ${sm#*:}" "$(med %.2f "ours_${sm%%:*}")" "$(rounds "ours_${sm%%:*}")"
     done
     [ $have_go = 1 ] && printf '%-34s %10s   %s\n' "go $GO_VER spawn_join_ns" "$(med %.2f go_spawn)" "$(rounds go_spawn)"
-    [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER spawn_join_ns (extra)" "$(med %.2f go_alt_spawn)" "$(rounds go_alt_spawn)"
+    [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER spawn_join_ns (second Go)" "$(med %.2f go_alt_spawn)" "$(rounds go_alt_spawn)"
     local o g
-    o=$(med %.2f ours_spawn_join); g=$(med %.2f go_spawn)
+    o=$(med %.2f ours_spawn_join)
+    go_best %.2f go_spawn go_alt_spawn; g=$G_BEST
+    [ $have_go = 1 ] && echo "(the Go headline's peer: $G_BEST_VER, the faster Go here)"
     headline spawn_join_vs_go_ns ours="$o" peer="$g"
     headline spawn_join_ns ours="$o" target=100
     # one switch (half of the two hand-offs `switches` times a round)
