@@ -86,6 +86,7 @@ _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
 #define OWN_AFTER 64
 
 #if defined(ACO_RT_NO_THREADS)
+static inline int chan_try_fast(aco_rt_chan_t* ch, aco_rt_sched_t* s) { (void)ch; (void)s; return 1; }
 static inline int chan_enter_as(aco_rt_chan_t* ch, aco_rt_sched_t* s) { (void)ch; (void)s; return 0; }
 static inline int chan_enter(aco_rt_chan_t* ch) { (void)ch; return 0; }
 static inline void chan_leave(aco_rt_chan_t* ch, int fast) { (void)ch; (void)fast; }
@@ -150,9 +151,9 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     __atomic_store_n(&ch->owner, OWNER_NONE, __ATOMIC_RELAXED);
 }
 
-/* 1 if the owner came in without the lock, 0 if the lock is held: what
- * chan_leave must be told. */
-static inline int chan_enter_as(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
+/* The owner's way in alone: 1 if s's co came in without the lock
+ * (chan_leave(ch, 1) lets go), 0 if it did not and holds nothing. */
+static inline int chan_try_fast(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     if (rt_likely(__atomic_load_n(&ch->owner, __ATOMIC_RELAXED) == s)) {
         __atomic_store_n(&ch->busy, 1, __ATOMIC_RELAXED);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);       /* (membarrier's
@@ -165,6 +166,13 @@ static inline int chan_enter_as(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
             return 1;
         __atomic_store_n(&ch->busy, 0, __ATOMIC_RELAXED);
     }
+    return 0;
+}
+
+/* 1 if the owner came in without the lock, 0 if the lock is held: what
+ * chan_leave must be told. */
+static inline int chan_enter_as(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
+    if (chan_try_fast(ch, s)) return 1;
     chan_enter_locked(ch, s);
     return 0;
 }
@@ -303,7 +311,7 @@ static inline int send_now(aco_rt_chan_t* ch, const void* elem, rt_waiter_t** wk
  * locals' addresses never escape can tail-call, clang included). */
 #define RECV_NOBODY ((rt_waiter_t*)1)
 
-static inline rt_waiter_t* recv_now(aco_rt_chan_t* ch, void* elem) {
+static inline __attribute__((always_inline)) rt_waiter_t* recv_now(aco_rt_chan_t* ch, void* elem) {
     if (ch->len) {
         rt_copy(elem, ring_at(ch, 0), ch->elem_size);
         ch->head = ch->head + 1 == ch->cap ? 0 : ch->head + 1;
@@ -394,13 +402,11 @@ static int send_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem, int64
     return rt_park(me, RT_W_CHAN_SEND, ch, deadline);
 }
 
-int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
-    aco_rt_sched_t* s = rt_tls_sched;
-    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
-    if (rt_unlikely(me == NULL)) return -EPERM;
-    if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
+/* aco_rt_chan_send from the channel entered on (chan_enter_as's fast). */
+__attribute__((noinline))
+static int send_entered(aco_rt_sched_t* s, aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem,
+                        int64_t deadline, int fast) {
     rt_waiter_t* wk = NULL;
-    int fast = chan_enter_as(ch, s);
     if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     if (send_now(ch, elem, &wk)) {
         size_t n = ch->elem_size;
@@ -410,6 +416,41 @@ int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
         return 0;
     }
     return send_wait(me, ch, elem, deadline, fast);
+}
+
+/* aco_rt_chan_send, every case. */
+__attribute__((noinline))
+static int send_any(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
+    if (rt_unlikely(me == NULL)) return -EPERM;
+    if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
+    int fast = chan_enter_as(ch, s);
+    return send_entered(s, me, ch, elem, deadline, fast);
+}
+
+/* The hand-off of a ping-pong first, in a function that calls nothing on
+ * its way (so it saves no register): the owner's way in, a direct receiver
+ * of this thread waiting; the rest tail-calls. */
+int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
+    if (rt_unlikely(me == NULL ||
+                    (__atomic_load_n(&me->flags_cancel, __ATOMIC_RELAXED) & RT_CANCEL_MASK) ||
+                    !chan_try_fast(ch, s)))
+        return send_any(ch, elem, deadline);
+    aco_rt_co_t* d = ch->direct;
+    size_t n = ch->elem_size;
+    if (d && !ch->dsend && ch->direct_s == s && (n == 4 || n == 8) &&  /* (not closed then) */
+        d->state == RT_PARKED && !rt_timer_armed(&d->tmo)) {
+        ch->direct = NULL;
+        chan_leave(ch, 1);
+        if (n == 4) memcpy(&d->w.box, elem, 4);
+        else memcpy(&d->w.box, elem, 8);
+        rt_wake_untimed(d, 0);
+        return 0;
+    }
+    return send_entered(s, me, ch, elem, deadline, 1);
 }
 
 /* aco_rt_chan_recv that waits (ch locked), up to the switch: 0 or -errno

@@ -700,6 +700,16 @@ static inline void rt_tmo_stop(aco_rt_co_t* co) {
 
 /* Make a parked co ready, res the result of its call.  From co's own
  * thread only (rt_wake_any from any). */
+/* rt_wake of a co known parked without a deadline armed: no call. */
+static inline void rt_wake_untimed(aco_rt_co_t* co, int res) {
+    aco_rt_sched_t* s = co->s;
+    co->res = res;
+    co->state = RT_READY;
+    co->wait_obj = NULL;
+    s->st.cos_parked--;
+    rt_rq_push(s, co);
+}
+
 static inline void rt_wake(aco_rt_co_t* co, int res) {
     aco_rt_sched_t* s = co->s;
     if (rt_unlikely(co->state != RT_PARKED)) return;
@@ -707,11 +717,7 @@ static inline void rt_wake(aco_rt_co_t* co, int res) {
         rt_wheel_del(&s->wheel, &co->tmo);
         s->st.timers--;
     }
-    co->res = res;
-    co->state = RT_READY;
-    co->wait_obj = NULL;
-    s->st.cos_parked--;
-    rt_rq_push(s, co);
+    rt_wake_untimed(co, res);
 }
 
 /* Wake co, which the caller claimed, from any thread. */
