@@ -698,8 +698,6 @@ static inline void rt_tmo_stop(aco_rt_co_t* co) {
     if (rt_wheel_del(&co->s->wheel, &co->tmo)) co->s->st.timers--;
 }
 
-/* Make a parked co ready, res the result of its call.  From co's own
- * thread only (rt_wake_any from any). */
 /* rt_wake of a co known parked without a deadline armed: no call. */
 static inline void rt_wake_untimed(aco_rt_co_t* co, int res) {
     aco_rt_sched_t* s = co->s;
@@ -710,6 +708,8 @@ static inline void rt_wake_untimed(aco_rt_co_t* co, int res) {
     rt_rq_push(s, co);
 }
 
+/* Make a parked co ready, res the result of its call.  From co's own
+ * thread only (rt_wake_any from any). */
 static inline void rt_wake(aco_rt_co_t* co, int res) {
     aco_rt_sched_t* s = co->s;
     if (rt_unlikely(co->state != RT_PARKED)) return;
