@@ -1209,7 +1209,10 @@ int aco_rt_net_port(int fd);
 /* one atomic instruction each.  The calls that never wait (sem_trywait,     */
 /* sem_post, wg_add, wg_done, cond_signal, cond_broadcast) work from any     */
 /* thread, in a co or not, and in a cancelled co too; the mutex calls and    */
-/* the waits need a co (-EPERM).                                            */
+/* the waits need a co (-EPERM), and mutex_trylock and mutex_unlock work in  */
+/* a cancelled co too.  A call's error about its arguments (-EDEADLK,        */
+/* -EPERM: the mutex already held, or not held, by the caller) comes before  */
+/* -ECANCELED.                                                              */
 /* ======================================================================== */
 
 typedef struct aco_rt_waitq { void* head_; void* tail_; } aco_rt_waitq_t;
@@ -1232,7 +1235,8 @@ typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;
 /* Make c a condition variable with no waiter (as all-zero memory is). */
 void aco_rt_cond_init(aco_rt_cond_t* c);
 /* Unlock m, wait for a signal, lock m again (also when the wait failed):
- * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held: nothing done). */
+ * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held by the caller: nothing
+ * done). */
 int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
 /* Wake the longest waiter of c, if any. */
 void aco_rt_cond_signal(aco_rt_cond_t* c);
@@ -1240,7 +1244,8 @@ void aco_rt_cond_signal(aco_rt_cond_t* c);
 void aco_rt_cond_broadcast(aco_rt_cond_t* c);
 
 typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_sem_t;
-/* Make s a semaphore holding count. */
+/* Make s a semaphore holding count (a negative count is a debt: posts pay
+ * it off before a wait can take one). */
 void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count);
 /* Take one: 0, -ETIMEDOUT, -ECANCELED. */
 int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);

@@ -192,7 +192,7 @@ int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mu
 int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m);
 /* 0, EDEADLK (held by the caller, not RECURSIVE), EAGAIN (RECURSIVE held
  * too many times), EINVAL (destroyed, or refused by init), EPERM,
- * ECANCELED. */
+ * ECANCELED (a RECURSIVE mutex the co holds too; EDEADLK comes first). */
 int aco_rt_pthread_mutex_lock(aco_rt_pthread_mutex_t* m);
 /* 0, EBUSY (held by another, or by the caller and not RECURSIVE), EAGAIN
  * (RECURSIVE held too many times), EINVAL (destroyed, or refused), EPERM. */

@@ -458,6 +458,9 @@ static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline, const char* f
     if (me == NULL) return EPERM;
     if (!type_ok(m->type_)) return EINVAL;          /* destroyed */
     if (m->type_ == ACO_RT_PTHREAD_MUTEX_RECURSIVE && holder(m) == me) {
+        /* (as the runtime's lock would: a cancelled co cannot go on
+         * locking, held or not) */
+        if (rt_co_cancelled(me)) return ECANCELED;
         if (m->count_ == UINT_MAX) return EAGAIN;
         m->count_++;
         return 0;

@@ -30,7 +30,9 @@
  *    abstime: 0; attributes (ENOTSUP for PROCESS_SHARED);
  *  - conds: signal (FIFO), broadcast, timedwait never early on the cond's
  *    clock (REALTIME default, MONOTONIC by attribute), clockwait, the
- *    mutex held again after a timeout and a cancel, EPERM without the
+ *    mutex held again after a timeout and a cancel (then: EDEADLK before
+ *    ECANCELED; a RECURSIVE mutex it holds: lock ECANCELED, trylock and
+ *    unlock work), EPERM without the
  *    mutex, a RECURSIVE mutex held twice released fully and taken back
  *    twice, destroy EBUSY, signal from outside cos;
  *  - once: 50 cos at once with an init that sleeps: one run, everybody
@@ -1015,10 +1017,20 @@ static void cond_recursive(void* arg) {
 /* A cancelled co's cond wait: ECANCELED, the mutex held. */
 static void* cancel_waiter(void* arg) {
     (void)arg;
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&MR), 0);
     CHECK_EQ(aco_rt_pthread_mutex_lock(&ME), 0);
     CHECK_EQ(aco_rt_pthread_cond_wait(&CV, &ME), ECANCELED);
-    CHECK_EQ(aco_rt_pthread_mutex_lock(&ME), EDEADLK);
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&ME), EDEADLK);     /* (before ECANCELED) */
     CHECK_EQ(aco_rt_pthread_mutex_unlock(&ME), 0);
+    /* a RECURSIVE mutex it holds: no more locking (a loop of lock and
+     * unlock hears the cancel), the trylock and unlock still work */
+    struct timespec ts = {0, 0};
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&MR), ECANCELED);
+    CHECK_EQ(aco_rt_pthread_mutex_timedlock(&MR, &ts), ECANCELED);
+    CHECK_EQ(aco_rt_pthread_mutex_trylock(&MR), 0);
+    CHECK_EQ(aco_rt_pthread_mutex_unlock(&MR), 0);
+    CHECK_EQ(aco_rt_pthread_mutex_unlock(&MR), 0);
+    CHECK_EQ(aco_rt_pthread_mutex_unlock(&MR), EPERM);     /* let go of */
     return &tag[1];
 }
 

@@ -14,8 +14,11 @@
  *    gives -ETIMEDOUT with the mutex held again (also when another co held
  *    it meanwhile), a cancel gives -ECANCELED with the mutex held; -EPERM
  *    without the mutex; signals are not remembered;
- *  - semaphore: counts, FIFO, the posted unit goes to the first waiter (no
- *    overtaking), trywait -EAGAIN, a deadline or cancel takes no unit;
+ *  - semaphore: counts (a negative one a debt), FIFO, the posted unit goes
+ *    to the first waiter (no overtaking), trywait -EAGAIN, a deadline or
+ *    cancel takes no unit;
+ *  - a cancelled co: -EDEADLK and cond_wait's -EPERM before -ECANCELED,
+ *    mutex trylock and unlock and the calls that never wait still work;
  *  - wait group: wait returns when the counter reaches 0 (several waiters),
  *    add below zero -EINVAL changes nothing, deadline, reuse;
  *  - stress: 1000 cos lock/yield/unlock around a shared counter, with random
@@ -311,8 +314,46 @@ static void sem_waiter(void* arg) {
     if (w->rc == -ETIMEDOUT && w->deadline > 0) CHECK_GE(aco_rt_now(), w->deadline);
 }
 
+/* A cancelled co: errors about the arguments come first (aco_rt.h, the
+ * Sync section); mutex_trylock and mutex_unlock work, and the calls that
+ * never wait. */
+static void cancelled_sync(void* arg) {
+    (void)arg;
+    aco_rt_mutex_t m, other;
+    aco_rt_cond_t cv;
+    aco_rt_sem_t sm;
+    aco_rt_mutex_init(&m);
+    aco_rt_mutex_init(&other);
+    aco_rt_cond_init(&cv);
+    aco_rt_sem_init(&sm, 1);
+    CHECK_EQ(aco_rt_mutex_lock(&m, -1), 0);
+    CHECK_EQ(aco_rt_cancel(aco_rt_self()), 0);
+    CHECK_EQ(aco_rt_mutex_lock(&m, -1), -EDEADLK);
+    CHECK_EQ(aco_rt_cond_wait(&cv, &other, -1), -EPERM);
+    CHECK_EQ(aco_rt_cond_wait(&cv, &m, -1), -ECANCELED);    /* m held again */
+    CHECK_EQ(aco_rt_mutex_trylock(&m), -EBUSY);
+    CHECK_EQ(aco_rt_mutex_unlock(&m), 0);
+    CHECK_EQ(aco_rt_mutex_lock(&m, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_mutex_trylock(&m), 0);
+    CHECK_EQ(aco_rt_mutex_unlock(&m), 0);
+    CHECK_EQ(aco_rt_sem_trywait(&sm), 0);
+    aco_rt_sem_post(&sm);
+    CHECK_EQ(aco_rt_sem_wait(&sm, -1), -ECANCELED);
+}
+
 static void sem_main(void* arg) {
     (void)arg;
+    aco_rt_co_t* cc = aco_rt_spawn(NULL, cancelled_sync, NULL);
+    CHECK(cc != NULL);
+    CHECK_EQ(aco_rt_join(cc, -1), 0);
+    /* a negative count is a debt: posts pay it off first */
+    aco_rt_sem_init(&SEM, -2);
+    aco_rt_sem_post(&SEM);
+    aco_rt_sem_post(&SEM);
+    CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
+    aco_rt_sem_post(&SEM);
+    CHECK_EQ(aco_rt_sem_trywait(&SEM), 0);
+    CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
     aco_rt_sem_init(&SEM, 3);
     for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_sem_trywait(&SEM), 0);
     CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
