@@ -435,9 +435,7 @@ static int send_any(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
 int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     aco_rt_sched_t* s = rt_tls_sched;
     aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
-    if (rt_unlikely(me == NULL ||
-                    (__atomic_load_n(&me->flags_cancel, __ATOMIC_RELAXED) & RT_CANCEL_MASK) ||
-                    !chan_try_fast(ch, s)))
+    if (rt_unlikely(me == NULL || rt_co_cancel_maybe(me) || !chan_try_fast(ch, s)))
         return send_any(ch, elem, deadline);
     aco_rt_co_t* d = ch->direct;
     size_t n = ch->elem_size;

@@ -566,9 +566,11 @@ int rt_cancel_take(aco_rt_co_t* co);        /* co.c */
 #else
 #define RT_CANCEL_MASK ((uint16_t)(RT_CANCELLED << 8 | 1))
 #endif
+static inline int rt_co_cancel_maybe(aco_rt_co_t* co) {     /* (that load alone) */
+    return __atomic_load_n(&co->flags_cancel, __ATOMIC_RELAXED) & RT_CANCEL_MASK;
+}
 static inline int rt_co_cancelled(aco_rt_co_t* co) {
-    if (rt_likely(!(__atomic_load_n(&co->flags_cancel, __ATOMIC_RELAXED) & RT_CANCEL_MASK)))
-        return 0;
+    if (rt_likely(!rt_co_cancel_maybe(co))) return 0;
     return rt_cancel_take(co);
 }
 
