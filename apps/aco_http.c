@@ -49,7 +49,9 @@
  * TLS: the kernel cannot encrypt; docs/runtime.md, "TLS").  Between
  * requests an HTTPS connection gives its bufio and body buffers back and
  * waits for the socket with none (OpenSSL frees its record buffers too):
- * an idle one keeps OpenSSL's state, its co and a 5 KiB record.
+ * an idle one keeps OpenSSL's state, its co and a 5 KiB record.  On
+ * io_uring its socket lends (ACO_RT_TLS_LEND): the kernel receives into
+ * the scheduler's buffer ring, and a request costs no receive of its own.
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -731,26 +733,22 @@ static void linger_close(conn_t* c) {
 }
 
 #ifdef ACO_HTTP_TLS
-/* HTTPS between requests, nothing buffered either way: bytes already
- * there are read at once (a busy connection: the calls of a plain fill);
- * else the connection gives its buffers back while it waits (the bufio's
- * 32 KiB and the body's 16 KiB; OpenSSL gives its record buffers back too,
+/* HTTPS between requests, nothing buffered either way: unless bytes wait
+ * inside the TLS connection (OpenSSL's read-ahead, a lent buffer), the
+ * connection gives its buffers back while it waits (the bufio's 32 KiB
+ * and the body's 16 KiB; OpenSSL gives its record buffers back too,
  * SSL_MODE_RELEASE_BUFFERS), so an idle one keeps OpenSSL's state, this
  * record and its co: nginx's way.  They come back when bytes do.  The
- * wait is the one aco_rt_tls_read would make (readiness; no receive is
- * given a buffer to hold), unless OpenSSL holds a record (part) read
- * ahead.  0, or -1: close. */
+ * wait (aco_rt_tls_wait) gives no receive a buffer to hold: a readiness,
+ * or on io_uring the next lend.  0, or -1: close. */
 static int idle_tls(conn_t* c) {
-    ssize_t r = aco_rt_bufio_fill(c->b, 0);         /* a deadline long past: one try */
-    if (r != -ETIMEDOUT) return r > 0 ? 0 : -1;
     int64_t deadline = aco_rt_in_ns(idle_ns);       /* one idle period for both waits */
     if (!aco_rt_tls_pending(c->tls)) {
         aco_rt_bufio_free(c->b);
         c->b = NULL;
         free(c->body);
         c->body = NULL;
-        /* (the fill's read just said EAGAIN: no look first) */
-        if (aco_rt_wait(c->fd, POLLIN | ACO_RT_WAIT_AFTER_EAGAIN, deadline) < 0) return -1;
+        if (aco_rt_tls_wait(c->tls, deadline) < 0) return -1;
         if ((c->b = aco_rt_tls_bufio_new(c->tls, RBUF, WBUF)) == NULL) return -1;
     }
     return aco_rt_bufio_fill(c->b, deadline) > 0 ? 0 : -1;
@@ -927,7 +925,7 @@ int main(int argc, char** argv) {
 #ifdef ACO_HTTP_TLS
         char err[256];
         aco_rt_tls_opts_t o = {.server = 1, .cert_file = tls_cert, .key_file = tls_key,
-                               .alpn = "http/1.1"};
+                               .alpn = "http/1.1", .flags = ACO_RT_TLS_LEND};
         if ((tls_ctx = aco_rt_tls_ctx_new(&o, err, sizeof err)) == NULL) {
             fprintf(stderr, "aco_http: %s\n", err);
             return 1;

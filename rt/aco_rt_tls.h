@@ -21,7 +21,9 @@
  * OpenSSL calls park its co inside OpenSSL, through the syscall hooks,
  * would see its queue emptied by ours meanwhile: keep such a library and
  * these calls on different threads.)  The socket must not be one that
- * lends (aco_rt_recv_lend): the BIO reads the socket itself.  (OpenSSL's own socket BIO would let kernel TLS take over the
+ * lends (aco_rt_recv_lend): the BIO reads the socket itself, unless the
+ * context says ACO_RT_TLS_LEND (below): then the BIO reads what lends
+ * brought, and the connection alone lends on the socket.  (OpenSSL's own socket BIO would let kernel TLS take over the
  * records later; this machine's kernel has none to test: docs/runtime.md,
  * "TLS", says what it would take.)
  *
@@ -145,6 +147,21 @@ typedef struct aco_rt_tls_opts {
  * it; and a TLS 1.2 client may resume by session id from the context's
  * cache (OpenSSL's, up to 20480 sessions, shared by its threads). */
 #define ACO_RT_TLS_NO_TICKETS    0x4u
+/* Connections read their sockets through lent receives (aco_rt.h,
+ * aco_rt_recv_lend) where the scheduler of the co that first waits on one
+ * runs io_uring; elsewhere (epoll) the flag changes nothing.  The kernel
+ * then receives into the scheduler's buffer ring while the co does
+ * something else: a read or a wait for input takes no system call of its
+ * own (a plain connection makes a recv(2) that says EAGAIN and a wait
+ * for readiness, then the recv(2) of the bytes).  The cost: the bytes are
+ * copied once more, from the lent buffer into OpenSSL's, and a buffer of
+ * the ring (16 KiB; 128 per scheduler, then buffers from the heap) is
+ * held while part of it waits for OpenSSL (aco_rt_tls_pending: an idle
+ * connection waiting in aco_rt_tls_wait holds none).  The socket lends:
+ * aco_rt_recv_lend's rules hold for it (close it with aco_rt_close, after
+ * aco_rt_tls_free; its input is its scheduler's; the program's own
+ * recv(2) on it would miss bytes).  aco_http --tls-cert sets it. */
+#define ACO_RT_TLS_LEND          0x100u
 
 /* A context from o: NULL with errno set and, when err is not NULL, a line
  * of at most errlen bytes (NUL-terminated) saying why: EINVAL (o NULL,
@@ -256,10 +273,23 @@ const char* aco_rt_tls_cipher(const aco_rt_tls_t* t);
 /* Non-zero if the handshake resumed a session (no certificate sent). */
 int aco_rt_tls_resumed(const aco_rt_tls_t* t);
 /* Non-zero if bytes wait inside t (read ahead from the socket, decrypted
- * or not): a read may return at once though the socket is not readable.
- * Ask before waiting for the socket (aco_rt_wait, aco_rt_poll) on t's
- * behalf. */
+ * or not; with ACO_RT_TLS_LEND, a lent buffer not yet read through): a
+ * read may return at once though the socket is not readable.  Ask before
+ * waiting for the socket (aco_rt_wait, aco_rt_poll) on t's behalf, or
+ * wait with aco_rt_tls_wait. */
 int aco_rt_tls_pending(const aco_rt_tls_t* t);
+
+/* Wait until a read on t need not wait for the socket: bytes inside t
+ * (aco_rt_tls_pending), or the socket readable (bytes, its end, an
+ * error: the read says which).  0, or -ETIMEDOUT, -ECANCELED, -EPERM,
+ * and for a connection done for its error; -EBADF and aco_rt_wait's
+ * others for the socket (then done for).  It holds no buffer of the
+ * caller's and reads nothing into OpenSSL: an idle connection waits here
+ * with its buffers given back.  Plainly it is aco_rt_wait(POLLIN) on the
+ * socket; with ACO_RT_TLS_LEND on io_uring it waits for the next lend,
+ * which it keeps in t (aco_rt_wait on a lending socket would ask the
+ * kernel for a readiness the lends never see). */
+int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline);
 
 /* ======================================================================== */
 /* Sessions: resumption, a client's side                                    */

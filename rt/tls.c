@@ -59,6 +59,11 @@ struct aco_rt_tls {
     int hs_done;                /* the handshake completed */
     int shut;                   /* our close_notify went (or nothing to end) */
     int offered_alpn;           /* a client that offered ALPN */
+    int lend;                   /* ACO_RT_TLS_LEND in effect: 1, not: -1, not yet known: 0 */
+    const char* lent;           /* a lent buffer whose bytes OpenSSL has not read: */
+    uint32_t lent_off, lent_len;    /* lent[lent_off, lent_len) */
+    int lent_end;               /* the lends said the stream's end (0) or an error (-errno) */
+    int lent_ended;             /* ... and lent_end holds it */
     char* held;                 /* a record's plaintext OpenSSL holds half
                                    sent after a write's deadline or cancel,
                                    counted as written (REC_MAX, lazily) */
@@ -89,9 +94,36 @@ static int bio_write(BIO* b, const char* buf, size_t n, size_t* done) {
     return 0;
 }
 
+/* A connection that lends (ACO_RT_TLS_LEND): OpenSSL reads what the last
+ * lend brought; none left: a retry, without a system call (the co waits
+ * for the next lend outside OpenSSL: after). */
+static int bio_read_lent(BIO* b, aco_rt_tls_t* t, char* buf, size_t n, size_t* done) {
+    if (t->lent) {
+        size_t k = t->lent_len - t->lent_off;
+        if (k > n) k = n;
+        memcpy(buf, t->lent + t->lent_off, k);
+        t->lent_off += (uint32_t)k;
+        if (t->lent_off == t->lent_len) {
+            aco_rt_lend_return(t->lent);
+            t->lent = NULL;
+        }
+        *done = k;
+        return 1;
+    }
+    if (!t->lent_ended) {
+        BIO_set_retry_read(b);
+        return 0;
+    }
+    *done = 0;
+    if (t->lent_end == 0) t->eof = 1;
+    else t->sys_err = -t->lent_end;
+    return 0;
+}
+
 static int bio_read(BIO* b, char* buf, size_t n, size_t* done) {
     aco_rt_tls_t* t = BIO_get_data(b);
     BIO_clear_retry_flags(b);
+    if (t->lend > 0) return bio_read_lent(b, t, buf, n, done);
     ssize_t r = rt_sys_recv(t->fd, buf, n, MSG_DONTWAIT);
     if (r > 0) {
         *done = (size_t)r;
@@ -377,7 +409,8 @@ ossl:
 }
 
 aco_rt_tls_ctx_t* aco_rt_tls_ctx_new(const aco_rt_tls_opts_t* o, char* err, size_t errlen) {
-    const unsigned known = ACO_RT_TLS_NO_VERIFY | ACO_RT_TLS_VERIFY_CLIENT | ACO_RT_TLS_NO_TICKETS;
+    const unsigned known =
+        ACO_RT_TLS_NO_VERIFY | ACO_RT_TLS_VERIFY_CLIENT | ACO_RT_TLS_NO_TICKETS | ACO_RT_TLS_LEND;
     const char* bad = NULL;
     if (err && errlen) err[0] = 0;
     if (o == NULL) bad = "no options";
@@ -534,6 +567,7 @@ void aco_rt_tls_free(aco_rt_tls_t* t) {
     ERR_clear_error();
     aco_rt_hooks_resume();
     ctx_put(t->ctx);
+    if (t->lent) aco_rt_lend_return(t->lent);
     free(t->gather);
     free(t->held);
     free(t->alpn);
@@ -565,6 +599,50 @@ static int gate(aco_rt_tls_t* t) {
     return 0;
 }
 
+/* Does t read through lends (ACO_RT_TLS_LEND)?  Decided at its first
+ * wait, by the scheduler of the co that waits (a connection stays with
+ * its thread's cos): where it lends from io_uring's buffer ring.  Lends
+ * elsewhere would be a heap buffer and a recv each: the plain way is
+ * cheaper there. */
+static int lends(aco_rt_tls_t* t) {
+    if (t->lend == 0) {
+        const char* b = aco_rt_backend_name(aco_rt_sched_current());
+        t->lend = (t->ctx->flags & ACO_RT_TLS_LEND) && b && strcmp(b, "uring") == 0 ? 1 : -1;
+    }
+    return t->lend > 0;
+}
+
+/* Wait until OpenSSL's read can go on: 0, or -errno (t not marked).  The
+ * plain way: the socket readable (after_eagain: the BIO's recv just said
+ * EAGAIN, no look first).  Lending: the next lend taken and kept in t for
+ * the BIO (no system call when the multishot has brought it), or the
+ * stream's end or error kept for the BIO to say. */
+static int wait_in(aco_rt_tls_t* t, int after_eagain, int64_t deadline) {
+    if (!lends(t)) {
+        int w = aco_rt_wait(t->fd, POLLIN | (after_eagain ? ACO_RT_WAIT_AFTER_EAGAIN : 0), deadline);
+        return w < 0 ? w : 0;
+    }
+    if (t->lent || t->lent_ended) return 0;
+    const char* d;
+    ssize_t r = aco_rt_recv_lend(t->fd, &d, deadline);
+    if (r > 0) {
+        t->lent = d;
+        t->lent_off = 0;
+        t->lent_len = (uint32_t)r;
+        return 0;
+    }
+    if (r == -EBUSY) {
+        /* another co of t's (a reader and a writer) waits in a lend: wait
+         * for what it brings (aco_rt_wait sees a lending socket's bytes) */
+        int w = aco_rt_wait(t->fd, POLLIN, deadline);
+        return w < 0 ? w : 0;
+    }
+    if (r == -ETIMEDOUT || r == -ECANCELED || r == -EPERM) return (int)r;
+    t->lent_ended = 1;          /* the end, or the socket's error: the BIO says it */
+    t->lent_end = (int)r;
+    return 0;
+}
+
 /* An OpenSSL call that returned r <= 0: what it wants.  1: wait done, call
  * again; 0: a clean end (close_notify); -errno: failed (the reason in
  * t->err; a fatal one kept in t->dead).  Reads the thread's error queue
@@ -580,8 +658,9 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         t->want = e;
         /* (our BIO asks for a retry only when its recv or send said
          * EAGAIN, just now: no look first) */
-        int w = aco_rt_wait(t->fd, (e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT) |
-                                       ACO_RT_WAIT_AFTER_EAGAIN, deadline);
+        int w = e == SSL_ERROR_WANT_READ
+                    ? wait_in(t, 1, deadline)
+                    : aco_rt_wait(t->fd, POLLOUT | ACO_RT_WAIT_AFTER_EAGAIN, deadline);
         if (w >= 0) return 1;
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
         if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;
@@ -877,7 +956,20 @@ const char* aco_rt_tls_cipher(const aco_rt_tls_t* t) { return SSL_get_cipher_nam
 
 int aco_rt_tls_resumed(const aco_rt_tls_t* t) { return SSL_session_reused(t->ssl); }
 
-int aco_rt_tls_pending(const aco_rt_tls_t* t) { return SSL_has_pending(t->ssl); }
+int aco_rt_tls_pending(const aco_rt_tls_t* t) { return t->lent || SSL_has_pending(t->ssl); }
+
+int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
+    int g = gate(t);
+    if (g) return g;
+    if (aco_rt_tls_pending(t) || t->lent_ended || (SSL_get_shutdown(t->ssl) & SSL_RECEIVED_SHUTDOWN))
+        return 0;
+    int w = wait_in(t, 0, deadline);
+    if (w < 0) {
+        snprintf(t->err, sizeof t->err, "%s", strerror(-w));
+        if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;
+    }
+    return w;
+}
 
 aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t) {
     if (t->ctx->server) return NULL;

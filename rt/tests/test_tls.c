@@ -99,6 +99,16 @@
 
 static int g_fail;
 
+#ifndef TEST_NAME
+#define TEST_NAME "test_tls"
+#endif
+
+/* ACO_RT_TLS_LEND in every context (test_tls_lend.c): the sockets lend,
+ * so they are closed with aco_rt_close, as the flag says. */
+static unsigned g_lend;
+static int test_close(int fd) { return g_lend ? aco_rt_close(fd) : (close)(fd); }
+#define close(fd) test_close(fd)
+
 static const char* en(long long v, char* buf, size_t n) {
     if (v < 0 && v > -4096) snprintf(buf, n, "%lld (%s)", v, strerror((int)-v));
     else snprintf(buf, n, "%lld", v);
@@ -355,6 +365,7 @@ static aco_rt_tls_ctx_t* ctx_or_die(const aco_rt_tls_opts_t* o) {
 
 static aco_rt_tls_ctx_t* server_ctx(const cred_t* c, const char* alpn, unsigned flags, int minv) {
     aco_rt_tls_opts_t o = {0};
+    flags |= g_lend;
     o.server = 1;
     o.cert_pem = c->cert;
     o.key_pem = c->key;
@@ -367,6 +378,7 @@ static aco_rt_tls_ctx_t* server_ctx(const cred_t* c, const char* alpn, unsigned 
 
 static aco_rt_tls_ctx_t* client_ctx(const cred_t* c, const char* alpn, unsigned flags, int minv) {
     aco_rt_tls_opts_t o = {0};
+    flags |= g_lend;
     o.cert_pem = c ? c->cert : NULL;
     o.key_pem = c ? c->key : NULL;
     o.ca_file = g_ca_file;
@@ -379,6 +391,11 @@ static aco_rt_tls_ctx_t* client_ctx(const cred_t* c, const char* alpn, unsigned 
 /* Made once, freed at the end. */
 static aco_rt_tls_ctx_t *g_srv, *g_cli, *g_cli_nv, *g_srv_expired, *g_srv_wrong,
     *g_srv_untrusted;
+/* A server that never lends: a socket it does not read fills up (one that
+ * lends keeps taking bytes into its scheduler's ring), and aco_rt_close
+ * ends it at once (a lending socket's multishot holds it until the loop's
+ * next look). */
+static aco_rt_tls_ctx_t* g_srv_still;
 
 /* ------------------------------------------------------------------------ */
 /* Plumbing: socket pairs, cos, a relay that watches the records            */
@@ -1067,6 +1084,7 @@ static void eperm_outside(void) {
     T_EQ(aco_rt_tls_writev(l->c, &iov, 1, -1), -EPERM);
     T_EQ(aco_rt_tls_handshake(l->s, -1), -EPERM);
     T_EQ(aco_rt_tls_read(l->s, buf, sizeof(buf), -1), -EPERM);
+    T_EQ(aco_rt_tls_wait(l->s, -1), -EPERM);
     T(!pending(l->sfd));
     T(!pending(l->cfd));
 }
@@ -2249,7 +2267,7 @@ static void g_writes(void* arg) {
     link_close(&l);
 
     /* -EPIPE to a peer gone (no SIGPIPE), then done for */
-    link_open(&l, g_srv, g_cli, "localhost", 0);
+    link_open(&l, g_srv_still, g_cli, "localhost", 0);
     if (link_up(&l)) {
         aco_rt_tls_free(l.s);
         l.s = NULL;
@@ -2268,7 +2286,7 @@ static void g_writes(void* arg) {
     /* a write that times out with the peer not reading: the count includes
      * the record the connection keeps half sent; going on from the count
      * (a write of 1 byte, then the rest) delivers every byte in order */
-    link_open(&l, g_srv, g_cli, "localhost", 0);
+    link_open(&l, g_srv_still, g_cli, "localhost", 0);
     if (link_up(&l)) {
         int64_t dl = aco_rt_in_ms(150);
         ssize_t w = aco_rt_tls_write(l.c, big, MIB, dl);
@@ -2290,7 +2308,7 @@ static void g_writes(void* arg) {
 
     /* a writev of pieces that times out: nothing of the later pieces goes
      * before the kept record; going on from the count delivers all */
-    link_open(&l, g_srv, g_cli, "localhost", 0);
+    link_open(&l, g_srv_still, g_cli, "localhost", 0);
     if (link_up(&l)) {
         /* pieces of one record each: the cut falls at a piece's end */
         struct iovec v[64];
@@ -2311,7 +2329,7 @@ static void g_writes(void* arg) {
 
     /* a write that times out, then shutdown: the kept record, then
      * close_notify (the peer reads every counted byte, then 0) */
-    link_open(&l, g_srv, g_cli, "localhost", 0);
+    link_open(&l, g_srv_still, g_cli, "localhost", 0);
     if (link_up(&l)) {
         ssize_t w = aco_rt_tls_write(l.c, big, MIB, aco_rt_in_ms(100));
         T(w > 0 && w < MIB);
@@ -2329,7 +2347,7 @@ static void g_writes(void* arg) {
     link_close(&l);
 
     /* close_notify stuck behind a full socket: shutdown's -ETIMEDOUT */
-    link_open(&l, g_srv, g_cli, "localhost", 0);
+    link_open(&l, g_srv_still, g_cli, "localhost", 0);
     if (link_up(&l)) {
         ssize_t w = aco_rt_tls_write(l.c, big, MIB, aco_rt_in_ms(100));
         T(w == -ETIMEDOUT || (w > 0 && w < MIB));
@@ -2590,7 +2608,7 @@ static void g_bufio(void* arg) {
 
     /* a bufio write that times out (the peer not reading), then a flush and
      * the rest: every byte arrives, in order */
-    link_open(&l, g_srv, g_cli, "localhost", 0);
+    link_open(&l, g_srv_still, g_cli, "localhost", 0);
     if (link_up(&l)) {
         b = aco_rt_tls_bufio_new(l.c, 0, 0);
         CHECK(b != NULL);
@@ -2661,6 +2679,95 @@ static void g_bufio(void* arg) {
 }
 
 /* ---- lifetimes ---------------------------------------------------------------- */
+
+/* aco_rt_tls_wait: 0 as soon as a read need not wait (a record came,
+ * bytes wait inside t, close_notify came, the socket ended), -ETIMEDOUT
+ * not before the deadline, -ECANCELED, a connection done for's error.  In
+ * test_tls_lend's pass, on io_uring, the reads went through lends (and on
+ * epoll the flag changes nothing). */
+typedef struct {
+    aco_rt_tls_t* t;
+    int64_t dl;
+    int r;
+} waiter_t;
+
+static void co_wait(void* a) {
+    waiter_t* w = a;
+    w->r = aco_rt_tls_wait(w->t, w->dl);
+}
+
+static void g_wait(void* arg) {
+    (void)arg;
+    aco_rt_stats_t st0, st1;
+    aco_rt_stats(aco_rt_sched_current(), &st0);
+    char buf[64];
+    link_t l;
+    link_open(&l, g_srv, g_cli, "localhost", 0);
+    if (link_up(&l)) {
+        int64_t dl = aco_rt_in_ms(50);
+        T_EQ(aco_rt_tls_wait(l.s, dl), -ETIMEDOUT);
+        T_GE(aco_rt_now(), dl);
+        T_LT(aco_rt_now() - dl, LATE);
+        T_TEXT(aco_rt_tls_error(l.s));
+        /* a waiter wakes when a record comes, and a read takes it without
+         * waiting (a deadline long past) */
+        waiter_t w = {l.s, D(), 1};
+        aco_rt_co_t* co = go(co_wait, &w);
+        aco_rt_sleep(20 * MS);
+        T_EQ(w.r, 1);
+        T_EQ(aco_rt_tls_write(l.c, "ping", 4, D()), 4);
+        join(co);
+        T_EQ(w.r, 0);
+        T_STR(aco_rt_tls_error(l.s), "");
+        T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), 0), 4);
+        T(memcmp(buf, "ping", 4) == 0);
+        T_EQ(aco_rt_tls_pending(l.s), 0);
+        /* bytes inside t: at once */
+        T_EQ(aco_rt_tls_write(l.c, "abc", 3, D()), 3);
+        T_EQ(aco_rt_tls_wait(l.s, D()), 0);
+        T_EQ(aco_rt_tls_read(l.s, buf, 1, 0), 1);
+        T(aco_rt_tls_pending(l.s));
+        T_EQ(aco_rt_tls_wait(l.s, 0), 0);
+        T_EQ(aco_rt_tls_read(l.s, buf + 1, sizeof(buf) - 1, 0), 2);
+        T(memcmp(buf, "abc", 3) == 0);
+        /* cancelled while it waits: -ECANCELED, and the connection goes on */
+        w = (waiter_t){l.s, D(), 1};
+        co = go(co_wait, &w);
+        aco_rt_sleep(20 * MS);
+        CHECK_EQ(aco_rt_cancel(co), 0);
+        int64_t t0 = aco_rt_now();
+        join(co);
+        T_EQ(w.r, -ECANCELED);
+        T_LT(aco_rt_now() - t0, PROMPT);
+        pass(l.c, l.s, "after a cancelled wait");
+        /* close_notify: 0 at once, and again after the read said 0 */
+        T_EQ(aco_rt_tls_shutdown(l.c, D()), 0);
+        T_EQ(aco_rt_tls_wait(l.s, D()), 0);
+        T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), 0);
+        t0 = aco_rt_now();
+        T_EQ(aco_rt_tls_wait(l.s, D()), 0);
+        T_LT(aco_rt_now() - t0, PROMPT);
+    }
+    link_close(&l);
+    /* the peer's socket closed without close_notify: 0, the read says
+     * -ECONNRESET, and a wait on the connection done for says it too */
+    link_open(&l, g_srv, g_cli, "localhost", 0);
+    if (link_up(&l)) {
+        aco_rt_tls_free(l.c);
+        l.c = NULL;
+        close(l.cfd);
+        l.cfd = -1;
+        T_EQ(aco_rt_tls_wait(l.s, D()), 0);
+        T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), -ECONNRESET);
+        T_EQ(aco_rt_tls_wait(l.s, D()), -ECONNRESET);
+    }
+    link_close(&l);
+    aco_rt_stats(aco_rt_sched_current(), &st1);
+    if (g_lend && strcmp(aco_rt_backend_name(aco_rt_sched_current()), "uring") == 0)
+        T(st1.lends > st0.lends);
+    else
+        T_EQ(st1.lends, st0.lends);
+}
 
 static void g_lifetimes(void* arg) {
     (void)arg;
@@ -2801,6 +2908,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     run_group(s, "errors", g_errors);
     run_group(s, "bufio", g_bufio);
     run_group(s, "lifetimes", g_lifetimes);
+    run_group(s, "aco_rt_tls_wait", g_wait);
 }
 
 int main(void) {
@@ -2824,8 +2932,15 @@ int main(void) {
     g_rsa = 0;
     make_files();
     make_hello();
+#ifdef TEST_TLS_LEND
+    g_lend = ACO_RT_TLS_LEND;
+#endif
 
     g_srv = server_ctx(&leaf, NULL, 0, 0);
+    unsigned lend = g_lend;
+    g_lend = 0;
+    g_srv_still = server_ctx(&leaf, NULL, 0, 0);
+    g_lend = lend;
     g_cli = client_ctx(NULL, NULL, 0, 0);
     g_cli_nv = client_ctx(NULL, NULL, ACO_RT_TLS_NO_VERIFY, 0);
     g_srv_expired = server_ctx(&expired, NULL, 0, 0);
@@ -2839,6 +2954,7 @@ int main(void) {
     test_on_backends(&one, body_stacks, NULL);
 
     aco_rt_tls_ctx_free(g_srv);
+    aco_rt_tls_ctx_free(g_srv_still);
     aco_rt_tls_ctx_free(g_cli);
     aco_rt_tls_ctx_free(g_cli_nv);
     aco_rt_tls_ctx_free(g_srv_expired);
@@ -2850,9 +2966,9 @@ int main(void) {
     free(g_hello);
     remove_files();
     if (g_fail) {
-        printf("test_tls: %d check(s) FAILED\n", g_fail);
+        printf("%s: %d check(s) FAILED\n", TEST_NAME, g_fail);
         return 1;
     }
-    printf("test_tls: all checks passed\n");
+    printf("%s: all checks passed\n", TEST_NAME);
     return 0;
 }
