@@ -45,7 +45,7 @@
  * --tls-handshake-timeout-ms (10 s) or the connection closed; the bufio
  * runs over the TLS connection (aco_rt_tls_bufio_new), so the HTTP code
  * is the same; a large body is read by aco_rt_pread into the connection's
- * 16 KiB buffer and written as TLS records instead of sendfile (user-space
+ * 64 KiB buffer and written as TLS records instead of sendfile (user-space
  * TLS: the kernel cannot encrypt; docs/runtime.md, "TLS").  Between
  * requests an HTTPS connection gives its bufio and body buffers back and
  * waits for the socket with none (OpenSSL frees its record buffers too):
@@ -105,14 +105,26 @@ typedef struct {
 #endif
     char path[PATH_CAP + 16];          /* + "/index.html" */
     char head[768];
-    char* body;                         /* SMALL_BODY bytes, made at first use: a
+    char* body;                         /* body_cap(c) bytes, made at first use: a
                                            small file's bytes on their way to b
                                            (HTTPS: a large one's chunks) */
 } conn_t;
 
+/* HTTPS reads a large body in chunks of TLS_CHUNK (4 records), as nginx's
+ * output_buffers (2 x 32 KiB): 16 preads a MiB instead of 64. */
+#define TLS_CHUNK (64 * 1024)
+
+static size_t body_cap(const conn_t* c) {
+#ifdef ACO_HTTP_TLS
+    if (c->tls) return TLS_CHUNK > SMALL_BODY ? TLS_CHUNK : SMALL_BODY;
+#endif
+    (void)c;
+    return SMALL_BODY;
+}
+
 /* c->body, made if it is not yet: 0, or -1 (no memory). */
 static int body_buf(conn_t* c) {
-    return c->body != NULL || (c->body = malloc(SMALL_BODY)) != NULL ? 0 : -1;
+    return c->body != NULL || (c->body = malloc(body_cap(c))) != NULL ? 0 : -1;
 }
 
 /* What a request gets. */
@@ -686,7 +698,7 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
 #ifdef ACO_HTTP_TLS
         if (c->tls) {
             if (body_buf(c) < 0 || aco_rt_bufio_flush(c->b, deadline) < 0 ||
-                send_file_tls(c->tls, r->file, c->body, SMALL_BODY, r->off, r->len, deadline) < 0)
+                send_file_tls(c->tls, r->file, c->body, body_cap(c), r->off, r->len, deadline) < 0)
                 rc = -1;
         } else
 #endif
