@@ -59,7 +59,7 @@ struct aco_rt_tls {
     int hs_done;                /* the handshake completed */
     int shut;                   /* our close_notify went (or nothing to end) */
     int offered_alpn;           /* a client that offered ALPN */
-    int lend;                   /* ACO_RT_TLS_LEND in effect: 1, not: -1, not yet known: 0 */
+    int by_lends;               /* ACO_RT_TLS_LEND in effect: 1, not: -1, not yet known: 0 */
     const char* lent;           /* a lent buffer whose bytes OpenSSL has not read: */
     uint32_t lent_off, lent_len;    /* lent[lent_off, lent_len) */
     int lent_end;               /* the lends said the stream's end (0) or an error (-errno) */
@@ -123,7 +123,7 @@ static int bio_read_lent(BIO* b, aco_rt_tls_t* t, char* buf, size_t n, size_t* d
 static int bio_read(BIO* b, char* buf, size_t n, size_t* done) {
     aco_rt_tls_t* t = BIO_get_data(b);
     BIO_clear_retry_flags(b);
-    if (t->lend > 0) return bio_read_lent(b, t, buf, n, done);
+    if (t->by_lends > 0) return bio_read_lent(b, t, buf, n, done);
     ssize_t r = rt_sys_recv(t->fd, buf, n, MSG_DONTWAIT);
     if (r > 0) {
         *done = (size_t)r;
@@ -605,11 +605,11 @@ static int gate(aco_rt_tls_t* t) {
  * elsewhere would be a heap buffer and a recv each: the plain way is
  * cheaper there. */
 static int lends(aco_rt_tls_t* t) {
-    if (t->lend == 0) {
+    if (t->by_lends == 0) {
         const char* b = aco_rt_backend_name(aco_rt_sched_current());
-        t->lend = (t->ctx->flags & ACO_RT_TLS_LEND) && b && strcmp(b, "uring") == 0 ? 1 : -1;
+        t->by_lends = (t->ctx->flags & ACO_RT_TLS_LEND) && b && strcmp(b, "uring") == 0 ? 1 : -1;
     }
-    return t->lend > 0;
+    return t->by_lends > 0;
 }
 
 /* Wait until OpenSSL's read can go on: 0, or -errno (t not marked).  The
