@@ -637,7 +637,10 @@ static int wait_in(aco_rt_tls_t* t, int after_eagain, int64_t deadline) {
         int w = aco_rt_wait(t->fd, POLLIN, deadline);
         return w < 0 ? w : 0;
     }
-    if (r == -ETIMEDOUT || r == -ECANCELED || r == -EPERM) return (int)r;
+    /* the wait's own errors, as aco_rt_wait would say them */
+    if (r == -ETIMEDOUT || r == -ECANCELED || r == -EPERM || r == -EBADF || r == -ENOMEM ||
+        r == -EINVAL)
+        return (int)r;
     t->lent_ended = 1;          /* the end, or the socket's error: the BIO says it */
     t->lent_end = (int)r;
     return 0;

@@ -2762,6 +2762,21 @@ static void g_wait(void* arg) {
         T_EQ(aco_rt_tls_wait(l.s, D()), -ECONNRESET);
     }
     link_close(&l);
+    /* its own socket closed by aco_rt_close while it waits: -EBADF, and
+     * the connection is done for */
+    link_open(&l, g_srv, g_cli, "localhost", 0);
+    if (link_up(&l)) {
+        waiter_t w = {l.s, D(), 1};
+        aco_rt_co_t* co = go(co_wait, &w);
+        aco_rt_sleep(20 * MS);
+        T_EQ(w.r, 1);
+        T_EQ(aco_rt_close(l.sfd), 0);
+        l.sfd = -1;
+        join(co);
+        T_EQ(w.r, -EBADF);
+        T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), -EBADF);
+    }
+    link_close(&l);
     aco_rt_stats(aco_rt_sched_current(), &st1);
     if (g_lend && strcmp(aco_rt_backend_name(aco_rt_sched_current()), "uring") == 0)
         T(st1.lends > st0.lends);
