@@ -153,7 +153,9 @@ typedef struct aco_rt_tls_opts {
  * then receives into the scheduler's buffer ring while the co does
  * something else: a read or a wait for input takes no system call of its
  * own (a plain connection makes a recv(2) that says EAGAIN and a wait
- * for readiness, then the recv(2) of the bytes).  The cost: the bytes are
+ * for readiness, then the recv(2) of the bytes; on a kernel without
+ * buffer rings, before 6.0, a lend is itself one receive into a heap
+ * buffer, and the flag gains nothing).  The cost: the bytes are
  * copied once more, from the lent buffer into OpenSSL's, and a buffer of
  * the ring (16 KiB; 128 per scheduler, then buffers from the heap) is
  * held while part of it waits for OpenSSL (aco_rt_tls_pending: an idle
