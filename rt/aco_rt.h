@@ -747,7 +747,8 @@ int aco_rt_lend_return(const char* data);
  * pipe or socket each is one transfer, as there.  O_DIRECT works when buf,
  * n and off are aligned as the file system asks (else -EINVAL, the
  * kernel's).  RWF_NOWAIT asked by the caller is passed through: -EAGAIN
- * instead of a wait for the disk. */
+ * instead of a wait for the disk (also where pwritev2(2) would say
+ * EOPNOTSUPP: a file system that cannot write without waiting). */
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline);
 ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline);
 ssize_t aco_rt_preadv(int fd, const struct iovec* iov, int iovcnt, int64_t off,
@@ -824,7 +825,9 @@ int aco_rt_openat2(int dirfd, const char* path, const struct open_how* how, size
                    int64_t deadline);
 
 /* statx(2) (flags AT_*, mask STATX_*): 0 with *buf filled, or -errno;
- * buf is written only on success.  [meta] */
+ * buf is written only on success.  path NULL with AT_EMPTY_PATH is ""
+ * (dirfd's own file, as Linux 6.11 takes it, on every kernel); NULL
+ * otherwise: -EFAULT.  [meta] */
 struct statx;
 int aco_rt_statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* buf,
                  int64_t deadline);

@@ -202,6 +202,14 @@ static void co_rw(void* arg) {
     CHECK_EQ(aco_rt_pread(ro, rb, 10, 0, -1), 10);
     CHECK_PAT(rb, 10, 0);
     xclose(ro);
+    PROMISE();          /* the caller's RWF_NOWAIT on a buffered write: the
+                           count, or -EAGAIN (ext4: pwritev2(2) says
+                           EOPNOTSUPP there), on every way */
+    {
+        struct iovec nv = {wb, 4096};
+        ssize_t nr = aco_rt_pwritev(fd, &nv, 1, 0, RWF_NOWAIT, -1);
+        if (nr != 4096) CHECK_EQ(nr, -EAGAIN);
+    }
 
     /* The share-stack rule: buffers on the co's (share) stack work. */
     PROMISE();
@@ -486,6 +494,11 @@ static void co_open(void* arg) {
         memset(&sx, 0xa5, sizeof sx);
         CHECK_EQ(aco_rt_statx(fd, "", AT_EMPTY_PATH, STATX_SIZE, &sx, -1), 0);
         CHECK_EQ(sx.stx_size, 5);
+        /* NULL with AT_EMPTY_PATH is "" (Linux 6.11's reading), else -EFAULT */
+        memset(&sx, 0xa5, sizeof sx);
+        CHECK_EQ(aco_rt_statx(fd, NULL, AT_EMPTY_PATH, STATX_SIZE, &sx, -1), 0);
+        CHECK_EQ(sx.stx_size, 5);
+        CHECK_EQ(aco_rt_statx(fd, NULL, 0, STATX_SIZE, &sx, -1), -EFAULT);
         CHECK_EQ(aco_rt_statx(dfd, ".", 0, STATX_TYPE, &sx, -1), 0);
         CHECK(S_ISDIR(sx.stx_mode));
         CHECK_EQ(symlinkat("op", dfd, "sl"), 0);
@@ -1387,6 +1400,23 @@ static void co_direct(void* arg) {
         CHECK_EQ(aco_rt_pread(fd, rb, 4096, 0, -1), 4096);
         CHECK_PAT(rb, 4096, 77);
     }
+    PROMISE();          /* O_DIRECT set behind the runtime's back (F_SETFL) on a
+                           number it knows as buffered: a stack buffer, not
+                           aligned, is bounced at once, not refused */
+    int fd2 = aco_rt_openat(dfd, "od", O_RDWR | O_CLOEXEC, 0, -1);
+    CHECK_GE(fd2, 0);
+    unsigned char sb2[4096 + 3];
+    if (aco_on_share_stack(aco_get_co(), sb2, sizeof sb2)) {
+        unsigned char* p = sb2 + ((uintptr_t)sb2 % 4096 == 1 ? 2 : 1);
+        CHECK_EQ(aco_rt_pread(fd2, p, 4096, 4096, -1), 4096);   /* the hint: buffered */
+        CHECK_EQ(fcntl(fd2, F_SETFL, fcntl(fd2, F_GETFL) | O_DIRECT), 0);
+        memset(p, 0, 4096);
+        CHECK_EQ(aco_rt_pread(fd2, p, 4096, 4096, -1), 4096);
+        CHECK_PAT(p, 4096, 4096);
+        CHECK_EQ(aco_rt_pread(fd2, p, 4096, 8192, -1), 4096);
+        CHECK_PAT(p, 4096, 8192);
+    }
+    xclose(fd2);
     free(wb);
     free(rb);
     xclose(fd);
