@@ -281,13 +281,16 @@ int aco_rt_tls_resumed(const aco_rt_tls_t* t);
  * wait with aco_rt_tls_wait. */
 int aco_rt_tls_pending(const aco_rt_tls_t* t);
 
-/* Wait until a read on t need not wait for the socket: bytes inside t
- * (aco_rt_tls_pending), or the socket readable (bytes, its end, an
- * error: the read says which).  0, or -ETIMEDOUT, -ECANCELED, -EPERM,
- * and for a connection done for its error; -EBADF and aco_rt_wait's
- * others for the socket (then done for).  It holds no buffer of the
- * caller's and reads nothing into OpenSSL: an idle connection waits here
- * with its buffers given back.  Plainly it is aco_rt_wait(POLLIN) on the
+/* Wait until a read on t may not need to wait: a record's bytes inside
+ * t (decrypted, or whole: OpenSSL looks, and a record it decrypts stays
+ * for the read), the peer's close_notify came, or new bytes came to the
+ * socket (bytes, its end, an error: the read says which).  Part of a
+ * record inside t is not enough: the wait goes on until more bytes come
+ * (they may still not finish the record: read with a deadline).  0, or
+ * -ETIMEDOUT, -ECANCELED, -EPERM, and for a connection done for its
+ * error; -EBADF and aco_rt_wait's others for the socket (then done for).
+ * It holds no buffer of the caller's: an idle connection waits here with
+ * its buffers given back.  Plainly it waits as aco_rt_wait(POLLIN) on the
  * socket; with ACO_RT_TLS_LEND on io_uring it waits for the next lend,
  * which it keeps in t (aco_rt_wait on a lending socket would ask the
  * kernel for a readiness the lends never see). */

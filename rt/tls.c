@@ -964,9 +964,26 @@ int aco_rt_tls_pending(const aco_rt_tls_t* t) { return t->lent || SSL_has_pendin
 int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
     int g = gate(t);
     if (g) return g;
-    if (aco_rt_tls_pending(t) || t->lent_ended || (SSL_get_shutdown(t->ssl) & SSL_RECEIVED_SHUTDOWN))
+    if (SSL_pending(t->ssl) > 0 || t->lent_ended ||
+        (SSL_get_shutdown(t->ssl) & SSL_RECEIVED_SHUTDOWN))
         return 0;
-    int w = wait_in(t, 0, deadline);
+    int after_eagain = 0;
+    if (aco_rt_tls_pending(t)) {
+        /* Bytes inside t, none decrypted: whole records a read returns
+         * at once, or part of one it would wait for the rest of (a wait
+         * that said 0 there would spin its caller).  OpenSSL looks: a
+         * peek, which leaves the bytes for the read. */
+        if (!t->hs_done) return 0;      /* (the read's handshake looks) */
+        char c;
+        size_t got = 0;
+        int r = OSSL(t, SSL_peek_ex(t->ssl, &c, 1, &got));
+        if (r == 1 || SSL_get_error(t->ssl, r) != SSL_ERROR_WANT_READ) {
+            ERR_clear_error();          /* (an end or an error: the read says it) */
+            return 0;
+        }
+        after_eagain = 1;               /* (the BIO just said so) */
+    }
+    int w = wait_in(t, after_eagain, deadline);
     if (w < 0) {
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
         if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;

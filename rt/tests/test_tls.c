@@ -2762,6 +2762,34 @@ static void g_wait(void* arg) {
         T_EQ(aco_rt_tls_wait(l.s, D()), -ECONNRESET);
     }
     link_close(&l);
+    /* part of a record inside t: the wait waits for more bytes instead of
+     * saying 0 at once (a loop of waits and reads that do not wait would
+     * spin); the record whole, the read has it */
+    link_open(&l, g_srv, g_cli, "localhost", 1);
+    if (link_up(&l)) {
+        static char rec[1000], got_b[2048];
+        memset(rec, 'r', sizeof rec);
+        l.c2s->pause_ns = 150 * MS;
+        l.c2s->pause_at = l.c2s->fwd + 100;
+        T_EQ(aco_rt_tls_write(l.c, rec, sizeof rec, D()), (ssize_t)sizeof rec);
+        int64_t t0 = aco_rt_now(), end = aco_rt_in_ms(SLOW ? 30000 : 8000);
+        size_t got = 0;
+        int turns = 0;
+        while (got < sizeof rec && aco_rt_now() < end && turns < 1000) {
+            turns++;
+            int w = aco_rt_tls_wait(l.s, end);
+            T_EQ(w, 0);
+            if (w) break;
+            ssize_t r = aco_rt_tls_read(l.s, got_b + got, sizeof got_b - got, 0);
+            if (r > 0) got += (size_t)r;
+            else T_EQ(r, -ETIMEDOUT);
+        }
+        T_EQ(got, sizeof rec);
+        T(memcmp(got_b, rec, sizeof rec) == 0);
+        T_GE(aco_rt_now() - t0, 140 * MS);
+        T_LT(turns, 10);
+    }
+    link_close(&l);
     /* its own socket closed by aco_rt_close while it waits: -EBADF, and
      * the connection is done for */
     link_open(&l, g_srv, g_cli, "localhost", 0);
