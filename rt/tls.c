@@ -59,6 +59,7 @@ struct aco_rt_tls {
     int hs_done;                /* the handshake completed */
     int shut;                   /* our close_notify went (or nothing to end) */
     int offered_alpn;           /* a client that offered ALPN */
+    int more;                   /* records of this write follow: MSG_MORE */
     int by_lends;               /* ACO_RT_TLS_LEND in effect: 1, not: -1, not yet known: 0 */
     const char* lent;           /* a lent buffer whose bytes OpenSSL has not read: */
     uint32_t lent_off, lent_len;    /* lent[lent_off, lent_len) */
@@ -84,7 +85,7 @@ static BIO_METHOD* bio_method;
 static int bio_write(BIO* b, const char* buf, size_t n, size_t* done) {
     aco_rt_tls_t* t = BIO_get_data(b);
     BIO_clear_retry_flags(b);
-    ssize_t r = rt_sys_send(t->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t r = rt_sys_send(t->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL | (t->more ? MSG_MORE : 0));
     if (r >= 0) {
         *done = (size_t)r;
         return 1;
@@ -789,12 +790,20 @@ static int hold(aco_rt_tls_t* t, const char* buf, size_t n) {
 /* buf[0, n) as records, one call a record (at most REC_MAX bytes offered
  * at once: OpenSSL then holds at most that record when the socket is
  * full, and exactly what was offered): the count taken, or -errno when
- * none was.  From finish_held, buf is t->held itself. */
+ * none was.  From finish_held, buf is t->held itself.  Every record but
+ * the last goes with MSG_MORE: TCP gathers them into segments of up to
+ * 64 KiB instead of one a record (a MiB over loopback: a quarter of the
+ * packets; the sender's CPU a MiB 445 -> 330 us, the receiver's 215 ->
+ * 139, Zen 4), and the last pushes them all.  (A write cut short by the
+ * socket's being full leaves data in flight, whose acknowledgements
+ * push what MSG_MORE held.) */
 static ssize_t put(aco_rt_tls_t* t, const char* buf, size_t n, int64_t deadline) {
     size_t off = 0;
     while (off < n) {
         size_t w = 0, ask = n - off < REC_MAX ? n - off : REC_MAX;
+        t->more = off + ask < n;
         int r = OSSL(t, SSL_write_ex(t->ssl, buf + off, ask, &w));
+        t->more = 0;
         if (r == 1) {
             off += w;
             continue;

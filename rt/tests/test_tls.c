@@ -84,6 +84,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -2812,6 +2814,76 @@ static void g_wait(void* arg) {
         T_EQ(st1.lends, st0.lends);
 }
 
+/* Over TCP (loopback, Nagle on): a write's records but the last go with
+ * MSG_MORE, and the last pushes them: every size arrives whole, at once
+ * after the write returned (nothing held back for TCP's 200 ms), and in
+ * order; the server's writes too. */
+static void tcp_pair(int* a, int* b) {
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(l, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    CHECK_EQ(bind(l, (struct sockaddr*)&sa, sizeof sa), 0);
+    CHECK_EQ(getsockname(l, (struct sockaddr*)&sa, &sl), 0);
+    CHECK_EQ(listen(l, 1), 0);
+    *a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(*a, 0);
+    CHECK_EQ(connect(*a, (struct sockaddr*)&sa, sizeof sa), 0);
+    *b = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    CHECK_GE(*b, 0);
+    CHECK_EQ(close(l), 0);
+}
+
+static void g_tcp(void* arg) {
+    (void)arg;
+    static const size_t sizes[] = {1, 100, 16384, 16385, 20000, 65536, 65537, 300000, MIB + 7};
+    unsigned char* big = malloc(MIB + 7);
+    CHECK(big != NULL);
+    for (size_t i = 0; i < MIB + 7; i++) big[i] = pat(i);
+    link_t l;
+    memset(&l, 0, sizeof l);
+    l.xc = l.xs = -1;
+    tcp_pair(&l.cfd, &l.sfd);
+    l.s = aco_rt_tls_new(g_srv, l.sfd, NULL);
+    l.c = aco_rt_tls_new(g_cli, l.cfd, "localhost");
+    CHECK(l.s && l.c);
+    if (link_up(&l)) {
+        for (int dir = 0; dir < 2; dir++) {
+            aco_rt_tls_t* from = dir ? l.s : l.c;
+            aco_rt_tls_t* to = dir ? l.c : l.s;
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                bulk_t b;
+                memset(&b, 0, sizeof b);
+                b.t = to;
+                b.want = sizes[k];
+                b.expect = big;
+                aco_rt_co_t* co = go(co_bulk_read, &b);
+                T_EQ(aco_rt_tls_write(from, big, sizes[k], D()), (ssize_t)sizes[k]);
+                int64_t t0 = aco_rt_now();
+                join(co);
+                bulk_check(&b);
+                T_LT(aco_rt_now() - t0, PROMPT);
+            }
+        }
+        /* a writev of pieces, each its own put, then the peer's reply */
+        struct iovec v[3] = {{big, 100}, {big + 100, 40000}, {big + 40100, 5}};
+        bulk_t b;
+        memset(&b, 0, sizeof b);
+        b.t = l.s;
+        b.want = 40105;
+        b.expect = big;
+        aco_rt_co_t* co = go(co_bulk_read, &b);
+        T_EQ(aco_rt_tls_writev(l.c, v, 3, D()), 40105);
+        int64_t t0 = aco_rt_now();
+        join(co);
+        bulk_check(&b);
+        T_LT(aco_rt_now() - t0, PROMPT);
+        pass(l.s, l.c, "and back");
+    }
+    link_close(&l);
+    free(big);
+}
+
 static void g_lifetimes(void* arg) {
     (void)arg;
     aco_rt_tls_ctx_t* s = server_ctx(&leaf, "h2", 0, 0);
@@ -2952,6 +3024,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     run_group(s, "bufio", g_bufio);
     run_group(s, "lifetimes", g_lifetimes);
     run_group(s, "aco_rt_tls_wait", g_wait);
+    run_group(s, "over TCP: records gathered by MSG_MORE", g_tcp);
 }
 
 int main(void) {
