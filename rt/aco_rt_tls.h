@@ -9,8 +9,10 @@
  * do; every error and its OpenSSL reason are the connection's own.
  *
  * How OpenSSL meets the runtime.  A BIO of ours moves the bytes: one
- * recv(2) or send(2) with MSG_DONTWAIT (and MSG_NOSIGNAL: never SIGPIPE),
- * made past the syscall hooks, never changing the socket's O_NONBLOCK.
+ * recv(2) or send(2) with MSG_DONTWAIT (and MSG_NOSIGNAL: never SIGPIPE;
+ * MSG_MORE on each record of a write but its last, so that TCP sends
+ * them in large segments), made past the syscall hooks, never changing
+ * the socket's O_NONBLOCK.
  * When OpenSSL wants to read or write more, its call returns, and the co
  * waits for the socket outside OpenSSL (aco_rt_wait, with the call's
  * deadline and cancel).  So no co switch ever happens inside these calls'
