@@ -748,7 +748,7 @@ static void linger_close(conn_t* c) {
 /* HTTPS between requests, nothing buffered either way: unless bytes wait
  * inside the TLS connection (OpenSSL's read-ahead, a lent buffer), the
  * connection gives its buffers back while it waits (the bufio's 32 KiB
- * and the body's 16 KiB; OpenSSL gives its record buffers back too,
+ * and the body's 64 KiB; OpenSSL gives its record buffers back too,
  * SSL_MODE_RELEASE_BUFFERS), so an idle one keeps OpenSSL's state, this
  * record and its co: nginx's way.  They come back when bytes do.  The
  * wait (aco_rt_tls_wait) gives no receive a buffer to hold: a readiness,
