@@ -2862,7 +2862,10 @@ static void g_tcp(void* arg) {
                 int64_t t0 = aco_rt_now();
                 join(co);
                 bulk_check(&b);
-                T_LT(aco_rt_now() - t0, PROMPT);
+                /* (the large ones' bytes in flight when the write returns
+                 * take their own time to decrypt: only sizes that fit in
+                 * flight are timed) */
+                if (sizes[k] <= 65537) T_LT(aco_rt_now() - t0, PROMPT);
             }
         }
         /* a writev of pieces, each its own put, then the peer's reply */
