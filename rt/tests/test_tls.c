@@ -548,6 +548,17 @@ static void link_open(link_t* l, aco_rt_tls_ctx_t* sctx, aco_rt_tls_ctx_t* cctx,
     }
 }
 
+/* One end goes without a word: its connection freed (no close_notify),
+ * its socket closed (client: the client's end; else the server's). */
+static void link_gone(link_t* l, int client) {
+    aco_rt_tls_t** t = client ? &l->c : &l->s;
+    int* fd = client ? &l->cfd : &l->sfd;
+    aco_rt_tls_free(*t);
+    *t = NULL;
+    close(*fd);
+    *fd = -1;
+}
+
 static void link_close(link_t* l) {
     aco_rt_tls_free(l->c);
     aco_rt_tls_free(l->s);
@@ -2142,10 +2153,7 @@ static void g_reads(void* arg) {
     link_open(&l, g_srv, g_cli, "localhost", 0);
     if (link_up(&l)) {
         T_EQ(aco_rt_tls_write(l.c, "abc", 3, D()), 3);
-        aco_rt_tls_free(l.c);
-        l.c = NULL;
-        close(l.cfd);
-        l.cfd = -1;
+        link_gone(&l, 1);
         T_EQ(read_n(l.s, buf, 3), 3);
         T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), -ECONNRESET);
         T_TEXT(aco_rt_tls_error(l.s));
@@ -2271,10 +2279,7 @@ static void g_writes(void* arg) {
     /* -EPIPE to a peer gone (no SIGPIPE), then done for */
     link_open(&l, g_srv_still, g_cli, "localhost", 0);
     if (link_up(&l)) {
-        aco_rt_tls_free(l.s);
-        l.s = NULL;
-        close(l.sfd);
-        l.sfd = -1;
+        link_gone(&l, 0);
         T_EQ(aco_rt_tls_write(l.c, "x", 1, D()), -EPIPE);
         T_TEXT(aco_rt_tls_error(l.c));
         /* the writing side is done for; reads go on, and meet the peer's
@@ -2755,10 +2760,7 @@ static void g_wait(void* arg) {
      * -ECONNRESET, and a wait on the connection done for says it too */
     link_open(&l, g_srv, g_cli, "localhost", 0);
     if (link_up(&l)) {
-        aco_rt_tls_free(l.c);
-        l.c = NULL;
-        close(l.cfd);
-        l.cfd = -1;
+        link_gone(&l, 1);
         T_EQ(aco_rt_tls_wait(l.s, D()), 0);
         T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), -ECONNRESET);
         T_EQ(aco_rt_tls_wait(l.s, D()), -ECONNRESET);
