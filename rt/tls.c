@@ -793,8 +793,8 @@ static int hold(aco_rt_tls_t* t, const char* buf, size_t n) {
  * none was.  From finish_held, buf is t->held itself.  Every record but
  * the last goes with MSG_MORE: TCP gathers them into segments of up to
  * 64 KiB instead of one a record (a MiB over loopback: a quarter of the
- * packets; the sender's CPU a MiB 445 -> 330 us, the receiver's 215 ->
- * 139, Zen 4), and the last pushes them all.  (A write cut short by the
+ * packets, less CPU on both ends: bench_http.sh's https_1m headlines),
+ * and the last pushes them all.  (A write cut short by the
  * socket's being full leaves data in flight, whose acknowledgements
  * push what MSG_MORE held.) */
 static ssize_t put(aco_rt_tls_t* t, const char* buf, size_t n, int64_t deadline) {
