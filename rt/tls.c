@@ -57,6 +57,10 @@ struct aco_rt_tls {
     int eof;                    /* the BIO met the stream's end */
     int want;                   /* the last call's SSL_ERROR_WANT_*, or 0 */
     int hs_done;                /* the handshake completed */
+    int starved;                /* the handshake's last look wanted bytes
+                                   that had not come (it left at its
+                                   deadline): what t holds is part of a
+                                   record, until the wait sees more */
     int shut;                   /* our close_notify went (or nothing to end) */
     int offered_alpn;           /* a client that offered ALPN */
     int more;                   /* records of this write follow: MSG_MORE */
@@ -665,6 +669,7 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         int w = e == SSL_ERROR_WANT_READ
                     ? wait_in(t, 1, deadline)
                     : aco_rt_wait(t->fd, POLLOUT | ACO_RT_WAIT_AFTER_EAGAIN, deadline);
+        if (e == SSL_ERROR_WANT_READ) t->starved = w < 0;
         if (w >= 0) return 1;
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
         if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;
@@ -977,12 +982,20 @@ int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
         (SSL_get_shutdown(t->ssl) & SSL_RECEIVED_SHUTDOWN))
         return 0;
     int after_eagain = 0;
-    if (aco_rt_tls_pending(t)) {
+    if (!aco_rt_tls_pending(t)) {
+        /* (nothing inside t: the socket's next bytes) */
+    } else if (!t->hs_done) {
+        /* Before the handshake's end no peek (it would handshake): a
+         * handshake that left for want of bytes holds part of a record,
+         * and the wait goes on (its BIO said EAGAIN); else the bytes are
+         * new, and the handshake's next look may use them. */
+        if (!t->starved || t->lent) return 0;
+        after_eagain = 1;
+    } else {
         /* Bytes inside t, none decrypted: whole records a read returns
          * at once, or part of one it would wait for the rest of (a wait
          * that said 0 there would spin its caller).  OpenSSL looks: a
          * peek, which leaves the bytes for the read. */
-        if (!t->hs_done) return 0;      /* (the read's handshake looks) */
         char c;
         size_t got = 0;
         int r = OSSL(t, SSL_peek_ex(t->ssl, &c, 1, &got));
@@ -993,6 +1006,7 @@ int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
         after_eagain = 1;               /* (the BIO just said so) */
     }
     int w = wait_in(t, after_eagain, deadline);
+    if (w == 0) t->starved = 0;         /* (more came) */
     if (w < 0) {
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
         if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;

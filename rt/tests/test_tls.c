@@ -2794,6 +2794,31 @@ static void g_wait(void* arg) {
         T_LT(turns, 10);
     }
     link_close(&l);
+    /* the same before the handshake: part of the ClientHello inside t,
+     * the wait waits for the rest instead of saying 0 at once (a server
+     * that waits, then handshakes without waiting, would spin) */
+    link_open(&l, g_srv, g_cli, "localhost", 1);
+    {
+        l.c2s->pause_ns = 150 * MS;
+        l.c2s->pause_at = 100;
+        hs_job_t j = {l.c, D(), 0, 0};
+        aco_rt_co_t* co = go(co_hs, &j);
+        int64_t t0 = aco_rt_now(), end = aco_rt_in_ms(SLOW ? 30000 : 8000);
+        int turns = 0, h = -ETIMEDOUT;
+        while (h == -ETIMEDOUT && aco_rt_now() < end && turns < 1000) {
+            turns++;
+            int w = aco_rt_tls_wait(l.s, end);
+            T_EQ(w, 0);
+            if (w) break;
+            h = aco_rt_tls_handshake(l.s, 0);
+        }
+        T_EQ(h, 0);
+        join(co);
+        T_EQ(j.rc, 0);
+        T_GE(aco_rt_now() - t0, 140 * MS);
+        T_LT(turns, 10);
+    }
+    link_close(&l);
     /* its own socket closed by aco_rt_close while it waits: -EBADF, and
      * the connection is done for */
     link_open(&l, g_srv, g_cli, "localhost", 0);
