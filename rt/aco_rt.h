@@ -432,7 +432,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers up to 2^24 have one: a number past that gets
- * -ENOMEM, open or not).
+ * -ENOMEM, open or not, from every call of this section but aco_rt_close,
+ * aco_rt_shutdown and aco_rt_poll, which keep no record of it).
  *
  * A descriptor is the file, not the number.  Any descriptor works, blocking
  * or not, however it was made (by a library, by another thread), and the
@@ -448,8 +449,9 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * (only aco_rt_close tells them): they wait until their deadline; with
  * io_uring, whose operation keeps the file open, until what comes to that
  * file ends the call (data, or the end of a pipe whose writer closed);
- * with epoll, until a call here uses the number for the new file it holds
- * by then (they get -EBADF).
+ * with epoll, until a call here waits on the number for the new file it
+ * holds by then (they get -EBADF; a call that finds the new file ready
+ * at once does not tell them).
  * A socket that lends (aco_rt_recv_lend) is the exception: close it with
  * aco_rt_close (see there).
  *
@@ -1428,9 +1430,12 @@ typedef struct {
     uint64_t cos_alive;         /* spawned, not yet finished */
     uint64_t cos_parked;        /* blocked in a call */
     uint64_t cos_ready;         /* waiting for their turn */
-    uint64_t timers;            /* armed timers (deadlines included) */
+    uint64_t timers;            /* armed timers (deadlines included, and
+                                   one per co asleep for good) */
     uint64_t io_inflight;       /* io_uring operations in the kernel, or
-                                   cos waiting on epoll readiness */
+                                   waits on epoll readiness (an aco_rt_poll
+                                   counts one per descriptor, as on
+                                   io_uring) */
     uint64_t spawned;           /* cos spawned so far */
     uint64_t polls;             /* backend waits (syscalls that block) */
     uint64_t handoffs;          /* of switches: cos run straight from the

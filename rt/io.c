@@ -87,6 +87,11 @@ static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co
     aco_rt_co_t* co = rt_self();                                \
     if (rt_unlikely(co == NULL)) return -EPERM;                 \
     if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED
+/* ... and a number the table has room for (aco_rt.h: -ENOMEM past
+ * 2^24, open or not, whichever way the call goes). */
+#define CO_FD_OR_EPERM(co, fd)                                  \
+    CO_OR_EPERM(co);                                            \
+    if (rt_unlikely(rt_fd_too_big(fd))) return -ENOMEM
 
 /* A descriptor that lent receives (lend.c) has bytes queued in runtime
  * buffers, or coming there: the receive calls take those first.  If
@@ -115,7 +120,7 @@ static inline __attribute__((always_inline)) ssize_t read_plain(aco_rt_co_t* co,
 }
 
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     if (rt_unlikely(n == 0)) {
         rq_t q = {K_READ, fd, buf, 0, 0};
         return rt_read_nothing(co, &q);
@@ -126,7 +131,7 @@ ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
 }
 
 static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);
     if (use_uring(co, buf, n, 1, deadline))
@@ -190,12 +195,12 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
 }
 
 ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     return write_all(co, K_WRITE, fd, buf, n, 0, deadline);
 }
 
 ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     return write_all(co, K_SEND, fd, buf, n, flags, deadline);
 }
 
@@ -214,7 +219,7 @@ static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int
 }
 
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
     size_t total = 0;
     for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
@@ -230,7 +235,7 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
 }
 
 ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
@@ -277,7 +282,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
 
 int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
                   int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     aco_rt_sched_t* s = co->s;
     int r;
     if (use_uring(co, addr, addr && addrlen ? (size_t)*addrlen : 0, 1, deadline) &&
@@ -309,7 +314,7 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
 
 int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
                    int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     aco_rt_sched_t* s = co->s;
     fd_fresh(s, fd);
     int r = rt_fd_nonblock(fd);    /* connect has no per-call flag either */
@@ -340,7 +345,7 @@ static int wait_on_socket(aco_rt_sched_t* s, int fd) {
 }
 
 int aco_rt_wait(int fd, int events, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     int after_eagain = events & ACO_RT_WAIT_AFTER_EAGAIN;
     events &= ~ACO_RT_WAIT_AFTER_EAGAIN;
     struct pollfd p = {fd, (short)events, 0};
@@ -682,7 +687,7 @@ static ssize_t msg_once(aco_rt_co_t* co, int send, int fd, struct msghdr* m, int
 }
 
 static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t deadline) {
-    CO_OR_EPERM(co);
+    CO_FD_OR_EPERM(co, fd);
     if (msg == NULL) return -EFAULT;
     if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
     if (!send) {

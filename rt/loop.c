@@ -670,7 +670,9 @@ void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
         if (co->state == RT_PARKED) {
             dprintf(fd, " in %s %p", rt_wait_kinds[co->wait] ? rt_wait_kinds[co->wait]->name : "?",
                     co->wait_obj);
-            if (rt_timer_armed(&co->tmo))
+            if (rt_timer_armed(&co->tmo) && co->tmo.expiry_ >= INT64_MAX >> RT_TICK_SHIFT)
+                dprintf(fd, " for good");       /* (sleep_until(-1): a timer at the end of time) */
+            else if (rt_timer_armed(&co->tmo))
                 dprintf(fd, " deadline in %.3f ms",
                         (double)((co->tmo.expiry_ << RT_TICK_SHIFT) - now) / 1e6);
         }

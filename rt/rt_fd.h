@@ -74,6 +74,8 @@ typedef struct rt_fdtab {
                                    other threads' closes read it) */
 } rt_fdtab_t;
 rt_fd_t* rt_fd_get(rt_fdtab_t* t, int fd);      /* NULL: ENOMEM (or fd too big) */
+/* A number the table has no room for (aco_rt.h: -ENOMEM, open or not). */
+static inline int rt_fd_too_big(int fd) { return fd / RT_FD_CHUNK >= RT_FD_CHUNKS; }
 /* The entry of fd if the table has one, else NULL (never allocates). */
 static inline rt_fd_t* rt_fd_peek(rt_fdtab_t* t, int fd) {
     rt_fd_t** top = t->top;

@@ -15,6 +15,12 @@
  *     locked, waited and signalled as if it worked);
  *   - a program's own constructor may run cos: a deadline in one works
  *     (the runtime's wait kinds are registered before it);
+ *   - a descriptor number past 2^24 gets -ENOMEM from every I/O call that
+ *     keeps a record of it, open or not (wait, accept, connect, sendmsg
+ *     and recvmsg once said poll(2)'s or fcntl(2)'s -EBADF), -EBADF from
+ *     close and shutdown, POLLNVAL from poll;
+ *   - aco_rt_dump says "for good" of a co in aco_rt_sleep_until(-1) (it
+ *     once printed a deadline 292 years away), which counts among timers;
  *   - cos of the pthread-like face destroyed unfinished by
  *     aco_rt_sched_free free their records (the ASan target's leak check
  *     fails otherwise); joinable ones that ended and were never joined too.
@@ -216,6 +222,84 @@ static void zero_co(void* arg) {
 static void zero_body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     test_go(s, zero_co, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void stopper(void* arg);
+
+static void big_co(void* arg) {
+    (void)arg;
+    int fd = 1 << 25;
+    char sb[4];
+    struct msghdr m;
+    memset(&m, 0, sizeof(m));
+    m.msg_iovlen = 1;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(1);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const char* d;
+    static char hb[4];          /* (not on the share stack: io_uring's way) */
+    for (int k = 0; k < 4; k++) {
+        int64_t dl = k & 1 ? aco_rt_in_ms(50) : 0;
+        char* b = k & 2 ? hb : sb;
+        struct iovec v = {b, 1};
+        m.msg_iov = &v;
+        CHECK_EQ(aco_rt_read(fd, b, 1, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_write(fd, b, 1, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_recv(fd, b, 1, 0, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_send(fd, b, 1, 0, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_readv(fd, &v, 1, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_writev(fd, &v, 1, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_accept(fd, NULL, NULL, 0, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_connect(fd, (struct sockaddr*)&sa, sizeof(sa), dl), -ENOMEM);
+        CHECK_EQ(aco_rt_wait(fd, POLLIN, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_wait(fd, POLLIN | ACO_RT_WAIT_AFTER_EAGAIN, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_sendmsg(fd, &m, 0, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_recvmsg(fd, &m, 0, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_recv_lend(fd, &d, dl), -ENOMEM);
+        CHECK_EQ(aco_rt_shutdown(fd, SHUT_WR, dl), -EBADF);
+        struct pollfd p = {fd, POLLIN, 0};
+        CHECK_EQ(aco_rt_poll(&p, 1, dl), 1);
+        CHECK_EQ(p.revents, POLLNVAL);
+    }
+    CHECK_EQ(aco_rt_close(fd), -EBADF);
+}
+
+static void for_good(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep_until(-1), -ECANCELED);
+}
+
+static void big_body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, big_co, NULL);
+    /* a co asleep for good: a timer, and "for good" in the dump */
+    aco_rt_co_t* co = aco_rt_spawn(s, for_good, NULL);
+    CHECK(co != NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, stopper, s)), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_stats_t st;
+    aco_rt_stats(s, &st);
+    CHECK_EQ(st.timers, 1);
+    CHECK_EQ(st.cos_parked, 1);
+    char path[] = "/tmp/test_contract_dumpXXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    unlink(path);
+    aco_rt_dump(s, fd);
+    char text[4096];
+    ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+    CHECK(n > 0);
+    text[n] = 0;
+    close(fd);
+    if (strstr(text, "sleep") == NULL || strstr(text, "for good") == NULL ||
+        strstr(text, "deadline in") != NULL)
+        TEST_FAIL_AT(__FILE__, __LINE__, "the dump of a co asleep for good:\n%s", text);
+    CHECK_EQ(aco_rt_cancel(co), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);      /* (it ends: never to be joined) */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -506,6 +590,7 @@ int main(void) {
     test_on_backends(NULL, past_body, NULL);
     pool_past();
     test_on_backends(NULL, key_body, NULL);
+    test_on_backends(NULL, big_body, NULL);
     test_on_backends(NULL, pt_body, NULL);
     test_on_backends(NULL, refused_body, NULL);
     printf("test_contract: ok\n");
