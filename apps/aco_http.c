@@ -49,7 +49,8 @@
  * TLS: the kernel cannot encrypt; docs/runtime.md, "TLS").  Between
  * requests an HTTPS connection gives its bufio and body buffers back and
  * waits for the socket with none (OpenSSL frees its record buffers too):
- * an idle one keeps OpenSSL's state, its co and a 5 KiB record.  On
+ * an idle one keeps OpenSSL's state, its co and a 40-byte record (a
+ * request's path and answer head come back with the bufio).  On
  * io_uring its socket lends (ACO_RT_TLS_LEND): the kernel receives into
  * the scheduler's buffer ring, and a request costs no receive of its own.
  */
@@ -103,12 +104,23 @@ typedef struct {
 #ifdef ACO_HTTP_TLS
     aco_rt_tls_t* tls;                  /* HTTPS, or NULL */
 #endif
-    char path[PATH_CAP + 16];          /* + "/index.html" */
-    char head[768];
+    struct req_buf* rb;                 /* made at its first request */
     char* body;                         /* body_cap(c) bytes, made at first use: a
                                            small file's bytes on their way to b
                                            (HTTPS: a large one's chunks) */
 } conn_t;
+
+/* What a request works in: the path it asks for and the head of its
+ * answer; an idle HTTPS connection gives it back (idle_tls). */
+typedef struct req_buf {
+    char path[PATH_CAP + 16];          /* + "/index.html" */
+    char head[768];
+} req_buf_t;
+
+/* c->rb, made if it is not yet: 0, or -1 (no memory). */
+static int req_buf(conn_t* c) {
+    return c->rb != NULL || (c->rb = malloc(sizeof(req_buf_t))) != NULL ? 0 : -1;
+}
 
 /* HTTPS reads a large body in chunks of TLS_CHUNK (4 records), as nginx's
  * output_buffers (2 x 32 KiB): 16 preads a MiB instead of 64. */
@@ -417,12 +429,12 @@ static void fcache_put(fcache_t* fc, const char* k, int n, int dir, uint32_t h, 
     r->of = f;
 }
 
-/* Find the file of rel (c->path, n bytes): r->status 200 with r->file
+/* Find the file of rel (c->rb->path, n bytes): r->status 200 with r->file
  * open, or an error status. */
 static void open_file(conn_t* c, int n, int dir, resp_t* r) {
     int fd;
     int64_t deadline = aco_rt_in_ns(idle_ns);
-    int e = open_beneath(c->path, &fd, deadline);
+    int e = open_beneath(c->rb->path, &fd, deadline);
     if (e) {
         r->status = e;
         return;
@@ -435,9 +447,9 @@ static void open_file(conn_t* c, int n, int dir, resp_t* r) {
     }
     if (S_ISDIR(st.st_mode)) {          /* its index.html */
         close(fd);
-        memcpy(c->path + n, n ? "/index.html" : "index.html", n ? 12 : 11);
+        memcpy(c->rb->path + n, n ? "/index.html" : "index.html", n ? 12 : 11);
         n += n ? 11 : 10;
-        if ((e = open_beneath(c->path, &fd, deadline))) {
+        if ((e = open_beneath(c->rb->path, &fd, deadline))) {
             r->status = e == 403 || e == 503 ? e : 404;
             return;
         }
@@ -460,7 +472,7 @@ static void open_file(conn_t* c, int n, int dir, resp_t* r) {
     r->off = 0;
     r->len = st.st_size;
     r->mtime = st.st_mtim.tv_sec;
-    r->type = http_mime(c->path, (size_t)n);
+    r->type = http_mime(c->rb->path, (size_t)n);
 }
 
 /* Find the file of a GET or HEAD: r->status 200 with r->file open (and
@@ -470,7 +482,7 @@ static void open_file(conn_t* c, int n, int dir, resp_t* r) {
  * through the same check as a new one. */
 static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
     int dir;
-    int n = http_path(q->target, q->target_len, c->path, PATH_CAP, &dir);
+    int n = http_path(q->target, q->target_len, c->rb->path, PATH_CAP, &dir);
     if (n >= 400) {
         r->status = n;
         return;
@@ -478,8 +490,8 @@ static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
     fcache_t* fc = n < KEY_CAP ? fcache() : NULL;
     uint32_t h = 0;
     if (fc) {
-        h = key_hash(c->path, (size_t)n, dir);
-        int s = fcache_find(fc, c->path, n, dir, h);
+        h = key_hash(c->rb->path, (size_t)n, dir);
+        int s = fcache_find(fc, c->rb->path, n, dir, h);
         if (s >= 0) {
             ofile_t* f = fc->slot[s].f;
             if (mono_ns() - f->checked < REVALIDATE_NS) {
@@ -494,9 +506,9 @@ static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
     if (fc && r->status == 200) {
         /* (the open parks on a cold disk: another co may have opened and
          * kept the same path meanwhile; ours is the newer) */
-        int s = fcache_find(fc, c->path, n, dir, h);
+        int s = fcache_find(fc, c->rb->path, n, dir, h);
         if (s >= 0) fcache_drop(fc, s);
-        fcache_put(fc, c->path, n, dir, h, r);
+        fcache_put(fc, c->rb->path, n, dir, h, r);
     }
 }
 
@@ -542,11 +554,11 @@ static char* put_num(char* p, int64_t v) {
     return put(p, t + i, sizeof(t) - (size_t)i);
 }
 
-/* The head of r into c->head: its length.  The error statuses get a short
+/* The head of r into c->rb->head: its length.  The error statuses get a short
  * text body (the head says its length; HEAD sends none). */
 static size_t build_head(conn_t* c, const http_req_t* q, const resp_t* r, int keep,
                          int64_t* body_len) {
-    char* p = c->head;
+    char* p = c->rb->head;
     p = PUT(p, "HTTP/1.1 ");
     p = put_num(p, r->status);
     *p++ = ' ';
@@ -599,7 +611,7 @@ static size_t build_head(conn_t* c, const http_req_t* q, const resp_t* r, int ke
         p = put_str(p, http_reason(r->status));
         *p++ = '\n';
     }
-    return (size_t)(p - c->head);
+    return (size_t)(p - c->rb->head);
 }
 
 /* len bytes of file from off to the socket by sendfile: 0 or -errno
@@ -690,7 +702,7 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
         if (body_buf(c) < 0 || read_body(r->file, c->body, r->off, r->len, deadline) < 0) rc = -1;
         else keep_bytes(r, bytes = c->body);
     }
-    if (rc == 0 && aco_rt_bufio_write(c->b, c->head, hl, deadline) != (ssize_t)hl) rc = -1;
+    if (rc == 0 && aco_rt_bufio_write(c->b, c->rb->head, hl, deadline) != (ssize_t)hl) rc = -1;
     if (rc == 0 && small) {
         if (aco_rt_bufio_write(c->b, bytes, (size_t)r->len, deadline) != (ssize_t)r->len)
             rc = -1;
@@ -747,10 +759,10 @@ static void linger_close(conn_t* c) {
 #ifdef ACO_HTTP_TLS
 /* HTTPS between requests, nothing buffered either way: unless bytes wait
  * inside the TLS connection (OpenSSL's read-ahead, a lent buffer), the
- * connection gives its buffers back while it waits (the bufio's 32 KiB
- * and the body's 64 KiB; OpenSSL gives its record buffers back too,
- * SSL_MODE_RELEASE_BUFFERS), so an idle one keeps OpenSSL's state, this
- * record and its co: nginx's way.  They come back when bytes do.  The
+ * connection gives its buffers back while it waits (the bufio's 32 KiB,
+ * the body's 64 KiB and the request's 5 KiB; OpenSSL gives its record
+ * buffers back too, SSL_MODE_RELEASE_BUFFERS), so an idle one keeps
+ * OpenSSL's state, this record and its co: nginx's way.  They come back when bytes do.  The
  * wait (aco_rt_tls_wait) gives no receive a buffer to hold: a readiness,
  * or on io_uring the next lend.  0, or -1: close. */
 static int idle_tls(conn_t* c) {
@@ -760,6 +772,8 @@ static int idle_tls(conn_t* c) {
         c->b = NULL;
         free(c->body);
         c->body = NULL;
+        free(c->rb);
+        c->rb = NULL;
         if (aco_rt_tls_wait(c->tls, deadline) < 0) return -1;
         if ((c->b = aco_rt_tls_bufio_new(c->tls, RBUF, WBUF)) == NULL) return -1;
     }
@@ -795,6 +809,7 @@ static int serve_one(conn_t* c) {
         ssize_t r = aco_rt_bufio_fill(c->b, n ? head_dl : aco_rt_in_ns(idle_ns));
         if (r <= 0) return -1;          /* EOF, a timeout, an error */
     }
+    if (req_buf(c) < 0) return -1;
     resp_t r = {.file = -1};
     if (st != HTTP_DONE) {              /* a malformed head: answer, close */
         r.status = st;
@@ -844,6 +859,7 @@ static void conn_co(void* arg) {
 #endif
     aco_rt_close(c->fd);
     free(c->body);
+    free(c->rb);
     free(c);
 }
 
@@ -855,6 +871,7 @@ static int start_conn(int fd) {
     if (c == NULL) return -1;
     c->fd = fd;
     c->b = NULL;
+    c->rb = NULL;
     c->body = NULL;
     int tls = 0;                        /* HTTPS: the bufio comes after the handshake */
 #ifdef ACO_HTTP_TLS
