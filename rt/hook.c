@@ -56,8 +56,8 @@
  * epoll_pwait is not applied in a co (signals are the thread's, shared by
  * all its cos).
  *
- * dup, dup2 and dup3 are hooked only to forget what was known of the
- * number they fill, and pipe, pipe2, socketpair, eventfd, epoll_create and
+ * dup, dup2 and dup3 are hooked only to carry what is known of the file
+ * (the O_NONBLOCK the runtime set) to the number they fill, and pipe, pipe2, socketpair, eventfd, epoll_create and
  * epoll_create1 to know theirs for no file (a number glibc closed inside
  * itself, fclose's, may come back as one).  Not hooked: signals, and the file calls not named above (access, chmod, link,
  * readlink, getdents, ...: each a short wait for a disk or a server at
@@ -349,13 +349,17 @@ static void fd_fresh(int fd, int user_nb, int notfile) {
     __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
 }
 
-/* dup2/dup3 put from's file under the number to: its socket timeouts go
- * with it; its flags are looked at again at the next call. */
+/* dup, dup2, dup3 and F_DUPFD put from's file under the number to: what
+ * we know of it goes with it, the O_NONBLOCK we set (the copy shares it:
+ * looked at anew, it would pass for the program's) and the socket
+ * timeouts; only the kind is looked at again (a number closed behind
+ * glibc's back may have held another file). */
 static void fd_dup(int from, int to) {
     hk_fd_t* f = fd_entry(from);
     hk_fd_t* t = fd_entry(to);
     if (t == NULL) return;
-    __atomic_store_n(&t->flags, 0, __ATOMIC_RELAXED);
+    uint32_t fl = f ? fd_flags(f) & (F_SEEN | F_USER_NB | F_MADE_NB) : 0;
+    __atomic_store_n(&t->flags, fl, __ATOMIC_RELAXED);
     __atomic_store_n(&t->rcv_ns, f ? __atomic_load_n(&f->rcv_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->snd_ns, f ? __atomic_load_n(&f->snd_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
 }
@@ -686,7 +690,7 @@ EXPORT int epoll_create(int size) {
     if (size <= 0) { errno = EINVAL; return -1; }
     return epoll_create1(0);
 }
-/* (the copy shares the file and its O_NONBLOCK: looked at again) */
+/* (the copy shares the file and its O_NONBLOCK: fd_dup) */
 EXPORT int dup(int fd) {
     int r = LIBC(dup)(fd);
     if (r >= 0) fd_dup(fd, r);
@@ -753,7 +757,7 @@ static int hook_fcntl(int fd, int cmd, void* arg) {
         return LIBC(fcntl)(fd, F_SETFL, fl);
     }
     int r = LIBC(fcntl)(fd, cmd, arg);
-    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) fd_fresh(r, 0, 0);
+    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) fd_dup(fd, r);
     return r;
 }
 
@@ -1576,11 +1580,15 @@ EXPORT int pthread_mutex_trylock(pthread_mutex_t* m) {
     return r;
 }
 
+/* A recursive or error-checking mutex that another co of this thread
+ * holds is not the caller's to unlock: EPERM, as glibc says to another
+ * thread. */
 EXPORT int pthread_mutex_unlock(pthread_mutex_t* m) {
-    if (mx_cap && mx_owned_here(m) && mx_kept(m) &&
-        ((m->__data.__kind & 3) == PTHREAD_MUTEX_ERRORCHECK_NP || m->__data.__count == 1)) {
+    if (mx_cap && mx_owned_here(m) && mx_kept(m)) {
         mx_holder_t* h = mx_find(m);
-        if (h) h->m = NULL;
+        if (h && h->co != aco_rt_self()) return EPERM;
+        if (h && ((m->__data.__kind & 3) == PTHREAD_MUTEX_ERRORCHECK_NP || m->__data.__count == 1))
+            h->m = NULL;
     }
     return LIBC(mutex_unlock)(m);
 }

@@ -569,12 +569,33 @@ static void made_reader(void* arg) {
     CHECK_EQ(read(made_fd[0], b, 1), 1);        /* waits: the runtime sets O_NONBLOCK */
 }
 
+static int made_dup;
+static void made_dup_reader(void* arg) {
+    (void)arg;
+    char b[2];
+    CHECK_EQ(read(made_dup, b, 1), 1);          /* waits too (once EAGAIN at once) */
+}
+
 static void make_nonblock_co(void* arg) {
     (void)arg;
     aco_rt_co_t* r = aco_rt_spawn(NULL, made_reader, NULL);
     aco_rt_yield();
     CHECK_EQ(write(made_fd[1], "y", 1), 1);
     CHECK_EQ(aco_rt_join(r, -1), 0);
+    /* a copy of the number is the same file: the runtime's O_NONBLOCK
+     * stays hidden on it, and a read on it waits as on the original */
+    for (int k = 0; k < 2; k++) {
+        made_dup = k ? fcntl(made_fd[0], F_DUPFD_CLOEXEC, 100) : dup(made_fd[0]);
+        CHECK_GE(made_dup, 0);
+        CHECK_EQ(fcntl(made_dup, F_GETFL) & O_NONBLOCK, 0);
+        r = aco_rt_spawn(NULL, made_dup_reader, NULL);
+        aco_rt_yield();
+        CHECK_EQ(write(made_fd[1], "d", 1), 1);
+        CHECK_EQ(aco_rt_join(r, -1), 0);
+        CHECK_EQ(close(made_dup), 0);
+    }
+    made_dup = dup(made_fd[0]);                 /* (for blocking_after_co) */
+    CHECK_GE(made_dup, 0);
 }
 
 static void blocking_after_co(void) {
@@ -596,6 +617,16 @@ static void blocking_after_co(void) {
     CHECK_EQ(b[0], 'z');
     CHECK_GE(now() - t0, 15 * MS);
     pthread_join(t, NULL);
+    /* the copy made in a co blocks outside cos too (it once said EAGAIN) */
+    CHECK_EQ(fcntl(made_dup, F_GETFL) & O_NONBLOCK, 0);
+    t0 = now();
+    CHECK_EQ(pthread_create(&t, NULL, late_writer, NULL), 0);
+    n = read(made_dup, b, 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(b[0], 'z');
+    CHECK_GE(now() - t0, 15 * MS);
+    pthread_join(t, NULL);
+    close(made_dup);
     close(made_fd[0]);
     close(made_fd[1]);
 }

@@ -508,6 +508,9 @@ static void mx_rec_holder(void* arg) {
 
 static void mx_rec_waiter(void* arg) {
     (void)arg;
+    /* not its holder: no unlock (once 0, and the holder's own said EPERM) */
+    CHECK_EQ(pthread_mutex_unlock(&mx_rec), EPERM);
+    CHECK_EQ(pthread_mutex_unlock(&mx_chk), EPERM);
     CHECK_EQ(pthread_mutex_trylock(&mx_rec), EBUSY);
     CHECK_EQ(pthread_mutex_trylock(&mx_many[39]), EBUSY);
     CHECK_EQ(pthread_mutex_lock(&mx_many[39]), 0);
