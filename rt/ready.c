@@ -12,15 +12,67 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+
+/* Standard input, output and error came from the parent and are shared
+ * with it (a shell's terminal, a pipeline's pipe): O_NONBLOCK set there
+ * would outlive the program and make the next reader see EAGAIN (`prog;
+ * cat`).  So when the runtime sets it on one of them it keeps which file
+ * that was, and at exit clears the flag from that file if it still has it
+ * under the same number (not what the program set first: that is its
+ * own).  Written once per number (the first setter wins), read at exit. */
+static struct {
+    int      set;               /* atomic: 0, 1 being written, 2 kept */
+    dev_t    dev;
+    ino_t    ino;
+} stdio_nb[3];
+
+static void stdio_nb_undo(void) {
+    for (int fd = 0; fd < 3; fd++) {
+        struct stat st;
+        if (__atomic_load_n(&stdio_nb[fd].set, __ATOMIC_ACQUIRE) != 2 || fstat(fd, &st) < 0 ||
+            st.st_dev != stdio_nb[fd].dev || st.st_ino != stdio_nb[fd].ino)
+            continue;
+        int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+        if (fl >= 0 && (fl & O_NONBLOCK)) rt_sys_fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    }
+}
+
+static pthread_once_t stdio_nb_once = PTHREAD_ONCE_INIT;
+static void stdio_nb_init(void) {
+    if (atexit(stdio_nb_undo) != 0) { /* no undo: as before */ }
+}
+
+/* fd (0, 1 or 2) was made O_NONBLOCK by us just now. */
+static void stdio_nb_keep(int fd) {
+    struct stat st;
+    int zero = 0;
+    if (fstat(fd, &st) < 0 ||
+        !__atomic_compare_exchange_n(&stdio_nb[fd].set, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    pthread_once(&stdio_nb_once, stdio_nb_init);
+    stdio_nb[fd].dev = st.st_dev;
+    stdio_nb[fd].ino = st.st_ino;
+    __atomic_store_n(&stdio_nb[fd].set, 2, __ATOMIC_RELEASE);
+}
+
+/* Set O_NONBLOCK on fd, whose flags are fl: 0 or -errno. */
+static int set_nonblock(int fd, int fl) {
+    if (rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+    if (rt_unlikely(fd >= 0 && fd < 3)) stdio_nb_keep(fd);
+    return 0;
+}
 
 /* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
 int rt_fd_nonblock(int fd) {
     int fl = rt_sys_fcntl(fd, F_GETFL, 0);
     if (fl < 0) return -errno;
-    if (!(fl & O_NONBLOCK) && rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
-    return 0;
+    return fl & O_NONBLOCK ? 0 : set_nonblock(fd, fl);
 }
 
 /* The same for a descriptor guessed not to be a socket: 1 (nothing set)
@@ -34,8 +86,7 @@ static int fd_nonblock_other(int fd) {
     int type;
     socklen_t len = sizeof(type);
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) return 1;
-    if (rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
-    return 0;
+    return set_nonblock(fd, fl);
 }
 
 /* ------------------------------------------------------------------------ */
