@@ -620,7 +620,8 @@ int aco_rt_hooks_paused(void);
  *   - one co at a time may wait in those receives and lends (another gets
  *     -EBUSY; aco_rt_wait is not counted);
  *   - its bytes are its scheduler's: on another scheduler (a co of another
- *     thread) those receives and aco_rt_wait(POLLIN) get -EBUSY at once
+ *     thread) that does not lend on it too (below), those receives,
+ *     aco_rt_poll's POLLIN and aco_rt_wait(POLLIN) get -EBUSY at once
  *     instead of waiting for bytes that would never come to them, until
  *     the multishot has ended and its bytes were read there, or the socket
  *     is closed (by aco_rt_close: after a close(2) of the program's own,
@@ -638,7 +639,10 @@ int aco_rt_hooks_paused(void);
  *     4, and every 8 s, and once poll(2) says it ended, or the number holds
  *     another file, receives the plain way (an end is seen within 8 s).
  * Lends on one socket by cos of two threads split its bytes between them
- * unordered, as two threads' recv(2) would. */
+ * unordered, as two threads' recv(2) would: a lend is never -EBUSY for
+ * another thread's; it arms its own scheduler's receive, which takes a
+ * share of what comes from then on (bytes queued on the first stay
+ * there), and that scheduler's receives and waits read its own share. */
 ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline);
 
 /* Give back a buffer that aco_rt_recv_lend lent (data as it gave it): 0,
