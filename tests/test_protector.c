@@ -12,8 +12,9 @@
  * (a second thread, which has its own aco_thread_init()).  The cos are
  * created before the fork, so the parent knows the pointers the messages
  * must name.  A last word that calls aco_exit() ends the co, no abort (a
- * third thread); one that yields returns to the resumer, and the next
- * resume aborts (a fourth).
+ * third thread, which also evicts cos that yielded by a tail jump from
+ * the protector's frame, nothing live); one that yields returns to the
+ * resumer, and the next resume aborts (a fourth).
  */
 #include "aco_test.h"
 
@@ -38,6 +39,14 @@ static void co_yields_forever(void) {
         aco_yield();
         CHECK(frame[0] == 1);
     }
+}
+
+/* Its last statement a yield, which gcc and clang at -O2 make a tail
+ * jump: the co yields from the protector's frame (sp above the return
+ * address slot), and its eviction from the share stack once took that for
+ * an overflow. */
+static void co_ends_in_yield(void) {
+    aco_yield();
 }
 
 enum kind { FIRST_RUN, AFTER_YIELD, AFTER_RESTORE };
@@ -163,6 +172,18 @@ static void* thread_last_word_exits(void* arg) {
     CHECK(!b->is_end);
     aco_resume(b);                      /* its frame intact, then returns */
     CHECK(b->is_end && exits_calls == 2);
+    /* two that end in a (tail-called) yield, evicting each other: each
+     * saved with nothing live, restored, returns to the protector */
+    aco_t* c = aco_create(m, s, 0, co_ends_in_yield, NULL);
+    aco_t* d = aco_create(m, s, 0, co_ends_in_yield, NULL);
+    aco_resume(c);
+    aco_resume(d);                      /* evicts c */
+    aco_resume(c);                      /* evicts d; c returns */
+    CHECK(c->is_end && exits_calls == 3);
+    aco_resume(d);
+    CHECK(d->is_end && exits_calls == 4);
+    aco_destroy(c);
+    aco_destroy(d);
     aco_destroy(a);
     aco_destroy(b);
     aco_share_stack_destroy(s);
@@ -209,7 +230,7 @@ int main(void) {
 
     CHECK(pthread_create(&t, NULL, thread_last_word_exits, NULL) == 0);
     CHECK(pthread_join(t, NULL) == 0);
-    ASSERT_EQ(exits_calls, 2);
+    ASSERT_EQ(exits_calls, 4);
     int yield_fails = -1;
     CHECK(pthread_create(&t, NULL, thread_last_word_yields, &yield_fails) == 0);
     CHECK(pthread_join(t, NULL) == 0);
