@@ -558,17 +558,20 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard, int m
             dealloc(s, stack_bytes());
             check(fn, may_fail, "out of memory (mmap of %zu bytes failed: %s)", n,
                   strerror(e));
-            errno = e;
+            errno = ENOMEM;     /* (whatever mmap said: valgrind's says EINVAL) */
             return NULL;
         }
         s->real_ptr = m;
         s->real_sz = n;
         s->ptr = (char*)m + gap;
         s->guard_page_enabled = guard ? 1 : 0;
-    } else if ((s->ptr = s->real_ptr = alloc(may_fail ? NULL : fn, sz)) != NULL) {
+    } else if (sz <= PTRDIFF_MAX &&     /* (no allocator has more: valgrind
+                                           calls a larger size "fishy") */
+               (s->ptr = s->real_ptr = alloc(may_fail ? NULL : fn, sz)) != NULL) {
         s->real_sz = sz;
     } else {
         dealloc(s, stack_bytes());
+        check(fn, may_fail, "out of memory (a stack of %zu bytes)", sz);
         errno = ENOMEM;
         return NULL;
     }

@@ -11,6 +11,8 @@
  * guard page's protection is read from /proc/self/maps (and, natively, by
  * letting the kernel copy from it: EFAULT).
  *
+ * aco_share_stack_try_new2 says ENOMEM for sizes nothing can give.
+ *
  * Then a co really gets what it asked for: for several sizes it recurses,
  * or alloca()s, until its stack pointer is at least sz - 1 KiB below the
  * top, yields from there, is evicted by a second co doing the same on the
@@ -258,12 +260,42 @@ static void test_use_whole_stack(aco_t* main_co, size_t sz, int guard,
     aco_share_stack_destroy(s);
 }
 
+/* aco_share_stack_try_new2: NULL with ENOMEM where _new2 would abort
+ * (sizes no mapping or allocator can give: mmap's own errno, valgrind's
+ * EINVAL included, once came through; an allocator was once asked for
+ * more than PTRDIFF_MAX), and a stack where it would not. */
+static void test_try_new(void) {
+    for (int guard = 0; guard <= 1; guard++) {
+        /* (unguarded: past what any allocator has, never asked, where an
+         * ASan build's malloc would abort instead of saying NULL; with a
+         * guard: a mapping no 64-bit address space holds, and on i386 none
+         * past the room, since 2 GiB may well map there) */
+        size_t huge[] = {SIZE_MAX - 4 * pagesize, SIZE_MAX,
+                         !guard                ? (size_t)PTRDIFF_MAX + 1
+                         : sizeof(size_t) == 8 ? (size_t)1 << (sizeof(size_t) * 8 - 2)
+                                               : SIZE_MAX};
+        for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+            errno = 0;
+            aco_share_stack_t* s = aco_share_stack_try_new2(huge[i], (char)guard);
+            if (s != NULL || errno != ENOMEM) {
+                fprintf(stderr, "try_new2(%#zx, %d): %p, errno %d\n", huge[i], guard, (void*)s,
+                        errno);
+                CHECK(0);
+            }
+        }
+        aco_share_stack_t* s = aco_share_stack_try_new2(64 * 1024, (char)guard);
+        CHECK(s != NULL && s->sz >= 64 * 1024);
+        aco_share_stack_destroy(s);
+    }
+}
+
 int main(void) {
     long pg = sysconf(_SC_PAGESIZE);
     CHECK(pg > 0);
     pagesize = (size_t)pg;
 
     test_size_rules();
+    test_try_new();
 
     aco_thread_init(NULL);
     aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);
