@@ -556,8 +556,7 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard, int m
             int e = errno;
             if (m != MAP_FAILED) munmap(m, n);
             dealloc(s, stack_bytes());
-            check(fn, may_fail, "out of memory (mmap of %zu bytes failed: %s)", n,
-                  strerror(e));
+            check(fn, may_fail, "out of memory (mmap of %zu bytes failed: %s)", n, strerror(e));
             errno = ENOMEM;     /* (whatever mmap said: valgrind's says EINVAL) */
             return NULL;
         }
@@ -565,8 +564,7 @@ static aco_share_stack_t* stack_new(const char* fn, size_t sz, char guard, int m
         s->real_sz = n;
         s->ptr = (char*)m + gap;
         s->guard_page_enabled = guard ? 1 : 0;
-    } else if (sz <= PTRDIFF_MAX &&     /* (no allocator has more: valgrind
-                                           calls a larger size "fishy") */
+    } else if (sz <= PTRDIFF_MAX &&     /* (valgrind calls more "fishy") */
                (s->ptr = s->real_ptr = alloc(may_fail ? NULL : fn, sz)) != NULL) {
         s->real_sz = sz;
     } else {
@@ -597,8 +595,7 @@ static void stack_free(const char* fn, aco_share_stack_t* s) {
     if (ext.on) ext_stack(s, EXT_FREE);
     if (s->guard_page_enabled || ext.maps)
         check(fn, munmap(s->real_ptr, s->real_sz) == 0, "munmap failed: %s", strerror(errno));
-    else
-        dealloc(s->real_ptr, s->real_sz);
+    else dealloc(s->real_ptr, s->real_sz);
     dealloc(s, stack_bytes());
 }
 
@@ -724,8 +721,7 @@ static aco_t* make_in(const char* fn, void* mem, size_t sz, aco_t* main_co,
     size_t room = sz - co_bytes(), cap = (room < SAVE_MAX ? room : SAVE_MAX) & ~(size_t)7;
     for (size_t over; cap > 0 && (over = save_bytes(cap)) > room;)
         cap -= save_capacity(over - room);
-    while (cap + SAVE_STEP <= SAVE_MAX && save_bytes(cap + SAVE_STEP) <= room)
-        cap += SAVE_STEP;
+    while (cap + SAVE_STEP <= SAVE_MAX && save_bytes(cap + SAVE_STEP) <= room) cap += SAVE_STEP;
     if (cap > 0) {
         co->save_stack.ptr = (char*)co + co_bytes();
         co->save_stack.sz = (uint32_t)cap | SS_IN | SS_EMBED;
@@ -796,8 +792,11 @@ static inline void copy(void* dst, const void* src, size_t n, int width) {
 #undef ENDS
 }
 
-__attribute__((noinline, cold, noreturn)) static void overflowed(aco_t* owner) {
+/* n bytes past the limit: an overflow; but x86's sp a slot above the top is
+ * a co that tail-called aco_yield (`aco_yield(); }`): nothing live. */
+__attribute__((noinline, cold)) static size_t overflowed(aco_t* owner, size_t n) {
     aco_share_stack_t* s = owner->share_stack;
+    if (n == (size_t)0 - sizeof(void*)) return 0;      /* (where lr holds it: never) */
     fatal("aco_resume", "co %p's stack pointer %p lies outside its share stack "
           "[%p, %p): it overflowed", (void*)owner, SP(owner), s->ptr, s->align_retptr);
 }
@@ -806,18 +805,7 @@ __attribute__((noinline, cold, noreturn)) static void overflowed(aco_t* owner) {
  * here at the latest (n wraps if sp is above the top). */
 static inline size_t live_bytes(aco_t* owner, aco_share_stack_t* s) {
     size_t n = (uintptr_t)s->align_retptr - (uintptr_t)SP(owner);
-    if (aco_unlikely(n > s->align_limit)) {
-#ifndef ACO_OFF_LR
-        /* x86: a co function whose last act was a tail-called aco_yield
-         * (gcc -O2 makes one of `aco_yield(); }`) yielded from the
-         * protector's frame: sp one slot above the return address slot,
-         * which keeps the protector for good.  Nothing is live; resumed,
-         * it returns to the protector (the last word, then the abort). */
-        if (n == (size_t)0 - sizeof(void*)) return 0;
-#endif
-        overflowed(owner);
-    }
-    return n;
+    return aco_likely(n <= s->align_limit) ? n : overflowed(owner, n);
 }
 
 /* Copy them to the owner's save stack, which is large enough. */
@@ -859,8 +847,8 @@ __attribute__((always_inline)) static inline aco_t* take(aco_t* co, int width) {
     aco_t* owner = s->owner;
     size_t n = 0;
     if (owner != NULL) {
-        n = live_bytes(owner, s);
-        if (aco_unlikely(n > owner->save_stack.sz)) return take_slow(co);
+        n = (uintptr_t)s->align_retptr - (uintptr_t)SP(owner);     /* (past the limit: */
+        if (aco_unlikely(n > s->align_limit || n > owner->save_stack.sz)) return take_slow(co);
     }
     /* Both below a power of two: so is their OR, and conversely. */
     size_t m = co->save_stack.valid_sz;
@@ -874,7 +862,8 @@ __attribute__((noinline)) static aco_t* take16(aco_t* co) {
     return take(co, 16);
 }
 
-/* take with memcpy, after growing the owner's save stack if it must. */
+/* take with memcpy, after growing the owner's save stack if it must (and
+ * live_bytes' look past the limit). */
 __attribute__((noinline)) static aco_t* take_slow(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
@@ -905,10 +894,8 @@ static unsigned char vec_width = 16, vec_max = 16;     /* in use, the widest */
 
 __attribute__((constructor)) static void vec_init(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vbmi2"))
-        vec_max = 64;
-    else if (__builtin_cpu_supports("avx"))
-        vec_max = 32;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vbmi2")) vec_max = 64;
+    else if (__builtin_cpu_supports("avx")) vec_max = 32;
     vec_width = vec_max;
 }
 
@@ -1097,8 +1084,7 @@ int aco_resume_reserve(aco_t* co) {
     aco_t* owner = s->owner;
     int handoff = cur != co && cur->main_co == co->main_co;
     if (handoff && th.hop == NULL && (ext.switches || cur->share_stack == s) &&
-        (th.hop = hop_make(NULL, co->main_co)) == NULL)
-        return errno = ENOMEM, -1;
+        (th.hop = hop_make(NULL, co->main_co)) == NULL) return errno = ENOMEM, -1;
     if (owner == NULL || owner == co) return 0;
     /* The owner running: its bytes from here, with room for the hand-off. */
     size_t n = owner != cur ? live_bytes(owner, s)
