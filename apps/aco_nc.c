@@ -275,6 +275,19 @@ static int usage(void) {
     return 2;
 }
 
+/* PORT as a number 0-65535, or -1 (anything else). */
+static int port_number(const char* v) {
+    char* end;
+    errno = 0;
+    long p = strtol(v, &end, 10);
+    return *v >= '0' && *v <= '9' && *end == 0 && errno == 0 && p <= 65535 ? (int)p : -1;
+}
+
+static int bad_port(const char* v) {
+    fprintf(stderr, "aco_nc: bad port '%s' (0-65535)\n", v);
+    return 2;
+}
+
 int main(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN);           /* sendfile, splice: see above */
     aco_rt_opts_t o = {0};
@@ -321,12 +334,15 @@ int main(int argc, char** argv) {
 #endif
     if (listen) {
         if (npos < 1) return usage();
-        listen_port = atoi(pos[0]);
+        if ((listen_port = port_number(pos[0])) < 0) return bad_port(pos[0]);
         if (npos == 2) listen_addr = pos[1];
     } else {
         if (npos != 2) return usage();
         host = pos[0];
         port = pos[1];
+        /* a number must be a port (getaddrinfo would take 89046 as 23510);
+         * else a service name ("http") */
+        if (port[strspn(port, "0123456789")] == 0 && port_number(port) < 0) return bad_port(port);
     }
     aco_rt_sched_t* s = aco_rt_sched_new(&o);
     if (s == NULL) { fprintf(stderr, "aco_nc: scheduler: %s\n", strerror(errno)); return 1; }

@@ -12,7 +12,13 @@
  *              each connection goes to the thread with the fewest cos
  *              (aco_rt_pool_spawn).
  * reuseport is the default: the two measure equal within noise and it needs
- * no cross-thread message per connection (docs/benchmarks.md, "Both CPUs"). */
+ * no cross-thread message per connection (docs/benchmarks.md, "Both CPUs").
+ *
+ * SIGTERM and SIGINT stop the program (exit status 0) once its listening
+ * sockets are shut and closed.  A death by the signal's default action
+ * would leave, on io_uring, an accept in flight that keeps the socket
+ * listening until the kernel has torn the ring down, after the process is
+ * gone: a restart at once found its port in use. */
 #ifndef RT_CLI_H
 #define RT_CLI_H
 
@@ -22,6 +28,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,12 +132,47 @@ static inline void rt_cli_accept_co(void* arg) {
                 aco_rt_sleep(10 * 1000000LL);
                 continue;
             }
-            if (fd == -ECANCELED) break;
+            if (fd == -ECANCELED || fd == -EBADF) break;     /* (the stop closed it) */
             fprintf(stderr, "%s: accept: %s\n", sv->prog, strerror(-fd));
             continue;
         }
         if (sv->start(fd) < 0) aco_rt_close(fd);
     }
+}
+
+/* The listening sockets, for the stop. */
+static rt_cli_serve_t* rt_cli_svs;
+static unsigned rt_cli_nsv;
+
+/* Wait for SIGTERM or SIGINT (blocked in every thread: rt_cli_run), then
+ * shut the listening sockets (out of LISTEN at once, whatever still holds
+ * them), close them and exit.  Open connections end with the process. */
+static inline void rt_cli_stop_co(void* arg) {
+    (void)arg;
+    sigset_t set;
+    siginfo_t si;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int r = aco_rt_signal_wait(&set, &si, -1);
+    for (unsigned i = 0; i < rt_cli_nsv; i++) {
+        shutdown(rt_cli_svs[i].lfd, SHUT_RDWR);
+        aco_rt_close(rt_cli_svs[i].lfd);
+    }
+    if (rt_cli_nsv) fprintf(stderr, "%s: %s: stopped\n", rt_cli_svs[0].prog,
+                            r > 0 ? strsignal(si.si_signo) : strerror(-r));
+    fflush(NULL);
+    _exit(r > 0 ? 0 : 1);       /* (no atexit: pool threads still run) */
+}
+
+/* Block SIGTERM and SIGINT in this thread, before any other is made (they
+ * inherit it): rt_cli_stop_co takes them. */
+static inline void rt_cli_block_stop(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
 /* A listening TCP socket as the options say (--bind: an IPv4 or IPv6
@@ -155,6 +197,7 @@ static inline int rt_cli_listen(const rt_cli_t* c, const char* prog) {
  * accepting co. */
 static inline int rt_cli_run(const rt_cli_t* c, const char* prog, int (*start)(int fd)) {
     aco_rt_opts_t o = {.backend = c->backend};
+    rt_cli_block_stop();
     if (c->threads == 1) {
         aco_rt_sched_t* s = aco_rt_sched_new(&o);
         if (s == NULL) {
@@ -167,7 +210,10 @@ static inline int rt_cli_run(const rt_cli_t* c, const char* prog, int (*start)(i
         if ((sv.lfd = rt_cli_listen(c, prog)) < 0) return 1;
         fprintf(stderr, "%s: listening on %s:%d (%s)\n", prog, c->bind, c->port,
                 aco_rt_backend_name(s));
+        rt_cli_svs = &sv;
+        rt_cli_nsv = 1;
         aco_rt_detach(aco_rt_spawn(s, rt_cli_accept_co, &sv));
+        aco_rt_detach(aco_rt_spawn(s, rt_cli_stop_co, NULL));
         int r = aco_rt_sched_run(s);
         fprintf(stderr, "%s: scheduler stopped: %s\n", prog, strerror(-r));
         return 1;
@@ -189,7 +235,12 @@ static inline int rt_cli_run(const rt_cli_t* c, const char* prog, int (*start)(i
         aco_rt_co_t* co = aco_rt_spawn(aco_rt_pool_sched(p, i), rt_cli_accept_co, &sv[i]);
         if (co == NULL) return 1;
         aco_rt_detach(co);
+        rt_cli_svs = sv;
+        rt_cli_nsv = i + 1;
     }
+    aco_rt_co_t* stop = aco_rt_spawn(aco_rt_pool_sched(p, 0), rt_cli_stop_co, NULL);
+    if (stop == NULL) return 1;
+    aco_rt_detach(stop);
     fprintf(stderr, "%s: listening on %s:%d (%s, %u threads, %s)\n", prog, c->bind, c->port,
             aco_rt_backend_name(aco_rt_pool_sched(p, 0)), c->threads,
             c->accept == RT_CLI_REUSEPORT ? "reuseport" : "handoff");

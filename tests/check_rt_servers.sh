@@ -21,6 +21,35 @@ expect() {   # expect <what> <want> <got>
     if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: want '$2', got '$3'"; fi
 }
 
+# stop_and_restart WHAT PID LOG ARGS...: SIGTERM ends aco_resp (on $port)
+# with status 0, and one started at once on the same port with ARGS
+# listens (once, on io_uring, an accept in flight kept the port until the
+# kernel tore the ring down after the process: "Address already in use").
+stop_and_restart() {
+    local what=$1 pid=$2 log=$3 st
+    shift 3
+    kill -TERM "$pid"
+    wait "$pid"
+    st=$?
+    forget_pid "$pid"
+    [ $st = 0 ] && ok "$what: SIGTERM: exit status 0" || bad "$what: SIGTERM: status $st: $(tail -2 "$log")"
+    if start_server "$port" "$OUT/aco_resp" --port "$port" "$@" 2> "$tmp/restart.log"; then
+        ok "$what: restarted at once on the same port"
+        stop_pid "$SERVER_PID"
+    else
+        bad "$what: restart on the same port: $(cat "$tmp/restart.log")"
+    fi
+}
+
+# aco_nc: a port is 0-65535 (it once took 99999 as 34463, "abc" as 0)
+for a in "-l 99999" "-l abc" "127.0.0.1 89046" "127.0.0.1 99999999999999999999"; do
+    # shellcheck disable=SC2086
+    got=$(timeout 5 "$OUT/aco_nc" $a < /dev/null 2>&1)
+    st=$?
+    [ $st = 2 ] && [[ $got == *"bad port"* ]] && ok "aco_nc $a: refused" ||
+        bad "aco_nc $a: status $st, '$got'"
+done
+
 for be in $backends; do
     # ---- aco_resp ---------------------------------------------------------
     port=$(free_port)
@@ -85,7 +114,7 @@ EOF
     expect "$be: alive after bad clients" PONG "$(cli PING)"
     expect "$be: QUIT" OK "$(cli QUIT)"
     kill -0 $rpid 2>/dev/null && ok "$be: aco_resp still running" || bad "$be: aco_resp died: $(cat "$tmp/resp-$be.log")"
-    stop_pid $rpid
+    stop_and_restart "$be" "$rpid" "$tmp/resp-$be.log" --backend "$be"
 
     # ---- aco_echo with nc -------------------------------------------------
     port=$(free_port)
@@ -172,7 +201,7 @@ for mode in reuseport handoff; do
     expect "threads $mode: SET" OK "$(cli SET k v)"
     expect "threads $mode: GET from another connection" v "$(cli GET k)"
     kill -0 $rpid 2>/dev/null && ok "threads $mode: aco_resp still running" || bad "threads $mode: aco_resp died: $(cat "$tmp/resp-t2.log")"
-    stop_pid $rpid
+    stop_and_restart "threads $mode" "$rpid" "$tmp/resp-t2.log" --threads 2 --accept $mode
 
     port=$(free_port)
     start_server "$port" "$OUT/aco_echo" --port "$port" --threads 2 --accept $mode 2> "$tmp/echo-t2.log" ||
