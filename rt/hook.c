@@ -57,8 +57,9 @@
  * all its cos).
  *
  * dup, dup2 and dup3 are hooked only to carry what is known of the file
- * (the O_NONBLOCK the runtime set) to the number they fill, and pipe, pipe2, socketpair, eventfd, epoll_create and
- * epoll_create1 to know theirs for no file (a number glibc closed inside
+ * (the O_NONBLOCK the runtime set) to the number they fill, and pipe,
+ * pipe2, socketpair, eventfd, epoll_create and epoll_create1 to know
+ * theirs for no file (a number glibc closed inside
  * itself, fclose's, may come back as one).  Not hooked: signals, and the file calls not named above (access, chmod, link,
  * readlink, getdents, ...: each a short wait for a disk or a server at
  * most, with no runtime call to take it).  In a co, a write, writev, send

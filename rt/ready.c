@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 /* Standard input, output and error came from the parent and are shared
  * with it (a shell's terminal, a pipeline's pipe): O_NONBLOCK set there
@@ -26,16 +25,15 @@
  * under the same number (not what the program set first: that is its
  * own).  Written once per number (the first setter wins), read at exit. */
 static struct {
-    int      set;               /* atomic: 0, 1 being written, 2 kept */
-    dev_t    dev;
-    ino_t    ino;
+    int          set;           /* atomic: 0, 1 being written, 2 kept */
+    rt_sys_fid_t id;            /* (past the hooks' fstat: rt_sys.h) */
 } stdio_nb[3];
 
 static void stdio_nb_undo(void) {
     for (int fd = 0; fd < 3; fd++) {
-        struct stat st;
-        if (__atomic_load_n(&stdio_nb[fd].set, __ATOMIC_ACQUIRE) != 2 || fstat(fd, &st) < 0 ||
-            st.st_dev != stdio_nb[fd].dev || st.st_ino != stdio_nb[fd].ino)
+        rt_sys_fid_t id;
+        if (__atomic_load_n(&stdio_nb[fd].set, __ATOMIC_ACQUIRE) != 2 || rt_sys_fid(fd, &id) < 0 ||
+            id.dev != stdio_nb[fd].id.dev || id.ino != stdio_nb[fd].id.ino)
             continue;
         int fl = rt_sys_fcntl(fd, F_GETFL, 0);
         if (fl >= 0 && (fl & O_NONBLOCK)) rt_sys_fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -49,15 +47,14 @@ static void stdio_nb_init(void) {
 
 /* fd (0, 1 or 2) was made O_NONBLOCK by us just now. */
 static void stdio_nb_keep(int fd) {
-    struct stat st;
+    rt_sys_fid_t id;
     int zero = 0;
-    if (fstat(fd, &st) < 0 ||
+    if (rt_sys_fid(fd, &id) < 0 ||
         !__atomic_compare_exchange_n(&stdio_nb[fd].set, &zero, 1, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
     pthread_once(&stdio_nb_once, stdio_nb_init);
-    stdio_nb[fd].dev = st.st_dev;
-    stdio_nb[fd].ino = st.st_ino;
+    stdio_nb[fd].id = id;
     __atomic_store_n(&stdio_nb[fd].set, 2, __ATOMIC_RELEASE);
 }
 
