@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 
 rt_fd_t* rt_fd_get(rt_fdtab_t* t, int fd) {
-    if (fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    if (fd < 0 || rt_fd_too_big(fd)) return NULL;
     if (t->top == NULL) {
         /* Large and zeroed: fresh pages, touched only where used. */
         rt_fd_t** top = calloc(RT_FD_CHUNKS, sizeof(*top));

@@ -192,7 +192,7 @@ static void rx_unhang(rt_fd_t* e, int fd) {
 
 int rt_lend_elsewhere(rt_fd_t* e, int fd) {
     uint32_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
-    if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return 0;
+    if (top == NULL || fd < 0 || rt_fd_too_big(fd)) return 0;
     uint32_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
     if (c == NULL) return 0;
     uint32_t mine = e && __atomic_load_n(&e->rx, __ATOMIC_RELAXED) ? 1u : 0u;

@@ -79,14 +79,14 @@ static inline int rt_fd_too_big(int fd) { return fd / RT_FD_CHUNK >= RT_FD_CHUNK
 /* The entry of fd if the table has one, else NULL (never allocates). */
 static inline rt_fd_t* rt_fd_peek(rt_fdtab_t* t, int fd) {
     rt_fd_t** top = t->top;
-    if (fd < 0 || top == NULL || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    if (fd < 0 || top == NULL || rt_fd_too_big(fd)) return NULL;
     rt_fd_t* c = top[fd / RT_FD_CHUNK];
     return c ? &c[fd % RT_FD_CHUNK] : NULL;
 }
 /* The same, of another thread's scheduler's table, read from here. */
 static inline rt_fd_t* rt_fd_peek_remote(rt_fdtab_t* t, int fd) {
     rt_fd_t** top = __atomic_load_n(&t->top, __ATOMIC_ACQUIRE);
-    if (top == NULL || fd < 0 || fd / RT_FD_CHUNK >= RT_FD_CHUNKS) return NULL;
+    if (top == NULL || fd < 0 || rt_fd_too_big(fd)) return NULL;
     rt_fd_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
     return c ? &c[fd % RT_FD_CHUNK] : NULL;
 }

@@ -55,12 +55,11 @@ struct aco_rt_tls {
     int wdead;                  /* the error that ended its writing side, or 0 */
     int sys_err;                /* the BIO's last recv/send errno */
     int eof;                    /* the BIO met the stream's end */
-    int want;                   /* the last call's SSL_ERROR_WANT_*, or 0 */
+    int want;                   /* the last call's SSL_ERROR_WANT_*, or 0 (a
+                                   wait that saw bytes come clears WANT_READ:
+                                   before the handshake's end, WANT_READ says
+                                   what t holds is part of a record) */
     int hs_done;                /* the handshake completed */
-    int starved;                /* the handshake's last look wanted bytes
-                                   that had not come (it left at its
-                                   deadline): what t holds is part of a
-                                   record, until the wait sees more */
     int shut;                   /* our close_notify went (or nothing to end) */
     int offered_alpn;           /* a client that offered ALPN */
     int more;                   /* records of this write follow: MSG_MORE */
@@ -669,7 +668,6 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         int w = e == SSL_ERROR_WANT_READ
                     ? wait_in(t, 1, deadline)
                     : aco_rt_wait(t->fd, POLLOUT | ACO_RT_WAIT_AFTER_EAGAIN, deadline);
-        if (e == SSL_ERROR_WANT_READ) t->starved = w < 0;
         if (w >= 0) return 1;
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
         if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;
@@ -989,7 +987,7 @@ int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
          * handshake that left for want of bytes holds part of a record,
          * and the wait goes on (its BIO said EAGAIN); else the bytes are
          * new, and the handshake's next look may use them. */
-        if (!t->starved || t->lent) return 0;
+        if (t->want != SSL_ERROR_WANT_READ || t->lent) return 0;
         after_eagain = 1;
     } else {
         /* Bytes inside t, none decrypted: whole records a read returns
@@ -1006,7 +1004,7 @@ int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
         after_eagain = 1;               /* (the BIO just said so) */
     }
     int w = wait_in(t, after_eagain, deadline);
-    if (w == 0) t->starved = 0;         /* (more came) */
+    if (w == 0 && t->want == SSL_ERROR_WANT_READ) t->want = 0;     /* (more came) */
     if (w < 0) {
         snprintf(t->err, sizeof t->err, "%s", strerror(-w));
         if (w != -ETIMEDOUT && w != -ECANCELED) t->dead = w;
