@@ -847,7 +847,7 @@ __attribute__((always_inline)) static inline aco_t* take(aco_t* co, int width) {
     aco_t* owner = s->owner;
     size_t n = 0;
     if (owner != NULL) {
-        n = (uintptr_t)s->align_retptr - (uintptr_t)SP(owner);     /* (past the limit: */
+        n = (uintptr_t)s->align_retptr - (uintptr_t)SP(owner);     /* (live_bytes: take_slow) */
         if (aco_unlikely(n > s->align_limit || n > owner->save_stack.sz)) return take_slow(co);
     }
     /* Both below a power of two: so is their OR, and conversely. */

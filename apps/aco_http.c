@@ -762,9 +762,9 @@ static void linger_close(conn_t* c) {
  * connection gives its buffers back while it waits (the bufio's 32 KiB,
  * the body's 64 KiB and the request's 5 KiB; OpenSSL gives its record
  * buffers back too, SSL_MODE_RELEASE_BUFFERS), so an idle one keeps
- * OpenSSL's state, this record and its co: nginx's way.  They come back when bytes do.  The
- * wait (aco_rt_tls_wait) gives no receive a buffer to hold: a readiness,
- * or on io_uring the next lend.  0, or -1: close. */
+ * OpenSSL's state, this record and its co: nginx's way.  They come back
+ * when bytes do.  The wait (aco_rt_tls_wait) gives no receive a buffer to
+ * hold: a readiness, or on io_uring the next lend.  0, or -1: close. */
 static int idle_tls(conn_t* c) {
     int64_t deadline = aco_rt_in_ns(idle_ns);       /* one idle period for both waits */
     if (!aco_rt_tls_pending(c->tls)) {

@@ -432,8 +432,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers up to 2^24 have one: a number past that gets
- * -ENOMEM, open or not, from every call of this section but aco_rt_close,
- * aco_rt_shutdown and aco_rt_poll, which keep no record of it).
+ * -ENOMEM, open or not, from every call that keeps a record of it: all
+ * but aco_rt_close, aco_rt_poll and aco_rt_shutdown).
  *
  * A descriptor is the file, not the number.  Any descriptor works, blocking
  * or not, however it was made (by a library, by another thread), and the
