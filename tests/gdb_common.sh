@@ -47,13 +47,15 @@ gdb_run() {
         # and never dies of it
         timeout -k 5 120 qemu-"$where" -g "$port" "$prog" > /dev/null 2>&1 &
         qpid=$!
-        # Until qemu listens gdb is refused; if qemu is gone, the port was taken.
+        # Until qemu listens gdb is refused (and, retrying refusals for its
+        # tcp connect-timeout, says "timed out" when qemu starts slowly
+        # under the suite's load); if qemu is gone, the port was taken.
         for _ in $(seq 100); do
             kill -0 $qpid 2>/dev/null || break
             # an address, not a name: a minimal root has no /etc/hosts
             out=$(timeout 120 gdb-multiarch -nx -q -batch -ex "target remote 127.0.0.1:$port" \
                   "${setup[@]}" -ex continue "$@" "$prog" 2>&1)
-            grep -q 'Connection refused' <<< "$out" || break
+            grep -qE 'Connection (refused|timed out)' <<< "$out" || break
             sleep 0.1
         done
         if wait $qpid; then echo "$out"; return; fi
