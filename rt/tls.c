@@ -330,7 +330,12 @@ static SSL_CTX* make_ctx(const aco_rt_tls_opts_t* o, aco_rt_tls_ctx_t* c, char* 
     step = "the oldest version";
     if (!SSL_CTX_set_min_proto_version(s, o->min_version ? o->min_version : TLS1_2_VERSION))
         goto ossl;
+    /* IGNORE_UNEXPECTED_EOF: a stream that ends without close_notify is
+     * OpenSSL's close_notify then, not a fatal error with a decode_error
+     * alert sent to a peer that only closed (after() tells the two apart
+     * by the BIO's end) */
     SSL_CTX_set_options(s, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                               SSL_OP_IGNORE_UNEXPECTED_EOF |
                                (o->flags & ACO_RT_TLS_NO_TICKETS ? SSL_OP_NO_TICKET : 0));
     /* partial writes: one record at a time (a deadline can end a write
      * between them); a retry may offer the bytes from another address (a
@@ -674,6 +679,11 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         return w;
     }
     case SSL_ERROR_ZERO_RETURN:
+        if (t->eof) {           /* no close_notify came: the stream just ended */
+            err = -ECONNRESET;
+            snprintf(why, sizeof why, "the stream ended without close_notify");
+            break;
+        }
         ERR_clear_error();
         return 0;
     case SSL_ERROR_SYSCALL:
