@@ -398,8 +398,7 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
  * input as its lend holds it (as aco_rt_wait).  The count of entries with
  * revents, or -errno. */
 static int poll_look(aco_rt_co_t* co, struct pollfd* p, nfds_t n) {
-    int r;
-    do r = rt_sys_poll0(p, n); while (r < 0 && errno == EINTR);
+    int r = rt_sys_poll0(p, n);
     if (r < 0) return -errno;
     if (rt_likely(!__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED))) return r;
     r = 0;

@@ -48,9 +48,13 @@ static inline int rt_sys_accept4(int fd, struct sockaddr* a, socklen_t* l, int f
 static inline int rt_sys_connect(int fd, const struct sockaddr* a, socklen_t l) {
     return (int)syscall(SYS_connect, fd, a, l);
 }
+/* (ppoll says EINTR for a signal that came in the call, even with no wait:
+ * a look is never interrupted for the caller) */
 static inline int rt_sys_poll0(struct pollfd* p, nfds_t n) {     /* no wait */
     struct timespec zero = {0, 0};
-    return (int)syscall(SYS_ppoll, p, n, &zero, NULL, (size_t)8);
+    int r;
+    do r = (int)syscall(SYS_ppoll, p, n, &zero, NULL, (size_t)8); while (r < 0 && errno == EINTR);
+    return r;
 }
 /* close through glibc's __close: past the hooks too (they define close),
  * and seen by ThreadSanitizer, which tracks a descriptor's life (a raw

@@ -8,6 +8,8 @@
  *     deadline already passed; one sent to the scheduler's own thread
  *     (raise) too;
  *   - the deadline (-ETIMEDOUT, on time), a cancel (-ECANCELED);
+ *   - a handler of the program's (no SA_RESTART) firing every 20 us:
+ *     aco_rt_wait and aco_rt_signal_wait never say -EINTR;
  *   - -EINVAL for a NULL set and for a signal the thread does not block
  *     (and nothing is taken), -EPERM outside a co;
  *   - two cos waiting for a queued real-time signal: two sent, each wait
@@ -28,6 +30,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -151,6 +154,38 @@ static void deadline(void* arg) {
     CHECK_EQ(aco_rt_signal_wait(&set, NULL, aco_rt_in_ms(5)), -ETIMEDOUT);
 }
 
+/* A handler of the program's own (no SA_RESTART) that interrupts the
+ * calls: no -EINTR comes out of them (the header lists none). */
+static volatile sig_atomic_t alarms;
+static void on_alarm(int sig) {
+    (void)sig;
+    alarms++;
+}
+static void interrupted(void* arg) {
+    (void)arg;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGALRM, &sa, &old), 0);
+    struct itimerval it = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
+    CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    int bad = 0;
+    for (int i = 0; i < 2000; i++) bad += aco_rt_wait(p[0], POLLIN, 0) != -ETIMEDOUT;
+    for (int i = 0; i < 300; i++) bad += aco_rt_signal_wait(&set, NULL, 0) != -ETIMEDOUT;
+    CHECK_EQ(setitimer(ITIMER_REAL, &off, NULL), 0);
+    CHECK_EQ(sigaction(SIGALRM, &old, NULL), 0);
+    CHECK_EQ(bad, 0);
+    CHECK_GT(alarms, 0);
+    aco_rt_close(p[0]);
+    aco_rt_close(p[1]);
+}
+
 static aco_rt_co_t* victim;
 static void cancelled(void* arg) {
     int* res = arg;
@@ -266,6 +301,7 @@ static void cases(aco_rt_sched_t* s, void* arg) {
     test_go(s, by_sigqueue, NULL);
     test_go(s, pending_first, NULL);
     test_go(s, deadline, NULL);
+    test_go(s, interrupted, NULL);
     int res = 0;
     victim = aco_rt_spawn(s, cancelled, &res);
     aco_rt_detach(victim);
