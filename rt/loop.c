@@ -132,11 +132,22 @@ void rt_notify(aco_rt_sched_t* s) {
     }
 }
 
-/* m is co->msg (kind: what it says) or co->cmsg (RT_MSG_CANCEL). */
+/* m is co->msg (kind: what it says) or co->cmsg (RT_MSG_CANCEL).  s's
+ * thread may take m, finish its run and free s before rt_notify has read
+ * s's flag: senders counts the sends under way (the push's release puts
+ * the count before m), and rt_sched_quiesce waits for them. */
 void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
     if (kind != RT_MSG_CANCEL) rt_container_of(m, aco_rt_co_t, msg)->msg_kind = (uint8_t)kind;
+    __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_RELAXED);
     inbox_push(&s->mail.inbox, m);
     rt_notify(s);
+    __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
+}
+
+/* Wait until no other thread is in rt_send to s (aco_rt_sched_free, before
+ * its eventfd goes). */
+void rt_sched_quiesce(aco_rt_sched_t* s) {
+    while (__atomic_load_n(&s->mail.senders, __ATOMIC_ACQUIRE)) sched_yield();
 }
 
 /* ------------------------------------------------------------------------ */

@@ -459,6 +459,9 @@ typedef struct rt_lend_s {              /* lend.c */
 typedef struct rt_msgs {                /* loop.c and co.c (the kernel) */
     _Alignas(64) rt_inbox_t inbox;      /* wakes, spawns, cancels, frees
                                            (head and tail 64 bytes apart) */
+    uint32_t            senders;        /* atomic: rt_sends under way (in
+                                           the tail's line, which they
+                                           write anyway) */
     _Alignas(64) uint32_t sleeping;     /* atomic: 1 while it may sleep */
     struct rt_mbox*     mb_in;          /* atomic: the mailboxes of the
                                            siblings that wake cos here */
@@ -871,6 +874,7 @@ void rt_notify(aco_rt_sched_t* s);
 /* loop.c: put m, co->msg (kind: RT_MSG_*) or co->cmsg (RT_MSG_CANCEL),
  * in s's inbox and wake s's thread (from any thread). */
 void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind);
+void rt_sched_quiesce(aco_rt_sched_t* s);
 
 /* Records (co.c).  A new record, zeroed up to its libaco co, with room
  * for a private buffer of priv bytes and a save stack of save (NULL:

@@ -188,6 +188,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     rt_file_fini(s);
     s->backend.ops->fini(s);
     rt_fd_free_all(&s->fds);
+    rt_sched_quiesce(s);    /* no other thread is still waking us */
     rt_kernel_fini(s);
     /* A scheduler whose cos all wait on cos may be left alone now: it looks
      * again (asked(): the count, seq_cst, against its sleeping flag). */

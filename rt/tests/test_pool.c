@@ -2,7 +2,8 @@
  * detach and cancel, channels, select, mutex, cond, semaphore and wait group
  * between cos of different threads, groups, stopping a busy pool, fork with
  * a running pool (and from a thread with a scheduler: the child's thread
- * has none, and makes one), aco_rt_pool_free from a pool co (-EDEADLK),
+ * has none, and makes one), a thread's scheduler freed right after its
+ * join of a pool co returned, aco_rt_pool_free from a pool co (-EDEADLK),
  * and a stress of 2 million cross-thread hand-offs (fewer
  * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
@@ -809,6 +810,40 @@ static void test_free_busy(void) {
 
 /* A pool freed at once, its threads maybe not yet in their loops (their
  * stop must not be lost: it hung once in 20 runs), or after one co. */
+/* A thread's scheduler freed as soon as its join of a pool co returned:
+ * the finishing co's wake may still be in the pool thread's send to it
+ * (ThreadSanitizer saw that send read the freed scheduler; the free now
+ * waits for sends under way). */
+static atomic_int leaves;
+static void leaf(void* arg) { (void)arg; atomic_fetch_add(&leaves, 1); }
+static void joiner(void* arg) {
+    (void)arg;
+    aco_rt_co_t* c = aco_rt_spawn(T(0), leaf, NULL);
+    CHECK(c != NULL);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+}
+static void* joiner_thread(void* arg) {
+    (void)arg;
+    aco_rt_opts_t o = {0};
+    const char* b = getenv("ACO_RT_TEST_BACKENDS");
+    if (b && strstr(b, "uring") == NULL) o.backend = ACO_RT_BACKEND_EPOLL;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    CHECK(s != NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, joiner, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    return NULL;
+}
+static void test_free_after_join(void) {
+    int rounds = SLOW ? 100 : 1000;
+    for (int i = 0; i < rounds; i++) {
+        pthread_t t;
+        CHECK_EQ(pthread_create(&t, NULL, joiner_thread, NULL), 0);
+        CHECK_EQ(pthread_join(t, NULL), 0);
+    }
+    CHECK_EQ(atomic_load(&leaves), rounds);
+}
+
 static atomic_int quick_ran;
 static void quick(void* arg) { (void)arg; atomic_fetch_add(&quick_ran, 1); }
 
@@ -849,6 +884,7 @@ int main(void) {
     PART(test_stress);
     PART(test_cancel_busy);
     PART(test_fork);
+    PART(test_free_after_join);
     CHECK_EQ(aco_rt_pool_free(pool), 0);
     PART(test_free_busy);
     PART(test_free_at_once);
