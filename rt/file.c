@@ -84,14 +84,6 @@ static void fop_free(fop_t* f) {
 #define SC(n, a, b, c, d, e, f) \
     syscall((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
-/* preadv2(2) and pwritev2(2) take the offset as two longs, low and high
- * (on 64 bits the kernel shifts the high one out: the whole offset is the
- * low), whatever the ABI. */
-static inline long sys_prw(int write, int fd, const struct iovec* v, int cnt, int64_t off,
-                           int flags) {
-    return SC(write ? SYS_pwritev2 : SYS_preadv2, fd, v, cnt, (unsigned long)(uint64_t)off,
-              (unsigned long)((uint64_t)off >> 32), flags);
-}
 
 #if UINTPTR_MAX == 0xffffffffu
 /* 32 bits: the calls whose 64-bit arguments take register pairs in an
@@ -116,8 +108,8 @@ static long fop_sys(fop_t* f) {
     loff_t a = f->off, b = f->off2;
     rt_sf_off_t o = (rt_sf_off_t)f->off;
     switch (f->w) {
-    case RT_F_READ: r = sys_prw(0, f->fd, f->iov, f->cnt, f->off, f->flags); break;
-    case RT_F_WRITE: r = sys_prw(1, f->fd, f->iov, f->cnt, f->off, f->flags); break;
+    case RT_F_READ: r = rt_sys_prw(0, f->fd, f->iov, f->cnt, f->off, f->flags); break;
+    case RT_F_WRITE: r = rt_sys_prw(1, f->fd, f->iov, f->cnt, f->off, f->flags); break;
     case RT_F_FSYNC: r = SC(f->flags ? SYS_fdatasync : SYS_fsync, f->fd, 0, 0, 0, 0, 0); break;
     case RT_F_SFR: r = SYS_SFR(f->fd, f->off, f->len, f->uflags); break;
     case RT_F_FALLOC: r = SYS_FALLOC(f->fd, f->flags, f->off, f->len); break;
@@ -556,7 +548,7 @@ static ssize_t rw_ready(aco_rt_co_t* co, int write, int fd, const struct iovec* 
     for (;;) {
         rt_sigpipe_t h;
         if (write) rt_sigpipe_hold(&h);
-        long r = sys_prw(write, fd, iov, cnt, off, flags | nw);
+        long r = rt_sys_prw(write, fd, iov, cnt, off, flags | nw);
         if (write) rt_sigpipe_release(&h, r < 0 && errno == EPIPE);
         if (r >= 0) return r;
         r = -errno;
@@ -649,7 +641,7 @@ static ssize_t rw(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, i
         for (;;) {
             rt_sigpipe_t h;
             if (hold) rt_sigpipe_hold(&h);
-            long r = sys_prw(write, fd, v, cnt, off, flags | RWF_NOWAIT);
+            long r = rt_sys_prw(write, fd, v, cnt, off, flags | RWF_NOWAIT);
             if (hold) rt_sigpipe_release(&h, r < 0 && errno == EPIPE);
             if (r < 0) {
                 r = -errno;
@@ -699,7 +691,7 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
             on_stack = 1;
     }
     if (rt_unlikely(total == 0)) {          /* no bytes: the call's own answer, at once */
-        long r = sys_prw(write, fd, iov, cnt, off, flags);
+        long r = rt_sys_prw(write, fd, iov, cnt, off, flags);
         return r < 0 ? -errno : r;
     }
     if (rt_passed(deadline)) return rt_may_block(co, deadline);

@@ -131,6 +131,22 @@ static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
 /* The readiness way                                                        */
 /* ------------------------------------------------------------------------ */
 
+/* A pipe's try with RWF_NOWAIT, for this call alone: -1 and EOPNOTSUPP
+ * where the kernel refuses the flag on pipes (older kernels: then
+ * O_NONBLOCK, as for a terminal). */
+static ssize_t once_nowait(const rq_t* q) {
+    int vec = q->kind == K_READV || q->kind == K_WRITEV;
+    struct iovec one = {q->buf, q->n};
+    const struct iovec* v = vec ? (const struct iovec*)q->buf : &one;
+    int cnt = vec ? (int)q->n : 1;
+    if (q->kind == K_READ || q->kind == K_READV) return rt_sys_prw(0, q->fd, v, cnt, -1, RWF_NOWAIT);
+    rt_sigpipe_t h;
+    rt_sigpipe_hold(&h);
+    ssize_t r = rt_sys_prw(1, q->fd, v, cnt, -1, RWF_NOWAIT);
+    rt_sigpipe_release(&h, r < 0 && errno == EPIPE);
+    return r;
+}
+
 /* One try that never blocks, whatever O_NONBLOCK says now. */
 static ssize_t sys_once(rt_fd_t* e, const rq_t* q) {
     if (q->kind == K_RECV)
@@ -161,8 +177,18 @@ again:
             return r;
         break;
     }
-    /* Not a socket (or no longer one). */
+    /* Not a socket (or no longer one).  A pipe or FIFO: RWF_NOWAIT, for
+     * this call alone (the look at its type replaces the look at its
+     * flags the other way takes each time).  O_NONBLOCK would stay on the
+     * open file, which others share: stdio's own writes to a pipeline's
+     * stdout, a child's inherited stdin, would say EAGAIN.  The flag only
+     * for the rest (a terminal: undone at exit for 0-2; a regular file,
+     * where it means nothing and RWF_NOWAIT could not be waited out). */
     e->kind = RT_FD_OTHER;
+    rt_sys_fid_t id;
+    if (rt_sys_fid(q->fd, &id) == 0 && id.mode == S_IFIFO &&
+        ((r = once_nowait(q)) >= 0 || errno != EOPNOTSUPP))
+        return r;
     if ((r = fd_nonblock_other(q->fd)) < 0) { errno = (int)-r; return -1; }
     if (r == 1) {                           /* a socket now: its own way */
         if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */

@@ -27,6 +27,15 @@ static inline ssize_t rt_sys_write(int fd, const void* b, size_t n) {
 static inline ssize_t rt_sys_readv(int fd, const struct iovec* v, int n) {
     return syscall(SYS_readv, fd, v, n);
 }
+/* preadv2(2) and pwritev2(2) take the offset as two longs, low and high
+ * (on 64 bits the kernel shifts the high one out: the whole offset is the
+ * low), whatever the ABI. */
+static inline long rt_sys_prw(int write, int fd, const struct iovec* v, int cnt, int64_t off,
+                              int flags) {
+    return syscall(write ? SYS_pwritev2 : SYS_preadv2, (long)fd, (long)v, (long)cnt,
+                   (long)(unsigned long)(uint64_t)off, (long)(unsigned long)((uint64_t)off >> 32),
+                   (long)flags);
+}
 static inline ssize_t rt_sys_writev(int fd, const struct iovec* v, int n) {
     return syscall(SYS_writev, fd, v, n);
 }
