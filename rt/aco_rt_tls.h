@@ -171,7 +171,8 @@ typedef struct aco_rt_tls_opts {
  * of at most errlen bytes (NUL-terminated) saying why: EINVAL (o NULL,
  * a server without certificate or key, a certificate without key or the
  * other way round, one from a file and the other from memory, an unknown
- * flag or version, an ALPN list with an empty or over-255-byte name), ENOENT or EACCES (a file), EPROTO (OpenSSL
+ * flag or version, an ALPN list with an empty or over-255-byte name), ENOENT or EACCES (a file),
+ * EMFILE or ENFILE (no descriptor left to read a file with), EPROTO (OpenSSL
  * refused a certificate, key, cipher string or trust store: a key that
  * does not match its certificate, PEM it cannot read), ENOMEM.  Renegotiation
  * is off (refused with an alert).  From any thread, in a co or not;

@@ -410,8 +410,16 @@ static SSL_CTX* make_ctx(const aco_rt_tls_opts_t* o, aco_rt_tls_ctx_t* c, char* 
     }
     return s;
 ossl:
-    take_reason(why, sizeof why);
-    *eno = strstr(why, "malloc") ? ENOMEM : EPROTO;
+    /* a file OpenSSL could not open for want of a descriptor: the
+     * system's error first in the queue (EMFILE, not a bad file) */
+    {
+        unsigned long first = ERR_peek_error();
+        int sys = ERR_SYSTEM_ERROR(first) ? ERR_GET_REASON(first) : 0;
+        take_reason(why, sizeof why);
+        *eno = sys == EMFILE || sys == ENFILE || sys == ENOMEM ? sys
+               : strstr(why, "malloc")                         ? ENOMEM
+                                                               : EPROTO;
+    }
     say(err, errlen, "aco_rt_tls_ctx_new: %s: %s", step, why[0] ? why : "refused");
     SSL_CTX_free(s);
     return NULL;

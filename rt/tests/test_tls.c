@@ -10,7 +10,8 @@
  *   - aco_rt_tls_ctx_new: EINVAL (NULL opts, a server without certificate,
  *     a certificate without key and the other way round, unknown flags and
  *     versions, ALPN lists with an empty or a 256-byte name), ENOENT (a
- *     missing certificate, key or CA file), EPROTO (a key that does not
+ *     missing certificate, key or CA file), EMFILE (no descriptor left),
+ *     EPROTO (a key that does not
  *     match its certificate, PEM it cannot read, bad cipher strings, a CA
  *     file of no certificates); err filled, at most errlen bytes, NULL
  *     allowed; the hooks' depth as the caller had it; certificates from
@@ -76,6 +77,8 @@
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
+
+#include <sys/resource.h>
 #include "aco_rt_tls.h"
 
 #include <fcntl.h>
@@ -990,6 +993,26 @@ static void ctx_new_checks(void) {
     o.ca_file = NULL;
     o.ca_dir = g_hash_dir;
     CTX_OK("client, ca_dir", &o);
+    /* no descriptor left to open a file with: EMFILE, not EPROTO (a
+     * certificate that looked bad) */
+    memset(&o, 0, sizeof(o));
+    o.server = 1;
+    o.cert_file = g_leaf_file;
+    o.key_file = g_key_file;
+    {
+        struct rlimit was, low;
+        CHECK_EQ(getrlimit(RLIMIT_NOFILE, &was), 0);
+        low = was;
+        if (low.rlim_cur > 512) low.rlim_cur = 512;
+        CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+        int fds[512], nfd = 0;
+        while (nfd < 512 && (fds[nfd] = dup(0)) >= 0) nfd++;
+        CHECK(nfd < 512);
+        CTX_FAIL("server from files, out of descriptors", &o, EMFILE);
+        while (nfd > 0) close(fds[--nfd]);
+        CHECK_EQ(setrlimit(RLIMIT_NOFILE, &was), 0);
+    }
+    CTX_OK("server from files, descriptors back", &o);
 
     /* OpenSSL refuses */
     memset(&o, 0, sizeof(o));
