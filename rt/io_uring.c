@@ -214,6 +214,16 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     u->f_on = probe_ops(&u->ring);
     s->backend.data = u;
     arm_evfd(s, u);
+    /* A ring the kernel made but will not enter (a seccomp filter that
+     * refuses io_uring_enter alone) is no backend: said here, where auto
+     * still falls back to epoll, not at the run's first wait. */
+    int e = io_uring_submit(&u->ring);
+    if (e < 0) {
+        io_uring_queue_exit(&u->ring);
+        free(u);
+        s->backend.data = NULL;
+        return e;
+    }
     return 0;
 }
 

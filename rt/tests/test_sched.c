@@ -37,7 +37,7 @@
  *    of a scheduler with parked cos leaves the objects they waited on free
  *    of them; a standalone or share stack that cannot be mapped: NULL with
  *    ENOMEM, no abort; older kernels (seccomp makes a system call ENOSYS): no
- *    io_uring -> AUTO runs on epoll, no epoll_pwait2 (before 5.11) -> epoll
+ *    io_uring (or io_uring_enter refused) -> AUTO runs on epoll, no epoll_pwait2 (before 5.11) -> epoll
  *    still works.
  */
 #include "rt_test.h"
@@ -1268,17 +1268,18 @@ static void body(aco_rt_sched_t* s, void* arg) {
 /* Older kernels: a system call missing (ENOSYS), faked with seccomp        */
 /* ------------------------------------------------------------------------ */
 
-static void deny_syscall(int nr) {
+static void deny_syscall_err(int nr, int err) {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
     CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
     CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
 }
+static void deny_syscall(int nr) { deny_syscall_err(nr, ENOSYS); }
 
 static void old_kernel_co(void* arg) {
     (void)arg;
@@ -1325,6 +1326,22 @@ static void no_io_uring(void* arg) {
     old_kernel_child(arg);
 }
 
+/* A ring the kernel makes but will not enter (a seccomp filter that
+ * refuses io_uring_enter alone): no backend, so AUTO takes epoll (it once
+ * took the ring, and the run failed at its first wait; a pool's threads
+ * said "backend error" a thousand times a second). */
+static void no_uring_enter(void* arg) {
+    unsetenv("ACO_RT_BACKEND");
+    deny_syscall_err(__NR_io_uring_enter, EPERM);
+    errno = 0;
+    aco_rt_sched_t* s = aco_rt_sched_new(&(aco_rt_opts_t){.backend = ACO_RT_BACKEND_URING});
+    if (s != NULL || (errno != EPERM && errno != ENOSYS)) {  /* (ENOSYS: no io_uring here) */
+        fprintf(stderr, "no io_uring_enter: forced uring gave %p, errno %d\n", (void*)s, errno);
+        _exit(6);
+    }
+    old_kernel_child(arg);
+}
+
 static void no_epoll_pwait2(void* arg) {
     deny_syscall(441 /* __NR_epoll_pwait2, Linux 5.11 */);
     old_kernel_child(arg);
@@ -1334,6 +1351,10 @@ static void old_kernels(void) {
     int st = -1;
     /* no io_uring at all: AUTO takes epoll, which works */
     int sig = test_in_child(no_io_uring, (void*)(intptr_t)ACO_RT_BACKEND_AUTO, &st);
+    CHECK_EQ(sig, 0);
+    CHECK_EQ(st, 0);
+    st = -1;
+    sig = test_in_child(no_uring_enter, (void*)(intptr_t)ACO_RT_BACKEND_AUTO, &st);
     CHECK_EQ(sig, 0);
     CHECK_EQ(st, 0);
     /* before Linux 5.11 (io_uring without EXT_ARG: the runtime's own reason
