@@ -628,11 +628,10 @@ int aco_rt_hooks_paused(void);
  *     aco_rt_poll's POLLIN and aco_rt_wait(POLLIN) get -EBUSY at once
  *     instead of waiting for bytes that would never come to them, until
  *     the multishot has ended and its bytes were read there, or the socket
- *     is closed (by aco_rt_close: after a close(2) of the program's own,
- *     the other schedulers' receives on the number, whatever file it
- *     holds, get -EBUSY until a call there looks at the socket, below, or
- *     that scheduler is freed).  So a socket goes to another thread before
- *     its first lend;
+ *     is closed (by aco_rt_close, from any thread, or by close(2)): another
+ *     file under the number is not refused, even before the lending
+ *     thread has heard of the close.  So a socket goes to another thread
+ *     before its first lend;
  *   - close the socket with aco_rt_close.  close(2) alone is not seen
  *     until a call that waits looks at the socket (below): until then,
  *     calls on the number, whatever file it holds by then, get the old

@@ -136,7 +136,11 @@ static lend_hdr_t* heap_buf(void) {
  * read them).  rt_rx_alive (all the counts' sum) lets the receives of a
  * process without rxs skip the look. */
 uint32_t rt_rx_alive;
-static uint32_t** rx_marks;             /* RT_FD_CHUNKS chunks, made lazily */
+typedef struct {
+    uint32_t n;                         /* atomic: schedulers with an rx on it */
+    uint64_t ino;                       /* atomic: the file the last one lent on */
+} rx_mark_t;
+static rx_mark_t** rx_marks;            /* RT_FD_CHUNKS chunks, made lazily */
 
 static void marks_child(void) {         /* (a fork's child has no rx) */
     __atomic_store_n(&rx_marks, NULL, __ATOMIC_RELAXED);
@@ -144,13 +148,13 @@ static void marks_child(void) {         /* (a fork's child has no rx) */
 }
 static void marks_atfork(void) { pthread_atfork(NULL, NULL, marks_child); }
 
-/* fd's count, made if need be: NULL without memory. */
-static uint32_t* mark_of(int fd) {
+/* fd's mark, made if need be: NULL without memory. */
+static rx_mark_t* mark_of(int fd) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, marks_atfork);
-    uint32_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
+    rx_mark_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
     if (top == NULL) {
-        uint32_t** t = calloc(RT_FD_CHUNKS, sizeof(*t));
+        rx_mark_t** t = calloc(RT_FD_CHUNKS, sizeof(*t));
         if (t == NULL) return NULL;
         if (!__atomic_compare_exchange_n(&rx_marks, &top, t, 0, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE))
@@ -158,9 +162,9 @@ static uint32_t* mark_of(int fd) {
         else
             top = t;
     }
-    uint32_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    rx_mark_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
     if (c == NULL) {
-        uint32_t* n = calloc(RT_FD_CHUNK, sizeof(*n));
+        rx_mark_t* n = calloc(RT_FD_CHUNK, sizeof(*n));
         if (n == NULL) return NULL;
         if (!__atomic_compare_exchange_n(&top[fd / RT_FD_CHUNK], &c, n, 0, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE))
@@ -173,30 +177,39 @@ static uint32_t* mark_of(int fd) {
 
 /* e gets rx (its count made first: 0), or loses it. */
 static int rx_hang(rt_fd_t* e, int fd, struct rt_rx* rx) {
-    uint32_t* m = mark_of(fd);
+    rx_mark_t* m = mark_of(fd);
     if (m == NULL) return -ENOMEM;
-    __atomic_add_fetch(m, 1u, __ATOMIC_SEQ_CST);
+    rt_sys_fid_t id;
+    __atomic_store_n(&m->ino, rt_sys_fid(fd, &id) == 0 ? id.ino : 0, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&m->n, 1u, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&rt_rx_alive, 1u, __ATOMIC_SEQ_CST);
     __atomic_store_n(&e->rx, rx, __ATOMIC_RELEASE);
     return 0;
 }
 static void rx_unhang(rt_fd_t* e, int fd) {
     __atomic_store_n(&e->rx, NULL, __ATOMIC_RELEASE);
-    uint32_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
+    rx_mark_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
     if (top == NULL) return;            /* (made before a fork: the child's) */
-    uint32_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
-    if (c == NULL || __atomic_load_n(&c[fd % RT_FD_CHUNK], __ATOMIC_RELAXED) == 0) return;
-    __atomic_sub_fetch(&c[fd % RT_FD_CHUNK], 1u, __ATOMIC_SEQ_CST);
+    rx_mark_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    if (c == NULL || __atomic_load_n(&c[fd % RT_FD_CHUNK].n, __ATOMIC_RELAXED) == 0) return;
+    __atomic_sub_fetch(&c[fd % RT_FD_CHUNK].n, 1u, __ATOMIC_SEQ_CST);
     __atomic_sub_fetch(&rt_rx_alive, 1u, __ATOMIC_SEQ_CST);
 }
 
 int rt_lend_elsewhere(rt_fd_t* e, int fd) {
-    uint32_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
+    rx_mark_t** top = __atomic_load_n(&rx_marks, __ATOMIC_ACQUIRE);
     if (top == NULL || fd < 0 || rt_fd_too_big(fd)) return 0;
-    uint32_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
+    rx_mark_t* c = __atomic_load_n(&top[fd / RT_FD_CHUNK], __ATOMIC_ACQUIRE);
     if (c == NULL) return 0;
+    rx_mark_t* m = &c[fd % RT_FD_CHUNK];
     uint32_t mine = e && __atomic_load_n(&e->rx, __ATOMIC_RELAXED) ? 1u : 0u;
-    return __atomic_load_n(&c[fd % RT_FD_CHUNK], __ATOMIC_SEQ_CST) > mine;
+    if (__atomic_load_n(&m->n, __ATOMIC_SEQ_CST) <= mine) return 0;
+    /* Another scheduler lends on this number: on this file?  An
+     * aco_rt_close on another thread ends that lend only when its thread
+     * hears of it, and the number may hold a new file by then, which is
+     * nobody's (a look at the file, on this rare way only). */
+    rt_sys_fid_t id;
+    return !(rt_sys_fid(fd, &id) == 0 && id.ino != __atomic_load_n(&m->ino, __ATOMIC_ACQUIRE));
 }
 
 /* ------------------------------------------------------------------------ */

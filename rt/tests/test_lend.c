@@ -17,7 +17,8 @@
  *     from another thread of a socket whose rx holds bytes and the end;
  *   - buffers returned by another thread, and after the scheduler is gone;
  *   - a receive on another thread's scheduler while the multishot holds the
- *     bytes: -EBUSY at once (epoll: an ordinary read);
+ *     bytes: -EBUSY at once (epoll: an ordinary read), and not for a new
+ *     socket under the number once that thread closed the lent one;
  *     misuse: -EINVAL, -EBUSY, -EPERM.
  */
 #define _GNU_SOURCE
@@ -577,8 +578,8 @@ static void xthread(int b) {
  * scheduler, read on another thread's.  Without a multishot (epoll, no
  * ring) the read there is an ordinary one. */
 typedef struct {
-    int fd, ring;
-    ssize_t rd;
+    int fd, ring, close_there;
+    ssize_t rd, rd2;
     int wt;
     int64_t took;
     char buf[16];
@@ -596,6 +597,20 @@ static void other_reader_co(void* arg) {
     x->wt = aco_rt_wait(x->fd, POLLIN, aco_rt_in_ms(3000));
     x->rd = aco_rt_read(x->fd, x->buf, sizeof(x->buf), aco_rt_in_ms(3000));
     x->took = aco_rt_now() - t0;
+    if (!x->close_there) return;
+    /* closed here, the number at once another socket's: that one is
+     * nobody's lend (the lending thread has not heard of the close yet) */
+    CHECK_EQ(aco_rt_close(x->fd), 0);
+    int p[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, p), 0);
+    if (p[0] != x->fd) {                /* (usually it is: the lowest free) */
+        CHECK_EQ(dup2(p[0], x->fd), x->fd);
+        CHECK_EQ(close(p[0]), 0);
+    }
+    CHECK_EQ(write(p[1], "NEW", 3), 3);
+    x->rd2 = aco_rt_read(x->fd, x->buf, sizeof(x->buf), aco_rt_in_ms(3000));
+    CHECK_EQ(aco_rt_close(x->fd), 0);
+    CHECK_EQ(close(p[1]), 0);
 }
 static void* other_thread(void* arg) {
     elsewhere_t* x = arg;
@@ -610,13 +625,18 @@ static void home_reader_co(void* arg) {
     CHECK_EQ(memcmp(x->buf, "hello", 5), 0);
     CHECK_EQ(aco_rt_close(x->fd), 0);
 }
-static void elsewhere(int b) {
+static void yield_co(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep(5 * MS), 0);
+}
+static void elsewhere(int b, int close_there) {
     aco_rt_sched_t* s = test_sched_on(b, NULL);
     int fds[2];
     make_pair(K_TCP, fds);
     elsewhere_t x;
     memset(&x, 0, sizeof(x));
     x.fd = fds[0];
+    x.close_there = close_there;
     CHECK_EQ(write(fds[1], "x", 1), 1);
     test_go(s, lend_once_co, &x);
     aco_rt_stats_t st;
@@ -631,7 +651,15 @@ static void elsewhere(int b) {
         CHECK_EQ(x.wt, -EBUSY);
         CHECK_EQ(x.rd, -EBUSY);
         CHECK_LT(x.took, 1000 * MS);    /* at once, not at the deadline */
-        test_go(s, home_reader_co, &x); /* the bytes wait at home */
+        if (close_there) {
+            CHECK_EQ(x.rd2, 3);         /* (it once said -EBUSY) */
+            CHECK_EQ(memcmp(x.buf, "NEW", 3), 0);
+            test_go(s, yield_co, NULL); /* (home hears of the close) */
+        } else {
+            test_go(s, home_reader_co, &x); /* the bytes wait at home */
+        }
+    } else if (close_there) {
+        CHECK_EQ(x.rd2, 3);
     } else {
         CHECK(x.wt > 0 && (x.wt & POLLIN));
         CHECK_EQ(x.rd, 5);
@@ -664,7 +692,8 @@ int main(void) {
         test_backend_id = bs[i];
         test_backend_label = test_backend_str(bs[i]);
         xthread(bs[i]);
-        elsewhere(bs[i]);
+        elsewhere(bs[i], 0);
+        elsewhere(bs[i], 1);
     }
     printf("test_lend: ok\n");
     return 0;
