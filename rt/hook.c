@@ -625,7 +625,20 @@ EXPORT int accept(int fd, struct sockaddr* a, socklen_t* l) { return accept4(fd,
 
 EXPORT int connect(int fd, const struct sockaddr* a, socklen_t l) {
     if (HK_CHECKED()) hk_mem(a, l, 0);
-    if (in_co() && co_entry(fd)) return (int)ret(aco_rt_connect(fd, a, l, deadline_of(snd_of(fd))));
+    if (in_co() && co_entry(fd)) {
+        /* aco_rt_connect leaves the socket O_NONBLOCK (it has no per-call
+         * flag); the program's socket was blocking, and the calls the
+         * hooks do not take (recvmmsg, stdio on fdopen) must find it so:
+         * the runtime's own calls on a socket need no flag (MSG_DONTWAIT) */
+        int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+        int r = (int)ret(aco_rt_connect(fd, a, l, deadline_of(snd_of(fd))));
+        if (fl >= 0 && !(fl & O_NONBLOCK)) {
+            int e = errno;
+            rt_sys_fcntl(fd, F_SETFL, fl);
+            errno = e;
+        }
+        return r;
+    }
     int r = LIBC(connect)(fd, a, l);
     if (r < 0 && errno == EINPROGRESS && block_outside(fd, POLLOUT, snd_of(fd))) {
         int err = 0;

@@ -180,6 +180,9 @@ static void client_co(void* arg) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     CHECK_EQ(connect(s, (struct sockaddr*)&a, sizeof(a)), 0);
+    /* blocking in the kernel too: calls the hooks do not take (recvmmsg,
+     * stdio on fdopen) block as the program expects (it stayed O_NONBLOCK) */
+    CHECK_EQ((int)syscall(SYS_fcntl, s, F_GETFL, 0) & O_NONBLOCK, 0);
     CHECK_EQ(write(s, "ping", 4), 4);
     char b[8];
     CHECK_EQ(read(s, b, sizeof(b)), 4);
