@@ -441,17 +441,17 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * runtime's back: no call here ever blocks the thread, or misses a
  * readiness, because of what happened to the number before.  Sockets are
  * left as they are (each call is non-blocking by itself: MSG_DONTWAIT);
- * so are pipes and FIFOs in read, write, readv and writev (RWF_NOWAIT,
- * call by call: their open file is shared with stdio's own calls and with
- * children, which would see the flag).  connect's socket, other
- * descriptors that are not sockets (terminals, character devices), the
+ * so are the rest in read, write, readv and writev: their open file is
+ * shared with stdio's own calls and with children, which would see the
+ * flag (pipes and FIFOs: RWF_NOWAIT, call by call; terminals and other
+ * devices: O_NONBLOCK for the call alone, which another thread's blocking
+ * call on the file would see in that moment).  connect's socket, the
  * pipes of splice, tee and sendfile (no per-call flag there) and accept's
  * listening socket when the backend needs it (epoll) are made O_NONBLOCK
  * when a call here uses them, checked again at each call (other processes
  * sharing the open file see it too; standard input, output and error get
  * it cleared again at exit(3), or a return from main, if they still hold
- * the file the runtime made so: the next reader of a shared terminal is
- * not left with EAGAIN).  A
+ * the file the runtime made so).  A
  * descriptor closed by close(2) while cos wait on it is not told to them
  * (only aco_rt_close tells them): they wait until their deadline; with
  * io_uring, whose operation keeps the file open, until what comes to that

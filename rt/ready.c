@@ -72,18 +72,20 @@ int rt_fd_nonblock(int fd) {
     return fl & O_NONBLOCK ? 0 : set_nonblock(fd, fl);
 }
 
-/* The same for a descriptor guessed not to be a socket: 1 (nothing set)
- * if it is one after all (the number held a pipe, and holds a socket now:
- * close(2), dup2), since sockets are left as they are.  The look costs a
- * getsockopt only when the flag is to be set, which a pipe needs once. */
-static int fd_nonblock_other(int fd) {
-    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-    if (fl < 0) return -errno;
-    if (fl & O_NONBLOCK) return 0;
+/* The same for a descriptor guessed not to be a socket, for one call:
+ * 1 (nothing set) if it is one after all (the number held a pipe, and
+ * holds a socket now: close(2), dup2), since sockets are left as they
+ * are; 2 and *fl its flags if it set the flag now (the caller puts them
+ * back after its call); 0 if the flag was there. */
+static int fd_nonblock_other(int fd, int* fl) {
+    *fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    if (*fl < 0) return -errno;
+    if (*fl & O_NONBLOCK) return 0;
     int type;
     socklen_t len = sizeof(type);
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) return 1;
-    return set_nonblock(fd, fl);
+    int r = set_nonblock(fd, *fl);
+    return r < 0 ? r : 2;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -177,31 +179,43 @@ again:
             return r;
         break;
     }
-    /* Not a socket (or no longer one).  A pipe or FIFO: RWF_NOWAIT, for
-     * this call alone (the look at its type replaces the look at its
-     * flags the other way takes each time).  O_NONBLOCK would stay on the
-     * open file, which others share: stdio's own writes to a pipeline's
-     * stdout, a child's inherited stdin, would say EAGAIN.  The flag only
-     * for the rest (a terminal: undone at exit for 0-2; a regular file,
-     * where it means nothing and RWF_NOWAIT could not be waited out). */
+    /* Not a socket (or no longer one).  O_NONBLOCK left on the open file
+     * would be seen by all who share it: stdio's own calls on a terminal
+     * or a pipeline's stdout, a child's inherited stdin, would say EAGAIN.
+     * A pipe or FIFO: RWF_NOWAIT, for this call alone (the look at its
+     * type replaces a look at its flags).  A regular file: the plain call
+     * (it never waits for readiness; RWF_NOWAIT could not be waited out).
+     * The rest (a terminal, which refuses RWF_NOWAIT): the flag for the
+     * call, then the file's own flags again (another thread's blocking
+     * call on it meanwhile would see it, for that moment). */
     e->kind = RT_FD_OTHER;
     rt_sys_fid_t id;
-    if (rt_sys_fid(q->fd, &id) == 0 && id.mode == S_IFIFO &&
-        ((r = once_nowait(q)) >= 0 || errno != EOPNOTSUPP))
+    int known = rt_sys_fid(q->fd, &id) == 0, fl = 0;
+    r = 0;
+    if (known && id.mode == S_IFIFO && ((r = once_nowait(q)) >= 0 || errno != EOPNOTSUPP))
         return r;
-    if ((r = fd_nonblock_other(q->fd)) < 0) { errno = (int)-r; return -1; }
-    if (r == 1) {                           /* a socket now: its own way */
-        if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
-        e->kind = RT_FD_UNKNOWN;
-        sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
-        goto again;
+    if (!(known && id.mode == S_IFREG)) {
+        if ((r = fd_nonblock_other(q->fd, &fl)) < 0) { errno = (int)-r; return -1; }
+        if (r == 1) {                       /* a socket now: its own way */
+            if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
+            e->kind = RT_FD_UNKNOWN;
+            sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
+            goto again;
+        }
     }
+    int set = r == 2;
     switch (q->kind) {
-    case K_READ:  return rt_sys_read(q->fd, q->buf, q->n);
-    case K_READV: return rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n);
-    case K_WRITE: return write_nosigpipe(q->fd, q->buf, q->n, 0);
-    default:      return write_nosigpipe(q->fd, q->buf, q->n, 1);
+    case K_READ:  r = rt_sys_read(q->fd, q->buf, q->n); break;
+    case K_READV: r = rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n); break;
+    case K_WRITE: r = write_nosigpipe(q->fd, q->buf, q->n, 0); break;
+    default:      r = write_nosigpipe(q->fd, q->buf, q->n, 1); break;
     }
+    if (set) {
+        int err = errno;
+        rt_sys_fcntl(q->fd, F_SETFL, fl);
+        errno = err;
+    }
+    return r;
 }
 
 /* Checked mode (aco.h): a buffer in a suspended co's frames is reported as
