@@ -268,8 +268,9 @@ long aco_rt_tls_verify_result(const aco_rt_tls_t* t);
 /* After the handshake: the protocol ALPN chose (NULL: none); valid while
  * t lives. */
 const char* aco_rt_tls_alpn(const aco_rt_tls_t* t);
-/* The name the client asked for (SNI: a server's view; a client's own),
- * NULL if none. */
+/* The name the client asked for (SNI: a server's view; a client's own,
+ * the host given to aco_rt_tls_new), NULL if none (an address, or none
+ * given). */
 const char* aco_rt_tls_host(const aco_rt_tls_t* t);
 /* The version agreed ("TLSv1.3", "TLSv1.2"). */
 const char* aco_rt_tls_version(const aco_rt_tls_t* t);
@@ -307,10 +308,14 @@ int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline);
  * NULL (none yet: with TLS 1.3 the server's tickets come after the
  * handshake, with the first read that meets them; a server that issues
  * none).  The caller frees it.  A session may be offered by any later
- * connection of the same context to the same server, in any thread. */
+ * connection of the same context made for the same host (the name or
+ * address given to aco_rt_tls_new, in any case), in any thread: a
+ * resumption checks no certificate, so another host's connection may not
+ * offer it. */
 aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t);
 /* Offer s in t's handshake (before it): 0, -EINVAL (t is a server's, or
- * its handshake began), -ENOMEM.  t takes its own hold on s. */
+ * its handshake began, or s is another host's), -ENOMEM.  t takes its own
+ * hold on s. */
 int aco_rt_tls_set_session(aco_rt_tls_t* t, aco_rt_tls_session_t* s);
 /* Drop the caller's hold on s.  NULL does nothing. */
 void aco_rt_tls_session_free(aco_rt_tls_session_t* s);

@@ -75,6 +75,8 @@ struct aco_rt_tls {
     char* gather;               /* writev's record, REC_MAX bytes (in a writev
                                    that gathers, and only then) */
     char* alpn;                 /* the protocol ALPN chose, as a string (lazily) */
+    char* host;                 /* a client's: the host it was made for, or NULL */
+    int host_is_ip;             /* ... an address (no SNI) */
     char err[ERR_LEN];
 };
 
@@ -555,7 +557,9 @@ aco_rt_tls_t* aco_rt_tls_new(aco_rt_tls_ctx_t* ctx, int fd, const char* host) {
             if (host) {
                 unsigned char ip[16];
                 int is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
-                if (is_ip) {
+                t->host_is_ip = is_ip;
+                if ((t->host = strdup(host)) == NULL) ok = 0;
+                else if (is_ip) {
                     ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), host);
                 } else {
                     SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
@@ -569,6 +573,7 @@ aco_rt_tls_t* aco_rt_tls_new(aco_rt_tls_ctx_t* ctx, int fd, const char* host) {
     aco_rt_hooks_resume();
     if (!ok) {                  /* (each step fails only for memory) */
         SSL_free(t->ssl);
+        free(t->host);
         free(t);
         errno = ENOMEM;
         return NULL;
@@ -588,6 +593,7 @@ void aco_rt_tls_free(aco_rt_tls_t* t) {
     free(t->gather);
     free(t->held);
     free(t->alpn);
+    free(t->host);
     free(t);
 }
 
@@ -979,7 +985,10 @@ const char* aco_rt_tls_alpn(const aco_rt_tls_t* t) {
     return t->alpn;
 }
 
+/* (a client's own name, not OpenSSL's: after a TLS 1.2 resumption that
+ * is the session's, which may be another host's) */
 const char* aco_rt_tls_host(const aco_rt_tls_t* t) {
+    if (!t->ctx->server) return t->host_is_ip ? NULL : t->host;
     return SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
 }
 
@@ -1039,6 +1048,13 @@ aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t) {
     if (s == NULL || !SSL_SESSION_is_resumable(s)) return NULL;
     aco_rt_hooks_pause();
     SSL_SESSION* d = SSL_SESSION_dup(s);
+    /* the host it was verified for (a name or an address): a resumption
+     * checks no certificate, so only a connection to that host may offer
+     * it (aco_rt_tls_set_session) */
+    if (d && !SSL_SESSION_set1_hostname(d, t->host)) {
+        SSL_SESSION_free(d);
+        d = NULL;
+    }
     ERR_clear_error();
     aco_rt_hooks_resume();
     return (aco_rt_tls_session_t*)d;
@@ -1046,6 +1062,8 @@ aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t) {
 
 int aco_rt_tls_set_session(aco_rt_tls_t* t, aco_rt_tls_session_t* s) {
     if (t->ctx->server || s == NULL || !SSL_in_before(t->ssl)) return -EINVAL;
+    const char* h = SSL_SESSION_get0_hostname((SSL_SESSION*)s);
+    if ((h == NULL) != (t->host == NULL) || (h && strcasecmp(h, t->host) != 0)) return -EINVAL;
     int ok = OSSL(t, SSL_set_session(t->ssl, (SSL_SESSION*)s));
     ERR_clear_error();
     return ok == 1 ? 0 : -ENOMEM;

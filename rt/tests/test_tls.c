@@ -1442,6 +1442,20 @@ static aco_rt_tls_session_t* first_conn(aco_rt_tls_ctx_t* s, aco_rt_tls_ctx_t* c
 static void resume_conn(aco_rt_tls_ctx_t* s, aco_rt_tls_ctx_t* c, aco_rt_tls_session_t* sess,
                         int free_early, int* rc_out, int* rs_out, aco_rt_tls_session_t** next) {
     link_t l;
+    /* a session is its host's: a resumption checks no certificate, so a
+     * connection made for another name may not offer it (it once did,
+     * and resumed unverified); the name's case does not matter */
+    int sp2[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sp2), 0);
+    aco_rt_tls_t* other = aco_rt_tls_new(c, sp2[0], "other.example");
+    aco_rt_tls_t* upper = aco_rt_tls_new(c, sp2[1], "LOCALHOST");
+    CHECK(other != NULL && upper != NULL);
+    T_EQ(aco_rt_tls_set_session(other, sess), -EINVAL);
+    T_EQ(aco_rt_tls_set_session(upper, sess), 0);
+    aco_rt_tls_free(other);
+    aco_rt_tls_free(upper);
+    CHECK_EQ(close(sp2[0]), 0);
+    CHECK_EQ(close(sp2[1]), 0);
     link_open(&l, s, c, "localhost", 0);
     T_EQ(aco_rt_tls_set_session(l.s, sess), -EINVAL);
     T_EQ(aco_rt_tls_set_session(l.c, sess), 0);
@@ -1450,6 +1464,7 @@ static void resume_conn(aco_rt_tls_ctx_t* s, aco_rt_tls_ctx_t* c, aco_rt_tls_ses
     if (link_up(&l)) {
         *rc_out = aco_rt_tls_resumed(l.c);
         *rs_out = aco_rt_tls_resumed(l.s);
+        T(aco_rt_tls_host(l.c) != NULL && strcmp(aco_rt_tls_host(l.c), "localhost") == 0);
         pass(l.s, l.c, "resumed?");
         if (next) {
             *next = aco_rt_tls_session(l.c);
