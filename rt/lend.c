@@ -138,7 +138,8 @@ static lend_hdr_t* heap_buf(void) {
 uint32_t rt_rx_alive;
 typedef struct {
     uint32_t n;                         /* atomic: schedulers with an rx on it */
-    uint64_t ino;                       /* atomic: the file the last one lent on */
+    uint64_t dev, ino;                  /* atomic: the file the last one lent
+                                           on (ino 0: not known) */
 } rx_mark_t;
 static rx_mark_t** rx_marks;            /* RT_FD_CHUNKS chunks, made lazily */
 
@@ -180,7 +181,9 @@ static int rx_hang(rt_fd_t* e, int fd, struct rt_rx* rx) {
     rx_mark_t* m = mark_of(fd);
     if (m == NULL) return -ENOMEM;
     rt_sys_fid_t id;
-    __atomic_store_n(&m->ino, rt_sys_fid(fd, &id) == 0 ? id.ino : 0, __ATOMIC_RELEASE);
+    int known = rt_sys_fid(fd, &id) == 0;
+    __atomic_store_n(&m->dev, known ? id.dev : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->ino, known ? id.ino : 0, __ATOMIC_RELEASE);
     __atomic_add_fetch(&m->n, 1u, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&rt_rx_alive, 1u, __ATOMIC_SEQ_CST);
     __atomic_store_n(&e->rx, rx, __ATOMIC_RELEASE);
@@ -209,7 +212,9 @@ int rt_lend_elsewhere(rt_fd_t* e, int fd) {
      * hears of it, and the number may hold a new file by then, which is
      * nobody's (a look at the file, on this rare way only). */
     rt_sys_fid_t id;
-    return !(rt_sys_fid(fd, &id) == 0 && id.ino != __atomic_load_n(&m->ino, __ATOMIC_ACQUIRE));
+    uint64_t ino = __atomic_load_n(&m->ino, __ATOMIC_ACQUIRE);
+    return ino == 0 || rt_sys_fid(fd, &id) != 0 ||
+           (id.ino == ino && id.dev == __atomic_load_n(&m->dev, __ATOMIC_RELAXED));
 }
 
 /* ------------------------------------------------------------------------ */

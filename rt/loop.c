@@ -537,8 +537,10 @@ out:
 }
 
 void rt_cancel_ask(aco_rt_sched_t* s) {
+    __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_RELAXED);     /* (rt_send's) */
     __atomic_fetch_add(&s->ask.cancel_gen, 1u, __ATOMIC_SEQ_CST);
     rt_notify(s);
+    __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
 }
 
 /* (Async-signal-safe: a handler on s's thread that interrupted the loop
@@ -547,9 +549,12 @@ void rt_cancel_ask(aco_rt_sched_t* s) {
 void aco_rt_sched_stop(aco_rt_sched_t* s) {
     if (s == NULL) return;
     int e = errno;
+    /* (counted as rt_send counts: the run this ends may free s at once) */
+    __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_RELAXED);
     __atomic_store_n(&s->ask.stop, 1, __ATOMIC_SEQ_CST);
     aco_rt_co_t* co = rt_self();
     if (co == NULL || co->s != s) rt_notify(s);
+    __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
     errno = e;
 }
 

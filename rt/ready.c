@@ -65,11 +65,19 @@ static int set_nonblock(int fd, int fl) {
     return 0;
 }
 
+/* The flag that a call sets for its own moment (fd_nonblock_other) is
+ * set, used and taken off again under this lock, and the flag set for
+ * good is looked at under it too: no thread takes another's passing flag
+ * for one that stays (its call would then find the file blocking). */
+static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
 int rt_fd_nonblock(int fd) {
+    pthread_mutex_lock(&nb_lock);
     int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-    if (fl < 0) return -errno;
-    return fl & O_NONBLOCK ? 0 : set_nonblock(fd, fl);
+    int r = fl < 0 ? -errno : fl & O_NONBLOCK ? 0 : set_nonblock(fd, fl);
+    pthread_mutex_unlock(&nb_lock);
+    return r;
 }
 
 /* The same for a descriptor guessed not to be a socket, for one call:
@@ -84,8 +92,7 @@ static int fd_nonblock_other(int fd, int* fl) {
     int type;
     socklen_t len = sizeof(type);
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) return 1;
-    int r = set_nonblock(fd, *fl);
-    return r < 0 ? r : 2;
+    return rt_sys_fcntl(fd, F_SETFL, *fl | O_NONBLOCK) < 0 ? -errno : 2;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -183,38 +190,39 @@ again:
      * would be seen by all who share it: stdio's own calls on a terminal
      * or a pipeline's stdout, a child's inherited stdin, would say EAGAIN.
      * A pipe or FIFO: RWF_NOWAIT, for this call alone (the look at its
-     * type replaces a look at its flags).  A regular file: the plain call
-     * (it never waits for readiness; RWF_NOWAIT could not be waited out).
-     * The rest (a terminal, which refuses RWF_NOWAIT): the flag for the
-     * call, then the file's own flags again (another thread's blocking
-     * call on it meanwhile would see it, for that moment). */
+     * type replaces a look at its flags).  The rest (a terminal, which
+     * refuses RWF_NOWAIT; a file of /proc that waits): the flag for the
+     * call, then the file's own flags again, under nb_lock (another
+     * thread's blocking call of its own on the file would see it, for that
+     * moment). */
     e->kind = RT_FD_OTHER;
     rt_sys_fid_t id;
-    int known = rt_sys_fid(q->fd, &id) == 0, fl = 0;
-    r = 0;
-    if (known && id.mode == S_IFIFO && ((r = once_nowait(q)) >= 0 || errno != EOPNOTSUPP))
+    if (rt_sys_fid(q->fd, &id) == 0 && id.mode == S_IFIFO &&
+        ((r = once_nowait(q)) >= 0 || (errno != EOPNOTSUPP && errno != ENOSYS)))
         return r;
-    if (!(known && id.mode == S_IFREG)) {
-        if ((r = fd_nonblock_other(q->fd, &fl)) < 0) { errno = (int)-r; return -1; }
-        if (r == 1) {                       /* a socket now: its own way */
-            if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
-            e->kind = RT_FD_UNKNOWN;
-            sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
-            goto again;
-        }
+    int fl = 0;
+    pthread_mutex_lock(&nb_lock);
+    int how = fd_nonblock_other(q->fd, &fl);
+    if (how < 0 || how == 1) {
+        pthread_mutex_unlock(&nb_lock);
+        if (how < 0) { errno = -how; return -1; }
+        if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
+        e->kind = RT_FD_UNKNOWN;                /* a socket now: its own way */
+        sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
+        goto again;
     }
-    int set = r == 2;
     switch (q->kind) {
     case K_READ:  r = rt_sys_read(q->fd, q->buf, q->n); break;
     case K_READV: r = rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n); break;
     case K_WRITE: r = write_nosigpipe(q->fd, q->buf, q->n, 0); break;
     default:      r = write_nosigpipe(q->fd, q->buf, q->n, 1); break;
     }
-    if (set) {
+    if (how == 2) {
         int err = errno;
         rt_sys_fcntl(q->fd, F_SETFL, fl);
         errno = err;
     }
+    pthread_mutex_unlock(&nb_lock);
     return r;
 }
 
