@@ -197,10 +197,12 @@ again:
      * moment). */
     e->kind = RT_FD_OTHER;
     rt_sys_fid_t id;
-    if (rt_sys_fid(q->fd, &id) == 0 && id.mode == S_IFIFO &&
+    int known = rt_sys_fid(q->fd, &id) == 0;
+    if (known && id.mode == S_IFIFO &&
         ((r = once_nowait(q)) >= 0 || (errno != EOPNOTSUPP && errno != ENOSYS)))
         return r;
-    int fl = 0;
+    /* (a regular file's call may take a disk's time: not under the lock) */
+    int reg = known && id.mode == S_IFREG, fl = 0;
     pthread_mutex_lock(&nb_lock);
     int how = fd_nonblock_other(q->fd, &fl);
     if (how < 0 || how == 1) {
@@ -211,6 +213,7 @@ again:
         sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
         goto again;
     }
+    if (reg) pthread_mutex_unlock(&nb_lock);
     switch (q->kind) {
     case K_READ:  r = rt_sys_read(q->fd, q->buf, q->n); break;
     case K_READV: r = rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n); break;
@@ -219,10 +222,13 @@ again:
     }
     if (how == 2) {
         int err = errno;
+        if (reg) pthread_mutex_lock(&nb_lock);
         rt_sys_fcntl(q->fd, F_SETFL, fl);
+        pthread_mutex_unlock(&nb_lock);
         errno = err;
+    } else if (!reg) {
+        pthread_mutex_unlock(&nb_lock);
     }
-    pthread_mutex_unlock(&nb_lock);
     return r;
 }
 
