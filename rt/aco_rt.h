@@ -445,7 +445,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * shared with stdio's own calls and with children, which would see the
  * flag (pipes and FIFOs: RWF_NOWAIT, call by call; terminals and other
  * devices: O_NONBLOCK for the call alone, which another thread's blocking
- * call on the file would see in that moment).  connect's socket, the
+ * call on the file would see in that moment; a regular file keeps it:
+ * a file on a disk never says EAGAIN).  connect's socket, the
  * pipes of splice, tee and sendfile (no per-call flag there) and accept's
  * listening socket when the backend needs it (epoll) are made O_NONBLOCK
  * when a call here uses them, checked again at each call (other processes

@@ -295,7 +295,7 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     for (;;) {
         /* accept4 has no per-call flag: the listening socket must be
          * O_NONBLOCK now (another thread may accept the one we saw). */
-        if ((r = rt_fd_nonblock(fd)) < 0) return r;
+        if ((r = rt_sock_nonblock(fd)) < 0) return r;
         if (aco_unlikely(aco_checked()) && addrlen) {       /* as rq_check */
             aco_checked_access(addrlen, sizeof(*addrlen), 1);
             if (addr && *addrlen) aco_checked_access(addr, *addrlen, 1);
@@ -317,7 +317,7 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
     CO_FD_OR_EPERM(co, fd);
     aco_rt_sched_t* s = co->s;
     fd_fresh(s, fd);
-    int r = rt_fd_nonblock(fd);    /* connect has no per-call flag either */
+    int r = rt_sock_nonblock(fd);  /* connect has no per-call flag either */
     if (r < 0) return r;
     /* A plain connect: the address is read at once, so it may be on the
      * caller's stack (not on a suspended co's: checked mode says so). */

@@ -72,10 +72,13 @@ static int set_nonblock(int fd, int fl) {
 static pthread_mutex_t nb_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
+int rt_sock_nonblock(int fd) {      /* (no call sets a passing flag on a socket: no lock) */
+    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    return fl < 0 ? -errno : fl & O_NONBLOCK ? 0 : set_nonblock(fd, fl);
+}
 int rt_fd_nonblock(int fd) {
     pthread_mutex_lock(&nb_lock);
-    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-    int r = fl < 0 ? -errno : fl & O_NONBLOCK ? 0 : set_nonblock(fd, fl);
+    int r = rt_sock_nonblock(fd);
     pthread_mutex_unlock(&nb_lock);
     return r;
 }
@@ -190,43 +193,45 @@ again:
      * would be seen by all who share it: stdio's own calls on a terminal
      * or a pipeline's stdout, a child's inherited stdin, would say EAGAIN.
      * A pipe or FIFO: RWF_NOWAIT, for this call alone (the look at its
-     * type replaces a look at its flags).  The rest (a terminal, which
-     * refuses RWF_NOWAIT; a file of /proc that waits): the flag for the
-     * call, then the file's own flags again, under nb_lock (another
-     * thread's blocking call of its own on the file would see it, for that
-     * moment). */
+     * type replaces a look at its flags).  A regular file keeps the flag,
+     * as ever (a disk's file never says EAGAIN; a file of /proc that waits
+     * needs it).  The rest (a terminal, which refuses RWF_NOWAIT): the flag
+     * for the call, then the file's own flags again, under nb_lock
+     * (another thread's blocking call of its own on the file would see it,
+     * for that moment). */
     e->kind = RT_FD_OTHER;
     rt_sys_fid_t id;
     int known = rt_sys_fid(q->fd, &id) == 0;
     if (known && id.mode == S_IFIFO &&
         ((r = once_nowait(q)) >= 0 || (errno != EOPNOTSUPP && errno != ENOSYS)))
         return r;
-    /* (a regular file's call may take a disk's time: not under the lock) */
-    int reg = known && id.mode == S_IFREG, fl = 0;
-    pthread_mutex_lock(&nb_lock);
-    int how = fd_nonblock_other(q->fd, &fl);
-    if (how < 0 || how == 1) {
-        pthread_mutex_unlock(&nb_lock);
-        if (how < 0) { errno = -how; return -1; }
+    int reg = known && id.mode == S_IFREG, fl = 0, how;
+    if (reg) {
+        how = rt_fd_nonblock(q->fd);
+    } else {
+        pthread_mutex_lock(&nb_lock);
+        how = fd_nonblock_other(q->fd, &fl);
+        if (how < 0 || how == 1) pthread_mutex_unlock(&nb_lock);
+    }
+    if (how < 0) { errno = -how; return -1; }
+    if (how == 1) {                             /* a socket now: its own way */
         if (looked++) { errno = EAGAIN; return -1; }    /* (changing still) */
-        e->kind = RT_FD_UNKNOWN;                /* a socket now: its own way */
+        e->kind = RT_FD_UNKNOWN;
         sock = rt_fd_kind(e, q->fd) == RT_FD_SOCK;
         goto again;
     }
-    if (reg) pthread_mutex_unlock(&nb_lock);
     switch (q->kind) {
     case K_READ:  r = rt_sys_read(q->fd, q->buf, q->n); break;
     case K_READV: r = rt_sys_readv(q->fd, (const struct iovec*)q->buf, (int)q->n); break;
     case K_WRITE: r = write_nosigpipe(q->fd, q->buf, q->n, 0); break;
     default:      r = write_nosigpipe(q->fd, q->buf, q->n, 1); break;
     }
-    if (how == 2) {
-        int err = errno;
-        if (reg) pthread_mutex_lock(&nb_lock);
-        rt_sys_fcntl(q->fd, F_SETFL, fl);
-        pthread_mutex_unlock(&nb_lock);
-        errno = err;
-    } else if (!reg) {
+    if (!reg) {
+        if (how == 2) {
+            int err = errno;
+            rt_sys_fcntl(q->fd, F_SETFL, fl);
+            errno = err;
+        }
         pthread_mutex_unlock(&nb_lock);
     }
     return r;

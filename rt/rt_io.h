@@ -28,8 +28,10 @@ typedef struct {
 ssize_t  rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline);
 /* A read or readv of no bytes: read(2)'s 0 (or error) at once, never a wait. */
 ssize_t  rt_read_nothing(aco_rt_co_t* co, const rq_t* q);
-/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag. */
+/* Make fd O_NONBLOCK if it is not (now): for what has no per-call flag
+ * (rt_sock_nonblock: fd is a socket, which never gets a passing flag). */
 int      rt_fd_nonblock(int fd);
+int      rt_sock_nonblock(int fd);
 /* SIGPIPE held off around a call on the co's thread that may raise it (a
  * write, sendfile or splice into a pipe or socket whose reader is gone:
  * those have no MSG_NOSIGNAL), and the one the call raised taken back
