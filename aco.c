@@ -1060,7 +1060,7 @@ void aco_yield_to(aco_t* co) {
     uint16_t st = state_word(co);
     if (aco_likely(st == STATE_WORD(0, aco__state_on))) {
         aco_gtls_co = co;
-        aco__sw(cur, co);       /* a tail jump, as in aco_resume */
+        aco__sw_hand(cur, co);  /* a tail jump, as in aco_resume */
         return;
     }
     if (aco_unlikely(st != STATE_WORD(0, aco__state_off))) yield_to_misuse(co);

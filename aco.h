@@ -634,6 +634,11 @@ aco_t* acosw(aco_t* from_co, aco_t* to_co) __asm__("acosw");
  * the main co, which aco_yield and aco_exit take. */
 aco_t* aco__yieldsw(aco_t* from_co, aco_t* to_co) __asm__("aco__yieldsw");
 
+/* And a third, aco_yield_to's (aco.c's alone: hidden), which returns
+ * where the two cos stopped at the same call (acosw.S, ACO_GO64). */
+aco_t* aco__handsw(aco_t* from_co, aco_t* to_co) __asm__("aco__handsw")
+    __attribute__((visibility("hidden")));
+
 /* The running co of this thread (between runs: its main co). */
 extern __thread aco_t* aco_gtls_co __attribute__((tls_model("initial-exec")));
 
@@ -658,18 +663,21 @@ static inline int aco__is_main_co(const aco_t* co) {
 void aco__yield1(aco_t* co, const char* fn);
 void aco__exit1(aco_t* co);     /* no noreturn: see aco_exit */
 
-/* The switches the library and aco_yield call: aco__sw, and aco__sw_back
- * for the way back to the main co.  Sanitizer builds call aco.c's
- * uninstrumented aco__switch for both: it announces the switch to ASan or
- * TSan, calls acosw, and finishes the announcement on the other side.
- * Other builds call acosw and aco__yieldsw directly. */
+/* The switches the library and aco_yield call: aco__sw, aco__sw_back for
+ * the way back to the main co, aco__sw_hand from co to co.  Sanitizer
+ * builds call aco.c's uninstrumented aco__switch for all three: it
+ * announces the switch to ASan or TSan, calls acosw, and finishes the
+ * announcement on the other side.  Other builds call acosw, aco__yieldsw
+ * and aco__handsw directly. */
 #if aco__san_switch
 aco_t* aco__switch(aco_t* from_co, aco_t* to_co);
 #define aco__sw aco__switch
 #define aco__sw_back aco__switch
+#define aco__sw_hand aco__switch
 #else
 #define aco__sw acosw
 #define aco__sw_back aco__yieldsw
+#define aco__sw_hand aco__handsw
 #endif
 
 /* aco_yield is inlined into the co's code so that acosw continues the co

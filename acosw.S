@@ -19,7 +19,8 @@
  * real stack, `from`'s until the single instruction that loads `to`'s, so a
  * signal may arrive anywhere (the handler runs on that stack).  Nothing is
  * ever addressed through the stack pointer except the return address x86
- * pops (aarch64 and riscv64 do not address it at all).
+ * pops, and puts back for a ret (aarch64 and riscv64 do not address it at
+ * all).
  *
  * Each architecture section opens with the layout of aco_t.reg.  Its ACO_OFF_*
  * names are the single source: aco.c includes this file with
@@ -96,18 +97,52 @@
     movq    ACO_OFF_R15(%rsi), %r15
 .endm
 
-/* Continue `to`.  A resume address is not an IBT landing pad (it follows a
- * call), hence notrack; a new co's pc is a C function, which has its own
- * endbr64. */
-.macro ACO_GO64
+/* Continue `to`: an indirect jump, or (same=1) a return when `to` stopped
+ * at the very call site `from` is leaving (rdx, from's resume pc, still).
+ *
+ * Why both.  The call that entered the switch pushed from's resume address
+ * on the CPU's return-address predictor; only a ret takes it off.  After a
+ * jump it stays, one entry too many, so every later ret into frames older
+ * than the switch is predicted from the wrong entry and missed (about 6.5
+ * ns each on AMD Zen 4: docs/benchmarks.md, "Returns after a switch").  A
+ * ret keeps that stack in step, and is predicted right when the two resume
+ * addresses are equal: cos handing off at the same place (the runtime's
+ * cos parked in the same call), whose older frames are then often the
+ * same code too, predicted right as well.  Where they differ (resume and
+ * yield, a main co and its cos), the indirect jump, whose predictor learns
+ * the pattern, is right more often than a ret would be; it is the
+ * fall-through, so that path costs what it did without the test.  The ret
+ * puts the address back into the slot the call wrote it to, under to's
+ * sp.
+ *
+ * A resume address is not an IBT landing pad (it follows a call), hence
+ * notrack; a new co's pc is a C function, which has its own endbr64 (and
+ * is never a resume address: it takes the jump). */
+.macro ACO_GO64 same
     movq    %rdi, %rax                  /* `to` sees acosw return from */
+.if \same
+    movq    %rdx, %rcx
+.endif
     movq    ACO_OFF_PC(%rsi), %rdx
     movq    ACO_OFF_SP(%rsi), %rsp      /* the one instruction that moves stacks */
+.if \same
+    cmpq    %rdx, %rcx
+    je      1f
+.endif
 #if ACO_IBT
     notrack jmp *%rdx
 #else
     jmp     *%rdx
 #endif
+.if \same
+1:
+    .cfi_remember_state
+    pushq   %rdx
+    .cfi_def_cfa_offset 8               /* (absolute: see ACO_GPRS64) */
+    .cfi_offset %rip, -8
+    ret
+    .cfi_restore_state
+.endif
 .endm
 
 /* The FP control words, unless shared.  Reading MXCSR (stmxcsr) is slow on
@@ -128,7 +163,7 @@
  * The two paths are whole copies: the compare, and AMD's, which begins
  * with the one taken branch at the top (the compare's path pays one
  * not-taken test more). */
-.macro ACO_SWITCH64 name
+.macro ACO_SWITCH64 name same
     .p2align 4
     .globl  \name
     .type   \name, @function
@@ -140,7 +175,7 @@
 #endif
 #ifdef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
     ACO_GPRS64
-    ACO_GO64
+    ACO_GO64 \same
 #else
     testb   $1, aco__fp_eager(%rip)
     jnz     .Leager\@
@@ -155,11 +190,11 @@
     movzwl  ACO_OFF_FPUCW(%rdi), %ecx
     cmpw    %cx, ACO_OFF_FPUCW(%rsi)
     jne     .Lload\@
-    ACO_GO64
+    ACO_GO64 \same
 .Lload\@:                               /* off the hot path */
     fldcw   ACO_OFF_FPUCW(%rsi)
     ldmxcsr ACO_OFF_MXCSR(%rsi)
-    ACO_GO64
+    ACO_GO64 \same
     .cfi_restore_state
 .Leager\@:
     fnstcw  ACO_OFF_FPUCW(%rdi)
@@ -167,23 +202,27 @@
     fldcw   ACO_OFF_FPUCW(%rsi)
     ldmxcsr ACO_OFF_MXCSR(%rsi)
     ACO_GPRS64
-    ACO_GO64
+    ACO_GO64 \same
 #endif
     .cfi_endproc
     .size   \name, .-\name
 .endm
 
     .text
-    ACO_SWITCH64 acosw
+    ACO_SWITCH64 acosw 0
     /* The same switch at a second address, for aco_yield and aco_exit (the
      * way back to the main co): each of the two ends in an indirect jump of
      * its own, so the branch predictor learns the two directions apart
      * (through one, resume and yield alternate its target; the figures:
      * docs/benchmarks.md, "What makes the switch fast"). */
-    ACO_SWITCH64 aco__yieldsw
+    ACO_SWITCH64 aco__yieldsw 0
+    /* And a third, aco_yield_to's, from one co to another: where both
+     * stopped at the same call, it returns (ACO_GO64). */
+    ACO_SWITCH64 aco__handsw 1
+    .hidden aco__handsw
     /* The switch's end, for tests that ask whether a pc lies in it:
-     * [acosw, aco__acosw_end) holds acosw, aco__yieldsw and the alignment
-     * padding between them. */
+     * [acosw, aco__acosw_end) holds acosw, aco__yieldsw, aco__handsw and
+     * the alignment padding between them. */
     .globl  aco__acosw_end
     .hidden aco__acosw_end
 aco__acosw_end:
@@ -254,7 +293,7 @@ aco_protector_ret:
 /* As on x86-64, one switch emitted twice: acosw and aco__yieldsw.  i386
  * keeps the compare on every vendor: its code may be PIC, where reaching
  * aco__fp_eager would cost a GOT base per switch. */
-.macro ACO_SWITCH32 name
+.macro ACO_SWITCH32 name same
     .p2align 4
     .globl  \name
     .type   \name, @function
@@ -290,17 +329,32 @@ aco_protector_ret:
     jnz     .Lload\@
 .Ldone\@:
 #endif
+.if \same                               /* a ret where both stopped alike */
+    cmpl    ACO_OFF_PC(%ecx), %edx      /* (see ACO_GO64 on x86-64): the */
+.endif                                  /* flags live through the movs */
     movl    ACO_OFF_EBX(%ecx), %ebx
     movl    ACO_OFF_EBP(%ecx), %ebp
     movl    ACO_OFF_ESI(%ecx), %esi
     movl    ACO_OFF_EDI(%ecx), %edi
     movl    ACO_OFF_PC(%ecx), %edx
     movl    ACO_OFF_SP(%ecx), %esp      /* the one instruction that moves stacks */
+.if \same
+    je      1f
+.endif
 #if ACO_IBT
     notrack jmp *%edx
 #else
     jmp     *%edx
 #endif
+.if \same
+1:
+    .cfi_remember_state
+    pushl   %edx
+    .cfi_def_cfa_offset 4
+    .cfi_offset %eip, -4
+    ret
+    .cfi_restore_state
+.endif
 #ifndef ACO_CONFIG_SHARE_FPU_MXCSR_ENV
 .Lload\@:                               /* off the hot path */
     fldcw   ACO_OFF_FPUCW(%ecx)
@@ -312,8 +366,10 @@ aco_protector_ret:
 .endm
 
     .text
-    ACO_SWITCH32 acosw
-    ACO_SWITCH32 aco__yieldsw
+    ACO_SWITCH32 acosw 0
+    ACO_SWITCH32 aco__yieldsw 0
+    ACO_SWITCH32 aco__handsw 1
+    .hidden aco__handsw
     .globl  aco__acosw_end              /* as on x86-64 */
     .hidden aco__acosw_end
 aco__acosw_end:
@@ -458,6 +514,11 @@ aco__acosw_end:
     .type   aco__yieldsw, %function
     .set    aco__yieldsw, acosw
     .size   aco__yieldsw, aco__acosw_end - acosw
+    .globl  aco__handsw                 /* (aco_yield_to's: acosw too) */
+    .hidden aco__handsw
+    .type   aco__handsw, %function
+    .set    aco__handsw, acosw
+    .size   aco__handsw, aco__acosw_end - acosw
 
 /* The co function "returns" here (its lr was set to aco_protector_ret):
  * sp == align_highptr, 16-byte aligned, as a call requires. */
@@ -605,6 +666,11 @@ aco__acosw_end:
     .type   aco__yieldsw, %function
     .set    aco__yieldsw, acosw
     .size   aco__yieldsw, aco__acosw_end - acosw
+    .globl  aco__handsw                 /* (aco_yield_to's: acosw too) */
+    .hidden aco__handsw
+    .type   aco__handsw, %function
+    .set    aco__handsw, acosw
+    .size   aco__handsw, aco__acosw_end - acosw
 
 /* The co function "returns" here (its ra was set to aco_protector_ret):
  * sp == align_highptr, 16-byte aligned, as a call requires. */

@@ -7,6 +7,17 @@
  *                                   hand off to each other with
  *                                   aco_yield_to, the two switches a
  *                                   pingpong round trip makes, no queue
+ *   aco_rt_bench switches_call [N]  switches_call_rtrip_ns: the same, each
+ *                                   aco_yield_to made in a function the
+ *                                   co's loop calls (one site for both),
+ *                                   which then returns to its own loop:
+ *                                   the shape of a blocking call, whose
+ *                                   return after the switch the CPU's
+ *                                   return predictor cannot know
+ *   aco_rt_bench switches_deep [N]  switches_deep_rtrip_ns: two cos running
+ *                                   one function, each aco_yield_to two
+ *                                   calls deep: cos parked at one place in
+ *                                   the same code (a server's connections)
  *   aco_rt_bench spawn_join [N]     spawn_join_ns: spawn an empty co, join it
  *   aco_rt_bench wake [N]           wake_ns: from a semaphore post in one co
  *                                   to the waiting co running: half a
@@ -128,14 +139,37 @@ static void pingpong_body(long n) {
  * its floor is two aco_yield_to's, timed here in a's loop as pingpong_body
  * is timed in its co. */
 static aco_t *sw_a, *sw_b;
+static int sw_mode;         /* 0 switches, 1 switches_call, 2 switches_deep */
+/* (not tail calls: the asm after each; the switch returns here first) */
+__attribute__((noinline)) static void switch_in_call(aco_t* to) {
+    aco_yield_to(to);
+    __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) static void switch_deeper(aco_t* to) {
+    switch_in_call(to);
+    __asm__ volatile("" ::: "memory");
+}
 static void sw_b_co(void) {
+    if (sw_mode == 1) for (;;) switch_in_call(sw_a);
     for (;;) aco_yield_to(sw_a);
 }
 static void sw_a_co(void) {
     for (int i = 0; i <= SEGMENTS; i++) {
         int64_t t0 = aco_rt_now();
-        for (long k = 0; k < n_ops; k++) aco_yield_to(sw_b);
+        if (sw_mode == 1) for (long k = 0; k < n_ops; k++) switch_in_call(sw_b);
+        else for (long k = 0; k < n_ops; k++) aco_yield_to(sw_b);
         seg[i] = (double)(aco_rt_now() - t0) / (double)n_ops;
+    }
+    aco_exit();
+}
+/* switches_deep: a and b both (arg: a's segments, NULL for b) */
+static void sw_deep_co(void) {
+    double* times = aco_get_arg();
+    aco_t* to = times ? sw_b : sw_a;
+    for (int i = 0; times == NULL || i <= SEGMENTS; i++) {
+        int64_t t0 = aco_rt_now();
+        for (long k = 0; k < n_ops; k++) switch_deeper(to);
+        if (times) times[i] = (double)(aco_rt_now() - t0) / (double)n_ops;
     }
     aco_exit();
 }
@@ -143,10 +177,13 @@ static int switches(void) {
     aco_thread_init(NULL);
     aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);
     aco_share_stack_t* st[2] = {aco_share_stack_new(0), aco_share_stack_new(0)};
-    sw_a = aco_create(main_co, st[0], 0, sw_a_co, NULL);
-    sw_b = aco_create(main_co, st[1], 0, sw_b_co, NULL);
+    int deep = sw_mode == 2;
+    sw_a = aco_create(main_co, st[0], 0, deep ? sw_deep_co : sw_a_co, deep ? seg : NULL);
+    sw_b = aco_create(main_co, st[1], 0, deep ? sw_deep_co : sw_b_co, NULL);
     aco_resume(sw_a);       /* returns when a exits */
-    printf("switches_rtrip_ns %.2f\n", median(seg + 1, SEGMENTS));
+    static const char* name[] = {"switches_rtrip_ns", "switches_call_rtrip_ns",
+                                 "switches_deep_rtrip_ns"};
+    printf("%s %.2f\n", name[sw_mode], median(seg + 1, SEGMENTS));
     aco_destroy(sw_a);
     aco_destroy(sw_b);
     aco_share_stack_destroy(st[0]);
@@ -419,7 +456,7 @@ static int poll_setup(int nfds) {
 int main(int argc, char** argv) {
     if (argc < 2) {
 usage:
-        fprintf(stderr, "usage: aco_rt_bench pingpong|switches|spawn_join|wake|timer|mutex|"
+        fprintf(stderr, "usage: aco_rt_bench pingpong|switches|switches_call|switches_deep|spawn_join|wake|timer|mutex|"
                         "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline|locked|"
                         "poll1|poll2|poll16 [N]\n");
         return 2;
@@ -430,8 +467,11 @@ usage:
         if (!n_ops) n_ops = 10000000;
         return locked();
     }
-    if (strcmp(what, "switches") == 0) {
+    if (strncmp(what, "switches", 8) == 0) {
         if (!n_ops) n_ops = 1000000;
+        if (strcmp(what + 8, "_call") == 0) sw_mode = 1;
+        else if (strcmp(what + 8, "_deep") == 0) sw_mode = 2;
+        else if (what[8] != 0) goto usage;
         return switches();
     }
     if (strcmp(what, "cacheline") == 0) {

@@ -27,7 +27,10 @@
 #              (fiber_pingpong.cpp); the single-thread build
 #              (aco_rt_bench_st: no locked instructions) in the same rounds;
 #              the floor, aco_rt_bench switches: the round trip's two
-#              hand-offs (aco_yield_to) with no channel.
+#              hand-offs (aco_yield_to) with no channel; and switches_call,
+#              the same made inside a called function that then returns
+#              (what a blocking call cannot avoid: a return the CPU's
+#              predictor misses after each switch).
 #   c. spawn   aco_rt_bench spawn_join vs Go (go/spawn.go), and the runtime's
 #              own wake / timer / mutex / mutex_handoff figures, each also
 #              of the single-thread build, in the same rounds; wake's floor
@@ -616,6 +619,7 @@ chan_section() {
     echo "== b. chan ping-pong over unbuffered channels, one CPU (taskset -c $SERVER_CPU), $ROUNDS interleaved rounds"
     echo "commands: $OURS_BENCH pingpong $LOOP_N"
     echo "          $OURS_BENCH switches $LOOP_N   (the floor: the two hand-offs of a round trip, no channel)"
+    echo "          $OURS_BENCH switches_call $LOOP_N   (the same inside a called function: a blocking call's floor)"
     [ $have_go = 1 ] && echo "          $PEERS/go_pingpong $loop_args_go   ($GO_VER)"
     [ $have_go_alt = 1 ] && echo "          $PEERS/go_pingpong_alt $loop_args_go   ($GO_ALT_VER, the second Go)"
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $LOOP_N $LOOP_SEG $LOOP_WARM   (Boost $BOOST_VER, $fiber_kind)"
@@ -631,6 +635,8 @@ chan_section() {
                 { say "ours: '$OURS_BENCH pingpong' gave no chan_pingpong_ns: ${LAST_ERR:-no output}"; ours_ok=0; }
             run_metric floor_pp switches_rtrip_ns 120 $OURS_BENCH switches "$LOOP_N" ||
                 say "ours: '$OURS_BENCH switches' gave no switches_rtrip_ns: ${LAST_ERR:-no output}"
+            run_metric call_pp switches_call_rtrip_ns 120 $OURS_BENCH switches_call "$LOOP_N" ||
+                say "ours: '$OURS_BENCH switches_call' gave no switches_call_rtrip_ns: ${LAST_ERR:-no output}"
         else
             addv ours_pp n/a
         fi
@@ -662,12 +668,14 @@ chan_section() {
     [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER (second Go)" "$(med %.2f go_alt_pp)" "$(rounds go_alt_pp)"
     [ $have_fiber = 1 ] && printf '%-34s %10s   %s\n' "boost.fiber $BOOST_VER ($fiber_kind)" "$(med %.2f fiber_pp)" "$(rounds fiber_pp)"
     printf '%-34s %10s   %s\n' "(floor: 2 aco_yield_to, no channel)" "$(med %.2f floor_pp)" "$(rounds floor_pp)"
+    printf '%-34s %10s   %s\n' "(the same inside a call)" "$(med %.2f call_pp)" "$(rounds call_pp)"
     local o g f fl
     o=$(med %.2f ours_pp); f=$(med %.2f fiber_pp); fl=$(med %.2f floor_pp)
     go_best %.2f go_pp go_alt_pp; g=$G_BEST
     [ $have_go = 1 ] && echo "(the Go headlines' peer: $G_BEST_VER, the faster Go here)"
     headline chan_pingpong_vs_go_ns ours="$o" peer="$g" floor="$fl"
     headline chan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f" floor="$fl"
+    headline chan_pingpong_vs_switches_in_call_ns ours="$o" in_call="$(med %.2f call_pp)"
     if [ $st = 1 ]; then
         o=$(med %.2f st_pp)
         headline chan_pingpong_single_thread_build_vs_go_ns ours="$o" peer="$g" floor="$fl"

@@ -70,8 +70,9 @@ for m in -m64 -m32; do
             esac
         done
         # The switch's CFA is the stack pointer plus 8 (i386: 4) before the
-        # pop of the return address and plus 0 after it, on every path of
-        # both copies (clang's assembler once put a second path's at -8);
+        # pop of the return address and plus 0 after it, plus 8 (4) again
+        # after aco__handsw's push for its ret, on every path of the three
+        # copies (clang's assembler once put a second path's at -8);
         # the protector's is plus 24 (20) after its sub.
         cfa=$(readelf --debug-dump=frames-interp "$tmp/s.o" | awk '$2 ~ /^[re]sp/ {print $2}' | sort -u | tr '\n' ' ')
         want_cfa="rsp+0 rsp+24 rsp+8 "; [ $m = -m32 ] && want_cfa="esp+0 esp+20 esp+4 "
@@ -114,9 +115,9 @@ for arch in $cross; do
             notes=$(readelf -nW "$tmp/sw.o")
             grep -q 'AArch64 feature: BTI' <<< "$notes" || bad "$name -mbranch-protection=$bp: no BTI property"
             if grep -q 'PAC' <<< "$notes"; then bad "$name -mbranch-protection=$bp: acosw.S claims PAC"; fi
-            # (aco__yieldsw is acosw here: objdump may label the address
-            # with either name)
-            first=$(awk '/<(acosw|aco__yieldsw)>:/ {getline; print $3, $4; exit}' < <(aarch64-linux-gnu-objdump -d "$tmp/sw.o"))
+            # (aco__yieldsw and aco__handsw are acosw here: objdump may
+            # label the address with any of the names)
+            first=$(awk '/<(acosw|aco__yieldsw|aco__handsw)>:/ {getline; print $3, $4; exit}' < <(aarch64-linux-gnu-objdump -d "$tmp/sw.o"))
             [ "$first" = "bti c" ] || bad "$name -mbranch-protection=$bp: acosw starts with '$first', not bti c"
         done
         $cc -mbranch-protection=pac-ret -c acosw.S -o "$tmp/sw.o"

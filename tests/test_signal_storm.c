@@ -11,8 +11,8 @@
  * standalone stacks millions of times.  The handler
  *   - reads the interrupted pc and sp from its ucontext_t; counts the
  *     signals whose pc lies inside the switch ([acosw, aco__acosw_end):
- *     acosw and, on x86, its second copy aco__yieldsw) and the distinct pcs
- *     among them; counts those whose sp was
+ *     acosw and, on x86, its copies aco__yieldsw and aco__handsw) and the
+ *     distinct pcs among them; counts those whose sp was
  *     outside every stack the program knows (the main thread's stack and
  *     every share stack): that must never happen;
  *   - fills and checks a 256-byte buffer on its own stack, which lives below
@@ -25,7 +25,10 @@
  * with one or two patterned frames, on shared stacks, so resumes copy
  * frames) and, seven times as long, "ping" (cos that only yield, one
  * standalone and two sharing a stack with tiny frames), where a good part
- * of the time is spent inside the switch itself.
+ * of the time is spent inside the switch itself.  Two ping cos on stacks
+ * of their own hand off to each other with aco_yield_to every other round,
+ * at one call site: aco_yield_to's switch takes its ret where both stopped
+ * there, its jump where one stopped in aco_yield.
  *
  * The timer is one-shot, re-armed by the handler as it returns: the next
  * signal comes a period after the last one was handled.  Delivering a
@@ -73,7 +76,7 @@
 /* acosw's extent (acosw.S); weak, so a port that lacks the label still
  * links and the test says what is missing. */
 extern const char aco__acosw_end[] __attribute__((weak, visibility("hidden")));
-#define ACOSW_MAX_BYTES 512         /* for the distinct-pc bitmap */
+#define ACOSW_MAX_BYTES 1024        /* for the distinct-pc bitmap */
 
 #if defined(__x86_64__)
 #define UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
@@ -96,6 +99,8 @@ extern const char aco__acosw_end[] __attribute__((weak, visibility("hidden")));
 /* handler is installed and not changed while it can run.                   */
 /* ------------------------------------------------------------------------ */
 
+#define N_COS 7                      /* work cos */
+#define N_PING 3                     /* ping cos */
 #define N_STACKS 6                   /* 4 for the work cos, 2 for the ping cos */
 #define N_RANGES (N_STACKS + 1)
 
@@ -256,13 +261,17 @@ static void storm_co(void) {
 
 /* The ping phase: a value in memory and one in a register, checked after
  * every resume; as little else as possible between two switches. */
+static aco_t* ping_peer[N_PING];   /* whom ping co i hands off to */
+
 static void ping_co(void) {
     struct storm* st = aco_get_arg();
     uint32_t key = st->id * 0x9e3779b1u;
+    aco_t* peer = ping_peer[st->id - 1 - N_COS];
     while (!st->stop) {
         uint32_t reg = key + st->round;
         volatile uint32_t mem = reg;
-        aco_yield();
+        if (peer != NULL && (st->round & 1)) aco_yield_to(peer);
+        else aco_yield();
         if (mem != reg || reg != key + st->round) st->bad++;
         st->round++;
     }
@@ -277,8 +286,6 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-#define N_COS 7
-#define N_PING 3
 
 static const char* arch_name(void) {
 #if defined(__x86_64__)
@@ -336,6 +343,8 @@ int main(void) {
         cos[i] = aco_create(main_co, stacks[stack_of[i]], 0,
                             i < N_COS ? storm_co : ping_co, &states[i]);
     }
+    ping_peer[0] = pings[1];        /* stacks 4 and 5: the direct hand-off */
+    ping_peer[1] = pings[0];
 
     /* The known stacks: the main thread's whole reserved stack (glibc takes
      * it from /proc/self/maps and RLIMIT_STACK) and every share stack. */
