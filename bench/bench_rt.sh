@@ -675,7 +675,8 @@ chan_section() {
     [ $have_go = 1 ] && echo "(the Go headlines' peer: $G_BEST_VER, the faster Go here)"
     headline chan_pingpong_vs_go_ns ours="$o" peer="$g" floor="$fl"
     headline chan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f" floor="$fl"
-    headline chan_pingpong_vs_switches_in_call_ns ours="$o" in_call="$(med %.2f call_pp)"
+    # the same against the floor of a blocking call (switches_call)
+    headline chan_pingpong_vs_go_call_floor_ns ours="$o" peer="$g" floor="$(med %.2f call_pp)"
     if [ $st = 1 ]; then
         o=$(med %.2f st_pp)
         headline chan_pingpong_single_thread_build_vs_go_ns ours="$o" peer="$g" floor="$fl"
