@@ -428,7 +428,10 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * -EBADF); a write of none does what write(2) does, at once: 0, or the
  * descriptor's error (-EPIPE on a socket shut for writing, ...), and on a
  * datagram socket it sends an empty datagram, which alone may wait for
- * room.  (A cancelled co gets -ECANCELED, as from every call.)  Buffers may
+ * room; a recv of none does what recv(2) does on a blocking socket: it
+ * waits (until the deadline) for bytes, the end or an error, takes no
+ * byte and returns 0 (a datagram socket's next datagram is taken whole
+ * and dropped, as there).  (A cancelled co gets -ECANCELED, as from every call.)  Buffers may
  * lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers up to 2^24 have one: a number past that gets
@@ -483,7 +486,13 @@ ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadli
 int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
                   int64_t deadline);
 
-/* connect(2) on a socket, waiting for the connection: 0 or -errno. */
+/* connect(2) on a socket, waiting for the connection: 0 or -errno.  A
+ * connection that is not made at once (TCP's never is, over loopback
+ * too) waits; a deadline already passed then gives -ETIMEDOUT at once.
+ * After -ETIMEDOUT or -ECANCELED the connection attempt goes on in the
+ * kernel, as a non-blocking connect(2)'s does: another aco_rt_connect on
+ * the socket says -EALREADY while it does (or 0 / -EISCONN once made);
+ * most callers close the socket. */
 int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
                    int64_t deadline);
 
@@ -521,7 +530,9 @@ int aco_rt_wait(int fd, int events, int64_t deadline);
  *   -EBUSY      a descriptor lends its input on another thread's scheduler
  *               (aco_rt_recv_lend);
  *   -ENOSPC     epoll: fs.epoll.max_user_watches reached (and any other
- *               error epoll_ctl(2) gives for a descriptor).
+ *               error epoll_ctl(2) gives for a descriptor);
+ *   -EFAULT     fds is not memory the caller may read and write (as
+ *               poll(2)'s).
  * An entry with fd < 0 is skipped (revents 0); with events 0 it still says
  * POLLERR, POLLHUP and POLLNVAL.  A number not open says POLLNVAL; one
  * closed with aco_rt_close while the co waits ends the wait with POLLNVAL
@@ -542,9 +553,10 @@ int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline);
  * on it while it closes.  From any thread, in a co or not.  (The file
  * calls of the Files section below wait on no readiness: those that run
  * as io_uring's reads and writes are ended so, but one on a helper thread
- * or a [meta] operation holds the number, not the file, until it runs:
- * close a descriptor only once no other co's file call uses it, as with
- * threads.)
+ * or a [meta] operation holds the number, not the file, until it runs,
+ * and io_uring's splice, tee and sendfile are not ended (they end at
+ * their deadline, or as bytes or the pipe's end come): close a descriptor
+ * only once no other co's file call uses it, as with threads.)
  * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
  * close(2)'s error. */
 int aco_rt_close(int fd);
@@ -694,7 +706,9 @@ int aco_rt_lend_return(const char* data);
  * way above at once.  A descriptor that is neither a regular file nor a
  * block device (a pipe, a socket, a terminal) has readiness: these four
  * calls take the readiness way there, as aco_rt_read does (a try that
- * does not block, then a wait), never a helper thread.
+ * does not block, then a wait), never a helper thread; a deadline already
+ * passed still fails at once, as for every call of this section (below),
+ * where aco_rt_read would make its one try.
  *
  * Deadlines and cancels.  Two kinds of call, told apart below:
  *   [data]  the call moves bytes between the caller's memory and the
@@ -1237,7 +1251,8 @@ typedef struct aco_rt_waitq { void* head_; void* tail_; } aco_rt_waitq_t;
 typedef struct { uintptr_t owner_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_mutex_t;
 /* Make m an unlocked mutex (as all-zero memory is). */
 void aco_rt_mutex_init(aco_rt_mutex_t* m);
-/* 0, -ETIMEDOUT, -ECANCELED; -EDEADLK if the caller holds it. */
+/* 0, -ETIMEDOUT, -ECANCELED; -EDEADLK if the caller holds it; -EPERM
+ * outside a co. */
 int  aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline);
 /* 0, or -EBUSY; -EPERM outside a co (a mutex is held by a co). */
 int  aco_rt_mutex_trylock(aco_rt_mutex_t* m);
@@ -1251,8 +1266,8 @@ typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;
 /* Make c a condition variable with no waiter (as all-zero memory is). */
 void aco_rt_cond_init(aco_rt_cond_t* c);
 /* Unlock m, wait for a signal, lock m again (also when the wait failed):
- * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held by the caller: nothing
- * done). */
+ * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held by the caller, or not in
+ * a co: nothing done). */
 int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
 /* Wake the longest waiter of c, if any. */
 void aco_rt_cond_signal(aco_rt_cond_t* c);
@@ -1263,7 +1278,7 @@ typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_sem
 /* Make s a semaphore holding count (a negative count is a debt: posts pay
  * it off before a wait can take one). */
 void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count);
-/* Take one: 0, -ETIMEDOUT, -ECANCELED. */
+/* Take one: 0, -ETIMEDOUT, -ECANCELED, -EPERM (not in a co). */
 int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);
 /* 0, or -EAGAIN if none is free. */
 int  aco_rt_sem_trywait(aco_rt_sem_t* s);
@@ -1277,7 +1292,8 @@ void aco_rt_wg_init(aco_rt_wg_t* wg);
  * -EINVAL if it would go below 0 or past INT64_MAX (nothing changes). */
 int  aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n);
 int  aco_rt_wg_done(aco_rt_wg_t* wg);           /* aco_rt_wg_add(wg, -1) */
-/* Wait for the counter to be 0: 0, -ETIMEDOUT, -ECANCELED. */
+/* Wait for the counter to be 0: 0, -ETIMEDOUT, -ECANCELED, -EPERM (not in
+ * a co). */
 int  aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline);
 
 /* ======================================================================== */

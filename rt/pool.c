@@ -376,12 +376,23 @@ int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline) {
     if (me == NULL) return -EPERM;
     if (g == NULL) return -EINVAL;
     if (me->x && me->x->group == g) return -EDEADLK;
+    int here = g->s == me->s;
     rt_lock(&g->lock);
     g->cancelling = g->n != 0;      /* (empty: nothing to cancel, nor later) */
-    /* Through the inbox, also for cos of this thread: a cancel runs the
-     * co's abort, which takes other locks; none is taken under ours. */
-    for (aco_rt_co_t* c = g->head; c; c = c->x->gnext) rt_cancel_async(c);
+    aco_rt_co_t* first = g->head;
+    /* From another thread, through the members' inbox: a cancel runs the
+     * co's abort, which takes other locks, and none is taken under ours. */
+    if (!here)
+        for (aco_rt_co_t* c = first; c; c = c->x->gnext) rt_cancel_async(c);
     rt_unlock(&g->lock);
+    /* On the group's own thread, at once (as aco_rt_cancel there: no wake
+     * that comes after this call may end a member's wait with success),
+     * after the unlock.  The list from first on stays as it is meanwhile:
+     * members leave it only as they end, on this thread, and this co does
+     * not switch here; members spawned since (by other threads, at the
+     * head) see cancelling. */
+    if (here)
+        for (aco_rt_co_t* c = first; c; c = c->x->gnext) aco_rt_cancel(c);
     return aco_rt_group_join(g, deadline);
 }
 

@@ -611,8 +611,39 @@ static void group_main(void* arg) {
     CHECK_EQ(aco_rt_group_free(g), 0);
 }
 
+/* aco_rt_group_cancel that does not wait (deadline 0), on the group's own
+ * thread: the members are cancelled at once, as by aco_rt_cancel, so a
+ * post that comes right after does not end a member's wait with success
+ * (it did: the cancel went through the inbox and came after the post). */
+static aco_rt_sem_t gc_sem;
+static int gc_wait_r;
+static void gc_member(void* arg) {
+    (void)arg;
+    gc_wait_r = aco_rt_sem_wait(&gc_sem, aco_rt_now() + 5000 * MS);
+}
+static void group_cancel_now(void* arg) {
+    (void)arg;
+    for (int round = 0; round < 2; round++) {
+        aco_rt_group_t* g = aco_rt_group_new(NULL);
+        gc_wait_r = 1;
+        CHECK_EQ(aco_rt_group_spawn(g, gc_member, NULL, NULL), 0);
+        aco_rt_yield();                     /* the member waits */
+        CHECK_EQ(gc_wait_r, 1);
+        if (round == 1) aco_rt_cancel(aco_rt_self());   /* a cancelled caller: */
+        CHECK_EQ(aco_rt_group_cancel(g, 0), round ? -ECANCELED : -ETIMEDOUT);
+        aco_rt_sem_post(&gc_sem);
+        aco_rt_cancel_shield(1);
+        CHECK_EQ(aco_rt_group_join(g, -1), 0);
+        aco_rt_cancel_shield(0);
+        CHECK_EQ(gc_wait_r, -ECANCELED);
+        CHECK_EQ(aco_rt_sem_trywait(&gc_sem), 0);   /* the post is still there */
+        CHECK_EQ(aco_rt_group_free(g), 0);
+    }
+}
+
 static void test_groups(void) {
     run_on(0, group_main, NULL);
+    run_on(0, group_cancel_now, NULL);
     CHECK(aco_rt_group_new(NULL) == NULL && errno == EPERM);    /* main: no scheduler */
 }
 
