@@ -142,7 +142,12 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
 
 /* Free the scheduler and every co it still has (a co that has not finished
  * is destroyed without running any more of its code, and leaves the wait
- * queues of the objects it waited on; a mutex it held stays locked).  Not
+ * queues of the objects it waited on, also those of a select that a case
+ * ended but that did not run since; a mutex it held stays locked).  Cos
+ * and threads elsewhere may go on using those objects meanwhile: a wake of
+ * one of these cos that another thread has begun (a send, post, unlock,
+ * signal or close that took it off a queue) is waited for before the co's
+ * record goes, and comes to nothing.  Not
  * from a co: from one, or with s not the calling thread's scheduler (NULL,
  * another thread's, freed already), it does nothing.  Joins across
  * schedulers must be over first: their handles go with them, so no co of

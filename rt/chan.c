@@ -244,10 +244,11 @@ static inline aco_rt_co_t* direct_co(rt_waiter_t* w) {
 }
 
 /* With ch locked: the direct waiter if it is a sender (1) or a receiver
- * (0) as asked, taken; else NULL. */
+ * (0) as asked, taken (held if another thread's: rt_hold); else NULL. */
 static inline aco_rt_co_t* direct_take(aco_rt_chan_t* ch, int sender) {
     aco_rt_co_t* co = ch->direct;
     if (co == NULL || ch->dsend != sender) return NULL;
+    rt_hold_if_remote(ch->direct_s);    /* (its wake lets go: fire) */
     ch->direct = NULL;
     return co;
 }
@@ -555,6 +556,7 @@ int aco_rt_chan_close(aco_rt_chan_t* ch) {
     ch->closed = 1;
     if (ch->direct) {
         aco_rt_co_t* d = ch->direct;
+        rt_hold_if_remote(ch->direct_s);
         ch->direct = NULL;
         fire(direct_tag(d), -EPIPE, ch->direct_s);
     }

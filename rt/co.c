@@ -758,7 +758,8 @@ static void record_free_any(aco_rt_co_t* co) {
 
 /* Take waiter w off its queue, under its object's lock if it has one. */
 static void unqueue(rt_waiter_t* w) {
-    if (w->q == NULL) return;       /* (then its lock may be long gone) */
+    /* (NULL: its lock may be long gone; acquire: a taker's hold is seen) */
+    if (__atomic_load_n(&w->q, __ATOMIC_ACQUIRE) == NULL) return;
     uint32_t* lock = w->lock;
     if (lock) rt_lock(lock);
     if (w->q) rt_wq_remove(w);
@@ -766,8 +767,24 @@ static void unqueue(rt_waiter_t* w) {
 }
 
 void rt_cos_free_all(aco_rt_sched_t* s) {
-    /* Unfinished cos: destroy them where they stand (aco_destroy drops a
-     * suspended co's frames); their timers go with the wheel. */
+    /* Unfinished cos: off the program's objects' wait queues first, which
+     * outlive them (a mutex one holds stays held, and its record is kept:
+     * rt_record_free): parked, or woken by a select's case and not yet
+     * run (its other cases are still queued then).  A thread that took
+     * one off a queue before is waking it still: it holds s (rt_hold),
+     * and the records go once none does. */
+    for (uint32_t i = 0; i < s->recs.ncos; i++) {
+        aco_rt_co_t* co = s->recs.cos[i];
+        if (co->state == RT_PARKED) {
+            const rt_wait_kind_t* k = rt_wait_kinds[co->wait];
+            if (k->forget) k->forget(co);
+            unqueue(&co->w);
+        }
+        for (int j = 0; co->x && j < co->x->seln; j++) unqueue(&co->x->selw[j]);
+    }
+    rt_sched_quiesce(s);
+    /* Then destroy them where they stand (aco_destroy drops a suspended
+     * co's frames); their timers go with the wheel. */
     while (s->recs.ncos) {
         aco_rt_co_t* co = s->recs.cos[s->recs.ncos - 1];
         /* (the pthread face: the record of its routine goes too) */
@@ -775,15 +792,6 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         if (dropped) dropped(co);
         /* waiting for a helper thread, or woken by it and not yet run */
         if (co->flags & RT_OFFLOADING) rt_hook_offload_forsake(co);
-        /* Parked: off the program's objects' wait queues, which outlive
-         * it (a mutex it holds stays held, and its record is kept:
-         * rt_record_free). */
-        if (co->state == RT_PARKED) {
-            const rt_wait_kind_t* k = rt_wait_kinds[co->wait];
-            if (k->forget) k->forget(co);
-            unqueue(&co->w);
-            for (int i = 0; co->x && i < co->x->seln; i++) unqueue(&co->x->selw[i]);
-        }
         co->flags &= RT_STANDALONE;
         co->cancel_sent = 0;            /* a late message would be the program's bug */
         s->recs.nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */
@@ -866,7 +874,10 @@ aco_rt_co_t* rt_join_end(aco_rt_co_t* co) {
     while (!rt_cas(&co->joiner, &j, j == NULL ? RT_JOIN_DONE : RT_JOIN_TAKEN)) {
         /* a joiner came, or left (its deadline): again */
     }
-    if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) rt_wake_any(j, 0);
+    if (j != NULL && j != RT_JOIN_DETACH && rt_claim(j)) {
+        rt_hold_if_remote(j->s);
+        rt_wake_any(j, 0);
+    }
     return j;
 }
 

@@ -278,6 +278,7 @@ static void inbox_wake(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
 
 void rt_wake_remote_to(aco_rt_co_t* co, aco_rt_sched_t* to, int res) {
     if (!mbox_send(co, to, res, NULL, 0)) inbox_wake(co, to, res);
+    rt_hold_end(to);
 }
 
 void rt_wake_remote(aco_rt_co_t* co, int res) {
@@ -285,9 +286,11 @@ void rt_wake_remote(aco_rt_co_t* co, int res) {
 }
 
 void rt_wake_remote_box(aco_rt_co_t* co, aco_rt_sched_t* to, const void* elem, size_t n) {
-    if (mbox_send(co, to, 0, elem, n)) return;
-    rt_copy(&co->w.box, elem, n);
-    inbox_wake(co, to, 0);
+    if (!mbox_send(co, to, 0, elem, n)) {
+        rt_copy(&co->w.box, elem, n);
+        inbox_wake(co, to, 0);
+    }
+    rt_hold_end(to);
 }
 
 /* ------------------------------------------------------------------------ */

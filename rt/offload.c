@@ -167,6 +167,7 @@ static void* helper_main(void* unused) {
         if (co) {
             j->result = r;
             j->co = NULL;
+            rt_hold(co->s);
             rt_wake_remote(co, 0);      /* the co frees j from here on */
         } else {
             int held = j->held;

@@ -166,7 +166,9 @@ static inline void rt_wq_remove(rt_waiter_t* w) {   /* w is on a queue */
     if (w->prev) w->prev->next = w->next; else q->head_ = w->next;
     if (w->next) w->next->prev = w->prev; else q->tail_ = w->prev;
     w->next = w->prev = NULL;
-    w->q = NULL;
+    /* (release: aco_rt_sched_free's look at q without the lock then sees
+     * the taker's hold on the co's scheduler, rt_wq_take) */
+    __atomic_store_n(&w->q, NULL, __ATOMIC_RELEASE);
 }
 
 static inline rt_waiter_t* rt_wq_head(aco_rt_waitq_t* q) {  /* NULL if empty */
@@ -663,8 +665,24 @@ static inline void rt_claim_reset(aco_rt_co_t* co) {
 #endif
 }
 
+/* A waker of a co of another thread's scheduler s holds s from taking the
+ * co (under the object's lock) to the end of its wake (rt_wake_remote_to,
+ * rt_wake_remote_box let go): aco_rt_sched_free takes its cos off the
+ * objects' queues, under those locks, and then waits for every hold and
+ * send (mail.senders) before it frees a co's record. */
+static inline void rt_hold(aco_rt_sched_t* s) {
+    __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_SEQ_CST);
+}
+static inline void rt_hold_if_remote(aco_rt_sched_t* s) {
+    if (s != rt_tls_sched) rt_hold(s);
+}
+static inline void rt_hold_end(aco_rt_sched_t* s) {
+    __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
+}
+
 /* Pop the first waiter of q that the caller can claim (lock held): the
- * others were taken by their deadline or another case of their select. */
+ * others were taken by their deadline or another case of their select.
+ * A co of another thread's scheduler comes held (rt_hold). */
 static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
     rt_waiter_t* w;
     while ((w = rt_wq_head(q)) != NULL) {
@@ -672,8 +690,11 @@ static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
          * the co's own waiter): ask for both at once, not one after the
          * other (a prefetch never faults, should w be a select's). */
         rt_prefetch_w((void*)((uintptr_t)w + offsetof(aco_rt_co_t, claim)));
-        rt_wq_remove(w);
         aco_rt_co_t* co = w->co;
+        /* (held before w leaves the queue: see rt_wq_remove) */
+        aco_rt_sched_t* far = co->s != rt_tls_sched ? co->s : NULL;
+        if (far) rt_hold(far);
+        rt_wq_remove(w);
         /* A co's own waiter (not a select's) is on this queue alone, and
          * whoever else may claim it (its deadline or cancel: rt_abort_shared)
          * holds this lock too: a plain load and store, not an exchange. */
@@ -685,10 +706,13 @@ static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
         } else if (rt_claim(co)) {
             return w;
         }
+        if (far) rt_hold_end(far);
     }
     return NULL;
 }
 
+/* Wake co of another thread's scheduler, held by the caller (rt_hold: a
+ * take did it), which the wake lets go. */
 void rt_wake_remote(aco_rt_co_t* co, int res);
 /* The same, to (co->s, which the caller knew without reading the record:
  * through a mailbox, the waker touches none of it). */
@@ -725,7 +749,8 @@ static inline void rt_wake(aco_rt_co_t* co, int res) {
     rt_wake_untimed(co, res);
 }
 
-/* Wake co, which the caller claimed, from any thread. */
+/* Wake co, which the caller claimed, from any thread (held if it is
+ * another thread's: rt_hold_if_remote, or the take). */
 static inline void rt_wake_any(aco_rt_co_t* co, int res) {
     if (rt_likely(co->s == rt_tls_sched)) rt_wake(co, res);
     else rt_wake_remote(co, res);

@@ -891,6 +891,111 @@ static void test_free_at_once(void) {
     CHECK_EQ(atomic_load(&quick_ran), rounds / 2);
 }
 
+/* aco_rt_sched_free of a co whose select a send completed, before it ran
+ * again: its other case stayed on the other channel's queue (in freed
+ * memory: aco_rt_chan_free said -EBUSY for good, and the next send there
+ * took the freed waiter: ASan's heap-use-after-free, SIGSEGV without). */
+static aco_rt_chan_t *sf_ch1, *sf_ch2;
+static aco_rt_sched_t* sf_s;
+static void sf_selector(void* arg) {
+    (void)arg;
+    long e1, e2;
+    aco_rt_case_t cs[2] = {{sf_ch1, ACO_RT_RECV, &e1}, {sf_ch2, ACO_RT_RECV, &e2}};
+    aco_rt_chan_select(cs, 2, NULL, -1);
+}
+static void sf_sender(void* arg) {
+    (void)arg;
+    long e = 1;
+    aco_rt_yield();                         /* the selector waits on both */
+    CHECK_EQ(aco_rt_chan_send(sf_ch1, &e, 0), 0);
+    aco_rt_sched_stop(sf_s);                /* the run ends before it runs */
+    aco_rt_sleep(1000 * MS);
+}
+static int sf_late = 1;
+static void sf_late_sender(void* arg) {
+    (void)arg;
+    long e = 2;
+    sf_late = aco_rt_chan_send(sf_ch2, &e, 0);
+}
+static void* sf_select_thread(void* arg) {
+    (void)arg;
+    sf_ch1 = aco_rt_chan_new(sizeof(long), 0);
+    sf_ch2 = aco_rt_chan_new(sizeof(long), 0);
+    sf_s = aco_rt_sched_new(NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(sf_s, sf_selector, NULL)), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(sf_s, sf_sender, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(sf_s), 0);
+    aco_rt_sched_free(sf_s);
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, sf_late_sender, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    CHECK_EQ(sf_late, -ETIMEDOUT);          /* nobody waits on ch2 */
+    CHECK_EQ(aco_rt_chan_free(sf_ch2), 0);
+    CHECK_EQ(aco_rt_chan_free(sf_ch1), 0);
+    return NULL;
+}
+
+/* aco_rt_sched_free on one thread while cos of another hand elements to
+ * its parked receivers: a sender that took a receiver off the channel
+ * before the free did was still waking it when its record went (ASan: a
+ * write to the freed record in the send to its inbox; "corrupted
+ * double-linked list" without).  The free now waits for such wakes. */
+#define SFX_CH 4
+static aco_rt_chan_t* sfx_ch[SFX_CH];
+static atomic_int sfx_done;
+static aco_rt_sched_t* sfx_s;
+static void sfx_receiver(void* arg) {
+    long e;
+    for (;;) aco_rt_chan_recv(arg, &e, -1);
+}
+static void sfx_stopper(void* arg) {
+    (void)arg;
+    aco_rt_sleep(200 * 1000);
+    aco_rt_sched_stop(sfx_s);
+}
+static void* sfx_free_thread(void* arg) {
+    int rounds = (int)(intptr_t)arg;
+    for (int r = 0; r < rounds; r++) {
+        sfx_s = aco_rt_sched_new(NULL);
+        CHECK(sfx_s != NULL);
+        for (int i = 0; i < 16; i++)
+            CHECK_EQ(aco_rt_detach(aco_rt_spawn(sfx_s, sfx_receiver, sfx_ch[i % SFX_CH])), 0);
+        CHECK_EQ(aco_rt_detach(aco_rt_spawn(sfx_s, sfx_stopper, NULL)), 0);
+        CHECK_EQ(aco_rt_sched_run(sfx_s), 0);
+        aco_rt_sched_free(sfx_s);
+    }
+    atomic_store(&sfx_done, 1);
+    return NULL;
+}
+static void sfx_sender(void* arg) {
+    long e = 7;
+    while (!atomic_load(&sfx_done)) {
+        int r = aco_rt_chan_send(arg, &e, aco_rt_now() + 5000);
+        CHECK(r == 0 || r == -ETIMEDOUT);
+    }
+}
+static void* sfx_send_thread(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, sfx_sender, sfx_ch[i])), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    return NULL;
+}
+
+static void test_free_while_woken(void) {
+    pthread_t a, b;
+    CHECK_EQ(pthread_create(&a, NULL, sf_select_thread, NULL), 0);
+    CHECK_EQ(pthread_join(a, NULL), 0);
+    for (int k = 0; k < SFX_CH; k++) sfx_ch[k] = aco_rt_chan_new(sizeof(long), 0);
+    CHECK_EQ(pthread_create(&b, NULL, sfx_send_thread, NULL), 0);
+    CHECK_EQ(pthread_create(&a, NULL, sfx_free_thread, (void*)(intptr_t)(SLOW ? 30 : 300)), 0);
+    CHECK_EQ(pthread_join(a, NULL), 0);
+    CHECK_EQ(pthread_join(b, NULL), 0);
+    for (int k = 0; k < SFX_CH; k++) CHECK_EQ(aco_rt_chan_free(sfx_ch[k]), 0);
+}
+
 /* Each part, with how long it took (to stdout). */
 #define PART(fn)                                                              \
     do {                                                                      \
@@ -919,6 +1024,7 @@ int main(void) {
     CHECK_EQ(aco_rt_pool_free(pool), 0);
     PART(test_free_busy);
     PART(test_free_at_once);
+    PART(test_free_while_woken);
     printf("test_pool: all passed\n");
     return 0;
 }
