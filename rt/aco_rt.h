@@ -126,7 +126,9 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
  * are then left as they are.  A thread with no scheduler does not count:
  * cos that only such a thread will wake (aco_rt_sem_post, ..._cond_signal,
  * ..._wg_done, ..._chan_close, aco_rt_cancel from outside cos) need a
- * deadline, or another scheduler alive meanwhile. */
+ * deadline, or another scheduler alive meanwhile.  Schedulers count from
+ * their aco_rt_sched_new on: one that another thread makes after this run
+ * found its cos stuck comes too late (make the others first). */
 int aco_rt_sched_run(aco_rt_sched_t* s);
 
 /* Make aco_rt_sched_run() return as soon as the running co (if any) blocks
@@ -144,10 +146,12 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
  * is destroyed without running any more of its code, and leaves the wait
  * queues of the objects it waited on, also those of a select that a case
  * ended but that did not run since; a mutex it held stays locked).  Cos
- * and threads elsewhere may go on using those objects meanwhile: a wake of
- * one of these cos that another thread has begun (a send, post, unlock,
- * signal or close that took it off a queue) is waited for before the co's
- * record goes, and comes to nothing.  Not
+ * and threads elsewhere may go on using those objects meanwhile, and free
+ * them once their calls return: a wake of one of these cos that another
+ * thread has begun (a send, post, unlock, signal or close that took it off
+ * a queue) is waited for before the co's record goes, and what it handed
+ * over goes with the co (the element sent, the unit posted; a mutex handed
+ * to it stays locked for good, as one it held).  Not
  * from a co: from one, or with s not the calling thread's scheduler (NULL,
  * another thread's, freed already), it does nothing.  Joins across
  * schedulers must be over first: their handles go with them, so no co of

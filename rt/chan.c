@@ -244,11 +244,13 @@ static inline aco_rt_co_t* direct_co(rt_waiter_t* w) {
 }
 
 /* With ch locked: the direct waiter if it is a sender (1) or a receiver
- * (0) as asked, taken (held if another thread's: rt_hold); else NULL. */
+ * (0) as asked, taken (held if another thread's: rt_hold_try); else
+ * NULL. */
 static inline aco_rt_co_t* direct_take(aco_rt_chan_t* ch, int sender) {
     aco_rt_co_t* co = ch->direct;
     if (co == NULL || ch->dsend != sender) return NULL;
-    rt_hold_if_remote(ch->direct_s);    /* (its wake lets go: fire) */
+    /* (its wake lets go: fire; a scheduler that frees keeps its own) */
+    if (ch->direct_s != rt_tls_sched && !rt_hold_try(ch->direct_s)) return NULL;
     ch->direct = NULL;
     return co;
 }
@@ -554,9 +556,8 @@ int aco_rt_chan_close(aco_rt_chan_t* ch) {
     int fast = chan_enter(ch);
     if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     ch->closed = 1;
-    if (ch->direct) {
+    if (ch->direct && (ch->direct_s == rt_tls_sched || rt_hold_try(ch->direct_s))) {
         aco_rt_co_t* d = ch->direct;
-        rt_hold_if_remote(ch->direct_s);
         ch->direct = NULL;
         fire(direct_tag(d), -EPIPE, ch->direct_s);
     }

@@ -144,10 +144,27 @@ void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind) {
     __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
 }
 
-/* Wait until no other thread is in rt_send to s (aco_rt_sched_free, before
- * its eventfd goes). */
+/* Wait until no other thread is in rt_send to s or holds s (seq_cst: the
+ * other half of rt_hold_try's look at freeing). */
 void rt_sched_quiesce(aco_rt_sched_t* s) {
-    while (__atomic_load_n(&s->mail.senders, __ATOMIC_ACQUIRE)) sched_yield();
+    while (__atomic_load_n(&s->mail.senders, __ATOMIC_SEQ_CST)) sched_yield();
+}
+
+void rt_hold(aco_rt_sched_t* s) {
+    __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_SEQ_CST);
+}
+
+int rt_hold_try(aco_rt_sched_t* s) {
+    /* Dekker with rt_kernel_drop_cos: the hold, then freeing; there
+     * freeing, then the holds */
+    __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_SEQ_CST);
+    if (rt_likely(!__atomic_load_n(&s->mail.freeing, __ATOMIC_SEQ_CST))) return 1;
+    rt_hold_end(s);
+    return 0;
+}
+
+void rt_hold_end(aco_rt_sched_t* s) {
+    __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -566,6 +583,12 @@ void aco_rt_sched_stop(aco_rt_sched_t* s) {
  * wheel is cleared first: the parked cos' deadline timers are in their
  * records). */
 void rt_kernel_drop_cos(aco_rt_sched_t* s) {
+    /* No direct take of a co here from now on (rt_hold_try), and the wakes
+     * of those taken before are done and drained below: a co such a wake
+     * is for is ready then, not parked, so its wait (whose channel the
+     * waker may have freed since) is not looked at again. */
+    __atomic_store_n(&s->mail.freeing, (uint8_t)1, __ATOMIC_SEQ_CST);
+    rt_sched_quiesce(s);
     drain(s);       /* spawns become cos (freed below), frees are done */
     rt_take_new(s, s, 1);     /* and so do the unstarted ones */
     rt_cos_free_all(s);    /* (their timers went with the wheel) */

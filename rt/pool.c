@@ -390,9 +390,14 @@ int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline) {
      * after the unlock.  The list from first on stays as it is meanwhile:
      * members leave it only as they end, on this thread, and this co does
      * not switch here; members spawned since (by other threads, at the
-     * head) see cancelling. */
+     * head) see cancelling.  A member another thread spawned whose
+     * message has not come yet (RT_REMOTE, cleared here as it comes) waits
+     * on nothing, and its spawner may still read its flags: the inbox. */
     if (here)
-        for (aco_rt_co_t* c = first; c; c = c->x->gnext) aco_rt_cancel(c);
+        for (aco_rt_co_t* c = first; c; c = c->x->gnext) {
+            if (c->flags & RT_REMOTE) rt_cancel_async(c);
+            else aco_rt_cancel(c);
+        }
     return aco_rt_group_join(g, deadline);
 }
 

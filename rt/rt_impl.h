@@ -461,9 +461,10 @@ typedef struct rt_lend_s {              /* lend.c */
 typedef struct rt_msgs {                /* loop.c and co.c (the kernel) */
     _Alignas(64) rt_inbox_t inbox;      /* wakes, spawns, cancels, frees
                                            (head and tail 64 bytes apart) */
-    uint32_t            senders;        /* atomic: rt_sends under way (in
-                                           the tail's line, which they
-                                           write anyway) */
+    uint32_t            senders;        /* atomic: rt_sends and holds under
+                                           way (in the tail's line, which
+                                           they write anyway) */
+    uint8_t             freeing;        /* atomic: aco_rt_sched_free began */
     _Alignas(64) uint32_t sleeping;     /* atomic: 1 while it may sleep */
     struct rt_mbox*     mb_in;          /* atomic: the mailboxes of the
                                            siblings that wake cos here */
@@ -667,17 +668,16 @@ static inline void rt_claim_reset(aco_rt_co_t* co) {
 
 /* A waker of a co of another thread's scheduler s holds s from taking the
  * co (under the object's lock) to the end of its wake (rt_wake_remote_to,
- * rt_wake_remote_box let go): aco_rt_sched_free takes its cos off the
- * objects' queues, under those locks, and then waits for every hold and
- * send (mail.senders) before it frees a co's record. */
-static inline void rt_hold(aco_rt_sched_t* s) {
-    __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_SEQ_CST);
-}
+ * rt_wake_remote_box let go): aco_rt_sched_free waits for every hold and
+ * send before it frees a co's record (loop.c).  rt_hold_try refuses once
+ * s frees (0): a channel's direct waiter is then left where it is, for
+ * s's free to take off (the channel outlives it then: chan_free says
+ * -EBUSY). */
+void rt_hold(aco_rt_sched_t* s);
+int rt_hold_try(aco_rt_sched_t* s);
+void rt_hold_end(aco_rt_sched_t* s);
 static inline void rt_hold_if_remote(aco_rt_sched_t* s) {
     if (s != rt_tls_sched) rt_hold(s);
-}
-static inline void rt_hold_end(aco_rt_sched_t* s) {
-    __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
 }
 
 /* Pop the first waiter of q that the caller can claim (lock held): the

@@ -984,9 +984,59 @@ static void* sfx_send_thread(void* arg) {
     return NULL;
 }
 
+/* A co parked as a channel's first receiver, handed an element by a co of
+ * another thread while its scheduler did not run; that thread then frees
+ * the channel (its call has returned, so it may), and the scheduler is
+ * freed: it must not take the co's wait off the freed channel (ASan would
+ * see chan_forget read and write freed memory).  The free lets the wakes
+ * that came in first (the co is ready then, its wait over), and refuses
+ * such takes once it began (rt_hold_try): this is the order in which it
+ * cannot race; a take while the free runs is what the refusal is for. */
+static aco_rt_chan_t* fd_ch;
+static aco_rt_sched_t* fd_s;
+static void fd_receiver(void* arg) {
+    (void)arg;
+    long e;
+    aco_rt_chan_recv(fd_ch, &e, -1);
+}
+static void fd_stopper(void* arg) {
+    (void)arg;
+    aco_rt_yield();                         /* the receiver waits */
+    aco_rt_sched_stop(fd_s);
+}
+static void fd_sender(void* arg) {
+    (void)arg;
+    long e = 3;
+    CHECK_EQ(aco_rt_chan_send(fd_ch, &e, 0), 0);
+    CHECK_EQ(aco_rt_chan_free(fd_ch), 0);
+}
+static void* fd_send_thread(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, fd_sender, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    return NULL;
+}
+static void* fd_thread(void* arg) {
+    (void)arg;
+    fd_ch = aco_rt_chan_new(sizeof(long), 0);
+    fd_s = aco_rt_sched_new(NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(fd_s, fd_receiver, NULL)), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(fd_s, fd_stopper, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(fd_s), 0);
+    pthread_t b;
+    CHECK_EQ(pthread_create(&b, NULL, fd_send_thread, NULL), 0);
+    CHECK_EQ(pthread_join(b, NULL), 0);
+    aco_rt_sched_free(fd_s);
+    return NULL;
+}
+
 static void test_free_while_woken(void) {
     pthread_t a, b;
     CHECK_EQ(pthread_create(&a, NULL, sf_select_thread, NULL), 0);
+    CHECK_EQ(pthread_join(a, NULL), 0);
+    CHECK_EQ(pthread_create(&a, NULL, fd_thread, NULL), 0);
     CHECK_EQ(pthread_join(a, NULL), 0);
     for (int k = 0; k < SFX_CH; k++) sfx_ch[k] = aco_rt_chan_new(sizeof(long), 0);
     CHECK_EQ(pthread_create(&b, NULL, sfx_send_thread, NULL), 0);
