@@ -98,7 +98,7 @@
 .endm
 
 /* Continue `to`: an indirect jump, or (same=1) a return when `to` stopped
- * at the very call site `from` is leaving (rdx, from's resume pc, still).
+ * at the very call site `from` is leaving (rdx: from's resume pc).
  *
  * Why both.  The call that entered the switch pushed from's resume address
  * on the CPU's return-address predictor; only a ret takes it off.  After a
@@ -121,30 +121,32 @@
  * the ret is right there too, should it ever equal from's resume pc: it
  * does what the jump does, the one write under to's sp aside). */
 .macro ACO_GO64 same
+    .cfi_remember_state
     movq    %rdi, %rax                  /* `to` sees acosw return from */
-.if \same
-    movq    %rdx, %rcx
-.endif
-    movq    ACO_OFF_PC(%rsi), %rdx
+    /* to's pc in rcx: rdx, from's, is where the unwind info finds the
+     * return address until the stack pointer moves, then rcx */
+    movq    ACO_OFF_PC(%rsi), %rcx
     movq    ACO_OFF_SP(%rsi), %rsp      /* the one instruction that moves stacks */
+    .cfi_register %rip, %rcx
 .if \same
-    cmpq    %rdx, %rcx
+    cmpq    %rcx, %rdx
     je      1f
 .endif
 #if ACO_IBT
-    notrack jmp *%rdx
+    notrack jmp *%rcx
 #else
-    jmp     *%rdx
+    jmp     *%rcx
 #endif
 .if \same
 1:
     .cfi_remember_state
-    pushq   %rdx
+    pushq   %rcx
     .cfi_def_cfa_offset 8               /* (absolute: see ACO_GPRS64) */
     .cfi_offset %rip, -8
     ret
     .cfi_restore_state
 .endif
+    .cfi_restore_state                  /* (for the code that follows) */
 .endm
 
 /* The FP control words, unless shared.  Reading MXCSR (stmxcsr) is slow on
