@@ -463,12 +463,14 @@ typedef struct rt_msgs {                /* loop.c and co.c (the kernel) */
                                            (head and tail 64 bytes apart) */
     uint32_t            senders;        /* atomic: rt_sends and holds under
                                            way (in the tail's line, which
-                                           they write anyway) */
-    uint8_t             freeing;        /* atomic: aco_rt_sched_free began */
+                                           they write anyway), and
+                                           RT_FREEING once
+                                           aco_rt_sched_free began */
     _Alignas(64) uint32_t sleeping;     /* atomic: 1 while it may sleep */
     struct rt_mbox*     mb_in;          /* atomic: the mailboxes of the
                                            siblings that wake cos here */
 } rt_msgs_t;
+#define RT_FREEING (1u << 31)
 
 typedef struct rt_load_s {              /* co.c (loop.c: load) */
     _Alignas(64) uint32_t load;         /* atomic: cos alive (written by its
