@@ -8,7 +8,8 @@
 #     address, the access in co_fp1 at its line, the owner's frame in co_fp0,
 #     "read" or "wrote";
 #   - under gdb it stops at the faulting line in co_fp1, and tools/aco_gdb.py's
-#     aco-bt shows the evicted co_fp0's frames from its save stack.
+#     aco-bt shows the evicted co_fp0's frames from its save stack, down to
+#     aco_protector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v gdb > /dev/null || { echo "gdb not found: install the Debian package gdb"; exit 1; }
@@ -76,6 +77,9 @@ for cc in gcc clang; do
             elif ! grep -q "evicted to its save stack" <<< "$out" ||
                  ! grep -qE "^#[0-9]+ .*co_fp0 .*escape.c:$line_owner" <<< "$out"; then
                 echo "FAIL $what: aco-bt co0 does not show co_fp0's evicted frames"; echo "$out"; fail=1
+            elif ! grep -qE "^#[0-9]+ .* in aco_protector " <<< "$out" || grep -q " in ?? " <<< "$out"; then
+                # (the slot above the saved bytes is not in the save stack)
+                echo "FAIL $what: aco-bt co0's frames do not end at aco_protector"; echo "$out"; fail=1
             fi
             [ $fail = 1 ] || echo "ok $what"
         done

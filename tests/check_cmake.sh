@@ -361,6 +361,24 @@ grep -q -- '-DACO_RT_HAVE_URING' "$tmp/c-subdir/aco/CMakeFiles/aco_rt.dir/flags.
 # and grep -q under pipefail made this pass only when nm died of SIGPIPE first.
 undef=$(nm -u "$tmp/c-subdir/aco/libaco_rt.a")
 grep -qE '^ +U io_uring_' <<< "$undef" && fail "ACO_RT_URING=OFF: libaco_rt.a calls io_uring_*"
+# The options as a parent sets them, plain variables before add_subdirectory
+# (docs/install.md): obeyed on the first configure, not only the second.
+mkdir -p "$tmp/c-parent"
+cat > "$tmp/c-parent/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.16)
+project(parent C)
+set(ACO_RT_TLS OFF)
+set(ACO_RT_URING OFF)
+add_subdirectory("$top" aco)
+if(TARGET aco::tls)
+    message(FATAL_ERROR "aco::tls made though the parent set ACO_RT_TLS OFF")
+endif()
+EOF
+cmake -S "$tmp/c-parent" -B "$tmp/c-parent/build" > "$tmp/c-parent.log" 2>&1 ||
+    { tail -20 "$tmp/c-parent.log"; fail "a parent's set(ACO_RT_TLS OFF): first configure failed"; }
+grep -q -- '-DACO_RT_HAVE_URING' "$tmp/c-parent/build/aco/CMakeFiles/aco_rt.dir/flags.make" &&
+    fail "a parent's set(ACO_RT_URING OFF) was ignored on the first configure"
+echo "    a parent's set(ACO_RT_TLS OFF), set(ACO_RT_URING OFF): obeyed on the first configure"
 if [ $ran_fetch = 0 ]; then
     tree_files | tar -C "$top" --null -T - --transform 's|^|libaco/|' -czf "$tmp/libaco-src.tar.gz"
     consumer "$tmp/c-fetch" -DACO_CONSUME=fetchcontent -DACO_URL="file://$tmp/libaco-src.tar.gz" \

@@ -205,7 +205,16 @@ memory and the selected frame are restored afterwards."""
                 if n != top - sp:
                     raise gdb.GdbError("aco-bt: co %#x: %d saved bytes but sp %#x is %d "
                                        "below the top" % (addr, n, sp, top - sp))
-                evicted = (sp, bytes(gdb.selected_inferior().read_memory(buf, n)))
+                data = bytes(gdb.selected_inferior().read_memory(buf, n))
+                if checked and _arch() in ("x86_64", "i386"):
+                    # The slot above the saved bytes holds the return into
+                    # aco_protector (acosw.S): on the share stack it stays
+                    # while the co is evicted, in the co's own window it
+                    # does not; the backtrace ends there, so put it back.
+                    ret = _u(gdb.parse_and_eval("(unsigned long)&aco_protector_ret"))
+                    size = gdb.lookup_type("unsigned long").sizeof
+                    data += ret.to_bytes(size, "little")
+                evicted = (sp, data)
         # A suspended co's pc is a return address: show the call, as gdb does
         # for every caller frame (same CFI row, the right line).
         if started:
