@@ -6,7 +6,7 @@
 # an ended one; and it leaves gdb's state as it found it:
 # the registers, the bytes of both share stacks and the selected frame, and
 # the program then runs to its normal end.  gcc and clang, -O0 and -O2;
-# x86-64 and i386 natively, aarch64 and riscv64 (static cross builds) under
+# x86-64 and i386 natively (also in checked mode), aarch64 and riscv64 (static cross builds) under
 # qemu-user's gdb stub with gdb-multiarch, unless make.sh's -o no-aarch64 /
 # -o no-riscv64 say otherwise (ACO_CROSS).
 set -euo pipefail
@@ -79,8 +79,14 @@ fail=0
 for cc in $GDB_CCS; do
     for m in $GDB_TARGETS; do
         gdb_build $cc $m || continue
-        for opt in -O0 -O2; do
+        # natively also in checked mode, where each co has a window of its
+        # own (an evicted or unstarted co's may not hold its return into
+        # aco_protector)
+        for opt in -O0 -O2 checked; do
+            [ $opt = checked ] && [ "$where" != native ] && continue
             what="$cc $m $opt"
+            chk=0; [ $opt = checked ] && { chk=1; opt=-O2; }
+            export ACO_CHECKED=$chk
             "${build[@]}" $opt -g -I. "$tmp/bt_ext.c" aco.c acosw.S -o "$tmp/bt"
             rm -f "$tmp"/s[12].*
             mapfile -t d0 < <(dump before)
@@ -108,9 +114,10 @@ for cc in $GDB_CCS; do
             # main co: resumed in aco_resume, which tail-jumps to acosw when
             # optimised (then main itself made the call); at -O0 its inline
             # half (resume) and the take path's functions (take_any, take,
-            # take16/32/64, take_slow, take_done) stay on the stack
+            # take16/32/64, take_slow, take_done) stay on the stack; in
+            # checked mode its switch is checked_switch (ext_switch: clang)
             got=$(frames main)
-            grep -Eq '^((aco_resume|resume|take[a-z0-9_]*) )*main $' <<< "$got" ||
+            grep -Eq '^((aco_resume|resume|take[a-z0-9_]*|checked_switch|ext_switch) )*main $' <<< "$got" ||
                 bad "aco-bt main: frames '$got', want aco_resume's own frames (if any), then main"
             check e "e_fn aco_protector"
             # a co that handed off: aco_yield_to tail-jumps (through the

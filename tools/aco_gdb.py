@@ -205,16 +205,16 @@ memory and the selected frame are restored afterwards."""
                 if n != top - sp:
                     raise gdb.GdbError("aco-bt: co %#x: %d saved bytes but sp %#x is %d "
                                        "below the top" % (addr, n, sp, top - sp))
-                data = bytes(gdb.selected_inferior().read_memory(buf, n))
-                if checked and _arch() in ("x86_64", "i386"):
-                    # The slot above the saved bytes holds the return into
-                    # aco_protector (acosw.S): on the share stack it stays
-                    # while the co is evicted, in the co's own window it
-                    # does not; the backtrace ends there, so put it back.
-                    ret = _u(gdb.parse_and_eval("(unsigned long)&aco_protector_ret"))
-                    size = gdb.lookup_type("unsigned long").sizeof
-                    data += ret.to_bytes(size, "little")
-                evicted = (sp, data)
+                evicted = (sp, bytes(gdb.selected_inferior().read_memory(buf, n)))
+            if checked and _arch() in ("x86_64", "i386") and (evicted or not started):
+                # The slot above a co's frames holds the return into
+                # aco_protector (acosw.S), where its backtrace ends: on the
+                # share stack it stays there, but the window of a co that
+                # is evicted or has not run yet may not hold it: put it
+                # back for the backtrace.
+                ret = _u(gdb.parse_and_eval("(unsigned long)&aco_protector_ret"))
+                ret = ret.to_bytes(gdb.lookup_type("unsigned long").sizeof, "little")
+                evicted = (sp, (evicted[1] if evicted else b"") + ret)
         # A suspended co's pc is a return address: show the call, as gdb does
         # for every caller frame (same CFI row, the right line).
         if started:
