@@ -573,6 +573,8 @@ struct aco_share_stack_s {
     void*  align_retptr;    /* a new co's sp, the top of live bytes: x86 the
                                slot below highptr holding the protector's
                                address; aarch64, riscv64 highptr itself */
+    size_t align_validsz;   /* always 0: upstream's, which it wrote and
+                               never read; kept so that its programs build */
     size_t align_limit;     /* bytes a co may have live at a switch */
     aco_t* owner;           /* (read) co whose frames are on the stack */
     char   guard_page_enabled; /* (read) */

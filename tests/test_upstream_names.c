@@ -185,6 +185,7 @@ int main(void) {
     sstk = aco_share_stack_new(0);
     aco_share_stack_t* sstk2 = aco_share_stack_new2(64 * 1024, 0);
     CHECK(sstk->sz >= 4096 && sstk2->sz >= 64 * 1024);
+    CHECK(sstk->align_validsz == 0);    /* (upstream's, write-only there) */
 
     aco_cofuncp_t fp = co_upstream;
     aco_t* co = aco_create(main_co, sstk, 0, fp, (void*)&the_arg);
