@@ -151,7 +151,9 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
  * thread has begun (a send, post, unlock, signal or close that took it off
  * a queue) is waited for before the co's record goes, and what it handed
  * over goes with the co (the element sent, the unit posted; a mutex handed
- * to it stays locked for good, as one it held).  Not
+ * to it stays locked for good, as one it held).  A co of a group leaves
+ * it as one that ended does (a join of the group elsewhere returns 0 when
+ * the last member left; the group may then be freed).  Not
  * from a co: from one, or with s not the calling thread's scheduler (NULL,
  * another thread's, freed already), it does nothing.  Joins across
  * schedulers must be over first: their handles go with them, so no co of

@@ -792,6 +792,9 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         if (dropped) dropped(co);
         /* waiting for a helper thread, or woken by it and not yet run */
         if (co->flags & RT_OFFLOADING) rt_hook_offload_forsake(co);
+        /* it leaves its group as an ended member does: the joins of cos
+         * elsewhere see the group empty when it is */
+        if (co->x && co->x->group) rt_hook_group_leave(co);
         co->flags &= RT_STANDALONE;
         co->cancel_sent = 0;            /* a late message would be the program's bug */
         s->recs.nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */

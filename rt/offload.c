@@ -72,6 +72,8 @@ typedef struct rt_job {
                                    its end (a [data] job under way writes
                                    memory of the co it destroys) */
     uint8_t ended;              /* under mu: drop done, j is held's to free */
+    uint8_t woke;               /* under mu: the helper ended the wait (the
+                                   co owns j), not a deadline or cancel */
 } rt_job_t;
 
 static struct {
@@ -167,8 +169,11 @@ static void* helper_main(void* unused) {
         if (co) {
             j->result = r;
             j->co = NULL;
-            rt_hold(co->s);
-            rt_wake_remote(co, 0);      /* the co frees j from here on */
+            j->woke = 1;                /* the co frees j from here on */
+            /* Not into a scheduler that frees (past its drain, it would
+             * never take the wake): its free finds j woken and drops the
+             * result (offload_forsake, which waits for mu). */
+            if (rt_hold_try(co->s)) rt_wake_remote(co, 0);
         } else {
             int held = j->held;
             pthread_mutex_unlock(&pool.mu);
@@ -274,7 +279,12 @@ static void offload_abort(aco_rt_co_t* co, int err) {
     int mine = j->co != NULL;
     j->co = NULL;                       /* (the helper drops and frees it) */
     pthread_mutex_unlock(&pool.mu);
-    if (mine) rt_wake(co, err);
+    if (mine) {
+        /* j is the helper's now: a free of this co before it runs again
+         * must leave j alone (offload_forsake) */
+        co->flags &= (uint8_t)~RT_OFFLOADING;
+        rt_wake(co, err);
+    }
     /* else the helper's wake is on its way through the inbox */
 }
 
@@ -301,9 +311,10 @@ static void offload_forsake(aco_rt_co_t* co) {
         free(j);
         return;
     }
+    int woke = j->woke;
     pthread_mutex_unlock(&pool.mu);
-    if (helpers) return;
-    /* fn ended and its wake was sent, but the co will never take j */
+    if (helpers || !woke) return;       /* the helper drops and frees it */
+    /* fn ended and the wait with it, but the co will never take j */
     if (j->drop) j->drop(j->arg, j->result);
     free(j);
 }

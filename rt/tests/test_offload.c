@@ -421,6 +421,76 @@ static void test_forsake(void) {
     free(b);
 }
 
+/* A co whose wait a cancel ended (the job is the helper's then), freed
+ * before it ran again: the free leaves the job alone, and the helper drops
+ * it once, after fn (the free dropped and freed it too: a double free). */
+static void cancelled_co(void* arg) {
+    job_t* j = arg;
+    CHECK_EQ(aco_rt_offload(job_fn, j, job_drop, NULL, -1), -ECANCELED);
+    CHECK(0);                           /* destroyed before it returns */
+}
+
+static void test_forsake_cancelled(void) {
+    aco_rt_sched_t* s = test_sched(NULL);
+    job_t* a = job_new(0);
+    a->hold = 1;
+    aco_rt_co_t* c = aco_rt_spawn(s, cancelled_co, a);
+    CHECK(c != NULL);
+    CHECK(aco_rt_spawn(s, stopper_co, s) != NULL);
+    CHECK_EQ(aco_rt_sched_run(s), 0);   /* c parks, fn holds */
+    for (int i = 0; i < 5000 && !atomic_get(&a->started); i++) nap_ms(1);
+    aco_rt_cancel(c);                   /* taken by the free's drain */
+    aco_rt_sched_free(s);
+    CHECK_EQ(atomic_get(&a->drops), 0); /* fn still runs: the helper's */
+    __atomic_store_n(&a->hold, 0, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 5000 && !atomic_get(&a->drops); i++) nap_ms(1);
+    nap_ms(20);
+    CHECK_EQ(atomic_get(&a->drops), 1);
+    CHECK_EQ(a->drop_saw_end, 1);
+    free(a);
+}
+
+/* The free racing helpers that end waits: a helper must not send a wake
+ * into a scheduler past its drain (the woken co's record is freed next;
+ * TSan saw the send write it).  Every call's job is taken exactly once:
+ * its drop or the co's return. */
+static int race_calls, race_taken;
+static void* race_fn(void* arg) {
+    struct timespec ts = {0, (long)((uintptr_t)arg % 200) * 1000};
+    nanosleep(&ts, NULL);
+    return arg;
+}
+static void race_drop(void* arg, void* r) {
+    (void)arg;
+    (void)r;
+    __atomic_fetch_add(&race_taken, 1, __ATOMIC_SEQ_CST);
+}
+static void race_co(void* arg) {
+    for (uintptr_t k = (uintptr_t)arg;; k += 7) {
+        __atomic_fetch_add(&race_calls, 1, __ATOMIC_SEQ_CST);
+        void* r;
+        CHECK_EQ(aco_rt_offload(race_fn, (void*)k, race_drop, &r, -1), 0);
+        CHECK(r == (void*)k);
+        __atomic_fetch_add(&race_taken, 1, __ATOMIC_SEQ_CST);
+    }
+}
+static void race_stopper(void* arg) {
+    aco_rt_sleep((int64_t)((uintptr_t)arg % 300) * 1000);
+    aco_rt_sched_stop(aco_rt_sched_current());
+}
+
+static void test_forsake_race(void) {
+    for (int round = 0; round < 150; round++) {
+        aco_rt_sched_t* s = test_sched(NULL);
+        for (uintptr_t i = 0; i < 4; i++) CHECK(aco_rt_spawn(s, race_co, (void*)(i + round)) != NULL);
+        CHECK(aco_rt_spawn(s, race_stopper, (void*)(uintptr_t)(round * 37)) != NULL);
+        CHECK_EQ(aco_rt_sched_run(s), 0);
+        aco_rt_sched_free(s);
+    }
+    for (int i = 0; i < 5000 && atomic_get(&race_taken) != atomic_get(&race_calls); i++) nap_ms(1);
+    CHECK_EQ(atomic_get(&race_taken), atomic_get(&race_calls));
+}
+
 /* ------------------------------------------------------------------------ */
 /* fork: the child's calls start helpers of its own                         */
 /* ------------------------------------------------------------------------ */
@@ -529,6 +599,8 @@ int main(void) {
     test_on_backends(NULL, body_misuse, NULL);
     test_pool_threads();
     test_forsake();
+    test_forsake_cancelled();
+    test_forsake_race();
     test_fork();
     test_fork_queued();
     printf("test_offload: OK\n");

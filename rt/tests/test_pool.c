@@ -3,7 +3,8 @@
  * between cos of different threads, groups, stopping a busy pool, fork with
  * a running pool (and from a thread with a scheduler: the child's thread
  * has none, and makes one), a thread's scheduler freed right after its
- * join of a pool co returned, aco_rt_pool_free from a pool co (-EDEADLK),
+ * join of a pool co returned (and one whose group a co elsewhere joins),
+ * aco_rt_pool_free from a pool co (-EDEADLK),
  * and a stress of 2 million cross-thread hand-offs (fewer
  * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
@@ -1046,6 +1047,64 @@ static void test_free_while_woken(void) {
     for (int k = 0; k < SFX_CH; k++) CHECK_EQ(aco_rt_chan_free(sfx_ch[k]), 0);
 }
 
+/* A group whose scheduler is freed with its members parked: they leave it
+ * as ended members do.  A co of another thread waiting in its join returns
+ * 0 at once (it waited to its deadline, the size stayed 3 and group_free
+ * said -EBUSY for good). */
+static aco_rt_group_t* gf_g;
+static int gf_join_rc = 1, gf_joining;
+static int64_t gf_join_ns;
+static void gf_member(void* arg) {
+    (void)arg;
+    aco_rt_sleep_until(-1);
+}
+static void gf_stopper(void* arg) {
+    for (int i = 0; i < 5000 && !__atomic_load_n(&gf_joining, __ATOMIC_SEQ_CST); i++)
+        aco_rt_sleep(MS);
+    aco_rt_sleep(10 * MS);                  /* the join waits by now */
+    aco_rt_sched_stop(arg);
+}
+static void gf_joiner(void* arg) {
+    (void)arg;
+    int64_t t0 = aco_rt_now();
+    __atomic_store_n(&gf_joining, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&gf_join_rc, aco_rt_group_join(gf_g, aco_rt_in_ms(20000)), __ATOMIC_SEQ_CST);
+    gf_join_ns = aco_rt_now() - t0;
+}
+static void* gf_join_thread(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, gf_joiner, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+    return NULL;
+}
+static void* gf_thread(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    gf_g = aco_rt_group_new(s);
+    CHECK(gf_g != NULL);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_group_spawn(gf_g, gf_member, NULL, NULL), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, gf_stopper, s)), 0);
+    pthread_t j;
+    CHECK_EQ(pthread_create(&j, NULL, gf_join_thread, NULL), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);       /* stopped: the members parked */
+    CHECK_EQ(aco_rt_group_size(gf_g), 3);
+    aco_rt_sched_free(s);
+    CHECK_EQ(aco_rt_group_size(gf_g), 0);
+    CHECK_EQ(pthread_join(j, NULL), 0);
+    CHECK_EQ(gf_join_rc, 0);
+    CHECK_LT(gf_join_ns, 10000 * MS);
+    CHECK_EQ(aco_rt_group_free(gf_g), 0);
+    return NULL;
+}
+
+static void test_free_group(void) {
+    pthread_t a;
+    CHECK_EQ(pthread_create(&a, NULL, gf_thread, NULL), 0);
+    CHECK_EQ(pthread_join(a, NULL), 0);
+}
+
 /* Each part, with how long it took (to stdout). */
 #define PART(fn)                                                              \
     do {                                                                      \
@@ -1075,6 +1134,7 @@ int main(void) {
     PART(test_free_busy);
     PART(test_free_at_once);
     PART(test_free_while_woken);
+    PART(test_free_group);
     printf("test_pool: all passed\n");
     return 0;
 }

@@ -17,7 +17,9 @@
  *    at once; -EPERM for blocking calls outside a co;
  *  - aco_rt_sched_run: -EDEADLK when every co waits for another forever,
  *    and a later run goes on once something changed; with another
- *    scheduler alive it waits, and says -EDEADLK once that one is freed;
+ *    scheduler alive it waits, and says -EDEADLK once that one is freed,
+ *    but not when the freed one woke a co of it on its way out (3000
+ *    rounds);
  *    aco_rt_sched_stop;
  *    aco_rt_sched_free of a scheduler with parked cos (none runs on);
  *  - 10000 cos spawned and joined; standalone cos with deep recursion on a
@@ -649,6 +651,51 @@ static __attribute__((unused)) void deadlock_other_goes(void) {
     CHECK_EQ(pthread_barrier_destroy(&dl_up), 0);
 }
 
+/* The other scheduler's co wakes one of S's (a semaphore post) and ends,
+ * and the other is freed: S's run must end with 0 and its co done.  S's
+ * run could look at the inbox just before the wake came and at the count
+ * of schedulers just after the free, and said -EDEADLK with the wake
+ * pending (1 round in about 10^5: a stress, not a proof). */
+static aco_rt_sem_t wf_sem;
+static int wf_posted, wf_done;
+static void wf_waiter(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sem_wait(&wf_sem, -1), 0);
+    wf_done = 1;
+}
+static void wf_poster(void* arg) {
+    (void)arg;
+    aco_rt_sem_post(&wf_sem);
+    __atomic_store_n(&wf_posted, 1, __ATOMIC_SEQ_CST);
+}
+static void* wf_other(void* arg) {
+    aco_rt_sched_t* o = aco_rt_sched_new(NULL);
+    CHECK(o != NULL);
+    pthread_barrier_wait(&dl_up);       /* S runs with two schedulers */
+    /* after S's co waits (or nearly): a spin, no sleep, to hit the window */
+    for (volatile int i = 0; i < (int)(uintptr_t)arg; i++) {}
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(o, wf_poster, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(o), 0);
+    aco_rt_sched_free(o);
+    return NULL;
+}
+static __attribute__((unused)) void deadlock_woken_then_freed(void) {
+    CHECK_EQ(pthread_barrier_init(&dl_up, NULL, 2), 0);
+    for (int round = 0; round < (SLOW ? 200 : 3000); round++) {
+        aco_rt_sem_init(&wf_sem, 0);
+        wf_posted = wf_done = 0;
+        CHECK_EQ(aco_rt_detach(aco_rt_spawn(S, wf_waiter, NULL)), 0);
+        pthread_t t;
+        CHECK_EQ(pthread_create(&t, NULL, wf_other, (void*)(uintptr_t)(round % 64 * 50)), 0);
+        pthread_barrier_wait(&dl_up);
+        CHECK_EQ(aco_rt_sched_run(S), 0);
+        CHECK_EQ(wf_done, 1);
+        CHECK_EQ(pthread_join(t, NULL), 0);
+        CHECK_EQ(wf_posted, 1);
+    }
+    CHECK_EQ(pthread_barrier_destroy(&dl_up), 0);
+}
+
 static long stop_count;
 static int stop_done;
 static void counter_co(void* arg) {
@@ -1248,6 +1295,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     deadlock();
 #ifndef ACO_RT_NO_THREADS
     deadlock_other_goes();      /* (two schedulers: not the single-thread build's) */
+    deadlock_woken_then_freed();
 #endif
     stop_test();
     test_go(S, many_main, NULL);
