@@ -538,9 +538,11 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if (s->run.others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1) {
             /* Every co waits on another co, and nothing else can wake one:
              * but a scheduler freed since the drain above may have woken or
-             * spawned one before it went (its send came before its count
-             * went down, both seq_cst): look once more. */
-            if (drain(s) || (__atomic_load_n(&s->newq.n, __ATOMIC_SEQ_CST) && rt_take_new(s, s, 1)))
+             * spawned one, or stopped this run, before it went (its send
+             * came before its count went down, both seq_cst): look once
+             * more. */
+            if (drain(s) || rt_load(&s->ask.stop) ||
+                (__atomic_load_n(&s->newq.n, __ATOMIC_SEQ_CST) && rt_take_new(s, s, 1)))
                 continue;
             r = -EDEADLK;
             break;

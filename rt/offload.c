@@ -5,14 +5,16 @@
  * thread counts, and each job's co pointer.  job->co is the whole protocol
  * between a helper and the waiting co: non-NULL while the co waits and no
  * one has ended its wait.  Whoever clears it, under mu, decides:
- *   - the helper, after fn: it wakes the co (rt_wake_remote, still under
- *     mu) and never touches the job again; the co frees it;
- *   - the co's deadline or cancel (rt_offload_abort, on the co's thread)
- *     or aco_rt_sched_free (rt_offload_forsake): the helper finds NULL
- *     and owns the job: drop, then free.
- * The wake is sent under mu so that aco_rt_sched_free, which takes mu once
- * (rt_offload_quiesce), never frees a scheduler that a helper is still
- * sending to.  mu is never held while fn or drop runs.
+ *   - the helper, after fn (job->woke says so): the co owns the job.  The
+ *     helper wakes it (rt_wake_remote, still under mu, holding the co's
+ *     scheduler: rt_hold_try) and never touches the job again; a
+ *     scheduler already freeing is not woken: its free finds the job
+ *     woken and drops the result (offload_forsake);
+ *   - the co's deadline or cancel (offload_abort, on the co's thread)
+ *     or aco_rt_sched_free (offload_forsake): the helper finds NULL and
+ *     owns the job: drop, then free.  The abort takes RT_OFFLOADING off
+ *     the co, so that a free before it runs again leaves the job alone.
+ * mu is never held while fn or drop runs.
  *
  * The job is a heap record, never on the co's stack (the share-stack rule:
  * a helper writes it while the co's stack may belong to another co); the

@@ -381,9 +381,15 @@ int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline) {
     g->cancelling = g->n != 0;      /* (empty: nothing to cancel, nor later) */
     aco_rt_co_t* first = g->head;
     /* From another thread, through the members' inbox: a cancel runs the
-     * co's abort, which takes other locks, and none is taken under ours. */
-    if (!here)
+     * co's abort, which takes other locks, and none is taken under ours.
+     * Not into a scheduler that frees (past its drain, a message would
+     * stay in its inbox, in a record it frees): its free destroys the
+     * members anyway, and they leave the group then (an empty group's
+     * scheduler may be gone: g->s is not looked at). */
+    if (!here && first && rt_hold_try(g->s)) {
         for (aco_rt_co_t* c = first; c; c = c->x->gnext) rt_cancel_async(c);
+        rt_hold_end(g->s);
+    }
     rt_unlock(&g->lock);
     /* On the group's own thread, at once (as aco_rt_cancel there: no wake
      * that comes after this call may end a member's wait with success),

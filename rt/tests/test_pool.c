@@ -1099,9 +1099,62 @@ static void* gf_thread(void* arg) {
     return NULL;
 }
 
+/* group_cancel from another thread while the groups' scheduler is freed:
+ * its cancels must not go into the freeing scheduler's inbox past its
+ * drain (ASan saw one written through a member's freed record).  A
+ * stress: the cancels race the free, 40 rounds. */
+static aco_rt_group_t* gc_g[2];
+static int gc_go, gc_freed;
+static void gc_canceller(void* arg) {
+    (void)arg;
+    while (!__atomic_load_n(&gc_go, __ATOMIC_SEQ_CST)) {}
+    for (int k = 1; k >= 0; k--) {
+        int r = aco_rt_group_cancel(gc_g[k], 0);
+        CHECK(r == 0 || r == -ETIMEDOUT);
+    }
+    while (!__atomic_load_n(&gc_freed, __ATOMIC_SEQ_CST)) aco_rt_sleep(MS);
+}
+static void* gc_cancel_thread(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* t = aco_rt_sched_new(NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(t, gc_canceller, NULL)), 0);
+    CHECK_EQ(aco_rt_sched_run(t), 0);
+    aco_rt_sched_free(t);
+    return NULL;
+}
+static void* gc_thread(void* arg) {
+    (void)arg;
+    for (int round = 0; round < 40; round++) {
+        aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+        for (int k = 0; k < 2; k++) {
+            gc_g[k] = aco_rt_group_new(s);
+            CHECK(gc_g[k] != NULL);
+            for (int i = 0; i < 8; i++) CHECK_EQ(aco_rt_group_spawn(gc_g[k], gf_member, NULL, NULL), 0);
+        }
+        CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, gf_stopper, s)), 0);
+        gf_joining = 1;                     /* (the stopper waits for none) */
+        gc_go = gc_freed = 0;
+        pthread_t c;
+        CHECK_EQ(pthread_create(&c, NULL, gc_cancel_thread, NULL), 0);
+        CHECK_EQ(aco_rt_sched_run(s), 0);
+        __atomic_store_n(&gc_go, 1, __ATOMIC_SEQ_CST);
+        for (volatile int i = 0; i < round * 40; i++) {}
+        aco_rt_sched_free(s);
+        __atomic_store_n(&gc_freed, 1, __ATOMIC_SEQ_CST);
+        CHECK_EQ(pthread_join(c, NULL), 0);
+        for (int k = 0; k < 2; k++) {
+            CHECK_EQ(aco_rt_group_size(gc_g[k]), 0);
+            CHECK_EQ(aco_rt_group_free(gc_g[k]), 0);
+        }
+    }
+    return NULL;
+}
+
 static void test_free_group(void) {
     pthread_t a;
     CHECK_EQ(pthread_create(&a, NULL, gf_thread, NULL), 0);
+    CHECK_EQ(pthread_join(a, NULL), 0);
+    CHECK_EQ(pthread_create(&a, NULL, gc_thread, NULL), 0);
     CHECK_EQ(pthread_join(a, NULL), 0);
 }
 
