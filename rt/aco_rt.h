@@ -153,7 +153,8 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
  * over goes with the co (the element sent, the unit posted; a mutex handed
  * to it stays locked for good, as one it held).  A co of a group leaves
  * it as one that ended does (a join of the group elsewhere returns 0 when
- * the last member left; the group may then be freed).  Not
+ * the last member left; the group may then be sized, joined, cancelled
+ * and freed, but not spawned into: its scheduler is gone).  Not
  * from a co: from one, or with s not the calling thread's scheduler (NULL,
  * another thread's, freed already), it does nothing.  Joins across
  * schedulers must be over first: their handles go with them, so no co of
