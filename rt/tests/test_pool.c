@@ -19,6 +19,16 @@
 
 static aco_rt_pool_t* pool;
 
+/* fn(arg) as the one co of a scheduler of the calling thread's own, made,
+ * run to its end and freed. */
+static void run_alone(aco_rt_fn_t fn, void* arg) {
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    CHECK(s != NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, fn, arg)), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    aco_rt_sched_free(s);
+}
+
 static aco_rt_pool_t* new_pool(unsigned n) {
     aco_rt_pool_opts_t o = {0};
     o.threads = n;
@@ -927,10 +937,7 @@ static void* sf_select_thread(void* arg) {
     CHECK_EQ(aco_rt_detach(aco_rt_spawn(sf_s, sf_sender, NULL)), 0);
     CHECK_EQ(aco_rt_sched_run(sf_s), 0);
     aco_rt_sched_free(sf_s);
-    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
-    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, sf_late_sender, NULL)), 0);
-    CHECK_EQ(aco_rt_sched_run(s), 0);
-    aco_rt_sched_free(s);
+    run_alone(sf_late_sender, NULL);
     CHECK_EQ(sf_late, -ETIMEDOUT);          /* nobody waits on ch2 */
     CHECK_EQ(aco_rt_chan_free(sf_ch2), 0);
     CHECK_EQ(aco_rt_chan_free(sf_ch1), 0);
@@ -1012,11 +1019,7 @@ static void fd_sender(void* arg) {
     CHECK_EQ(aco_rt_chan_free(fd_ch), 0);
 }
 static void* fd_send_thread(void* arg) {
-    (void)arg;
-    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
-    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, fd_sender, NULL)), 0);
-    CHECK_EQ(aco_rt_sched_run(s), 0);
-    aco_rt_sched_free(s);
+    run_alone(fd_sender, arg);
     return NULL;
 }
 static void* fd_thread(void* arg) {
@@ -1072,11 +1075,7 @@ static void gf_joiner(void* arg) {
     gf_join_ns = aco_rt_now() - t0;
 }
 static void* gf_join_thread(void* arg) {
-    (void)arg;
-    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
-    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, gf_joiner, NULL)), 0);
-    CHECK_EQ(aco_rt_sched_run(s), 0);
-    aco_rt_sched_free(s);
+    run_alone(gf_joiner, arg);
     return NULL;
 }
 static void* gf_thread(void* arg) {
@@ -1115,11 +1114,7 @@ static void gc_canceller(void* arg) {
     while (!__atomic_load_n(&gc_freed, __ATOMIC_SEQ_CST)) aco_rt_sleep(MS);
 }
 static void* gc_cancel_thread(void* arg) {
-    (void)arg;
-    aco_rt_sched_t* t = aco_rt_sched_new(NULL);
-    CHECK_EQ(aco_rt_detach(aco_rt_spawn(t, gc_canceller, NULL)), 0);
-    CHECK_EQ(aco_rt_sched_run(t), 0);
-    aco_rt_sched_free(t);
+    run_alone(gc_canceller, arg);
     return NULL;
 }
 static void* gc_thread(void* arg) {
