@@ -580,12 +580,15 @@ int aco_rt_close(int fd);
  * was never loaded (a linker dropped it: link it as libaco_hook.pc or
  * CMake's aco::hook do), another library's definitions come first, or it
  * is bound to another copy of the runtime (this one linked in statically:
- * the first aco_rt_sched_new then says so on stderr, once).  A library
- * that defines those names ahead of the hooks and hands its calls on (a
- * tracer) counts as theirs if it exports
- * `const void* aco_rt_hook_forwards_(const char* name)`, returning its
- * dlsym(RTLD_NEXT, name).  From any thread, in a co or not; it looks
- * symbols up (dlsym): once, at start. */
+ * the first aco_rt_sched_new then says so on stderr, once).  Definitions
+ * ahead of the hooks that hand the calls on count as theirs: a sanitizer's
+ * interceptors (AddressSanitizer, ThreadSanitizer), or a tracer; they are
+ * found by one call of each name that moves nothing (on descriptor -1,
+ * poll of no descriptor, with a pointer the hooks know), or a library
+ * says so by exporting `const void* aco_rt_hook_forwards_(const char*
+ * name)`, returning its dlsym(RTLD_NEXT, name).  From any thread, in a co
+ * or not; it looks symbols up (dlsym) and makes those calls: once, at
+ * start. */
 int aco_rt_hooks_active(void);
 
 /* Let the calling thread's blocking libc calls (I/O, waits, sleeps, file

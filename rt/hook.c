@@ -104,7 +104,8 @@
  *
  * aco_rt_hooks_active (the runtime's) asks aco_rt_hook_binding_ and
  * aco_rt_hook_owns_ below whether these hooks call its own copy of the
- * runtime, and whether the program's calls reach them.
+ * runtime, and whether the program's calls reach them; where another
+ * definition comes first, it probes (aco_rt_hook_probes_).
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"
@@ -469,11 +470,21 @@ HK_INLINE void hk_addr_out(const struct sockaddr* a, const socklen_t* l) {
     if (a) hk_mem(a, *l, 1);
 }
 
+/* aco_rt_hooks_active's probe: whether a definition ahead of these hooks
+ * (a sanitizer's interceptor, a tracer) hands the program's calls on to
+ * them.  A read, recv, poll or connect whose buffer, array or address is
+ * the token (on descriptor -1, nothing to move) is counted here, per
+ * thread, and fails as the kernel would have it. */
+static const char hk_token[1];
+static __thread unsigned hk_probes;
+#define HK_PROBE(p) (aco_unlikely((const void*)(p) == hk_token) && (hk_probes++, 1))
+
 /* ------------------------------------------------------------------------ */
 /* Reads and writes                                                         */
 /* ------------------------------------------------------------------------ */
 
 HK_INLINE ssize_t hk_read(int fd, void* buf, size_t n) {
+    if (HK_PROBE(buf)) { errno = EBADF; return -1; }
     if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co()) {
         if (fd_is_file(fd)) return file_rw(0, fd, &(struct iovec){buf, n}, 1, -1, 0);
@@ -524,6 +535,7 @@ EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
 }
 
 HK_INLINE ssize_t hk_recv(int fd, void* buf, size_t n, int flags) {
+    if (HK_PROBE(buf)) { errno = EBADF; return -1; }
     if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co() && !(flags & MSG_DONTWAIT)) {
         hk_fd_t* e = co_entry(fd);
@@ -624,6 +636,7 @@ EXPORT int accept4(int fd, struct sockaddr* a, socklen_t* l, int flags) {
 EXPORT int accept(int fd, struct sockaddr* a, socklen_t* l) { return accept4(fd, a, l, 0); }
 
 EXPORT int connect(int fd, const struct sockaddr* a, socklen_t l) {
+    if (HK_PROBE(a)) { errno = EBADF; return -1; }
     if (HK_CHECKED()) hk_mem(a, l, 0);
     if (in_co() && co_entry(fd)) {
         /* aco_rt_connect leaves the socket O_NONBLOCK (it has no per-call
@@ -835,6 +848,7 @@ static int poll_ret(int r) {
 }
 
 HK_INLINE int hk_poll(struct pollfd* fds, nfds_t n, int timeout) {
+    if (HK_PROBE(fds)) return 0;
     if (HK_CHECKED()) hk_mem(fds, n * sizeof(*fds), 1);
     if (!in_co()) return LIBC(poll)(fds, n, timeout);
     return poll_ret(aco_rt_poll(fds, n, ms_deadline(timeout)));
@@ -1676,6 +1690,13 @@ EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int fl
 /* The runtime these hooks call: a copy of the runtime that finds another
  * answer here is not theirs. */
 EXPORT const void* aco_rt_hook_binding_(void) { return (const void*)(uintptr_t)aco_rt_self; }
+
+/* The probe's token, and how many probes reached these hooks on the
+ * calling thread. */
+EXPORT unsigned aco_rt_hook_probes_(const void** token) {
+    *token = hk_token;
+    return hk_probes;
+}
 
 /* Is fn defined here (in this library, or the program hook.c is linked
  * into)? */

@@ -11,14 +11,18 @@
 #include "rt_io.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 /* The syscall hooks (rt/hook.c), if the program has them: linked in (the
  * weak references), or loaded as libaco_hook.so (found by name). */
 extern const void* aco_rt_hook_binding_(void) __attribute__((weak));
 extern int aco_rt_hook_owns_(const void* fn) __attribute__((weak));
+extern unsigned aco_rt_hook_probes_(const void** token) __attribute__((weak));
 
 /* dlsym, leaving no error message behind: glibc keeps a failed lookup's
  * in the heap, per thread, until dlerror is called twice (a pool thread's
@@ -50,6 +54,30 @@ static const void* forwarded(const void* f, const char* name) {
     return next(name);
 }
 
+/* Does f, the definition of names[i] that the program's calls reach,
+ * hand them on to the hooks?  One call that moves nothing (descriptor -1,
+ * poll of no descriptor) with the hooks' token, which they count if it
+ * arrives (a sanitizer's interceptors pass it on as it is). */
+static const char* const names[] = {"read", "recv", "poll", "connect"};
+static int probe(void* f, size_t i, unsigned (*probes)(const void**)) {
+    const void* t;
+    unsigned before = probes(&t);
+    int e = errno;
+    ssize_t (*rd)(int, void*, size_t);
+    ssize_t (*rv)(int, void*, size_t, int);
+    int (*pl)(struct pollfd*, nfds_t, int);
+    int (*cn)(int, const struct sockaddr*, socklen_t);
+    void* b = (void*)(uintptr_t)t;
+    switch (i) {
+    case 0:  *(void**)&rd = f; rd(-1, b, 0); break;
+    case 1:  *(void**)&rv = f; rv(-1, b, 0, 0); break;
+    case 2:  *(void**)&pl = f; pl(b, 0, 0); break;
+    default: *(void**)&cn = f; cn(-1, b, 0); break;
+    }
+    errno = e;
+    return probes(&t) != before;
+}
+
 /* 1: the program's calls reach the hooks, bound to this copy of the
  * runtime; 0: no hooks, or another definition comes first; -1: hooks
  * bound to another copy of the runtime (this one linked in statically,
@@ -57,9 +85,11 @@ static const void* forwarded(const void* f, const char* name) {
 static int hooks_state(void) {
     const void* (*binding)(void) = aco_rt_hook_binding_;
     int (*owns)(const void*) = aco_rt_hook_owns_;
+    unsigned (*probes)(const void**) = aco_rt_hook_probes_;
     if (binding == NULL || owns == NULL) {
         *(void**)&binding = dl_find(RTLD_DEFAULT, "aco_rt_hook_binding_");
         *(void**)&owns = dl_find(RTLD_DEFAULT, "aco_rt_hook_owns_");
+        *(void**)&probes = dl_find(RTLD_DEFAULT, "aco_rt_hook_probes_");
         if (binding == NULL || owns == NULL) return 0;
     }
     if (binding() != (const void*)(uintptr_t)aco_rt_self) return -1;
@@ -71,11 +101,12 @@ static int hooks_state(void) {
     if (dladdr((const void*)(uintptr_t)binding, &a) && dladdr((const void*)(uintptr_t)aco_rt_self, &b) &&
         a.dli_fbase == b.dli_fbase)
         return 1;
-    static const char* const names[] = {"read", "recv", "poll", "connect"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const void* f = dl_find(RTLD_DEFAULT, names[i]);
+        void* f0 = dl_find(RTLD_DEFAULT, names[i]);
+        const void* f = f0;
         for (int hop = 0; f != NULL && !owns(f) && hop < 8; hop++) f = forwarded(f, names[i]);
-        if (f == NULL || !owns(f)) return 0;
+        if (f != NULL && owns(f)) continue;
+        if (f0 == NULL || probes == NULL || !probe(f0, i, probes)) return 0;
     }
     return 1;
 }

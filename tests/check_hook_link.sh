@@ -10,7 +10,11 @@
 #     first check can fail), aco_rt_hooks_active() 0;
 #   - with the static runtime and LD_PRELOAD=libaco_hook.so: the hooks are
 #     bound to another copy of the runtime: aco_rt_hooks_active() 0, and
-#     the first aco_rt_sched_new says so on stderr, once.
+#     the first aco_rt_sched_new says so on stderr, once;
+#   - built with -fsanitize=address (gcc's and clang's, pkg-config's
+#     flags): the sanitizer's read, recv and poll come first and hand the
+#     calls on, so the hooks are live: aco_rt_hooks_active() 1 (it probes
+#     them), the read parks the co.
 # Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +93,16 @@ $cc -O2 -Wall -Wextra -Werror -I. -Irt "$tmp/prog.c" -L"$tmp" -lreader "$OUT/lib
     "$OUT/libaco.a" $uring -ldl -lpthread -Wl,-rpath,"$tmp" -o "$tmp/static" ||
     { echo "check_hook_link: the static build fails"; exit 1; }
 needs() { readelf -dW "$1" | grep -q "NEEDED.*\[$2\]"; }
+asans=""
+for c in gcc clang; do
+    command -v $c > /dev/null || { echo "check_hook_link: $c not found: install it"; exit 1; }
+    # shellcheck disable=SC2046
+    $c -O1 -g -fsanitize=address -Wall -Wextra -Werror -I. -Irt "$tmp/prog.c" -Wl,--as-needed \
+        -L"$tmp" -lreader $(PKG_CONFIG_PATH="$OUT" pkg-config --libs libaco_hook) \
+        -Wl,-rpath,"$out:$tmp" -o "$tmp/asan_$c" ||
+        { echo "check_hook_link: the $c -fsanitize=address build fails"; exit 1; }
+    asans="$asans $c"
+done
 
 for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do
     export ACO_RT_BACKEND=$be
@@ -112,5 +126,14 @@ if [ $st = 0 ] && [ "$n" = 1 ] && grep -q 'aco_rt_hooks_active: 0' <<< "$r"; the
 else
     bad "the static runtime with LD_PRELOAD: status $st, $n warnings: $r $(cat "$tmp/err")"
 fi
+for c in $asans; do
+    for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do
+        if r=$(ACO_RT_BACKEND=$be ASAN_OPTIONS=detect_leaks=0 "$tmp/asan_$c" live 2>&1); then
+            ok "$be: $c -fsanitize=address: live through the sanitizer's interceptors: $(echo "$r" | tr '\n' ' ')"
+        else
+            bad "$be: $c -fsanitize=address: expected live and parked: $(echo "$r" | tr '\n' ' ')"
+        fi
+    done
+done
 echo "check_hook_link: $fails failed"
 [ $fails = 0 ]
