@@ -987,7 +987,8 @@ const char* aco_rt_file_way(const char* call);
 typedef struct aco_rt_bufio aco_rt_bufio_t;
 
 /* A bufio on fd with rsize bytes of read buffer and wsize of write buffer
- * (0: 16 KiB each).  fd stays the caller's.  From any thread.  NULL with
+ * (0: 16 KiB each; read_until holds one byte more, rsize + 1, where it
+ * looks past a limit of rsize).  fd stays the caller's.  From any thread.  NULL with
  * errno ENOMEM, or EINVAL (fd < 0, a size over 1 GiB). */
 aco_rt_bufio_t* aco_rt_bufio_new(int fd, size_t rsize, size_t wsize);
 
@@ -1034,8 +1035,8 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
  * an error or the deadline came first: with n up to the read buffer's size
  * nothing is consumed (the bytes that came stay buffered, a later call has
  * them); a larger n reads its tail straight into buf, and an error after
- * part of it returns the count taken so far instead (r < n: the next call
- * says why). */
+ * part of it returns the count taken so far instead (r < n: the next
+ * call that reads says why, once). */
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline);
 
 /* The bytes up to and including the first delim (a byte: delim as an
@@ -1058,9 +1059,9 @@ ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
  * size, or out NULL; -errno. */
 ssize_t aco_rt_bufio_peek(aco_rt_bufio_t* b, size_t n, const char** out, int64_t deadline);
 
-/* One read of fd into the read buffer's free room (what is buffered moves
- * to its start first if need be): the count of new bytes, 0 at end of
- * file, -ENOBUFS when the buffer is full, -errno. */
+/* One read of fd into all the read buffer's free room (what is buffered
+ * moves to its start first): the count of new bytes, 0 at end of file,
+ * -ENOBUFS when rsize bytes are buffered, -errno. */
 ssize_t aco_rt_bufio_fill(aco_rt_bufio_t* b, int64_t deadline);
 
 /* Drop n buffered bytes (after peek): 0, or -EINVAL (fewer are buffered;

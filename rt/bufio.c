@@ -25,6 +25,8 @@
 struct aco_rt_bufio {
     int fd;
     int werr;                   /* the writer's kept error, or 0 */
+    int rerr;                   /* an error read_full met after part of its
+                                   count, for the next read call, or 0 */
     const aco_rt_bufio_io_t* io;    /* a transport of the program's, or NULL: fd */
     void* ctx;
     char* r;
@@ -93,6 +95,17 @@ size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b) { return b->wlen; }
  * (not one whose shield keeps the cancel: its goodbye goes out). */
 static int gate(void) { return aco_rt_cancel_check(); }
 
+/* gate for the calls that read: then the error a read_full met after part
+ * of its count (it returned the count), once: the kernel told it once. */
+static int rgate(aco_rt_bufio_t* b) {
+    int e = gate();
+    if (e == 0 && b->rerr) {
+        e = b->rerr;
+        b->rerr = 0;
+    }
+    return e;
+}
+
 static void take(aco_rt_bufio_t* b, size_t n) {
     b->roff += n;
     b->rlen -= n;
@@ -126,7 +139,7 @@ static size_t copy_out(aco_rt_bufio_t* b, void* buf, size_t n) {
 }
 
 ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
-    int e = gate();
+    int e = rgate(b);
     if (e) return e;
     if (n == 0) return 0;
     if (b->rlen) return (ssize_t)copy_out(b, buf, n);
@@ -137,7 +150,7 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
 }
 
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
-    int e = gate();
+    int e = rgate(b);
     if (e) return e;
     if (n <= b->rcap) {             /* all or nothing: gather, then copy */
         while (b->rlen < n) {
@@ -155,7 +168,13 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
     while (got < n) {
         ssize_t r = xread(b, (char*)buf + got, n - got, deadline);
         if (r == 0) break;
-        if (r < 0) return got ? (ssize_t)got : r;
+        if (r < 0) {
+            /* the count now, the error to the next call (a deadline or
+             * a cancel says so again by itself) */
+            if (got == 0) return r;
+            if (r != -ETIMEDOUT && r != -ECANCELED) b->rerr = (int)r;
+            return (ssize_t)got;
+        }
         got += (size_t)r;
     }
     return (ssize_t)got;
@@ -163,7 +182,7 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
 
 ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
                                 const char** out, int64_t deadline) {
-    int e = gate();
+    int e = rgate(b);
     if (e) return e;
     if (limit == 0) limit = b->rcap;
     if (limit > b->rcap || out == NULL) return -EINVAL;
@@ -194,7 +213,7 @@ ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
 }
 
 ssize_t aco_rt_bufio_peek(aco_rt_bufio_t* b, size_t n, const char** out, int64_t deadline) {
-    int e = gate();
+    int e = rgate(b);
     if (e) return e;
     if (n > b->rcap || out == NULL) return -EINVAL;
     while (b->rlen < n) {
@@ -211,8 +230,13 @@ ssize_t aco_rt_bufio_peek(aco_rt_bufio_t* b, size_t n, const char** out, int64_t
 }
 
 ssize_t aco_rt_bufio_fill(aco_rt_bufio_t* b, int64_t deadline) {
-    int e = gate();
+    int e = rgate(b);
     if (e) return e;
+    if (b->rlen >= b->rcap) return -ENOBUFS;
+    if (b->roff) {                  /* all the free room for the one read */
+        memmove(b->r, b->r + b->roff, b->rlen);
+        b->roff = 0;
+    }
     return rfill(b, deadline);
 }
 

@@ -1,8 +1,9 @@
 /* test_bufio.c - the buffered reader and writer (aco_rt.h, "Buffered I/O")
  * taken at the header's word: every call, input split at every byte over a
  * socketpair fed by another co, limits, end of file in the middle,
- * deadlines, cancel (and a shielded co's goodbye), the writer's kept error, MSG_MORE on a socket and a
- * pipe, reads into stack buffers of cos sharing one share stack; on both
+ * deadlines, cancel (and a shielded co's goodbye), the writer's kept error,
+ * a reset after part of a read_full, MSG_MORE on a socket and a pipe,
+ * reads into stack buffers of cos sharing one share stack; on both
  * backends. */
 #define _GNU_SOURCE
 #include "rt_test.h"
@@ -314,6 +315,46 @@ static void tails_co(void* arg) {
     close(sv[1]);
 }
 
+/* read_full larger than the read buffer, the peer gone with a reset after
+ * 20 bytes (a Unix socket closed with bytes unread in its own queue: the
+ * kernel says ECONNRESET once, then end of file): the count, then the
+ * error from the next read call, then 0.  And fill reads into all the
+ * free room: 3 bytes buffered past the start, 13 waiting, one fill takes
+ * the 13. */
+static void reset_fill_co(void* arg) {
+    (void)arg;
+    int sv[2];
+    pair(sv);
+    aco_rt_bufio_t* b = aco_rt_bufio_new(sv[0], 16, 16);
+    CHECK(b != NULL);
+    char buf[40];
+    CHECK_EQ(aco_rt_write(sv[0], "z", 1, -1), 1);          /* unread by sv[1] */
+    CHECK_EQ(aco_rt_write(sv[1], "0123456789abcdefghij", 20, -1), 20);
+    CHECK_EQ(close(sv[1]), 0);
+    CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), -1), 20);
+    CHECK(memcmp(buf, "0123456789abcdefghij", 20) == 0);
+    CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), -1), -ECONNRESET);
+    CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), -1), 0);
+    aco_rt_bufio_free(b);
+    close(sv[0]);
+
+    pair(sv);
+    b = aco_rt_bufio_new(sv[0], 16, 16);
+    CHECK(b != NULL);
+    const char* v;
+    CHECK_EQ(aco_rt_write(sv[1], "abcd", 4, -1), 4);
+    CHECK_EQ(aco_rt_bufio_peek(b, 4, &v, -1), 4);
+    CHECK_EQ(aco_rt_bufio_consume(b, 1), 0);
+    CHECK_EQ(aco_rt_write(sv[1], "efghijklmnopq", 13, -1), 13);
+    CHECK_EQ(aco_rt_bufio_fill(b, -1), 13);
+    CHECK_EQ(aco_rt_bufio_peek(b, 16, &v, 0), 16);
+    CHECK(memcmp(v, "bcdefghijklmnopq", 16) == 0);
+    CHECK_EQ(aco_rt_bufio_fill(b, -1), -ENOBUFS);
+    aco_rt_bufio_free(b);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 static void t_limits(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     int sv[2];
@@ -326,6 +367,7 @@ static void t_limits(aco_rt_sched_t* s, void* arg) {
     close(sv[0]);
     close(sv[1]);
     test_go(s, tails_co, NULL);
+    test_go(s, reset_fill_co, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
