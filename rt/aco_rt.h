@@ -39,6 +39,13 @@
  * They never lose data: a call that returns an error transferred nothing
  * (I/O calls: or returns the byte count it did transfer).
  *
+ * NULL.  A pointer argument may be NULL where its call says what that
+ * means; anywhere else NULL is refused before anything is done: -EINVAL
+ * from a call that returns -errno (-EFAULT, the kernel's answer, for a
+ * buffer or an I/O vector of a non-zero size), and from the others their
+ * zero (0, NULL, nothing done).  A pointer that is wrong in any other way
+ * is not looked for: as in libc, it is undefined.
+ *
  * The share-stack rule.  A co's stack may be a share stack that other cos
  * use while it is blocked, so nothing that is written while the co is
  * blocked may point into its stack.  The runtime keeps to it itself: its
@@ -328,8 +335,8 @@ typedef unsigned aco_rt_key_t;
 #define ACO_RT_KEYS_MAX 1024            /* keys alive at once */
 #define ACO_RT_KEY_DTOR_ROUNDS 4        /* PTHREAD_DESTRUCTOR_ITERATIONS */
 
-/* A new key with destructor dtor (may be NULL): 0, or -EAGAIN (all
- * ACO_RT_KEYS_MAX are taken). */
+/* A new key with destructor dtor (may be NULL): 0, -EAGAIN (all
+ * ACO_RT_KEYS_MAX are taken), or -EINVAL (key NULL). */
 int   aco_rt_key_create(aco_rt_key_t* key, void (*dtor)(void*));
 /* Delete key: no destructor runs for its values, which no later key sees.
  * 0, or -EINVAL (not a key, or deleted). */
@@ -972,6 +979,9 @@ const char* aco_rt_file_way(const char* call);
  * cancelled co (as every blocking call here), even when the bytes are
  * already buffered; besides, they return the errors of aco_rt_read /
  * aco_rt_writev (-ETIMEDOUT, -ECONNRESET, -EPIPE, -EBADF, -ENOMEM, ...).
+ * b NULL: -EINVAL from every call that returns -errno (first of all),
+ * aco_rt_bufio_fd's -EINVAL too, 0 bytes buffered and unflushed; buf NULL
+ * with n > 0: -EFAULT.
  *
  * Reading.  A failed read call consumes nothing: what was buffered stays
  * for the next call (read_full for more than the read buffer holds is the
@@ -1256,9 +1266,10 @@ int aco_rt_net_port(int fd);
 /* sem_post, wg_add, wg_done, cond_signal, cond_broadcast) work from any     */
 /* thread, in a co or not, and in a cancelled co too; the mutex calls and    */
 /* the waits need a co (-EPERM), and mutex_trylock and mutex_unlock work in  */
-/* a cancelled co too.  A call's error about its arguments (-EDEADLK,        */
-/* -EPERM: the mutex already held, or not held, by the caller) comes before  */
-/* -ECANCELED.                                                              */
+/* a cancelled co too.  A call's error about its arguments (-EINVAL: an     */
+/* object NULL, first of all; -EDEADLK, -EPERM: the mutex already held, or   */
+/* not held, by the caller) comes before -ECANCELED.  The calls that return  */
+/* nothing do nothing with a NULL object.                                    */
 /* ======================================================================== */
 
 typedef struct aco_rt_waitq { void* head_; void* tail_; } aco_rt_waitq_t;
@@ -1268,12 +1279,12 @@ typedef struct { uintptr_t owner_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_m
 /* Make m an unlocked mutex (as all-zero memory is). */
 void aco_rt_mutex_init(aco_rt_mutex_t* m);
 /* 0, -ETIMEDOUT, -ECANCELED; -EDEADLK if the caller holds it; -EPERM
- * outside a co. */
+ * outside a co; -EINVAL (m NULL). */
 int  aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline);
-/* 0, or -EBUSY; -EPERM outside a co (a mutex is held by a co). */
+/* 0, or -EBUSY; -EPERM outside a co (a mutex is held by a co); -EINVAL. */
 int  aco_rt_mutex_trylock(aco_rt_mutex_t* m);
 /* 0; -EPERM if the caller does not hold it (outside a co: always, a mutex
- * is held by a co).  Hands m to the first waiter.  A co that ends, or is
+ * is held by a co); -EINVAL.  Hands m to the first waiter.  A co that ends, or is
  * destroyed, holding m leaves it held for good (its record, a few hundred
  * bytes, stays allocated: no later co is taken for the holder). */
 int  aco_rt_mutex_unlock(aco_rt_mutex_t* m);
@@ -1283,7 +1294,7 @@ typedef struct { uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_cond_t;
 void aco_rt_cond_init(aco_rt_cond_t* c);
 /* Unlock m, wait for a signal, lock m again (also when the wait failed):
  * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held by the caller, or not in
- * a co: nothing done). */
+ * a co: nothing done), -EINVAL (c or m NULL: nothing done). */
 int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
 /* Wake the longest waiter of c, if any. */
 void aco_rt_cond_signal(aco_rt_cond_t* c);
@@ -1294,9 +1305,9 @@ typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_sem
 /* Make s a semaphore holding count (a negative count is a debt: posts pay
  * it off before a wait can take one). */
 void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count);
-/* Take one: 0, -ETIMEDOUT, -ECANCELED, -EPERM (not in a co). */
+/* Take one: 0, -ETIMEDOUT, -ECANCELED, -EPERM (not in a co), -EINVAL. */
 int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);
-/* 0, or -EAGAIN if none is free. */
+/* 0, or -EAGAIN if none is free; -EINVAL. */
 int  aco_rt_sem_trywait(aco_rt_sem_t* s);
 /* Give one back: to the longest waiter, if any. */
 void aco_rt_sem_post(aco_rt_sem_t* s);
@@ -1305,11 +1316,12 @@ typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_wg_
 /* Make wg a wait group whose counter is 0 (as all-zero memory is). */
 void aco_rt_wg_init(aco_rt_wg_t* wg);
 /* Add n (may be negative) to the counter; at 0 the waiters go on.
- * -EINVAL if it would go below 0 or past INT64_MAX (nothing changes). */
+ * -EINVAL if it would go below 0 or past INT64_MAX (nothing changes), or
+ * wg is NULL. */
 int  aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n);
 int  aco_rt_wg_done(aco_rt_wg_t* wg);           /* aco_rt_wg_add(wg, -1) */
 /* Wait for the counter to be 0: 0, -ETIMEDOUT, -ECANCELED, -EPERM (not in
- * a co). */
+ * a co), -EINVAL. */
 int  aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline);
 
 /* ======================================================================== */
@@ -1334,15 +1346,16 @@ aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap);
 int  aco_rt_chan_free(aco_rt_chan_t* ch);
 /* Copy elem (elem_size bytes) in: 0, -EPIPE (closed), -ETIMEDOUT,
  * -ECANCELED, -EPERM (not in a co), -ENOMEM (an element over 8 bytes
- * finds no room to wait in). */
+ * finds no room to wait in), -EINVAL (ch or elem NULL: first). */
 int  aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline);
 /* Copy an element out into elem: 0; -EPIPE once closed and empty;
- * -ETIMEDOUT, -ECANCELED, -EPERM (not in a co), -ENOMEM (as send). */
+ * -ETIMEDOUT, -ECANCELED, -EPERM (not in a co), -ENOMEM (as send),
+ * -EINVAL (as send). */
 int  aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline);
 /* No more sends: waiting senders get -EPIPE, receivers drain what is
- * buffered and then get -EPIPE.  0, or -EPIPE if already closed.  From any
- * thread, in a co or not.  (A cancelled co's send, receive and select
- * fail with -ECANCELED, closed channel or not.) */
+ * buffered and then get -EPIPE.  0, -EPIPE if already closed, -EINVAL
+ * (ch NULL).  From any thread, in a co or not.  (A cancelled co's send,
+ * receive and select fail with -ECANCELED, closed channel or not.) */
 int  aco_rt_chan_close(aco_rt_chan_t* ch);
 /* Elements buffered now in its ring (0 for capacity 0; the elements of
  * senders that wait are not counted).  From any thread, in a co or not. */

@@ -9,6 +9,9 @@
  *    outside any co.  Creating cos and the attribute, init and destroy calls
  *    work anywhere; aco_rt_pthread_create needs a scheduler on the calling
  *    thread (EPERM if none).
+ *  - EINVAL: a NULL object, attribute object, out-pointer or function
+ *    where a call does not say what NULL means (attr NULL: the defaults,
+ *    as in pthreads), before anything else (pthreads: undefined).
  *  - ECANCELED: a co cancelled with aco_rt_cancel gets it from every call
  *    that can block, as from the runtime's own; there is no
  *    pthread_cancel (a co is never unwound by force).
@@ -148,9 +151,9 @@ int aco_rt_pthread_yield(void);
  * other cos are stopped when main_fn returns (aco_rt_sched_stop; destroyed
  * if the scheduler was made here); after aco_rt_pthread_exit in main_fn
  * they run to their end.  main_fn's result (0 when it ended with
- * aco_rt_pthread_exit); 1 with a message on stderr if the scheduler could
- * not start or failed, or stopped with every co waiting for another
- * (aco_rt_sched_run's -EDEADLK). */
+ * aco_rt_pthread_exit); 1 with a message on stderr if main_fn is NULL,
+ * the scheduler could not start or failed, or stopped with every co
+ * waiting for another (aco_rt_sched_run's -EDEADLK). */
 int aco_rt_pthread_run_main(int (*main_fn)(int, char**), int argc, char** argv);
 
 /* ======================================================================== */

@@ -65,7 +65,12 @@
  *                own aco_rt_tls_shutdown gets it too;
  *   -ENOMEM      no memory (OpenSSL's or ours); done for;
  *   -EBADF       the socket was closed (aco_rt_close); any error of
- *                aco_rt_wait for the socket.
+ *                aco_rt_wait for the socket;
+ *   -EINVAL      t NULL (before anything else; then aco_rt_tls_fd says
+ *                -EINVAL, aco_rt_tls_error a reason, verify_result
+ *                X509_V_ERR_UNSPECIFIED, the other getters NULL or 0);
+ *   -EFAULT      buf NULL with n > 0, or an iov (or a piece) NULL with a
+ *                non-zero length.
  * After "done for", every later call on the connection but free returns
  * the same error at once (a -ECONNRESET or -EPIPE met by a write ends
  * only the writing side, as said).

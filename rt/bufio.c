@@ -84,21 +84,21 @@ static ssize_t xwritev(aco_rt_bufio_t* b, const struct iovec* iov, int k, int64_
 
 void aco_rt_bufio_free(aco_rt_bufio_t* b) { free(b); }
 
-int aco_rt_bufio_fd(const aco_rt_bufio_t* b) { return b->fd; }
+int aco_rt_bufio_fd(const aco_rt_bufio_t* b) { return b ? b->fd : -EINVAL; }
 
-size_t aco_rt_bufio_buffered(const aco_rt_bufio_t* b) { return b->rlen; }
+size_t aco_rt_bufio_buffered(const aco_rt_bufio_t* b) { return b ? b->rlen : 0; }
 
-size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b) { return b->wlen; }
+size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b) { return b ? b->wlen : 0; }
 
 /* What every call with a deadline checks first, as the runtime's blocking
  * calls do: even with the bytes at hand, a cancelled co gets -ECANCELED
  * (not one whose shield keeps the cancel: its goodbye goes out). */
-static int gate(void) { return aco_rt_cancel_check(); }
+static int gate(const aco_rt_bufio_t* b) { return b ? aco_rt_cancel_check() : -EINVAL; }
 
 /* gate for the calls that read: then the error a read_full met after part
  * of its count (it returned the count), once: the kernel told it once. */
 static int rgate(aco_rt_bufio_t* b) {
-    int e = gate();
+    int e = gate(b);
     if (e == 0 && b->rerr) {
         e = b->rerr;
         b->rerr = 0;
@@ -133,7 +133,7 @@ static ssize_t rfill(aco_rt_bufio_t* b, int64_t deadline) {
 
 static size_t copy_out(aco_rt_bufio_t* b, void* buf, size_t n) {
     size_t k = n < b->rlen ? n : b->rlen;
-    memcpy(buf, b->r + b->roff, k);
+    if (k) memcpy(buf, b->r + b->roff, k);
     take(b, k);
     return k;
 }
@@ -142,6 +142,7 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
     int e = rgate(b);
     if (e) return e;
     if (n == 0) return 0;
+    if (buf == NULL) return -EFAULT;
     if (b->rlen) return (ssize_t)copy_out(b, buf, n);
     if (n >= b->rcap) return xread(b, buf, n, deadline);
     ssize_t r = rfill(b, deadline);
@@ -152,6 +153,7 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
     int e = rgate(b);
     if (e) return e;
+    if (buf == NULL && n) return -EFAULT;
     if (n <= b->rcap) {             /* all or nothing: gather, then copy */
         while (b->rlen < n) {
             if (b->roff + n > b->rcap) {
@@ -241,7 +243,7 @@ ssize_t aco_rt_bufio_fill(aco_rt_bufio_t* b, int64_t deadline) {
 }
 
 int aco_rt_bufio_consume(aco_rt_bufio_t* b, size_t n) {
-    if (n > b->rlen) return -EINVAL;
+    if (b == NULL || n > b->rlen) return -EINVAL;
     take(b, n);
     return 0;
 }
@@ -293,9 +295,11 @@ static int send_out(aco_rt_bufio_t* b, const char* data, size_t n, int more,
 }
 
 ssize_t aco_rt_bufio_write(aco_rt_bufio_t* b, const void* buf, size_t n, int64_t deadline) {
-    int e = gate();
+    int e = gate(b);
     if (e) return e;
+    if (buf == NULL && n) return -EFAULT;
     if (b->werr) return b->werr;
+    if (n == 0) return 0;
     const char* p = buf;
     if (n <= b->wcap - b->wlen) {
         memcpy(b->w + b->wlen, p, n);
@@ -319,7 +323,7 @@ ssize_t aco_rt_bufio_write(aco_rt_bufio_t* b, const void* buf, size_t n, int64_t
 }
 
 static int flush(aco_rt_bufio_t* b, int more, int64_t deadline) {
-    int e = gate();
+    int e = gate(b);
     if (e) return e;
     if (b->werr) return b->werr;
     if (b->wlen == 0) return 0;

@@ -219,6 +219,7 @@ int aco_rt_chan_free(aco_rt_chan_t* ch) {
 }
 
 size_t aco_rt_chan_len(const aco_rt_chan_t* ch) {
+    if (ch == NULL) return 0;
     aco_rt_chan_t* c = (aco_rt_chan_t*)(uintptr_t)ch;
     int fast = chan_enter(c);
     size_t n = c->len;
@@ -410,6 +411,7 @@ __attribute__((noinline))
 static int send_entered(aco_rt_sched_t* s, aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem,
                         int64_t deadline, int fast) {
     rt_waiter_t* wk = NULL;
+    if (rt_unlikely(elem == NULL)) { chan_leave(ch, fast); return -EINVAL; }
     if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     if (send_now(ch, elem, &wk)) {
         size_t n = ch->elem_size;
@@ -426,6 +428,7 @@ __attribute__((noinline))
 static int send_any(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     aco_rt_sched_t* s = rt_tls_sched;
     aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
+    if (rt_unlikely(ch == NULL || elem == NULL)) return -EINVAL;
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
     int fast = chan_enter_as(ch, s);
@@ -438,12 +441,12 @@ static int send_any(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
 int aco_rt_chan_send(aco_rt_chan_t* ch, const void* elem, int64_t deadline) {
     aco_rt_sched_t* s = rt_tls_sched;
     aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
-    if (rt_unlikely(me == NULL || rt_co_cancel_maybe(me) || !chan_try_fast(ch, s)))
+    if (rt_unlikely(me == NULL || rt_co_cancel_maybe(me) || ch == NULL || !chan_try_fast(ch, s)))
         return send_any(ch, elem, deadline);
     aco_rt_co_t* d = ch->direct;
     size_t n = ch->elem_size;
     if (d && !ch->dsend && ch->direct_s == s && (n == 4 || n == 8) &&  /* (not closed then) */
-        d->state == RT_PARKED && !rt_timer_armed(&d->tmo)) {
+        d->state == RT_PARKED && !rt_timer_armed(&d->tmo) && elem) {
         ch->direct = NULL;
         chan_leave(ch, 1);
         if (n == 4) memcpy(&d->w.box, elem, 4);
@@ -538,9 +541,15 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
     return recv_box_done(elem);
 }
 
+/* A NULL channel or element (out of line: the checks stay two tests). */
+__attribute__((noinline, cold))
+static int refused(void) { return -EINVAL; }
+
 int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_sched_t* s = rt_tls_sched;
     aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
+    if (rt_unlikely(ch == NULL)) return refused();
+    if (rt_unlikely(elem == NULL)) return refused();
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
     int fast = chan_enter_as(ch, s);
@@ -553,6 +562,7 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
 }
 
 int aco_rt_chan_close(aco_rt_chan_t* ch) {
+    if (ch == NULL) return -EINVAL;
     int fast = chan_enter(ch);
     if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     ch->closed = 1;

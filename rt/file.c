@@ -681,6 +681,7 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
                    int64_t deadline) {
     CO_OR_EPERM(co);
     if (cnt < 0 || cnt > IOV_MAX) return -EINVAL;
+    if (iov == NULL && cnt) return -EFAULT;
     if (off < -1) return -EINVAL;
     size_t total = 0;
     int on_stack = 0;

@@ -221,6 +221,7 @@ static struct iovec* iov_for_uring(aco_rt_co_t* co, const struct iovec* iov, int
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
+    if (iov == NULL && iovcnt) return -EFAULT;              /* (and this) */
     size_t total = 0;
     for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
@@ -237,6 +238,7 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
 ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
+    if (iov == NULL && iovcnt) return -EFAULT;
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
     if (rt_unlikely(total == 0)) {

@@ -68,6 +68,7 @@ static inline int key_live(aco_rt_key_t k) {
 }
 
 int aco_rt_key_create(aco_rt_key_t* key, void (*dtor)(void*)) {
+    if (key == NULL) return -EINVAL;
     pthread_mutex_lock(&keys_lock);
     for (uint32_t i = 0; i < ACO_RT_KEYS_MAX; i++) {
         uint32_t seq = keys[i].seq;

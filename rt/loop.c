@@ -607,7 +607,9 @@ void rt_kernel_drop_cos(aco_rt_sched_t* s) {
 /* The program's timers, on the scheduler's wheel (timer.c)                 */
 /* ------------------------------------------------------------------------ */
 
-void aco_rt_timer_init(aco_rt_timer_t* t) { memset(t, 0, sizeof(*t)); }
+void aco_rt_timer_init(aco_rt_timer_t* t) {
+    if (t) memset(t, 0, sizeof(*t));
+}
 
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
                        void (*fn)(aco_rt_timer_t*)) {
@@ -684,6 +686,7 @@ int aco_rt_sleep(int64_t ns) {
 /* ------------------------------------------------------------------------ */
 
 void aco_rt_stats(const aco_rt_sched_t* s, aco_rt_stats_t* out) {
+    if (out == NULL) return;
     if (s == NULL) s = rt_tls_sched;
     if (s == NULL) { memset(out, 0, sizeof(*out)); return; }
     *out = s->st;

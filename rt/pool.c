@@ -302,7 +302,7 @@ aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p) {
     return aco_rt_group_new(least_loaded(p));
 }
 
-aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g) { return g->s; }
+aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g) { return g ? g->s : NULL; }
 
 /* co, made and held (rt_spawn), joins g: -ECANCELED if g is being
  * cancelled.  (co->x was made by the spawn.) */
@@ -347,6 +347,7 @@ int aco_rt_group_spawn(aco_rt_group_t* g, aco_rt_fn_t fn, void* arg,
 }
 
 size_t aco_rt_group_size(aco_rt_group_t* g) {
+    if (g == NULL) return 0;
     rt_lock(&g->lock);
     size_t n = g->n;
     rt_unlock(&g->lock);

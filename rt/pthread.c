@@ -135,6 +135,7 @@ static void lock_anyway(aco_rt_co_t* me, aco_rt_mutex_t* m) {
 /* ------------------------------------------------------------------------ */
 
 int aco_rt_pthread_attr_init(aco_rt_pthread_attr_t* a) {
+    if (a == NULL) return EINVAL;
     memset(a, 0, sizeof(*a));
     return 0;
 }
@@ -145,18 +146,21 @@ int aco_rt_pthread_attr_destroy(aco_rt_pthread_attr_t* a) {
 }
 
 int aco_rt_pthread_attr_setstacksize(aco_rt_pthread_attr_t* a, size_t n) {
+    if (a == NULL) return EINVAL;
     if (n < ACO_RT_PTHREAD_STACK_MIN) return EINVAL;
     a->stacksize_ = n;
     return 0;
 }
 
 int aco_rt_pthread_attr_getstacksize(const aco_rt_pthread_attr_t* a, size_t* n) {
+    if (a == NULL || n == NULL) return EINVAL;
     aco_rt_sched_t* s = rt_tls_sched;
     *n = a->stacksize_ ? a->stacksize_ : s ? s->recs.stack_size : 256 * 1024;
     return 0;
 }
 
 int aco_rt_pthread_attr_setdetachstate(aco_rt_pthread_attr_t* a, int st) {
+    if (a == NULL) return EINVAL;
     if (st != ACO_RT_PTHREAD_CREATE_JOINABLE && st != ACO_RT_PTHREAD_CREATE_DETACHED)
         return EINVAL;
     a->detachstate_ = st;
@@ -164,6 +168,7 @@ int aco_rt_pthread_attr_setdetachstate(aco_rt_pthread_attr_t* a, int st) {
 }
 
 int aco_rt_pthread_attr_getdetachstate(const aco_rt_pthread_attr_t* a, int* st) {
+    if (a == NULL || st == NULL) return EINVAL;
     *st = a->detachstate_;
     return 0;
 }
@@ -223,7 +228,7 @@ static void pt_main(void* arg) {
 
 int aco_rt_pthread_create(aco_rt_pthread_t* t, const aco_rt_pthread_attr_t* attr,
                           void* (*fn)(void*), void* arg) {
-    if (fn == NULL) return EINVAL;
+    if (t == NULL || fn == NULL) return EINVAL;
     if (attr && ((attr->stacksize_ && attr->stacksize_ < ACO_RT_PTHREAD_STACK_MIN) ||
                  (attr->detachstate_ != ACO_RT_PTHREAD_CREATE_JOINABLE &&
                   attr->detachstate_ != ACO_RT_PTHREAD_CREATE_DETACHED)))
@@ -347,6 +352,10 @@ static void* main_co(void* arg) {
 }
 
 int aco_rt_pthread_run_main(int (*main_fn)(int, char**), int argc, char** argv) {
+    if (main_fn == NULL) {
+        fprintf(stderr, "aco_rt_pthread_run_main: main_fn is NULL\n");
+        return 1;
+    }
     aco_rt_sched_t* s = rt_tls_sched;
     int own = s == NULL;
     if (own && (s = aco_rt_sched_new(NULL)) == NULL) {
@@ -382,6 +391,7 @@ int aco_rt_pthread_run_main(int (*main_fn)(int, char**), int argc, char** argv) 
 /* ------------------------------------------------------------------------ */
 
 int aco_rt_pthread_mutexattr_init(aco_rt_pthread_mutexattr_t* a) {
+    if (a == NULL) return EINVAL;
     memset(a, 0, sizeof(*a));
     return 0;
 }
@@ -392,6 +402,7 @@ int aco_rt_pthread_mutexattr_destroy(aco_rt_pthread_mutexattr_t* a) {
 }
 
 int aco_rt_pthread_mutexattr_settype(aco_rt_pthread_mutexattr_t* a, int type) {
+    if (a == NULL) return EINVAL;
     if (type != ACO_RT_PTHREAD_MUTEX_NORMAL && type != ACO_RT_PTHREAD_MUTEX_RECURSIVE &&
         type != ACO_RT_PTHREAD_MUTEX_ERRORCHECK)
         return EINVAL;
@@ -400,6 +411,7 @@ int aco_rt_pthread_mutexattr_settype(aco_rt_pthread_mutexattr_t* a, int type) {
 }
 
 int aco_rt_pthread_mutexattr_gettype(const aco_rt_pthread_mutexattr_t* a, int* type) {
+    if (a == NULL || type == NULL) return EINVAL;
     *type = a->type_;
     return 0;
 }
@@ -412,10 +424,12 @@ static int set_pshared(int* field, int ps) {
 }
 
 int aco_rt_pthread_mutexattr_setpshared(aco_rt_pthread_mutexattr_t* a, int ps) {
+    if (a == NULL) return EINVAL;
     return set_pshared(&a->pshared_, ps);
 }
 
 int aco_rt_pthread_mutexattr_getpshared(const aco_rt_pthread_mutexattr_t* a, int* ps) {
+    if (a == NULL || ps == NULL) return EINVAL;
     *ps = a->pshared_;
     return 0;
 }
@@ -433,6 +447,7 @@ static int mutex_bad(aco_rt_pthread_mutex_t* m, const char* fn) {
 }
 
 int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mutexattr_t* attr) {
+    if (m == NULL) return EINVAL;
     int type = attr ? attr->type_ : ACO_RT_PTHREAD_MUTEX_NORMAL;
     if (!type_ok(type) || on_share_stack(m, sizeof(*m))) {
         mark(&m->type_, !type_ok(type));
@@ -445,6 +460,7 @@ int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mu
 }
 
 int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m) {
+    if (m == NULL) return EINVAL;
     if (!type_ok(m->type_)) return mutex_bad(m, "aco_rt_pthread_mutex_destroy");
     /* held or handed to a waiter: the runtime's owner is set */
     if (__atomic_load_n(&m->m_.owner_, __ATOMIC_RELAXED) != 0) return EBUSY;
@@ -453,6 +469,7 @@ int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m) {
 }
 
 static int lock_until(aco_rt_pthread_mutex_t* m, int64_t deadline, const char* fn) {
+    if (m == NULL) return EINVAL;
     if (rt_unlikely(marked((unsigned)m->type_))) return mutex_bad(m, fn);   /* (anywhere) */
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
@@ -490,6 +507,7 @@ int aco_rt_pthread_mutex_timedlock(aco_rt_pthread_mutex_t* m, const struct times
 }
 
 int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m) {
+    if (m == NULL) return EINVAL;
     if (rt_unlikely(marked((unsigned)m->type_)))
         return mutex_bad(m, "aco_rt_pthread_mutex_trylock");
     aco_rt_co_t* me = rt_self();
@@ -507,6 +525,7 @@ int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m) {
 }
 
 int aco_rt_pthread_mutex_unlock(aco_rt_pthread_mutex_t* m) {
+    if (m == NULL) return EINVAL;
     aco_rt_co_t* me = rt_self();
     if (rt_unlikely(marked((unsigned)m->type_)))
         return mutex_bad(m, "aco_rt_pthread_mutex_unlock");
@@ -523,6 +542,7 @@ int aco_rt_pthread_mutex_unlock(aco_rt_pthread_mutex_t* m) {
 static inline int clock_ok(clockid_t c) { return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC; }
 
 int aco_rt_pthread_condattr_init(aco_rt_pthread_condattr_t* a) {
+    if (a == NULL) return EINVAL;
     memset(a, 0, sizeof(*a));
     a->clock_ = CLOCK_REALTIME;
     return 0;
@@ -534,21 +554,25 @@ int aco_rt_pthread_condattr_destroy(aco_rt_pthread_condattr_t* a) {
 }
 
 int aco_rt_pthread_condattr_setclock(aco_rt_pthread_condattr_t* a, clockid_t clk) {
+    if (a == NULL) return EINVAL;
     if (!clock_ok(clk)) return EINVAL;
     a->clock_ = clk;
     return 0;
 }
 
 int aco_rt_pthread_condattr_getclock(const aco_rt_pthread_condattr_t* a, clockid_t* clk) {
+    if (a == NULL || clk == NULL) return EINVAL;
     *clk = a->clock_;
     return 0;
 }
 
 int aco_rt_pthread_condattr_setpshared(aco_rt_pthread_condattr_t* a, int ps) {
+    if (a == NULL) return EINVAL;
     return set_pshared(&a->pshared_, ps);
 }
 
 int aco_rt_pthread_condattr_getpshared(const aco_rt_pthread_condattr_t* a, int* ps) {
+    if (a == NULL || ps == NULL) return EINVAL;
     *ps = a->pshared_;
     return 0;
 }
@@ -563,6 +587,7 @@ static int cond_bad(aco_rt_pthread_cond_t* c, const char* fn) {
 }
 
 int aco_rt_pthread_cond_init(aco_rt_pthread_cond_t* c, const aco_rt_pthread_condattr_t* attr) {
+    if (c == NULL) return EINVAL;
     clockid_t clk = attr ? attr->clock_ : CLOCK_REALTIME;
     if (!clock_ok(clk) || on_share_stack(c, sizeof(*c))) {
         mark(&c->clock_, !clock_ok(clk));
@@ -575,6 +600,7 @@ int aco_rt_pthread_cond_init(aco_rt_pthread_cond_t* c, const aco_rt_pthread_cond
 }
 
 int aco_rt_pthread_cond_destroy(aco_rt_pthread_cond_t* c) {
+    if (c == NULL) return EINVAL;
     if (cond_refused(c)) return cond_bad(c, "aco_rt_pthread_cond_destroy");
     if (__atomic_load_n(&c->c_.q_.head_, __ATOMIC_RELAXED) != NULL) return EBUSY;
     return 0;
@@ -583,6 +609,7 @@ int aco_rt_pthread_cond_destroy(aco_rt_pthread_cond_t* c) {
 /* timed: until abstime on clk (EINVAL for a bad one), else no deadline. */
 static int wait_until(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m, int timed,
                       clockid_t clk, const struct timespec* abstime, const char* fn) {
+    if (c == NULL || m == NULL) return EINVAL;
     if (cond_refused(c)) return cond_bad(c, fn);
     if (rt_unlikely(marked((unsigned)m->type_))) return mutex_bad(m, fn);
     int64_t deadline = timed ? deadline_of(clk, abstime) : -1;
@@ -610,16 +637,19 @@ int aco_rt_pthread_cond_clockwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex
 
 int aco_rt_pthread_cond_timedwait(aco_rt_pthread_cond_t* c, aco_rt_pthread_mutex_t* m,
                                   const struct timespec* abstime) {
+    if (c == NULL || m == NULL) return EINVAL;
     return wait_until(c, m, 1, c->clock_, abstime, "aco_rt_pthread_cond_timedwait");
 }
 
 int aco_rt_pthread_cond_signal(aco_rt_pthread_cond_t* c) {
+    if (c == NULL) return EINVAL;
     if (cond_refused(c)) return cond_bad(c, "aco_rt_pthread_cond_signal");
     aco_rt_cond_signal(&c->c_);
     return 0;
 }
 
 int aco_rt_pthread_cond_broadcast(aco_rt_pthread_cond_t* c) {
+    if (c == NULL) return EINVAL;
     if (cond_refused(c)) return cond_bad(c, "aco_rt_pthread_cond_broadcast");
     aco_rt_cond_broadcast(&c->c_);
     return 0;
@@ -630,6 +660,7 @@ int aco_rt_pthread_cond_broadcast(aco_rt_pthread_cond_t* c) {
 /* ------------------------------------------------------------------------ */
 
 int aco_rt_pthread_once(aco_rt_pthread_once_t* o, void (*init)(void)) {
+    if (o == NULL || init == NULL) return EINVAL;
     aco_rt_co_t* me = rt_self();
     /* (a cancelled co gets ECANCELED from a call that can block even when
      * this one would not: aco_rt.h) */
@@ -669,6 +700,7 @@ int aco_rt_pthread_setspecific(aco_rt_pthread_key_t key, const void* val) {
 /* ------------------------------------------------------------------------ */
 
 int aco_rt_pthread_rwlockattr_init(aco_rt_pthread_rwlockattr_t* a) {
+    if (a == NULL) return EINVAL;
     memset(a, 0, sizeof(*a));
     return 0;
 }
@@ -679,10 +711,12 @@ int aco_rt_pthread_rwlockattr_destroy(aco_rt_pthread_rwlockattr_t* a) {
 }
 
 int aco_rt_pthread_rwlockattr_setpshared(aco_rt_pthread_rwlockattr_t* a, int ps) {
+    if (a == NULL) return EINVAL;
     return set_pshared(&a->pshared_, ps);
 }
 
 int aco_rt_pthread_rwlockattr_getpshared(const aco_rt_pthread_rwlockattr_t* a, int* ps) {
+    if (a == NULL || ps == NULL) return EINVAL;
     *ps = a->pshared_;
     return 0;
 }
@@ -698,6 +732,7 @@ static int rw_bad(aco_rt_pthread_rwlock_t* l, const char* fn) {
 
 int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l,
                                const aco_rt_pthread_rwlockattr_t* attr) {
+    if (l == NULL) return EINVAL;
     (void)attr;
     if (on_share_stack(l, sizeof(*l))) {
         mark(&l->mark_, 0);
@@ -719,6 +754,7 @@ static unsigned cond_waiters(aco_rt_cond_t* c) {
 }
 
 int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l) {
+    if (l == NULL) return EINVAL;
     if (rw_refused(l)) return rw_bad(l, "aco_rt_pthread_rwlock_destroy");
     if (l->writer_ || l->readers_ ||
         __atomic_load_n(&l->writers_q_.q_.head_, __ATOMIC_RELAXED) != NULL ||
@@ -732,6 +768,7 @@ enum { RW_READ, RW_WRITE };
 /* Lock l for how until deadline; try: EBUSY instead of waiting. */
 static int rw_lock(aco_rt_pthread_rwlock_t* l, int how, int64_t deadline, int try,
                    const char* fn) {
+    if (l == NULL) return EINVAL;
     if (rw_refused(l)) return rw_bad(l, fn);
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
@@ -788,6 +825,7 @@ int aco_rt_pthread_rwlock_timedwrlock(aco_rt_pthread_rwlock_t* l, const struct t
 }
 
 int aco_rt_pthread_rwlock_unlock(aco_rt_pthread_rwlock_t* l) {
+    if (l == NULL) return EINVAL;
     if (rw_refused(l)) return rw_bad(l, "aco_rt_pthread_rwlock_unlock");
     aco_rt_co_t* me = rt_self();
     if (me == NULL) return EPERM;
@@ -814,6 +852,7 @@ int aco_rt_pthread_rwlock_unlock(aco_rt_pthread_rwlock_t* l) {
 /* ------------------------------------------------------------------------ */
 
 int aco_rt_pthread_barrierattr_init(aco_rt_pthread_barrierattr_t* a) {
+    if (a == NULL) return EINVAL;
     memset(a, 0, sizeof(*a));
     return 0;
 }
@@ -824,10 +863,12 @@ int aco_rt_pthread_barrierattr_destroy(aco_rt_pthread_barrierattr_t* a) {
 }
 
 int aco_rt_pthread_barrierattr_setpshared(aco_rt_pthread_barrierattr_t* a, int ps) {
+    if (a == NULL) return EINVAL;
     return set_pshared(&a->pshared_, ps);
 }
 
 int aco_rt_pthread_barrierattr_getpshared(const aco_rt_pthread_barrierattr_t* a, int* ps) {
+    if (a == NULL || ps == NULL) return EINVAL;
     *ps = a->pshared_;
     return 0;
 }
@@ -840,6 +881,7 @@ static int barrier_bad(aco_rt_pthread_barrier_t* b, const char* fn) {
 
 int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
                                 const aco_rt_pthread_barrierattr_t* attr, unsigned count) {
+    if (b == NULL) return EINVAL;
     (void)attr;
     if (count == 0 || on_share_stack(b, sizeof(*b))) {
         b->n_ = 0;
@@ -853,11 +895,13 @@ int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
 }
 
 int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b) {
+    if (b == NULL) return EINVAL;
     if (b->n_ == 0) return barrier_bad(b, "aco_rt_pthread_barrier_destroy");
     return __atomic_load_n(&b->q_.q_.head_, __ATOMIC_RELAXED) != NULL ? EBUSY : 0;
 }
 
 int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
+    if (b == NULL) return EINVAL;
     if (b->n_ == 0) return barrier_bad(b, "aco_rt_pthread_barrier_wait");
     if (rt_self() == NULL) return EPERM;
     int r = aco_rt_mutex_lock(&b->m_, -1);

@@ -22,7 +22,9 @@
 
 #define MUTEX_WAITERS ((uintptr_t)1)
 
-void aco_rt_mutex_init(aco_rt_mutex_t* m) { memset(m, 0, sizeof(*m)); }
+void aco_rt_mutex_init(aco_rt_mutex_t* m) {
+    if (m) memset(m, 0, sizeof(*m));
+}
 
 static inline aco_rt_co_t* owner_of(uintptr_t o) {
     return (aco_rt_co_t*)(o & ~MUTEX_WAITERS);
@@ -63,6 +65,7 @@ static int lock_or_queue(aco_rt_mutex_t* m, aco_rt_co_t* me) {
  * rest is out of line. */
 __attribute__((noinline))
 static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
+    if (rt_unlikely(m == NULL)) return -EINVAL;
     if (rt_unlikely(me == NULL)) return -EPERM;
     if (owner_of(rt_load(&m->owner_)) == me) return -EDEADLK;
     if (rt_co_cancelled(me)) return -ECANCELED;
@@ -75,7 +78,7 @@ static int lock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, int64_t deadline) {
 
 int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
-    if (rt_likely(me != NULL && !rt_co_cancelled(me))) {
+    if (rt_likely(me != NULL && m != NULL && !rt_co_cancelled(me))) {
         uintptr_t o = 0;
         if (rt_likely(rt_cas(&m->owner_, &o, (uintptr_t)me))) {
             held_add(me, 1);
@@ -87,6 +90,7 @@ int aco_rt_mutex_lock(aco_rt_mutex_t* m, int64_t deadline) {
 
 int aco_rt_mutex_trylock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
+    if (m == NULL) return -EINVAL;
     if (me == NULL) return -EPERM;
     uintptr_t o = 0;
     if (!rt_cas(&m->owner_, &o, (uintptr_t)me)) return -EBUSY;
@@ -96,6 +100,7 @@ int aco_rt_mutex_trylock(aco_rt_mutex_t* m) {
 
 __attribute__((noinline))
 static int unlock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, uintptr_t o) {
+    if (rt_unlikely(m == NULL)) return -EINVAL;
     if (rt_unlikely(me == NULL || owner_of(o) != me)) return -EPERM;
     held_add(me, -1);
     /* Waiters may be queued: hand m to the first that can take it. */
@@ -111,7 +116,7 @@ static int unlock_slow(aco_rt_mutex_t* m, aco_rt_co_t* me, uintptr_t o) {
 int aco_rt_mutex_unlock(aco_rt_mutex_t* m) {
     aco_rt_co_t* me = rt_self();
     uintptr_t o = (uintptr_t)me;
-    if (rt_likely(me != NULL && rt_cas(&m->owner_, &o, 0))) {
+    if (rt_likely(me != NULL && m != NULL && rt_cas(&m->owner_, &o, 0))) {
         held_add(me, -1);
         return 0;
     }
@@ -135,10 +140,13 @@ static void relock(aco_rt_co_t* me, aco_rt_mutex_t* m) {
 /* Condition variable                                                       */
 /* ------------------------------------------------------------------------ */
 
-void aco_rt_cond_init(aco_rt_cond_t* c) { memset(c, 0, sizeof(*c)); }
+void aco_rt_cond_init(aco_rt_cond_t* c) {
+    if (c) memset(c, 0, sizeof(*c));
+}
 
 int aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
+    if (c == NULL || m == NULL) return -EINVAL;
     if (me == NULL || owner_of(rt_load(&m->owner_)) != me) return -EPERM;
     if (rt_co_cancelled(me)) return -ECANCELED;
     int r = rt_may_block(me, deadline);
@@ -155,6 +163,7 @@ int aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline) {
 }
 
 void aco_rt_cond_signal(aco_rt_cond_t* c) {
+    if (c == NULL) return;
     rt_lock(&c->lock_);
     rt_waiter_t* w = rt_wq_take(&c->q_);
     rt_unlock(&c->lock_);
@@ -162,7 +171,7 @@ void aco_rt_cond_signal(aco_rt_cond_t* c) {
 }
 
 void aco_rt_cond_broadcast(aco_rt_cond_t* c) {
-    for (;;) {
+    while (c) {
         rt_lock(&c->lock_);
         rt_waiter_t* w = rt_wq_take(&c->q_);
         rt_unlock(&c->lock_);
@@ -176,6 +185,7 @@ void aco_rt_cond_broadcast(aco_rt_cond_t* c) {
 /* ------------------------------------------------------------------------ */
 
 void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count) {
+    if (s == NULL) return;
     memset(s, 0, sizeof(*s));
     s->count_ = count;
 }
@@ -190,6 +200,7 @@ static inline int sem_take(aco_rt_sem_t* s) {
 
 int aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
+    if (s == NULL) return -EINVAL;
     if (me == NULL) return -EPERM;
     if (rt_co_cancelled(me)) return -ECANCELED;
     if (sem_take(s)) return 0;
@@ -204,10 +215,12 @@ int aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline) {
 }
 
 int aco_rt_sem_trywait(aco_rt_sem_t* s) {
+    if (s == NULL) return -EINVAL;
     return sem_take(s) ? 0 : -EAGAIN;
 }
 
 void aco_rt_sem_post(aco_rt_sem_t* s) {
+    if (s == NULL) return;
     /* Under the lock: a waiter queues only after it saw count 0 there. */
     rt_lock(&s->lock_);
     rt_waiter_t* w = rt_wq_take(&s->q_);
@@ -220,9 +233,12 @@ void aco_rt_sem_post(aco_rt_sem_t* s) {
 /* Wait group                                                               */
 /* ------------------------------------------------------------------------ */
 
-void aco_rt_wg_init(aco_rt_wg_t* wg) { memset(wg, 0, sizeof(*wg)); }
+void aco_rt_wg_init(aco_rt_wg_t* wg) {
+    if (wg) memset(wg, 0, sizeof(*wg));
+}
 
 int aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n) {
+    if (wg == NULL) return -EINVAL;
     int64_t c = rt_load(&wg->count_), to;
     do {
         if (n < 0 ? (n == INT64_MIN || c < -n) : c > INT64_MAX - n) return -EINVAL;
@@ -246,6 +262,7 @@ int aco_rt_wg_done(aco_rt_wg_t* wg) { return aco_rt_wg_add(wg, -1); }
 
 int aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
+    if (wg == NULL) return -EINVAL;
     if (me == NULL) return -EPERM;
     if (rt_co_cancelled(me)) return -ECANCELED;
     if (rt_load(&wg->count_) == 0) return 0;

@@ -597,18 +597,20 @@ void aco_rt_tls_free(aco_rt_tls_t* t) {
     free(t);
 }
 
-int aco_rt_tls_fd(const aco_rt_tls_t* t) { return t->fd; }
+int aco_rt_tls_fd(const aco_rt_tls_t* t) { return t ? t->fd : -EINVAL; }
 
-const char* aco_rt_tls_error(const aco_rt_tls_t* t) { return t->err; }
+const char* aco_rt_tls_error(const aco_rt_tls_t* t) { return t ? t->err : "no connection (NULL)"; }
 
 long aco_rt_tls_verify_result(const aco_rt_tls_t* t) {
+    if (t == NULL) return X509_V_ERR_UNSPECIFIED;
     /* (OpenSSL still checks under SSL_VERIFY_NONE, and keeps its verdict) */
     if (SSL_get_verify_mode(t->ssl) == SSL_VERIFY_NONE) return X509_V_OK;
     return SSL_get_verify_result(t->ssl);
 }
 
-/* What every call that may wait checks first. */
+/* What every call that may wait checks first: t, then the co. */
 static int gate(aco_rt_tls_t* t) {
+    if (t == NULL) return -EINVAL;
     int e = aco_rt_cancel_check();      /* (a shielded co's close_notify goes out) */
     if (e) {
         snprintf(t->err, sizeof t->err, "%s", strerror(-e));
@@ -787,6 +789,7 @@ ssize_t aco_rt_tls_read(aco_rt_tls_t* t, void* buf, size_t n, int64_t deadline) 
     int g = gate(t);
     if (g) return g;
     if (n == 0) return 0;
+    if (buf == NULL) return -EFAULT;
     if (!t->hs_done && (g = aco_rt_tls_handshake(t, deadline)) != 0) return g;
     for (;;) {
         size_t got = 0;
@@ -880,8 +883,9 @@ static int write_gate(aco_rt_tls_t* t, int64_t deadline) {
 }
 
 ssize_t aco_rt_tls_write(aco_rt_tls_t* t, const void* buf, size_t n, int64_t deadline) {
-    if (n == 0) return gate(t);
+    if (n == 0 || t == NULL) return gate(t);
     if (n > SSIZE_MAX) return -EINVAL;
+    if (buf == NULL) return -EFAULT;
     int g = write_gate(t, deadline);
     if (g) return g;
     return put(t, buf, n, deadline);
@@ -932,9 +936,11 @@ static ssize_t writev_pieces(aco_rt_tls_t* t, const struct iovec* iov, int iovcn
 }
 
 ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, int64_t deadline) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
+    if (t == NULL || iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
+    if (iov == NULL && iovcnt) return -EFAULT;
     size_t total = 0;
     for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_base == NULL && iov[i].iov_len) return -EFAULT;
         if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return -EINVAL;
         total += iov[i].iov_len;
     }
@@ -973,6 +979,7 @@ int aco_rt_tls_shutdown(aco_rt_tls_t* t, int64_t deadline) {
 const char* aco_rt_tls_alpn(const aco_rt_tls_t* t) {
     const unsigned char* p;
     unsigned l;
+    if (t == NULL) return NULL;
     SSL_get0_alpn_selected(t->ssl, &p, &l);
     if (l == 0) return NULL;
     if (t->alpn == NULL) {      /* (kept: t's own, freed with it) */
@@ -988,17 +995,18 @@ const char* aco_rt_tls_alpn(const aco_rt_tls_t* t) {
 /* (a client's own name, not OpenSSL's: after a TLS 1.2 resumption that
  * is the session's, which may be another host's) */
 const char* aco_rt_tls_host(const aco_rt_tls_t* t) {
+    if (t == NULL) return NULL;
     if (!t->ctx->server) return t->host_is_ip ? NULL : t->host;
     return SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
 }
 
-const char* aco_rt_tls_version(const aco_rt_tls_t* t) { return SSL_get_version(t->ssl); }
+const char* aco_rt_tls_version(const aco_rt_tls_t* t) { return t ? SSL_get_version(t->ssl) : NULL; }
 
-const char* aco_rt_tls_cipher(const aco_rt_tls_t* t) { return SSL_get_cipher_name(t->ssl); }
+const char* aco_rt_tls_cipher(const aco_rt_tls_t* t) { return t ? SSL_get_cipher_name(t->ssl) : NULL; }
 
-int aco_rt_tls_resumed(const aco_rt_tls_t* t) { return SSL_session_reused(t->ssl); }
+int aco_rt_tls_resumed(const aco_rt_tls_t* t) { return t ? SSL_session_reused(t->ssl) : 0; }
 
-int aco_rt_tls_pending(const aco_rt_tls_t* t) { return t->lent || SSL_has_pending(t->ssl); }
+int aco_rt_tls_pending(const aco_rt_tls_t* t) { return t && (t->lent || SSL_has_pending(t->ssl)); }
 
 int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
     int g = gate(t);
@@ -1040,7 +1048,7 @@ int aco_rt_tls_wait(aco_rt_tls_t* t, int64_t deadline) {
 }
 
 aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t) {
-    if (t->ctx->server) return NULL;
+    if (t == NULL || t->ctx->server) return NULL;
     /* a copy: the connection's own is spoilt for resumption when it is
      * freed without a close_notify (OpenSSL's rule for a session that may
      * have ended badly), which says nothing about the ticket's worth */
@@ -1061,7 +1069,7 @@ aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t) {
 }
 
 int aco_rt_tls_set_session(aco_rt_tls_t* t, aco_rt_tls_session_t* s) {
-    if (t->ctx->server || s == NULL || !SSL_in_before(t->ssl)) return -EINVAL;
+    if (t == NULL || t->ctx->server || s == NULL || !SSL_in_before(t->ssl)) return -EINVAL;
     const char* h = SSL_SESSION_get0_hostname((SSL_SESSION*)s);
     if ((h == NULL) != (t->host == NULL) || (h && strcasecmp(h, t->host) != 0)) return -EINVAL;
     int ok = OSSL(t, SSL_set_session(t->ssl, (SSL_SESSION*)s));

@@ -1123,6 +1123,25 @@ static void eperm_outside(void) {
     T_EQ(aco_rt_tls_wait(l->s, -1), -EPERM);
     T(!pending(l->sfd));
     T(!pending(l->cfd));
+    /* t NULL: -EINVAL first (here before -EPERM), the getters' zero */
+    T_EQ(aco_rt_tls_handshake(NULL, -1), -EINVAL);
+    T_EQ(aco_rt_tls_read(NULL, buf, sizeof(buf), -1), -EINVAL);
+    T_EQ(aco_rt_tls_write(NULL, "x", 1, -1), -EINVAL);
+    T_EQ(aco_rt_tls_write(NULL, "x", 0, -1), -EINVAL);
+    T_EQ(aco_rt_tls_writev(NULL, &iov, 1, -1), -EINVAL);
+    T_EQ(aco_rt_tls_shutdown(NULL, -1), -EINVAL);
+    T_EQ(aco_rt_tls_wait(NULL, -1), -EINVAL);
+    T_EQ(aco_rt_tls_fd(NULL), -EINVAL);
+    T_TEXT(aco_rt_tls_error(NULL));
+    T_EQ(aco_rt_tls_verify_result(NULL), X509_V_ERR_UNSPECIFIED);
+    T(aco_rt_tls_alpn(NULL) == NULL);
+    T(aco_rt_tls_host(NULL) == NULL);
+    T(aco_rt_tls_version(NULL) == NULL);
+    T(aco_rt_tls_cipher(NULL) == NULL);
+    T_EQ(aco_rt_tls_resumed(NULL), 0);
+    T_EQ(aco_rt_tls_pending(NULL), 0);
+    T(aco_rt_tls_session(NULL) == NULL);
+    T_EQ(aco_rt_tls_set_session(NULL, NULL), -EINVAL);
 }
 
 static void g_eperm_then(void* arg) {
@@ -1168,6 +1187,12 @@ static void g_basics(void* arg) {
         T_EQ(aco_rt_tls_verify_result(l.s), 0);
         T_STR(aco_rt_tls_error(l.c), "");
         T_STR(aco_rt_tls_error(l.s), "");
+        /* a NULL buffer or piece with a length: -EFAULT, nothing done */
+        struct iovec nv[2] = {{(void*)"ab", 2}, {NULL, 4}};
+        T_EQ(aco_rt_tls_read(l.s, NULL, 8, D()), -EFAULT);
+        T_EQ(aco_rt_tls_write(l.c, NULL, 8, D()), -EFAULT);
+        T_EQ(aco_rt_tls_writev(l.c, NULL, 1, D()), -EFAULT);
+        T_EQ(aco_rt_tls_writev(l.c, nv, 2, D()), -EFAULT);
         pass(l.c, l.s, "ping");
         pass(l.s, l.c, "pong");
         T_QUEUE_EMPTY();

@@ -1,0 +1,244 @@
+/* test_null.c - a NULL where a call does not say what NULL means is refused
+ * (aco_rt.h, "NULL"; aco_rt_pthread.h, "EINVAL"): -EINVAL before anything
+ * else (-EFAULT for a buffer or I/O vector of a non-zero size), the zero of
+ * a call without an error, nothing done by one without a result; in a co
+ * on both backends and outside cos.  (aco_rt_tls.h's are in test_tls.) */
+#define _GNU_SOURCE
+#include "rt_test.h"
+#include "../aco_rt_pthread.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+static void no_init(void) {}
+static int no_main(int argc, char** argv) { (void)argc, (void)argv; return 7; }
+
+/* The calls that take a scheduler's co or none: in_co says which. */
+static void core_calls(int in_co) {
+    int perm = in_co ? 0 : -EPERM;      /* (outside: NULL is still first) */
+    (void)perm;
+    CHECK_EQ(aco_rt_key_create(NULL, NULL), -EINVAL);
+    aco_rt_timer_init(NULL);
+    aco_rt_stats(NULL, NULL);
+    CHECK(aco_rt_group_sched(NULL) == NULL);
+    CHECK_EQ(aco_rt_group_size(NULL), 0);
+
+    /* I/O vectors (the kernel's EFAULT): a socket that has a byte */
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    if (in_co) {
+        CHECK_EQ(aco_rt_readv(sv[0], NULL, 1, -1), -EFAULT);
+        CHECK_EQ(aco_rt_writev(sv[0], NULL, 1, -1), -EFAULT);
+        CHECK_EQ(aco_rt_preadv(sv[0], NULL, 1, -1, 0, -1), -EFAULT);
+        CHECK_EQ(aco_rt_pwritev(sv[0], NULL, 1, -1, 0, -1), -EFAULT);
+    }
+
+    /* Sync */
+    aco_rt_mutex_init(NULL);
+    aco_rt_cond_init(NULL);
+    aco_rt_sem_init(NULL, 1);
+    aco_rt_wg_init(NULL);
+    aco_rt_cond_signal(NULL);
+    aco_rt_cond_broadcast(NULL);
+    aco_rt_sem_post(NULL);
+    CHECK_EQ(aco_rt_mutex_lock(NULL, 0), -EINVAL);
+    CHECK_EQ(aco_rt_mutex_trylock(NULL), -EINVAL);
+    CHECK_EQ(aco_rt_mutex_unlock(NULL), -EINVAL);
+    static aco_rt_mutex_t m;
+    static aco_rt_cond_t c;
+    if (in_co) CHECK_EQ(aco_rt_mutex_lock(&m, -1), 0);
+    CHECK_EQ(aco_rt_cond_wait(NULL, &m, aco_rt_now() + 1000000), -EINVAL);
+    CHECK_EQ(aco_rt_cond_wait(&c, NULL, aco_rt_now() + 1000000), -EINVAL);
+    if (in_co) CHECK_EQ(aco_rt_mutex_unlock(&m), 0);
+    CHECK_EQ(aco_rt_sem_wait(NULL, 0), -EINVAL);
+    CHECK_EQ(aco_rt_sem_trywait(NULL), -EINVAL);
+    CHECK_EQ(aco_rt_wg_add(NULL, 1), -EINVAL);
+    CHECK_EQ(aco_rt_wg_done(NULL), -EINVAL);
+    CHECK_EQ(aco_rt_wg_wait(NULL, 0), -EINVAL);
+
+    /* Channels: an element buffered, room for one more */
+    aco_rt_chan_t* ch = aco_rt_chan_new(sizeof(int), 2);
+    CHECK(ch != NULL);
+    int one = 1, got = 0;
+    if (in_co) CHECK_EQ(aco_rt_chan_send(ch, &one, -1), 0);
+    CHECK_EQ(aco_rt_chan_send(NULL, &one, 0), -EINVAL);
+    CHECK_EQ(aco_rt_chan_send(ch, NULL, 0), -EINVAL);
+    CHECK_EQ(aco_rt_chan_recv(NULL, &got, 0), -EINVAL);
+    CHECK_EQ(aco_rt_chan_recv(ch, NULL, 0), -EINVAL);
+    CHECK_EQ(aco_rt_chan_len(ch), in_co ? 1 : 0);   /* nothing was taken */
+    CHECK_EQ(aco_rt_chan_len(NULL), 0);
+    CHECK_EQ(aco_rt_chan_close(NULL), -EINVAL);
+    if (in_co) CHECK_EQ(aco_rt_chan_recv(ch, &got, -1), 0);
+    CHECK_EQ(got, in_co ? 1 : 0);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);
+
+    /* Buffered I/O: b NULL, then a real one with buf NULL */
+    char buf[8];
+    const char* v;
+    CHECK_EQ(aco_rt_bufio_fd(NULL), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_buffered(NULL), 0);
+    CHECK_EQ(aco_rt_bufio_unflushed(NULL), 0);
+    CHECK_EQ(aco_rt_bufio_consume(NULL, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_read(NULL, buf, 1, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_read_full(NULL, buf, 1, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_read_until(NULL, '\n', 0, &v, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_peek(NULL, 1, &v, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_fill(NULL, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_write(NULL, buf, 1, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_flush(NULL, 0), -EINVAL);
+    CHECK_EQ(aco_rt_bufio_flush_more(NULL, 0), -EINVAL);
+    aco_rt_bufio_t* b = aco_rt_bufio_new(sv[0], 16, 16);
+    CHECK(b != NULL);
+    if (in_co) {
+        CHECK_EQ(aco_rt_bufio_peek(b, 1, &v, -1), 1);
+        CHECK_EQ(aco_rt_bufio_read(b, NULL, 1, -1), -EFAULT);
+        CHECK_EQ(aco_rt_bufio_read_full(b, NULL, 1, -1), -EFAULT);
+        CHECK_EQ(aco_rt_bufio_buffered(b), 1);      /* nothing consumed */
+        CHECK_EQ(aco_rt_bufio_write(b, NULL, 1, -1), -EFAULT);
+        CHECK_EQ(aco_rt_bufio_unflushed(b), 0);
+        CHECK_EQ(aco_rt_bufio_read(b, NULL, 0, -1), 0);
+        CHECK_EQ(aco_rt_bufio_write(b, NULL, 0, -1), 0);
+    }
+    aco_rt_bufio_free(b);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* The pthread face: EINVAL, before anything else. */
+static void pthread_calls(void) {
+    CHECK_EQ(aco_rt_pthread_attr_init(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_attr_setstacksize(NULL, 1 << 20), EINVAL);
+    CHECK_EQ(aco_rt_pthread_attr_setdetachstate(NULL, ACO_RT_PTHREAD_CREATE_DETACHED), EINVAL);
+    aco_rt_pthread_attr_t a;
+    CHECK_EQ(aco_rt_pthread_attr_init(&a), 0);
+    size_t n;
+    int st;
+    CHECK_EQ(aco_rt_pthread_attr_getstacksize(NULL, &n), EINVAL);
+    CHECK_EQ(aco_rt_pthread_attr_getstacksize(&a, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_attr_getdetachstate(NULL, &st), EINVAL);
+    CHECK_EQ(aco_rt_pthread_attr_getdetachstate(&a, NULL), EINVAL);
+
+    int k;
+    clockid_t clk;
+    aco_rt_pthread_mutexattr_t ma;
+    CHECK_EQ(aco_rt_pthread_mutexattr_init(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutexattr_init(&ma), 0);
+    CHECK_EQ(aco_rt_pthread_mutexattr_settype(NULL, ACO_RT_PTHREAD_MUTEX_NORMAL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutexattr_gettype(NULL, &k), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutexattr_gettype(&ma, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutexattr_setpshared(NULL, ACO_RT_PTHREAD_PROCESS_PRIVATE), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutexattr_getpshared(&ma, NULL), EINVAL);
+    aco_rt_pthread_condattr_t ca;
+    CHECK_EQ(aco_rt_pthread_condattr_init(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_condattr_init(&ca), 0);
+    CHECK_EQ(aco_rt_pthread_condattr_setclock(NULL, CLOCK_MONOTONIC), EINVAL);
+    CHECK_EQ(aco_rt_pthread_condattr_getclock(&ca, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_condattr_getclock(NULL, &clk), EINVAL);
+    CHECK_EQ(aco_rt_pthread_condattr_setpshared(NULL, ACO_RT_PTHREAD_PROCESS_PRIVATE), EINVAL);
+    CHECK_EQ(aco_rt_pthread_condattr_getpshared(&ca, NULL), EINVAL);
+    aco_rt_pthread_rwlockattr_t ra;
+    CHECK_EQ(aco_rt_pthread_rwlockattr_init(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlockattr_init(&ra), 0);
+    CHECK_EQ(aco_rt_pthread_rwlockattr_setpshared(NULL, ACO_RT_PTHREAD_PROCESS_PRIVATE), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlockattr_getpshared(&ra, NULL), EINVAL);
+    aco_rt_pthread_barrierattr_t ba;
+    CHECK_EQ(aco_rt_pthread_barrierattr_init(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrierattr_init(&ba), 0);
+    CHECK_EQ(aco_rt_pthread_barrierattr_setpshared(NULL, ACO_RT_PTHREAD_PROCESS_PRIVATE), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrierattr_getpshared(&ba, NULL), EINVAL);
+
+    aco_rt_pthread_t t;
+    static aco_rt_pthread_once_t once = ACO_RT_PTHREAD_ONCE_INIT;
+    aco_rt_pthread_key_t key;
+    CHECK_EQ(aco_rt_pthread_create(NULL, NULL, (void* (*)(void*))no_init, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_create(&t, NULL, NULL, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_once(NULL, no_init), EINVAL);
+    CHECK_EQ(aco_rt_pthread_once(&once, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_key_create(NULL, NULL), EINVAL);
+    (void)key;
+
+    static aco_rt_pthread_mutex_t m = ACO_RT_PTHREAD_MUTEX_INITIALIZER;
+    struct timespec ts = {0, 0};
+    CHECK_EQ(aco_rt_pthread_mutex_init(NULL, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_lock(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_trylock(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_timedlock(NULL, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_clocklock(NULL, CLOCK_MONOTONIC, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutex_unlock(NULL), EINVAL);
+    static aco_rt_pthread_cond_t c = ACO_RT_PTHREAD_COND_INITIALIZER;
+    CHECK_EQ(aco_rt_pthread_cond_init(NULL, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_signal(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_broadcast(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_wait(NULL, &m), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_wait(&c, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_timedwait(NULL, &m, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_timedwait(&c, NULL, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_clockwait(NULL, &m, CLOCK_MONOTONIC, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_cond_clockwait(&c, NULL, CLOCK_MONOTONIC, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_init(NULL, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_rdlock(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_tryrdlock(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_timedrdlock(NULL, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_wrlock(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_trywrlock(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_timedwrlock(NULL, &ts), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlock_unlock(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_init(NULL, NULL, 1), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_wait(NULL), EINVAL);
+}
+
+/* An unbuffered channel its scheduler owns (64 calls in a row), a
+ * receiver parked on it (the direct waiter): the send's fastest way
+ * refuses a NULL element too, and the receiver still waits. */
+static aco_rt_chan_t* g_ch;
+static int g_got;
+static void receiver(void* arg) {
+    (void)arg;
+    int v;
+    while (aco_rt_chan_recv(g_ch, &v, -1) == 0) g_got = v;
+}
+
+static void owned_direct(void) {
+    CHECK((g_ch = aco_rt_chan_new(sizeof(int), 0)) != NULL);
+    aco_rt_co_t* r = aco_rt_spawn(NULL, receiver, NULL);
+    CHECK(r != NULL);
+    for (int i = 1; i <= 100; i++) CHECK_EQ(aco_rt_chan_send(g_ch, &i, -1), 0);
+    CHECK_EQ(aco_rt_yield(), 0);                    /* it parks again */
+    CHECK_EQ(g_got, 100);
+    CHECK_EQ(aco_rt_chan_send(g_ch, NULL, -1), -EINVAL);
+    int last = 101;
+    CHECK_EQ(aco_rt_chan_send(g_ch, &last, -1), 0);
+    CHECK_EQ(aco_rt_yield(), 0);
+    CHECK_EQ(g_got, 101);
+    CHECK_EQ(aco_rt_chan_close(g_ch), 0);
+    CHECK_EQ(aco_rt_join(r, -1), 0);
+    CHECK_EQ(aco_rt_chan_free(g_ch), 0);
+}
+
+static void in_co(void* arg) {
+    (void)arg;
+    core_calls(1);
+    owned_direct();
+    pthread_calls();
+    CHECK_EQ(aco_rt_pthread_run_main(NULL, 0, NULL), 1);
+}
+
+static void body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, in_co, NULL);
+}
+
+int main(void) {
+    core_calls(0);
+    pthread_calls();
+    CHECK_EQ(aco_rt_pthread_run_main(NULL, 0, NULL), 1);       /* and a message */
+    test_on_backends(NULL, body, NULL);
+    CHECK_EQ(aco_rt_pthread_run_main(no_main, 0, NULL), 7);    /* (still works) */
+    printf("test_null: ok\n");
+    return 0;
+}
