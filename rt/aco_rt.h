@@ -40,11 +40,13 @@
  * (I/O calls: or returns the byte count it did transfer).
  *
  * NULL.  A pointer argument may be NULL where its call says what that
- * means; anywhere else NULL is refused before anything is done: -EINVAL
- * from a call that returns -errno (-EFAULT, the kernel's answer, for a
- * buffer or an I/O vector of a non-zero size), and from the others their
- * zero (0, NULL, nothing done).  A pointer that is wrong in any other way
- * is not looked for: as in libc, it is undefined.
+ * means; anywhere else NULL is refused and nothing is done: -EINVAL from a
+ * call that returns -errno (-EFAULT, the kernel's answer, for a buffer or
+ * an I/O vector of a non-zero size, and for a path or structure the
+ * kernel reads; a call that needs a co may say -EPERM first outside one),
+ * and from the others their zero (0, NULL, nothing done).  A pointer that
+ * is wrong in any other way is not looked for: as in libc, it is
+ * undefined.
  *
  * The share-stack rule.  A co's stack may be a share stack that other cos
  * use while it is blocked, so nothing that is written while the co is

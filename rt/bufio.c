@@ -95,15 +95,17 @@ size_t aco_rt_bufio_unflushed(const aco_rt_bufio_t* b) { return b ? b->wlen : 0;
  * (not one whose shield keeps the cancel: its goodbye goes out). */
 static int gate(const aco_rt_bufio_t* b) { return b ? aco_rt_cancel_check() : -EINVAL; }
 
-/* gate for the calls that read: then the error a read_full met after part
- * of its count (it returned the count), once: the kernel told it once. */
-static int rgate(aco_rt_bufio_t* b) {
-    int e = gate(b);
-    if (e == 0 && b->rerr) {
-        e = b->rerr;
+/* A read of the transport, unless an error a read_full met after part of
+ * its count (it returned the count) is kept: that error instead, once (the
+ * kernel told it once).  Every read goes through here, so a call that
+ * reads nothing (n == 0, a refused argument, bytes at hand) leaves it. */
+static ssize_t rread(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
+    if (b->rerr) {
+        int e = b->rerr;
         b->rerr = 0;
+        return e;
     }
-    return e;
+    return xread(b, buf, n, deadline);
 }
 
 static void take(aco_rt_bufio_t* b, size_t n) {
@@ -122,7 +124,7 @@ static ssize_t rfill_to(aco_rt_bufio_t* b, size_t cap, int64_t deadline) {
         b->roff = 0;
     }
     size_t end = b->roff + b->rlen;
-    ssize_t n = xread(b, b->r + end, cap - end, deadline);
+    ssize_t n = rread(b, b->r + end, cap - end, deadline);
     if (n > 0) b->rlen += (size_t)n;
     return n;
 }
@@ -139,19 +141,19 @@ static size_t copy_out(aco_rt_bufio_t* b, void* buf, size_t n) {
 }
 
 ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
-    int e = rgate(b);
+    int e = gate(b);
     if (e) return e;
     if (n == 0) return 0;
     if (buf == NULL) return -EFAULT;
     if (b->rlen) return (ssize_t)copy_out(b, buf, n);
-    if (n >= b->rcap) return xread(b, buf, n, deadline);
+    if (n >= b->rcap) return rread(b, buf, n, deadline);
     ssize_t r = rfill(b, deadline);
     if (r <= 0) return r;
     return (ssize_t)copy_out(b, buf, n);
 }
 
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
-    int e = rgate(b);
+    int e = gate(b);
     if (e) return e;
     if (buf == NULL && n) return -EFAULT;
     if (n <= b->rcap) {             /* all or nothing: gather, then copy */
@@ -168,13 +170,17 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
     }
     size_t got = copy_out(b, buf, n);
     while (got < n) {
-        ssize_t r = xread(b, (char*)buf + got, n - got, deadline);
+        ssize_t r = rread(b, (char*)buf + got, n - got, deadline);
         if (r == 0) break;
         if (r < 0) {
-            /* the count now, the error to the next call (a deadline or
-             * a cancel says so again by itself) */
+            /* the count now, the error to the next call; not the
+             * deadline's or the cancel's, which say so again by
+             * themselves (a socket's own ETIMEDOUT, a dead TCP peer's,
+             * is kept) */
             if (got == 0) return r;
-            if (r != -ETIMEDOUT && r != -ECANCELED) b->rerr = (int)r;
+            if (!(r == -ETIMEDOUT && deadline != -1 && aco_rt_now() >= deadline) &&
+                !(r == -ECANCELED && aco_rt_cancelled()))
+                b->rerr = (int)r;
             return (ssize_t)got;
         }
         got += (size_t)r;
@@ -184,7 +190,7 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
 
 ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
                                 const char** out, int64_t deadline) {
-    int e = rgate(b);
+    int e = gate(b);
     if (e) return e;
     if (limit == 0) limit = b->rcap;
     if (limit > b->rcap || out == NULL) return -EINVAL;
@@ -215,7 +221,7 @@ ssize_t aco_rt_bufio_read_until(aco_rt_bufio_t* b, int delim, size_t limit,
 }
 
 ssize_t aco_rt_bufio_peek(aco_rt_bufio_t* b, size_t n, const char** out, int64_t deadline) {
-    int e = rgate(b);
+    int e = gate(b);
     if (e) return e;
     if (n > b->rcap || out == NULL) return -EINVAL;
     while (b->rlen < n) {
@@ -232,7 +238,7 @@ ssize_t aco_rt_bufio_peek(aco_rt_bufio_t* b, size_t n, const char** out, int64_t
 }
 
 ssize_t aco_rt_bufio_fill(aco_rt_bufio_t* b, int64_t deadline) {
-    int e = rgate(b);
+    int e = gate(b);
     if (e) return e;
     if (b->rlen >= b->rcap) return -ENOBUFS;
     if (b->roff) {                  /* all the free room for the one read */

@@ -141,8 +141,7 @@ int aco_rt_pthread_attr_init(aco_rt_pthread_attr_t* a) {
 }
 
 int aco_rt_pthread_attr_destroy(aco_rt_pthread_attr_t* a) {
-    (void)a;
-    return 0;
+    return a ? 0 : EINVAL;
 }
 
 int aco_rt_pthread_attr_setstacksize(aco_rt_pthread_attr_t* a, size_t n) {
@@ -397,8 +396,7 @@ int aco_rt_pthread_mutexattr_init(aco_rt_pthread_mutexattr_t* a) {
 }
 
 int aco_rt_pthread_mutexattr_destroy(aco_rt_pthread_mutexattr_t* a) {
-    (void)a;
-    return 0;
+    return a ? 0 : EINVAL;
 }
 
 int aco_rt_pthread_mutexattr_settype(aco_rt_pthread_mutexattr_t* a, int type) {
@@ -549,8 +547,7 @@ int aco_rt_pthread_condattr_init(aco_rt_pthread_condattr_t* a) {
 }
 
 int aco_rt_pthread_condattr_destroy(aco_rt_pthread_condattr_t* a) {
-    (void)a;
-    return 0;
+    return a ? 0 : EINVAL;
 }
 
 int aco_rt_pthread_condattr_setclock(aco_rt_pthread_condattr_t* a, clockid_t clk) {
@@ -706,8 +703,7 @@ int aco_rt_pthread_rwlockattr_init(aco_rt_pthread_rwlockattr_t* a) {
 }
 
 int aco_rt_pthread_rwlockattr_destroy(aco_rt_pthread_rwlockattr_t* a) {
-    (void)a;
-    return 0;
+    return a ? 0 : EINVAL;
 }
 
 int aco_rt_pthread_rwlockattr_setpshared(aco_rt_pthread_rwlockattr_t* a, int ps) {
@@ -858,8 +854,7 @@ int aco_rt_pthread_barrierattr_init(aco_rt_pthread_barrierattr_t* a) {
 }
 
 int aco_rt_pthread_barrierattr_destroy(aco_rt_pthread_barrierattr_t* a) {
-    (void)a;
-    return 0;
+    return a ? 0 : EINVAL;
 }
 
 int aco_rt_pthread_barrierattr_setpshared(aco_rt_pthread_barrierattr_t* a, int ps) {

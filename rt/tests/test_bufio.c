@@ -315,6 +315,25 @@ static void tails_co(void* arg) {
     close(sv[1]);
 }
 
+/* A transport that gives 10 bytes, then -ETIMEDOUT of its own, then the
+ * end (ctx: the step). */
+static ssize_t once_read(void* ctx, void* buf, size_t n, int64_t deadline) {
+    (void)deadline;
+    int* step = ctx;
+    switch ((*step)++) {
+    case 0:
+        CHECK_GE(n, 10);
+        memcpy(buf, "0123456789", 10);
+        return 10;
+    case 1: return -ETIMEDOUT;
+    default: return 0;
+    }
+}
+static ssize_t never_writev(void* ctx, const struct iovec* iov, int n, int64_t deadline) {
+    (void)ctx, (void)iov, (void)n, (void)deadline;
+    return -EPIPE;
+}
+
 /* read_full larger than the read buffer, the peer gone with a reset after
  * 20 bytes (a Unix socket closed with bytes unread in its own queue: the
  * kernel says ECONNRESET once, then end of file): the count, then the
@@ -333,15 +352,36 @@ static void reset_fill_co(void* arg) {
     CHECK_EQ(close(sv[1]), 0);
     CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), -1), 20);
     CHECK(memcmp(buf, "0123456789abcdefghij", 20) == 0);
+    /* calls that read nothing leave it: n == 0, a refused argument */
+    const char* v;
+    CHECK_EQ(aco_rt_bufio_peek(b, 0, &v, -1), 0);
+    CHECK_EQ(aco_rt_bufio_read(b, buf, 0, -1), 0);
+    CHECK_EQ(aco_rt_bufio_read_until(b, '\n', 17, &v, -1), -EINVAL);
     CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), -1), -ECONNRESET);
     CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), -1), 0);
     aco_rt_bufio_free(b);
     close(sv[0]);
 
+    /* a transport's own -ETIMEDOUT (a TCP peer dead to keepalive, told
+     * once) with no deadline of the caller's: kept as the reset is; the
+     * caller's passed deadline: not kept (the next call waits anew) */
+    static const aco_rt_bufio_io_t io = {once_read, never_writev};
+    int step = 0;
+    b = aco_rt_bufio_new_io(&io, &step, -1, 16, 16);
+    CHECK(b != NULL);
+    CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), -1), 10);
+    CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), -1), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), -1), 0);
+    aco_rt_bufio_free(b);
+    step = 0;
+    b = aco_rt_bufio_new_io(&io, &step, -1, 16, 16);
+    CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), aco_rt_now() - 1), 10);
+    CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), -1), 0);   /* (step 2: the end) */
+    aco_rt_bufio_free(b);
+
     pair(sv);
     b = aco_rt_bufio_new(sv[0], 16, 16);
     CHECK(b != NULL);
-    const char* v;
     CHECK_EQ(aco_rt_write(sv[1], "abcd", 4, -1), 4);
     CHECK_EQ(aco_rt_bufio_peek(b, 4, &v, -1), 4);
     CHECK_EQ(aco_rt_bufio_consume(b, 1), 0);

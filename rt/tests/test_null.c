@@ -147,6 +147,11 @@ static void pthread_calls(void) {
     CHECK_EQ(aco_rt_pthread_barrierattr_init(&ba), 0);
     CHECK_EQ(aco_rt_pthread_barrierattr_setpshared(NULL, ACO_RT_PTHREAD_PROCESS_PRIVATE), EINVAL);
     CHECK_EQ(aco_rt_pthread_barrierattr_getpshared(&ba, NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_attr_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_mutexattr_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_condattr_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_rwlockattr_destroy(NULL), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrierattr_destroy(NULL), EINVAL);
 
     aco_rt_pthread_t t;
     static aco_rt_pthread_once_t once = ACO_RT_PTHREAD_ONCE_INIT;
