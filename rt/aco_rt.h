@@ -131,8 +131,12 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
  * else can wake one: no I/O, no timer, and no other scheduler in the
  * process (while other schedulers are alive, a co of theirs or another
  * thread may still wake one, so the run waits, and returns -EDEADLK when
- * the last of them is freed); or -errno if the backend failed.  The cos
- * are then left as they are.  A thread with no scheduler does not count:
+ * the last of them is freed); -ENOMEM when ready cos cannot run for want
+ * of memory to save the frames of the co on their share stack and nothing
+ * else can happen (as for -EDEADLK) after about half a second of retries
+ * (while something else can, the run retries after pauses of up to 128
+ * ms, never in a spin); or -errno if the backend failed.  The cos are then
+ * left as they are.  A thread with no scheduler does not count:
  * cos that only such a thread will wake (aco_rt_sem_post, ..._cond_signal,
  * ..._wg_done, ..._chan_close, aco_rt_cancel from outside cos) need a
  * deadline, or another scheduler alive meanwhile.  Schedulers count from

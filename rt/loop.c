@@ -417,10 +417,13 @@ static int drain(aco_rt_sched_t* s) {
 }
 
 /* libaco aborts if it finds no memory to copy out the frames of the co
- * on a's share stack: get it now (0), or a waits for its next turn. */
-static inline int may_take(aco_t* a) {
+ * on a's share stack: get it now (0), or a waits aside (below).
+ * While cos wait so, the memory is not looked for again until they are
+ * retried: one malloc that fails per retry, not one per ready co. */
+static inline int may_take(aco_rt_sched_t* s, aco_t* a) {
     aco_t* owner = a->share_stack->owner;
-    return rt_likely(owner == a || owner == NULL) ? 0 : aco_resume_reserve(a);
+    if (rt_likely(owner == a || owner == NULL)) return 0;
+    return rt_unlikely(s->run.starved_head != NULL) ? -ENOMEM : aco_resume_reserve(a);
 }
 
 /* A pool's cancel request (aco_rt_pool_wait(CANCEL)): its generation
@@ -434,9 +437,26 @@ static void cancel_all(aco_rt_sched_t* s) {
     rt_cancel_all(s, gen);
 }
 
+/* Out of memory for the frames of the co on co's share stack (run_co):
+ * co waits aside (rt_rq_aside: still ready) and is tried again after
+ * every POLL_EVERY resumes that ran a co, and when the loop would sleep,
+ * after a pause (never in a spin: a try is a malloc).  unstarve: the
+ * starved cos back on the ready queue, first to last. */
+static void unstarve(aco_rt_sched_t* s) {
+    s->run.starved_seen = s->st.switches;
+    rt_rq_unaside(s);
+}
+
+/* Pauses before a retry of starved cos while nothing else is due: 1 ms,
+ * doubling to 128; after STARVED_ROUNDS of them in a row in which no co
+ * ran, with nothing else that could free memory (no I/O, timer, or other
+ * scheduler: as for -EDEADLK), the run gives up with -ENOMEM. */
+#define STARVED_PAUSE_MAX 7
+#define STARVED_ROUNDS 10
+
 static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
-    if (may_take(rt_aco(co)) < 0) {
-        rt_rq_push(s, co);
+    if (may_take(s, rt_aco(co)) < 0) {
+        rt_rq_aside(s, co);
         return;
     }
     s->run.cur = co;
@@ -500,7 +520,7 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
 aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co) {
     aco_t* a = rt_aco(co);
     if (a->share_stack == rt_aco(s->run.cur)->share_stack) return NULL;
-    if (s->run.checked ? aco_resume_reserve(a) < 0 : may_take(a) < 0)
+    if (s->run.checked ? aco_resume_reserve(a) < 0 : may_take(s, a) < 0)
         return NULL;    /* the loop retries */
     return rt_handoff_go(s, co);
 }
@@ -520,6 +540,8 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
                 s->run.since_poll = 0;
                 if ((s->st.io_inflight || s->wheel.armed) && (r = poll_once(s, 0)) < 0) goto out;
                 drain(s);
+                if (rt_unlikely(s->run.starved_head != NULL) && s->st.switches != s->run.starved_seen)
+                    unstarve(s);
                 if (rt_unlikely(rt_load(&s->ask.cancel_gen) != s->pooled.cancel_seen)) cancel_all(s);
                 /* (a spawner that never blocks: its new cos get a turn) */
                 if (__atomic_load_n(&s->newq.n, __ATOMIC_RELAXED)) rt_take_new(s, s, 1);
@@ -535,6 +557,22 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
         s->run.others_only = timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 &&
                          s->pooled.pool == NULL;
+        if (rt_unlikely(s->run.starved_head != NULL)) {
+            /* rounds: pauses in a row in which no co ran at all */
+            unsigned k = s->st.switches == s->run.starved_seen ? ++s->run.starved_rounds
+                                                               : (s->run.starved_rounds = 0);
+            if (k >= STARVED_ROUNDS && s->run.others_only &&
+                __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1) {
+                r = -ENOMEM;
+                break;
+            }
+            int64_t pause = (int64_t)1000000 << (k < STARVED_PAUSE_MAX ? k : STARVED_PAUSE_MAX);
+            hot = 0;
+            s->run.others_only = 0;
+            if ((r = idle(s, timeout < 0 || timeout > pause ? pause : timeout, &hot)) < 0) break;
+            unstarve(s);
+            continue;
+        }
         if (s->run.others_only && __atomic_load_n(&rt_nsched, __ATOMIC_SEQ_CST) == 1) {
             /* Every co waits on another co, and nothing else can wake one:
              * but a scheduler freed since the drain above may have woken or
@@ -557,6 +595,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if ((r = idle(s, timeout, &hot)) < 0) break;
     }
 out:
+    if (s->run.starved_head) unstarve(s);      /* (as they were: ready) */
     /* A stop is used up by the run it ends; one asked before the run began
      * ends it at once (another thread's stop may come just before). */
     if (rt_load(&s->ask.stop)) __atomic_exchange_n(&s->ask.stop, 0, __ATOMIC_SEQ_CST);

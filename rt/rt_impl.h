@@ -401,6 +401,12 @@ typedef struct rt_run {                 /* loop.c: the loop and its co */
                                            another co: only another
                                            scheduler can end that (its
                                            cos, or its going: -EDEADLK) */
+    aco_rt_co_t*        starved_head;   /* ready cos that found no memory to
+                                           save the frames on their share
+                                           stack: retried now and then */
+    aco_rt_co_t*        starved_tail;
+    unsigned            starved_rounds; /* pauses in a row that ran no co */
+    uint64_t            starved_seen;   /* st.switches at the last retry */
 } rt_run_t;
 
 typedef struct rt_recs {                /* co.c: records and stacks */
@@ -652,6 +658,26 @@ static inline void rt_rq_push(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (s->run.rq_tail) s->run.rq_tail->next = co; else s->run.rq_head = co;
     s->run.rq_tail = co;
     s->st.cos_ready++;
+}
+
+/* A ready co set aside, off the queue but still counted ready (loop.c: no
+ * memory for the frames on its share stack), and all of them back on the
+ * queue's tail, in order. */
+static inline void rt_rq_aside(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    co->next = NULL;
+    if (s->run.starved_tail) s->run.starved_tail->next = co; else s->run.starved_head = co;
+    s->run.starved_tail = co;
+    s->st.cos_ready++;
+}
+static inline void rt_rq_unaside(aco_rt_sched_t* s) {
+    aco_rt_co_t* co = s->run.starved_head;
+    s->run.starved_head = s->run.starved_tail = NULL;
+    while (co) {
+        aco_rt_co_t* next = co->next;
+        s->st.cos_ready--;
+        rt_rq_push(s, co);
+        co = next;
+    }
 }
 
 /* Take co's current wait: 1 if the caller won it (and must wake co), 0 if
