@@ -114,13 +114,19 @@ typedef struct {
  * program made one (aco_create(NULL, ...)); else it calls
  * aco_thread_init(NULL) and makes its own.  NULL with errno set on failure:
  * ENOMEM (also: a stack_size the address space cannot take), EBUSY (the
- * thread has one),
+ * thread has one), EPERM (called inside a co: a libaco co of the program's,
+ * or below),
  * ENOSYS or the kernel's error (a forced backend that cannot start), EINVAL
  * (bad opts, or an unknown $ACO_RT_BACKEND).  A scheduler does not cross
  * fork(2): in the child, neither run nor free the parent's (an io_uring
  * backend's ring and buffers are the parent's too); there the thread that
- * forked has none (aco_rt_sched_current() is NULL), and it or any other
- * thread of the child may make one. */
+ * forked has none (aco_rt_sched_current() is NULL), and any other thread
+ * of the child may make one, as may the thread that forked if it forked
+ * outside any co.  A fork made inside a co leaves the child in that co,
+ * on the parent's stacks: there this call says EPERM, as do the calls
+ * that need a co (-EPERM), and the co must neither return nor aco_yield
+ * (its main co runs the parent's scheduler); exec, _exit, or start a
+ * thread to make the child's scheduler. */
 aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
 
 /* Run the scheduler until no co is left (joined, detached and finished, or

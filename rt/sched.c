@@ -166,6 +166,11 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts) {
     aco_rt_opts_t o = {0};
     if (opts) o = *opts;
     if (rt_tls_sched) { errno = EBUSY; return NULL; }
+    /* inside a co (a libaco co of the program's, or the co that forked
+     * when this is the child of a fork made in one): a scheduler runs in
+     * the thread's main co, which libaco makes outside any co */
+    aco_t* cur = aco_get_co();
+    if (cur && !aco_is_main_co(cur)) { errno = EPERM; return NULL; }
     const rt_backend_t* be = pick_backend(o.backend);
     if (be == NULL) return NULL;
     hooks_check();

@@ -806,6 +806,47 @@ static void fork_had_one(void* arg) {
     CHECK(aco_rt_sched_current() == NULL);
     fork_child(NULL);
 }
+#if defined(__SANITIZE_THREAD__)
+#define TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSAN 1
+#endif
+#endif
+#ifndef TSAN
+#define TSAN 0
+#endif
+
+/* A fork inside a co: the child is still in that co (its main co is the
+ * parent's loop).  There no scheduler can be made (EPERM, never libaco's
+ * abort) nor the runtime's calls made (-EPERM: no scheduler); another
+ * thread of the child makes one that works. */
+static void* fork_child_thread(void* arg) {
+    fork_child(arg);            /* (its _exit ends the child, status and all) */
+    return NULL;
+}
+static void fork_in_co_child(void* arg) {
+    (void)arg;
+    alarm(60);
+    CHECK(aco_rt_sched_current() == NULL);
+    errno = 0;
+    CHECK(aco_rt_sched_new(NULL) == NULL);
+    CHECK_EQ(errno, EPERM);
+    CHECK_EQ(aco_rt_sleep(MS), -EPERM);
+    CHECK_EQ(aco_rt_yield(), -EPERM);
+    if (TSAN) _exit(0);         /* TSan starts no thread after such a fork */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, fork_child_thread, NULL), 0);
+    pthread_join(t, NULL);
+    _exit(4);                   /* (not reached: the thread's _exit) */
+}
+static void fork_in_co(void* arg) {
+    int st = -1;
+    CHECK_EQ(test_in_child(fork_in_co_child, NULL, &st), 0);
+    CHECK_EQ(st, 0);
+    ++*(int*)arg;
+}
+
 static void free_from_inside(void* arg) {
     /* "outside the pool's threads": from one of them, -EDEADLK, nothing
      * done (its threads would wait for this one for good) */
@@ -820,6 +861,12 @@ static void test_fork(void) {
         CHECK_EQ(test_in_child(fork_had_one, NULL, &st), 0);
         CHECK_EQ(st, 0);
     }
+    int forked = 0;
+    aco_rt_co_t* fc = aco_rt_spawn(mine, fork_in_co, &forked);
+    CHECK(fc != NULL);
+    CHECK_EQ(aco_rt_detach(fc), 0);
+    CHECK_EQ(aco_rt_sched_run(mine), 0);
+    CHECK_EQ(forked, 1);
     aco_rt_sched_free(mine);
     aco_rt_co_t* fi = aco_rt_pool_spawn(pool, free_from_inside, pool, NULL);
     CHECK(fi != NULL);
