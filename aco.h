@@ -38,7 +38,10 @@
  *       raised), so test them between two switches only.
  *   ACO_USE_VALGRIND  undefined by default: define it to run under valgrind
  *       memcheck with zero false reports, shared stacks included (needs
- *       <valgrind/valgrind.h>; costs a little per stack copy).
+ *       <valgrind/valgrind.h>; costs a little per stack copy).  Misuse of a
+ *       destroyed co is a true report there (a read of freed memory) before
+ *       libaco's abort: such a build tells memcheck that a destroyed co's
+ *       pooled memory is free.
  *
  * Environment: ACO_CHECKED=1 runs the process in checked mode, where a
  * pointer into a suspended co's frames faults at once with a report (see
@@ -120,7 +123,8 @@ aco_share_stack_t* aco_share_stack_new(size_t sz);
  * -fstack-clash-protection (gcc on x86-64, i386 and aarch64, clang on
  * x86-64 and i386), which makes frames touch their pages in order; the
  * region costs address space only (1 MiB and a page a stack, never
- * committed, no mapping of its own).  Never returns NULL.
+ * committed, made by the stack's own mmap; the kernel lists it as an area
+ * of its own).  Never returns NULL.
  * A share stack belongs to the thread whose co was first created on it; it
  * passes to another thread only when no co uses it any more (every co on it
  * destroyed): then the next aco_create on it, from any thread, claims it. */
@@ -246,7 +250,10 @@ void aco_exit(void);    /* not declared noreturn: gcc would then predict
  * other state), from its own thread; or the calling thread's main co, while
  * no co of it runs.  A main co's other cos outlive it, to be destroyed
  * (before or after the thread makes a new main co; the cos of the last 8
- * main cos the thread destroyed); none of them may be resumed again.
+ * main cos the thread destroyed); none of them may be resumed again
+ * (aco_resume tells a co's main co by its address: it aborts while no
+ * other co has the destroyed main co's memory, and is undefined once one
+ * has, as a new main co of the thread often does).
  * Destroying a co twice, or something that is not a co, aborts. */
 void aco_destroy(aco_t* co);
 

@@ -20,6 +20,7 @@
 #                                   added to CFLAGS) the variants it applies
 #                                   to: x86-64 and i386 (tsan: x86-64 only),
 #                                   no valgrind, into output/<sanitizer>
+#                                   (into $OUTPUT itself when it is set)
 #   bash make.sh bench              build only what it runs (the benchmark's
 #                                   two x86-64 builds), then run it (shared
 #                                   then per-co FPU env), ending with its
