@@ -1347,6 +1347,15 @@ static void co_cancel_before(void* arg) {
 
 static int noted_direct;
 
+static void direct_cancelled(void* arg) {
+    int fd = *(int*)arg;
+    unsigned char* b = aligned_alloc(4096, 4096);
+    CHECK(b != NULL);
+    CHECK_EQ(aco_rt_pread(fd, b, 4096, 0, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_pwrite(fd, b, 4096, 0, -1), -ECANCELED);
+    free(b);
+}
+
 static void co_direct(void* arg) {
     (void)arg;
     int fd = aco_rt_openat(dfd, "od", O_CREAT | O_EXCL | O_RDWR | O_DIRECT | O_CLOEXEC, 0600, -1);
@@ -1380,6 +1389,21 @@ static void co_direct(void* arg) {
     aco_rt_stats_t b = stats();
     CHECK_EQ(b.file_nowait, a.file_nowait);
     CHECK_EQ(b.file_uring + b.file_helper, a.file_uring + a.file_helper + 6);
+    PROMISE();          /* the end of the file inside a read: the bytes up to
+                           it (the rest, past the end, moves none) */
+    CHECK_EQ(ftruncate(fd, 20480 + 100), 0);
+    memset(rb, 0, 16384);
+    CHECK_EQ(aco_rt_pread(fd, rb, 8192, 16384, -1), 4196);
+    CHECK_PAT(rb, 4096, 4096);
+    CHECK_EQ(rb[4096], 0);
+    CHECK_EQ(ftruncate(fd, 20480), 0);
+    PROMISE();          /* a passed deadline, a cancel: nothing read */
+    CHECK_EQ(aco_rt_pread(fd, rb, 4096, 0, 1), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_pwrite(fd, wb, 4096, 0, 1), -ETIMEDOUT);
+    aco_rt_co_t* h = aco_rt_spawn(NULL, direct_cancelled, &fd);
+    CHECK(h != NULL);
+    CHECK_EQ(aco_rt_cancel(h), 0);
+    CHECK_EQ(aco_rt_join(h, -1), 0);
     PROMISE();          /* misaligned: the kernel's -EINVAL */
     CHECK_EQ(aco_rt_pread(fd, rb + 1, 4096, 0, -1), -EINVAL);
     CHECK_EQ(aco_rt_pread(fd, rb, 4096, 100, -1), -EINVAL);
