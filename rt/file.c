@@ -729,10 +729,11 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
  * off the share stack at an offset (off >= 0) of a descriptor the table
  * knows as O_DIRECT, whose hint needs no look (fd_mode's count).  The SQE
  * goes from here, so that a co waiting for the disk keeps few frames,
- * copied at each switch of its share stack (the general way kept 824
- * bytes, this one 300 or so).  NOT_FLAT: anything else, or an end the
- * general way must take again (-EAGAIN: nothing moved). */
-#define NOT_FLAT ((ssize_t)INT64_MIN)
+ * copied at each switch of its share stack (a reader of
+ * bench/aco_file_bench.c kept 824 bytes by the general way, 360 by this).
+ * NOT_FLAT: anything else, or an end the general way must take again
+ * (-EAGAIN: nothing moved). */
+#define NOT_FLAT ((ssize_t)INT32_MIN)     /* (never a count nor an -errno) */
 static inline ssize_t prw_flat(int write, int fd, void* buf, size_t n, int64_t off,
                                int64_t deadline) {
 #ifdef ACO_RT_HAVE_URING
@@ -743,12 +744,14 @@ static inline ssize_t prw_flat(int write, int fd, void* buf, size_t n, int64_t o
     if (e == NULL || (e->fmode & (FM_KNOWN | FM_DIRECT | FM_NOTREG)) != (FM_KNOWN | FM_DIRECT))
         return NOT_FLAT;
     uint8_t age = (uint8_t)(e->fage + 1);
-    if ((age & 63) == 0 || !rt_ur_f_on(s, write ? RT_F_WRITE : RT_F_READ) ||
-        rt_on_share_stack(co, buf, n, !write))
-        return NOT_FLAT;
-    e->fage = age;
-    long r = rt_may_block(co, deadline);    /* (prw's -ECANCELED, -ETIMEDOUT) */
+    if ((age & 63) == 0 || !rt_ur_f_on(s, write ? RT_F_WRITE : RT_F_READ)) return NOT_FLAT;
+    /* prw's order: a cancel, the buffer (checked mode's report), then the
+     * deadline */
+    if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED;
+    if (rt_on_share_stack(co, buf, n, !write)) return NOT_FLAT;
+    long r = rt_may_block(co, deadline);
     if (r) return r;
+    e->fage = age;
     int fixed;
     struct io_uring_sqe* sqe = prep_one(s, write, fd, buf, n, off, 0, &fixed);
     s->st.file_uring++;
