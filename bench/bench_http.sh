@@ -77,6 +77,16 @@
 #                         as the issue-50 check ran it)
 #   BENCH_AGG             the aggregation program (medians, ratios, headline
 #                         lines), default OUTPUT_DIR/bench_agg (bash make.sh)
+#   BENCH_HTTP_CPU_CAP    N (1-99): every server runs with N% of one CPU
+#                         (a cgroup of its own: cpu.max, or cfs_quota_us on
+#                         cgroup v1, a 10 ms period; root), the same cap for
+#                         each; a round counts for requests/s when the server
+#                         used at least 95% of its cap, and the headlines'
+#                         names end in _capN.  Why: one wrk thread on one of
+#                         two CPUs cannot load a server that needs less CPU a
+#                         request than wrk does (HTTPS here); capped alike,
+#                         each server is the bottleneck, and requests/s then
+#                         measure what each serves with the CPU it has
 set -uo pipefail
 export LC_ALL=C     # '.' in numbers: EPOCHREALTIME, bash's time, awk
 mode=full
@@ -127,6 +137,29 @@ BUSY_MIN=95     # a round counts for requests/s when the server's CPU was idle l
 # (a smoke run checks the pipeline, not figures: every round counts, and
 # its few clock ticks warn of nothing)
 [ $mode = smoke ] && BUSY_MIN=0 CPU_WARN=0
+CAP=${BENCH_HTTP_CPU_CAP:-}
+CAPD=""
+if [ -n "$CAP" ]; then
+    case $CAP in [1-9]|[1-9][0-9]) ;; *) say "BENCH_HTTP_CPU_CAP is a percent of one CPU, 1-99"; exit 2 ;; esac
+    # cgroup v2 (cpu.max) or v1's cpu controller (cfs_quota_us)
+    if [ -w /sys/fs/cgroup/cgroup.subtree_control ] &&
+            grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
+        CAPD=/sys/fs/cgroup/bench_http.$$
+        mkdir "$CAPD" && echo "$((CAP * 100)) 10000" > "$CAPD/cpu.max" || CAPD=""
+    elif [ -w /sys/fs/cgroup/cpu ]; then
+        CAPD=/sys/fs/cgroup/cpu/bench_http.$$
+        mkdir "$CAPD" && echo 10000 > "$CAPD/cpu.cfs_period_us" &&
+            echo $((CAP * 100)) > "$CAPD/cpu.cfs_quota_us" || CAPD=""
+    fi
+    [ -n "$CAPD" ] || { say "BENCH_HTTP_CPU_CAP needs a writable cgroup cpu controller (root)"; exit 2; }
+fi
+# cap PID...: the processes into the cap's cgroup (their threads go along)
+cap() {
+    [ -n "$CAPD" ] || return 0
+    local p
+    for p in "$@"; do [ -n "$p" ] && echo "$p" > "$CAPD/cgroup.procs"; done
+}
 
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench_http.XXXXXX") || exit 2
 ROOT=$TMPD/root
@@ -150,6 +183,7 @@ cleanup() {
     nginx_stop
     h2o_stop
     rm -rf "$TMPD"
+    [ -n "$CAPD" ] && rmdir "$CAPD" 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -180,11 +214,11 @@ for s in $servers; do
         if [ $s = nginx ]; then
             label[$s]="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///')"
             nginx_start "$TMPD/nginx" "$ROOT" "${port[$s]}" "$SERVER_CPU" "$NGINX_EXTRA" > "$TMPD/$s.start" &&
-                pid[$s]=$NGINX_WORKER
+                pid[$s]=$NGINX_WORKER && cap "$NGINX_MASTER" "$NGINX_WORKER"
         else
             label[$s]="h2o $(h2o --version 2>/dev/null | sed -n 's/^h2o version //p')"
             h2o_start "$TMPD/h2o" "$ROOT" "${port[$s]}" "$SERVER_CPU" > "$TMPD/$s.start" &&
-                pid[$s]=$H2O_PID
+                pid[$s]=$H2O_PID && cap "$H2O_PID"
         fi || { say "PEER FAILED: $(cat "$TMPD/$s.start")"; live[$s]=0; fail=1; }
         continue ;;
     esac
@@ -196,7 +230,7 @@ for s in $servers; do
         label[$s]="nginx as ours ($s)"
         m=$NGINX_MASTER
         nginx_start "$TMPD/ours.$s" "$ROOT" "${port[$s]}" "$SERVER_CPU" "$NGINX_EXTRA" > /dev/null
-        pid[$s]=$NGINX_WORKER; PIDS+=("$NGINX_MASTER"); NGINX_MASTER=$m
+        pid[$s]=$NGINX_WORKER; PIDS+=("$NGINX_MASTER"); cap "$NGINX_MASTER" "$NGINX_WORKER"; NGINX_MASTER=$m
         continue
     else
         label[$s]="aco_http --backend $s"
@@ -212,6 +246,7 @@ for s in $servers; do
     # exec: $! is the server itself, whose CPU time is read
     eval "exec taskset -c $SERVER_CPU $cmd" > "$TMPD/ours.$s.log" 2>&1 &
     pid[$s]=$!; PIDS+=("${pid[$s]}")
+    cap "${pid[$s]}"
     if ! wait_port "${port[$s]}" "${pid[$s]}" 200; then
         say "ours: ${label[$s]} did not start: $(tail -1 "$TMPD/ours.$s.log"): n/a"
         live[$s]=0; ours_missing=1
@@ -293,10 +328,14 @@ http_run() {   # http_run SERVER FILE SECONDS [warm]
     addv "$key|cbusy" "$cbusy"
     # the requests/s that count: rounds where the server was the bottleneck,
     # its CPU (the server's alone) never idle (busy, or stolen: a warning)
-    if [ "$cfull" -ge "$BUSY_MIN" ]; then
+    # (capped: the server used at least BUSY_MIN% of its cap)
+    if { [ -z "$CAP" ] && [ "$cfull" -ge "$BUSY_MIN" ]; } ||
+            { [ -n "$CAP" ] && [ "$util" -ge $((CAP * BUSY_MIN / 100)) ]; }; then
         addv "$key|rpsb" "$rps"; addv "$key|mbpsb" "$mbps"
     else
-        addv "$key|rpsb" "idle:$((100 - cfull))%"; addv "$key|mbpsb" "idle:$((100 - cfull))%"
+        local idle=$((100 - cfull))
+        [ -n "$CAP" ] && idle=$((CAP - util))
+        addv "$key|rpsb" "idle:$idle%"; addv "$key|mbpsb" "idle:$idle%"
     fi
 }
 
@@ -319,6 +358,8 @@ fi
 for s in $servers; do
     [ "${live[$s]}" = 1 ] && echo "server: ${label[$s]} (pid ${pid[$s]})"
 done
+[ -n "$CAP" ] && echo "cap: every server's processes in $CAPD, $CAP% of one CPU (a 10 ms period); requests/s count rounds where a server used >= $((CAP * BUSY_MIN / 100))% of one CPU"
+HS=${CAP:+_cap$CAP}
 echo "nginx: $TMPD/nginx/nginx.conf, worker_processes 1, sendfile, tcp_nopush, access_log off, keepalive_requests 1000000${NGINX_EXTRA:+, $NGINX_EXTRA}"
 if [ $WARM = 1 ]; then
     for s in $servers; do for f in $FILES; do http_run "$s" "$f" 1 warm; done; done
@@ -338,8 +379,13 @@ echo "(CPU per request, docs/benchmarks.md \"CPU per request\": srv the server p
 echo " thread; cli wrk's (its rusage); all every CPU's busy time (/proc/stat: user, system, irq, softirq),"
 echo " each over the run's requests; srv% and cli% of one CPU, cpu% how busy the server's CPU was (the"
 echo " server's and whatever the kernel did there), steal% what the hypervisor took.  Requests/s count only"
+if [ -n "$CAP" ]; then
+echo " rounds where the server used at least $BUSY_MIN% of its cap ($CAP% of one CPU), the bottleneck (rps_b; idle:N%"
+echo " a round where it left N% of one CPU of its cap unused): in another round the client's speed is measured)"
+else
 echo " rounds where the server's CPU was idle less than $((100 - BUSY_MIN))% of the time, the bottleneck (rps_b; idle:N%"
 echo " a round where it was idle N%): in another round the client's speed is measured, not the server's)"
+fi
 printf '%-5s %-24s %8s %8s %8s %7s %7s %7s %5s %5s %5s %6s %8s   %s\n' file server rps_b rps p99_ms \
     srv_ns cli_ns all_ns srv% cpu% cli% steal% MB/s "rps_b of each round"
 for f in $FILES; do
@@ -377,7 +423,7 @@ for s in uring epoll; do
                     [ $m = cpu_ns_per_req ] && [ $f = hs ] && fl=(floor="$FLOOR_HS")
                     [ $m = cpu_ns_per_req ] && [ $f = 1m ] && fl=(floor="$FLOOR_1M")
                 fi
-                "$AGG" headline -f $q "${SCHEME}_${f}_${m}${suffix}" \
+                "$AGG" headline -f $q "${SCHEME}_${f}_${m}${suffix}${HS}" \
                     ours="$(median "$s|$f|$k")" peer="$(median "$p|$f|$k")" "${fl[@]}"
             done
         done
@@ -429,7 +475,7 @@ PY
     for s in uring epoll; do
         case " $servers " in *" $s "*) ;; *) continue ;; esac
         suffix=""; [ $s = epoll ] && suffix=_epoll
-        "$AGG" headline -f %.0f "https_idle_conn_bytes$suffix" ours="$(median "$s|idle")" peer="$(median "nginx|idle")"
+        "$AGG" headline -f %.0f "https_idle_conn_bytes$suffix$HS" ours="$(median "$s|idle")" peer="$(median "nginx|idle")"
     done
 fi
 [ $mode = smoke ] && [ $ours_missing = 1 ] && { say "aco_http or http_floor is missing or failed: --smoke fails"; fail=1; }

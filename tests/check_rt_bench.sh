@@ -46,4 +46,23 @@ if [ "$nf" -lt 39 ] || [ -n "$lacking" ]; then
     exit 1
 fi
 grep -E 'PEER FAILED|warning' "$log" | grep -v 'busy\|noisy\|suspect' && { echo "check_rt_bench: see above"; exit 1; }
+# bench_http.sh's equal CPU cap (BENCH_HTTP_CPU_CAP): where a cgroup cpu
+# controller is writable, every server's CPU stays within its cap and the
+# headlines say so (_cap30); elsewhere the run is refused with the reason
+capped=$(BENCH_HTTP_CPU_CAP=30 timeout 300 bash bench/bench_http.sh --smoke "$OUT" 2>&1); rc=$?
+if grep -q 'needs a writable cgroup' <<< "$capped"; then
+    echo "check_rt_bench: BENCH_HTTP_CPU_CAP not tried: no writable cgroup cpu controller here"
+else
+    # srv% (the server's CPU, % of one CPU: the 7th figure after the
+    # 24-column server name) of each 4k and 1m row, against the 30% cap
+    # (clock ticks of 10 ms over a 2 s run: a margin of 6)
+    over=$(awk '($1 == "4k" || $1 == "1m") && NF > 10 { n++; split(substr($0, 32), f, " ");
+                   if (f[7] !~ /^[0-9]+$/ || f[7] > 36) print }
+               END { if (n < 4) print "only " n " rows" }' <<< "$capped")
+    if [ $rc != 0 ] || [ -n "$over" ] || ! grep -q '^headline http_4k_rps_cap30 ' <<< "$capped"; then
+        echo "$capped"
+        echo "check_rt_bench: BENCH_HTTP_CPU_CAP=30: a server over its cap, or no _cap30 headlines: ${over:-exit $rc}"
+        exit 1
+    fi
+fi
 echo "check_rt_bench: $n headline lines, every one with its figures"
