@@ -146,19 +146,22 @@ if [ -n "$CAP" ]; then
             grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
         grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
         CAPD=/sys/fs/cgroup/bench_http.$$
-        mkdir "$CAPD" && echo "$((CAP * 100)) 10000" > "$CAPD/cpu.max" || CAPD=""
+        mkdir "$CAPD" && echo "$((CAP * 100)) 10000" > "$CAPD/cpu.max" || { rmdir "$CAPD"; CAPD=""; }
     elif [ -w /sys/fs/cgroup/cpu ]; then
         CAPD=/sys/fs/cgroup/cpu/bench_http.$$
         mkdir "$CAPD" && echo 10000 > "$CAPD/cpu.cfs_period_us" &&
-            echo $((CAP * 100)) > "$CAPD/cpu.cfs_quota_us" || CAPD=""
-    fi
+            echo $((CAP * 100)) > "$CAPD/cpu.cfs_quota_us" || { rmdir "$CAPD"; CAPD=""; }
+    fi 2> /dev/null
     [ -n "$CAPD" ] || { say "BENCH_HTTP_CPU_CAP needs a writable cgroup cpu controller (root)"; exit 2; }
 fi
 # cap PID...: the processes into the cap's cgroup (their threads go along)
 cap() {
     [ -n "$CAPD" ] || return 0
     local p
-    for p in "$@"; do [ -n "$p" ] && echo "$p" > "$CAPD/cgroup.procs"; done
+    for p in "$@"; do
+        [ -z "$p" ] || echo "$p" > "$CAPD/cgroup.procs" ||
+            { say "BENCH_HTTP_CPU_CAP: process $p could not join $CAPD"; exit 2; }
+    done
 }
 
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench_http.XXXXXX") || exit 2
