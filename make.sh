@@ -327,7 +327,9 @@ fi
 # The runtime's TLS library (libaco_rt_tls, rt/tls.c) needs OpenSSL 3
 # (libssl-dev); programs without TLS never link it.
 RT_TLS=""
-if [ $no_tls = 0 ]; then
+if [ $no_tls = 1 ]; then
+    case $action in build|libs|install) echo "make.sh: -o no-tls: no libaco_rt_tls, aco_http without HTTPS, no TLS tests" ;; esac
+else
     printf '#include <openssl/ssl.h>\n#if OPENSSL_VERSION_MAJOR < 3\n#error OpenSSL 3 wanted\n#endif\nint main(void){return OPENSSL_init_ssl(0, 0) & 0;}\n' \
         > "${TMPDIR:-/tmp}/aco_tls_probe.$$.c"
     if $CC $SANFLAGS "${TMPDIR:-/tmp}/aco_tls_probe.$$.c" -lssl -lcrypto -o /dev/null > /dev/null 2>&1; then
@@ -811,6 +813,7 @@ fi
 # backends (what a program links with).
 say_built() {   # say_built [what else]
     local backends="epoll only (liburing-dev not found: link without -luring)"
+    [ $no_uring = 1 ] && backends="epoll only (-o no-uring: link without -luring)"
     [ -n "$RT_URING" ] && backends="io_uring and epoll (link with -luring)"
     local tls=""
     [ -n "$RT_TLS" ] && tls=", libaco_rt_tls.a, libaco_rt_tls.so"

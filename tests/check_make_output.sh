@@ -43,7 +43,7 @@ else
         *) fail "liburing does not link here, but the last line says: $last" ;; esac
 fi
 run "$tmp/b" -o no-uring
-case "$(tail -1 "$tmp/b.log")" in *"backends: epoll only"*"without -luring"*) ;;
+case "$(tail -1 "$tmp/b.log")" in *"backends: epoll only (-o no-uring"*"without -luring"*) ;;
     *) fail "-o no-uring: the last line says: $(tail -1 "$tmp/b.log")" ;; esac
 # libaco_rt_tls (TLS) exactly when OpenSSL 3 links here, and not with -o no-tls
 libs=5
@@ -59,6 +59,7 @@ else
 fi
 run "$tmp/d" -o no-tls
 case "$(tail -1 "$tmp/d.log")" in *libaco_rt_tls*) fail "-o no-tls: the last line names libaco_rt_tls: $(tail -1 "$tmp/d.log")" ;; esac
+grep -q '^make.sh: -o no-tls: no libaco_rt_tls' "$tmp/d.log" || fail "-o no-tls: not said"
 # nothing to do the second time, said as such
 run "$tmp/a"
 grep -q "^make.sh: the $libs outputs asked for are up to date (0 made now)\$" "$tmp/a.log" ||
