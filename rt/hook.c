@@ -34,7 +34,8 @@
  *     wants;
  *   - outside cos, a call on a descriptor the runtime made non-blocking
  *     (and the program did not) blocks as the program expects (poll, then
- *     the call again).
+ *     the call again; a write goes on to its last byte; a timeout ends the
+ *     wait once; a signal without SA_RESTART ends it with EINTR).
  * SO_RCVTIMEO and SO_SNDTIMEO become the deadlines of the calls in cos,
  * which then fail with EAGAIN as the kernel's would (a retry waits the
  * whole timeout again).
@@ -422,19 +423,51 @@ static ssize_t ret(ssize_t r) {
     return -1;
 }
 
-/* Outside cos, on a descriptor the runtime made non-blocking behind the
- * program's back: wait as a blocking call would (tmo_ns: the socket's
- * timeout, 0: none).  1: try again; 0: give the EAGAIN to the caller. */
-static int block_outside(int fd, int events, int64_t tmo_ns) {
+/* Outside cos: is fd non-blocking by the runtime's doing alone, in the
+ * kernel now (the table says only that the runtime may have made it so:
+ * an EAGAIN from a blocking descriptor is the kernel's own timeout)? */
+static int made_nb_now(int fd) {
     hk_fd_t* e = fd_entry(fd);
     if (e == NULL || (fd_flags(e) & (F_MADE_NB | F_USER_NB)) != F_MADE_NB) return 0;
+    int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+    return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* A signal's handler ended a poll that stands for a blocking call: would
+ * the kernel have failed that call with EINTR?  A socket call with a
+ * timeout always (signal(7)); else unless the handler asked SA_RESTART.
+ * Which signal came is not known here: any handler without SA_RESTART
+ * says EINTR (a program that mixes the two may see an EINTR the kernel
+ * would have restarted, as its other calls may). */
+static int interrupted(int64_t tmo_ns) {
+    if (tmo_ns > 0) return 1;
+    for (int s = 1; s < NSIG; s++) {
+        struct sigaction a;
+        if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &a) == 0 &&
+            a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN && !(a.sa_flags & SA_RESTART))
+            return 1;
+    }
+    return 0;
+}
+
+/* Outside cos, on a descriptor the runtime made non-blocking behind the
+ * program's back: wait as a blocking call would (tmo_ns: the socket's
+ * timeout, 0: none).  1: try again; 0: give the caller the EAGAIN (the
+ * timeout), or EINTR (a signal the call would not have outlived). */
+static int block_outside(int fd, int events, int64_t tmo_ns) {
+    if (!made_nb_now(fd)) return 0;
     struct pollfd p = {fd, (short)events, 0};
     int ms = tmo_ns > 0 ? (int)((tmo_ns + 999999) / 1000000) : -1;
     int n;
-    do n = LIBC(poll)(&p, 1, ms); while (n < 0 && errno == EINTR);
+    while ((n = LIBC(poll)(&p, 1, ms)) < 0 && errno == EINTR && !interrupted(tmo_ns)) {}
     if (n == 0) errno = EAGAIN;
     return n > 0;
 }
+
+/* The same for a write cut short: a blocking write(2) to a pipe or a
+ * stream socket moves every byte (a signal or a timeout after some ends
+ * it with the count).  1: write the rest. */
+static int more_outside(int fd) { return made_nb_now(fd); }
 
 static int64_t rcv_of(int fd) {
     hk_fd_t* e = fd_entry(fd);
@@ -505,9 +538,14 @@ EXPORT ssize_t write(int fd, const void* buf, size_t n) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_write(fd, buf, n, deadline_of(snd_of(fd))));
     }
-    ssize_t r;
-    while ((r = LIBC(write)(fd, buf, n)) < 0 && errno == EAGAIN && block_outside(fd, POLLOUT, snd_of(fd))) {}
-    return r;
+    ssize_t r, done = 0;
+    for (;;) {
+        while ((r = LIBC(write)(fd, (const char*)buf + done, n - (size_t)done)) < 0 &&
+               errno == EAGAIN && block_outside(fd, POLLOUT, snd_of(fd))) {}
+        if (r <= 0) return done ? done : r;
+        done += r;
+        if ((size_t)done == n || !more_outside(fd)) return done;
+    }
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec* iov, int cnt) {
@@ -531,6 +569,18 @@ EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
     }
     ssize_t r;
     while ((r = LIBC(writev)(fd, iov, cnt)) < 0 && errno == EAGAIN && block_outside(fd, POLLOUT, snd_of(fd))) {}
+    if (r <= 0 || cnt <= 0 || cnt > IOV_MAX) return r;
+    /* cut short: the rest piece by piece, as write's */
+    size_t skip = (size_t)r;
+    for (int i = 0; i < cnt; i++) {
+        if (skip >= iov[i].iov_len) { skip -= iov[i].iov_len; continue; }
+        if (!more_outside(fd)) return r;
+        size_t left = iov[i].iov_len - skip;
+        ssize_t k = write(fd, (const char*)iov[i].iov_base + skip, left);
+        if (k > 0) r += k;
+        if (k != (ssize_t)left) return r;
+        skip = 0;
+    }
     return r;
 }
 
@@ -555,10 +605,14 @@ EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
         hk_fd_t* e = co_entry(fd);
         if (e) return ret(aco_rt_send(fd, buf, n, flags, deadline_of(snd_of(fd))));
     }
-    ssize_t r;
-    while ((r = LIBC(send)(fd, buf, n, flags)) < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT) &&
-           block_outside(fd, POLLOUT, snd_of(fd))) {}
-    return r;
+    ssize_t r, done = 0;
+    for (;;) {
+        while ((r = LIBC(send)(fd, (const char*)buf + done, n - (size_t)done, flags)) < 0 &&
+               errno == EAGAIN && !(flags & MSG_DONTWAIT) && block_outside(fd, POLLOUT, snd_of(fd))) {}
+        if (r <= 0) return done ? done : r;
+        done += r;
+        if ((size_t)done == n || (flags & MSG_DONTWAIT) || !more_outside(fd)) return done;
+    }
 }
 
 /* With an address: the call itself, non-blocking, and the runtime's

@@ -633,6 +633,134 @@ static void blocking_after_co(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Outside cos beside a scheduler: libc's blocking calls, as they were      */
+/* ------------------------------------------------------------------------ */
+
+/* A co used the pipe and the socket pair (the runtime's calls, which on
+ * epoll make them O_NONBLOCK); the scheduler stays.  The main thread,
+ * outside cos, then gets what libc's blocking calls give: a big write to
+ * the pipe moves every byte, a signal whose handler lacks SA_RESTART ends
+ * a waiting read or write with EINTR (one with it does not), SO_RCVTIMEO
+ * times out once (the kernel's wait on a descriptor still blocking, not
+ * that and another).  Each of these broke once (short write, no EINTR, a
+ * timeout twice over). */
+static int pb_p[2], pb_sv[2];
+static pthread_t pb_main;
+static void pb_co(void* arg) {
+    (void)arg;
+    /* splices in a co (epoll: both ends of the pipe O_NONBLOCK from then
+     * on, as splice has no flag of its own for that), a receive on the
+     * socket pair (the hooks then take it for one the runtime may have
+     * made non-blocking: on either backend it is still blocking) */
+    char b[4096];
+    CHECK_EQ(write(pb_p[1], "abcd", 4), 4);
+    CHECK_EQ(splice(pb_p[0], NULL, pb_sv[1], NULL, 4, 0), 4);
+    CHECK_EQ(recv(pb_sv[0], b, 4, 0), 4);
+    int f = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    CHECK_GE(f, 0);
+    loff_t o = 0;
+    CHECK_EQ(splice(f, &o, pb_p[1], NULL, sizeof(b), 0), (ssize_t)sizeof(b));
+    CHECK_EQ(read(pb_p[0], b, sizeof(b)), (ssize_t)sizeof(b));
+    close(f);
+}
+static void pb_handler(int sig) { (void)sig; }
+static void pb_on_usr1(int restart) {
+    struct sigaction a;
+    memset(&a, 0, sizeof(a));
+    a.sa_handler = pb_handler;
+    a.sa_flags = restart ? SA_RESTART : 0;
+    CHECK_EQ(sigaction(SIGUSR1, &a, NULL), 0);
+}
+/* 50 ms: SIGUSR1 to the main thread; 100 ms later: a byte into the pipe
+ * (arg 1) or 64 KiB out of it (arg 2) */
+static void* pb_signaller(void* arg) {
+    usleep(50000);
+    pthread_kill(pb_main, SIGUSR1);
+    usleep(100000);
+    static char b[65536];
+    if (arg == (void*)1) CHECK_EQ(syscall(SYS_write, pb_p[1], "z", 1), 1);
+    else CHECK_EQ(syscall(SYS_read, pb_p[0], b, sizeof(b)), (long)sizeof(b));
+    return NULL;
+}
+static void* pb_drainer(void* arg) {
+    (void)arg;
+    static char b[65536];
+    size_t got = 0;
+    while (got < (1u << 20)) {
+        usleep(2000);
+        ssize_t n = read(pb_p[0], b, sizeof(b));    /* (a plain thread: blocks) */
+        CHECK_GT(n, 0);
+        got += (size_t)n;
+    }
+    CHECK_EQ(got, 1u << 20);
+    return NULL;
+}
+static void plain_beside_sched(int backend) {
+    CHECK_EQ(pipe(pb_p), 0);
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, pb_sv), 0);
+    aco_rt_opts_t o = {.backend = backend};
+    aco_rt_sched_t* s = test_sched(&o);
+    test_go(s, pb_co, NULL);
+    pb_main = pthread_self();
+    if (backend == ACO_RT_BACKEND_EPOLL) {  /* (what the checks below are about) */
+        CHECK((int)syscall(SYS_fcntl, pb_p[0], F_GETFL, 0) & O_NONBLOCK);
+        CHECK((int)syscall(SYS_fcntl, pb_p[1], F_GETFL, 0) & O_NONBLOCK);
+    }
+    /* every byte of a big write */
+    char* big = calloc(1, 1u << 20);
+    CHECK(big != NULL);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, pb_drainer, NULL), 0);
+    CHECK_EQ(write(pb_p[1], big, 1u << 20), 1 << 20);
+    pthread_join(t, NULL);
+    free(big);
+    /* a signal: EINTR without SA_RESTART, for a read and a write */
+    char b[65536];
+    pb_on_usr1(0);
+    CHECK_EQ(pthread_create(&t, NULL, pb_signaller, (void*)1), 0);
+    errno = 0;
+    CHECK_EQ(read(pb_p[0], b, 1), -1);
+    CHECK_EQ(errno, EINTR);
+    pthread_join(t, NULL);
+    CHECK_EQ(read(pb_p[0], b, 1), 1);           /* the byte that came after */
+    if (backend == ACO_RT_BACKEND_EPOLL) {      /* a full pipe (O_NONBLOCK underneath) */
+        memset(b, 0, sizeof(b));
+        size_t filled = 0;
+        long k;
+        while ((k = syscall(SYS_write, pb_p[1], b, sizeof(b))) > 0) filled += (size_t)k;
+        CHECK_EQ(filled, sizeof(b));
+        CHECK_EQ(pthread_create(&t, NULL, pb_signaller, (void*)2), 0);
+        errno = 0;
+        CHECK_EQ(write(pb_p[1], b, 10), -1);
+        CHECK_EQ(errno, EINTR);
+        pthread_join(t, NULL);
+    }
+    /* with SA_RESTART the read goes on to the byte */
+    pb_on_usr1(1);
+    int64_t t0 = now();
+    CHECK_EQ(pthread_create(&t, NULL, pb_signaller, (void*)1), 0);
+    CHECK_EQ(read(pb_p[0], b, 1), 1);
+    CHECK_EQ(b[0], 'z');
+    CHECK_GE(now() - t0, 100 * MS);
+    pthread_join(t, NULL);
+    signal(SIGUSR1, SIG_DFL);
+    /* SO_RCVTIMEO: one timeout's wait, not two */
+    struct timeval tv = {0, 200000};
+    CHECK_EQ(setsockopt(pb_sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(recv(pb_sv[0], b, 1, 0), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_GE(now() - t0, 190 * MS);
+    CHECK_LT(now() - t0, 390 * MS);
+    aco_rt_sched_free(s);
+    close(pb_p[0]);
+    close(pb_p[1]);
+    close(pb_sv[0]);
+    close(pb_sv[1]);
+}
+
+/* ------------------------------------------------------------------------ */
 /* getaddrinfo: on a helper thread while the co parks                       */
 /* ------------------------------------------------------------------------ */
 
@@ -707,6 +835,8 @@ int main(void) {
     test_on_backends(NULL, body, NULL);
     test_on_backends(NULL, many_body, NULL);
     blocking_after_co();
+    int bs[8], nb = test_backends(bs, 8);
+    for (int i = 0; i < nb; i++) plain_beside_sched(bs[i]);
     outside();
     printf("test_hook: all passed\n");
     return 0;
