@@ -638,8 +638,8 @@ static void blocking_after_co(void) {
 
 /* A co used the pipe and the socket pair (the runtime's calls, which on
  * epoll make them O_NONBLOCK); the scheduler stays.  The main thread,
- * outside cos, then gets what libc's blocking calls give: a big write to
- * the pipe moves every byte, a signal whose handler lacks SA_RESTART ends
+ * outside cos, then gets what libc's blocking calls give: a big write (or
+ * writev) to the pipe moves every byte, a signal whose handler lacks SA_RESTART ends
  * a waiting read or write with EINTR (one with it does not), SO_RCVTIMEO
  * times out once (the kernel's wait on a descriptor still blocking, not
  * that and another).  Each of these broke once (short write, no EINTR, a
@@ -712,6 +712,10 @@ static void plain_beside_sched(int backend) {
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, pb_drainer, NULL), 0);
     CHECK_EQ(write(pb_p[1], big, 1u << 20), 1 << 20);
+    pthread_join(t, NULL);
+    struct iovec halves[3] = {{big, 1u << 19}, {big, 0}, {big + (1u << 19), 1u << 19}};
+    CHECK_EQ(pthread_create(&t, NULL, pb_drainer, NULL), 0);
+    CHECK_EQ(writev(pb_p[1], halves, 3), 1 << 20);
     pthread_join(t, NULL);
     free(big);
     /* a signal: EINTR without SA_RESTART, for a read and a write */
