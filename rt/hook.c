@@ -438,13 +438,18 @@ static int made_nb_now(int fd) {
  * timeout always (signal(7)); else unless the handler asked SA_RESTART.
  * Which signal came is not known here: any handler without SA_RESTART
  * says EINTR (a program that mixes the two may see an EINTR the kernel
- * would have restarted, as its other calls may). */
+ * would have restarted, as its other calls may), but the handlers of the
+ * faults (SIGSEGV and kin: a sanitizer's, checked mode's), which a wait
+ * never meets. */
 static int interrupted(int64_t tmo_ns) {
     if (tmo_ns > 0) return 1;
     for (int s = 1; s < NSIG; s++) {
         struct sigaction a;
-        if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &a) == 0 &&
-            a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN && !(a.sa_flags & SA_RESTART))
+        if (s == SIGKILL || s == SIGSTOP || s == SIGSEGV || s == SIGBUS || s == SIGILL ||
+            s == SIGFPE || s == SIGTRAP || s == SIGSYS)
+            continue;
+        if (sigaction(s, NULL, &a) == 0 && a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN &&
+            !(a.sa_flags & SA_RESTART))
             return 1;
     }
     return 0;
