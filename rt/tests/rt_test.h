@@ -79,6 +79,17 @@ static int test_backend_id __attribute__((unused));
 #ifndef SLOW
 #define SLOW 0
 #endif
+/* TEST_TSAN: 1 under TSan (gcc's and clang's), else 0. */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#ifndef TEST_TSAN
+#define TEST_TSAN 0
+#endif
 /* CO_MANY(n): n cos, a tenth of them under gcc's TSan.  Its runtime (gcc
  * 12's libtsan) zeroes half a MiB for each co's fiber as it makes it, about
  * 300 us (clang's: 3 us), and keeps it while the co lives: a test that

@@ -38,16 +38,6 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TSAN 1
-#endif
-#endif
-#ifndef TSAN
-#define TSAN 0
-#endif
 
 static volatile int ticking;
 static volatile long ticks;
@@ -380,7 +370,7 @@ static void close_race(int backend) {
     unsigned seed = 12345;
     /* (not under TSan: it reports the close racing the wait's epoll_ctl
      * on the same descriptor, which is the case itself) */
-    int rounds = TSAN ? 0 : SLOW ? 200 : 3000;
+    int rounds = TEST_TSAN ? 0 : SLOW ? 200 : 3000;
     for (int i = 0; i < rounds; i++) {
         race_t x = {0};
         int v[2];

@@ -644,16 +644,6 @@ static void blocking_after_co(void) {
  * times out once (the kernel's wait on a descriptor still blocking, not
  * that and another).  Each of these broke once (short write, no EINTR, a
  * timeout twice over). */
-#if defined(__SANITIZE_THREAD__)
-#define HOOK_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HOOK_TSAN 1
-#endif
-#endif
-#ifndef HOOK_TSAN
-#define HOOK_TSAN 0
-#endif
 static int pb_p[2], pb_sv[2];
 static pthread_t pb_main;
 static void pb_co(void* arg) {
@@ -752,7 +742,7 @@ static void plain_beside_sched(int backend) {
     /* with SA_RESTART the read goes on to the byte (not under TSan: its
      * signal() installs the watchdog's SIGALRM handler without SA_RESTART,
      * and while any handler lacks it the hooks say EINTR: hooks.md) */
-#if !HOOK_TSAN
+#if !TEST_TSAN
     pb_on_usr1(1);
     int64_t t0 = now();
     CHECK_EQ(pthread_create(&t, NULL, pb_signaller, (void*)1), 0);

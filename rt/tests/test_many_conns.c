@@ -26,16 +26,6 @@
  * gives it a TSan fiber): it dies beyond 8128 and slows down more than
  * linearly well before (3900 connections: 35 s).  There, 2000 connections
  * (4000 cos; test_io has 1000 too). */
-#if defined(__SANITIZE_THREAD__)
-#define TSAN_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TSAN_BUILD 1
-#endif
-#endif
-#ifndef TSAN_BUILD
-#define TSAN_BUILD 0
-#endif
 #define TSAN_MAX_CONNS 2000
 
 static int nconns;
@@ -188,7 +178,7 @@ int main(void) {
         fprintf(stderr, "test_many_conns: RLIMIT_NOFILE hard limit %ld < %ld: testing %d "
                 "connections instead of %d\n", (long)rl.rlim_max, need, nconns, WANT_CONNS);
     }
-    if (TSAN_BUILD && nconns > TSAN_MAX_CONNS) {
+    if (TEST_TSAN && nconns > TSAN_MAX_CONNS) {
         fprintf(stderr, "test_many_conns: ThreadSanitizer (a fiber per live co, 8128 at "
                 "most): testing %d connections instead of %d\n", TSAN_MAX_CONNS, nconns);
         nconns = TSAN_MAX_CONNS;

@@ -30,14 +30,7 @@ static int gai_hold, gai_held_in, gai_held_out;    /* atomic: "held-" names */
  * libc's (its malloc/free pairs synchronise in ways TSan cannot see: false
  * races); this interposer reaches libc's past it where the runtime is
  * linked into the program (clang), so it does the same. */
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifdef TEST_TSAN
+#if TEST_TSAN
 void __tsan_ignore_thread_begin(void);
 void __tsan_ignore_thread_end(void);
 #else

@@ -806,16 +806,6 @@ static void fork_had_one(void* arg) {
     CHECK(aco_rt_sched_current() == NULL);
     fork_child(NULL);
 }
-#if defined(__SANITIZE_THREAD__)
-#define TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TSAN 1
-#endif
-#endif
-#ifndef TSAN
-#define TSAN 0
-#endif
 
 /* A fork inside a co: the child is still in that co (its main co is the
  * parent's loop).  There no scheduler can be made (EPERM, never libaco's
@@ -834,7 +824,7 @@ static void fork_in_co_child(void* arg) {
     CHECK_EQ(errno, EPERM);
     CHECK_EQ(aco_rt_sleep(MS), -EPERM);
     CHECK_EQ(aco_rt_yield(), -EPERM);
-    if (TSAN) _exit(0);         /* TSan starts no thread after such a fork */
+    if (TEST_TSAN) _exit(0);         /* TSan starts no thread after such a fork */
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, fork_child_thread, NULL), 0);
     pthread_join(t, NULL);
