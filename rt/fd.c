@@ -53,5 +53,5 @@ void rt_fd_forget(rt_fd_t* e) {
     e->kind = RT_FD_UNKNOWN;
     e->registered = e->stream = e->rd_empty = e->rd_hup = e->fmode = 0;
     __atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELEASE);
 }

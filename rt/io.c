@@ -62,10 +62,13 @@ static void fd_fresh(aco_rt_sched_t* s, int fd) {
 }
 
 /* aco_rt_close on another thread: cos here that waited on that file are
- * told -EBADF. */
+ * told -EBADF.  A gen that moved since the closer read it is a new file
+ * under the number, or the file the closer closed, taken by a wait here
+ * as the closer looked (a registration found gone, close_shared): the
+ * backend tells which, by whether our waits' file is still there. */
 static void fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
     rt_fd_t* e = rt_fd_peek(&s->fds, fd);
-    if (e == NULL || e->gen != gen) return;     /* it has moved on since */
+    if (e == NULL || (e->gen != gen && !s->backend.ops->stale(s, fd))) return;
     s->backend.ops->closing(s, fd, 1);
     rt_fd_forget(e);
 }
@@ -530,15 +533,18 @@ static void close_here(aco_rt_sched_t* s, int fd) {
  * (rt_fd_busy_inc_fenced), so if we missed it, it began before the close
  * and we see it when we look again after: its scheduler is asked to check
  * its waits (fd_recheck), where the backend tells a file that is gone
- * from a new one under the same number, which a message could not.  The
- * list of schedulers is held throughout.  -ENOMEM: a message could not be
- * made (nothing was closed, nobody told). */
+ * from a new one under the same number, which a message could not.  So
+ * is a scheduler told whose entry's gen moved after we read it: its wait
+ * found the file it had registered gone and took the new one (ours) as we
+ * looked, and the message names the old (fd_closed_remote looks at the
+ * backend then).  The list of schedulers is held throughout.  -ENOMEM: a
+ * message could not be made (nothing was closed, nobody told). */
 static int close_shared(aco_rt_sched_t* me, int fd) {
     enum { BATCH = 16 };
     rt_close_msg_t* pre[BATCH];
-    aco_rt_sched_t* pre_to[BATCH];
+    struct told { aco_rt_sched_t* s; uint32_t gen; } pre_to[BATCH];
     rt_close_msg_t** m = pre;
-    aco_rt_sched_t** to = pre_to;
+    struct told* to = pre_to;
     int r = -ENOMEM, n = 0, got = 0, told = 0;
     pthread_rwlock_rdlock(&reg_lock);
     for (aco_rt_sched_t* s = reg_head; s; s = s->reg.reg_next)
@@ -557,8 +563,8 @@ static int close_shared(aco_rt_sched_t* me, int fd) {
         rt_fd_t* e = s == me ? NULL : waited(s, fd);
         if (e == NULL) continue;
         m[told]->fd = fd;
-        m[told]->gen = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
-        to[told] = s;
+        m[told]->gen = to[told].gen = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+        to[told].s = s;
         close_send(s, m[told++]);
     }
     for (int i = told; i < n; i++) free(m[i]);      /* (one went idle meanwhile) */
@@ -567,8 +573,9 @@ static int close_shared(aco_rt_sched_t* me, int fd) {
     for (aco_rt_sched_t* s = reg_head; s; s = s->reg.reg_next) {
         rt_fd_t* e = s == me ? NULL : waited(s, fd);
         int i = 0;
-        while (i < told && to[i] != s) i++;
-        if (e == NULL || i < told) continue;
+        while (i < told && to[i].s != s) i++;
+        if (e == NULL || (i < told && __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) == to[i].gen))
+            continue;
         __atomic_store_n(&e->recheck, (uint8_t)1, __ATOMIC_SEQ_CST);
         if (__atomic_exchange_n(&s->cl.recheck_on, 1u, __ATOMIC_SEQ_CST) == 0) {
             s->cl.recheck.fd = -1;

@@ -172,7 +172,7 @@ static int ep_add(aco_rt_sched_t* s, ep_t* e, rt_fd_t* f, int fd) {
     if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
         if (f->registered) {
             wake_all(s, f, -EBADF);
-            __atomic_store_n(&f->gen, f->gen + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&f->gen, f->gen + 1, __ATOMIC_RELEASE);
             f->rd_empty = f->rd_hup = 0;
         }
         f->registered = 1;

@@ -22,7 +22,11 @@
  *     calls read or wait, many rounds): the call returns -EBADF at once,
  *     never at its deadline (a close that looked for waiters a moment
  *     before the wait was counted lost it: epoll's registration went with
- *     the file, and nobody told the co).
+ *     the file, and nobody told the co); a third of the rounds instead end
+ *     the wait with a byte and close(2) both ends, so that the next
+ *     round's number had a file the runtime waited on (epoll: its wait
+ *     finds that registration gone and takes the new file as the closer
+ *     looks, and the closer's message named the old one);
  *   - a dup: aco_rt_close of one number ends the read waiting on it with
  *     -EBADF, never the read waiting on the file's other number.
  * Stack and heap buffers (the readiness and the io_uring ways), both
@@ -377,12 +381,22 @@ static void close_race(int backend) {
         CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, v), 0);
         x.fd = v[0];
         x.wait = i & 1;
+        seed = seed * 1103515245 + 12345;
+        int byte = (seed >> 16) % 3 == 0;      /* a round that ends in close(2) */
         aco_rt_co_t* w = aco_rt_spawn(aco_rt_pool_sched(p, 1), race_waiter, &x);
         CHECK(w != NULL);
         CHECK_EQ(aco_rt_detach(w), 0);
         while (!__atomic_load_n(&x.started, __ATOMIC_ACQUIRE)) {}
         seed = seed * 1103515245 + 12345;
         spin_us((int)(seed >> 16) % 16);
+        if (byte) {
+            CHECK_EQ(write(v[1], "x", 1), 1);
+            CHECK_EQ(aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_now() + 10000 * MS), 0);
+            CHECK_EQ(x.rc, x.wait ? POLLIN : 1);
+            CHECK_EQ(close(v[0]), 0);
+            CHECK_EQ(close(v[1]), 0);
+            continue;
+        }
         CHECK_EQ(aco_rt_close(x.fd), 0);
         int r = aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_now() + 10000 * MS);
         if (r != 0 || x.rc != -EBADF || x.took > 2000 * MS)
