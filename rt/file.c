@@ -167,7 +167,8 @@ static void say_fallback(aco_rt_sched_t* s, unsigned w) {
     if (s->backend.ops != &rt_backend_uring || w == RT_F_SENDFILE || rt_ur_f_on(s, w)) return;
     if (__atomic_fetch_or(&said, 1u << w, __ATOMIC_RELAXED) & (1u << w)) return;
     if (getenv("ACO_RT_QUIET") == NULL)
-        fprintf(stderr, "aco_rt: io_uring has no %s operation here (or $ACO_RT_URING_OFF): "
+        fprintf(stderr, "aco_rt: io_uring has no %s operation here (by its probe, or "
+                "$ACO_RT_URING_OFF): "
                 "aco_rt_%s%s runs on helper threads\n", rt_f_names[w],
                 w == RT_F_READ ? "pread" : w == RT_F_WRITE ? "pwrite" : rt_f_names[w],
                 w == RT_F_READ || w == RT_F_WRITE ? "(v)"
@@ -262,10 +263,16 @@ static long fop_run(aco_rt_co_t* co, fop_t* f, int meta, int64_t deadline, int* 
         struct io_uring_sqe* sqe = rt_ur_sqe(s);
         fop_prep(sqe, f);
         s->st.file_uring++;
-        if (!meta) return rt_ur_data_op(co, sqe, f->fd, deadline);
-        f->m.orphan = fop_orphan;
-        r = rt_ur_meta_op(co, sqe, &f->m, deadline, gone);
-        return r;
+        if (!meta) {
+            r = rt_ur_data_op(co, sqe, f->fd, deadline);
+        } else {
+            f->m.orphan = fop_orphan;
+            r = rt_ur_meta_op(co, sqe, &f->m, deadline, gone);
+        }
+        if (r != RT_UR_AGAIN) return r;
+        /* (the ring did not run it: a helper's way, or its -EAGAIN) */
+        if ((r = rt_may_block(co, deadline)) != 0) return r;
+        __attribute__((fallthrough));
     }
 #endif
     case WAY_HELPER:
@@ -525,11 +532,16 @@ static ssize_t rw_way(aco_rt_co_t* co, int write, int fd, struct iovec* v, int c
         s->fbuf.inflight += (uint32_t)fixed;
         r = rt_ur_data_op(co, sqe, fd, deadline);
         s->fbuf.inflight -= (uint32_t)fixed;
-        if (r != -EAGAIN || (flags & RWF_NOWAIT)) return r;
-        /* a dup's close ended it (go again), or the file is O_NONBLOCK,
-         * which io_uring takes as "never wait for the disk": a helper's */
-        int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-        if (fl >= 0 && !(fl & O_NONBLOCK)) goto again;
+        if (r == RT_UR_AGAIN) {
+            /* the ring did not run it (no io-wq worker could start, or a
+             * close of a dup's number cancelled it): a helper's */
+        } else {
+            if (r != -EAGAIN || (flags & RWF_NOWAIT)) return r;
+            /* the file is O_NONBLOCK, which io_uring takes as "never
+             * wait for the disk": a helper's */
+            int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+            if (fl >= 0 && !(fl & O_NONBLOCK)) goto again;
+        }
         wy = WAY_HELPER;
     }
 #endif
@@ -758,7 +770,7 @@ static inline ssize_t prw_flat(int write, int fd, void* buf, size_t n, int64_t o
     s->fbuf.inflight += (uint32_t)fixed;
     r = rt_ur_data_op(co, sqe, fd, deadline);
     s->fbuf.inflight -= (uint32_t)fixed;
-    return r == -EAGAIN ? NOT_FLAT : r;
+    return r == -EAGAIN || r == RT_UR_AGAIN ? NOT_FLAT : r;
 #else
     (void)write; (void)fd; (void)buf; (void)n; (void)off; (void)deadline;
     return NOT_FLAT;
@@ -919,6 +931,7 @@ static int fifo_fix(aco_rt_co_t* co, unsigned w, long* r, int flags, int64_t dea
     io_uring_prep_poll_add(sqe, f->own_fd, POLLIN);
     int gone;
     int e = rt_ur_meta_op(co, sqe, &f->m, deadline, &gone);
+    if (e == RT_UR_AGAIN) e = -EAGAIN;          /* (a poll: no worker's) */
     if (gone) {
         *r = e;
         return 0;
@@ -1119,8 +1132,10 @@ static ssize_t move_way(aco_rt_co_t* co, unsigned w, int in, int kin, int64_t* o
             f->uflags = flags | SPLICE_F_NONBLOCK;
             int gone;
             r = fop_run(co, f, 0, deadline, &gone);
-            if (!gone) fop_free(f);
             if (gone) return r;
+            int refused = r == -EAGAIN && f->res == NOT_RUN;   /* (no helper) */
+            fop_free(f);
+            if (refused) return r;
         }
         if (r != -EAGAIN) return r;
         /* which end is not ready? */
@@ -1134,8 +1149,9 @@ static ssize_t move_way(aco_rt_co_t* co, unsigned w, int in, int kin, int64_t* o
 }
 
 /* splice or tee as io_uring's operation.  An end the program made
- * O_NONBLOCK makes it say EAGAIN (as does a close of a dup's number):
- * wait for the end that is not ready, and go again. */
+ * O_NONBLOCK makes it say EAGAIN: wait for the end that is not ready, and
+ * go again.  RT_UR_AGAIN: the ring did not run it (no io-wq worker, a
+ * close of a dup's number): the caller goes the other way. */
 static ssize_t uring_move(aco_rt_co_t* co, unsigned w, int in, int64_t oin, int out, int64_t oout,
                           size_t len, unsigned flags, int64_t deadline) {
 #ifdef ACO_RT_HAVE_URING
@@ -1147,7 +1163,7 @@ static ssize_t uring_move(aco_rt_co_t* co, unsigned w, int in, int64_t oin, int 
         else io_uring_prep_splice(sqe, in, oin, out, oout, (unsigned)len, flags);
         co->s->st.file_uring++;
         r = rt_ur_data_op(co, sqe, in, deadline);
-        if (r != -EAGAIN) return r;
+        if (r != -EAGAIN) return r;     /* (RT_UR_AGAIN too) */
         struct pollfd p[2] = {{in, POLLIN, 0}, {out, POLLOUT, 0}};
         rt_sys_poll0(p, 2);
         int fd = !(p[0].revents & (POLLIN | POLLHUP | POLLERR)) ? in : out;
@@ -1175,11 +1191,11 @@ ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, 
     int64_t a = off_in ? *off_in : 0, b = off_out ? *off_out : 0;
     if ((off_in && a < 0) || (off_out && b < 0)) return -EINVAL;
     if (len > (1u << 30)) len = 1u << 30;
-    ssize_t r;
-    if (way(co->s, RT_F_SPLICE) == WAY_URING) {
+    ssize_t r = RT_UR_AGAIN;
+    if (way(co->s, RT_F_SPLICE) == WAY_URING)
         r = uring_move(co, RT_F_SPLICE, fd_in, off_in ? a : -1, fd_out, off_out ? b : -1, len,
                        flags, deadline);
-    } else {
+    if (r == RT_UR_AGAIN) {
         int err = 0;
         int kin = fd_type(fd_in, &err), kout = fd_type(fd_out, &err);
         if (err) return err;
@@ -1201,8 +1217,10 @@ ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t de
     if (rt_passed(deadline)) return -ETIMEDOUT;
     if (len == 0) return 0;
     if (len > (1u << 30)) len = 1u << 30;
-    if (way(co->s, RT_F_TEE) == WAY_URING)
-        return uring_move(co, RT_F_TEE, fd_in, -1, fd_out, -1, len, flags, deadline);
+    if (way(co->s, RT_F_TEE) == WAY_URING) {
+        ssize_t r = uring_move(co, RT_F_TEE, fd_in, -1, fd_out, -1, len, flags, deadline);
+        if (r != RT_UR_AGAIN) return r;
+    }
     int err = 0;
     int kin = fd_type(fd_in, &err), kout = fd_type(fd_out, &err);
     if (err) return err;
@@ -1257,7 +1275,11 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
             f->no_uring = 1;
             int gone;
             r = fop_run(co, f, 0, deadline, &gone);
-            if (!gone) fop_free(f);
+            if (!gone) {
+                int refused = r == -EAGAIN && f->res == NOT_RUN;   /* (no helper) */
+                fop_free(f);
+                if (refused) break;
+            }
         }
         if (r > 0) {
             done += (size_t)r;

@@ -256,9 +256,11 @@ static struct io_uring_sqe* get_sqe(aco_rt_sched_t* s) {
 struct io_uring* rt_ur_ring(aco_rt_sched_t* s) { return &((ur_t*)s->backend.data)->ring; }
 struct io_uring_sqe* rt_ur_sqe(aco_rt_sched_t* s) { return get_sqe(s); }
 
-/* An operation a close of another number of its file cancelled: made
- * again (not an errno: complete() to rt_uring_io and rt_uring_accept). */
-#define UR_AGAIN (INT32_MIN + 1)
+/* An operation the kernel cancelled without us (no io-wq worker could
+ * start) or a close of another number of its file did: made again (not an
+ * errno: complete() to rt_uring_io and rt_uring_accept; the file calls'
+ * RT_UR_AGAIN, rt_io.h). */
+#define UR_AGAIN RT_UR_AGAIN
 
 /* Cancel pe's poll (its completion comes later, -ECANCELED or its
  * readiness: either ends it).  The cancel's own completion only where it
@@ -324,8 +326,15 @@ static void meta_done(aco_rt_sched_t* s, rt_ur_meta_t* m, int res) {
         m->orphan(m, res);
         return;
     }
-    /* only a close of its descriptor cancels it while its co waits */
-    rt_wake(m->co, res == -ECANCELED ? -EBADF : res);
+    /* Cancelled while its co waits: by an aco_rt_close of its descriptor
+     * (the number's generation moved), else by the kernel, which could
+     * start no io-wq worker for it, or by a close of another number of
+     * its file: the caller makes it again (a helper's) */
+    if (res == -ECANCELED) {
+        rt_fd_t* f = m->fd >= 0 ? rt_fd_peek(&s->fds, m->fd) : NULL;
+        res = f && f->gen != m->gen ? -EBADF : UR_AGAIN;
+    }
+    rt_wake(m->co, res);
 }
 
 static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
@@ -512,8 +521,7 @@ int rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr, socklen_t* a
 /* [data] file operations: as rt_uring_io's (the co waits for the end of
  * what the kernel began; the buffer is the caller's). */
 ssize_t rt_ur_data_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, int fd, int64_t deadline) {
-    int r = op_wait(co, sqe, RT_W_UR_FILE, fd, deadline);
-    return r == UR_AGAIN ? -EAGAIN : r;     /* (the caller makes it again) */
+    return op_wait(co, sqe, RT_W_UR_FILE, fd, deadline);
 }
 
 /* [meta] file operations: the co leaves at its deadline or cancel, the
@@ -521,7 +529,10 @@ ssize_t rt_ur_data_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, int fd, int64_t
 int rt_ur_meta_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, rt_ur_meta_t* m, int64_t deadline,
                   int* left) {
     ur_t* u = (ur_t*)co->s->backend.data;
+    rt_fd_t* f = sqe->fd >= 0 ? rt_fd_peek(&co->s->fds, sqe->fd) : NULL;
     m->co = co;
+    m->fd = sqe->fd;
+    m->gen = f ? f->gen : 0;
     m->prev = NULL;
     m->next = u->metas;
     if (m->next) m->next->prev = m;

@@ -91,6 +91,11 @@ extern const char* const rt_f_names[RT_F_N];
 /* Does s do call w as an io_uring operation (its kernel has it, and
  * $ACO_RT_URING_OFF did not turn it off)?  0 on epoll. */
 int     rt_ur_f_on(aco_rt_sched_t* s, unsigned w);
+/* RT_UR_AGAIN (rt_ur_data_op, rt_ur_meta_op): the ring did not run the
+ * operation, and the caller makes it again another way (a helper's): the
+ * kernel cancelled it because no io-wq worker could start (RLIMIT_NPROC),
+ * or a close of another number of its file did.  Not an errno. */
+#define RT_UR_AGAIN (INT32_MIN + 1)
 #ifdef ACO_RT_HAVE_URING
 /* A [data] file operation (sqe prepared by the caller, on fd): as
  * rt_uring_io's, its result; the co waits for what the kernel began. */
@@ -109,6 +114,8 @@ typedef struct rt_ur_meta {
     void              (*orphan)(struct rt_ur_meta* m, int res);
     struct rt_ur_meta*  next;           /* the ring's list (io_uring.c) */
     struct rt_ur_meta*  prev;
+    int32_t             fd;             /* (io_uring.c: the operation's */
+    uint32_t            gen;            /* descriptor and its generation) */
 } rt_ur_meta_t;
 int     rt_ur_meta_op(aco_rt_co_t* co, struct io_uring_sqe* sqe, rt_ur_meta_t* m,
                       int64_t deadline, int* left);
