@@ -220,7 +220,8 @@ typedef struct {
 /* A new co of scheduler s (NULL: the calling thread's) that runs fn(arg); it
  * is ready at once and starts when the scheduler comes to it.  From any
  * thread, in a co or not (into another thread's scheduler it travels as a
- * message, and a lack of memory there shows at its join: -ENOMEM).  The
+ * message, and a lack of memory there shows at its join: -ENOMEM, and the
+ * first time in the process as a line on stderr).  The
  * handle stays valid until aco_rt_join() returned 0 (or -ENOMEM) for it or
  * it was detached.  NULL with errno: ENOMEM, EPERM (s NULL and the thread
  * has no scheduler), EINVAL (fn is NULL). */
@@ -837,10 +838,11 @@ ssize_t aco_rt_pwritev(int fd, const struct iovec* iov, int iovcnt, int64_t off,
  * 16384 buffers of at most 1 GiB each, not overlapping, none on one of
  * the scheduler's share stacks (a standalone co's own stack is its own:
  * allowed; in checked mode a suspended co's stack is reported as an
- * escape).  A scheduler on epoll, or on a kernel before 5.13 (whose
- * registration waits for every operation in the ring), makes the -EINVAL
- * checks only, remembers the set (for -EBUSY and -ENXIO) and pins
- * nothing.  Returns 0, or -EPERM (the calling thread has no scheduler),
+ * escape).  A scheduler on epoll, on a kernel before 5.13 (whose
+ * registration waits for every operation in the ring), or where
+ * io_uring_register(2) itself is refused (a seccomp filter's EPERM or
+ * EACCES), makes the -EINVAL checks only, remembers the set (for -EBUSY
+ * and -ENXIO) and pins nothing.  Returns 0, or -EPERM (the calling thread has no scheduler),
  * -EINVAL (iov NULL, n 0 or above 16384, a buffer NULL, empty, above 1 GiB
  * or wrapping, buffers that overlap, a buffer on a share stack), -EBUSY
  * (buffers are registered: unregister them first), -ENOMEM (no memory;

@@ -348,9 +348,12 @@ void rt_spawn_arrived(aco_rt_sched_t* s, aco_rt_co_t* co) {
         if (co->flags & RT_STANDALONE) aco_share_stack_destroy(st);
         co->flags &= (uint8_t)~RT_STANDALONE;
     }
-    /* Nobody to tell but its joiner: it ends at once, never started. */
-    fprintf(stderr, "aco_rt_spawn: out of memory making a co sent from another "
-            "thread: it ends without running (aco_rt_join says -ENOMEM)\n");
+    /* Nobody to tell but its joiner: it ends at once, never started
+     * (said once per process: a detached one has no joiner) */
+    static unsigned said;
+    if (__atomic_exchange_n(&said, 1u, __ATOMIC_RELAXED) == 0)
+        fprintf(stderr, "aco_rt_spawn: out of memory making a co sent from another "
+                "thread: it ends without running (aco_rt_join says -ENOMEM; said once)\n");
     co->flags |= RT_NO_START;
     co->state = RT_DONE;
     if (__atomic_fetch_sub(&s->ld.sent, 1u, __ATOMIC_SEQ_CST) == 1 && s->st.cos_alive == 0 && s->pooled.pool)

@@ -448,7 +448,9 @@ int aco_rt_register_buffers(const struct iovec* iov, unsigned n) {
     if (!err && s->backend.ops == &rt_backend_uring) {
         err = rt_ur_buffers(s, iov, n);
         pinned = err == 0;
-        if (err == -ENOSYS) err = 0;            /* kept, not pinned */
+        /* kept, not pinned: a kernel that cannot yet, or a filter
+         * (seccomp) that refuses io_uring_register itself */
+        if (err == -ENOSYS || err == -EPERM || err == -EACCES) err = 0;
     }
 #endif
     if (err) {

@@ -19,16 +19,24 @@
  *    parked), -EBUSY;
  *  - io_uring's own refusals: unmapped memory -EFAULT, read-only memory
  *    -EFAULT, RLIMIT_MEMLOCK too small for the set -ENOMEM (in a child,
- *    as nobody when run as root: CAP_IPC_LOCK lifts the limit).
+ *    as nobody when run as root: CAP_IPC_LOCK lifts the limit);
+ *  - io_uring_register(2) refused by a seccomp filter (EPERM, in a child):
+ *    the set is kept, not pinned (0), its transfers move the right bytes
+ *    uncounted, and it unregisters (0).
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -375,6 +383,60 @@ static void memlock_child(void* arg) {
     _exit(r == -ENOMEM ? 0 : 7);
 }
 
+/* A file's round trip through the set (m: BUF_A bytes): 0, or 1. */
+static int refused_rc = 1;
+static void refused_co(void* arg) {
+    unsigned char* m = arg;
+    int fd = aco_rt_openat(dfd, "refused", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600, -1);
+    if (fd < 0) return;
+    fill(m, 4096, 7);
+    memset(m + 8192, 0, 4096);
+    if (aco_rt_pwrite(fd, m, 4096, 0, -1) == 4096 && aco_rt_pread(fd, m + 8192, 4096, 0, -1) == 4096 &&
+        memcmp(m, m + 8192, 4096) == 0)
+        refused_rc = 0;
+    aco_rt_close(fd);
+    aco_rt_unlinkat(dfd, "refused", 0, -1);
+}
+
+/* In a child: a seccomp filter refuses io_uring_register(2) (EPERM) once
+ * the ring is made: the set is kept, not pinned.  Exit 3: no filter. */
+static void refused_child(void* arg) {
+    (void)arg;
+    aco_rt_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.backend = ACO_RT_BACKEND_URING;
+    aco_rt_sched_t* s = aco_rt_sched_new(&o);
+    if (s == NULL) _exit(5);
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        _exit(3);
+    unsigned char* m = aligned_alloc(4096, BUF_A);
+    if (m == NULL) _exit(6);
+    memset(m, 0, BUF_A);
+    long pin0 = vm_pin_kb();
+    struct iovec v = {m, BUF_A};
+    int r = aco_rt_register_buffers(&v, 1);
+    if (r != 0) { fprintf(stderr, "refused child: aco_rt_register_buffers: %d\n", r); _exit(7); }
+    if (pin0 >= 0 && vm_pin_kb() > pin0) { fprintf(stderr, "refused child: pinned\n"); _exit(8); }
+    aco_rt_co_t* co = aco_rt_spawn(s, refused_co, m);
+    if (co == NULL || aco_rt_detach(co) != 0 || aco_rt_sched_run(s) != 0 || refused_rc) _exit(9);
+    aco_rt_stats_t st;
+    aco_rt_stats(s, &st);
+    if (st.file_fixed != 0) { fprintf(stderr, "refused child: counted\n"); _exit(10); }
+    r = aco_rt_unregister_buffers();
+    if (r != 0) { fprintf(stderr, "refused child: aco_rt_unregister_buffers: %d\n", r); _exit(11); }
+    aco_rt_sched_free(s);
+    free(m);
+    _exit(0);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     snprintf(dir, sizeof dir, "/var/tmp/aco_rt_test_fixed.XXXXXX");
@@ -417,6 +479,14 @@ int main(void) {
             printf("note: RLIMIT_MEMLOCK or the user could not be set (%d): -ENOMEM not tried\n", st);
         } else {
             PROMISE();  /* RLIMIT_MEMLOCK below the set: -ENOMEM */
+            CHECK_EQ(st, 0);
+        }
+        st = -1;
+        CHECK_EQ(test_in_child(refused_child, NULL, &st), 0);
+        if (st == 3) {
+            printf("note: no seccomp filter here: a refused io_uring_register not tried\n");
+        } else {
+            PROMISE();  /* io_uring_register refused: kept, not pinned */
             CHECK_EQ(st, 0);
         }
     }
