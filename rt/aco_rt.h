@@ -130,7 +130,10 @@ typedef struct {
 aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
 
 /* Run the scheduler until no co is left (joined, detached and finished, or
- * never to be joined and finished) or aco_rt_sched_stop().  Call it from
+ * never to be joined and finished; a co another thread spawns here counts
+ * from the return of its aco_rt_spawn, so one still on its way may find
+ * the run over: a co that waits for it keeps the run going) or
+ * aco_rt_sched_stop().  Call it from
  * the scheduler's thread, outside any co.  0; -EPERM (another thread's
  * scheduler, from a co, or already running); -EDEADLK when every co left
  * waits on another co (join, sync, channel) without a deadline and nothing
@@ -155,7 +158,8 @@ int aco_rt_sched_run(aco_rt_sched_t* s);
  * on with them.  From any
  * thread; asked while s does not run, it makes the next run return at
  * once (a stop is never lost, and ends one run: stops asked while s does
- * not run end the next run only).  Async-signal-safe: a signal handler on
+ * not run end the next run only, and several that come before a run sees
+ * them end that run together).  Async-signal-safe: a signal handler on
  * any thread, s's own included, may call it (errno is kept); but a co
  * that waits for the signal (aco_rt_signal_wait) is the easier way to
  * stop on SIGINT or SIGTERM. */
@@ -180,7 +184,8 @@ void aco_rt_sched_stop(aco_rt_sched_t* s);
  * another scheduler may be in aco_rt_join for one of them (its join must
  * have returned, even if they finished) or use one after; and none of s's
  * cos may be in aco_rt_join for a co of another scheduler (end that wait
- * first: a deadline, a cancel, or that co's end). */
+ * first: a deadline, a cancel, or that co's end).  Nor may another thread
+ * detach or cancel one of the cos it destroys while it runs, or after. */
 void aco_rt_sched_free(aco_rt_sched_t* s);
 
 /* The calling thread's scheduler, or NULL. */
@@ -1310,7 +1315,10 @@ void aco_rt_cond_init(aco_rt_cond_t* c);
  * 0, -ETIMEDOUT, -ECANCELED, -EPERM (m not held by the caller, or not in
  * a co: nothing done), -EINVAL (c or m NULL: nothing done). */
 int  aco_rt_cond_wait(aco_rt_cond_t* c, aco_rt_mutex_t* m, int64_t deadline);
-/* Wake the longest waiter of c, if any. */
+/* Wake the longest waiter of c, if any.  Never lost to a deadline or a
+ * cancel: the waiter it takes returns 0 even if its deadline passes
+ * meanwhile, and one whose wait ended first is no longer a waiter (the
+ * signal goes to the next). */
 void aco_rt_cond_signal(aco_rt_cond_t* c);
 /* Wake every waiter of c. */
 void aco_rt_cond_broadcast(aco_rt_cond_t* c);
@@ -1412,8 +1420,9 @@ typedef struct {
 
 /* Start a pool of threads, each running a scheduler that waits for cos
  * (asleep in the kernel while it has nothing to do).  NULL with errno
- * (ENOMEM, EINVAL, EAGAIN (no thread could be made), ENOSYS in the
- * single-thread build, or what a thread's aco_rt_sched_new said). */
+ * (ENOMEM, EINVAL, EAGAIN (a thread could not be made: all or none are
+ * made, so then none is left), ENOSYS in the single-thread build, or what
+ * a thread's aco_rt_sched_new said). */
 aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts);
 
 /* A new co of the pool, from any thread, in a co or not.  From outside the
@@ -1422,7 +1431,8 @@ aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts);
  * thread of the pool may take it before it starts.  Once started, a co
  * stays on its thread (its stack is one of that thread's share stacks).
  * The handle is as aco_rt_spawn's.  NULL with errno: ENOMEM, EINVAL, EPIPE
- * (the pool is being freed). */
+ * (aco_rt_pool_free has begun: a spawn that overlaps it is the program's
+ * error all the same, see there, and this answer is not assured). */
 aco_rt_co_t* aco_rt_pool_spawn(aco_rt_pool_t* p, aco_rt_fn_t fn, void* arg,
                                const aco_rt_spawn_opts_t* opts);
 
@@ -1445,9 +1455,12 @@ enum { ACO_RT_POOL_DRAIN = 0, ACO_RT_POOL_CANCEL = 1 };
 int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline);
 
 /* Stop the threads and free the pool, outside the pool's threads.  Cos
- * still there are destroyed where they stand, as by aco_rt_sched_free:
- * call aco_rt_pool_wait first to drain or cancel them.  0 (p NULL: nothing
- * to do); -EDEADLK from one of its threads (nothing done). */
+ * still there are destroyed where they stand, as by aco_rt_sched_free
+ * (whose rules hold for their handles): call aco_rt_pool_wait first to
+ * drain or cancel them.  As with free(3), no other call on p may overlap
+ * it or come after it: spawns from other threads must have returned
+ * before it begins.  0 (p NULL: nothing to do); -EDEADLK from one of its
+ * threads (nothing done). */
 int aco_rt_pool_free(aco_rt_pool_t* p);
 
 /* ======================================================================== */
@@ -1537,8 +1550,10 @@ typedef struct {
 void aco_rt_stats(const aco_rt_sched_t* s, aco_rt_stats_t* out);
 
 /* Write one line per co of s (NULL: the current) to fd: its handle, name, state
- * and what it waits on (object address, deadline).  Async-signal-unsafe but
- * lock-free: callable from gdb (`call aco_rt_dump(0, 2)`). */
+ * and what it waits on (object address, deadline).  From s's thread (a
+ * scheduler's own call), or from a debugger that stopped the process:
+ * async-signal-unsafe but lock-free, so gdb may call it (`call
+ * aco_rt_dump(0, 2)`) wherever the program stopped. */
 void aco_rt_dump(const aco_rt_sched_t* s, int fd);
 
 #ifdef __cplusplus

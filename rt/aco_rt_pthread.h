@@ -50,7 +50,8 @@
  * Every object is zero-initialisable (= the static initializer: a NORMAL
  * mutex, a cond on CLOCK_REALTIME, ...), and destroy needs no memory back.
  * Thread safety: as the runtime's (mutex, cond: aco_rt_mutex_t and
- * aco_rt_cond_t).
+ * aco_rt_cond_t): every object (once, rwlock and barrier too, which are
+ * built of a mutex and conds) may be shared by cos of any schedulers.
  */
 #ifndef ACO_RT_PTHREAD_H
 #define ACO_RT_PTHREAD_H
