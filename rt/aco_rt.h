@@ -1243,7 +1243,8 @@ enum {
  *   -EAFNOSUPPORT the kernel has no such family (IPv6);
  *   -EMFILE, -ENFILE, -ENOBUFS, -ENOMEM: out of descriptors or memory;
  *   name resolution: -ENXIO (no such name, or no address for it:
- *                 EAI_NONAME, EAI_NODATA), -EAGAIN (EAI_AGAIN: the name
+ *                 EAI_NONAME, EAI_NODATA; -EMFILE, -ENFILE or -ENOMEM
+ *                 where glibc said EAI_NONAME for want of them), -EAGAIN (EAI_AGAIN: the name
  *                 server did not answer, try later; also aco_rt_offload's
  *                 full queue), -EIO (EAI_FAIL and any other failure of the
  *                 resolver), -ENOMEM (EAI_MEMORY), -EAFNOSUPPORT

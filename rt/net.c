@@ -165,14 +165,16 @@ __attribute__((unused)) static void lookup_drop(void* arg, void* result) {
     free(l);
 }
 
-/* getaddrinfo's failure as an errno (the list is in aco_rt.h). */
+/* getaddrinfo's failure as an errno (the list is in aco_rt.h).  glibc says
+ * EAI_NONAME also when it could not open a file or socket to look with:
+ * errno tells that from a name not found. */
 static int gai_errno(int rc, int err) {
     switch (rc) {
     case EAI_NONAME:
 #ifdef EAI_NODATA
     case EAI_NODATA:
 #endif
-        return -ENXIO;
+        return err == EMFILE || err == ENFILE || err == ENOMEM ? -err : -ENXIO;
     case EAI_AGAIN:  return -EAGAIN;
     case EAI_MEMORY: return -ENOMEM;
     case EAI_FAMILY:
