@@ -935,8 +935,9 @@ ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t de
  * it is a socket or a pipe; the bytes go on the calling thread when the
  * whole range (or, chunk by chunk, each 8 MiB of it) is in the page cache,
  * as cachestat(2) tells (kernel 6.5; before it mincore(2) of a mapping of
- * the range: a file that cannot be mapped counts as not cached), else each
- * chunk on a helper thread (io_uring has no sendfile).  A range found
+ * the range: a file that cannot be mapped counts as not cached; both tell
+ * only of files the caller owns or may write: any other counts as not
+ * cached), else each chunk on a helper thread (io_uring has no sendfile).  A range found
  * cached at the call's start is sent from the thread to its end: pages
  * evicted meanwhile are read in there. */
 ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count,

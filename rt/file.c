@@ -1067,7 +1067,17 @@ static int fd_type(int fd, int* err) {
 /* Are the bytes [off, off + len) of fd all in the page cache?  cachestat
  * (Linux 6.5); older kernels: mincore(2) of a mapping of the range, made
  * and unmade for the question (a few microseconds; a file that cannot be
- * mapped, as FUSE's direct_io ones, is taken as not cached: a helper). */
+ * mapped, as FUSE's direct_io ones, is taken as not cached: a helper).
+ * Both answer only for a file the caller owns or may write (cachestat
+ * refuses with EPERM, mincore says every page is there): any other file
+ * is taken as not cached (may_write's test errs that way: no ACLs). */
+static int may_write(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return 0;
+    uid_t u = geteuid();
+    return u == 0 || st.st_uid == u || (st.st_mode & S_IWOTH) ||
+           ((st.st_mode & S_IWGRP) && st.st_gid == getegid());
+}
 static int nocachestat;
 static int cached(int fd, int64_t off, size_t len) {
     if (off < 0 || len == 0) return 0;
@@ -1090,7 +1100,7 @@ static int cached(int fd, int64_t off, size_t len) {
         if (errno != ENOSYS) return 0;
         __atomic_store_n(&nocachestat, 1, __ATOMIC_RELAXED);
     }
-    if (pages > 4096) return 0;         /* (16 MiB: the vector on the stack) */
+    if (pages > 4096 || !may_write(fd)) return 0;   /* (16 MiB: the vector on the stack) */
     size_t maplen = (size_t)(pages * pg);
     void* m = mmap64(NULL, maplen, PROT_READ, MAP_SHARED, fd, (off64_t)first);
     if (m == MAP_FAILED) return 0;

@@ -13,14 +13,24 @@
  *     after are all there);
  *   - every case on io_uring, on epoll, and (but the last) on io_uring with
  *     $ACO_RT_URING_OFF=all (the helper fallback), and a fallback is said
- *     once on stderr, not at all under $ACO_RT_QUIET.
+ *     once on stderr, not at all under $ACO_RT_QUIET;
+ *   - sendfile of a cached file the caller may not write, on a kernel
+ *     without cachestat (a seccomp filter: ENOSYS), as user nobody: a
+ *     helper's, not the thread's (mincore(2) says every page of such a
+ *     file is there); root only.
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 static char dir[64], fifo[96], file[96];
@@ -281,6 +291,68 @@ static void two_statx(void* arg) {
     CHECK_EQ(aco_rt_statx(AT_FDCWD, "/", 0, STATX_MODE, &sx, -1), 0);
 }
 
+/* In a child (root only: exit 3 otherwise): nobody's sendfile of root's
+ * file, cachestat refused. */
+static int ro_fd;
+static long ro_sent = -1;
+static void ro_sender(void* arg) {
+    (void)arg;
+    int sp[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+    int64_t off = 0;
+    ro_sent = aco_rt_sendfile(sp[0], ro_fd, &off, 4096, -1);
+    aco_rt_close(sp[0]);
+    close(sp[1]);
+}
+static void ro_child(void* arg) {
+    (void)arg;
+    char ro[128];
+    snprintf(ro, sizeof(ro), "%s/ro", dir);
+    ro_fd = open(ro, O_RDONLY | O_CLOEXEC);
+    char c;
+    if (ro_fd < 0 || read(ro_fd, &c, 1) != 1) _exit(4);         /* (cached now) */
+    if (geteuid() != 0 || setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+        _exit(3);
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 451 /* cachestat */, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        _exit(3);
+    aco_rt_sched_t* s = test_sched_on(ACO_RT_BACKEND_EPOLL, NULL);
+    test_go(s, ro_sender, NULL);
+    aco_rt_stats_t st;
+    aco_rt_stats(s, &st);
+    aco_rt_sched_free(s);
+    if (ro_sent != 4096 || st.file_nowait != 0 || st.file_helper == 0) {
+        fprintf(stderr, "sendfile of a file nobody may not write: %ld, on the thread %llu, "
+                "helper %llu (a helper's)\n", ro_sent, (unsigned long long)st.file_nowait,
+                (unsigned long long)st.file_helper);
+        _exit(5);
+    }
+    _exit(0);
+}
+
+static void not_writable(void) {
+    char ro[128];
+    snprintf(ro, sizeof(ro), "%s/ro", dir);
+    int fd = open(ro, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    CHECK_GE(fd, 0);
+    static char page[4096];
+    CHECK_EQ(write(fd, page, sizeof(page)), 4096);
+    CHECK_EQ(close(fd), 0);
+    CHECK_EQ(chmod(dir, 0755), 0);          /* (nobody needs no path: the fd) */
+    int st = -1;
+    CHECK_EQ(test_in_child(ro_child, NULL, &st), 0);
+    if (st == 3) printf("note: not root, or no seccomp: the unwritable file's sendfile not tried\n");
+    else CHECK_EQ(st, 0);
+    unlink(ro);
+}
+
 /* The fallback said once, in a child with stderr into a pipe. */
 static void fallback_said(int quiet) {
     int p[2];
@@ -339,6 +411,8 @@ int main(void) {
         fallback_said(0);
         fallback_said(1);
     }
+
+    if (n) not_writable();
 
     for (int i = 0; i < nfifos; i++) {
         snprintf(fifo, sizeof(fifo), "%s/fifo%d", dir, i);
