@@ -6,30 +6,28 @@
 #include <string.h>
 #include <strings.h>
 
-/* RFC 9110 5.6.2: token characters. */
-static int tchar(unsigned char c) {
-    if (c >= '0' && c <= '9') return 1;
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return 1;
-    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
+/* RFC 9110 5.6.2: token characters (alphanumerics and
+ * !#$%&'*+-.^_`|~), a bit each for the bytes below 128. */
+static const uint64_t tchars[2] = {0x03ff6cfa00000000u, 0x57ffffffc7fffffeu};
+static int tchar(unsigned char c) { return c < 128 && (tchars[c >> 6] >> (c & 63) & 1); }
 
 /* A field value byte: visible, space, tab, or obs-text. */
 static int vchar(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
 
+/* Name p[0, n), all token characters, is lit (lower case, n bytes long:
+ * the caller compares lengths first) in any case.  For a token character
+ * c, c | 0x20 is a lower-case letter or '-' only if c is that letter in
+ * either case or '-' itself. */
+static int name_eq(const char* p, const char* lit, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((p[i] | 0x20) != lit[i]) return 0;
+    return 1;
+}
 static int name_is(const char* p, size_t n, const char* lit) {
     return strlen(lit) == n && strncasecmp(p, lit, n) == 0;
 }
 
-/* Every LF must follow a CR, and no NUL may come: found on any prefix,
- * so that a malformed head is answered at once, not at the limit. */
-static int bare_lf_or_nul(const char* b, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (b[i] == '\0') return 1;
-        if (b[i] == '\n' && (i == 0 || b[i - 1] != '\r')) return 1;
-        if (b[i] == '\r' && i + 1 < n && b[i + 1] != '\n') return 1;
-    }
-    return 0;
-}
+#define NAME_IS(p, n, lit) ((n) == sizeof(lit) - 1 && name_eq(p, lit, sizeof(lit) - 1))
 
 /* Digits only, no overflow (at most 18 of them): the value, or -1. */
 static int64_t digits(const char* p, size_t n) {
@@ -49,8 +47,8 @@ static void connection_opts(const char* v, size_t n, int* close, int* keep) {
         while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
         size_t s = i;
         while (i < n && v[i] != ',' && v[i] != ' ' && v[i] != '\t') i++;
-        if (name_is(v + s, i - s, "close")) *close = 1;
-        if (name_is(v + s, i - s, "keep-alive")) *keep = 1;
+        if (NAME_IS(v + s, i - s, "close")) *close = 1;
+        if (NAME_IS(v + s, i - s, "keep-alive")) *keep = 1;
     }
 }
 
@@ -80,55 +78,77 @@ int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r) {
     size_t scan = n < limit ? n : limit;
     size_t start = 0;               /* RFC 9112 2.2: empty lines before it */
     while (start + 1 < scan && buf[start] == '\r' && buf[start + 1] == '\n') start += 2;
-    const char* end = start < scan ? memmem(buf + start, scan - start, "\r\n\r\n", 4) : NULL;
-    const char* eol = start < scan ? memmem(buf + start, scan - start, "\r\n", 2) : NULL;
-    /* only the head's bytes: a body or the next request may follow */
-    if (bare_lf_or_nul(buf, end ? (size_t)(end - buf) + 4 : scan)) return 400;
-    if (end == NULL) {
+    /* One pass up to the empty line that ends the head (a body or the next
+     * request may follow): every LF after a CR, every CR before an LF, no
+     * NUL, checked on any prefix so that a malformed head is answered at
+     * once, not at the limit.  Then every line ends in CRLF.  eol: the
+     * first line's LF; end: the empty line's. */
+    size_t eol = 0, end = 0;
+    for (size_t i = 0; i < scan; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (__builtin_expect(c > '\r', 1)) continue;
+        if (c == '\0') return 400;
+        if (c == '\r') {
+            if (i + 1 < scan && buf[i + 1] != '\n') return 400;
+        } else if (c == '\n') {
+            if (i == 0 || buf[i - 1] != '\r') return 400;
+            if (i > start && eol == 0) eol = i;
+            if (i >= start + 3 && buf[i - 2] == '\n') {
+                end = i;
+                break;
+            }
+        }
+    }
+    if (end == 0) {
         if (n < limit) return HTTP_AGAIN;
         return eol ? 431 : 414;
     }
     memset(r, 0, sizeof(*r));
     r->content_length = -1;
-    r->head_len = (size_t)(end - buf) + 4;
-    int e = request_line(buf + start, (size_t)(eol - buf) - start, r);
+    r->head_len = end + 1;
+    int e = request_line(buf + start, eol - 1 - start, r);
     if (e) return e;
     int hosts = 0, close = 0, keep = 0, te = 0;
-    const char* p = eol + 2;
-    while (p < end + 2) {           /* each header line */
-        const char* le = memmem(p, (size_t)(end + 2 - p), "\r\n", 2);
-        size_t ln = (size_t)(le - p);
+    const char* p = buf + eol + 1;
+    const char* stop = buf + end - 1;      /* the empty line's CR */
+    while (p < stop) {                      /* each header line */
         size_t i = 0;
-        while (i < ln && tchar((unsigned char)p[i])) i++;
-        if (i == 0 || i >= ln || p[i] != ':') return 400;     /* also folds */
+        while (tchar((unsigned char)p[i])) i++;
+        if (i == 0 || p[i] != ':') return 400;          /* also folds */
         const char* name = p;
         size_t nn = i;
         i++;
-        while (i < ln && (p[i] == ' ' || p[i] == '\t')) i++;
-        size_t vs = i, ve = ln;
+        while (p[i] == ' ' || p[i] == '\t') i++;
+        size_t vs = i;
+        for (; p[i] != '\r'; i++)       /* (a CR here is the line's end) */
+            if (!vchar((unsigned char)p[i])) return 400;
+        size_t ve = i;
         while (ve > vs && (p[ve - 1] == ' ' || p[ve - 1] == '\t')) ve--;
-        for (size_t k = vs; k < ve; k++)
-            if (!vchar((unsigned char)p[k])) return 400;
         const char* v = p + vs;
         size_t vn = ve - vs;
-        if (name_is(name, nn, "host")) {
-            hosts++;
-        } else if (name_is(name, nn, "connection")) {
-            connection_opts(v, vn, &close, &keep);
-        } else if (name_is(name, nn, "content-length")) {
-            int64_t cl = digits(v, vn);
-            if (cl < 0 || (r->content_length >= 0 && r->content_length != cl)) return 400;
-            r->content_length = cl;
-        } else if (name_is(name, nn, "transfer-encoding")) {
-            te = 1;
-        } else if (name_is(name, nn, "range")) {
-            r->range = v;
-            r->range_len = vn;
-        } else if (name_is(name, nn, "if-modified-since")) {
-            r->ims = v;
-            r->ims_len = vn;
+        switch (nn) {
+        case 4:
+            if (name_eq(name, "host", 4)) hosts++;
+            break;
+        case 5:
+            if (name_eq(name, "range", 5)) r->range = v, r->range_len = vn;
+            break;
+        case 10:
+            if (name_eq(name, "connection", 10)) connection_opts(v, vn, &close, &keep);
+            break;
+        case 14:
+            if (name_eq(name, "content-length", 14)) {
+                int64_t cl = digits(v, vn);
+                if (cl < 0 || (r->content_length >= 0 && r->content_length != cl)) return 400;
+                r->content_length = cl;
+            }
+            break;
+        case 17:
+            if (name_eq(name, "transfer-encoding", 17)) te = 1;
+            else if (name_eq(name, "if-modified-since", 17)) r->ims = v, r->ims_len = vn;
+            break;
         }
-        p = le + 2;
+        p += i + 2;
     }
     if (te) return r->content_length >= 0 ? 400 : 501;
     if (hosts > 1 || (r->minor == 1 && hosts == 0)) return 400;
@@ -143,6 +163,14 @@ static int hexval(char c) {
     return -1;
 }
 
+/* One byte more of out (cap bytes, the NUL's included): 0, or 1 if none
+ * is left. */
+static int put(char* out, size_t* o, size_t cap, int c) {
+    if (*o + 1 >= cap) return 1;
+    out[(*o)++] = (char)c;
+    return 0;
+}
+
 int http_path(const char* t, size_t len, char* out, size_t cap, int* dir) {
     size_t i = 0;
     if (len && t[0] == '/') {
@@ -154,7 +182,12 @@ int http_path(const char* t, size_t len, char* out, size_t cap, int* dir) {
     } else {
         return 400;
     }
-    size_t o = 0, seg = 0;
+    if (cap == 0) return 414;
+    /* Segment by segment; one that may still be "." or ".." (up to two
+     * dots so far) is held back (nd), so that what is dropped never needs
+     * room: a kept one is written with the '/' before it. */
+    size_t o = 0;
+    int nd = 0, kept = 0;
     *dir = 1;
     for (;; i++) {
         int c;
@@ -164,35 +197,29 @@ int http_path(const char* t, size_t len, char* out, size_t cap, int* dir) {
             int h = i + 2 < len ? hexval(t[i + 1]) : -1, l = h >= 0 ? hexval(t[i + 2]) : -1;
             if (l < 0) return 400;
             c = h * 16 + l;
-            if (c == 0) return 400;
             i += 2;
         } else {
             c = (unsigned char)t[i];
         }
-        if (c == -1 || c == '/') {  /* a segment ends: look at it */
-            size_t sl = o - seg;
-            if (sl == 0 || (sl == 1 && out[seg] == '.')) {
-                o = seg;
-                *dir = 1;
-            } else if (sl == 2 && out[seg] == '.' && out[seg + 1] == '.') {
-                return 403;
-            } else {
-                *dir = 0;
-                if (c == '/') {
-                    if (o + 1 >= cap) return 414;
-                    out[o++] = '/';
-                }
-            }
+        if (c == 0) return 400;
+        if (c == -1 || c == '/') {      /* a segment ends */
+            if (!kept && nd == 2) return 403;
+            *dir = !kept;               /* (an empty or "." one is dropped) */
+            kept = nd = 0;
             if (c == -1) break;
-            seg = o;
             continue;
         }
-        if (o + 1 >= cap) return 414;
-        out[o++] = (char)c;
-    }
-    if (o && out[o - 1] == '/') {
-        o--;
-        *dir = 1;
+        if (!kept && c == '.' && nd < 2) {
+            nd++;
+            continue;
+        }
+        if (!kept) {
+            if (o && put(out, &o, cap, '/')) return 414;
+            for (; nd; nd--)
+                if (put(out, &o, cap, '.')) return 414;
+            kept = 1;
+        }
+        if (put(out, &o, cap, c)) return 414;
     }
     out[o] = '\0';
     return (int)o;
@@ -272,9 +299,17 @@ int64_t http_date_parse(const char* v, size_t len) {
 }
 
 size_t http_date_format(int64_t t, char* out) {
+    /* four digits of year: 0000-01-01 00:00:00 to 9999-12-31 23:59:59,
+     * and what a time_t holds (32 bits on some ABIs) */
+    if (t < -62167219200) t = -62167219200;
+    if (t > 253402300799) t = 253402300799;
+    if ((int64_t)(time_t)t != t) t = t < 0 ? INT32_MIN : INT32_MAX;
     struct tm tm;
     time_t tt = (time_t)t;
-    gmtime_r(&tt, &tm);
+    if (gmtime_r(&tt, &tm) == NULL) {
+        tt = 0;
+        gmtime_r(&tt, &tm);
+    }
     int y = tm.tm_year + 1900;
     char* p = out;
     memcpy(p, days[tm.tm_wday], 3);
@@ -340,6 +375,7 @@ const char* http_reason(int status) {
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default: return "";
     }

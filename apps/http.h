@@ -32,13 +32,15 @@ typedef struct {
 enum { HTTP_DONE = 0, HTTP_AGAIN = 1 };
 
 /* Parse the request head at the start of buf[0, n), at most limit bytes
- * long: HTTP_DONE (r filled), HTTP_AGAIN (incomplete: read more; n < limit)
- * or the status that answers it:
+ * long: HTTP_DONE (r filled), HTTP_AGAIN (incomplete: read more; n < limit;
+ * of the faults below only a bare CR or LF and a NUL are found before the
+ * head is whole) or the status that answers it:
  *   400  a malformed request line or header (a bare LF or CR, a control
- *        byte, a space before a header's colon, a folded line, no Host or
- *        two in HTTP/1.1, a Content-Length that is not a number, several
- *        different ones, or one with Transfer-Encoding);
- *   414  the request line alone is over limit;
+ *        byte, a space before a header's colon, a folded line, no Host in
+ *        HTTP/1.1, two Hosts, a Content-Length that is not a number of at
+ *        most 18 digits, several different ones (by value: 5 and 05 are
+ *        one), or one with Transfer-Encoding);
+ *   414  the request line alone (its CRLF too) is over limit;
  *   431  the head is over limit;
  *   501  Transfer-Encoding (request bodies are read by Content-Length only);
  *   505  an HTTP version other than 1.0 and 1.1.
@@ -51,7 +53,8 @@ int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r);
  * dropped, into out (cap bytes, NUL-terminated, without the leading '/':
  * "" for the root): its length, or a status: 400 (not a path, a bad %
  * escape, a NUL), 403 (a ".." segment, also encoded: %2e%2e, "..%2f"),
- * 414 (longer than cap - 1).  *dir is set when the path ends with '/'. */
+ * 414 (longer than cap - 1, cap 0 included).  *dir is set when the path
+ * names a directory: it ends with '/' or a "." segment, or is the root. */
 int http_path(const char* target, size_t len, char* out, size_t cap, int* dir);
 
 /* A single range "bytes=a-b", "bytes=a-", "bytes=-n" of a size-byte file:
@@ -65,7 +68,9 @@ int http_range(const char* v, size_t len, int64_t size, int64_t* first, int64_t*
  * since the epoch; -1 if it is not one. */
 int64_t http_date_parse(const char* v, size_t len);
 
-/* t as an IMF-fixdate into out (at least 30 bytes): its length (29). */
+/* t as an IMF-fixdate into out (at least 30 bytes): its length (29).  A t
+ * outside years 0000-9999 (or outside a 32-bit time_t) is said as the
+ * nearest time that can be. */
 size_t http_date_format(int64_t t, char* out);
 
 /* The Content-Type of a path by its extension (application/octet-stream

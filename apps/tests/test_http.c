@@ -192,6 +192,27 @@ static void t_paths(void) {
     path_is("a/b", 400, "", 0);
     path_is("", 400, "", 0);
     path_is("/0123456789012345678901234567890123456789012345678901234567890123456789", 414, "", 0);
+    /* a raw NUL, as %00 */
+    char nul[] = "/a\0b";
+    char o[16];
+    int dir = -1;
+    CHECK_EQ(http_path(nul, 4, o, sizeof(o), &dir), 400);
+    /* the room: cap bytes with the NUL, nothing written past them, and what
+     * is dropped ("/", "/.") needs none */
+    memset(o, 'x', sizeof(o));
+    CHECK_EQ(http_path("/", 1, o, 0, &dir), 414);
+    CHECK_EQ(o[0], 'x');
+    CHECK_EQ(http_path("/", 1, o, 1, &dir), 0);
+    CHECK_EQ(http_path("/a", 2, o, 1, &dir), 414);
+    CHECK_EQ(http_path("/a/", 3, o, 2, &dir), 1);
+    CHECK(strcmp(o, "a") == 0 && dir == 1);
+    CHECK_EQ(http_path("/a/./", 5, o, 2, &dir), 1);
+    CHECK(strcmp(o, "a") == 0 && dir == 1);
+    CHECK_EQ(http_path("/abc/./.", 8, o, 4, &dir), 3);
+    CHECK(strcmp(o, "abc") == 0 && dir == 1);
+    CHECK_EQ(http_path("/a/b", 4, o, 4, &dir), 3);
+    CHECK_EQ(http_path("/a/b", 4, o, 3, &dir), 414);
+    CHECK_EQ(http_path("/..", 3, o, 1, &dir), 403);
 }
 
 static void range_is(const char* v, int64_t size, int want, int64_t a, int64_t b) {
@@ -239,6 +260,13 @@ static void t_dates(void) {
     CHECK(strcmp(out, "Thu, 01 Jan 1970 00:00:00 GMT") == 0);
     CHECK_EQ(http_date_format(951782400, out), 29);          /* a leap day */
     CHECK(strcmp(out, "Tue, 29 Feb 2000 00:00:00 GMT") == 0);
+    /* out of IMF-fixdate's four digits of year: the nearest it can say */
+    CHECK_EQ(http_date_format(INT64_MAX, out), 29);
+    CHECK(strcmp(out, sizeof(time_t) < 8 ? "Tue, 19 Jan 2038 03:14:07 GMT"
+                                         : "Fri, 31 Dec 9999 23:59:59 GMT") == 0);
+    CHECK_EQ(http_date_format(INT64_MIN, out), 29);
+    CHECK(strcmp(out, sizeof(time_t) < 8 ? "Fri, 13 Dec 1901 20:45:52 GMT"
+                                         : "Sat, 01 Jan 0000 00:00:00 GMT") == 0);
     for (int64_t t = 0; t < 4102444800LL; t += 7777777) {
         CHECK_EQ(http_date_format(t, out), 29);
         CHECK_EQ(http_date_parse(out, 29), t);
