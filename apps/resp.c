@@ -595,11 +595,19 @@ again:
     return RESP_AGAIN;
 }
 
-/* isspace() in the C locale, which is what redis splits inline words on. */
+/* isspace() in the C locale: what redis skips between inline words, and
+ * what must follow a closing quote. */
 static inline int is_blank(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' ||
            c == '\f';
+}
+
+/* What ends an unquoted inline word in redis (sdssplitargs): not \v or \f,
+ * which stay in it. */
+static inline int ends_word(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
 static int hex_val(char c)
@@ -649,9 +657,9 @@ static int split_inline(resp_parser_t *p, const char *b, size_t n)
         if (i == n)
             return 0;
         start = i;
-        while (i < n && !is_blank(b[i]) && b[i] != '"' && b[i] != '\'')
+        while (i < n && !ends_word(b[i]) && b[i] != '"' && b[i] != '\'')
             i++;
-        if (i == n || is_blank(b[i])) {
+        if (i == n || ends_word(b[i])) {
             if (push_arg(p, b + start, i - start))
                 return fail_nomem(p);
             continue;

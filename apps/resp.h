@@ -13,7 +13,9 @@
  *   - resp_parse(): parses ONE complete command out of the bytes a client
  *     sent, in either of redis's two request forms:
  *       multibulk  "*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n"
- *       inline     "GET key\r\n"  (words split on blanks, with redis's
+ *       inline     "GET key\r\n"  (words split as redis splits them: a
+ *                  space, tab, CR or LF ends one, and any isspace() byte,
+ *                  \v and \f too, is skipped between words; with redis's
  *                  "double quotes" (escapes \n \r \t \b \a \xHH, and \c
  *                  for any other c) and 'single quotes' (only \' escapes);
  *                  a closing quote must be followed by a blank or the end

@@ -314,8 +314,10 @@ static void test_parse_basic(void)
     /* Empty commands before a command are consumed with it. */
     PARSE_ONE(&p, "\r\n\n   \r\n*0\r\n*-1\r\n*-9223372036854775808\r\nPING\r\n",
               A("PING"));
-    /* Inline words and blanks. */
-    PARSE_ONE(&p, "  SET\tk \x0b v\x0c \r\n", A("SET"), A("k"), A("v"));
+    /* Inline words and blanks: \v and \f are skipped between words, but
+     * end none (redis 7.0 stores "v\f" here). */
+    PARSE_ONE(&p, "  SET\tk \x0b v\x0c \r\n", A("SET"), A("k"), A("v\x0c"));
+    PARSE_ONE(&p, "a\x0bb\r\n", A("a\x0bb"));
     PARSE_ONE(&p, "ECHO a\rb\r\n", A("ECHO"), A("a"), A("b"));
     PARSE_ONE(&p, "x\0y z\r\n", A("x\0y"), A("z"));
 
