@@ -65,7 +65,11 @@ int http_path(const char* target, size_t len, char* out, size_t cap, int* dir);
 int http_range(const char* v, size_t len, int64_t size, int64_t* first, int64_t* last);
 
 /* An HTTP date (IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT") to seconds
- * since the epoch; -1 if it is not one. */
+ * since the epoch; -1 if it is not one.  The fields are checked one by
+ * one (a day up to 31, a second up to 60, the weekday's name but not that
+ * it fits the date): days past a month's end run into the next, as
+ * timegm(3) counts (Feb 31 2000 is Mar 2); the second before the epoch
+ * is -1 too (If-Modified-Since then does nothing). */
 int64_t http_date_parse(const char* v, size_t len);
 
 /* t as an IMF-fixdate into out (at least 30 bytes): its length (29).  A t

@@ -145,7 +145,7 @@ int kv_exec(kv_t *kv, int argc, const resp_arg_t *argv, resp_buf_t *out);
 /* Number of keys. */
 size_t kv_size(const kv_t *kv);
 
-/* Bytes the store has allocated (entries and tables). */
+/* Bytes the store has allocated (its kv_t, entries and tables). */
 size_t kv_used_memory(const kv_t *kv);
 
 /* Direct access, for tests and embedding.  Same semantics as the commands
