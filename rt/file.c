@@ -1142,6 +1142,7 @@ static ssize_t move_way(aco_rt_co_t* co, unsigned w, int in, int kin, int64_t* o
             f->off2 = oout ? *oout : 0;
             f->len = (int64_t)len;
             f->uflags = flags | SPLICE_F_NONBLOCK;
+            f->no_uring = 1;    /* (the ring's way is not to be, or failed) */
             int gone;
             r = fop_run(co, f, 0, deadline, &gone);
             if (gone) return r;
