@@ -920,13 +920,13 @@ int main(int argc, char** argv) {
             root = v;
             i++;
         } else if (strcmp(argv[i], "--idle-timeout-ms") == 0) {
-            if (ms_option(argv[i], v, &idle_ns) < 0) return 2;
+            if (ms_option(argv[i], v, &idle_ns) < 0) { free(rest); return 2; }
             i++;
         } else if (strcmp(argv[i], "--header-timeout-ms") == 0) {
-            if (ms_option(argv[i], v, &header_ns) < 0) return 2;
+            if (ms_option(argv[i], v, &header_ns) < 0) { free(rest); return 2; }
             i++;
         } else if (strcmp(argv[i], "--tls-handshake-timeout-ms") == 0) {
-            if (ms_option(argv[i], v, &handshake_ns) < 0) return 2;
+            if (ms_option(argv[i], v, &handshake_ns) < 0) { free(rest); return 2; }
             i++;
         } else if (strcmp(argv[i], "--tls-cert") == 0 && v) {
             tls_cert = v;
@@ -940,7 +940,9 @@ int main(int argc, char** argv) {
         }
     }
     rt_cli_t cli;
-    if (rt_cli_parse(&cli, "aco_http", nrest, rest) < 0) {
+    int parsed = rt_cli_parse(&cli, "aco_http", nrest, rest);
+    free(rest);                         /* (cli keeps argv's strings, not rest) */
+    if (parsed < 0) {
         fprintf(stderr, "       aco_http also takes --root DIR (.), --idle-timeout-ms MS"
                 " (60000), --header-timeout-ms MS (10000), --tls-cert PEM --tls-key PEM"
                 " [--tls-handshake-timeout-ms MS (10000)]\n");

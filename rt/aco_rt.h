@@ -95,7 +95,9 @@ typedef void (*aco_rt_fn_t)(void* arg);
 
 enum aco_rt_backend {
     ACO_RT_BACKEND_AUTO = 0,    /* $ACO_RT_BACKEND (uring|epoll), else io_uring
-                                   where the kernel allows it, else epoll */
+                                   where the kernel allows it, else epoll
+                                   (epoll under valgrind, which does not see
+                                   the kernel write io_uring's buffers) */
     ACO_RT_BACKEND_URING,
     ACO_RT_BACKEND_EPOLL
 };

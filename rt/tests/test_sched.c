@@ -40,7 +40,8 @@
  *    of them; a standalone or share stack that cannot be mapped: NULL with
  *    ENOMEM, no abort; older kernels (seccomp makes a system call ENOSYS): no
  *    io_uring (or io_uring_enter refused) -> AUTO runs on epoll, no epoll_pwait2 (before 5.11) -> epoll
- *    still works.
+ *    still works; valgrind's preload in LD_PRELOAD -> AUTO runs on epoll
+ *    (a forced uring stays uring).
  */
 #include "rt_test.h"
 #include "../../aco.h"
@@ -1541,6 +1542,31 @@ static void new_einval(void) {
     CHECK(aco_rt_sched_current() == NULL);
 }
 
+/* Under valgrind (its preloads in LD_PRELOAD), AUTO takes epoll: valgrind
+ * does not see io_uring's buffers written.  In a child: the environment is
+ * changed for the look, as valgrind's launcher sets it. */
+static void valgrind_auto_child(void* arg) {
+    (void)arg;
+    unsetenv("ACO_RT_BACKEND");
+    setenv("LD_PRELOAD", "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so:"
+           "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so", 1);
+    aco_rt_sched_t* s = aco_rt_sched_new(NULL);
+    if (s == NULL) _exit(3);
+    int auto_epoll = strcmp(aco_rt_backend_name(s), "epoll") == 0;
+    aco_rt_sched_free(s);
+    if (!auto_epoll) _exit(4);
+    s = aco_rt_sched_new(&(aco_rt_opts_t){.backend = ACO_RT_BACKEND_URING});
+    if (s != NULL && strcmp(aco_rt_backend_name(s), "uring") != 0) _exit(5);
+    if (s) aco_rt_sched_free(s);
+    _exit(0);
+}
+
+static void valgrind_auto(void) {
+    int st = -1;
+    CHECK_EQ(test_in_child(valgrind_auto_child, NULL, &st), 0);
+    CHECK_EQ(st, 0);
+}
+
 int main(void) {
     new_einval();
     outside_calls(0);
@@ -1549,5 +1575,6 @@ int main(void) {
     /* last: the checks that found runtime bugs, after all the others */
     on_backends(body_last);
     old_kernels();
+    valgrind_auto();
     return 0;
 }
