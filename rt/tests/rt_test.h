@@ -23,6 +23,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,6 +396,21 @@ static inline uint64_t test_rand(uint64_t* st) {
     x ^= x >> 27;
     *st = x;
     return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* A seccomp filter on this process (and what it forks): system call nr
+ * fails with err from now on, as on a kernel or in a container that
+ * refuses it.  0, or -1 where filters cannot be set. */
+static inline int test_deny_syscall(int nr, int err) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0 ? 0 : -1;
 }
 
 /* Raise RLIMIT_NOFILE to at least want (the hard limit too where allowed):

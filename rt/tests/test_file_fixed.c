@@ -28,12 +28,8 @@
 #include "rt_test.h"
 
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -407,16 +403,7 @@ static void refused_child(void* arg) {
     o.backend = ACO_RT_BACKEND_URING;
     aco_rt_sched_t* s = aco_rt_sched_new(&o);
     if (s == NULL) _exit(5);
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-        _exit(3);
+    if (test_deny_syscall(__NR_io_uring_register, EPERM) != 0) _exit(3);
     unsigned char* m = aligned_alloc(4096, BUF_A);
     if (m == NULL) _exit(6);
     memset(m, 0, BUF_A);

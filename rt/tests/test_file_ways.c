@@ -25,11 +25,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -313,16 +309,7 @@ static void ro_child(void* arg) {
     if (ro_fd < 0 || read(ro_fd, &c, 1) != 1) _exit(4);         /* (cached now) */
     if (geteuid() != 0 || setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
         _exit(3);
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 451 /* cachestat */, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-        _exit(3);
+    if (test_deny_syscall(451 /* cachestat, Linux 6.5 */, ENOSYS) != 0) _exit(3);
     aco_rt_sched_t* s = test_sched_on(ACO_RT_BACKEND_EPOLL, NULL);
     test_go(s, ro_sender, NULL);
     aco_rt_stats_t st;

@@ -47,8 +47,6 @@
 #include "../../aco.h"
 
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -1317,17 +1315,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
 /* Older kernels: a system call missing (ENOSYS), faked with seccomp        */
 /* ------------------------------------------------------------------------ */
 
-static void deny_syscall_err(int nr, int err) {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
-    CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-    CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
-}
+static void deny_syscall_err(int nr, int err) { CHECK_EQ(test_deny_syscall(nr, err), 0); }
 static void deny_syscall(int nr) { deny_syscall_err(nr, ENOSYS); }
 
 static void old_kernel_co(void* arg) {
