@@ -149,7 +149,7 @@ void rt_sched_quiesce(aco_rt_sched_t* s) {
     while (__atomic_load_n(&s->mail.senders, __ATOMIC_ACQUIRE) & ~RT_FREEING) sched_yield();
 }
 
-void rt_hold(aco_rt_sched_t* s) {
+void rt_hold_far(aco_rt_sched_t* s) {
     __atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_ACQUIRE);
 }
 
@@ -157,14 +157,14 @@ void rt_hold(aco_rt_sched_t* s) {
  * word that rt_kernel_drop_cos sets RT_FREEING in: either the free's
  * quiesce counts this hold, or this hold sees the bit (a second load of
  * a flag beside it cost a cross-thread hand-off 40 ns: xpingpong). */
-int rt_hold_try(aco_rt_sched_t* s) {
+int rt_hold_try_far(aco_rt_sched_t* s) {
     if (rt_likely(!(__atomic_fetch_add(&s->mail.senders, 1u, __ATOMIC_ACQUIRE) & RT_FREEING)))
         return 1;
-    rt_hold_end(s);
+    rt_hold_end_far(s);
     return 0;
 }
 
-void rt_hold_end(aco_rt_sched_t* s) {
+void rt_hold_end_far(aco_rt_sched_t* s) {
     __atomic_fetch_sub(&s->mail.senders, 1u, __ATOMIC_RELEASE);
 }
 

@@ -700,10 +700,28 @@ static inline void rt_claim_reset(aco_rt_co_t* co) {
  * send before it frees a co's record (loop.c).  rt_hold_try refuses once
  * s frees (0): a channel's direct waiter is then left where it is, for
  * s's free to take off (the channel outlives it then: chan_free says
- * -EBUSY). */
-void rt_hold(aco_rt_sched_t* s);
-int rt_hold_try(aco_rt_sched_t* s);
-void rt_hold_end(aco_rt_sched_t* s);
+ * -EBUSY).  The count is s's (a word other threads write, in a line
+ * that s's idle loop reads): a waker of s's own pool holds nothing, as
+ * a pool's schedulers are freed only once all its threads have passed
+ * its barrier (pool.c), when none of them is waking anything: the two
+ * locked instructions on a line the other thread reads were a third of
+ * a cross-thread hand-off (xpingpong). */
+void rt_hold_far(aco_rt_sched_t* s);
+int rt_hold_try_far(aco_rt_sched_t* s);
+void rt_hold_end_far(aco_rt_sched_t* s);
+static inline int rt_hold_sibling(const aco_rt_sched_t* s) {
+    const aco_rt_sched_t* me = rt_tls_sched;
+    return me != NULL && me->pooled.pool != NULL && me->pooled.pool == s->pooled.pool;
+}
+static inline void rt_hold(aco_rt_sched_t* s) {
+    if (!rt_hold_sibling(s)) rt_hold_far(s);
+}
+static inline int rt_hold_try(aco_rt_sched_t* s) {
+    return rt_hold_sibling(s) || rt_hold_try_far(s);
+}
+static inline void rt_hold_end(aco_rt_sched_t* s) {
+    if (!rt_hold_sibling(s)) rt_hold_end_far(s);
+}
 static inline void rt_hold_if_remote(aco_rt_sched_t* s) {
     if (s != rt_tls_sched) rt_hold(s);
 }
