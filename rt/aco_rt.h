@@ -492,7 +492,9 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * pipes of splice, tee and sendfile (no per-call flag there) and accept's
  * listening socket when the backend needs it (epoll) are made O_NONBLOCK
  * when a call here uses them, checked again at each call (other processes
- * sharing the open file see it too; standard input, output and error get
+ * sharing the open file see it too; with the syscall hooks loaded, the
+ * program's own fcntl(F_GETFL) does not, and its blocking calls outside
+ * cos still wait: docs/hooks.md; standard input, output and error get
  * it cleared again at exit(3), or a return from main, if they still hold
  * the file the runtime made so).  A
  * descriptor closed by close(2) while cos wait on it is not told to them

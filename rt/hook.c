@@ -1757,6 +1757,14 @@ EXPORT unsigned aco_rt_hook_probes_(const void** token) {
     return hk_probes;
 }
 
+/* The runtime's own call (not one of these hooks) made fd O_NONBLOCK
+ * (ready.c): hidden as the hooks' own.  The flag was not set before, so
+ * it is not the program's. */
+EXPORT void aco_rt_hook_made_nonblock_(int fd) {
+    hk_fd_t* e = fd_entry(fd);
+    if (e) fd_on(e, F_SEEN | F_MADE_NB);
+}
+
 /* Is fn defined here (in this library, or the program hook.c is linked
  * into)? */
 EXPORT int aco_rt_hook_owns_(const void* fn) {

@@ -10,6 +10,7 @@
 #include "rt_io.h"
 #include "rt_sys.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -58,10 +59,30 @@ static void stdio_nb_keep(int fd) {
     __atomic_store_n(&stdio_nb[fd].set, 2, __ATOMIC_RELEASE);
 }
 
+/* The syscall hooks (libaco_hook: docs/hooks.md) hide the O_NONBLOCK the
+ * runtime sets, from fcntl(F_GETFL) and from the blocking calls outside
+ * cos; they know of what their own calls set, and are told here of what
+ * the runtime's calls set (aco_rt_accept's listening socket on epoll,
+ * aco_rt_connect's socket, the pipes of splice), or a program that mixes
+ * the two would find the flag.  Linked in (a weak reference) or loaded
+ * (found by name), looked up once. */
+extern void aco_rt_hook_made_nonblock_(int fd) __attribute__((weak));
+static void (*hooks_told)(int fd);
+static pthread_once_t hooks_told_once = PTHREAD_ONCE_INIT;
+static void hooks_told_init(void) {
+    hooks_told = aco_rt_hook_made_nonblock_;
+    if (hooks_told == NULL) {
+        *(void**)&hooks_told = dlsym(RTLD_DEFAULT, "aco_rt_hook_made_nonblock_");
+        if (hooks_told == NULL) dlerror();
+    }
+}
+
 /* Set O_NONBLOCK on fd, whose flags are fl: 0 or -errno. */
 static int set_nonblock(int fd, int fl) {
     if (rt_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
     if (rt_unlikely(fd >= 0 && fd < 3)) stdio_nb_keep(fd);
+    pthread_once(&hooks_told_once, hooks_told_init);
+    if (hooks_told) hooks_told(fd);
     return 0;
 }
 

@@ -632,6 +632,63 @@ static void blocking_after_co(void) {
     close(made_fd[1]);
 }
 
+/* The runtime's own calls (not the hooks') made a descriptor O_NONBLOCK:
+ * aco_rt_accept's listening socket on epoll.  The hooks hide it all the
+ * same: F_GETFL does not show it, and accept outside cos waits for a
+ * client (it once said EAGAIN at once). */
+static int rc_lfd, rc_port;
+static void rc_connect(void) {
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(c, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)rc_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(connect(c, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(close(c), 0);
+}
+static void* rc_late_client(void* arg) {
+    (void)arg;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    rc_connect();
+    return NULL;
+}
+static void rc_accept_co(void* arg) {
+    (void)arg;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, rc_late_client, NULL), 0);
+    int fd = aco_rt_accept(rc_lfd, NULL, NULL, SOCK_CLOEXEC, aco_rt_in_ms(5000));
+    CHECK_GE(fd, 0);
+    CHECK_EQ(aco_rt_close(fd), 0);
+    pthread_join(t, NULL);
+    CHECK((int)syscall(SYS_fcntl, rc_lfd, F_GETFL, 0) & O_NONBLOCK);    /* the runtime's */
+    CHECK_EQ(fcntl(rc_lfd, F_GETFL) & O_NONBLOCK, 0);
+}
+static void runtime_calls_hidden(void) {
+    rc_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(rc_lfd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    CHECK_EQ(bind(rc_lfd, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(listen(rc_lfd, 8), 0);
+    CHECK_EQ(getsockname(rc_lfd, (struct sockaddr*)&a, &len), 0);
+    rc_port = ntohs(a.sin_port);
+    aco_rt_opts_t o = {.backend = ACO_RT_BACKEND_EPOLL};     /* (readiness: O_NONBLOCK) */
+    aco_rt_sched_t* s = test_sched(&o);
+    test_go(s, rc_accept_co, NULL);
+    aco_rt_sched_free(s);
+    CHECK_EQ(fcntl(rc_lfd, F_GETFL) & O_NONBLOCK, 0);
+    pthread_t t;
+    int64_t t0 = now();                         /* before the client's 20 ms start */
+    CHECK_EQ(pthread_create(&t, NULL, rc_late_client, NULL), 0);
+    int fd = accept(rc_lfd, NULL, NULL);        /* blocks, as the program expects */
+    CHECK_GE(fd, 0);
+    CHECK_GE(now() - t0, 15 * MS);
+    pthread_join(t, NULL);
+    close(fd);
+    close(rc_lfd);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Outside cos beside a scheduler: libc's blocking calls, as they were      */
 /* ------------------------------------------------------------------------ */
@@ -843,6 +900,7 @@ int main(void) {
     test_on_backends(NULL, body, NULL);
     test_on_backends(NULL, many_body, NULL);
     blocking_after_co();
+    runtime_calls_hidden();
     int bs[8], nb = test_backends(bs, 8);
     for (int i = 0; i < nb; i++) plain_beside_sched(bs[i]);
     outside();
