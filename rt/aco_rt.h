@@ -193,7 +193,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s);
 /* The calling thread's scheduler, or NULL. */
 aco_rt_sched_t* aco_rt_sched_current(void);
 
-/* "uring" or "epoll". */
+/* "uring" or "epoll"; NULL for a NULL s. */
 const char* aco_rt_backend_name(const aco_rt_sched_t* s);
 
 /* ======================================================================== */
