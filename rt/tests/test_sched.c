@@ -50,6 +50,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1533,6 +1534,34 @@ static void new_einval(void) {
 /* Under valgrind (its preloads in LD_PRELOAD), AUTO takes epoll: valgrind
  * does not see io_uring's buffers written.  In a child: the environment is
  * changed for the look, as valgrind's launcher sets it. */
+/* The loop's own system calls leave errno as the parked co left it: a
+ * signal that ends the idle loop's epoll_wait with EINTR once showed up
+ * in the co's errno after its sleep (io_uring's wait sets no errno). */
+static void errno_tick(int sig) { (void)sig; }
+static void errno_sleeper(void* arg) {
+    (void)arg;
+    for (int i = 0; i < 10; i++) {
+        errno = 1234;
+        CHECK_EQ(aco_rt_sleep(5 * MS), 0);
+        CHECK_EQ(errno, 1234);
+    }
+}
+static void loop_keeps_errno(void) {
+    struct sigaction sa = {.sa_handler = errno_tick}, old;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGALRM, &sa, &old), 0);
+    struct itimerval it = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
+    int bs[8], n = test_backends(bs, 8);
+    for (int i = 0; i < n; i++) {
+        aco_rt_sched_t* s = test_sched_on(bs[i], NULL);
+        CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+        test_go(s, errno_sleeper, NULL);
+        CHECK_EQ(setitimer(ITIMER_REAL, &off, NULL), 0);
+        aco_rt_sched_free(s);
+    }
+    CHECK_EQ(sigaction(SIGALRM, &old, NULL), 0);
+}
+
 static void valgrind_auto_child(void* arg) {
     (void)arg;
     unsetenv("ACO_RT_BACKEND");
@@ -1564,5 +1593,6 @@ int main(void) {
     on_backends(body_last);
     old_kernels();
     valgrind_auto();
+    loop_keeps_errno();
     return 0;
 }
