@@ -120,7 +120,9 @@ int aco_rt_pthread_create(aco_rt_pthread_t* t, const aco_rt_pthread_attr_t* attr
 /* Wait for t to end, then store what fn returned (or aco_rt_pthread_exit's
  * value) in *ret if ret is not NULL, and let t go.  0, EDEADLK (t is the
  * caller), EINVAL (t detached, or has a joiner), ESRCH (t was not made by
- * aco_rt_pthread_create), EPERM (outside a co), ECANCELED. */
+ * aco_rt_pthread_create), EPERM (outside a co), ECANCELED.  An id joined
+ * already is gone, as in pthreads: joining or detaching it again is the
+ * program's error (its memory may be another co's by then), not ESRCH. */
 int aco_rt_pthread_join(aco_rt_pthread_t t, void** ret);
 /* As join, but EBUSY at once if t has not ended (glibc's _np calls); a
  * cancelled caller gets ECANCELED, as from join, whether t has ended or
