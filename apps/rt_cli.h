@@ -1,5 +1,6 @@
-/* rt_cli.h - the command line, listening sockets, accept loops and threads
- * that aco_echo and aco_resp share: --port N, --backend uring|epoll,
+/* rt_cli.h - the command line, listening sockets, accept loops, threads and
+ * the descriptor table grown at start that aco_echo, aco_resp and aco_http
+ * share: --port N, --backend uring|epoll,
  * --bind ADDR, --threads T, --accept reuseport|handoff.
  *
  * Threads.  --threads 1 (the default) runs one scheduler in the main
@@ -26,12 +27,14 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -195,8 +198,27 @@ static inline int rt_cli_listen(const rt_cli_t* c, const char* prog) {
 /* Listen and serve with start(fd) for each connection, as the options say;
  * returns only on failure (the exit status).  start is called in the
  * accepting co. */
+/* Grow the descriptor table now, while the process has one thread, to
+ * what it may open (at most RT_CLI_FDS): Linux doubles the table as it
+ * fills, and in a process of more than one thread (the runtime's helpers
+ * and io_uring's workers share it) each doubling waits an RCU grace
+ * period inside the accept that needed it, every connection of that
+ * thread waiting too (docs/threads.md). */
+#define RT_CLI_FDS 65536
+static inline void rt_cli_grow_fds(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    rlim_t n = rl.rlim_cur < RT_CLI_FDS ? rl.rlim_cur : RT_CLI_FDS;
+    int fd = n > 64 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0) return;
+    int top = fcntl(fd, F_DUPFD_CLOEXEC, (int)(n - 1));
+    if (top >= 0) close(top);
+    close(fd);
+}
+
 static inline int rt_cli_run(const rt_cli_t* c, const char* prog, int (*start)(int fd)) {
     aco_rt_opts_t o = {.backend = c->backend};
+    rt_cli_grow_fds();
     rt_cli_block_stop();
     if (c->threads == 1) {
         aco_rt_sched_t* s = aco_rt_sched_new(&o);

@@ -56,6 +56,14 @@ for be in $backends; do
     start_server "$port" "$OUT/aco_resp" --port "$port" --backend "$be" 2> "$tmp/resp-$be.log" ||
         { bad "$be: aco_resp did not start: $(cat "$tmp/resp-$be.log")"; continue; }
     rpid=$SERVER_PID
+    # the descriptor table grown before the first client (rt_cli_grow_fds:
+    # no doubling later, each an RCU grace period's stall): the kernel's
+    # table holds what RLIMIT_NOFILE allows, up to 65536 (it was 64)
+    want=$(ulimit -n)
+    { [ "$want" = unlimited ] || [ "$want" -gt 65536 ]; } && want=65536
+    fdsize=$(awk '/^FDSize:/ {print $2}' /proc/$rpid/status)
+    [ "${fdsize:-0}" -ge "$want" ] && ok "$be: descriptor table grown at start ($fdsize)" ||
+        bad "$be: descriptor table at start: FDSize ${fdsize:-?}, want >= $want"
     cli() { timeout 20 redis-cli -p "$port" "$@" 2>&1; }
     expect "$be: PING" PONG "$(cli PING)"
     expect "$be: PING msg" hello "$(cli PING hello)"
