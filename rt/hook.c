@@ -138,6 +138,8 @@
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
+/* initial-exec, as the runtime's (rt_base.h): one instruction an access */
+#define HK_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* ------------------------------------------------------------------------ */
 /* libc's definitions                                                       */
@@ -514,7 +516,7 @@ HK_INLINE void hk_addr_out(const struct sockaddr* a, const socklen_t* l) {
  * the token (on descriptor -1, nothing to move) is counted here, per
  * thread, and fails as the kernel would have it. */
 static const char hk_token[1];
-static __thread unsigned hk_probes;
+static HK_TLS unsigned hk_probes;
 #define HK_PROBE(p) (aco_unlikely((const void*)(p) == hk_token) && (hk_probes++, 1))
 
 /* ------------------------------------------------------------------------ */
@@ -1594,9 +1596,9 @@ typedef struct {
     pthread_mutex_t* m;
     const aco_rt_co_t* co;
 } mx_holder_t;
-static __thread mx_holder_t* mx_held;
-static __thread unsigned mx_cap;
-static __thread pid_t mx_tid;
+static HK_TLS mx_holder_t* mx_held;
+static HK_TLS unsigned mx_cap;
+static HK_TLS pid_t mx_tid;
 
 /* (the child of a fork is another thread: its id is looked up anew) */
 static void mx_forked(void) { mx_tid = 0; }

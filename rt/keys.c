@@ -100,7 +100,7 @@ int aco_rt_key_delete(aco_rt_key_t key) {
 /* Whose values                                                             */
 /* ------------------------------------------------------------------------ */
 
-static __thread kvs_t* thread_kvs;      /* outside cos */
+static RT_TLS kvs_t* thread_kvs;      /* outside cos */
 static pthread_key_t thread_exit_key;   /* calls thread_exit at thread exit */
 static pthread_once_t thread_exit_once = PTHREAD_ONCE_INIT;
 static int thread_exit_ok;

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-__thread aco_rt_sched_t* rt_tls_sched;
+RT_TLS aco_rt_sched_t* rt_tls_sched;
 uint32_t rt_nsched;
 
 #define POLL_EVERY RT_POLL_EVERY
@@ -321,7 +321,7 @@ const char* aco_rt_backend_name(const aco_rt_sched_t* s) {
     return s ? s->backend.ops->name : NULL;
 }
 
-static __thread int rt_thread_inited;
+static RT_TLS int rt_thread_inited;
 
 /* Destroy our own main co, and free its memory. */
 static void main_free(aco_t* m) {

@@ -305,7 +305,7 @@ int aco_rt_pthread_detach(aco_rt_pthread_t t) {
     return 0;
 }
 
-static __thread int thread_id;  /* outside cos, a thread's id is its address */
+static RT_TLS int thread_id;  /* outside cos, a thread's id is its address */
 
 aco_rt_pthread_t aco_rt_pthread_self(void) {
     aco_rt_co_t* co = rt_self();

@@ -21,6 +21,14 @@
 #define rt_container_of(p, type, field) \
     ((type*)(void*)((char*)(p) - offsetof(type, field)))
 
+/* Thread-local variables, initial-exec as libaco's: every access is one
+ * instruction, in libaco_rt.so too (the default model there calls
+ * __tls_get_addr through the PLT at each access: rt_tls_sched is read by
+ * every call).  The runtime's are a few words of the static TLS block,
+ * which a library loaded at start (linked, or LD_PRELOAD) always has and
+ * one dlopen'ed later gets from glibc's surplus. */
+#define RT_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* ------------------------------------------------------------------------ */
 /* Locks and atomics                                                        */
 /* ------------------------------------------------------------------------ */

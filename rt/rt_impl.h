@@ -549,7 +549,7 @@ struct aco_rt_sched {
  * another co while nothing else can wake it is a deadlock (-EDEADLK). */
 extern uint32_t rt_nsched;
 
-extern __thread aco_rt_sched_t* rt_tls_sched;
+extern RT_TLS aco_rt_sched_t* rt_tls_sched;
 
 static inline aco_rt_co_t* rt_self(void) {
     aco_rt_sched_t* s = rt_tls_sched;

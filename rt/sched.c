@@ -113,7 +113,7 @@ static int hooks_state(void) {
 
 int aco_rt_hooks_active(void) { return hooks_state() > 0; }
 
-static __thread int hooks_paused;
+static RT_TLS int hooks_paused;
 void aco_rt_hooks_pause(void) { hooks_paused++; }
 void aco_rt_hooks_resume(void) {
     if (hooks_paused > 0) hooks_paused--;

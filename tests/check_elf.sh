@@ -143,4 +143,15 @@ want=$(printf '%s\n' aco_thread_init aco_share_stack_new aco_share_stack_new2 \
     sort | tr '\n' ' ')
 [ "$syms" = "$want" ] || bad "$so exports '$syms', want '$want'"
 echo "libaco.so exports: $(echo $syms)"
+
+# 4. The shared libraries reach their thread-local state in one instruction
+#    (initial-exec: rt_base.h's RT_TLS, aco.c's TLS): no __tls_get_addr call,
+#    which libaco_rt.so once made at every runtime call (187 sites).
+tls_ok=1
+for so in output/libaco.so output/libaco_rt.so output/libaco_hook.so output/libaco_rt_tls.so; do
+    [ -f "$so" ] || { [ "$so" = output/libaco_rt_tls.so ] || bad "$so not built"; continue; }
+    n=$(objdump -d "$so" | grep -c 'call.*<__tls_get_addr' || true)
+    [ "$n" = 0 ] || { bad "$so calls __tls_get_addr at $n sites (a __thread without RT_TLS?)"; tls_ok=0; }
+done
+[ $tls_ok = 0 ] || echo "no __tls_get_addr in the shared libraries"
 exit $fail
