@@ -39,6 +39,13 @@
  * They never lose data: a call that returns an error transferred nothing
  * (I/O calls: or returns the byte count it did transfer).
  *
+ * No memory.  A call that needs memory and finds none returns -ENOMEM (or
+ * NULL with errno ENOMEM) at once, without parking: a co that retries
+ * should sleep first (aco_rt_sleep), or it keeps its thread from the
+ * cos whose frees it waits for.  While memory stays short, cos that must
+ * be copied back onto a share stack to run wait for it (aco_rt_sched_run),
+ * and their deadlines may pass meanwhile.
+ *
  * NULL.  A pointer argument may be NULL where its call says what that
  * means; anywhere else NULL is refused and nothing is done: -EINVAL from a
  * call that returns -errno (-EFAULT, the kernel's answer, for a buffer or
