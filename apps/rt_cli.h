@@ -195,9 +195,6 @@ static inline int rt_cli_listen(const rt_cli_t* c, const char* prog) {
     return fd;
 }
 
-/* Listen and serve with start(fd) for each connection, as the options say;
- * returns only on failure (the exit status).  start is called in the
- * accepting co. */
 /* Grow the descriptor table now, while the process has one thread, to
  * what it may open (at most RT_CLI_FDS): Linux doubles the table as it
  * fills, and in a process of more than one thread (the runtime's helpers
@@ -216,6 +213,9 @@ static inline void rt_cli_grow_fds(void) {
     close(fd);
 }
 
+/* Listen and serve with start(fd) for each connection, as the options say;
+ * returns only on failure (the exit status).  start is called in the
+ * accepting co. */
 static inline int rt_cli_run(const rt_cli_t* c, const char* prog, int (*start)(int fd)) {
     aco_rt_opts_t o = {.backend = c->backend};
     rt_cli_grow_fds();

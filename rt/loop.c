@@ -473,10 +473,10 @@ static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
 
 /* Timers already due fire before the poll reaps I/O (as libuv's loop
  * does): a co whose deadline or sleep ended then runs ahead of a burst of
- * cos that completions wake, not behind it. */
-/* (errno is the thread's, which its cos share: the backend's calls, an
- * epoll_wait a signal ended with EINTR, must not show up in the errno of
- * a co that parked with another value and set none since) */
+ * cos that completions wake, not behind it.  errno is kept: it is the
+ * thread's, which its cos share, and the backend's calls (an epoll_wait
+ * that a signal ended with EINTR) must not show up in the errno of a co
+ * that parked with another value and set none since. */
 static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
     int e = errno;
     if (timeout == 0 && s->wheel.armed) rt_wheel_advance(&s->wheel, rt_now());
