@@ -58,7 +58,7 @@ for be in $backends; do
     rpid=$SERVER_PID
     # the descriptor table grown before the first client (rt_cli_grow_fds:
     # no doubling later, each an RCU grace period's stall): the kernel's
-    # table holds what RLIMIT_NOFILE allows, up to 65536 (it was 64)
+    # table holds what RLIMIT_NOFILE allows, up to 65536 (it was 256)
     want=$(ulimit -n)
     { [ "$want" = unlimited ] || [ "$want" -gt 65536 ]; } && want=65536
     fdsize=$(awk '/^FDSize:/ {print $2}' /proc/$rpid/status)

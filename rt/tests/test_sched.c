@@ -1531,9 +1531,6 @@ static void new_einval(void) {
     CHECK(aco_rt_sched_current() == NULL);
 }
 
-/* Under valgrind (its preloads in LD_PRELOAD), AUTO takes epoll: valgrind
- * does not see io_uring's buffers written.  In a child: the environment is
- * changed for the look, as valgrind's launcher sets it. */
 /* The loop's own system calls leave errno as the parked co left it: a
  * signal that ends the idle loop's epoll_wait with EINTR once showed up
  * in the co's errno after its sleep (io_uring's wait sets no errno). */
@@ -1562,6 +1559,9 @@ static void loop_keeps_errno(void) {
     CHECK_EQ(sigaction(SIGALRM, &old, NULL), 0);
 }
 
+/* Under valgrind (its preloads in LD_PRELOAD), AUTO takes epoll: valgrind
+ * does not see io_uring's buffers written.  In a child: the environment is
+ * changed for the look, as valgrind's launcher sets it. */
 static void valgrind_auto_child(void* arg) {
     (void)arg;
     unsetenv("ACO_RT_BACKEND");
