@@ -41,7 +41,8 @@
  *    ENOMEM, no abort; older kernels (seccomp makes a system call ENOSYS): no
  *    io_uring (or io_uring_enter refused) -> AUTO runs on epoll, no epoll_pwait2 (before 5.11) -> epoll
  *    still works; valgrind's preload in LD_PRELOAD -> AUTO runs on epoll
- *    (a forced uring stays uring).
+ *    (a forced uring stays uring); a co's errno survives its wait while
+ *    signals end the idle loop's epoll_wait.
  */
 #include "rt_test.h"
 #include "../../aco.h"
