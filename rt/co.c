@@ -309,7 +309,7 @@ static aco_rt_co_t* spawn_remote(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
     if (s->pooled.pool) __atomic_fetch_add(&s->ld.mv_begun, 1u, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&s->ld.sent, 1u, __ATOMIC_SEQ_CST);
     if (s->pooled.pool) __atomic_fetch_add(&s->ld.mv_ended, 1u, __ATOMIC_SEQ_CST);
-    if (!hold) rt_send_spawn(s, &co->msg);
+    if (!hold) rt_send(s, &co->msg, RT_MSG_SPAWN);
     return co;
 }
 #endif
@@ -379,7 +379,7 @@ aco_rt_co_t* rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg,
 void rt_spawn_go(aco_rt_co_t* co) {
 #ifndef ACO_RT_NO_THREADS
     if (co->flags & RT_REMOTE) {
-        rt_send_spawn(co->s, &co->msg);
+        rt_send(co->s, &co->msg, RT_MSG_SPAWN);
         return;
     }
 #endif
@@ -396,14 +396,12 @@ aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
 }
 
 /* ======================================================================== */
-/* What the threads of a pool exchange: spawns batched to a
- * sibling (outboxes), new cos that a sibling may take (stealing), and
- * records given back for those taken.
- *
- * Outboxes.  A co of a pool thread that spawns on a sibling (another
- * thread's scheduler of the same pool) does not push each spawn to the
- * sibling's inbox: they wait in the outbox for that sibling, and go as
- * one chain when the co stops running or the outbox is full.
+/* What the threads of a pool exchange: new cos that a sibling may take
+ * (stealing), and records given back for those taken (each thread keeps
+ * an rt_outbox_t per sibling: what it owes it, and loop.c's mailbox).  A
+ * spawn on a sibling's scheduler (aco_rt_spawn) goes to its inbox at once,
+ * as from any thread: one batched until the spawning co stopped running
+ * was neither ready at once nor seen by aco_rt_pool_wait's cancel.
  *
  * Stealing.  A pool thread's new cos (aco_rt_pool_spawn from the pool)
  * wait in its newq, unstarted; the thread starts them when it has nothing
@@ -412,30 +410,8 @@ aco_rt_co_t* aco_rt_spawn(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
  * aco_rt_pool_wait reads them in that order.
  *
  * The single-thread build (ACO_RT_NO_THREADS) has no pool: no stealing
- * (rt_impl.h has the stubs), and outboxes stay empty.
+ * (rt_impl.h has the stubs), and no outboxes.
  */
-/* ------------------------------------------------------------------------ */
-/* Outboxes                                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* Spawns from one pool thread to another go out in batches: kept in the
- * sender's outbox for the target until the spawning co parks or yields (the
- * loop flushes after each co) or RT_OUTBOX_MAX are waiting, then pushed as
- * one chain: one swap of the target's inbox tail, one wake, instead of one
- * per co (each moves the inbox's cache line between the CPUs). */
-#define RT_OUTBOX_MAX 32
-
-static void outbox_flush(aco_rt_sched_t* me, unsigned t) {
-    rt_outbox_t* o = &me->pooled.outbox[t];
-    aco_rt_sched_t* s = o->to;
-    __atomic_store_n(&o->last->next, NULL, __ATOMIC_RELAXED);
-    rt_msg_t* prev = __atomic_exchange_n(&s->mail.inbox.tail, o->last, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&prev->next, o->first, __ATOMIC_RELEASE);
-    o->first = o->last = NULL;
-    o->n = 0;
-    rt_notify(s);
-}
-
 static void newq_publish(aco_rt_sched_t* s);
 
 void rt_pooled_join(aco_rt_sched_t* s, struct aco_rt_pool* p, rt_idle_t* idle,
@@ -444,7 +420,7 @@ void rt_pooled_join(aco_rt_sched_t* s, struct aco_rt_pool* p, rt_idle_t* idle,
     s->pooled.idle = idle;
     s->pooled.sibs = sibs;
     s->pooled.idx = idx;
-    /* (NULL: spawns to siblings go one by one) */
+    /* (NULL: no stealing, and wakes go through the inbox, not mailboxes) */
     if ((s->pooled.outbox = calloc(n, sizeof(*s->pooled.outbox))) != NULL) s->pooled.noutbox = n;
 }
 
@@ -454,30 +430,12 @@ void rt_pooled_leave(aco_rt_sched_t* s) {
     s->pooled.noutbox = 0;
 }
 
-void rt_outbox_flush_all(aco_rt_sched_t* me) {
-    for (unsigned t = 0; t < me->pooled.noutbox; t++)
-        if (me->pooled.outbox[t].n) outbox_flush(me, t);
+void rt_newq_flush(aco_rt_sched_t* me) {
     if (me->pooled.nq_priv_n) newq_publish(me);
     me->pooled.out_pending = 0;
 }
 
 #ifndef ACO_RT_NO_THREADS
-void rt_send_spawn(aco_rt_sched_t* s, rt_msg_t* m) {
-    aco_rt_sched_t* me = rt_tls_sched;
-    if (me == NULL || me->pooled.outbox == NULL || s->pooled.pool != me->pooled.pool || s->pooled.idx >= me->pooled.noutbox) {
-        rt_send(s, m, RT_MSG_SPAWN);
-        return;
-    }
-    rt_outbox_t* o = &me->pooled.outbox[s->pooled.idx];
-    rt_container_of(m, aco_rt_co_t, msg)->msg_kind = RT_MSG_SPAWN;
-    __atomic_store_n(&m->next, NULL, __ATOMIC_RELAXED);
-    o->to = s;
-    if (o->last) o->last->next = m; else o->first = m;
-    o->last = m;
-    me->pooled.out_pending = 1;
-    if (++o->n >= RT_OUTBOX_MAX) outbox_flush(me, s->pooled.idx);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Stealing                                                                 */
 /* ------------------------------------------------------------------------ */

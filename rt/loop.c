@@ -466,8 +466,8 @@ static void run_co(aco_rt_sched_t* s, aco_rt_co_t* co) {
     /* Back: co, or the co the last hand-off ran (rt_handoff_next). */
     co = s->run.cur;
     s->run.cur = NULL;
-    /* What it spawned goes out before it may count as ended (pool_wait). */
-    if (s->pooled.out_pending) rt_outbox_flush_all(s);
+    /* What it spawned is published before it may count as ended (pool_wait). */
+    if (s->pooled.out_pending) rt_newq_flush(s);
     if (rt_aco(co)->is_end) co_ended(s, co);
 }
 
@@ -553,7 +553,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
             }
             if (rt_load(&s->ask.stop)) goto out;
         }
-        if (s->pooled.out_pending) rt_outbox_flush_all(s);  /* (spawns from a timer callback) */
+        if (s->pooled.out_pending) rt_newq_flush(s);  /* (spawns from a timer callback) */
         if (drain(s)) { hot = 1; continue; }
         if (__atomic_load_n(&s->newq.n, __ATOMIC_RELAXED) && rt_take_new(s, s, 1)) continue;
         if (s->pooled.noutbox && rt_steal(s)) { hot = 1; continue; }

@@ -88,13 +88,9 @@ typedef struct rt_inbox {
 } rt_inbox_t;
 #define RT_INBOX_BUSY ((rt_msg_t*)1)
 
-/* Spawns waiting to go to one sibling scheduler of a pool, and the records
- * owed to it (co.c). */
+/* What a pool thread keeps for one sibling: the records owed to it (co.c)
+ * and the mailbox of its wakes there (loop.c). */
 typedef struct rt_outbox {
-    struct aco_rt_sched* to;
-    rt_msg_t* first;
-    rt_msg_t* last;
-    unsigned  n;
     uint32_t  owed;
     struct rt_mbox* mb;         /* wakes to it (loop.c), made at the first */
     uint32_t  mb_next;          /* the next index to write in mb */
@@ -434,9 +430,9 @@ typedef struct rt_pooled {              /* co.c: a pool thread's exchange */
     aco_rt_sched_t**    sibs;           /* its pool's schedulers, idx its
                                            own place among them */
     unsigned            idx;
-    struct rt_outbox*   outbox;         /* spawns for each sibling */
+    struct rt_outbox*   outbox;         /* one for each sibling */
     unsigned            noutbox;
-    int                 out_pending;    /* an outbox or nq_priv has some */
+    int                 out_pending;    /* nq_priv has some */
     uint32_t            owed;           /* records it owes its siblings in
                                            all (stolen, not yet given back;
                                            each one's in outbox[].owed) */
@@ -851,8 +847,8 @@ aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co);     /* loop.c 
  * loop.  The order is the loop's (the ready queue's head, FIFO: a hand-off
  * never jumps the queue), and hand-offs count among the loop's resumes:
  * after RT_POLL_EVERY cos run, hand-offs or not, the co goes back to the
- * loop.  None while spawns wait to go out to other threads (the loop
- * flushes them after each resume) or a stop is asked.  Nor to a co of the
+ * loop.  None while new cos wait to be published to the thread's newq
+ * for thieves (the loop does it after each resume) or a stop is asked.  Nor to a co of the
  * caller's own share stack: the frames are copied either way, and only the
  * loop knows the caller's live bytes exactly (aco_resume_reserve would
  * measure them from here, with room to spare: a save stack of the guessed
@@ -1028,12 +1024,11 @@ void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen);
 void rt_cos_free_all(aco_rt_sched_t* s);
 void rt_join_abort(aco_rt_co_t* me, int err);
 
-/* Pool threads' exchange (co.c).  rt_outbox_flush_all: the spawns
- * kept for siblings go out (after each co runs); rt_send_spawn: a spawn to
- * another thread's s, through the outbox when both are of one pool. */
-void rt_outbox_flush_all(aco_rt_sched_t* me);
+/* Pool threads' exchange (co.c).  rt_newq_flush: the new cos kept to
+ * this thread are published to its newq, for thieves (after each co
+ * runs). */
+void rt_newq_flush(aco_rt_sched_t* me);
 #ifndef ACO_RT_NO_THREADS
-void rt_send_spawn(aco_rt_sched_t* s, rt_msg_t* m);
 /* Take new cos from victim's newq and start them on s: all (victim == s),
  * or about half (a thief); how many. */
 unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all);

@@ -4,7 +4,8 @@
  * a running pool (and from a thread with a scheduler: the child's thread
  * has none, and makes one), a thread's scheduler freed right after its
  * join of a pool co returned (and one whose group a co elsewhere joins),
- * aco_rt_pool_free from a pool co (-EDEADLK),
+ * aco_rt_pool_free from a pool co (-EDEADLK), aco_rt_spawn on a sibling
+ * from a co that keeps running (ready at once, cancelled by pool_wait),
  * and a stress of 2 million cross-thread hand-offs (fewer
  * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
@@ -757,6 +758,36 @@ static void test_cancel_busy(void) {
     CHECK_EQ(aco_rt_chan_free(never), 0);
 }
 
+/* aco_rt_spawn on a sibling's scheduler from a co that then keeps
+ * running: the new cos are ready at once there (they start while the
+ * spawner still runs), and aco_rt_pool_wait's cancel reaches them.  Such
+ * spawns once waited in an outbox until the spawner stopped running: none
+ * of 10 started in 10 s, and the cancel missed all 10 (its wait timed
+ * out). */
+#define SIB_N 10
+static atomic_int sib_started, sib_cancelled, sib_seen;
+static void sib_sleeper(void* arg) {
+    (void)arg;
+    atomic_fetch_add(&sib_started, 1);
+    if (aco_rt_sleep_until(-1) == -ECANCELED) atomic_fetch_add(&sib_cancelled, 1);
+}
+static void sib_spawner(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* to = aco_rt_pool_sched(pool, 0);
+    CHECK(to != aco_rt_sched_current());
+    for (int i = 0; i < SIB_N; i++) CHECK_EQ(aco_rt_detach(aco_rt_spawn(to, sib_sleeper, NULL)), 0);
+    int64_t end = aco_rt_now() + 10000 * MS;       /* running, never parking */
+    while (atomic_load(&sib_started) < SIB_N && aco_rt_now() < end) {}
+    atomic_store(&sib_seen, atomic_load(&sib_started) + 1);
+}
+static void test_spawn_sibling_at_once(void) {
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(aco_rt_pool_sched(pool, 1), sib_spawner, NULL)), 0);
+    while (atomic_load(&sib_seen) == 0) sched_yield();     /* (the spawner is done) */
+    CHECK_EQ(atomic_load(&sib_seen), SIB_N + 1);
+    CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_CANCEL, aco_rt_now() + 20000 * MS), 0);
+    CHECK_EQ(atomic_load(&sib_cancelled), SIB_N);
+}
+
 static void child_co(void* arg) {
     int* ok = arg;
     aco_rt_chan_t* ch = aco_rt_chan_new(sizeof(int), 1);
@@ -1213,6 +1244,7 @@ int main(void) {
     PART(test_groups);
     PART(test_stress);
     PART(test_cancel_busy);
+    PART(test_spawn_sibling_at_once);
     PART(test_fork);
     PART(test_free_after_join);
     CHECK_EQ(aco_rt_pool_free(pool), 0);
