@@ -41,6 +41,10 @@ gdb_run() {
         return
     fi
     local try port qpid out=""
+    # A subshell ($(gdb_run ...)) inherits RANDOM's state: without a seed
+    # of its own every call tried the same three ports, and one taken by
+    # another program of the suite failed them all.
+    RANDOM=$(( BASHPID ^ $(date +%N | sed 's/^0*//;s/^$/0/') ))
     for try in 1 2 3; do
         port=$(( 20000 + (RANDOM * 7 + try) % 30000 ))
         # -k: a qemu-user still waiting for gdb keeps a TERM for its guest
