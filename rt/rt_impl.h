@@ -848,13 +848,14 @@ aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co);     /* loop.c 
  * never jumps the queue), and hand-offs count among the loop's resumes:
  * after RT_POLL_EVERY cos run, hand-offs or not, the co goes back to the
  * loop.  None while new cos wait to be published to the thread's newq
- * for thieves (the loop does it after each resume) or a stop is asked.  Nor to a co of the
- * caller's own share stack: the frames are copied either way, and only the
- * loop knows the caller's live bytes exactly (aco_resume_reserve would
- * measure them from here, with room to spare: a save stack of the guessed
- * size would be outgrown).  In checked mode every hand-off goes through
- * libaco's hand-off co: aco_resume_reserve makes it, or says ENOMEM (the
- * loop then resumes the co, which needs none).
+ * for thieves (the loop does it after each resume) or a stop is asked.
+ * Nor to a co of the caller's own share stack: the frames are copied
+ * either way, and only the loop knows the caller's live bytes exactly
+ * (aco_resume_reserve would measure them from here, with room to spare:
+ * a save stack of the guessed size would be outgrown).  In checked mode
+ * every hand-off goes through libaco's hand-off co: aco_resume_reserve
+ * makes it, or says ENOMEM (the loop then resumes the co, which needs
+ * none).
  * Returns the co to hand off to, or NULL: the loop's turn. */
 static inline aco_rt_co_t* rt_handoff_next(aco_rt_sched_t* s) {
     aco_rt_co_t* co = s->run.rq_head;
