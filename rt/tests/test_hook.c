@@ -162,6 +162,20 @@ static void timeouts_co(void* arg) {
 /* accept and connect through the hooks, a co each side */
 static int lfd, port;
 
+/* A blocking TCP socket listening on the loopback, its port in *port_out. */
+static int listen_loopback(int* port_out) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    CHECK_EQ(bind(fd, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(listen(fd, 16), 0);
+    CHECK_EQ(getsockname(fd, (struct sockaddr*)&a, &len), 0);
+    *port_out = ntohs(a.sin_port);
+    return fd;
+}
+
 static void server_co(void* arg) {
     (void)arg;
     int c = accept(lfd, NULL, NULL);
@@ -236,14 +250,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, flags_co, NULL);
     test_go(s, timeouts_co, NULL);
     /* TCP */
-    lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof(a);
-    CHECK_EQ(bind(lfd, (struct sockaddr*)&a, sizeof(a)), 0);
-    CHECK_EQ(listen(lfd, 16), 0);
-    CHECK_EQ(getsockname(lfd, (struct sockaddr*)&a, &al), 0);
-    port = ntohs(a.sin_port);
+    lfd = listen_loopback(&port);
     aco_rt_detach(aco_rt_spawn(s, server_co, NULL));
     aco_rt_detach(aco_rt_spawn(s, client_co, NULL));
     test_run(s);
@@ -664,15 +671,7 @@ static void rc_accept_co(void* arg) {
     CHECK_EQ(fcntl(rc_lfd, F_GETFL) & O_NONBLOCK, 0);
 }
 static void runtime_calls_hidden(void) {
-    rc_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(rc_lfd, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    CHECK_EQ(bind(rc_lfd, (struct sockaddr*)&a, sizeof(a)), 0);
-    CHECK_EQ(listen(rc_lfd, 8), 0);
-    CHECK_EQ(getsockname(rc_lfd, (struct sockaddr*)&a, &len), 0);
-    rc_port = ntohs(a.sin_port);
+    rc_lfd = listen_loopback(&rc_port);
     aco_rt_opts_t o = {.backend = ACO_RT_BACKEND_EPOLL};     /* (readiness: O_NONBLOCK) */
     aco_rt_sched_t* s = test_sched(&o);
     test_go(s, rc_accept_co, NULL);
