@@ -38,7 +38,7 @@ run_pass() {     # run_pass <what> <command...>
     local what=$1 out
     shift
     if out=$(timeout 60 "$@" 2>&1); then ok "$what: $(echo "$out" | grep -m1 '^result:')"; return; fi
-    if echo "$out" | grep -q "while the ticker was due" && echo "$out" | grep -q '^result: .* 0 failures,'; then
+    if grep -q "while the ticker was due" <<< "$out" && grep -q '^result: .* 0 failures,' <<< "$out"; then
         local first
         first=$(echo "$out" | grep -m1 -o 'the thread slept [0-9.]* ms while the ticker was due')
         if out=$(timeout 60 "$@" 2>&1); then

@@ -195,10 +195,14 @@ verdict_run() {
     if [ "$want" = pass ]; then
         if stall_run "$secs" "$@"; then got=pass; else got=fail; fi
     elif out=$(timeout "$secs" "$@" 2>&1); then got=pass; else got=fail; fi
+    # (here-strings, not `echo | grep -q`: bash's echo writes line by
+    # line, and a grep that stops at its match leaves a later line to
+    # SIGPIPE, which pipefail takes for no match: check_hook_pq's no-hooks
+    # run once failed so, its 'did not overlap' in plain sight)
     if [ "$want" = pass ] && [ $got = pass ]; then
-        ok "$what${again:+ (again; at first: $again)}: $(echo "$out" | grep -m1 '^result:')"
-    elif [ "$want" != pass ] && [ $got = fail ] && echo "$out" | grep -q "$want"; then
-        ok "$what: $(echo "$out" | grep -m1 "$want")"
+        ok "$what${again:+ (again; at first: $again)}: $(grep -m1 '^result:' <<< "$out")"
+    elif [ "$want" != pass ] && [ $got = fail ] && grep -q -- "$want" <<< "$out"; then
+        ok "$what: $(grep -m1 -- "$want" <<< "$out")"
     else bad "$what: expected ${want}: $out"; fi
     [ -z "${VERBOSE:-}" ] || echo "$out" | sed 's/^/     /'
 }
