@@ -63,6 +63,9 @@ typedef struct {
     int             rsrc_tags;  /* IORING_FEAT_RSRC_TAGS (5.13): buffers
                                    register without waiting for the ring
                                    to go quiet */
+    int             cancel_keys; /* ASYNC_CANCEL by file, all matches, any
+                                   (5.19); before, one operation by its
+                                   user_data, and any flag says EINVAL */
 } ur_t;
 
 /* user_data of a [data] file operation: its co (16-aligned), tagged, so
@@ -128,12 +131,16 @@ static const uint8_t f_opcode[RT_F_N] = {
     [RT_F_SENDMSG] = IORING_OP_SENDMSG,   [RT_F_RECVMSG] = IORING_OP_RECVMSG,
 };
 
-/* Which of them the kernel has, less those $ACO_RT_URING_OFF names. */
-static uint32_t probe_ops(struct io_uring* ring) {
+/* Which of them the kernel has, less those $ACO_RT_URING_OFF names; and
+ * *keys, whether its cancels take keys (IORING_ASYNC_CANCEL_FD, _ALL,
+ * _ANY): they came in 5.19 with the SOCKET operation, which says so (no
+ * feature bit does). */
+static uint32_t probe_ops(struct io_uring* ring, int* keys) {
     uint32_t on = 0;
     struct io_uring_probe* p = io_uring_get_probe_ring(ring);
     for (unsigned w = 0; p && w < RT_F_N; w++)
         if (f_opcode[w] && io_uring_opcode_supported(p, f_opcode[w])) on |= 1u << w;
+    *keys = p && io_uring_opcode_supported(p, IORING_OP_SOCKET);
     if (p) io_uring_free_probe(p);
     const char* off = getenv("ACO_RT_URING_OFF");
     if (off == NULL) return on;
@@ -211,7 +218,7 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     }
     u->cqe_skip = (p.features & IORING_FEAT_CQE_SKIP) != 0;
     u->rsrc_tags = (p.features & IORING_FEAT_RSRC_TAGS) != 0;
-    u->f_on = probe_ops(&u->ring);
+    u->f_on = probe_ops(&u->ring, &u->cancel_keys);
     s->backend.data = u;
     arm_evfd(s, u);
     /* A ring the kernel made but will not enter (a seccomp filter that
@@ -573,8 +580,11 @@ RT_WAIT_KINDS(ur_file, {RT_W_UR_FILE, {"file", rt_ur_abort, NULL}},
  * that never ends, a hung network file system's, keeps its record, which
  * is then never freed).  Nothing else is touched: the cos are gone. */
 static void ops_drain(ur_t* u) {
-    struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
-    if (sqe == NULL) { io_uring_submit(&u->ring); sqe = io_uring_get_sqe(&u->ring); }
+    struct io_uring_sqe* sqe = NULL;
+    if (u->cancel_keys && (sqe = io_uring_get_sqe(&u->ring)) == NULL) {
+        io_uring_submit(&u->ring);
+        sqe = io_uring_get_sqe(&u->ring);
+    }
     if (sqe) {
         io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data(sqe, NULL);
@@ -722,10 +732,13 @@ static void polls_closing(aco_rt_sched_t* s, rt_fd_t* f, int fd, int cancel) {
 static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     ur_t* u = (ur_t*)s->backend.data;
     rt_fd_t* f = rt_fd_peek(&s->fds, fd);
-    if (f && f->rx) rt_lend_closing(s, f, gone);
+    /* by_op: each operation is cancelled by its own record, as the file
+     * cannot name them (closed elsewhere), or the kernel takes no key */
+    int by_op = gone || !u->cancel_keys;
+    if (f && f->rx) rt_lend_closing(s, f, by_op);
     if (f == NULL || f->busy == 0) return;
-    if (u->blocks) polls_closing(s, f, fd, gone);
-    if (!gone) {
+    if (u->blocks) polls_closing(s, f, fd, by_op);
+    if (!by_op) {
         /* Still open: the kernel finds the operations by the file. */
         struct io_uring_sqe* sqe = get_sqe(s);
         io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
@@ -734,7 +747,8 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
         return;
     }
     /* Closed elsewhere (an operation holds the file, so it does not end by
-     * itself): cancel each of ours on it by its co. */
+     * itself), or a kernel before 5.19: cancel each of ours on it by its
+     * co. */
     for (uint32_t i = 0; i < s->recs.ncos; i++) {
         aco_rt_co_t* co = s->recs.cos[i];
         if ((co->flags & RT_IO_OP) && co->w.io.fd == fd && co->w.io.gen == f->gen && !co->io_abort) {

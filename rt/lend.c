@@ -383,9 +383,11 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     if (e && e->pollers) rx_wake_pollers(s, rx);
 }
 
-/* fd's entry e is being closed (gone: maybe closed already, its number
- * maybe another file's): the rx stops; the co parked on it gets -EBADF. */
-void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
+/* fd's entry e is being closed: the rx stops; the co parked on it gets
+ * -EBADF.  by_op: the multishot is cancelled here, by its record (the
+ * file may be closed already, its number another file's; or the kernel
+ * cancels nothing by file, before 5.19). */
+void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
     struct rt_rx* rx = e->rx;
     rx_unhang(e, rx->fd);
     rx->dead = 1;
@@ -398,7 +400,7 @@ void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
         rx_free(s, rx);
         return;
     }
-    if (gone) {     /* (open: the caller cancels every operation on the file) */
+    if (by_op) {    /* (else the caller cancels every operation on the file) */
         struct io_uring_sqe* sqe = rt_ur_sqe(s);
         io_uring_prep_cancel(sqe, (void*)((uintptr_t)rx | RX_TAG), 0);
         io_uring_sqe_set_data(sqe, NULL);
@@ -430,8 +432,8 @@ static void drain_returns(rt_lend_pool_t* p) { (void)p; }
 void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     (void)s; (void)data; (void)res; (void)flags;
 }
-void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone) {
-    (void)s; (void)gone;
+void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
+    (void)s; (void)by_op;
     struct rt_rx* rx = e->rx;
     rx_unhang(e, rx->fd);
     free(rx);

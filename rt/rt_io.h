@@ -56,8 +56,9 @@ extern uint32_t rt_rx_alive;
 int      rt_lend_elsewhere(rt_fd_t* e, int fd);
 /* A completion of a multishot receive (user_data tagged: io_uring.c). */
 void     rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags);
-/* e (with an rx) is being closed; gone as in rt_backend_t.closing. */
-void     rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int gone);
+/* e (with an rx) is being closed; by_op: its multishot is cancelled by
+ * its own record (the caller cancels nothing by the file). */
+void     rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op);
 /* Before the backend's fini. */
 void     rt_lend_fini(aco_rt_sched_t* s);
 #ifdef ACO_RT_HAVE_URING
