@@ -135,7 +135,9 @@ static inline void rt_cli_accept_co(void* arg) {
                 aco_rt_sleep(10 * 1000000LL);
                 continue;
             }
-            if (fd == -ECANCELED || fd == -EBADF) break;     /* (the stop closed it) */
+            /* the stop shut the socket (EINVAL: no longer listening) or
+             * closed it */
+            if (fd == -ECANCELED || fd == -EBADF || fd == -EINVAL) break;
             fprintf(stderr, "%s: accept: %s\n", sv->prog, strerror(-fd));
             continue;
         }
