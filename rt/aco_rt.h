@@ -102,9 +102,13 @@ typedef void (*aco_rt_fn_t)(void* arg);
 
 enum aco_rt_backend {
     ACO_RT_BACKEND_AUTO = 0,    /* $ACO_RT_BACKEND (uring|epoll), else io_uring
-                                   where the kernel allows it, else epoll
-                                   (epoll under valgrind, which does not see
-                                   the kernel write io_uring's buffers) */
+                                   where the kernel allows it (Linux 5.11 and
+                                   later: IORING_FEAT_EXT_ARG and NODROP; not
+                                   refused by seccomp or io_uring_disabled),
+                                   else epoll, silently (epoll under valgrind,
+                                   which does not see the kernel write
+                                   io_uring's buffers).  URING asked of a
+                                   kernel without them: NULL, ENOSYS */
     ACO_RT_BACKEND_URING,
     ACO_RT_BACKEND_EPOLL
 };
@@ -403,6 +407,9 @@ void aco_rt_timer_init(aco_rt_timer_t* t);
  * clock has entered the tick following its deadline's, never before the
  * deadline.  So a deadline already passed fires soon, but not sooner than
  * the next tick: at most about 16 us later, plus the wait for that look.
+ * (The epoll backend before Linux 5.11, without epoll_pwait2, sleeps in
+ * whole milliseconds: a timer that waits in an idle loop fires up to
+ * about 1 ms late there.) 
  * 0, -EPERM (no scheduler), -EINVAL (t or fn NULL, t lies on a share
  * stack, or is armed). */
 int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
@@ -492,9 +499,10 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * left as they are (each call is non-blocking by itself: MSG_DONTWAIT);
  * so are the rest in read, write, readv and writev: their open file is
  * shared with stdio's own calls and with children, which would see the
- * flag (pipes and FIFOs: RWF_NOWAIT, call by call; terminals and other
- * devices: O_NONBLOCK for the call alone, which another thread's blocking
- * call on the file would see in that moment; a regular file keeps it:
+ * flag (pipes and FIFOs: RWF_NOWAIT, call by call, where the kernel
+ * takes it there, Linux 6.4 and later; before, as terminals; terminals and
+ * other devices: O_NONBLOCK for the call alone, which another thread's
+ * blocking call on the file would see in that moment; a regular file keeps it:
  * a file on a disk never says EAGAIN).  connect's socket, the
  * pipes of splice, tee and sendfile (no per-call flag there) and accept's
  * listening socket when the backend needs it (epoll) are made O_NONBLOCK

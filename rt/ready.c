@@ -165,8 +165,10 @@ static ssize_t write_nosigpipe(int fd, const void* buf, size_t n, int vec) {
 /* ------------------------------------------------------------------------ */
 
 /* A pipe's try with RWF_NOWAIT, for this call alone: -1 and EOPNOTSUPP
- * where the kernel refuses the flag on pipes (older kernels: then
- * O_NONBLOCK, as for a terminal). */
+ * where the kernel refuses the flag on pipes (before Linux 6.4: then
+ * O_NONBLOCK, as for a terminal, and pipe_nowait_refused says so from
+ * then on, which saves each later call the try). */
+static int pipe_nowait_refused;     /* (atomic) */
 static ssize_t once_nowait(const rq_t* q) {
     int vec = q->kind == K_READV || q->kind == K_WRITEV;
     struct iovec one = {q->buf, q->n};
@@ -223,9 +225,10 @@ again:
     e->kind = RT_FD_OTHER;
     rt_sys_fid_t id;
     int known = rt_sys_fid(q->fd, &id) == 0;
-    if (known && id.mode == S_IFIFO &&
-        ((r = once_nowait(q)) >= 0 || (errno != EOPNOTSUPP && errno != ENOSYS)))
-        return r;
+    if (known && id.mode == S_IFIFO && !__atomic_load_n(&pipe_nowait_refused, __ATOMIC_RELAXED)) {
+        if ((r = once_nowait(q)) >= 0 || (errno != EOPNOTSUPP && errno != ENOSYS)) return r;
+        __atomic_store_n(&pipe_nowait_refused, 1, __ATOMIC_RELAXED);
+    }
     int reg = known && id.mode == S_IFREG, fl = 0, how;
     if (reg) {
         how = rt_fd_nonblock(q->fd);

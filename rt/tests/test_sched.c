@@ -40,10 +40,12 @@
  *    of them; a standalone or share stack that cannot be mapped: NULL with
  *    ENOMEM, no abort; older kernels (seccomp makes a system call ENOSYS): no
  *    io_uring (or io_uring_enter refused) -> AUTO runs on epoll, no epoll_pwait2 (before 5.11) -> epoll
- *    still works; valgrind's preload in LD_PRELOAD -> AUTO runs on epoll
+ *    still works; pipes refuse RWF_NOWAIT (before 6.4) -> bytes go
+ *    through, the refused try made once; valgrind's preload in LD_PRELOAD -> AUTO runs on epoll
  *    (a forced uring stays uring); a co's errno survives its wait while
  *    signals end the idle loop's epoll_wait.
  */
+#define _GNU_SOURCE             /* (REG_RAX, RWF_NOWAIT) */
 #include "rt_test.h"
 #include "../../aco.h"
 
@@ -1386,8 +1388,82 @@ static void no_epoll_pwait2(void* arg) {
     old_kernel_child(arg);
 }
 
+/* Pipes before Linux 6.4: preadv2/pwritev2 with RWF_NOWAIT say
+ * EOPNOTSUPP (faked: seccomp traps the call, SIGSYS, and the handler sets
+ * the result).  The bytes go through as ever (O_NONBLOCK for each call),
+ * and the refused try is made once in the process, not again on every
+ * read and write (it was, 400 times here).  x86-64, not under valgrind
+ * (the handler sets rax). */
+#if defined(__x86_64__) && !defined(ACO_USE_VALGRIND)
+#include <sys/uio.h>
+#include <ucontext.h>
+static volatile sig_atomic_t nowait_tries;
+static void nowait_refuse(int sig, siginfo_t* si, void* uc) {
+    (void)sig;
+    (void)si;
+    nowait_tries++;
+    ((ucontext_t*)uc)->uc_mcontext.gregs[REG_RAX] = -EOPNOTSUPP;
+}
+enum { OLD_PIPE_N = 200 };
+static void old_pipe_writer(void* arg) {
+    int fd = *(int*)arg;
+    for (int i = 0; i < OLD_PIPE_N; i++) {
+        unsigned char c = (unsigned char)i;
+        CHECK_EQ(aco_rt_write(fd, &c, 1, aco_rt_in_ms(5000)), 1);
+        if (i % 16 == 0) CHECK_EQ(aco_rt_yield(), 0);   /* (the reader finds it empty) */
+    }
+    CHECK_EQ(aco_rt_close(fd), 0);
+}
+static void old_pipe_reader(void* arg) {
+    int fd = *(int*)arg;
+    unsigned char c;
+    for (int i = 0; i < OLD_PIPE_N; i++) {
+        CHECK_EQ(aco_rt_read(fd, &c, 1, aco_rt_in_ms(5000)), 1);
+        CHECK_EQ(c, (unsigned char)i);
+    }
+    CHECK_EQ(aco_rt_read(fd, &c, 1, aco_rt_in_ms(5000)), 0);
+    CHECK_EQ(aco_rt_close(fd), 0);
+}
+static void pipes_before_6_4(void* arg) {
+    struct sigaction sa = {.sa_sigaction = nowait_refuse, .sa_flags = SA_SIGINFO};
+    CHECK_EQ(sigaction(SIGSYS, &sa, NULL), 0);
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_preadv2, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pwritev2, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[5])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, RWF_NOWAIT, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+    CHECK_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    CHECK_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    aco_rt_sched_t* s = test_sched_on((int)(intptr_t)arg, NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, old_pipe_reader, &p[0])), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, old_pipe_writer, &p[1])), 0);
+    test_run(s);
+    aco_rt_sched_free(s);
+    if (nowait_tries > 2) {
+        fprintf(stderr, "pipes before 6.4: %d refused RWF_NOWAIT tries\n", (int)nowait_tries);
+        _exit(7);
+    }
+}
+#endif
+
 static void old_kernels(void) {
     int st = -1;
+#if defined(__x86_64__) && !defined(ACO_USE_VALGRIND)
+    int bs[4], nb = test_backends(bs, 4);
+    for (int i = 0; i < nb; i++) {
+        st = -1;
+        CHECK_EQ(test_in_child(pipes_before_6_4, (void*)(intptr_t)bs[i], &st), 0);
+        CHECK_EQ(st, 0);
+    }
+    st = -1;
+#endif
     /* no io_uring at all: AUTO takes epoll, which works */
     int sig = test_in_child(no_io_uring, (void*)(intptr_t)ACO_RT_BACKEND_AUTO, &st);
     CHECK_EQ(sig, 0);
