@@ -26,7 +26,7 @@
  * keep-alive request costs a read and a send.  No allocation per request:
  * the connection's object holds its buffers.  What each request gets is in docs/runtime.md
  * ("aco_http"); in short:
- *   GET/HEAD of a regular file   200, 206 (one range), 304, 416
+ *   GET/HEAD of a regular file   200, 206 (one range), 304, 412, 416
  *   a directory                  its index.html, else 404
  *   other methods                405 with Allow: GET, HEAD
  *   a malformed head             400 (http.h says which), 414, 431, 501,
@@ -68,6 +68,7 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +184,9 @@ static const char* mtime_date(int64_t t) {
 static int errno_status(int e) {
     switch (e) {
     case ENOENT: case ENOTDIR: return 404;
-    case EXDEV: case EACCES: case EPERM: case ELOOP: return 403;
+    case EXDEV: case EACCES: case EPERM: case ELOOP:
+    case ENXIO:                         /* (a socket file: no file to serve) */
+        return 403;
     case ENAMETOOLONG: return 414;
     default: return 500;
     }
@@ -296,6 +299,8 @@ typedef struct fcache {
     ofile_t* free_files;
     size_t kept_bytes;                  /* the ofiles' bytes, at most KEPT_CAP */
     struct fcache* next_cache;          /* all threads' caches: reachable, for leak checkers */
+    aco_rt_timer_t sweep;               /* fcache_sweep, armed while a slot is full */
+    int sweeping;
 } fcache_t;
 
 static __thread fcache_t* tls_cache;
@@ -391,6 +396,22 @@ static void fcache_drop(fcache_t* fc, int s) {
     e->f = NULL;
 }
 
+/* Every SWEEP_NS the entries past their trust (which a request would
+ * open anew anyway) are dropped: a file deleted or replaced, and never
+ * asked for again, is not held open (its disk space kept) for good. */
+#define SWEEP_NS (2 * REVALIDATE_NS)
+static void fcache_sweep(aco_rt_timer_t* t) {
+    fcache_t* fc = (fcache_t*)(void*)((char*)t - offsetof(fcache_t, sweep));
+    int64_t now = mono_ns();
+    int left = 0;
+    for (int s = 0; s < CACHE_SLOTS; s++) {
+        if (fc->slot[s].f == NULL) continue;
+        if (now - fc->slot[s].f->checked >= REVALIDATE_NS) fcache_drop(fc, s);
+        else left = 1;
+    }
+    fc->sweeping = left && aco_rt_timer_start(&fc->sweep, aco_rt_in_ns(SWEEP_NS), fcache_sweep) == 0;
+}
+
 /* A slot to fill: a free one, or the clock's victim (emptied). */
 static int fcache_victim(fcache_t* fc) {
     for (;;) {
@@ -427,6 +448,8 @@ static void fcache_put(fcache_t* fc, const char* k, int n, int dir, uint32_t h, 
     e->next = *b;
     *b = (int16_t)s;
     r->of = f;
+    if (!fc->sweeping)
+        fc->sweeping = aco_rt_timer_start(&fc->sweep, aco_rt_in_ns(SWEEP_NS), fcache_sweep) == 0;
 }
 
 /* Find the file of rel (c->rb->path, n bytes): r->status 200 with r->file
@@ -483,8 +506,8 @@ static void open_file(conn_t* c, int n, int dir, resp_t* r) {
 static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
     int dir;
     int n = http_path(q->target, q->target_len, c->rb->path, PATH_CAP, &dir);
-    if (n >= 400) {
-        r->status = n;
+    if (n < 0) {
+        r->status = -n;
         return;
     }
     fcache_t* fc = n < KEY_CAP ? fcache() : NULL;
@@ -512,16 +535,14 @@ static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
     }
 }
 
-/* 304 and 206/416 on the file found. */
+/* 412, 304 and 206/416 on the file found. */
 static void conditions(const http_req_t* q, resp_t* r) {
-    if (q->ims) {
-        int64_t t = http_date_parse(q->ims, q->ims_len);
-        if (t >= 0 && r->mtime <= t) {
-            r->status = 304;
-            return;
-        }
+    int st = http_preconditions(q, r->mtime);
+    if (st) {
+        r->status = st;
+        return;
     }
-    if (q->range && q->method == HTTP_GET) {
+    if (q->range && q->method == HTTP_GET && http_range_applies(q, r->mtime)) {
         int64_t a, b;
         int k = http_range(q->range, q->range_len, r->size, &a, &b);
         if (k > 0) {
@@ -825,13 +846,22 @@ static int serve_one(conn_t* c) {
     } else {
         find_file(c, &q, &r);
         if (r.status == 200) conditions(&q, &r);
+        else if (r.status == 400) keep = 0;     /* a malformed path: the client is broken */
     }
     /* the views in q stay valid: consuming moves no bytes */
     aco_rt_bufio_consume(c->b, q.head_len);
-    if (r.status != 413 && q.content_length > 0 &&
-        discard(c, q.content_length, aco_rt_in_ns(header_ns)) < 0) {
-        resp_release(&r);
-        return -1;
+    if (r.status != 413 && q.content_length > 0) {
+        /* a client that waits to be asked for its body (RFC 9110 10.1.1:
+         * HTTP/1.1 only) is asked at once; the body is read and dropped */
+        static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        int64_t dl = aco_rt_in_ns(header_ns);
+        if ((q.expect_continue && q.minor == 1 &&
+             (aco_rt_bufio_write(c->b, go_on, sizeof go_on - 1, dl) < 0 ||
+              aco_rt_bufio_flush(c->b, dl) < 0)) ||
+            discard(c, q.content_length, dl) < 0) {
+            resp_release(&r);
+            return -1;
+        }
     }
     if (respond(c, &q, &r, keep) < 0) return -1;
     return keep ? 1 : 0;

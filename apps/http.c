@@ -133,8 +133,19 @@ int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r) {
         case 5:
             if (name_eq(name, "range", 5)) r->range = v, r->range_len = vn;
             break;
+        case 6:
+            if (name_eq(name, "expect", 6))
+                r->expect_continue = vn == 12 && strncasecmp(v, "100-continue", 12) == 0;
+            break;
+        case 8:
+            if (name_eq(name, "if-range", 8)) r->if_range = v, r->if_range_len = vn;
+            else if (name_eq(name, "if-match", 8)) r->im = v, r->im_len = vn;
+            break;
         case 10:
             if (name_eq(name, "connection", 10)) connection_opts(v, vn, &close, &keep);
+            break;
+        case 13:
+            if (name_eq(name, "if-none-match", 13)) r->inm = v, r->inm_len = vn;
             break;
         case 14:
             if (name_eq(name, "content-length", 14)) {
@@ -146,6 +157,9 @@ int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r) {
         case 17:
             if (name_eq(name, "transfer-encoding", 17)) te = 1;
             else if (name_eq(name, "if-modified-since", 17)) r->ims = v, r->ims_len = vn;
+            break;
+        case 19:
+            if (name_eq(name, "if-unmodified-since", 19)) r->ius = v, r->ius_len = vn;
             break;
         }
         p += i + 2;
@@ -180,9 +194,9 @@ int http_path(const char* t, size_t len, char* out, size_t cap, int* dir) {
         i = t[4] == ':' ? 7 : 8;
         while (i < len && t[i] != '/' && t[i] != '?' && t[i] != '#') i++;
     } else {
-        return 400;
+        return -400;
     }
-    if (cap == 0) return 414;
+    if (cap == 0) return -414;
     /* Segment by segment; one that may still be "." or ".." (up to two
      * dots so far) is held back (nd), so that what is dropped never needs
      * room: a kept one is written with the '/' before it. */
@@ -195,15 +209,15 @@ int http_path(const char* t, size_t len, char* out, size_t cap, int* dir) {
             c = -1;
         } else if (t[i] == '%') {
             int h = i + 2 < len ? hexval(t[i + 1]) : -1, l = h >= 0 ? hexval(t[i + 2]) : -1;
-            if (l < 0) return 400;
+            if (l < 0) return -400;
             c = h * 16 + l;
             i += 2;
         } else {
             c = (unsigned char)t[i];
         }
-        if (c == 0) return 400;
+        if (c == 0) return -400;
         if (c == -1 || c == '/') {      /* a segment ends */
-            if (!kept && nd == 2) return 403;
+            if (!kept && nd == 2) return -403;
             *dir = !kept;               /* (an empty or "." one is dropped) */
             kept = nd = 0;
             if (c == -1) break;
@@ -214,12 +228,12 @@ int http_path(const char* t, size_t len, char* out, size_t cap, int* dir) {
             continue;
         }
         if (!kept) {
-            if (o && put(out, &o, cap, '/')) return 414;
+            if (o && put(out, &o, cap, '/')) return -414;
             for (; nd; nd--)
-                if (put(out, &o, cap, '.')) return 414;
+                if (put(out, &o, cap, '.')) return -414;
             kept = 1;
         }
-        if (put(out, &o, cap, c)) return 414;
+        if (put(out, &o, cap, c)) return -414;
     }
     out[o] = '\0';
     return (int)o;
@@ -360,6 +374,29 @@ const char* http_mime(const char* path, size_t len) {
     return "application/octet-stream";
 }
 
+/* Is an If-Match / If-None-Match value "*"? */
+static int any_tag(const char* v, size_t n) { return n == 1 && v[0] == '*'; }
+
+int http_preconditions(const http_req_t* r, int64_t mtime) {
+    if (r->im) {
+        if (!any_tag(r->im, r->im_len)) return 412;
+    } else if (r->ius) {
+        int64_t t = http_date_parse(r->ius, r->ius_len);
+        if (t >= 0 && mtime > t) return 412;
+    }
+    if (r->inm) return any_tag(r->inm, r->inm_len) ? 304 : 0;
+    if (r->ims) {
+        int64_t t = http_date_parse(r->ims, r->ims_len);
+        if (t >= 0 && mtime <= t) return 304;
+    }
+    return 0;
+}
+
+int http_range_applies(const http_req_t* r, int64_t mtime) {
+    if (r->if_range == NULL) return 1;
+    return http_date_parse(r->if_range, r->if_range_len) == mtime;
+}
+
 const char* http_reason(int status) {
     switch (status) {
     case 200: return "OK";
@@ -369,6 +406,7 @@ const char* http_reason(int status) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
     case 416: return "Range Not Satisfiable";

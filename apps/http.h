@@ -26,6 +26,15 @@ typedef struct {
     size_t range_len;
     const char* ims;            /* the If-Modified-Since value, or NULL */
     size_t ims_len;
+    const char* ius;            /* If-Unmodified-Since, or NULL */
+    size_t ius_len;
+    const char* inm;            /* If-None-Match, or NULL */
+    size_t inm_len;
+    const char* im;             /* If-Match, or NULL */
+    size_t im_len;
+    const char* if_range;       /* If-Range, or NULL */
+    size_t if_range_len;
+    int expect_continue;        /* Expect: 100-continue */
 } http_req_t;
 
 /* What http_parse found, besides an HTTP status (>= 400). */
@@ -51,9 +60,10 @@ int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r);
 /* The path of target (origin-form "/a/b?q", or absolute-form
  * "http://host/a/b"), percent-decoded, with "." segments and empty ones
  * dropped, into out (cap bytes, NUL-terminated, without the leading '/':
- * "" for the root): its length, or a status: 400 (not a path, a bad %
- * escape, a NUL), 403 (a ".." segment, also encoded: %2e%2e, "..%2f"),
- * 414 (longer than cap - 1, cap 0 included).  *dir is set when the path
+ * "" for the root): its length, or a status negated (a length may be
+ * 400 too): -400 (not a path, a bad % escape, a NUL), -403 (a ".."
+ * segment, also encoded: %2e%2e, "..%2f"), -414 (longer than cap - 1,
+ * cap 0 included).  *dir is set when the path
  * names a directory: it ends with '/' or a "." segment, or is the root. */
 int http_path(const char* target, size_t len, char* out, size_t cap, int* dir);
 
@@ -63,6 +73,21 @@ int http_path(const char* target, size_t len, char* out, size_t cap, int* dir);
  *      the whole file, 200;
  *  -1  unsatisfiable (a >= size, or -0): 416. */
 int http_range(const char* v, size_t len, int64_t size, int64_t* first, int64_t* last);
+
+/* The preconditions of RFC 9110 (13.2.2) on a GET or HEAD of a file
+ * modified at mtime (seconds), which has no entity tag: 0 (none fails),
+ * 412 (If-Match names tags, none of which can match; or, without
+ * If-Match, If-Unmodified-Since is before mtime) or 304 (If-None-Match: *,
+ * which the file matches; or, without If-None-Match, If-Modified-Since not
+ * before mtime).  If-None-Match naming tags is true, so If-Modified-Since
+ * is then ignored, as the RFC says.  Dates that are not IMF-fixdates are
+ * ignored. */
+int http_preconditions(const http_req_t* r, int64_t mtime);
+
+/* Does r's Range apply to a file modified at mtime?  Yes without If-Range;
+ * with it, only if it is a date equal to mtime (an entity tag, which
+ * cannot match, or another date: the whole file, 200). */
+int http_range_applies(const http_req_t* r, int64_t mtime);
 
 /* An HTTP date (IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT") to seconds
  * since the epoch; -1 if it is not one.  The fields are checked one by

@@ -37,6 +37,13 @@ ln -s "$tmp/outside.txt" "$root/out_link"
 ln -s small.bin "$root/in_link"
 touch -d '2020-01-02 03:04:05 UTC' "$root/small.bin"
 truncate -s 32M "$root/huge.bin"     # zeros, without writing them
+# a path of 408 bytes (a status's number: once answered as the status)
+long_dir=$(printf 'd%.0s' $(seq 100))/$(printf 'e%.0s' $(seq 100))/$(printf 'f%.0s' $(seq 100))
+mkdir -p "$root/$long_dir"
+long_path=$long_dir/$(printf 'g%.0s' $(seq 101)).txt
+printf 'long\n' > "$root/$long_path"
+mkfifo "$root/fifo"
+python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$root/sock"
 mkdir "$root/many"
 for i in $(seq 0 1099); do echo "$i" > "$root/many/$i.txt"; done
 IDLE_MS=1500 HEADER_MS=800
@@ -120,6 +127,22 @@ elif case == "body_dropped":
     s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
               b"GET /b.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     print(" ".join("%d:%s" % (st, b.decode()) for st, h, b in responses(read_all(s))))
+elif case == "expect_continue":
+    # Expect: 100-continue: the 100 comes before the body is sent, then the
+    # final answer (405 for a POST), then the next request's
+    s = conn()
+    s.sendall(b"POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+    first = s.recv(100)
+    s.sendall(b"hello" b"GET /b.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    r = responses(first + read_all(s))
+    print(" ".join("%d:%s" % (st, b.decode().strip()) for st, h, b in r))
+elif case == "bad_escape":
+    # a NUL (%00) in the path: 400, then the server closes (the request
+    # pipelined after it is not answered)
+    s = conn()
+    s.sendall(b"GET /a%00.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /b.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    r = responses(read_all(s))
+    print(" ".join("%d:%s" % (st, h.get(b"connection", b"").decode()) for st, h, b in r))
 elif case == "leave_mid_request":
     for i in range(20):
         s = conn()
@@ -225,6 +248,26 @@ check_server() {    # check_server <port>: the whole list against one server
     expect "If-Modified-Since before mtime: 200" 200 "$got"
     got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-Modified-Since: yesterday' "$u/small.bin")
     expect "If-Modified-Since not a date: 200" 200 "$got"
+    # the other preconditions (RFC 9110 13.2.2; the server has no entity tags)
+    got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-None-Match: "x"' \
+          -H 'If-Modified-Since: Thu, 02 Jan 2020 03:04:05 GMT' "$u/small.bin")
+    expect "If-None-Match with a tag: If-Modified-Since ignored, 200" 200 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-None-Match: *' "$u/small.bin")
+    expect "If-None-Match: *: 304" 304 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-Match: "x"' "$u/small.bin")
+    expect "If-Match with a tag: 412" 412 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-Unmodified-Since: Thu, 02 Jan 2020 03:04:04 GMT' "$u/small.bin")
+    expect "If-Unmodified-Since before mtime: 412" 412 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' -r 0-9 \
+          -H 'If-Range: Thu, 02 Jan 2020 03:04:05 GMT' "$u/small.bin")
+    expect "If-Range = mtime: 206" "206 10" "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' -r 0-9 \
+          -H 'If-Range: Thu, 01 Jan 2015 00:00:00 GMT' "$u/small.bin")
+    expect "If-Range another date: 200, the whole file" "200 4096" "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' -r 0-9 -H 'If-Range: "abc"' "$u/small.bin")
+    expect "If-Range a tag: 200, the whole file" "200 4096" "$got"
+    expect "Expect: 100-continue: 100, then the answers" "100: 405:405 Method Not Allowed 200:BB" \
+        "$(python3 "$tmp/raw.py" "$port" expect_continue)"
     # ranges
     got=$(curl -s -r 1000-1999 "$u/large.bin" | cmp - <(tail -c +1001 "$root/large.bin" | head -c 1000) && echo same)
     expect "Range a-b: 206 bytes exact" same "$got"
@@ -267,8 +310,17 @@ check_server() {    # check_server <port>: the whole list against one server
     expect "a symlink out of the root: 403" 403 "$got"
     got=$(curl -s "$u/in_link" | cmp - "$root/small.bin" && echo same)
     expect "a symlink within the root: served" same "$got"
+    got=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$u/fifo")
+    expect "a FIFO: 403, at once" 403 "$got"
+    got=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$u/sock")
+    expect "a socket file: 403" 403 "$got"
     got=$(curl -s -o /dev/null -w '%{http_code}' "$u/a%00.txt")
     expect "an encoded NUL: 400" 400 "$got"
+    expect "an encoded NUL: 400, then close" "400:close" "$(python3 "$tmp/raw.py" "$port" bad_escape)"
+    got=$(curl -s "$u/$long_path")
+    expect "a path of 408 bytes: served" long "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' "$u/$(for i in $(seq 10); do printf 'x%.0s' $(seq 99); printf /; done)")
+    expect "a missing path of 1000 bytes: 404" 404 "$got"
     # clients that leave; then the server still serves
     python3 "$tmp/raw.py" "$port" leave_mid_request > /dev/null
     python3 "$tmp/raw.py" "$port" leave_mid_response > /dev/null
@@ -283,8 +335,14 @@ check_server() {    # check_server <port>: the whole list against one server
 # must go too), a file replaced by rename, a directory's index.html
 # replaced, a file deleted (404), a symlink turned to point out of the root
 # (403, as on a first request).
-check_cache() {     # check_cache <port>
+check_cache() {     # check_cache <port> <pid>
     local u="http://127.0.0.1:$1" got i
+    # a file deleted and never asked for again is not held open: the
+    # cache's sweep drops entries past their second (it once kept the
+    # descriptor, and the disk space, until the path was asked again)
+    printf 'forgotten\n' > "$root/cache_forgotten.txt"
+    for i in 1 2 3 4; do curl -s "$u/cache_forgotten.txt" > /dev/null; done
+    rm "$root/cache_forgotten.txt"
     printf 'first version\n' > "$root/cache_inplace.txt"
     printf 'same size: A\n' > "$root/cache_samesize.txt"
     touch -d '2020-01-01 00:00:00 UTC' "$root/cache_samesize.txt"
@@ -326,6 +384,13 @@ check_cache() {     # check_cache <port>
     expect "cache: a symlink turned out of the root: 403" 403 "$got"
     got=$(python3 "$tmp/raw.py" "$1" evict_while_sending)
     expect "cache: 1100 files evicting a file being sent, every byte right" ok "$got"
+    # (the sweep runs every 2 s; more than 4 s have passed since the rm)
+    for i in $(seq 20); do
+        got=$(ls -l "/proc/$2/fd" 2> /dev/null | grep -c 'cache_forgotten.txt')
+        [ "$got" = 0 ] && break
+        sleep 0.5
+    done
+    expect "cache: a deleted file asked for no more is closed" 0 "$got"
 }
 
 # Timeouts: the connection is closed, not before its time (generous).
@@ -352,7 +417,7 @@ for cfg in "uring 1" "epoll 1" "uring 2" "epoll 2"; do
         bad "$cfg: aco_http did not start: $(cat "$tmp/server.log")"; continue
     fi
     pid=$SERVER_PID
-    { check_server "$port"; check_cache "$port"; } > "$tmp/checks.out" 2>&1 &
+    { check_server "$port"; check_cache "$port" "$pid"; } > "$tmp/checks.out" 2>&1 &
     spid=$!
     check_timeouts "$port"      # beside the rest: they are mostly waiting
     wait $spid
@@ -371,7 +436,7 @@ if ACO_HTTP_NO_OPENAT2=1 start_server "$port" "$OUT/aco_http" --root "$root" --p
     expect "symlink out: 403" 403 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/out_link")"
     expect "symlink in: 200" 200 "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/in_link")"
     expect "..: 403" 403 "$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/../etc/passwd")"
-    check_cache "$port"
+    check_cache "$port" "$SERVER_PID"
 else bad "$cfg: did not start"; fi
 [ $fails = 0 ] && echo "check_http: all passed" || echo "check_http: $fails failed"
 [ $fails = 0 ]
