@@ -72,6 +72,7 @@ static void core_calls(int in_co) {
     if (in_co) CHECK_EQ(aco_rt_chan_recv(ch, &got, -1), 0);
     CHECK_EQ(got, in_co ? 1 : 0);
     CHECK_EQ(aco_rt_chan_free(ch), 0);
+    CHECK_EQ(aco_rt_chan_free(NULL), 0);            /* as free(3) */
 
     /* Buffered I/O: b NULL, then a real one with buf NULL */
     char buf[8];
