@@ -149,10 +149,81 @@ s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$100000\r\nabc")
 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 s.close()
 EOF
+    # a client that writes 100 MB of PINGs before it reads a reply: the
+    # backlog is executed 256 KiB of replies at a time, and between them the
+    # thread's other connections are served (once a side client waited for
+    # the whole drain, and the drain moved the rest of the backlog for each
+    # batch: 1.6 s of CPU for 100 MB)
+    got=$(timeout 120 python3 - "$port" <<'PY'
+import socket, sys, threading, time
+port = int(sys.argv[1])
+side = socket.create_connection(("127.0.0.1", port), timeout=60)
+c = socket.create_connection(("127.0.0.1", port), timeout=60)
+chunk = b"PING\r\n" * 100000
+for i in range(170):
+    c.sendall(chunk)
+want = 170 * 100000 * len(b"+PONG\r\n")
+time.sleep(0.3)
+lat = []
+def ping():
+    t = time.time()
+    side.sendall(b"PING\r\n")
+    lat.append(time.time() - t if side.recv(16) == b"+PONG\r\n" else 1e9)
+t0 = time.time()
+th = threading.Thread(target=ping)
+th.start()
+got = 0
+while got < want:
+    d = c.recv(1 << 22)
+    if not d:
+        break
+    got += len(d)
+drain = time.time() - t0
+th.join()
+print("ok" if got == want and lat[0] < 0.5 * drain else
+      "bad: %d of %d bytes, side PING %.3f s, drain %.3f s" % (got, want, lat[0], drain))
+PY
+)
+    expect "$be: a 100 MB pipeline: every reply, others served meanwhile" ok "$got"
     expect "$be: alive after bad clients" PONG "$(cli PING)"
     expect "$be: QUIT" OK "$(cli QUIT)"
     kill -0 $rpid 2>/dev/null && ok "$be: aco_resp still running" || bad "$be: aco_resp died: $(cat "$tmp/resp-$be.log")"
     stop_and_restart "$be" "$rpid" "$tmp/resp-$be.log" --backend "$be"
+    # SIGTERM while such a backlog drains stops the server then, not after
+    # the drain (it once waited 18 s: the draining co never let the stop's
+    # co run)
+    port=$(free_port)
+    if start_server "$port" "$OUT/aco_resp" --port "$port" --backend "$be" 2> "$tmp/resp-term.log"; then
+        rpid=$SERVER_PID
+        got=$(timeout 120 python3 - "$port" "$rpid" <<'PY'
+import os, signal, socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)
+for i in range(300):
+    c.sendall(b"PING\r\n" * 100000)
+want = 300 * 100000 * len(b"+PONG\r\n")
+got = 0
+sent = False
+while True:
+    try:
+        d = c.recv(1 << 22)
+    except ConnectionResetError:
+        break
+    if not d:
+        break
+    got += len(d)
+    if not sent and got > want // 8:
+        os.kill(int(sys.argv[2]), signal.SIGTERM)
+        sent = True
+print("early" if got < want else "after the drain")
+PY
+)
+        wait "$rpid"
+        st=$?
+        forget_pid "$rpid"
+        expect "$be: SIGTERM during a 200 MB drain: stopped early, status 0" "early 0" "$got $st"
+    else
+        bad "$be: aco_resp (SIGTERM during a drain) did not start"
+    fi
 
     # ---- aco_echo with nc -------------------------------------------------
     port=$(free_port)
