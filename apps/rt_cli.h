@@ -126,8 +126,12 @@ typedef struct {
     int (*start)(int fd);
 } rt_cli_serve_t;
 
+#ifndef RT_CLI_ACCEPT_BURST
+#define RT_CLI_ACCEPT_BURST 4
+#endif
 static inline void rt_cli_accept_co(void* arg) {
     const rt_cli_serve_t* sv = (const rt_cli_serve_t*)arg;
+    unsigned burst = 0;
     for (;;) {
         int fd = aco_rt_accept(sv->lfd, NULL, NULL, SOCK_CLOEXEC, -1);
         if (fd < 0) {
@@ -142,6 +146,17 @@ static inline void rt_cli_accept_co(void* arg) {
             continue;
         }
         if (sv->start(fd) < 0) aco_rt_close(fd);
+        /* At most RT_CLI_ACCEPT_BURST connections per look of the loop at
+         * I/O: a burst of new connections, each a TLS handshake (a quarter
+         * millisecond), does not run ahead of the requests of connections
+         * already open, which that look finds ready.  (wrk -c100 with a
+         * handshake a request, epoll: p50 10.2-10.8 -> 3.7 ms; 1, a look
+         * per connection, cost plain HTTP's new connections 0.9 -> 2.5 ms;
+         * 8 and 16 left TLS's p99 at 10-19 ms.) */
+        if (++burst == RT_CLI_ACCEPT_BURST) {
+            burst = 0;
+            aco_rt_sleep(0);
+        }
     }
 }
 
