@@ -74,6 +74,19 @@ static int request_line(const char* p, size_t n, http_req_t* r) {
     return 0;
 }
 
+/* A Host value: uri-host [":" port] (RFC 9112 3.2; empty allowed), no
+ * userinfo: any other byte (a space, '@', '/') makes it invalid, which the
+ * RFC answers with 400. */
+static int host_ok(const char* v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("-._~%!$&'()*+,;=:[]", c)))
+            return 0;
+    }
+    return 1;
+}
+
 int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r) {
     size_t scan = n < limit ? n : limit;
     size_t start = 0;               /* RFC 9112 2.2: empty lines before it */
@@ -128,7 +141,10 @@ int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r) {
         size_t vn = ve - vs;
         switch (nn) {
         case 4:
-            if (name_eq(name, "host", 4)) hosts++;
+            if (name_eq(name, "host", 4)) {
+                if (!host_ok(v, vn)) return 400;
+                hosts++;
+            }
             break;
         case 5:
             if (name_eq(name, "range", 5)) r->range = v, r->range_len = vn;
@@ -192,7 +208,8 @@ int http_path(const char* t, size_t len, char* out, size_t cap, int* dir) {
     } else if ((len >= 7 && strncasecmp(t, "http://", 7) == 0) ||
                (len >= 8 && strncasecmp(t, "https://", 8) == 0)) {
         i = t[4] == ':' ? 7 : 8;
-        while (i < len && t[i] != '/' && t[i] != '?' && t[i] != '#') i++;
+        while (i < len && t[i] != '/' && t[i] != '?' && t[i] != '#')
+            if (t[i++] == '@') return -400;     /* userinfo (RFC 9110 4.2.4) */
     } else {
         return -400;
     }
@@ -295,21 +312,76 @@ static int two(const char* p) {
     return (p[0] - '0') * 10 + (p[1] - '0');
 }
 
+/* Seconds since the epoch of a civil time, its fields checked one by one
+ * (mon 0-11), or -1. */
+static int64_t civil(int64_t y, int mon, int d, int h, int mi, int s) {
+    if (mon < 0 || d < 1 || d > 31 || y < 0 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 ||
+        s > 60)
+        return -1;
+    return days_from_civil(y, mon + 1, d) * 86400 + h * 3600 + mi * 60 + s;
+}
+
+static int month_of(const char* p) {
+    for (int i = 0; i < 12; i++)
+        if (memcmp(p, months[i], 3) == 0) return i;
+    return -1;
+}
+
+/* "hh:mm:ss" at p: 0 and the fields, or -1. */
+static int clock_of(const char* p, int* h, int* mi, int* s) {
+    if (p[2] != ':' || p[5] != ':') return -1;
+    *h = two(p);
+    *mi = two(p + 3);
+    *s = two(p + 6);
+    return 0;
+}
+
 int64_t http_date_parse(const char* v, size_t len) {
-    /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-    if (len != 29 || v[3] != ',' || v[4] != ' ' || v[7] != ' ' || v[11] != ' ' ||
-        v[16] != ' ' || v[19] != ':' || v[22] != ':' || memcmp(v + 25, " GMT", 4) != 0)
+    int h, mi, s, wd = -1;
+    if (len == 29) {
+        /* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
+        if (v[3] != ',' || v[4] != ' ' || v[7] != ' ' || v[11] != ' ' || v[16] != ' ' ||
+            memcmp(v + 25, " GMT", 4) != 0 || clock_of(v + 17, &h, &mi, &s) < 0)
+            return -1;
+        for (int i = 0; i < 7; i++) if (memcmp(v, days[i], 3) == 0) wd = i;
+        int y1 = two(v + 12), y2 = two(v + 14);
+        if (wd < 0 || y1 < 0 || y2 < 0) return -1;
+        return civil(y1 * 100 + y2, month_of(v + 8), two(v + 5), h, mi, s);
+    }
+    if (len == 24) {
+        /* asctime: "Sun Nov  6 08:49:37 1994" */
+        if (v[3] != ' ' || v[7] != ' ' || v[10] != ' ' || v[19] != ' ' ||
+            clock_of(v + 11, &h, &mi, &s) < 0)
+            return -1;
+        for (int i = 0; i < 7; i++) if (memcmp(v, days[i], 3) == 0) wd = i;
+        char dd[2] = {v[8] == ' ' ? '0' : v[8], v[9]};
+        int y1 = two(v + 20), y2 = two(v + 22);
+        if (wd < 0 || y1 < 0 || y2 < 0) return -1;
+        return civil(y1 * 100 + y2, month_of(v + 4), two(dd), h, mi, s);
+    }
+    /* RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" */
+    static const char* const long_days[7] = {"Sunday", "Monday", "Tuesday", "Wednesday",
+                                             "Thursday", "Friday", "Saturday"};
+    size_t n = 0;
+    for (int i = 0; i < 7 && wd < 0; i++) {
+        n = strlen(long_days[i]);
+        if (len == n + 24 && memcmp(v, long_days[i], n) == 0) wd = i;
+    }
+    if (wd < 0) return -1;
+    const char* p = v + n;
+    if (p[0] != ',' || p[1] != ' ' || p[4] != '-' || p[8] != '-' || p[11] != ' ' ||
+        memcmp(p + 20, " GMT", 4) != 0 || clock_of(p + 12, &h, &mi, &s) < 0)
         return -1;
-    int wd = -1, mon = -1;
-    for (int i = 0; i < 7; i++) if (memcmp(v, days[i], 3) == 0) wd = i;
-    for (int i = 0; i < 12; i++) if (memcmp(v + 8, months[i], 3) == 0) mon = i;
-    int d = two(v + 5), y1 = two(v + 12), y2 = two(v + 14);
-    int h = two(v + 17), mi = two(v + 20), s = two(v + 23);
-    if (wd < 0 || mon < 0 || d < 1 || d > 31 || y1 < 0 || y2 < 0 || h < 0 || h > 23 ||
-        mi < 0 || mi > 59 || s < 0 || s > 60)
-        return -1;
-    int64_t days_ = days_from_civil(y1 * 100 + y2, mon + 1, d);
-    return days_ * 86400 + h * 3600 + mi * 60 + s;
+    int yy = two(p + 9);
+    if (yy < 0) return -1;
+    /* the two-digit year of the hundred years that end 50 years from now
+     * (RFC 9110 5.6.7) */
+    struct tm tm;
+    time_t now = time(NULL);
+    int64_t cy = gmtime_r(&now, &tm) ? tm.tm_year + 1900 : 1970;
+    int64_t y = cy - cy % 100 + yy;
+    if (y > cy + 50) y -= 100;
+    return civil(y, month_of(p + 5), two(p + 2), h, mi, s);
 }
 
 size_t http_date_format(int64_t t, char* out) {

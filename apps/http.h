@@ -1,7 +1,8 @@
 /* http.h - aco_http's HTTP/1.1 request parser and the pieces of its
  * responses that need no I/O: the request head (RFC 9112), the path
  * decoded and checked, a single byte range, HTTP dates, content types.
- * Pure functions over caller memory (no allocation, no I/O): unit-tested
+ * Pure functions over caller memory (no allocation, no I/O; the clock
+ * read for RFC 850's two-digit year aside): unit-tested
  * by apps/tests/test_http.c. */
 #ifndef HTTP_H
 #define HTTP_H
@@ -46,7 +47,8 @@ enum { HTTP_DONE = 0, HTTP_AGAIN = 1 };
  * head is whole) or the status that answers it:
  *   400  a malformed request line or header (a bare LF or CR, a control
  *        byte, a space before a header's colon, a folded line, no Host in
- *        HTTP/1.1, two Hosts, a Content-Length that is not a number of at
+ *        HTTP/1.1, two Hosts, a Host that is not a host[:port] (a space,
+ *        userinfo's '@'), a Content-Length that is not a number of at
  *        most 18 digits, several different ones (by value: 5 and 05 are
  *        one), or one with Transfer-Encoding);
  *   414  the request line alone (its CRLF too) is over limit;
@@ -61,7 +63,8 @@ int http_parse(const char* buf, size_t n, size_t limit, http_req_t* r);
  * "http://host/a/b"), percent-decoded, with "." segments and empty ones
  * dropped, into out (cap bytes, NUL-terminated, without the leading '/':
  * "" for the root): its length, or a status negated (a length may be
- * 400 too): -400 (not a path, a bad % escape, a NUL), -403 (a ".."
+ * 400 too): -400 (not a path, a bad % escape, a NUL, userinfo in an
+ * absolute-form's authority), -403 (a ".."
  * segment, also encoded: %2e%2e, "..%2f"), -414 (longer than cap - 1,
  * cap 0 included).  *dir is set when the path
  * names a directory: it ends with '/' or a "." segment, or is the root. */
@@ -89,8 +92,11 @@ int http_preconditions(const http_req_t* r, int64_t mtime);
  * cannot match, or another date: the whole file, 200). */
 int http_range_applies(const http_req_t* r, int64_t mtime);
 
-/* An HTTP date (IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT") to seconds
- * since the epoch; -1 if it is not one.  The fields are checked one by
+/* An HTTP date to seconds since the epoch; -1 if it is not one.  The three
+ * forms RFC 9110 (5.6.7) has recipients accept: IMF-fixdate ("Sun, 06 Nov
+ * 1994 08:49:37 GMT"), RFC 850 ("Sunday, 06-Nov-94 08:49:37 GMT": its
+ * two-digit year the one of the hundred years ending 50 years from now,
+ * by the clock) and asctime ("Sun Nov  6 08:49:37 1994").  The fields are checked one by
  * one (a day up to 31, a second up to 60, the weekday's name but not that
  * it fits the date): days past a month's end run into the next, as
  * timegm(3) counts (Feb 31 2000 is Mar 2); the second before the epoch

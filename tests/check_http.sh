@@ -248,6 +248,12 @@ check_server() {    # check_server <port>: the whole list against one server
     expect "If-Modified-Since before mtime: 200" 200 "$got"
     got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-Modified-Since: yesterday' "$u/small.bin")
     expect "If-Modified-Since not a date: 200" 200 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-Modified-Since: Thursday, 02-Jan-20 03:04:05 GMT' "$u/small.bin")
+    expect "If-Modified-Since, RFC 850's form: 304" 304 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-Modified-Since: Thu Jan  2 03:04:05 2020' "$u/small.bin")
+    expect "If-Modified-Since, asctime's form: 304" 304 "$got"
+    got=$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: a b' "$u/a.txt")
+    expect "a Host that is not one: 400" 400 "$got"
     # the other preconditions (RFC 9110 13.2.2; the server has no entity tags)
     got=$(curl -s -o /dev/null -w '%{http_code}' -H 'If-None-Match: "x"' \
           -H 'If-Modified-Since: Thu, 02 Jan 2020 03:04:05 GMT' "$u/small.bin")

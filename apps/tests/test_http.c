@@ -85,6 +85,9 @@ static void t_errors(void) {
     static const struct { const char* head; int status; } bad[] = {
         {"GET / HTTP/1.1\r\n\r\n", 400},                        /* no Host */
         {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},  /* two */
+        {"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400},           /* not a host */
+        {"GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", 400},           /* userinfo */
+        {"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400},
         {"GET / HTTP/1.1\nHost: a\r\n\r\n", 400},               /* bare LF */
         {"GET / HTTP/1.1\r\nHost: a\rX: 1\r\n\r\n", 400},       /* bare CR */
         {"GET / HTTP/1.1\r\nHost: a\r\nX: \x01\r\n\r\n", 400},  /* control byte */
@@ -171,6 +174,7 @@ static void t_paths(void) {
     path_is("/...", 3, "...", 0);
     path_is("/..a", 3, "..a", 0);
     path_is("http://host:80/x/y", 3, "x/y", 0);
+    path_is("http://user@host/x", -400, "", 0);
     path_is("HTTPS://host", 0, "", 1);
     /* traversal: 403, however it is spelt */
     path_is("/../etc/passwd", -403, "", 0);
@@ -331,9 +335,37 @@ static void t_dates(void) {
         CHECK_EQ(http_date_format(t, out), 29);
         CHECK_EQ(http_date_parse(out, 29), t);
     }
-    const char* bad[] = {"Sun, 06 Nov 1994 08:49:37 UTC", "Sunday, 06-Nov-94 08:49:37 GMT",
-                         "Sun Nov  6 08:49:37 1994", "Sun, 06 Nox 1994 08:49:37 GMT",
+    /* the two obsolete forms recipients must accept (RFC 9110 5.6.7) */
+    const char* d850 = "Sunday, 06-Nov-94 08:49:37 GMT";
+    CHECK_EQ(http_date_parse(d850, strlen(d850)), 784111777);
+    const char* dasc = "Sun Nov  6 08:49:37 1994";
+    CHECK_EQ(http_date_parse(dasc, strlen(dasc)), 784111777);
+    const char* dasc2 = "Thu Feb 29 00:00:00 2000";
+    CHECK_EQ(http_date_parse(dasc2, strlen(dasc2)), 951782400);
+    /* RFC 850's two-digit year: the year with those last digits among the
+     * hundred that end 50 years from now (by the clock, as the parser) */
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    int cy = tm.tm_year + 1900;
+    for (int yy = 0; yy < 100; yy += 7) {
+        char b[40];
+        snprintf(b, sizeof b, "Monday, 01-Jan-%02d 00:00:00 GMT", yy);
+        int64_t t = http_date_parse(b, strlen(b));
+        CHECK(t != -1);
+        time_t tt = (time_t)t;
+        struct tm g;
+        if ((int64_t)tt == t && gmtime_r(&tt, &g)) {
+            int y = g.tm_year + 1900;
+            CHECK_EQ(y % 100, yy);
+            CHECK(y <= cy + 50 && y > cy + 50 - 100);
+        }
+    }
+    const char* bad[] = {"Sun, 06 Nov 1994 08:49:37 UTC", "Sunday, 06-Nov-94 08:49:37 UTC",
+                         "Sun Nov  6 08:49:37 94  ", "Sun, 06 Nox 1994 08:49:37 GMT",
                          "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
+                         "Sunday, 06-Nov-1994 08:49:37 GMT", "Sundae, 06-Nov-94 08:49:37 GMT",
+                         "Sun Nov 32 08:49:37 1994", "Sun Nov  6 08-49-37 1994",
                          "", "Sun, 06 Nov 1994 08:49:37 GMT "};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECK_EQ(http_date_parse(bad[i], strlen(bad[i])), -1);
