@@ -299,7 +299,7 @@ typedef struct fcache {
     ofile_t* free_files;
     size_t kept_bytes;                  /* the ofiles' bytes, at most KEPT_CAP */
     struct fcache* next_cache;          /* all threads' caches: reachable, for leak checkers */
-    aco_rt_timer_t sweep;               /* fcache_sweep, armed while a slot is full */
+    aco_rt_timer_t sweep;               /* fcache_sweep, armed while a slot holds a file */
     int sweeping;
 } fcache_t;
 
