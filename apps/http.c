@@ -381,6 +381,7 @@ int64_t http_date_parse(const char* v, size_t len) {
     int64_t cy = gmtime_r(&now, &tm) ? tm.tm_year + 1900 : 1970;
     int64_t y = cy - cy % 100 + yy;
     if (y > cy + 50) y -= 100;
+    else if (y <= cy - 50) y += 100;
     return civil(y, month_of(p + 5), two(p + 2), h, mi, s);
 }
 
@@ -466,7 +467,7 @@ int http_preconditions(const http_req_t* r, int64_t mtime) {
 
 int http_range_applies(const http_req_t* r, int64_t mtime) {
     if (r->if_range == NULL) return 1;
-    return http_date_parse(r->if_range, r->if_range_len) == mtime;
+    return http_date_parse(r->if_range, r->if_range_len) == mtime && mtime < (int64_t)time(NULL);
 }
 
 const char* http_reason(int status) {

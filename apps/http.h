@@ -83,13 +83,15 @@ int http_range(const char* v, size_t len, int64_t size, int64_t* first, int64_t*
  * If-Match, If-Unmodified-Since is before mtime) or 304 (If-None-Match: *,
  * which the file matches; or, without If-None-Match, If-Modified-Since not
  * before mtime).  If-None-Match naming tags is true, so If-Modified-Since
- * is then ignored, as the RFC says.  Dates that are not IMF-fixdates are
- * ignored. */
+ * is then ignored, as the RFC says.  A value that is not an HTTP date
+ * (any of http_date_parse's three forms) is ignored. */
 int http_preconditions(const http_req_t* r, int64_t mtime);
 
 /* Does r's Range apply to a file modified at mtime?  Yes without If-Range;
- * with it, only if it is a date equal to mtime (an entity tag, which
- * cannot match, or another date: the whole file, 200). */
+ * with it, only if it is a date equal to mtime and mtime is a strong
+ * validator, a second or more before now (RFC 9110 8.8.2.2, 13.1.5; an
+ * entity tag, which cannot match, another date, or a file changed this
+ * second: the whole file, 200). */
 int http_range_applies(const http_req_t* r, int64_t mtime);
 
 /* An HTTP date to seconds since the epoch; -1 if it is not one.  The three

@@ -576,7 +576,8 @@ RT_WAIT_KINDS(ur_file, {RT_W_UR_FILE, {"file", rt_ur_abort, NULL}},
 /* aco_rt_sched_free with file operations still in the kernel: [meta]
  * records and the buffers of [data] ones (a destroyed co's private buffer
  * or stack) may be written until they complete, so the ring is asked to
- * cancel everything and their completions are awaited (up to 1 s: one
+ * cancel everything (where cancels take keys: before 5.19 they are only
+ * waited for) and their completions are awaited (up to 1 s: one
  * that never ends, a hung network file system's, keeps its record, which
  * is then never freed).  Nothing else is touched: the cos are gone. */
 static void ops_drain(ur_t* u) {
