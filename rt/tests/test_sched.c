@@ -1446,7 +1446,7 @@ static void pipes_before_6_4(void* arg) {
     CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, old_pipe_writer, &p[1])), 0);
     test_run(s);
     aco_rt_sched_free(s);
-    if (nowait_tries > 2) {
+    if (nowait_tries < 1 || nowait_tries > 2) {     /* (0: the path was not taken) */
         fprintf(stderr, "pipes before 6.4: %d refused RWF_NOWAIT tries\n", (int)nowait_tries);
         _exit(7);
     }
