@@ -355,9 +355,12 @@ static int locked(void) {
     return 0;
 }
 
-/* ---- cacheline ---- */
-static _Alignas(64) long cl_a;
-static _Alignas(64) long cl_b;
+/* ---- cacheline ----
+ * One line, one counter: each thread waits for the other's value and
+ * writes the next, so the line moves once each way (a line that each
+ * thread writes and the other only reads would also need, for each write,
+ * the reader's copy taken away first: two transactions each way). */
+static _Alignas(64) long cl_line;
 static void pin_to(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -368,8 +371,8 @@ static void* cl_peer(void* arg) {
     long total = *(long*)arg;
     pin_to(1);
     for (long i = 1; i <= total; i++) {
-        while (__atomic_load_n(&cl_a, __ATOMIC_ACQUIRE) != i) {}
-        __atomic_store_n(&cl_b, i, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&cl_line, __ATOMIC_ACQUIRE) != 2 * i - 1) {}
+        __atomic_store_n(&cl_line, 2 * i, __ATOMIC_RELEASE);
     }
     return NULL;
 }
@@ -382,8 +385,9 @@ static int cacheline(void) {
     for (int sg = 0; sg <= SEGMENTS; sg++) {
         int64_t t0 = aco_rt_now();
         for (long k = 0; k < n_ops; k++) {
-            __atomic_store_n(&cl_a, ++i, __ATOMIC_RELEASE);
-            while (__atomic_load_n(&cl_b, __ATOMIC_ACQUIRE) != i) {}
+            i++;
+            __atomic_store_n(&cl_line, 2 * i - 1, __ATOMIC_RELEASE);
+            while (__atomic_load_n(&cl_line, __ATOMIC_ACQUIRE) != 2 * i) {}
         }
         seg[sg] = (double)(aco_rt_now() - t0) / (double)n_ops;
     }
