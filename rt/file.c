@@ -727,6 +727,7 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
     int on_stack = 0;
     for (int i = 0; i < cnt; i++) {
         if (iov[i].iov_len > SSIZE_MAX - total) return -EINVAL;
+        if (iov[i].iov_base == NULL && iov[i].iov_len) return -EFAULT;  /* (io.c's rule) */
         total += iov[i].iov_len;
         if (iov[i].iov_len && rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len, !write))
             on_stack = 1;
@@ -781,6 +782,7 @@ static inline ssize_t prw_flat(int write, int fd, void* buf, size_t n, int64_t o
 
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
+    if (buf == NULL && n) return rt_self() ? -EFAULT : -EPERM;
     ssize_t r = prw_flat(0, fd, buf, n, off, deadline);
     if (rt_unlikely(r == NOT_FLAT)) {
         struct iovec v = {buf, n};
@@ -795,6 +797,7 @@ ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline)
 
 ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
+    if (buf == NULL && n) return rt_self() ? -EFAULT : -EPERM;
     ssize_t r = prw_flat(1, fd, (void*)buf, n, off, deadline);
     if (rt_likely(r != NOT_FLAT)) return r;
     struct iovec v = {(void*)buf, n};

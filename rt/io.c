@@ -96,6 +96,12 @@ static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co
     CO_OR_EPERM(co);                                            \
     if (rt_unlikely(rt_fd_too_big(fd))) return -ENOMEM
 
+/* A NULL buffer of a non-zero size gets the kernel's answer, -EFAULT, at
+ * once (aco_rt.h, "NULL"): not after a wait for bytes or room, and never
+ * a lent receive's copy to NULL. */
+#define NULL_BUF_OR_EFAULT(buf, n) \
+    if (rt_unlikely((buf) == NULL) && (n) != 0) return -EFAULT
+
 /* A descriptor that lent receives (lend.c) has bytes queued in runtime
  * buffers, or coming there: the receive calls take those first.  If
  * another scheduler's lend has them, they would wait for bytes that never
@@ -124,6 +130,7 @@ static inline __attribute__((always_inline)) ssize_t read_plain(aco_rt_co_t* co,
 
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
+    NULL_BUF_OR_EFAULT(buf, n);
     if (rt_unlikely(n == 0)) {
         rq_t q = {K_READ, fd, buf, 0, 0};
         return rt_read_nothing(co, &q);
@@ -135,6 +142,7 @@ ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
 
 static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
+    NULL_BUF_OR_EFAULT(buf, n);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);
     if (use_uring(co, buf, n, 1, deadline))
@@ -147,7 +155,8 @@ static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadlin
  * receive until n bytes came, or the end, an error or the deadline: then
  * what came, if any.  (A datagram is one message whatever the flag.) */
 ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
-    if (rt_likely((flags & (MSG_WAITALL | MSG_PEEK | MSG_DONTWAIT)) != MSG_WAITALL))
+    if (rt_likely((flags & (MSG_WAITALL | MSG_PEEK | MSG_DONTWAIT)) != MSG_WAITALL) ||
+        rt_unlikely(buf == NULL))       /* (its answer) */
         return recv_some(fd, buf, n, flags, deadline);
     int type = 0;
     socklen_t tl = sizeof(type);
@@ -199,11 +208,13 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
 
 ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
+    NULL_BUF_OR_EFAULT(buf, n);
     return write_all(co, K_WRITE, fd, buf, n, 0, deadline);
 }
 
 ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
+    NULL_BUF_OR_EFAULT(buf, n);
     return write_all(co, K_SEND, fd, buf, n, flags, deadline);
 }
 
@@ -225,6 +236,7 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
     CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
     if (iov == NULL && iovcnt) return -EFAULT;              /* (and this) */
+    if (rt_iov_null(iov, iovcnt)) return -EFAULT;
     size_t total = 0;
     for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
@@ -242,6 +254,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     if (iov == NULL && iovcnt) return -EFAULT;
+    if (rt_iov_null(iov, iovcnt)) return -EFAULT;
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
@@ -288,6 +301,8 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
 int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
                   int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
+    /* (accept4(2) would say so only after taking a connection, and drop it) */
+    if (rt_unlikely(addr != NULL && addrlen == NULL)) return -EFAULT;
     aco_rt_sched_t* s = co->s;
     int r;
     if (use_uring(co, addr, addr && addrlen ? (size_t)*addrlen : 0, 1, deadline) &&
@@ -351,6 +366,7 @@ static int wait_on_socket(aco_rt_sched_t* s, int fd) {
 
 int aco_rt_wait(int fd, int events, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
+    if (rt_unlikely(fd < 0)) return -EBADF;     /* (poll(2) would skip it) */
     int after_eagain = events & ACO_RT_WAIT_AFTER_EAGAIN;
     events &= ~ACO_RT_WAIT_AFTER_EAGAIN;
     struct pollfd p = {fd, (short)events, 0};
@@ -698,6 +714,8 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     CO_FD_OR_EPERM(co, fd);
     if (msg == NULL) return -EFAULT;
     if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
+    if ((msg->msg_iov == NULL && msg->msg_iovlen) || rt_iov_null(msg->msg_iov, (int)msg->msg_iovlen))
+        return -EFAULT;
     if (!send) {
         rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
         if (rt_unlikely(e && e->rx && rt_lend_state(e) >= 0)) return -EOPNOTSUPP;

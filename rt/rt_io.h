@@ -14,6 +14,15 @@
 
 #pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
 
+/* Does the vector (cnt elements, cnt > 0 means iov is not NULL) have a
+ * NULL buffer of a non-zero length?  The kernel's answer to it is -EFAULT:
+ * the I/O calls give it at once (aco_rt.h, "NULL"). */
+static inline int rt_iov_null(const struct iovec* iov, int cnt) {
+    for (int i = 0; i < cnt; i++)
+        if (rt_unlikely(iov[i].iov_base == NULL) && iov[i].iov_len) return 1;
+    return 0;
+}
+
 /* The readiness way (ready.c): one request, tried without blocking, then
  * waited for through the backend. */
 enum { K_READ, K_WRITE, K_READV, K_WRITEV, K_RECV, K_SEND };

@@ -7,8 +7,12 @@
 #include "rt_test.h"
 #include "../aco_rt_pthread.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 static void no_init(void) {}
 static int no_main(int argc, char** argv) { (void)argc, (void)argv; return 7; }
@@ -226,8 +230,75 @@ static void owned_direct(void) {
     CHECK_EQ(aco_rt_chan_free(g_ch), 0);
 }
 
+/* A NULL buffer of a non-zero size: -EFAULT at once, even where nothing
+ * is there to read, no room to write or no connection to take (a wait
+ * first would wait for nothing: for good without a deadline), and a lent
+ * receive's bytes are not copied to NULL (nor lost). */
+static int64_t fault_t0;
+#define QUICK_EFAULT(call)                                                   \
+    do {                                                                     \
+        fault_t0 = aco_rt_now();                                             \
+        CHECK_EQ((call), -EFAULT);                                           \
+        CHECK_LT(aco_rt_now() - fault_t0, 500 * MS);                         \
+    } while (0)
+
+static void null_buffers(void) {
+    int64_t later = aco_rt_now() + 2000 * MS;
+    int p[2], sv[2];
+    CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    struct iovec nil = {NULL, 4};
+    QUICK_EFAULT(aco_rt_read(p[0], NULL, 1, later));
+    QUICK_EFAULT(aco_rt_readv(p[0], &nil, 1, later));
+    QUICK_EFAULT(aco_rt_preadv(p[0], &nil, 1, -1, 0, later));
+    QUICK_EFAULT(aco_rt_recv(sv[0], NULL, 1, 0, later));
+    QUICK_EFAULT(aco_rt_recv(sv[0], NULL, 1, MSG_WAITALL, later));
+    struct msghdr mh = {0};
+    mh.msg_iov = &nil;
+    mh.msg_iovlen = 1;
+    QUICK_EFAULT(aco_rt_recvmsg(sv[0], &mh, 0, later));
+    mh.msg_iov = NULL;                  /* (a vector of one at NULL) */
+    QUICK_EFAULT(aco_rt_recvmsg(sv[0], &mh, 0, later));
+    QUICK_EFAULT(aco_rt_sendmsg(sv[0], &mh, 0, later));
+    /* the write side, a full pipe: no wait for room either */
+    CHECK_EQ(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+    static char fill[65536];
+    while (write(p[1], fill, sizeof(fill)) > 0) {}
+    QUICK_EFAULT(aco_rt_write(p[1], NULL, 1, later));
+    QUICK_EFAULT(aco_rt_writev(p[1], &nil, 1, later));
+    QUICK_EFAULT(aco_rt_pwritev(p[1], &nil, 1, -1, 0, later));
+    QUICK_EFAULT(aco_rt_pread(p[0], NULL, 1, 0, later));
+    QUICK_EFAULT(aco_rt_pwrite(p[1], NULL, 1, 0, later));
+    /* an address without its length: refused before a connection is taken */
+    int lfd = aco_rt_listen("127.0.0.1:0", NULL, later);
+    CHECK_GE(lfd, 0);
+    struct sockaddr_storage a;
+    QUICK_EFAULT(aco_rt_accept(lfd, (struct sockaddr*)&a, NULL, 0, later));
+    /* lent bytes queued in the runtime: refused, then all still there */
+    CHECK_EQ(write(sv[1], "abc", 3), 3);
+    const char* d;
+    CHECK_EQ(aco_rt_recv_lend(sv[0], &d, later), 3);
+    CHECK_EQ(aco_rt_lend_return(d), 0);
+    CHECK_EQ(write(sv[1], "xyz", 3), 3);
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
+    QUICK_EFAULT(aco_rt_recv(sv[0], NULL, 3, 0, later));
+    QUICK_EFAULT(aco_rt_read(sv[0], NULL, 3, later));
+    char got[4] = {0};
+    CHECK_EQ(aco_rt_recv(sv[0], got, 3, 0, later), 3);
+    CHECK(memcmp(got, "xyz", 3) == 0);
+    /* a negative descriptor is not open, a passed deadline or not */
+    CHECK_EQ(aco_rt_wait(-1, POLLIN, 0), -EBADF);
+    CHECK_EQ(aco_rt_wait(-1, POLLIN, aco_rt_now() + 10 * MS), -EBADF);
+    CHECK_EQ(aco_rt_close(lfd), 0);
+    CHECK_EQ(aco_rt_close(sv[0]), 0);
+    close(sv[1]);
+    close(p[0]);
+    close(p[1]);
+}
+
 static void in_co(void* arg) {
     (void)arg;
+    null_buffers();
     core_calls(1);
     owned_direct();
     pthread_calls();
