@@ -924,17 +924,6 @@ static int start_conn(int fd) {
 /* Options                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static int ms_option(const char* name, const char* v, int64_t* out) {
-    char* end;
-    long long ms = v ? strtoll(v, &end, 10) : -1;
-    if (v == NULL || *end || ms < 1 || ms > 86400000LL) {
-        fprintf(stderr, "aco_http: %s takes milliseconds (1 to 86400000)\n", name);
-        return -1;
-    }
-    *out = ms * 1000000;
-    return 0;
-}
-
 int main(int argc, char** argv) {
     const char* root = ".";
     const char* tls_cert = NULL;
@@ -950,13 +939,13 @@ int main(int argc, char** argv) {
             root = v;
             i++;
         } else if (strcmp(argv[i], "--idle-timeout-ms") == 0) {
-            if (ms_option(argv[i], v, &idle_ns) < 0) { free(rest); return 2; }
+            if (rt_cli_ms("aco_http", argv[i], v, &idle_ns) < 0) { free(rest); return 2; }
             i++;
         } else if (strcmp(argv[i], "--header-timeout-ms") == 0) {
-            if (ms_option(argv[i], v, &header_ns) < 0) { free(rest); return 2; }
+            if (rt_cli_ms("aco_http", argv[i], v, &header_ns) < 0) { free(rest); return 2; }
             i++;
         } else if (strcmp(argv[i], "--tls-handshake-timeout-ms") == 0) {
-            if (ms_option(argv[i], v, &handshake_ns) < 0) { free(rest); return 2; }
+            if (rt_cli_ms("aco_http", argv[i], v, &handshake_ns) < 0) { free(rest); return 2; }
             i++;
         } else if (strcmp(argv[i], "--tls-cert") == 0 && v) {
             tls_cert = v;

@@ -2,8 +2,9 @@
  *
  *   aco_nc [--backend uring|epoll] HOST PORT     connect; stdin to the
  *                                                socket, the socket to stdout
- *   aco_nc [--backend ...] -l [-p] PORT [ADDR]   listen (ADDR: 0.0.0.0), take
- *                                                one connection, the same
+ *   aco_nc [--backend ...] -l [-p] PORT [ADDR]   listen (ADDR: 0.0.0.0; an
+ *                                                IPv6 address or a name too),
+ *                                                take one connection, the same
  *   aco_nc --tls [--tls-ca PEM | --tls-insecure] [--tls-name NAME] HOST PORT
  *                                                connect over TLS (built
  *                                                with libaco_rt_tls), the
@@ -13,11 +14,15 @@
  *
  * Two cos, one per direction.  At the end of stdin the socket's sending
  * side is shut down (what OpenBSD nc does with -N); the program ends when
- * both directions have ended: stdin's and the peer's.
+ * both directions have ended: stdin's and the peer's.  An error on the
+ * connection (a reset) ends both at once: nothing more can go either way.
+ * Exit status 0, or 1 after an error said on stderr (2: usage).
  * Each direction takes the cheapest way the descriptors allow:
  *   stdin a regular file   sendfile(2) to the socket (no copy through us);
  *   stdout a pipe or file  splice(2) socket -> pipe -> stdout (no copy; not
- *                          a file opened for appending, which splice refuses);
+ *                          a file opened for appending, which splice refuses;
+ *                          a device without splice, /dev/full or a printer,
+ *                          goes on by write);
  *   otherwise              read/write through a 256 KiB heap buffer.
  * Over TLS (aco_rt_tls.h) both directions go through the connection, one
  * co reading it while the other writes; the end of stdin sends close_notify
@@ -49,6 +54,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rt_cli.h"
+
 #define BUF (256 * 1024)
 
 static int sock = -1;
@@ -71,7 +78,9 @@ static int copy_rw(int in, int out, int in_is_sock) {
         ssize_t n = in_is_sock ? aco_rt_recv(in, buf, BUF, 0, -1) : aco_rt_read(in, buf, BUF, -1);
         if (n <= 0) { r = (int)n; break; }
         ssize_t w = aco_rt_write(out, buf, (size_t)n, -1);
-        if (w != n) { r = w < 0 ? (int)w : -EIO; break; }
+        /* a short count: the error came after some bytes; the rest says it */
+        if (w >= 0 && w < n) w = aco_rt_write(out, buf + w, (size_t)(n - w), -1);
+        if (w < 0) { r = (int)w; break; }
     }
     free(buf);
     return r;
@@ -117,7 +126,8 @@ static int send_file(int in) {
 }
 
 /* Move n bytes from the pipe p0 to out, the co (not the thread) waiting
- * while out is a full pipe: 0 or -errno. */
+ * while out is a full pipe: 0 or -errno (-EINVAL from the first splice
+ * into out: out takes no splice; the bytes are still in the pipe). */
 static int drain_pipe(int p0, int out, ssize_t n) {
     while (n > 0) {
         ssize_t m = splice(p0, NULL, out, NULL, (size_t)n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -133,13 +143,31 @@ static int drain_pipe(int p0, int out, ssize_t n) {
     return 0;
 }
 
+/* The pipe's n bytes to out by write (out took no splice): 0 or -errno. */
+static int pipe_write(int p0, int out, ssize_t n) {
+    char* buf = malloc(BUF);
+    if (buf == NULL) return -ENOMEM;
+    int r = 0;
+    while (n > 0 && r == 0) {
+        ssize_t k = read(p0, buf, (size_t)n < BUF ? (size_t)n : BUF);
+        if (k <= 0) { r = k < 0 ? -errno : -EIO; break; }
+        ssize_t w = aco_rt_write(out, buf, (size_t)k, -1);
+        if (w >= 0 && w < k) w = aco_rt_write(out, buf + w, (size_t)(k - w), -1);
+        if (w < 0) r = (int)w;
+        n -= k;
+    }
+    free(buf);
+    return r;
+}
+
 /* The socket to out (a pipe or file) by splice: 0, -errno, or 1 if splice
- * cannot do it (nothing moved). */
+ * cannot do it (no byte taken off the socket, or none written to out and
+ * those taken written by write: copy_rw goes on). */
 static int recv_splice(int out) {
     int p[2];
     if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0) return 1;
     fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
-    int r = 0, moved = 0;
+    int r = 0, moved = 0, written = 0;
     for (;;) {
         ssize_t n = splice(sock, NULL, p[1], NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n == 0) break;
@@ -154,7 +182,12 @@ static int recv_splice(int out) {
             break;
         }
         moved = 1;
-        if ((r = drain_pipe(p[0], out, n)) < 0) break;
+        if ((r = drain_pipe(p[0], out, n)) == -EINVAL && !written) {
+            if ((r = pipe_write(p[0], out, n)) == 0) r = 1;
+            break;
+        }
+        if (r < 0) break;
+        written = 1;
     }
     close(p[0]);
     close(p[1]);
@@ -167,16 +200,19 @@ static void send_co(void* arg) {
     int r = 1;
 #ifdef ACO_NC_TLS
     if (tls) {
-        if ((r = copy_tls(1)) < 0 || (r = aco_rt_tls_shutdown(tls, -1)) < 0) fail("sending", -r);
+        if (((r = copy_tls(1)) < 0 || (r = aco_rt_tls_shutdown(tls, -1)) < 0) && r != -ECANCELED)
+            fail("sending", -r);
         shutdown(sock, SHUT_WR);
         return;
     }
 #endif
     if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) r = send_file(0);
     if (r == 1) r = copy_rw(0, sock, 0);
-    if (r < 0) fail("sending", -r);
+    if (r < 0 && r != -ECANCELED) fail("sending", -r);   /* (cancelled: recv_co said why) */
     shutdown(sock, SHUT_WR);
 }
+
+static int recv_failed;                 /* the connection failed: the sender stops */
 
 static void recv_co(void* arg) {
     (void)arg;
@@ -184,7 +220,10 @@ static void recv_co(void* arg) {
     int r = 1;
 #ifdef ACO_NC_TLS
     if (tls) {
-        if ((r = copy_tls(0)) < 0) fail("receiving", -r);
+        if ((r = copy_tls(0)) < 0) {
+            fail("receiving", -r);
+            recv_failed = 1;
+        }
         return;
     }
 #endif
@@ -194,7 +233,10 @@ static void recv_co(void* arg) {
         (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
         r = recv_splice(1);
     if (r == 1) r = copy_rw(sock, 1, 1);
-    if (r < 0) fail("receiving", -r);
+    if (r < 0) {
+        fail("receiving", -r);
+        recv_failed = 1;
+    }
 }
 
 static int listen_port = -1;
@@ -208,16 +250,15 @@ static const char* tls_name;
 static void main_co(void* arg) {
     (void)arg;
     if (listen_port >= 0) {
-        struct sockaddr_in sa = {0};
-        sa.sin_family = AF_INET;
-        sa.sin_port = htons((uint16_t)listen_port);
-        if (inet_pton(AF_INET, listen_addr, &sa.sin_addr) != 1) { fail(listen_addr, EINVAL); return; }
-        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-        if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-            bind(l, (struct sockaddr*)&sa, sizeof(sa)) < 0 || listen(l, 1) < 0) {
-            fail("listen", errno);
-            return;
-        }
+        /* ADDR as aco_rt_listen takes it: an IPv6 address in brackets */
+        char addr[300];
+        const char* fmt = strchr(listen_addr, ':') && listen_addr[0] != '[' ? "[%s]:%d" : "%s:%d";
+        snprintf(addr, sizeof(addr), fmt, listen_addr, listen_port);
+        aco_rt_net_opts_t lo = {.backlog = 1};
+        int l = aco_rt_listen(addr, &lo, -1);
+        if (l < 0) { fail(addr, -l); return; }
+        if (listen_port == 0)           /* the kernel's pick: say which */
+            fprintf(stderr, "aco_nc: listening on %s:%d\n", listen_addr, aco_rt_net_port(l));
         sock = aco_rt_accept(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK, -1);
         aco_rt_close(l);
         if (sock < 0) { fail("accept", -sock); return; }
@@ -260,6 +301,7 @@ static void main_co(void* arg) {
     /* Both directions to their ends: the peer shutting its side down does
      * not end ours (it may still be reading). */
     aco_rt_join(rcv, -1);
+    if (recv_failed) aco_rt_cancel(s);
     aco_rt_join(s, -1);
 #ifdef ACO_NC_TLS
     aco_rt_tls_free(tls);
@@ -289,6 +331,7 @@ static int bad_port(const char* v) {
 }
 
 int main(int argc, char** argv) {
+    rt_cli_std_fds();
     signal(SIGPIPE, SIG_IGN);           /* sendfile, splice: see above */
     aco_rt_opts_t o = {0};
     int listen = 0, i = 1;

@@ -48,6 +48,34 @@ typedef struct {
     int accept;                 /* RT_CLI_REUSEPORT or RT_CLI_HANDOFF */
 } rt_cli_t;
 
+/* Descriptors 0, 1 and 2 that the program was started without (a daemon's
+ * `<&- >&- 2>&-`) are opened on /dev/null first: else the first sockets,
+ * eventfds and rings would take those numbers, and a message meant for
+ * stderr would go to a client (or kill the process with SIGPIPE), a
+ * splice meant for stdout into an eventfd. */
+static inline void rt_cli_std_fds(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        int n = open("/dev/null", O_RDWR);
+        if (n >= 0 && n != fd) {        /* (the lowest free number is fd) */
+            dup2(n, fd);
+            close(n);
+        }
+    }
+}
+
+/* An option of milliseconds (1 to a day) as ns in *out: 0, or -1 (said). */
+static inline int rt_cli_ms(const char* prog, const char* name, const char* v, int64_t* out) {
+    char* end;
+    long long ms = v ? strtoll(v, &end, 10) : -1;
+    if (v == NULL || *end || ms < 1 || ms > 86400000LL) {
+        fprintf(stderr, "%s: %s takes milliseconds (1 to 86400000)\n", prog, name);
+        return -1;
+    }
+    *out = ms * 1000000;
+    return 0;
+}
+
 /* The pool with --threads > 1 and --accept handoff, else NULL. */
 static aco_rt_pool_t* rt_cli_pool;
 
@@ -62,6 +90,7 @@ static inline int rt_cli_spawn(aco_rt_fn_t fn, void* arg) {
 }
 
 static inline int rt_cli_parse(rt_cli_t* c, const char* prog, int argc, char** argv) {
+    rt_cli_std_fds();
     c->port = 6379;
     c->backend = ACO_RT_BACKEND_AUTO;
     c->bind = "127.0.0.1";
@@ -198,7 +227,7 @@ static inline void rt_cli_block_stop(void) {
 /* A listening TCP socket as the options say (--bind: an IPv4 or IPv6
  * address or a name), or -1 (said why).  TCP_NODELAY on it: accepted
  * sockets inherit it (Linux). */
-static inline int rt_cli_listen(const rt_cli_t* c, const char* prog) {
+static inline int rt_cli_listen(rt_cli_t* c, const char* prog) {
     char addr[300];
     const char* fmt = strchr(c->bind, ':') != NULL ? "[%s]:%d" : "%s:%d";
     snprintf(addr, sizeof(addr), fmt, c->bind, c->port);
@@ -209,6 +238,9 @@ static inline int rt_cli_listen(const rt_cli_t* c, const char* prog) {
         fprintf(stderr, "%s: cannot listen on %s: %s\n", prog, addr, strerror(-fd));
         return -1;
     }
+    /* port 0: the kernel's pick, said and shared by the next listens
+     * (reuseport) */
+    if (c->port == 0 && (c->port = aco_rt_net_port(fd)) < 0) c->port = 0;
     return fd;
 }
 
@@ -233,7 +265,8 @@ static inline void rt_cli_grow_fds(void) {
 /* Listen and serve with start(fd) for each connection, as the options say;
  * returns only on failure (the exit status).  start is called in the
  * accepting co. */
-static inline int rt_cli_run(const rt_cli_t* c, const char* prog, int (*start)(int fd)) {
+static inline int rt_cli_run(const rt_cli_t* cli, const char* prog, int (*start)(int fd)) {
+    rt_cli_t cc = *cli, *c = &cc;
     aco_rt_opts_t o = {.backend = c->backend};
     rt_cli_grow_fds();
     rt_cli_block_stop();

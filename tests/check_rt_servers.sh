@@ -283,6 +283,98 @@ PY
     wait $lpid
     if cmp -s <(echo head; cat "$tmp/n.in") "$tmp/n4.out"; then ok "$be: nc -> aco_nc (stdout appended to)"
     else bad "$be: nc -> aco_nc >> file differs"; fi
+
+    # ---- started without stdio, odd ends, the kernel's port -----------------
+    # stdin closed: the runtime's eventfd took fd 0 and aco_nc read it as
+    # stdin, never ending; with all three closed its error text went to the
+    # peer (the socket was fd 2)
+    for closed in "<&-" "<&- >&- 2>&-"; do
+        port=$(free_port)
+        timeout 20 python3 - "$port" > "$tmp/peer.out" <<'PY' &
+import socket, sys
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(1)
+c, _ = l.accept(); c.sendall(b"x" * 100); c.settimeout(5); d = b""
+while True:
+    b = c.recv(1000)
+    if not b: break
+    d += b
+print(len(d))
+PY
+        ppid=$!
+        wait_until 100 0.05 $ppid port_listening "$port" || true   # (no probe: one accept)
+        eval "timeout 10 \"$OUT/aco_nc\" --backend $be 127.0.0.1 $port > /dev/null $closed"
+        st=$?
+        wait $ppid
+        expect "$be: aco_nc $closed: exit status, the peer's EOF and bytes" "0 0" "$st $(cat "$tmp/peer.out")"
+    done
+    # aco_echo without stdio: the listening socket was fd 2 and its first
+    # message killed it with SIGPIPE
+    port=$(free_port)
+    "$OUT/aco_echo" --port "$port" --backend "$be" <&- >&- 2>&- &
+    epid=$!
+    PIDS+=("$epid")
+    if wait_port "$port" $epid && [ "$(printf hi | timeout 5 nc -N 127.0.0.1 "$port")" = hi ]; then
+        ok "$be: aco_echo started without stdio echoes"
+    else bad "$be: aco_echo started without stdio did not serve"; fi
+    stop_pid $epid
+    # --port 0: the port the kernel gave is the one said; an idle timeout
+    "$OUT/aco_echo" --port 0 --backend "$be" --idle-timeout-ms 300 2> "$tmp/e0.log" &
+    epid=$!
+    PIDS+=("$epid")
+    wait_until 100 0.05 $epid grep -q listening "$tmp/e0.log" || true
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$tmp/e0.log")
+    if [ -n "$port" ] && [ "$port" != 0 ] && [ "$(printf hi | timeout 5 nc -N 127.0.0.1 "$port")" = hi ]; then
+        ok "$be: aco_echo --port 0 says the port it listens on"
+    else bad "$be: aco_echo --port 0: '$(cat "$tmp/e0.log")'"; fi
+    t0=$(date +%s%N)
+    [ -n "$port" ] && timeout 10 nc 127.0.0.1 "$port" < /dev/null > /dev/null 2>&1
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ $ms -ge 250 ] && [ $ms -lt 5000 ] && ok "$be: aco_echo --idle-timeout-ms 300 closed a silent client ($ms ms)" ||
+        bad "$be: aco_echo --idle-timeout-ms 300: a silent client lasted $ms ms"
+    stop_pid $epid
+    # aco_nc -l on IPv6 and on a name (it took IPv4 literals only)
+    for a in ::1 localhost; do
+        port=$(free_port)
+        timeout 20 "$OUT/aco_nc" --backend "$be" -l "$port" "$a" < /dev/null > "$tmp/l6.out" 2> "$tmp/l6.err" &
+        lpid=$!
+        sleep 0.3
+        h=$a; [ $a = ::1 ] && h=::1
+        printf 'over %s' "$a" | timeout 5 nc -N "$h" "$port" 2>/dev/null
+        wait $lpid
+        expect "$be: aco_nc -l PORT $a" "over $a" "$(cat "$tmp/l6.out")$(cat "$tmp/l6.err")"
+    done
+    # a reset ends aco_nc although stdin stays open (it waited for stdin's end)
+    port=$(free_port)
+    timeout 20 python3 - "$port" <<'PY' &
+import socket, struct, sys, time
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(1)
+c, _ = l.accept(); c.sendall(b"hello\n"); time.sleep(0.2)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)); c.close()
+PY
+    ppid=$!
+    wait_until 100 0.05 $ppid port_listening "$port" || true   # (no probe: one accept)
+    t0=$(date +%s%N)
+    timeout 20 "$OUT/aco_nc" --backend "$be" 127.0.0.1 "$port" < <(exec sleep 20) > /dev/null 2> "$tmp/rst.err"
+    st=$?
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    wait $ppid
+    [ $st = 1 ] && [ $ms -lt 5000 ] && grep -q "reset" "$tmp/rst.err" && ! grep -q sending "$tmp/rst.err" &&
+        ok "$be: aco_nc ends at a reset, stdin still open ($ms ms)" ||
+        bad "$be: aco_nc at a reset: status $st after $ms ms, '$(cat "$tmp/rst.err")'"
+    # stdout a device without splice: write's own error (splice said EINVAL)
+    port=$(free_port)
+    timeout 20 python3 -c 'import socket,sys
+l=socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(1); c,_=l.accept(); c.sendall(b"x"*10000); c.close()' "$port" &
+    ppid=$!
+    wait_until 100 0.05 $ppid port_listening "$port" || true   # (no probe: one accept)
+    timeout 10 "$OUT/aco_nc" --backend "$be" 127.0.0.1 "$port" < /dev/null > /dev/full 2> "$tmp/full.err"
+    st=$?
+    wait $ppid
+    [ $st = 1 ] && grep -q "No space left on device" "$tmp/full.err" && ok "$be: aco_nc > /dev/full: ENOSPC, said" ||
+        bad "$be: aco_nc > /dev/full: status $st, '$(cat "$tmp/full.err")'"
 done
 # ---- threads: aco_resp and aco_echo with --threads 2, both accept modes ----
 for mode in reuseport handoff; do
