@@ -417,12 +417,20 @@ static int64_t deadline_of(int64_t tmo_ns) {
     return tmo_ns > 0 ? aco_rt_now() + tmo_ns : -1;
 }
 
-/* A runtime result as libc says it: -ETIMEDOUT from a socket timeout is
- * EAGAIN (SO_RCVTIMEO's error). */
+/* A runtime result as libc says it. */
 static ssize_t ret(ssize_t r) {
     if (r >= 0) return r;
-    errno = r == -ETIMEDOUT ? EAGAIN : (int)-r;
+    errno = (int)-r;
     return -1;
+}
+
+/* The same for a call made with deadline dl (deadline_of: a socket
+ * timeout's, or -1): the deadline's -ETIMEDOUT is EAGAIN (SO_RCVTIMEO's
+ * and SO_SNDTIMEO's error); any other is the kernel's own (a TCP
+ * connection that timed out) and stays ETIMEDOUT. */
+static ssize_t ret_dl(ssize_t r, int64_t dl) {
+    if (r == -ETIMEDOUT && dl != -1 && aco_rt_now() >= dl) r = -EAGAIN;
+    return ret(r);
 }
 
 /* Outside cos: is fd non-blocking by the runtime's doing alone, in the
@@ -529,7 +537,10 @@ HK_INLINE ssize_t hk_read(int fd, void* buf, size_t n) {
     if (in_co()) {
         if (fd_is_file(fd)) return file_rw(0, fd, &(struct iovec){buf, n}, 1, -1, 0);
         hk_fd_t* e = co_entry(fd);
-        if (e) return ret(aco_rt_read(fd, buf, n, deadline_of(rcv_of(fd))));
+        if (e) {
+            int64_t dl = deadline_of(rcv_of(fd));
+            return ret_dl(aco_rt_read(fd, buf, n, dl), dl);
+        }
     }
     ssize_t r;
     while ((r = LIBC(read)(fd, buf, n)) < 0 && errno == EAGAIN && block_outside(fd, POLLIN, rcv_of(fd))) {}
@@ -543,7 +554,10 @@ EXPORT ssize_t write(int fd, const void* buf, size_t n) {
     if (in_co()) {
         if (fd_is_file(fd)) return file_rw(1, fd, &(struct iovec){(void*)buf, n}, 1, -1, 0);
         hk_fd_t* e = co_entry(fd);
-        if (e) return ret(aco_rt_write(fd, buf, n, deadline_of(snd_of(fd))));
+        if (e) {
+            int64_t dl = deadline_of(snd_of(fd));
+            return ret_dl(aco_rt_write(fd, buf, n, dl), dl);
+        }
     }
     ssize_t r, done = 0;
     for (;;) {
@@ -560,7 +574,10 @@ EXPORT ssize_t readv(int fd, const struct iovec* iov, int cnt) {
     if (in_co()) {
         if (fd_is_file(fd)) return file_rw(0, fd, iov, cnt, -1, 0);
         hk_fd_t* e = co_entry(fd);
-        if (e) return ret(aco_rt_readv(fd, iov, cnt, deadline_of(rcv_of(fd))));
+        if (e) {
+            int64_t dl = deadline_of(rcv_of(fd));
+            return ret_dl(aco_rt_readv(fd, iov, cnt, dl), dl);
+        }
     }
     ssize_t r;
     while ((r = LIBC(readv)(fd, iov, cnt)) < 0 && errno == EAGAIN && block_outside(fd, POLLIN, rcv_of(fd))) {}
@@ -572,7 +589,10 @@ EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
     if (in_co()) {
         if (fd_is_file(fd)) return file_rw(1, fd, iov, cnt, -1, 0);
         hk_fd_t* e = co_entry(fd);
-        if (e) return ret(aco_rt_writev(fd, iov, cnt, deadline_of(snd_of(fd))));
+        if (e) {
+            int64_t dl = deadline_of(snd_of(fd));
+            return ret_dl(aco_rt_writev(fd, iov, cnt, dl), dl);
+        }
     }
     ssize_t r;
     while ((r = LIBC(writev)(fd, iov, cnt)) < 0 && errno == EAGAIN && block_outside(fd, POLLOUT, snd_of(fd))) {}
@@ -596,7 +616,10 @@ HK_INLINE ssize_t hk_recv(int fd, void* buf, size_t n, int flags) {
     if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co() && !(flags & MSG_DONTWAIT)) {
         hk_fd_t* e = co_entry(fd);
-        if (e) return ret(aco_rt_recv(fd, buf, n, flags, deadline_of(rcv_of(fd))));
+        if (e) {
+            int64_t dl = deadline_of(rcv_of(fd));
+            return ret_dl(aco_rt_recv(fd, buf, n, flags, dl), dl);
+        }
     }
     ssize_t r;
     while ((r = LIBC(recv)(fd, buf, n, flags)) < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT) &&
@@ -610,7 +633,10 @@ EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
     if (HK_CHECKED()) hk_mem(buf, n, 0);
     if (in_co() && !(flags & MSG_DONTWAIT)) {
         hk_fd_t* e = co_entry(fd);
-        if (e) return ret(aco_rt_send(fd, buf, n, flags, deadline_of(snd_of(fd))));
+        if (e) {
+            int64_t dl = deadline_of(snd_of(fd));
+            return ret_dl(aco_rt_send(fd, buf, n, flags, dl), dl);
+        }
     }
     ssize_t r, done = 0;
     for (;;) {
@@ -637,7 +663,7 @@ HK_INLINE ssize_t hk_recvfrom(int fd, void* buf, size_t n, int flags, struct soc
             ssize_t r = LIBC(recvfrom)(fd, buf, n, flags | MSG_DONTWAIT, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
             int w = aco_rt_wait(fd, POLLIN, dl);
-            if (w < 0) return ret(w);
+            if (w < 0) return ret_dl(w, dl);
         }
     }
     ssize_t r;
@@ -663,7 +689,7 @@ EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct
             ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
             int w = aco_rt_wait(fd, POLLOUT, dl);
-            if (w < 0) return ret(w);
+            if (w < 0) return ret_dl(w, dl);
         }
     }
     ssize_t r;
@@ -680,7 +706,8 @@ EXPORT int accept4(int fd, struct sockaddr* a, socklen_t* l, int flags) {
     int r;
     if (HK_CHECKED()) hk_addr_out(a, l);
     if (in_co() && co_entry(fd)) {
-        r = (int)ret(aco_rt_accept(fd, a, l, flags, deadline_of(rcv_of(fd))));
+        int64_t dl = deadline_of(rcv_of(fd));
+        r = (int)ret_dl(aco_rt_accept(fd, a, l, flags, dl), dl);
         if (r >= 0) {
             fd_fresh(r, flags & SOCK_NONBLOCK, 1);
             hk_fd_t* e = fd_entry(r);
@@ -705,7 +732,11 @@ EXPORT int connect(int fd, const struct sockaddr* a, socklen_t l) {
          * hooks do not take (recvmmsg, stdio on fdopen) must find it so:
          * the runtime's own calls on a socket need no flag (MSG_DONTWAIT) */
         int fl = rt_sys_fcntl(fd, F_GETFL, 0);
-        int r = (int)ret(aco_rt_connect(fd, a, l, deadline_of(snd_of(fd))));
+        int64_t dl = deadline_of(snd_of(fd));
+        int r = (int)aco_rt_connect(fd, a, l, dl);
+        /* SO_SNDTIMEO passed: connect(2) says EINPROGRESS (it goes on) */
+        if (r == -ETIMEDOUT && dl != -1 && aco_rt_now() >= dl) r = -EINPROGRESS;
+        r = (int)ret(r);
         if (fl >= 0 && !(fl & O_NONBLOCK)) {
             int e = errno;
             rt_sys_fcntl(fd, F_SETFL, fl);
@@ -1490,11 +1521,11 @@ EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask, struct s
 EXPORT ssize_t sendfile(int out, int in, off_t* off, size_t n) {
     if (HK_CHECKED() && off) hk_mem(off, sizeof(*off), 1);
     if (fd_is_file(in) && co_positioned(out)) {     /* (a pipe's input: libc's) */
-        int64_t o = off ? *off : 0;
-        ssize_t r = aco_rt_sendfile(out, in, off ? &o : NULL, n, deadline_of(snd_of(out)));
+        int64_t o = off ? *off : 0, dl = deadline_of(snd_of(out));
+        ssize_t r = aco_rt_sendfile(out, in, off ? &o : NULL, n, dl);
         if (!runtime_declined(r)) {
             if (off) *off = (off_t)o;
-            return ret(r);
+            return ret_dl(r, dl);
         }
     }
     return LIBC(sendfile)(out, in, off, n);
@@ -1543,8 +1574,10 @@ HK_INLINE void hk_msg(const struct msghdr* m, int wr) {
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr* m, int flags) {
     if (HK_CHECKED()) hk_msg(m, 0);
-    if (in_co() && m && !(flags & MSG_DONTWAIT) && co_entry(fd))
-        return ret(aco_rt_sendmsg(fd, m, flags, deadline_of(snd_of(fd))));
+    if (in_co() && m && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
+        int64_t dl = deadline_of(snd_of(fd));
+        return ret_dl(aco_rt_sendmsg(fd, m, flags, dl), dl);
+    }
     ssize_t r;
     while ((r = LIBC(sendmsg)(fd, m, flags)) < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT) &&
            block_outside(fd, POLLOUT, snd_of(fd))) {}
@@ -1554,8 +1587,10 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr* m, int flags) {
 EXPORT ssize_t recvmsg(int fd, struct msghdr* m, int flags) {
     if (HK_CHECKED()) hk_msg(m, 1);
     /* (MSG_ERRQUEUE never waits: an empty error queue is EAGAIN at once) */
-    if (in_co() && m && !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) && co_entry(fd))
-        return ret(aco_rt_recvmsg(fd, m, flags, deadline_of(rcv_of(fd))));
+    if (in_co() && m && !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) && co_entry(fd)) {
+        int64_t dl = deadline_of(rcv_of(fd));
+        return ret_dl(aco_rt_recvmsg(fd, m, flags, dl), dl);
+    }
     ssize_t r;
     while ((r = LIBC(recvmsg)(fd, m, flags)) < 0 && errno == EAGAIN &&
            !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) &&

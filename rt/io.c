@@ -344,15 +344,17 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
     if (aco_unlikely(aco_checked()) && addr && addrlen) aco_checked_access(addr, addrlen, 0);
     if (rt_sys_connect(fd, addr, addrlen) == 0) return 0;
     if (errno != EINPROGRESS && errno != EINTR) return -errno;
+    /* In progress: once the socket is writable (or failed), connect(2)
+     * again ends it as a blocking connect would: 0 and the socket
+     * connected (another connect says EISCONN), or the error, taken, and
+     * the socket unconnected (another connect tries afresh; after an error
+     * read with SO_ERROR it would say ECONNABORTED, then EISCONN after a
+     * success); EALREADY: not yet. */
     for (;;) {
         if ((r = rt_may_block(co, deadline)) != 0) return r;
         if ((r = s->backend.ops->wait_fd(co, fd, POLLOUT, deadline)) < 0) return r;
-        int err = 0;
-        socklen_t len = sizeof(err);
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
-        if (err) return -err;
-        struct pollfd p = {fd, POLLOUT, 0};
-        if (rt_sys_poll0(&p, 1) == 1 && (p.revents & POLLOUT)) return 0;
+        if (rt_sys_connect(fd, addr, addrlen) == 0 || errno == EISCONN) return 0;
+        if (errno != EALREADY && errno != EINPROGRESS && errno != EINTR) return -errno;
     }
 }
 

@@ -205,6 +205,56 @@ static void client_co(void* arg) {
     close(s);
 }
 
+/* connect(2)'s states as a blocking connect leaves them: refused, then a
+ * try again on the same socket once the server is up connects (an
+ * emulation that reads the error with SO_ERROR left the socket connecting:
+ * ECONNABORTED every other try); a second connect says EISCONN (it said
+ * 0); SO_SNDTIMEO passing says EINPROGRESS (it said EAGAIN). */
+static void connect_states_co(void* arg) {
+    (void)arg;
+    int p0, l0 = listen_loopback(&p0);
+    close(l0);                          /* nobody there now */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p0)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(s, 0);
+    errno = 0;
+    CHECK_EQ(connect(s, (struct sockaddr*)&a, sizeof(a)), -1);
+    CHECK_EQ(errno, ECONNREFUSED);
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    CHECK_EQ(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+    CHECK_EQ(bind(l, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(listen(l, 4), 0);
+    CHECK_EQ(connect(s, (struct sockaddr*)&a, sizeof(a)), 0);
+    errno = 0;
+    CHECK_EQ(connect(s, (struct sockaddr*)&a, sizeof(a)), -1);
+    CHECK_EQ(errno, EISCONN);
+    close(s);
+    close(l);
+    /* a listener whose queue is full drops SYNs: the connect waits */
+    l = listen_loopback(&p0);
+    CHECK_EQ(listen(l, 0), 0);
+    a.sin_port = htons((uint16_t)p0);
+    int fill[2];
+    for (int i = 0; i < 2; i++) {
+        fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        connect(fill[i], (struct sockaddr*)&a, sizeof(a));
+    }
+    usleep(20000);
+    s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {0, 100000};
+    CHECK_EQ(setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(connect(s, (struct sockaddr*)&a, sizeof(a)), -1);
+    CHECK_EQ(errno, EINPROGRESS);
+    CHECK_GE(now() - t0, 90 * MS);
+    close(s);
+    close(fill[0]);
+    close(fill[1]);
+    close(l);
+}
+
 static int cancelled_errno;
 
 static void victim(void* arg) {
@@ -249,6 +299,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     close(pipe_fd[1]);
     test_go(s, flags_co, NULL);
     test_go(s, timeouts_co, NULL);
+    test_go(s, connect_states_co, NULL);
     /* TCP */
     lfd = listen_loopback(&port);
     aco_rt_detach(aco_rt_spawn(s, server_co, NULL));
