@@ -381,7 +381,15 @@ static hk_fd_t* co_entry(int fd) {
         fd_on(e, F_SEEN | (fl >= 0 && (fl & O_NONBLOCK) && !(f & F_MADE_NB) ? F_USER_NB : 0));
         f = fd_flags(e);
     }
-    if (f & F_USER_NB) return NULL;
+    if (f & F_USER_NB) {
+        /* The program's O_NONBLOCK is the open file's, which a dup (or a
+         * raw system call) may have cleared since: libc's call would then
+         * block the thread.  Looked at again: blocking now, the call is the
+         * runtime's (the co waits). */
+        int fl = rt_sys_fcntl(fd, F_GETFL, 0);
+        if (fl < 0 || (fl & O_NONBLOCK)) return NULL;
+        fd_off(e, F_USER_NB);
+    }
     fd_on(e, F_MADE_NB);
     return e;
 }

@@ -255,6 +255,39 @@ static void connect_states_co(void* arg) {
     close(l);
 }
 
+/* O_NONBLOCK set through one number and cleared through its dup: the open
+ * file is blocking again, and a read on the first number waits for data,
+ * its co parked (it went to libc, which blocked the thread: the writer, a
+ * co of the same thread, never ran). */
+static int dn_sv[2];
+static void dn_writer(void* arg) {
+    (void)arg;
+    usleep(50000);
+    CHECK_EQ(write(dn_sv[1], "x", 1), 1);
+}
+static void dup_cleared_nb_co(void* arg) {
+    (void)arg;
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dn_sv), 0);
+    CHECK_EQ(fcntl(dn_sv[0], F_SETFL, O_NONBLOCK), 0);
+    char c;
+    errno = 0;
+    CHECK_EQ(read(dn_sv[0], &c, 1), -1);         /* the program's flag */
+    CHECK_EQ(errno, EAGAIN);
+    int d = dup(dn_sv[0]);
+    CHECK_GE(d, 0);
+    CHECK_EQ(fcntl(d, F_SETFL, 0), 0);
+    CHECK_EQ(fcntl(dn_sv[0], F_GETFL) & O_NONBLOCK, 0);
+    aco_rt_co_t* w = aco_rt_spawn(NULL, dn_writer, NULL);
+    CHECK(w != NULL);
+    int64_t t0 = now();
+    CHECK_EQ(read(dn_sv[0], &c, 1), 1);
+    CHECK_GE(now() - t0, 40 * MS);
+    CHECK_EQ(aco_rt_join(w, -1), 0);
+    close(d);
+    close(dn_sv[0]);
+    close(dn_sv[1]);
+}
+
 static int cancelled_errno;
 
 static void victim(void* arg) {
@@ -300,6 +333,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, flags_co, NULL);
     test_go(s, timeouts_co, NULL);
     test_go(s, connect_states_co, NULL);
+    test_go(s, dup_cleared_nb_co, NULL);
     /* TCP */
     lfd = listen_loopback(&port);
     aco_rt_detach(aco_rt_spawn(s, server_co, NULL));
