@@ -353,7 +353,8 @@ int aco_on_share_stack(const aco_t* co, const void* p, size_t n) {
     uintptr_t lo = (uintptr_t)s->ptr, a = (uintptr_t)p;
     if (checked_on) lo = (uintptr_t)window_lo(co);
     if (n == 0) n = 1;
-    return a < lo + s->sz && a + n > lo;
+    /* [a, a + n) meets [lo, lo + sz): a + n itself may wrap past the top */
+    return a < lo + s->sz && (a >= lo || n > lo - a);
 }
 
 /* Set by aco_checked_access for the report: 1 read, 2 write; its callers
