@@ -482,7 +482,8 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /* Costs (checked mode only; a process without ACO_CHECKED=1 runs exactly   */
 /* the default code, its switch's fast path untouched): aco_co_size() is at */
 /* most 16 bytes more (the window's record, after the aco_t); a window of    */
-/* address space per co (no memory: 2 MiB + a page for the default stack)  */
+/* address space per co (no memory: 3 MiB + a page for the default 2 MiB   */
+/* stack and its guard of 1 MiB + a page)                                   */
 /* and one or two memory mappings of the kernel's per-process limit          */
 /* (vm.max_map_count, 65530 by default: about 30000 cos that have run; past */
 /* it aco_create or aco_resume aborts naming it, aco_resume_reserve's 0     */
@@ -511,8 +512,8 @@ void aco_funcp_protector(void) __attribute__((noreturn));
 /* both keep state of their own per stack address (ASan's shadow, which    */
 /* libaco moves with the frames; valgrind's registered stacks) that the     */
 /* windows would have to follow.  Supported on x86-64, i386, aarch64 and    */
-/* riscv64 Linux (mremap); i386's address space holds only 1500 to 2000   */
-/* windows of the default 2 MiB.                                            */
+/* riscv64 Linux (mremap); i386's address space holds only about 1300     */
+/* windows for the default 2 MiB stack.                                     */
 /* ======================================================================== */
 
 /* ======================================================================== */

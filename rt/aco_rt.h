@@ -127,8 +127,8 @@ typedef struct {
  * program made one (aco_create(NULL, ...)); else it calls
  * aco_thread_init(NULL) and makes its own.  NULL with errno set on failure:
  * ENOMEM (also: a stack_size the address space cannot take), EBUSY (the
- * thread has one), EPERM (called inside a co: a libaco co of the program's,
- * or below),
+ * thread has one: from a co of its scheduler, EBUSY), EPERM (called inside
+ * a co of the program's own, on a thread without a scheduler),
  * ENOSYS or the kernel's error (a forced backend that cannot start), EINVAL
  * (bad opts, or an unknown $ACO_RT_BACKEND).  A scheduler does not cross
  * fork(2): in the child, neither run nor free the parent's (an io_uring
@@ -487,9 +487,11 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * and dropped, as there).  (A cancelled co gets -ECANCELED, as from every call.)  Buffers may
  * lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
- * the descriptor (numbers up to 2^24 have one: a number past that gets
- * -ENOMEM, open or not, from every call that keeps a record of it: all
- * but aco_rt_close, aco_rt_poll and aco_rt_shutdown).
+ * the descriptor (numbers below 2^24 have one: 2^24 and above get -ENOMEM,
+ * open or not, from every call of this section that keeps a record of it:
+ * all but aco_rt_close, aco_rt_poll and aco_rt_shutdown; the file calls
+ * (aco_rt_pread, ...) need none: they make the system call as for any
+ * other number).
  *
  * A descriptor is the file, not the number.  Any descriptor works, blocking
  * or not, however it was made (by a library, by another thread), and the

@@ -190,11 +190,13 @@ void aco_rt_tls_ctx_free(aco_rt_tls_ctx_t* ctx);
 
 /* A server context answers a client that asks for host (SNI) with the
  * certificate chain and key of for_host (a server context too); everything
- * else (ALPN, versions, verification, tickets) stays ctx's: 0, -EINVAL (not both servers, host NULL, empty or
- * longer than 255 bytes), -EEXIST (host already added), -ENOMEM.  Names
- * are compared without regard to case; "*.example.com" matches one label
- * in its place; the first host added that matches answers.  ctx holds for_host until it is freed.  Add them before
- * the first connection; not while connections handshake. */
+ * else (ALPN, versions, verification, tickets) stays ctx's: 0, -EINVAL
+ * (not both servers, for_host is ctx itself, host NULL, empty or longer
+ * than 255 bytes), -EEXIST (host already added), -ENOMEM.  Names are
+ * compared without regard to case; "*.example.com" matches one label in
+ * its place; the first host added that matches answers.  ctx holds
+ * for_host until it is freed.  Add them before the first connection; not
+ * while connections handshake. */
 int aco_rt_tls_ctx_add_host(aco_rt_tls_ctx_t* ctx, const char* host, aco_rt_tls_ctx_t* for_host);
 
 /* ======================================================================== */
