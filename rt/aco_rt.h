@@ -544,13 +544,18 @@ ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadli
 int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
                   int64_t deadline);
 
-/* connect(2) on a socket, waiting for the connection: 0 or -errno.  A
- * connection that is not made at once (TCP's never is, over loopback
- * too) waits; a deadline already passed then gives -ETIMEDOUT at once.
- * After -ETIMEDOUT or -ECANCELED the connection attempt goes on in the
- * kernel, as a non-blocking connect(2)'s does: another aco_rt_connect on
- * the socket says -EALREADY while it does (or 0 / -EISCONN once made);
- * most callers close the socket. */
+/* connect(2) on a socket, waiting for the connection: 0 or -errno, the
+ * socket left as a blocking connect(2) leaves it (connected: another
+ * connect says -EISCONN; failed: unconnected, another connect tries
+ * afresh).  A connection that is not made at once (TCP's never is, over
+ * loopback too) waits; a deadline already passed then gives -ETIMEDOUT at
+ * once.  A Unix stream listener whose queue is full is waited for too,
+ * trying again after 1 ms, then 2, up to every 64 ms (no readiness tells
+ * when there is room).  After -ETIMEDOUT or -ECANCELED the connection
+ * attempt goes on in the kernel, as a non-blocking connect(2)'s does:
+ * another aco_rt_connect on the socket waits for that attempt (as a
+ * blocking connect(2) would) and says how it ended; most callers close
+ * the socket. */
 int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
                    int64_t deadline);
 

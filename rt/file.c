@@ -780,9 +780,17 @@ static inline ssize_t prw_flat(int write, int fd, void* buf, size_t n, int64_t o
 #endif
 }
 
+/* A NULL buffer of a non-zero size: -EFAULT, after -EPERM and -ECANCELED
+ * (io.c's rule). */
+__attribute__((noinline, cold)) static ssize_t null_buf(void) {
+    aco_rt_co_t* co = rt_self();
+    if (co == NULL) return -EPERM;
+    return rt_co_cancelled(co) ? -ECANCELED : -EFAULT;
+}
+
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
-    if (buf == NULL && n) return rt_self() ? -EFAULT : -EPERM;
+    if (buf == NULL && n) return null_buf();
     ssize_t r = prw_flat(0, fd, buf, n, off, deadline);
     if (rt_unlikely(r == NOT_FLAT)) {
         struct iovec v = {buf, n};
@@ -797,7 +805,7 @@ ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline)
 
 ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
-    if (buf == NULL && n) return rt_self() ? -EFAULT : -EPERM;
+    if (buf == NULL && n) return null_buf();
     ssize_t r = prw_flat(1, fd, (void*)buf, n, off, deadline);
     if (rt_likely(r != NOT_FLAT)) return r;
     struct iovec v = {(void*)buf, n};

@@ -312,6 +312,7 @@ enum {
     F_KIND = 8,         /* we know whether it is a file (F_FILE) */
     F_FILE = 16,        /* a regular file or a block device */
     F_DISK = 32,        /* that, or a directory */
+    F_SHARED = 64,      /* dup'd: another number shares its open file */
 };
 
 typedef struct {
@@ -364,7 +365,8 @@ static void fd_dup(int from, int to) {
     hk_fd_t* t = fd_entry(to);
     if (t == NULL) return;
     uint32_t fl = f ? fd_flags(f) & (F_SEEN | F_USER_NB | F_MADE_NB) : 0;
-    __atomic_store_n(&t->flags, fl, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->flags, fl | F_SHARED, __ATOMIC_RELAXED);
+    if (f) fd_on(f, F_SHARED);
     __atomic_store_n(&t->rcv_ns, f ? __atomic_load_n(&f->rcv_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->snd_ns, f ? __atomic_load_n(&f->snd_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
 }
@@ -382,13 +384,15 @@ static hk_fd_t* co_entry(int fd) {
         f = fd_flags(e);
     }
     if (f & F_USER_NB) {
-        /* The program's O_NONBLOCK is the open file's, which a dup (or a
-         * raw system call) may have cleared since: libc's call would then
-         * block the thread.  Looked at again: blocking now, the call is the
-         * runtime's (the co waits). */
+        /* The program's O_NONBLOCK is the open file's, which another
+         * number of it (a dup) may have cleared since: libc's call would
+         * then block the thread.  Looked at again (one F_GETFL, only for
+         * files that were dup'd): blocking now, this call is the runtime's
+         * (the co waits); the record stays the program's. */
+        if (!(f & F_SHARED)) return NULL;
         int fl = rt_sys_fcntl(fd, F_GETFL, 0);
         if (fl < 0 || (fl & O_NONBLOCK)) return NULL;
-        fd_off(e, F_USER_NB);
+        return e;
     }
     fd_on(e, F_MADE_NB);
     return e;
@@ -742,8 +746,10 @@ EXPORT int connect(int fd, const struct sockaddr* a, socklen_t l) {
         int fl = rt_sys_fcntl(fd, F_GETFL, 0);
         int64_t dl = deadline_of(snd_of(fd));
         int r = (int)aco_rt_connect(fd, a, l, dl);
-        /* SO_SNDTIMEO passed: connect(2) says EINPROGRESS (it goes on) */
-        if (r == -ETIMEDOUT && dl != -1 && aco_rt_now() >= dl) r = -EINPROGRESS;
+        /* SO_SNDTIMEO passed: connect(2) says EINPROGRESS (TCP: it goes
+         * on), or EAGAIN (a Unix listener's queue stayed full) */
+        if (r == -ETIMEDOUT && dl != -1 && aco_rt_now() >= dl)
+            r = a && a->sa_family == AF_UNIX ? -EAGAIN : -EINPROGRESS;
         r = (int)ret(r);
         if (fl >= 0 && !(fl & O_NONBLOCK)) {
             int e = errno;

@@ -332,6 +332,23 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     }
 }
 
+/* A Unix stream listener whose queue is full: a non-blocking connect(2)
+ * says EAGAIN where a blocking one waits for room, and no readiness tells
+ * when there is some: try again after a sleep, 1 ms doubling to 64 ms,
+ * until the deadline. */
+static int unix_connect_wait(aco_rt_co_t* co, int fd, const struct sockaddr* addr,
+                             socklen_t addrlen, int64_t deadline) {
+    for (int64_t ms = 1;; ms = ms < 64 ? 2 * ms : 64) {
+        int r = rt_may_block(co, deadline);
+        if (r) return r;
+        int64_t ns = ms * 1000000;
+        if (deadline != -1 && deadline - rt_now() < ns) ns = deadline - rt_now();
+        if (ns > 0 && (r = aco_rt_sleep(ns)) < 0) return r;
+        if (rt_sys_connect(fd, addr, addrlen) == 0) return 0;
+        if (errno != EAGAIN) return -errno;
+    }
+}
+
 int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
                    int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
@@ -343,18 +360,33 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
      * caller's stack (not on a suspended co's: checked mode says so). */
     if (aco_unlikely(aco_checked()) && addr && addrlen) aco_checked_access(addr, addrlen, 0);
     if (rt_sys_connect(fd, addr, addrlen) == 0) return 0;
-    if (errno != EINPROGRESS && errno != EINTR) return -errno;
-    /* In progress: once the socket is writable (or failed), connect(2)
-     * again ends it as a blocking connect would: 0 and the socket
-     * connected (another connect says EISCONN), or the error, taken, and
-     * the socket unconnected (another connect tries afresh; after an error
-     * read with SO_ERROR it would say ECONNABORTED, then EISCONN after a
-     * success); EALREADY: not yet. */
+    if (errno == EAGAIN && addr && addrlen >= sizeof(sa_family_t) && addr->sa_family == AF_UNIX)
+        return unix_connect_wait(co, fd, addr, addrlen, deadline);
+    /* (EALREADY: an attempt of before goes on: waited for, as a blocking
+     * connect(2) waits for it) */
+    if (errno != EINPROGRESS && errno != EALREADY && errno != EINTR) return -errno;
+    /* In progress: once the socket is writable (or failed), the attempt
+     * ends as a blocking connect(2) ends it: its error taken (SO_ERROR)
+     * and the socket unconnected (connect with AF_UNSPEC: else the kernel
+     * keeps it "connecting" and a connect tried again says ECONNABORTED),
+     * or, none, connect(2) once more: 0 and the socket connected (another
+     * connect says EISCONN), EALREADY: not yet; EINPROGRESS: the attempt
+     * ended behind our back (a shutdown) and this began another, which is
+     * undone. */
     for (;;) {
         if ((r = rt_may_block(co, deadline)) != 0) return r;
         if ((r = s->backend.ops->wait_fd(co, fd, POLLOUT, deadline)) < 0) return r;
-        if (rt_sys_connect(fd, addr, addrlen) == 0 || errno == EISCONN) return 0;
-        if (errno != EALREADY && errno != EINPROGRESS && errno != EINTR) return -errno;
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
+        if (err == 0) {
+            if (rt_sys_connect(fd, addr, addrlen) == 0 || errno == EISCONN) return 0;
+            if (errno == EALREADY || errno == EINTR) continue;
+            err = errno == EINPROGRESS ? ECONNABORTED : errno;
+        }
+        struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+        rt_sys_connect(fd, &unspec, sizeof(unspec));
+        return -err;
     }
 }
 

@@ -24,6 +24,8 @@
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <stddef.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -210,6 +212,12 @@ static void client_co(void* arg) {
  * emulation that reads the error with SO_ERROR left the socket connecting:
  * ECONNABORTED every other try); a second connect says EISCONN (it said
  * 0); SO_SNDTIMEO passing says EINPROGRESS (it said EAGAIN). */
+static int cs_sock;
+static void cs_shutter(void* arg) {
+    (void)arg;
+    usleep(50000);
+    CHECK_EQ(shutdown(cs_sock, SHUT_RDWR), 0);
+}
 static void connect_states_co(void* arg) {
     (void)arg;
     int p0, l0 = listen_loopback(&p0);
@@ -250,6 +258,18 @@ static void connect_states_co(void* arg) {
     CHECK_EQ(errno, EINPROGRESS);
     CHECK_GE(now() - t0, 90 * MS);
     close(s);
+    /* a connect another co aborts (shutdown) ends with the kernel's
+     * ECONNRESET, not with a new attempt that waits on */
+    cs_sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    aco_rt_co_t* sh = aco_rt_spawn(NULL, cs_shutter, NULL);
+    CHECK(sh != NULL);
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(connect(cs_sock, (struct sockaddr*)&a, sizeof(a)), -1);
+    CHECK_EQ(errno, ECONNRESET);
+    CHECK_LT(now() - t0, 1000 * MS);
+    CHECK_EQ(aco_rt_join(sh, -1), 0);
+    close(cs_sock);
     close(fill[0]);
     close(fill[1]);
     close(l);
@@ -283,9 +303,58 @@ static void dup_cleared_nb_co(void* arg) {
     CHECK_EQ(read(dn_sv[0], &c, 1), 1);
     CHECK_GE(now() - t0, 40 * MS);
     CHECK_EQ(aco_rt_join(w, -1), 0);
+    /* and set again through the dup: the first number says EAGAIN again */
+    CHECK_EQ(fcntl(d, F_SETFL, O_NONBLOCK), 0);
+    CHECK(fcntl(dn_sv[0], F_GETFL) & O_NONBLOCK);
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(read(dn_sv[0], &c, 1), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_LT(now() - t0, 40 * MS);
     close(d);
     close(dn_sv[0]);
     close(dn_sv[1]);
+}
+
+/* A Unix listener's queue full: a blocking connect waits for room (it
+ * said EAGAIN at once), and SO_SNDTIMEO ends the wait with EAGAIN. */
+static int ux_l;
+static void ux_acceptor(void* arg) {
+    (void)arg;
+    usleep(50000);
+    int c = accept(ux_l, NULL, NULL);
+    CHECK_GE(c, 0);
+    close(c);
+}
+static void unix_full_co(void* arg) {
+    (void)arg;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "aco-hook-%d", (int)getpid());
+    socklen_t al = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(a.sun_path + 1));
+    ux_l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_EQ(bind(ux_l, (struct sockaddr*)&a, al), 0);
+    CHECK_EQ(listen(ux_l, 0), 0);
+    int c1 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_EQ(connect(c1, (struct sockaddr*)&a, al), 0);     /* the queue's one */
+    int c2 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {0, 50000};
+    CHECK_EQ(setsockopt(c2, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(connect(c2, (struct sockaddr*)&a, al), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_GE(now() - t0, 40 * MS);
+    close(c2);
+    c2 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    aco_rt_co_t* acc = aco_rt_spawn(NULL, ux_acceptor, NULL);
+    CHECK(acc != NULL);
+    t0 = now();
+    CHECK_EQ(connect(c2, (struct sockaddr*)&a, al), 0);     /* room once one is taken */
+    CHECK_GE(now() - t0, 40 * MS);
+    CHECK_EQ(aco_rt_join(acc, -1), 0);
+    close(c1);
+    close(c2);
+    close(ux_l);
 }
 
 static int cancelled_errno;
@@ -334,6 +403,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, timeouts_co, NULL);
     test_go(s, connect_states_co, NULL);
     test_go(s, dup_cleared_nb_co, NULL);
+    test_go(s, unix_full_co, NULL);
     /* TCP */
     lfd = listen_loopback(&port);
     aco_rt_detach(aco_rt_spawn(s, server_co, NULL));
