@@ -14,8 +14,9 @@
  *
  * Two cos, one per direction.  At the end of stdin the socket's sending
  * side is shut down (what OpenBSD nc does with -N); the program ends when
- * both directions have ended: stdin's and the peer's.  An error on the
- * connection (a reset) ends both at once: nothing more can go either way.
+ * both directions have ended: stdin's and the peer's.  An error receiving
+ * from the peer (a reset) ends both at once: nothing more can go either
+ * way; stdout's own error (a reader gone) ends that direction alone.
  * Exit status 0, or 1 after an error said on stderr (2: usage).
  * Each direction takes the cheapest way the descriptors allow:
  *   stdin a regular file   sendfile(2) to the socket (no copy through us);
@@ -50,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,6 +72,21 @@ static void fail(const char* what, int err) {
     failed = 1;
 }
 
+static int sock_failed;         /* receiving from the peer failed (a reset):
+                                   nothing more can go either way */
+
+/* All n bytes at buf to out: 0 or -errno (a short count comes only when an
+ * error came after some bytes: the next call says it). */
+static int put_all(int out, const char* buf, ssize_t n) {
+    while (n > 0) {
+        ssize_t w = aco_rt_write(out, buf, (size_t)n, -1);
+        if (w <= 0) return w < 0 ? (int)w : -EIO;
+        buf += w;
+        n -= w;
+    }
+    return 0;
+}
+
 /* Copy in to out through a heap buffer until in's end: 0 or -errno. */
 static int copy_rw(int in, int out, int in_is_sock) {
     char* buf = malloc(BUF);
@@ -76,11 +94,12 @@ static int copy_rw(int in, int out, int in_is_sock) {
     int r = 0;
     for (;;) {
         ssize_t n = in_is_sock ? aco_rt_recv(in, buf, BUF, 0, -1) : aco_rt_read(in, buf, BUF, -1);
-        if (n <= 0) { r = (int)n; break; }
-        ssize_t w = aco_rt_write(out, buf, (size_t)n, -1);
-        /* a short count: the error came after some bytes; the rest says it */
-        if (w >= 0 && w < n) w = aco_rt_write(out, buf + w, (size_t)(n - w), -1);
-        if (w < 0) { r = (int)w; break; }
+        if (n <= 0) {
+            r = (int)n;
+            if (n < 0 && in_is_sock) sock_failed = 1;
+            break;
+        }
+        if ((r = put_all(out, buf, n)) < 0) break;
     }
     free(buf);
     return r;
@@ -94,10 +113,21 @@ static int copy_tls(int to_tls) {
     int r = 0;
     for (;;) {
         ssize_t n = to_tls ? aco_rt_read(0, buf, BUF, -1) : aco_rt_tls_read(tls, buf, BUF, -1);
-        if (n <= 0) { r = (int)n; break; }
-        ssize_t w = to_tls ? aco_rt_tls_write(tls, buf, (size_t)n, -1)
-                           : aco_rt_write(1, buf, (size_t)n, -1);
-        if (w != n) { r = w < 0 ? (int)w : -EIO; break; }
+        if (n <= 0) {
+            r = (int)n;
+            if (n < 0 && !to_tls) sock_failed = 1;
+            break;
+        }
+        if (!to_tls) {
+            if ((r = put_all(1, buf, n)) < 0) break;
+            continue;
+        }
+        for (ssize_t off = 0; off < n && r == 0;) {
+            ssize_t w = aco_rt_tls_write(tls, buf + off, (size_t)(n - off), -1);
+            if (w <= 0) r = w < 0 ? (int)w : -EIO;
+            else off += w;
+        }
+        if (r < 0) break;
     }
     if (r < 0 && !to_tls && aco_rt_tls_error(tls)[0])
         fprintf(stderr, "aco_nc: TLS: %s\n", aco_rt_tls_error(tls));
@@ -151,9 +181,7 @@ static int pipe_write(int p0, int out, ssize_t n) {
     while (n > 0 && r == 0) {
         ssize_t k = read(p0, buf, (size_t)n < BUF ? (size_t)n : BUF);
         if (k <= 0) { r = k < 0 ? -errno : -EIO; break; }
-        ssize_t w = aco_rt_write(out, buf, (size_t)k, -1);
-        if (w >= 0 && w < k) w = aco_rt_write(out, buf + w, (size_t)(k - w), -1);
-        if (w < 0) r = (int)w;
+        r = put_all(out, buf, k);
         n -= k;
     }
     free(buf);
@@ -174,11 +202,12 @@ static int recv_splice(int out) {
         if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) {
-                if ((r = aco_rt_wait(sock, POLLIN, -1)) < 0) break;
+                if ((r = aco_rt_wait(sock, POLLIN, -1)) < 0) { sock_failed = 1; break; }
                 r = 0;
                 continue;
             }
             r = (!moved && errno == EINVAL) ? 1 : -errno;
+            if (r < 0) sock_failed = 1;
             break;
         }
         moved = 1;
@@ -212,18 +241,13 @@ static void send_co(void* arg) {
     shutdown(sock, SHUT_WR);
 }
 
-static int recv_failed;                 /* the connection failed: the sender stops */
-
 static void recv_co(void* arg) {
     (void)arg;
     struct stat st;
     int r = 1;
 #ifdef ACO_NC_TLS
     if (tls) {
-        if ((r = copy_tls(0)) < 0) {
-            fail("receiving", -r);
-            recv_failed = 1;
-        }
+        if ((r = copy_tls(0)) < 0) fail("receiving", -r);
         return;
     }
 #endif
@@ -233,10 +257,7 @@ static void recv_co(void* arg) {
         (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
         r = recv_splice(1);
     if (r == 1) r = copy_rw(sock, 1, 1);
-    if (r < 0) {
-        fail("receiving", -r);
-        recv_failed = 1;
-    }
+    if (r < 0) fail("receiving", -r);
 }
 
 static int listen_port = -1;
@@ -257,8 +278,10 @@ static void main_co(void* arg) {
         aco_rt_net_opts_t lo = {.backlog = 1};
         int l = aco_rt_listen(addr, &lo, -1);
         if (l < 0) { fail(addr, -l); return; }
-        if (listen_port == 0)           /* the kernel's pick: say which */
-            fprintf(stderr, "aco_nc: listening on %s:%d\n", listen_addr, aco_rt_net_port(l));
+        if (listen_port == 0) {         /* the kernel's pick: say which */
+            snprintf(addr, sizeof(addr), fmt, listen_addr, aco_rt_net_port(l));
+            fprintf(stderr, "aco_nc: listening on %s\n", addr);
+        }
         sock = aco_rt_accept(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK, -1);
         aco_rt_close(l);
         if (sock < 0) { fail("accept", -sock); return; }
@@ -301,8 +324,16 @@ static void main_co(void* arg) {
     /* Both directions to their ends: the peer shutting its side down does
      * not end ours (it may still be reading). */
     aco_rt_join(rcv, -1);
-    if (recv_failed) aco_rt_cancel(s);
+    if (sock_failed) aco_rt_cancel(s);  /* (stdout's error alone: stdin still goes) */
     aco_rt_join(s, -1);
+    /* stdout failed: the peer's bytes left unread make the close a reset,
+     * which drops what the send queue still holds; let that go out first
+     * (at most 10 s) */
+    for (int i = 0; i < 10000 && failed && !sock_failed; i++) {
+        int q = 0;
+        if (ioctl(sock, SIOCOUTQ, &q) < 0 || q == 0) break;
+        aco_rt_sleep(1000000);
+    }
 #ifdef ACO_NC_TLS
     aco_rt_tls_free(tls);
 #endif

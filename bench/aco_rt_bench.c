@@ -357,9 +357,9 @@ static int locked(void) {
 
 /* ---- cacheline ----
  * One line, one counter: each thread waits for the other's value and
- * writes the next, so the line moves once each way (a line that each
- * thread writes and the other only reads would also need, for each write,
- * the reader's copy taken away first: two transactions each way). */
+ * writes the next, so the line moves once each way.  (Two lines, each
+ * written by one thread and spun on by the other, measured twice as slow
+ * on the Intel guest: docs/benchmarks.md.) */
 static _Alignas(64) long cl_line;
 static void pin_to(int cpu) {
     cpu_set_t set;
