@@ -37,7 +37,10 @@
  *   -EPERM      called outside a co of a running scheduler (but
  *               aco_rt_pool_wait, which blocks the calling thread).
  * They never lose data: a call that returns an error transferred nothing
- * (I/O calls: or returns the byte count it did transfer).
+ * (I/O calls: or returns the byte count it did transfer; on a socket the
+ * error that cut it short is then said by the next read, write, send or
+ * receive on it, as the kernel keeps it: a reset is -ECONNRESET once, not
+ * an end of file or -EPIPE).
  *
  * No memory.  A call that needs memory and finds none returns -ENOMEM (or
  * NULL with errno ENOMEM) at once, without parking: a co that retries

@@ -96,6 +96,28 @@ static inline __attribute__((always_inline)) int use_uring(const aco_rt_co_t* co
     CO_OR_EPERM(co);                                            \
     if (rt_unlikely(rt_fd_too_big(fd))) return -ENOMEM
 
+/* A transfer that met an error after part of its bytes returns the part;
+ * on a socket the kernel then keeps the error for the next call (a reset:
+ * ECONNRESET, where the socket itself would say 0 or EPIPE after it), and
+ * so does the runtime: the next read, write, send or receive on fd says
+ * it.  Not the call's own ends (its deadline, a cancel, no memory). */
+static void keep_err(aco_rt_co_t* co, int fd, ssize_t r) {
+    if (r >= 0 || r == -ETIMEDOUT || r == -ECANCELED || r == -ENOMEM || r == -EAGAIN ||
+        r == -EINTR || r < -255)
+        return;
+    rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
+    if (e && rt_fd_kind(e, fd) == RT_FD_SOCK) e->pend_err = (uint8_t)-r;
+}
+#define PENDING_ERR(co, fd)                                             \
+    do {                                                                \
+        rt_fd_t* pe_ = rt_fd_peek(&(co)->s->fds, (fd));                 \
+        if (rt_unlikely(pe_ != NULL && pe_->pend_err != 0)) {           \
+            int err_ = pe_->pend_err;                                   \
+            pe_->pend_err = 0;                                          \
+            return -err_;                                               \
+        }                                                               \
+    } while (0)
+
 /* A NULL buffer of a non-zero size gets the kernel's answer, -EFAULT, at
  * once (aco_rt.h, "NULL"): not after a wait for bytes or room, and never
  * a lent receive's copy to NULL. */
@@ -131,6 +153,7 @@ static inline __attribute__((always_inline)) ssize_t read_plain(aco_rt_co_t* co,
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
+    PENDING_ERR(co, fd);
     if (rt_unlikely(n == 0)) {
         rq_t q = {K_READ, fd, buf, 0, 0};
         return rt_read_nothing(co, &q);
@@ -143,6 +166,7 @@ ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
 static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
+    PENDING_ERR(co, fd);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);
     if (use_uring(co, buf, n, 1, deadline))
@@ -165,6 +189,7 @@ ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     size_t got = 0;
     do {
         ssize_t r = recv_some(fd, (char*)buf + got, n - got, flags & ~MSG_WAITALL, deadline);
+        if (r < 0 && got) keep_err(rt_self(), fd, r);
         if (r <= 0) return got ? (ssize_t)got : r;
         got += (size_t)r;
     } while (got < n);
@@ -200,7 +225,10 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
             rq_t q = {op, fd, (void*)p, n - done, flags};
             r = rt_ready_io(co, &q, deadline);
         }
-        if (r < 0) return done ? (ssize_t)done : r;
+        if (r < 0) {
+            if (done) keep_err(co, fd, r);
+            return done ? (ssize_t)done : r;
+        }
         done += (size_t)r;
     } while (done < n);
     return (ssize_t)done;
@@ -209,12 +237,14 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
 ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
+    PENDING_ERR(co, fd);
     return write_all(co, K_WRITE, fd, buf, n, 0, deadline);
 }
 
 ssize_t aco_rt_send(int fd, const void* buf, size_t n, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
+    PENDING_ERR(co, fd);
     return write_all(co, K_SEND, fd, buf, n, flags, deadline);
 }
 
@@ -237,6 +267,7 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
     if (iov == NULL && iovcnt) return -EFAULT;              /* (and this) */
     if (rt_iov_null(iov, iovcnt)) return -EFAULT;
+    PENDING_ERR(co, fd);
     size_t total = 0;
     for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
@@ -255,6 +286,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     if (iov == NULL && iovcnt) return -EFAULT;
     if (rt_iov_null(iov, iovcnt)) return -EFAULT;
+    PENDING_ERR(co, fd);
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
@@ -290,7 +322,10 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
             rq_t q = {K_WRITEV, fd, v, (size_t)cnt, 0};
             r = rt_ready_io(co, &q, deadline);
         }
-        if (r < 0) return done ? (ssize_t)done : r;
+        if (r < 0) {
+            if (done) keep_err(co, fd, r);
+            return done ? (ssize_t)done : r;
+        }
         done += (size_t)r;
         while (cnt && (size_t)r >= v->iov_len) { r -= (ssize_t)v->iov_len; v++; cnt--; }
         if (cnt) { v->iov_base = (char*)v->iov_base + r; v->iov_len -= (size_t)r; }
@@ -750,6 +785,7 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
     if ((msg->msg_iov == NULL && msg->msg_iovlen) || rt_iov_null(msg->msg_iov, (int)msg->msg_iovlen))
         return -EFAULT;
+    PENDING_ERR(co, fd);
     if (!send) {
         rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
         if (rt_unlikely(e && e->rx && rt_lend_state(e) >= 0)) return -EOPNOTSUPP;
@@ -799,6 +835,7 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
         m->msg_controllen = 0;
         r = msg_once(co, send, fd, m, flags & ~MSG_WAITALL, uring, deadline);
         if (r > 0) done += (size_t)r;
+        else if (r < 0) keep_err(co, fd, r);
     }
     return (ssize_t)done;
 }

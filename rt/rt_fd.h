@@ -49,6 +49,10 @@ struct rt_fd {
                                    (w.events says for what) */
     struct rt_rx*  rx;          /* lend.c: its multishot receive, or NULL */
     uint32_t       pollers;     /* cos in aco_rt_wait(POLLIN) on it */
+    uint8_t        pend_err;    /* io.c: a socket's error that ended a
+                                   transfer after part of it (the part was
+                                   returned): the next I/O call says it, as
+                                   the kernel keeps such an error pending */
 };
 
 /* (release: a close on another thread that sees it comes after our use of

@@ -969,6 +969,55 @@ static void reset_main(void* arg) {
     }
 }
 
+/* A reset that cuts a transfer short: the part is returned and the next
+ * call says ECONNRESET, as the kernel keeps it (the runtime's retry took it
+ * and the next call said 0, a clean end, or EPIPE). */
+static int pe_fd;
+static void pe_rst(int fd) {
+    struct linger lg = {1, 0};
+    CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    closefd(fd);
+}
+static void pe_sender(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
+    CHECK_EQ(aco_rt_write(pe_fd, "abc", 3, -1), 3);
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);
+    pe_rst(pe_fd);
+}
+static void pe_reader(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep(50 * MS), 0);
+    CHECK_GT(aco_rt_read(pe_fd, HR, 1000, -1), 0);
+    pe_rst(pe_fd);
+}
+static void partial_error_main(void* arg) {
+    (void)arg;
+    int fds[2];
+    make_pair(K_TCP, fds);
+    pe_fd = fds[0];
+    aco_rt_co_t* c = aco_rt_spawn(NULL, pe_sender, NULL);
+    char b[16];
+    CHECK_EQ(aco_rt_recv(fds[1], b, 9, MSG_WAITALL, -1), 3);
+    CHECK_EQ(aco_rt_recv(fds[1], b, 9, MSG_WAITALL, -1), -ECONNRESET);
+    CHECK_EQ(aco_rt_recv(fds[1], b, 9, 0, -1), 0);              /* then the end */
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    closefd(fds[1]);
+    make_pair(K_TCP, fds);
+    pe_fd = fds[0];
+    int sz = 8192;
+    setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    setsockopt(fds[0], SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+    c = aco_rt_spawn(NULL, pe_reader, NULL);
+    ssize_t n = aco_rt_write(fds[1], HW, XSIZE, -1);
+    CHECK_GT(n, 0);
+    CHECK_LT(n, (ssize_t)XSIZE);
+    CHECK_EQ(aco_rt_write(fds[1], HW, 10, -1), -ECONNRESET);
+    CHECK_EQ(aco_rt_write(fds[1], HW, 10, -1), -EPIPE);         /* then the kernel's */
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    closefd(fds[1]);
+}
+
 /* ------------------------------------------------------------------------ */
 /* SIGPIPE                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -1709,6 +1758,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go_solo(s, half_close, NULL);
     test_go_solo(s, eof_after_short_read, NULL);
     test_go_solo(s, reset_main, NULL);
+    test_go_solo(s, partial_error_main, NULL);
     test_go_solo(s, emfile_main, NULL);
     test_go(s, many_conns, NULL);
     test_go(s, fd_table_growth, NULL);
