@@ -108,13 +108,20 @@ static void keep_err(aco_rt_co_t* co, int fd, ssize_t r) {
     rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
     if (e && rt_fd_kind(e, fd) == RT_FD_SOCK) e->pend_err = (uint8_t)-r;
 }
+/* (Said only while the socket still shows its end, POLLHUP: a number
+ * closed behind the runtime's back and given to a new file since must not
+ * inherit the old one's error.) */
+static int still_ended(int fd) {
+    struct pollfd p = {fd, 0, 0};
+    return rt_sys_poll0(&p, 1) == 1 && (p.revents & POLLHUP);
+}
 #define PENDING_ERR(co, fd)                                             \
     do {                                                                \
         rt_fd_t* pe_ = rt_fd_peek(&(co)->s->fds, (fd));                 \
         if (rt_unlikely(pe_ != NULL && pe_->pend_err != 0)) {           \
             int err_ = pe_->pend_err;                                   \
             pe_->pend_err = 0;                                          \
-            return -err_;                                               \
+            if (still_ended(fd)) return -err_;                          \
         }                                                               \
     } while (0)
 
