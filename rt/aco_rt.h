@@ -558,7 +558,11 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
  * attempt goes on in the kernel, as a non-blocking connect(2)'s does:
  * another aco_rt_connect on the socket waits for that attempt (as a
  * blocking connect(2) would) and says how it ended; most callers close
- * the socket. */
+ * the socket.  Errors: connect(2)'s (the attempt's own, as SO_ERROR
+ * gives it: -ECONNREFUSED, -ECONNRESET after another co's shutdown, ...),
+ * -ECONNABORTED if the attempt ended with no error while the call waited
+ * (the socket was disconnected behind its back), and the deadline's and
+ * cancel's. */
 int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
                    int64_t deadline);
 
