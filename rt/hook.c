@@ -38,7 +38,7 @@
  *     wait once; a signal without SA_RESTART ends it with EINTR).
  * SO_RCVTIMEO and SO_SNDTIMEO become the deadlines of the calls in cos,
  * which then fail with EAGAIN as the kernel's would (a retry waits the
- * whole timeout again).
+ * whole timeout again); a negative one is no wait, as the kernel reads it.
  *
  * Cancel.  A cancelled co (aco_rt_cancel) gets ECANCELED from every call
  * that would wait, poll and select included: an error no library retries,
@@ -317,7 +317,7 @@ enum {
 
 typedef struct {
     uint32_t flags;     /* atomic */
-    int64_t  rcv_ns;    /* SO_RCVTIMEO, 0: none (atomic) */
+    int64_t  rcv_ns;    /* SO_RCVTIMEO, 0: none, -1: no wait (atomic) */
     int64_t  snd_ns;    /* SO_SNDTIMEO */
 } hk_fd_t;
 
@@ -425,8 +425,9 @@ static ssize_t file_rw(int write, int fd, const struct iovec* iov, int cnt, int6
 /* In a co, and the hooks not paused (aco_rt_hooks_pause) on this thread. */
 static int in_co(void) { return aco_rt_self() != NULL && !aco_rt_hooks_paused(); }
 
+/* A socket timeout (rcv_ns, snd_ns: 0 none, -1 no wait) as a deadline. */
 static int64_t deadline_of(int64_t tmo_ns) {
-    return tmo_ns > 0 ? aco_rt_now() + tmo_ns : -1;
+    return tmo_ns > 0 ? aco_rt_now() + tmo_ns : tmo_ns < 0 ? aco_rt_now() : -1;
 }
 
 /* A runtime result as libc says it. */
@@ -464,7 +465,7 @@ static int made_nb_now(int fd) {
  * faults (SIGSEGV and kin: a sanitizer's, checked mode's), which a wait
  * never meets. */
 static int interrupted(int64_t tmo_ns) {
-    if (tmo_ns > 0) return 1;
+    if (tmo_ns != 0) return 1;
     for (int s = 1; s < NSIG; s++) {
         struct sigaction a;
         if (s == SIGKILL || s == SIGSTOP || s == SIGSEGV || s == SIGBUS || s == SIGILL ||
@@ -484,7 +485,8 @@ static int interrupted(int64_t tmo_ns) {
 static int block_outside(int fd, int events, int64_t tmo_ns) {
     if (!made_nb_now(fd)) return 0;
     struct pollfd p = {fd, (short)events, 0};
-    int ms = tmo_ns > 0 ? (int)((tmo_ns + 999999) / 1000000) : -1;
+    int64_t ms64 = tmo_ns > 0 ? (tmo_ns + 999999) / 1000000 : tmo_ns < 0 ? 0 : -1;
+    int ms = ms64 > INT_MAX ? INT_MAX : (int)ms64;
     int n;
     while ((n = LIBC(poll)(&p, 1, ms)) < 0 && errno == EINTR && !interrupted(tmo_ns)) {}
     if (n == 0) errno = EAGAIN;
@@ -833,13 +835,26 @@ EXPORT int dup(int fd) {
 EXPORT int setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
     if (HK_CHECKED()) hk_mem(v, l, 0);
     int r = LIBC(setsockopt)(fd, level, name, v, l);
-    if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
-        l >= sizeof(struct timeval)) {
+    hk_fd_t* e;
+    if (r != 0 || level != SOL_SOCKET || (e = fd_entry(fd)) == NULL) return r;
+    int64_t sec, usec;          /* as the kernel took them (it checked usec) */
+    if ((name == SO_RCVTIMEO_OLD || name == SO_SNDTIMEO_OLD) && l >= sizeof(struct timeval)) {
         const struct timeval* tv = v;
-        hk_fd_t* e = fd_entry(fd);
-        int64_t ns = (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
-        if (e) __atomic_store_n(name == SO_RCVTIMEO ? &e->rcv_ns : &e->snd_ns, ns, __ATOMIC_RELAXED);
+        sec = tv->tv_sec, usec = tv->tv_usec;
+    } else if ((name == SO_RCVTIMEO_NEW || name == SO_SNDTIMEO_NEW) && l >= 2 * sizeof(int64_t)) {
+        memcpy(&sec, v, sizeof sec);            /* struct __kernel_sock_timeval */
+        memcpy(&usec, (const char*)v + sizeof sec, sizeof usec);
+    } else {
+        return r;
     }
+    /* the kernel's reading: a negative time is no wait at all (a
+     * non-blocking call's EAGAIN), 0 is none, and so is one of more than
+     * a century here (the kernel's bound is further: jiffies) */
+    int64_t ns = sec < 0                                      ? -1
+                 : sec >= ((int64_t)1 << 62) / 1000000000     ? 0
+                                                              : sec * 1000000000 + usec * 1000;
+    int rcv = name == SO_RCVTIMEO_OLD || name == SO_RCVTIMEO_NEW;
+    __atomic_store_n(rcv ? &e->rcv_ns : &e->snd_ns, ns, __ATOMIC_RELAXED);
     return r;
 }
 

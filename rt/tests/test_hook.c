@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -673,6 +674,80 @@ static void rcvtimeo_co(void* arg) {
     close(sv[1]);
 }
 
+/* The socket timeouts as the kernel reads them: a negative one is no wait
+ * (EAGAIN at once: it waited for good), SO_RCVTIMEO_NEW's form is one too
+ * (it was not seen: no timeout), and one too long to count is none (its
+ * nanoseconds overflowed).  A guard cancels the co after 2 s: a wait for
+ * good fails the checks instead of hanging. */
+static volatile int timeo_done;
+
+static void late_byte(void* arg) {
+    aco_rt_sleep(20 * MS);
+    CHECK_EQ(write(*(int*)arg, "y", 1), 1);
+}
+
+static void timeo_edges_co(void* arg) {
+    (void)arg;
+    int sv[2];
+    char b[4];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct timeval neg = {-1, 0};
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &neg, sizeof(neg)), 0);
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(recv(sv[0], b, sizeof(b), 0), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_LT(now() - t0, 500 * MS);
+    /* the write side: fill it, then a send says EAGAIN at once */
+    CHECK_EQ(setsockopt(sv[1], SOL_SOCKET, SO_SNDTIMEO, &neg, sizeof(neg)), 0);
+    static char fill[65536];
+    while (send(sv[1], fill, sizeof(fill), MSG_DONTWAIT) > 0) {}
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(send(sv[1], fill, sizeof(fill), 0), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_LT(now() - t0, 500 * MS);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* accept with no wait */
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_EQ(bind(l, (struct sockaddr*)&a, sizeof(a)), 0);
+    CHECK_EQ(listen(l, 4), 0);
+    CHECK_EQ(setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &neg, sizeof(neg)), 0);
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(accept(l, NULL, NULL), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_LT(now() - t0, 500 * MS);
+    close(l);
+
+    /* SO_RCVTIMEO_NEW: struct __kernel_sock_timeval, 20 ms */
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int64_t tv64[2] = {0, 20000};
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, 66 /* SO_RCVTIMEO_NEW */, tv64, sizeof(tv64)), 0);
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(recv(sv[0], b, sizeof(b), 0), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_GE(now() - t0, 20 * MS);
+
+    /* a timeout too long to count: none (the byte comes after 20 ms) */
+    struct timeval huge = {LONG_MAX, 0};
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &huge, sizeof(huge)), 0);
+    aco_rt_detach(aco_rt_spawn(aco_rt_sched_current(), late_byte, &sv[1]));
+    CHECK_EQ(recv(sv[0], b, sizeof(b), 0), 1);
+    close(sv[0]);
+    close(sv[1]);
+    timeo_done = 1;
+}
+
+static void timeo_guard(void* arg) {
+    for (int i = 0; i < 200 && !timeo_done; i++) aco_rt_sleep(10 * MS);
+    if (!timeo_done) CHECK_EQ(aco_rt_cancel((aco_rt_co_t*)arg), 0);
+}
+
 /* poll with nothing to wait for but no deadline is a sleep for good, not
  * a deadlock: another thread's cancel ends it. */
 static void forever_co(void* arg) {
@@ -697,6 +772,12 @@ static void many_body(aco_rt_sched_t* s, void* arg) {
     test_go(s, select_co, NULL);
     test_go(s, epoll_co, NULL);
     test_go(s, rcvtimeo_co, NULL);
+    timeo_done = 0;
+    aco_rt_co_t* tc = aco_rt_spawn(s, timeo_edges_co, NULL);
+    aco_rt_detach(aco_rt_spawn(s, timeo_guard, tc));
+    aco_rt_detach(tc);
+    test_run(s);
+    CHECK(timeo_done);
     aco_rt_co_t* fc = aco_rt_spawn(s, forever_co, NULL);
     aco_rt_detach(fc);
     pthread_t th;
