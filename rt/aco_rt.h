@@ -626,7 +626,13 @@ int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline);
  * or a [meta] operation holds the number, not the file, until it runs,
  * and io_uring's splice, tee and sendfile are not ended (they end at
  * their deadline, or as bytes or the pipe's end come): close a descriptor
- * only once no other co's file call uses it, as with threads.)
+ * only once no other co's file call uses it, as with threads.)  A socket
+ * with SO_LINGER on and a time, whose close(2) waits in the kernel for the
+ * peer to take what was sent (up to that time): in a co the number goes at
+ * once and the co parks while a helper thread's close of a duplicate
+ * waits (the thread runs other cos; one getsockopt per close of a socket
+ * in a co tells); outside cos, and when no descriptor is left for the
+ * duplicate, close(2) waits in the thread, as its own would.
  * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
  * close(2)'s error. */
 int aco_rt_close(int fd);

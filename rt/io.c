@@ -681,11 +681,62 @@ out:
     return r;
 }
 
+/* A socket with SO_LINGER on and a time makes close(2) wait in the kernel
+ * for the peer to acknowledge what was sent, up to that time (TCP: at
+ * least one round trip, FIN and all).  In a co the thread must not wait
+ * so: the number is closed at once (the kernel keeps the socket while
+ * another descriptor of it is open) and that other, a duplicate made
+ * first, is closed on a helper thread while the co parks.  Returns the
+ * duplicate, or -1 for a plain close (no co, known not to be a socket,
+ * no lingering, no descriptor left for a duplicate: then the thread
+ * waits, as before). */
+static int linger_dup(aco_rt_sched_t* s, int fd) {
+    if (rt_self() == NULL) return -1;
+    rt_fd_t* e = rt_fd_peek(&s->fds, fd);
+    if (e && e->kind == RT_FD_OTHER) return -1;
+    struct linger l;
+    socklen_t len = sizeof(l);
+    if (getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) != 0 || !l.l_onoff || l.l_linger <= 0)
+        return -1;
+    return rt_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
+
+/* The helper's side: the last close, and a result that is never NULL (a
+ * drop with NULL: the close never ran). */
+static void* linger_close_fn(void* arg) {
+    int r = rt_sys_close((int)(intptr_t)arg);
+    return (void*)(intptr_t)(r == 0 ? 1 : 1 + errno);
+}
+
+static void linger_close_drop(void* arg, void* result) {
+    if (result == NULL) rt_sys_close((int)(intptr_t)arg);
+}
+
+/* d closed after the number's close, whose result is r: on a helper if
+ * the number is gone (r is not -ENOMEM), else here (d is not the last).
+ * r, or the last close's error (a co cancelled while it waits: 0, the
+ * close goes on without it). */
+static int linger_close(int d, int r) {
+    void* res = NULL;
+    int e = r == -ENOMEM ? -ENOMEM
+                         : rt_offload_call(rt_self(), linger_close_fn, (void*)(intptr_t)d,
+                                           linger_close_drop, &res, -1, 1);
+    if (e == 0) return r == 0 && (intptr_t)res > 1 ? -(int)((intptr_t)res - 1) : r;
+    if (e == -ECANCELED || e == -ETIMEDOUT) return r;       /* (drop closes d) */
+    int c = rt_sys_close(d);            /* nothing queued (-ENOSYS, -EAGAIN, ...) */
+    return r == 0 && c != 0 ? -errno : r;
+}
+
 int aco_rt_close(int fd) {
     aco_rt_sched_t* s = rt_tls_sched;
-    if (__atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE) > (s != NULL)) return close_shared(s, fd);
-    close_here(s, fd);
-    return rt_sys_close(fd) == 0 ? 0 : -errno;
+    int d = linger_dup(s, fd), r;
+    if (__atomic_load_n(&rt_nsched, __ATOMIC_ACQUIRE) > (s != NULL)) {
+        r = close_shared(s, fd);
+    } else {
+        close_here(s, fd);
+        r = rt_sys_close(fd) == 0 ? 0 : -errno;
+    }
+    return d >= 0 ? linger_close(d, r) : r;
 }
 
 /* The descriptor a parked co waits on (epoll's readiness, an io_uring

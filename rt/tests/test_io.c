@@ -991,6 +991,49 @@ static void pe_reader(void* arg) {
     CHECK_GT(aco_rt_read(pe_fd, HR, 1000, -1), 0);
     pe_rst(pe_fd);
 }
+/* aco_rt_close of a TCP socket with SO_LINGER on (1 s) and bytes the peer
+ * does not take: close(2) waits in the kernel for up to that second.  The
+ * thread must not: a ticker co of the same thread ticks meanwhile (it did
+ * not: the thread waited in close), and the close still waits (the
+ * co's call returns after the linger, 0), the number gone at once. */
+static volatile int lg_ticking, lg_ticks;
+
+static void lg_ticker(void* arg) {
+    (void)arg;
+    while (lg_ticking) {
+        aco_rt_sleep(10 * MS);
+        lg_ticks++;
+    }
+}
+
+static void linger_close_main(void* arg) {
+    (void)arg;
+    int fds[2];
+    make_pair(K_TCP, fds);
+    static char fill[65536];
+    while (aco_rt_send(fds[0], fill, sizeof fill, MSG_DONTWAIT, 0) > 0) {}
+    struct linger l = {1, 1};
+    CHECK_EQ(setsockopt(fds[0], SOL_SOCKET, SO_LINGER, &l, sizeof l), 0);
+    lg_ticking = 1;
+    lg_ticks = 0;
+    aco_rt_co_t* t = aco_rt_spawn(NULL, lg_ticker, NULL);
+    aco_rt_sleep(20 * MS);
+    int before = lg_ticks;
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_close(fds[0]), 0);
+    int64_t took = aco_rt_now() - t0;
+    CHECK_GE(took, 500 * MS);                   /* the kernel's linger was kept */
+#ifndef ACO_USE_VALGRIND     /* (memcheck holds its lock through a close(2): one thread runs) */
+    CHECK_GE(lg_ticks - before, 10);            /* and the thread ran meanwhile */
+#else
+    (void)before;
+#endif
+    CHECK_EQ(fcntl(fds[0], F_GETFD), -1);       /* (the number went at once) */
+    lg_ticking = 0;
+    CHECK_EQ(aco_rt_join(t, -1), 0);
+    close(fds[1]);
+}
+
 static void partial_error_main(void* arg) {
     (void)arg;
     int fds[2];
@@ -1759,6 +1802,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go_solo(s, eof_after_short_read, NULL);
     test_go_solo(s, reset_main, NULL);
     test_go_solo(s, partial_error_main, NULL);
+    test_go_solo(s, linger_close_main, NULL);
     test_go_solo(s, emfile_main, NULL);
     test_go(s, many_conns, NULL);
     test_go(s, fd_table_growth, NULL);
