@@ -535,7 +535,16 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * and takes back (sigtimedwait) the SIGPIPE that call raised, so the
  * program's disposition and mask are never changed (where the program
  * blocks SIGPIPE itself, one that was pending before the call stays
- * pending, and the call adds none). */
+ * pending, and the call adds none).
+ *
+ * Terminals.  aco_rt_read of a terminal in non-canonical mode keeps its
+ * VMIN and VTIME (termios(3)), as read(2): VMIN bytes (n at most) before
+ * it returns, VTIME then the longest gap between bytes, or with VMIN 0
+ * the longest wait for one (then 0); the call's deadline and cancel end
+ * it too, with what came if anything did.  (One tcgetattr a call on a
+ * terminal.  On epoll a read of fewer than VMIN bytes with VTIME 0 returns
+ * once VMIN have come: poll(2) says the terminal is readable only then.
+ * aco_rt_readv returns what has come.) */
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline);
 ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline);
 ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadline);

@@ -51,7 +51,7 @@ int rt_fd_kind(rt_fd_t* e, int fd) {
 
 void rt_fd_forget(rt_fd_t* e) {
     e->kind = RT_FD_UNKNOWN;
-    e->registered = e->stream = e->rd_empty = e->rd_hup = e->fmode = e->pend_err = 0;
+    e->registered = e->stream = e->rd_empty = e->rd_hup = e->fmode = e->pend_err = e->tty = 0;
     __atomic_store_n(&e->busy, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->gen, e->gen + 1, __ATOMIC_RELEASE);
 }

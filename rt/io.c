@@ -45,6 +45,8 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
@@ -157,6 +159,63 @@ static inline __attribute__((always_inline)) ssize_t read_plain(aco_rt_co_t* co,
     return rt_ready_io(co, &q, deadline);
 }
 
+/* A terminal in non-canonical mode (termios(3)) but for VMIN 1 without
+ * VTIME (cfmakeraw's): its read(2) waits for VMIN bytes (n at most), with
+ * VTIME an inter-byte timer once one has come, or with VMIN 0 for one byte
+ * at most VTIME (then 0; without VTIME it does not wait).  A read here
+ * returns what has come once something has (the readiness way's one read,
+ * io_uring's), so for such a terminal the call goes on as the kernel's
+ * would.  Whether fd is a terminal is kept in its entry (one
+ * statx the first time; a terminal's settings are read at each call, as
+ * the kernel reads them: one tcgetattr); a stale guess that it is none
+ * (the number reused behind our back) loses nothing, the read returns
+ * what came.  1 with *t filled: tty_read's. */
+static int tty_timed(aco_rt_co_t* co, int fd, struct termios* t) {
+    rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
+    if (rt_likely(e != NULL && (e->tty == RT_TTY_NO || e->kind == RT_FD_SOCK))) return 0;
+    if (e == NULL || e->tty == RT_TTY_UNKNOWN) {
+        rt_sys_fid_t id;
+        int chr = rt_sys_fid(fd, &id) == 0 && id.mode == S_IFCHR;
+        if (!chr || tcgetattr(fd, t) != 0) {
+            if (e) e->tty = RT_TTY_NO;
+            return 0;
+        }
+        if (e) e->tty = RT_TTY_YES;
+    } else if (tcgetattr(fd, t) != 0) {
+        e->tty = RT_TTY_NO;
+        return 0;
+    }
+    return !(t->c_lflag & ICANON) && (t->c_cc[VMIN] != 1 || t->c_cc[VTIME] > 0);
+}
+
+/* The earlier of deadline and at. */
+static int64_t dl_min(int64_t deadline, int64_t at) {
+    return deadline == -1 || at < deadline ? at : deadline;
+}
+
+static ssize_t tty_read(aco_rt_co_t* co, int fd, char* buf, size_t n, int64_t deadline,
+                        const struct termios* t) {
+    unsigned vmin = t->c_cc[VMIN];
+    int64_t gap = (int64_t)t->c_cc[VTIME] * 100000000;     /* tenths of a second */
+    if (vmin == 0 && gap == 0) {        /* what is there, 0 if nothing: one try */
+        ssize_t r = read_plain(co, fd, buf, n, 0);
+        return r == -ETIMEDOUT ? 0 : r;
+    }
+    if (vmin == 0) {                    /* a byte within VTIME, or 0 */
+        int64_t at = aco_rt_now() + gap;
+        ssize_t r = read_plain(co, fd, buf, n, dl_min(deadline, at));
+        return r == -ETIMEDOUT && dl_min(deadline, at) == at && at != deadline ? 0 : r;
+    }
+    size_t want = vmin < n ? vmin : n, got = 0;
+    for (;;) {
+        /* the first byte: the caller's deadline alone; then VTIME's gap */
+        int64_t dl = got && gap ? dl_min(deadline, aco_rt_now() + gap) : deadline;
+        ssize_t r = read_plain(co, fd, buf + got, n - got, dl);
+        if (r > 0 && (got += (size_t)r) < want) continue;
+        return got ? (ssize_t)got : r;  /* enough; the end; VTIME; an error */
+    }
+}
+
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
@@ -167,6 +226,8 @@ ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     }
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, 0, deadline);
+    struct termios t;
+    if (rt_unlikely(tty_timed(co, fd, &t))) return tty_read(co, fd, buf, n, deadline, &t);
     return read_plain(co, fd, buf, n, deadline);
 }
 

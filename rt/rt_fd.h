@@ -24,6 +24,7 @@ typedef struct rt_fd rt_fd_t;
  * file we added is gone, and a close remove it; busy and gen are read by
  * other threads (aco_rt_close), written by the owner with atomic stores. */
 enum { RT_FD_UNKNOWN = 0, RT_FD_SOCK, RT_FD_OTHER };
+enum { RT_TTY_UNKNOWN = 0, RT_TTY_YES, RT_TTY_NO };     /* a terminal? */
 struct rt_fd {
     uint8_t        kind;        /* RT_FD_*: a socket or not, as last seen */
     uint8_t        registered;  /* epoll: added by us (the file may be gone) */
@@ -49,6 +50,7 @@ struct rt_fd {
                                    (w.events says for what) */
     struct rt_rx*  rx;          /* lend.c: its multishot receive, or NULL */
     uint32_t       pollers;     /* cos in aco_rt_wait(POLLIN) on it */
+    uint8_t        tty;         /* io.c: RT_TTY_*, as last seen */
     uint8_t        pend_err;    /* io.c: a socket's error that ended a
                                    transfer after part of it (the part was
                                    returned): the next I/O call says it, as
