@@ -991,6 +991,67 @@ static void pe_reader(void* arg) {
     CHECK_GT(aco_rt_read(pe_fd, HR, 1000, -1), 0);
     pe_rst(pe_fd);
 }
+/* aco_rt_close's -EBADF is the waiter's result, whatever comes first
+ * after it: a waiter whose deadline passes while the closer keeps the
+ * thread busy still gets -EBADF (io_uring said -ETIMEDOUT: the close only
+ * asked the kernel to cancel, and the deadline was seen first). */
+static int cb_fd, cb_res;
+static void cb_waiter(void* arg) {
+    char* heap = arg;
+    cb_res = heap ? (int)aco_rt_read(cb_fd, heap, 8, aco_rt_in_ms(200))
+                  : aco_rt_wait(cb_fd, POLLIN, aco_rt_in_ms(200));
+}
+static void close_then_busy(void* arg) {
+    (void)arg;
+    char* heap = malloc(8);
+    CHECK(heap != NULL);
+    for (int k = 0; k < 2; k++) {
+        int p[2];
+        CHECK_EQ(pipe(p), 0);
+        cb_fd = p[0];
+        cb_res = 1;
+        aco_rt_co_t* w = aco_rt_spawn(NULL, cb_waiter, k ? heap : NULL);
+        aco_rt_sleep(50 * MS);
+        CHECK_EQ(aco_rt_close(p[0]), 0);
+        int64_t until = aco_rt_now() + 400 * MS;    /* busy past its deadline */
+        while (aco_rt_now() < until) {}
+        CHECK_EQ(aco_rt_join(w, -1), 0);
+        CHECK_EQ(cb_res, -EBADF);
+        close(p[1]);
+    }
+    free(heap);
+}
+
+/* Many cos waiting on one descriptor, then one aco_rt_close: every one
+ * gets -EBADF well before its deadline (io_uring's cancel by the file had
+ * the kernel look at every operation in flight for each one it ended:
+ * 16,000 waiters took 4 s of the thread, past their 3 s deadline). */
+static int cm_fd, cm_badf, cm_other;
+static void cm_waiter(void* arg) {
+    (void)arg;
+    int r = aco_rt_wait(cm_fd, POLLIN, aco_rt_in_ms(3000));
+    if (r == -EBADF) cm_badf++;
+    else cm_other++;
+}
+static void close_many(void* arg) {
+    (void)arg;
+    int n = SLOW ? 2000 : 16000;
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    cm_fd = p[0];
+    cm_badf = cm_other = 0;
+    aco_rt_co_t** c = malloc((size_t)n * sizeof(*c));
+    CHECK(c != NULL);
+    for (int i = 0; i < n; i++) CHECK((c[i] = aco_rt_spawn(NULL, cm_waiter, NULL)) != NULL);
+    aco_rt_sleep(20 * MS);                          /* all parked */
+    CHECK_EQ(aco_rt_close(p[0]), 0);
+    for (int i = 0; i < n; i++) CHECK_EQ(aco_rt_join(c[i], -1), 0);
+    CHECK_EQ(cm_other, 0);
+    CHECK_EQ(cm_badf, n);
+    free(c);
+    close(p[1]);
+}
+
 /* aco_rt_close of a TCP socket with SO_LINGER on (1 s) and bytes the peer
  * does not take: close(2) waits in the kernel for up to that second.  The
  * thread must not: a ticker co of the same thread ticks meanwhile (it did
@@ -1803,6 +1864,8 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go_solo(s, reset_main, NULL);
     test_go_solo(s, partial_error_main, NULL);
     test_go_solo(s, linger_close_main, NULL);
+    test_go_solo(s, close_then_busy, NULL);
+    test_go_solo(s, close_many, NULL);
     test_go_solo(s, emfile_main, NULL);
     test_go(s, many_conns, NULL);
     test_go(s, fd_table_growth, NULL);
