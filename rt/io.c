@@ -73,6 +73,7 @@ static void fd_closed_remote(aco_rt_sched_t* s, int fd, uint32_t gen) {
     if (e == NULL || (e->gen != gen && !s->backend.ops->stale(s, fd))) return;
     s->backend.ops->closing(s, fd, 1);
     rt_fd_forget(e);
+    e->closes++;
 }
 
 /* (Inlined even at -O0, as read_plain: checked mode's report shows a few
@@ -110,21 +111,10 @@ static void keep_err(aco_rt_co_t* co, int fd, ssize_t r) {
     rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
     if (e && rt_fd_kind(e, fd) == RT_FD_SOCK) e->pend_err = (uint8_t)-r;
 }
-/* (Said only while the socket still shows its end, POLLHUP: a number
- * closed behind the runtime's back and given to a new file since must not
- * inherit the old one's error.) */
-static int still_ended(int fd) {
-    struct pollfd p = {fd, 0, 0};
-    return rt_sys_poll0(&p, 1) == 1 && (p.revents & POLLHUP);
-}
 #define PENDING_ERR(co, fd)                                             \
     do {                                                                \
-        rt_fd_t* pe_ = rt_fd_peek(&(co)->s->fds, (fd));                 \
-        if (rt_unlikely(pe_ != NULL && pe_->pend_err != 0)) {           \
-            int err_ = pe_->pend_err;                                   \
-            pe_->pend_err = 0;                                          \
-            if (still_ended(fd)) return -err_;                          \
-        }                                                               \
+        int err_ = rt_pend_err(co, fd);                                 \
+        if (rt_unlikely(err_ != 0)) return err_;                        \
     } while (0)
 
 /* A NULL buffer of a non-zero size gets the kernel's answer, -EFAULT, at
@@ -219,11 +209,11 @@ static ssize_t tty_read(aco_rt_co_t* co, int fd, char* buf, size_t n, int64_t de
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
-    PENDING_ERR(co, fd);
-    if (rt_unlikely(n == 0)) {
+    if (rt_unlikely(n == 0)) {          /* (a kept error stays kept) */
         rq_t q = {K_READ, fd, buf, 0, 0};
         return rt_read_nothing(co, &q);
     }
+    PENDING_ERR(co, fd);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, 0, deadline);
     struct termios t;
@@ -335,13 +325,13 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
     if (iov == NULL && iovcnt) return -EFAULT;              /* (and this) */
     if (rt_iov_null(iov, iovcnt)) return -EFAULT;
-    PENDING_ERR(co, fd);
     size_t total = 0;
     for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
         rq_t q = {K_READV, fd, (void*)iov, (size_t)iovcnt, 0};
         return rt_read_nothing(co, &q);
     }
+    PENDING_ERR(co, fd);
     FROM_LEND(co, fd, iov, iovcnt, 0, deadline);
     struct iovec* h = iov_for_uring(co, iov, iovcnt, deadline);
     if (h) return rt_uring_io(co, RT_OP_READV, fd, h, (size_t)iovcnt, 0, deadline);
@@ -354,9 +344,9 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     if (iov == NULL && iovcnt) return -EFAULT;
     if (rt_iov_null(iov, iovcnt)) return -EFAULT;
-    PENDING_ERR(co, fd);
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
+    if (total) PENDING_ERR(co, fd);
     if (rt_unlikely(total == 0)) {
         /* writev(2) itself: 0 for any file, before it looks at the file
          * (a socket's sendmsg would say EPIPE, or send an empty datagram) */
@@ -542,7 +532,7 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
         }
         if (r) return r;
         e->pollers++;
-        r = co->s->backend.ops->wait_fd(co, fd, events & ~POLLIN, deadline);
+        r = co->s->backend.ops->wait_fd(co, fd, (events & ~POLLIN) | RT_POLL_LENT, deadline);
         e->pollers--;
         return r;
     }
@@ -676,6 +666,7 @@ static void close_here(aco_rt_sched_t* s, int fd) {
     if (e) {
         if (e->registered || e->busy || e->rx) s->backend.ops->closing(s, fd, 0);
         rt_fd_forget(e);
+        e->closes++;
     }
 }
 

@@ -506,7 +506,10 @@ ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int fl
         case RT_OP_RECVMSG:
             io_uring_prep_recvmsg(sqe, fd, (struct msghdr*)buf, (unsigned)flags);
             break;
-        default:           io_uring_prep_poll_add(sqe, fd, (unsigned)flags); break;
+        default:
+            io_uring_prep_poll_add(sqe, fd, (unsigned)flags & ~(unsigned)RT_POLL_LENT);
+            co->w.slot = (void*)(uintptr_t)(flags & RT_POLL_LENT);  /* rx_wake_pollers' */
+            break;
         }
         r = op_wait(co, sqe, RT_W_UR_OP + op, fd, deadline);
         if (r == UR_AGAIN) continue;
@@ -746,9 +749,10 @@ static void polls_closing(aco_rt_sched_t* s, rt_fd_t* f, int fd, int cancel) {
  * for each one it ends: 16,000 waiters on one descriptor took seconds, in
  * the thread; and it ended a dup's operations too.) */
 static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
+    (void)gone;                 /* (the same either way now) */
     ur_t* u = (ur_t*)s->backend.data;
     rt_fd_t* f = rt_fd_peek(&s->fds, fd);
-    if (f && f->rx) rt_lend_closing(s, f, gone || !u->cancel_keys);
+    if (f && f->rx) rt_lend_closing(s, f, 1);      /* (its multishot, by its record) */
     if (f == NULL || f->busy == 0) return;
     if (u->blocks) polls_closing(s, f, fd, 1);
     for (rt_waiter_t* w = rt_wq_first(&f->q); w; w = w->next) {

@@ -329,16 +329,24 @@ static void rx_free(aco_rt_sched_t* s, struct rt_rx* rx) {
 
 /* cos in aco_rt_wait(POLLIN) on rx's descriptor: what the multishot took
  * from the socket will not wake their poll, so end their waits with
- * POLLIN (the result of an io_uring poll that is cancelled: io_abort). */
+ * POLLIN (the result of an io_uring poll that is cancelled: io_abort).
+ * A wait for anything else is left to its poll (w.slot: RT_POLL_LENT). */
 static void rx_wake_pollers(aco_rt_sched_t* s, struct rt_rx* rx) {
     for (uint32_t i = 0; i < s->recs.ncos; i++) {
         aco_rt_co_t* co = s->recs.cos[i];
         if (co->state == RT_PARKED && co->wait == RT_W_UR_OP + RT_OP_POLL &&
-            (co->flags & RT_IO_OP) && co->w.io.fd == rx->fd && co->w.io.gen == rx->gen)
+            (co->flags & RT_IO_OP) && co->w.io.fd == rx->fd && co->w.io.gen == rx->gen &&
+            co->w.slot != NULL)
             rt_ur_abort(co, POLLIN);
         else
             rt_ur_poll_lent(co, rx->fd);        /* aco_rt_poll: it looks again */
     }
+}
+
+/* Does fd's own receive say EINVAL (not the multishot's flag)? */
+static int sock_einval(int fd) {
+    char c;
+    return rt_sys_recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EINVAL;
 }
 
 void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
@@ -360,9 +368,10 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     } else if (res == 0) {
         rx->eof = 1;
     } else if (res == -EINVAL && !(flags & IORING_CQE_F_MORE) && rx->armed == 1 &&
-               !p->no_multishot && s->st.lends == s->st.lend_heap) {
+               !p->no_multishot && s->st.lends == s->st.lend_heap && !sock_einval(rx->fd)) {
         /* the ring is there (5.19), multishot receive not (6.0): lend
-         * from the heap from now on */
+         * from the heap from now on (the socket's own EINVAL, a Unix
+         * stream socket not connected, is only its error) */
         p->no_multishot = 1;
         s->st.lend_ring = 0;
     } else if (res < 0 && res != -ENOBUFS && res != -ECANCELED) {
@@ -429,6 +438,12 @@ void rt_lend_fini(aco_rt_sched_t* s) {
 
 static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) { (void)s; return NULL; }
 static void drain_returns(rt_lend_pool_t* p) { (void)p; }
+/* Does fd's own receive say EINVAL (not the multishot's flag)? */
+static int sock_einval(int fd) {
+    char c;
+    return rt_sys_recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EINVAL;
+}
+
 void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     (void)s; (void)data; (void)res; (void)flags;
 }
@@ -572,12 +587,16 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
     if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED;
     if (data == NULL) return -EINVAL;
     aco_rt_sched_t* s = co->s;
+    int pe = rt_pend_err(co, fd);       /* an error kept for the next call */
+    if (pe) return pe;
     rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;
     rt_lend_pool_t* p = pool_get(s);
-    if (p == NULL || p->no_multishot) return lend_heap(s, fd, data, deadline);
-    drain_returns(p);
     struct rt_rx* rx = rx_of(e);
+    /* (an rx of before keeps its queue: served first, in order) */
+    if (p == NULL || (p->no_multishot && (rx == NULL || (!rx->head && !rx->eof && !rx->err))))
+        return lend_heap(s, fd, data, deadline);
+    drain_returns(p);
     for (;;) {
         if (rx && rx->head) {
             lend_hdr_t* h = rx_pop(rx);
@@ -691,7 +710,18 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
         return -EOPNOTSUPP;
     size_t want = 0;
     for (int i = 0; i < cnt; i++) want += iov[i].iov_len;
-    if (want == 0) return 0;
+    if (want == 0) {
+        /* recv(2) of none: waits for bytes, the end or an error, takes
+         * nothing, says 0 */
+        while (!rx->head && !rx->eof && !rx->err) {
+            if (!rx->armed) return RT_LEND_NONE;
+            int r = rx_wait(co, e, rx, deadline);
+            if (r == (int)RT_LEND_NONE) return RT_LEND_NONE;
+            if (r < 0) return r;
+            if (e->rx != rx) return -EBADF;
+        }
+        return 0;
+    }
     size_t got = 0;
     for (;;) {
         if (flags & MSG_PEEK) got = 0;      /* (nothing was taken) */
@@ -713,14 +743,14 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
                 h = rx->head;
             }
         }
-        if (got == want || (got && !(flags & MSG_WAITALL))) return (ssize_t)got;
-        if (rx->head == NULL) {
+        /* (MSG_PEEK with MSG_WAITALL: what is there, aco_rt_recv's rule) */
+        if (got == want || (got && (flags & (MSG_WAITALL | MSG_PEEK)) != MSG_WAITALL))
+            return (ssize_t)got;
+        if (rx->head == NULL && (rx->err || rx->eof)) {
+            if (got) return (ssize_t)got;   /* the end, or the error, comes next */
             int r = rx_end(rx);
-            if (r <= 0) {
-                if (got) return (ssize_t)got;
-                rx_ended(co->s, e, rx);
-                return r;
-            }
+            rx_ended(co->s, e, rx);
+            return r;
         }
         if (!rx->armed) return got ? (ssize_t)got : RT_LEND_NONE;
         /* (MSG_DONTWAIT waits too, as the runtime's receives always do:

@@ -300,7 +300,11 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
     wait:
         if ((r = rt_may_block(co, deadline)) != 0) return r;
+        /* (an aco_rt_close while the co was ready and not yet run: the
+         * number may hold a new file by then, whose bytes are not ours) */
+        uint8_t closes = f->closes;
         if ((r = s->backend.ops->wait_fd(co, q->fd, events, deadline)) < 0) return r;
+        if (f->closes != closes) return -EBADF;
         if (e) e->rd_empty = 0;
     }
 }

@@ -51,6 +51,10 @@ struct rt_fd {
     struct rt_rx*  rx;          /* lend.c: its multishot receive, or NULL */
     uint32_t       pollers;     /* cos in aco_rt_wait(POLLIN) on it */
     uint8_t        tty;         /* io.c: RT_TTY_*, as last seen */
+    uint8_t        closes;      /* io.c: aco_rt_closes of the number seen
+                                   here (wraps): a co woken and not yet run
+                                   whose file was closed meanwhile learns it
+                                   (ready.c); gen moves for more than that */
     uint8_t        pend_err;    /* io.c: a socket's error that ended a
                                    transfer after part of it (the part was
                                    returned): the next I/O call says it, as

@@ -8,7 +8,9 @@
 #define ACO_RT_IO_H
 
 #include "rt_impl.h"
+#include "rt_sys.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -56,6 +58,24 @@ static inline int rt_passed(int64_t deadline) {
 
 /* lend.c.  rt_lend_read's "no rx here: receive the plain way". */
 #define RT_LEND_NONE ((ssize_t)INT32_MIN)
+
+/* A socket error kept after part of a transfer (io.c's keep_err): taken
+ * and said (-errno) by the next read, write, send or receive on fd, only
+ * while the socket still shows its end (POLLHUP: a number closed behind
+ * the runtime's back and given to a new file since must not inherit the
+ * old one's error); 0 if none. */
+static inline int rt_pend_err(aco_rt_co_t* co, int fd) {
+    rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
+    if (rt_likely(e == NULL || e->pend_err == 0)) return 0;
+    int err = e->pend_err;
+    e->pend_err = 0;
+    struct pollfd p = {fd, 0, 0};
+    return rt_sys_poll0(&p, 1) == 1 && (p.revents & POLLHUP) ? -err : 0;
+}
+/* In wait_fd's events on io_uring: a wait for POLLIN on a lending
+ * descriptor (aco_rt_wait: POLLIN itself taken out, the lend's arrivals
+ * wake it, lend.c's rx_wake_pollers); never given to the kernel. */
+#define RT_POLL_LENT 0x40000000
 ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
                       int flags, int64_t deadline);
 int      rt_lend_state(rt_fd_t* e);
