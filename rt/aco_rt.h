@@ -640,8 +640,11 @@ int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline);
  * peer to take what was sent (up to that time): in a co the number goes at
  * once and the co parks while a helper thread's close of a duplicate
  * waits (the thread runs other cos; one getsockopt per close of a socket
- * in a co tells); outside cos, and when no descriptor is left for the
- * duplicate, close(2) waits in the thread, as its own would.
+ * in a co tells); outside cos, in a co already cancelled, and when no
+ * descriptor is left for the duplicate, close(2) waits in the thread, as
+ * its own would; so does the end of an io_uring operation of this
+ * thread's that still held the socket (a co's receive the close ended),
+ * which the kernel's last close then comes with.
  * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
  * close(2)'s error. */
 int aco_rt_close(int fd);

@@ -44,6 +44,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -166,7 +167,9 @@ static int tty_timed(aco_rt_co_t* co, int fd, struct termios* t) {
     if (e == NULL || e->tty == RT_TTY_UNKNOWN) {
         rt_sys_fid_t id;
         int chr = rt_sys_fid(fd, &id) == 0 && id.mode == S_IFCHR;
-        if (!chr || tcgetattr(fd, t) != 0) {
+        unsigned ptn;           /* (a pty's master reads as VMIN 1, whatever its
+                                   TCGETS says: the slave's settings) */
+        if (!chr || tcgetattr(fd, t) != 0 || ioctl(fd, TIOCGPTN, &ptn) == 0) {
             if (e) e->tty = RT_TTY_NO;
             return 0;
         }
@@ -201,8 +204,19 @@ static ssize_t tty_read(aco_rt_co_t* co, int fd, char* buf, size_t n, int64_t de
         /* the first byte: the caller's deadline alone; then VTIME's gap */
         int64_t dl = got && gap ? dl_min(deadline, aco_rt_now() + gap) : deadline;
         ssize_t r = read_plain(co, fd, buf + got, n - got, dl);
-        if (r > 0 && (got += (size_t)r) < want) continue;
+        if (r > 0 && (got += (size_t)r) < want && gap == 0) break;
+        if (r > 0 && got < want) continue;
         return got ? (ssize_t)got : r;  /* enough; the end; VTIME; an error */
+    }
+    /* Part of VMIN without VTIME: poll(2) says the terminal is readable
+     * only once VMIN bytes wait, not the rest of them: tries in steps
+     * (1 ms, doubling to 64 ms) until VMIN came, the deadline, a cancel. */
+    for (int64_t step = 1000000;; step = step < 64000000 ? step * 2 : step) {
+        int64_t at = dl_min(deadline, aco_rt_now() + step);
+        if (aco_rt_sleep(at - aco_rt_now()) < 0 || rt_passed(deadline)) return (ssize_t)got;
+        ssize_t r = read_plain(co, fd, buf + got, n - got, 0);
+        if (r > 0 && (got += (size_t)r) >= want) return (ssize_t)got;
+        if (r == 0 || (r < 0 && r != -ETIMEDOUT)) return (ssize_t)got;
     }
 }
 
@@ -772,7 +786,7 @@ static int linger_close(int d, int r) {
     void* res = NULL;
     int e = r == -ENOMEM ? -ENOMEM
                          : rt_offload_call(rt_self(), linger_close_fn, (void*)(intptr_t)d,
-                                           linger_close_drop, &res, -1, 1);
+                                           linger_close_drop, &res, -1, 0);
     if (e == 0) return r == 0 && (intptr_t)res > 1 ? -(int)((intptr_t)res - 1) : r;
     if (e == -ECANCELED || e == -ETIMEDOUT) return r;       /* (drop closes d) */
     int c = rt_sys_close(d);            /* nothing queued (-ENOSYS, -EAGAIN, ...) */

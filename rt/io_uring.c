@@ -190,8 +190,8 @@ static int ur_init_locked(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     for (unsigned i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
         memset(&p, 0, sizeof(p));
         p.flags = flags[i];
-        /* four completions a submission, up to the kernel's most (65536:
-         * a larger submission queue gets the most, not EINVAL) */
+        /* four completions a submission, up to the kernel's most (65536;
+         * a submission queue above 32768 is the kernel's EINVAL) */
         p.cq_entries = o->uring_entries <= 16384 ? o->uring_entries * 4 : 65536;
         r = io_uring_queue_init_params(o->uring_entries, &u->ring, &p);
         if (r != -EINVAL) break;
@@ -762,7 +762,11 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
         struct io_uring_sqe* sqe = get_sqe(s);
         io_uring_prep_cancel(sqe, op_data(co), 0);
         io_uring_sqe_set_data(sqe, NULL);
+        if (u->cqe_skip) io_uring_sqe_set_flags(sqe, IOSQE_CQE_SKIP_SUCCESS);
     }
+    /* before the number goes: an operation still in the submission queue
+     * would find the file a new one may get under it */
+    io_uring_submit(&u->ring);
 }
 
 /* An operation holds its file, so the kernel never ends it for a close:

@@ -409,7 +409,7 @@ void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
         rx_free(s, rx);
         return;
     }
-    if (by_op) {    /* (else the caller cancels every operation on the file) */
+    if (by_op) {    /* (else the caller cancels its operations) */
         struct io_uring_sqe* sqe = rt_ur_sqe(s);
         io_uring_prep_cancel(sqe, (void*)((uintptr_t)rx | RX_TAG), 0);
         io_uring_sqe_set_data(sqe, NULL);
@@ -438,12 +438,6 @@ void rt_lend_fini(aco_rt_sched_t* s) {
 
 static rt_lend_pool_t* pool_get(aco_rt_sched_t* s) { (void)s; return NULL; }
 static void drain_returns(rt_lend_pool_t* p) { (void)p; }
-/* Does fd's own receive say EINVAL (not the multishot's flag)? */
-static int sock_einval(int fd) {
-    char c;
-    return rt_sys_recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EINVAL;
-}
-
 void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     (void)s; (void)data; (void)res; (void)flags;
 }
@@ -713,6 +707,7 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
     if (want == 0) {
         /* recv(2) of none: waits for bytes, the end or an error, takes
          * nothing, says 0 */
+        if (!rx->head && rx->err) return rx_end(rx);     /* (recv(2) says it) */
         while (!rx->head && !rx->eof && !rx->err) {
             if (!rx->armed) return RT_LEND_NONE;
             int r = rx_wait(co, e, rx, deadline);
