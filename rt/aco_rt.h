@@ -502,7 +502,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * runtime's back: no call here ever blocks the thread, or misses a
  * readiness, because of what happened to the number before.  Sockets are
  * left as they are (each call is non-blocking by itself: MSG_DONTWAIT);
- * so are the rest in read, write, readv and writev: their open file is
+ * so are the rest in read, write, readv and writev (and in the Files
+ * section's pread, pwrite, preadv and pwritev): their open file is
  * shared with stdio's own calls and with children, which would see the
  * flag (pipes and FIFOs: RWF_NOWAIT, call by call, where the kernel
  * takes it there, Linux 6.4 and later; before, as terminals; terminals and

@@ -578,17 +578,18 @@ static __attribute__((noinline)) long prw_held(int write, int fd, const struct i
 
 /* A pipe, socket, terminal...: it has readiness, so the readiness way
  * (never a helper thread, which such a read could keep for good): a try
- * that does not block (RWF_NOWAIT; O_NONBLOCK where a driver refuses it),
- * then a wait, and again.  One transfer, as preadv2(2). */
+ * that does not block (RWF_NOWAIT; where a driver refuses it, O_NONBLOCK
+ * for that try alone: the open file is shared), then a wait, and again.
+ * One transfer, as preadv2(2). */
 static ssize_t rw_ready(aco_rt_co_t* co, int write, int fd, const struct iovec* iov, int cnt,
                         int64_t off, int flags, int64_t deadline) {
     int nw = RWF_NOWAIT;
     for (;;) {
-        long r = prw_held(write, fd, iov, cnt, off, flags | nw, write);
+        long r = nw ? prw_held(write, fd, iov, cnt, off, flags | nw, write)
+                    : rt_prw_once(write, fd, iov, cnt, off, flags);
         if (r >= 0) return r;
         r = -errno;
         if (r == -EOPNOTSUPP && nw) {
-            if ((r = rt_fd_nonblock(fd)) < 0) return r;
             nw = 0;
             continue;
         }
@@ -788,9 +789,20 @@ __attribute__((noinline, cold)) static ssize_t null_buf(void) {
     return rt_co_cancelled(co) ? -ECANCELED : -EFAULT;
 }
 
+/* pread(2) or pwrite(2) of no bytes: the call itself, whose answer is
+ * the file's (pwrite of none on /dev/full says ENOSPC, where pwritev2 of
+ * an empty vector says 0), at once. */
+__attribute__((noinline, cold)) static ssize_t p_none(int write, int fd, const void* buf,
+                                                      int64_t off) {
+    CO_OR_EPERM(co);
+    long r = rt_sys_pio(write, fd, buf, 0, off);
+    return r < 0 ? -errno : r;
+}
+
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
     if (buf == NULL && n) return null_buf();
+    if (rt_unlikely(n == 0)) return p_none(0, fd, buf, off);
     ssize_t r = prw_flat(0, fd, buf, n, off, deadline);
     if (rt_unlikely(r == NOT_FLAT)) {
         struct iovec v = {buf, n};
@@ -806,6 +818,7 @@ ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline)
 ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
     if (buf == NULL && n) return null_buf();
+    if (rt_unlikely(n == 0)) return p_none(1, fd, buf, off);
     ssize_t r = prw_flat(1, fd, (void*)buf, n, off, deadline);
     if (rt_likely(r != NOT_FLAT)) return r;
     struct iovec v = {(void*)buf, n};
@@ -987,6 +1000,7 @@ int aco_rt_openat2(int dirfd, const char* path, const struct open_how* how, size
                    int64_t deadline) {
     if (path == NULL || how == NULL) return rt_self() ? -EFAULT : -EPERM;
     if (size < sizeof(struct open_how)) return rt_self() ? -EINVAL : -EPERM;
+    if (size > (size_t)sysconf(_SC_PAGESIZE)) return rt_self() ? -E2BIG : -EPERM;
     /* (a larger struct's extra bytes must be zero: openat2(2)'s E2BIG) */
     for (size_t i = sizeof(struct open_how); i < size; i++)
         if (((const char*)how)[i]) return rt_self() ? -E2BIG : -EPERM;

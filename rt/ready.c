@@ -119,6 +119,33 @@ static int fd_nonblock_other(int fd, int* fl) {
     return rt_sys_fcntl(fd, F_SETFL, *fl | O_NONBLOCK) < 0 ? -errno : 2;
 }
 
+/* preadv2(2) or pwritev2(2) at off with flags that never blocks, on a
+ * descriptor that refuses RWF_NOWAIT (a device, a terminal): O_NONBLOCK
+ * for this call alone, under nb_lock, then the file's own flags again; a
+ * socket keeps it, as ever.  SIGPIPE held for a write.  The result, errno
+ * set. */
+long rt_prw_once(int write, int fd, const struct iovec* v, int cnt, int64_t off, int flags) {
+    int fl = 0, err;
+    pthread_mutex_lock(&nb_lock);
+    int how = fd_nonblock_other(fd, &fl);
+    if (how < 0 || how == 1) pthread_mutex_unlock(&nb_lock);
+    if (how < 0 || (how == 1 && (err = rt_sock_nonblock(fd)) < 0)) {
+        errno = how < 0 ? -how : -err;
+        return -1;
+    }
+    rt_sigpipe_t h;
+    if (write) rt_sigpipe_hold(&h);
+    long r = rt_sys_prw(write, fd, v, cnt, off, flags);
+    if (write) rt_sigpipe_release(&h, r < 0 && errno == EPIPE);
+    if (how != 1) {
+        err = errno;
+        if (how == 2) rt_sys_fcntl(fd, F_SETFL, fl);
+        pthread_mutex_unlock(&nb_lock);
+        errno = err;
+    }
+    return r;
+}
+
 /* ------------------------------------------------------------------------ */
 /* SIGPIPE                                                                  */
 /* ------------------------------------------------------------------------ */

@@ -43,6 +43,10 @@ ssize_t  rt_read_nothing(aco_rt_co_t* co, const rq_t* q);
  * (rt_sock_nonblock: fd is a socket, which never gets a passing flag). */
 int      rt_fd_nonblock(int fd);
 int      rt_sock_nonblock(int fd);
+/* preadv2(2)/pwritev2(2) that never blocks on what refuses RWF_NOWAIT:
+ * O_NONBLOCK for the call alone (SIGPIPE held for a write).  The result,
+ * errno set. */
+long     rt_prw_once(int write, int fd, const struct iovec* v, int cnt, int64_t off, int flags);
 /* SIGPIPE held off around a call on the co's thread that may raise it (a
  * write, sendfile or splice into a pipe or socket whose reader is gone:
  * those have no MSG_NOSIGNAL), and the one the call raised taken back

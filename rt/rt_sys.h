@@ -36,6 +36,20 @@ static inline long rt_sys_prw(int write, int fd, const struct iovec* v, int cnt,
                    (long)(unsigned long)(uint64_t)off, (long)(unsigned long)((uint64_t)off >> 32),
                    (long)flags);
 }
+/* pread(2) or pwrite(2) itself (not the vectored call: a transfer of no
+ * bytes is the driver's to answer there).  i386 passes the offset as two
+ * longs, low first; an ABI not known here gets the vectored call. */
+static inline long rt_sys_pio(int write, int fd, const void* b, size_t n, int64_t off) {
+#if __SIZEOF_LONG__ == 8
+    return syscall(write ? SYS_pwrite64 : SYS_pread64, fd, b, n, (long)off);
+#elif defined(__i386__)
+    return syscall(write ? SYS_pwrite64 : SYS_pread64, fd, b, n,
+                   (long)(uint32_t)(uint64_t)off, (long)(uint32_t)((uint64_t)off >> 32));
+#else
+    struct iovec v = {(void*)b, n};
+    return rt_sys_prw(write, fd, &v, 1, off, 0);
+#endif
+}
 static inline ssize_t rt_sys_writev(int fd, const struct iovec* v, int n) {
     return syscall(SYS_writev, fd, v, n);
 }
