@@ -727,6 +727,27 @@ static void unqueue(rt_waiter_t* w) {
     if (lock) rt_unlock(lock);
 }
 
+/* A destroyed co's call held x->held, which the kernel may still write
+ * until the backend is gone: kept to be freed then (if no memory for the
+ * list, left: never freed under the kernel's hands). */
+static void held_keep(aco_rt_sched_t* s, rt_extra_t* x) {
+    uint32_t n = s->recs.nheld;
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {    /* full: 0, 4, 8, 16... */
+        void** h = realloc(s->recs.held, (n ? 2 * (size_t)n : 4) * sizeof(*h));
+        if (h == NULL) return;
+        s->recs.held = h;
+    }
+    s->recs.held[s->recs.nheld++] = x->held;
+    x->held = NULL;
+}
+
+void rt_cos_free_held(aco_rt_sched_t* s) {
+    for (uint32_t i = 0; i < s->recs.nheld; i++) free(s->recs.held[i]);
+    free(s->recs.held);
+    s->recs.held = NULL;
+    s->recs.nheld = 0;
+}
+
 void rt_cos_free_all(aco_rt_sched_t* s) {
     /* Unfinished cos: off the program's objects' wait queues first, which
      * outlive them (a mutex one holds stays held, and its record is kept:
@@ -756,6 +777,7 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
         /* it leaves its group as an ended member does: the joins of cos
          * elsewhere see the group empty when it is */
         if (co->x && co->x->group) rt_hook_group_leave(co);
+        if (co->x && co->x->held) held_keep(s, co->x);
         co->flags &= RT_STANDALONE;
         co->cancel_sent = 0;            /* a late message would be the program's bug */
         s->recs.nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */

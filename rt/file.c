@@ -625,7 +625,9 @@ static ssize_t way_bounce(aco_rt_co_t* co, int write, int fd, const struct iovec
                           int64_t off, int flags, int64_t deadline) {
     size_t total = iov_total(v, cnt);
     void* b = NULL;
-    if (posix_memalign(&b, 4096, (total + 4095) & ~(size_t)4095)) return -ENOMEM;
+    rt_extra_t* x = rt_extra(co, 0);    /* (held there while it waits) */
+    if (x == NULL || posix_memalign(&b, 4096, (total + 4095) & ~(size_t)4095)) return -ENOMEM;
+    x->held = b;
     co->s->st.file_bounce++;
     size_t k = 0;
     if (write)
@@ -635,6 +637,7 @@ static ssize_t way_bounce(aco_rt_co_t* co, int write, int fd, const struct iovec
         }
     struct iovec one = {b, total};
     ssize_t r = way_all(co, write, fd, &one, 1, off, flags, deadline);
+    x->held = NULL;
     k = 0;
     for (int i = 0; !write && r > 0 && i < cnt && k < (size_t)r; i++) {
         size_t c = v[i].iov_len < (size_t)r - k ? v[i].iov_len : (size_t)r - k;

@@ -555,9 +555,11 @@ static void rx_ended(aco_rt_sched_t* s, rt_fd_t* e, struct rt_rx* rx) {
 /* A lend from a heap buffer: one plain receive (an io_uring read where
  * that is the backend: the buffer is never on a share stack). */
 static ssize_t lend_heap(aco_rt_sched_t* s, int fd, const char** data, int64_t deadline) {
-    lend_hdr_t* h = heap_buf();
-    if (h == NULL) return -ENOMEM;
     aco_rt_co_t* co = rt_self();
+    rt_extra_t* x = rt_extra(co, 0);    /* (held there while it waits) */
+    lend_hdr_t* h = x ? heap_buf() : NULL;
+    if (h == NULL) return -ENOMEM;
+    x->held = h;
     ssize_t n;
     if (s->backend.ops == &rt_backend_uring && !rt_passed(deadline)) {
         n = rt_uring_io(co, RT_OP_READ, fd, data_of(h), ACO_RT_LEND_SIZE, 0, deadline);
@@ -565,6 +567,7 @@ static ssize_t lend_heap(aco_rt_sched_t* s, int fd, const char** data, int64_t d
         rq_t q = {K_READ, fd, data_of(h), ACO_RT_LEND_SIZE, 0};
         n = rt_ready_io(co, &q, deadline);
     }
+    x->held = NULL;
     if (n <= 0) {
         free(h);
         return n;

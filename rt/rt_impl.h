@@ -229,6 +229,10 @@ typedef struct rt_extra {
                                    when it goes off (co.c) */
     aco_rt_co_t*  gnext;        /* the group's list (under its lock) */
     aco_rt_co_t*  gprev;
+    void*         held;         /* heap memory of a call parked now that
+                                   the kernel may write (a heap lend's
+                                   buffer, a bounce buffer): a co destroyed
+                                   there leaves it to rt_cos_free_held */
 } rt_extra_t;
 
 /* A co's record.  A million parked cos each have one: what few use is in
@@ -422,6 +426,10 @@ typedef struct rt_recs {                /* co.c: records and stacks */
     }                   guess[RT_GUESSES];
     aco_rt_co_t*        bare;           /* records without a co, for
                                            stealable spawns */
+    void**              held;           /* what destroyed cos' parked calls
+                                           held (rt_extra_t.held), freed
+                                           after the backend went */
+    uint32_t            nheld;
 } rt_recs_t;
 
 typedef struct rt_pooled {              /* co.c: a pool thread's exchange */
@@ -1023,6 +1031,7 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co);
 void rt_cancel_local(aco_rt_co_t* co);
 void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen);
 void rt_cos_free_all(aco_rt_sched_t* s);
+void rt_cos_free_held(aco_rt_sched_t* s);     /* (after the backend's fini) */
 void rt_join_abort(aco_rt_co_t* me, int err);
 
 /* Pool threads' exchange (co.c).  rt_newq_flush: the new cos kept to
