@@ -124,13 +124,26 @@ static void keep_err(aco_rt_co_t* co, int fd, ssize_t r) {
 #define NULL_BUF_OR_EFAULT(buf, n) \
     if (rt_unlikely((buf) == NULL) && (n) != 0) return -EFAULT
 
+static int closes_drain(aco_rt_sched_t* s);
+/* fd's entry (or NULL), for a look at its lend: one that lends hears the
+ * closes other threads sent first (one of fd makes the rx go: the number
+ * may hold a new file by now, which must not get the old one's bytes). */
+static inline rt_fd_t* lend_entry(aco_rt_sched_t* s, int fd) {
+    rt_fd_t* e = rt_fd_peek(&s->fds, fd);
+    if (rt_unlikely(e && e->rx) && __atomic_load_n(&s->cl.list, __ATOMIC_ACQUIRE)) {
+        closes_drain(s);
+        e = rt_fd_peek(&s->fds, fd);
+    }
+    return e;
+}
+
 /* A descriptor that lent receives (lend.c) has bytes queued in runtime
  * buffers, or coming there: the receive calls take those first.  If
  * another scheduler's lend has them, they would wait for bytes that never
  * come here: -EBUSY. */
 #define FROM_LEND(co, fd, iov, cnt, flags, deadline)                         \
     do {                                                                     \
-        rt_fd_t* e_ = rt_fd_peek(&(co)->s->fds, (fd));                       \
+        rt_fd_t* e_ = lend_entry((co)->s, (fd));                             \
         if (rt_unlikely(e_ && e_->rx)) {                                     \
             ssize_t r_ = rt_lend_read((co), e_, (iov), (cnt), (flags), (deadline)); \
             if (r_ != RT_LEND_NONE) return r_;                               \
@@ -520,7 +533,7 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
      * readable too; while the multishot is armed, what comes to the socket
      * is its own (the socket's POLLIN is not ours to see), and its arrival
      * wakes this wait (lend.c, through e->pollers). */
-    rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
+    rt_fd_t* e = lend_entry(co->s, fd);
     int lend = e && e->rx && (events & POLLIN) ? rt_lend_state(e) : -1;
     if (lend < 0 && (events & POLLIN) &&
         rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) && rt_lend_elsewhere(e, fd))
@@ -566,7 +579,7 @@ static int poll_look(aco_rt_co_t* co, struct pollfd* p, nfds_t n) {
     r = 0;
     for (nfds_t i = 0; i < n; i++) {
         if (p[i].fd >= 0 && (p[i].events & POLLIN) && !(p[i].revents & POLLNVAL)) {
-            rt_fd_t* e = rt_fd_peek(&co->s->fds, p[i].fd);
+            rt_fd_t* e = lend_entry(co->s, p[i].fd);
             int lend = e && e->rx ? rt_lend_state(e) : -1;
             if (lend < 0 && rt_lend_elsewhere(e, p[i].fd)) return -EBUSY;
             if (lend == 1) p[i].revents |= POLLIN;
@@ -911,7 +924,7 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
         return -EFAULT;
     PENDING_ERR(co, fd);
     if (!send) {
-        rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
+        rt_fd_t* e = lend_entry(co->s, fd);
         if (rt_unlikely(e && e->rx && rt_lend_state(e) >= 0)) return -EOPNOTSUPP;
         if (rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) && rt_lend_elsewhere(e, fd))
             return -EBUSY;

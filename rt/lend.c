@@ -588,6 +588,10 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
     if (pe) return pe;
     rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;
+    /* a close from another thread not heard yet may be this rx's: the
+     * number may hold a new file, which must not get the old one's bytes */
+    if (rt_unlikely(e->rx != NULL) && __atomic_load_n(&s->cl.list, __ATOMIC_ACQUIRE))
+        rt_hook_closes(s);
     rt_lend_pool_t* p = pool_get(s);
     struct rt_rx* rx = rx_of(e);
     /* (an rx of before keeps its queue: served first, in order) */

@@ -20,6 +20,8 @@
  *     bytes: -EBUSY at once (epoll: an ordinary read), and not for a new
  *     socket under the number once that thread closed the lent one;
  *     misuse: -EINVAL, -EBUSY, -EPERM;
+ *   - aco_rt_close on another thread, the number reused at once, read or
+ *     lent here before this thread's loop ran: the new socket's bytes;
  *   - cos parked in a heap lend destroyed by aco_rt_sched_free: their
  *     buffers freed (ASan's leak check).
  */
@@ -672,6 +674,64 @@ static void elsewhere(int b, int close_there) {
     CHECK_EQ(close(fds[1]), 0);
 }
 
+/* aco_rt_close on another thread of a socket whose bytes this
+ * scheduler's lend holds, the number at once a new socket's, and then a
+ * read or a lend here before the loop ran (the closer is joined from the
+ * co): the new socket's bytes, never the old one's (they once came
+ * first). */
+typedef struct {
+    int fd, peer, new_peer, lend;
+} reuse_t;
+static void* closer_reuser(void* arg) {
+    reuse_t* x = arg;
+    CHECK_EQ(aco_rt_close(x->fd), 0);
+    int p[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, p), 0);
+    if (p[1] == x->fd) {                /* (the ends are alike) */
+        p[1] = p[0];
+        p[0] = x->fd;
+    }
+    if (p[0] != x->fd) {
+        CHECK_EQ(dup2(p[0], x->fd), x->fd);
+        CHECK_EQ(close(p[0]), 0);
+    }
+    CHECK_EQ(write(p[1], "NEW", 3), 3);
+    x->new_peer = p[1];
+    return NULL;
+}
+static void reuse_reader_co(void* arg) {
+    reuse_t* x = arg;
+    const char* p;
+    CHECK_EQ(aco_rt_recv_lend(x->fd, &p, aco_rt_in_ms(5000)), 1);   /* (arms it) */
+    CHECK_EQ(aco_rt_lend_return(p), 0);
+    CHECK_EQ(write(x->peer, "old", 3), 3);
+    CHECK_EQ(aco_rt_sleep(20 * MS), 0);     /* (the loop takes them in) */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, closer_reuser, x), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);     /* (the thread waits: no loop) */
+    if (x->lend) {
+        CHECK_EQ(aco_rt_recv_lend(x->fd, &p, aco_rt_in_ms(3000)), 3);
+        CHECK_EQ(memcmp(p, "NEW", 3), 0);
+        CHECK_EQ(aco_rt_lend_return(p), 0);
+    } else {
+        char b[16];
+        CHECK_EQ(aco_rt_read(x->fd, b, sizeof(b), aco_rt_in_ms(3000)), 3);
+        CHECK_EQ(memcmp(b, "NEW", 3), 0);
+    }
+    CHECK_EQ(aco_rt_close(x->fd), 0);
+    CHECK_EQ(close(x->new_peer), 0);
+}
+static void reuse_remote(int b, int lend) {
+    aco_rt_sched_t* s = test_sched_on(b, NULL);
+    int fds[2];
+    make_pair(K_TCP, fds);
+    reuse_t x = {fds[0], fds[1], -1, lend};
+    CHECK_EQ(write(fds[1], "x", 1), 1);
+    test_go(s, reuse_reader_co, &x);
+    aco_rt_sched_free(s);
+    CHECK_EQ(close(fds[1]), 0);
+}
+
 /* A co parked in a lend from the heap (a pipe's: no ring) when
  * aco_rt_sched_free destroys it: the buffer its read holds is freed once
  * the backend is gone (ASan's leak check; it once leaked 16 KiB), and
@@ -725,6 +785,8 @@ int main(void) {
         elsewhere(bs[i], 0);
         elsewhere(bs[i], 1);
         freed_parked(bs[i]);
+        reuse_remote(bs[i], 0);
+        reuse_remote(bs[i], 1);
     }
     printf("test_lend: ok\n");
     return 0;
