@@ -57,7 +57,9 @@ typedef struct {
                                    kernel has and $ACO_RT_URING_OFF leaves */
     rt_ur_meta_t*   metas;      /* [meta] file operations in the kernel
                                    (file.c), of cos or orphans */
-    uint32_t        files;      /* [data] file operations in the kernel:
+    uint32_t        files;      /* [data] file operations in the kernel
+                                   (and reads and writes of what is not
+                                   a socket: op_wait):
                                    ur_fini waits for them (they write the
                                    buffers of cos that may be gone) */
     int             rsrc_tags;  /* IORING_FEAT_RSRC_TAGS (5.13): buffers
@@ -461,6 +463,13 @@ int rt_ur_buffers(aco_rt_sched_t* s, const struct iovec* iov, unsigned n) {
 /* Submit sqe for co (prepared by the caller) and park until it completes. */
 static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
                    int64_t deadline) {
+    rt_fd_t* f = rt_fd_get(&co->s->fds, fd);
+    /* a read or write of what is not a socket (a regular file that io-wq
+     * reads blocking: FUSE, NFS) may be writing the caller's buffer long
+     * after a cancel: counted as the file calls' are, for ur_fini to wait */
+    if (wait >= RT_W_UR_OP && wait <= RT_W_UR_OP + RT_OP_WRITEV && f &&
+        rt_fd_kind(f, fd) == RT_FD_OTHER)
+        wait = RT_W_UR_FILE;
     if (wait == RT_W_UR_FILE) {
         io_uring_sqe_set_data(sqe, (void*)((uintptr_t)co | FILE_TAG));
         ((ur_t*)co->s->backend.data)->files++;
@@ -475,7 +484,6 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
      * kernel) goes on the descriptor's queue, so that a close finds its
      * operations without a look at every co or the kernel's at every
      * operation in flight (ur_closing) */
-    rt_fd_t* f = rt_fd_get(&co->s->fds, fd);
     co->w.io.fd = fd;
     co->w.io.gen = f ? f->gen : 0;
     if (f) {
