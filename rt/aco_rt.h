@@ -476,10 +476,15 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * elsewhere).  read/recv return as soon as some bytes are there (recv on
  * a stream socket with MSG_WAITALL, and neither MSG_PEEK nor MSG_DONTWAIT:
  * once n bytes came, or sooner with what came when the end, an error or
- * the deadline does; a datagram is one message whatever the flags);
- * write/send/writev send everything (like a blocking socket) and return
- * less than asked only when an error or the deadline comes after part was
- * sent.  No bytes: a read, readv or writev of none returns 0 at once,
+ * the deadline does; a datagram or a SOCK_SEQPACKET record is one message
+ * whatever the flags); write/send/writev send everything (like a blocking
+ * socket) and return less than asked only when an error or the deadline
+ * comes after part was sent.  The caller's MSG_DONTWAIT on recv and send
+ * is one try, as on a non-blocking socket: what recv(2) or send(2) gives
+ * (-EAGAIN if nothing could move), never a wait.  A send to a Unix
+ * datagram peer by address whose queue is full (readiness cannot tell
+ * when it has room) tries again after sleeps, 1 ms doubling to 64 ms,
+ * until the deadline.  No bytes: a read, readv or writev of none returns 0 at once,
  * whatever the descriptor holds, as read(2), readv(2) and writev(2) do (or
  * -EBADF); a write of none does what write(2) does, at once: 0, or the
  * descriptor's error (-EPIPE on a socket shut for writing, ...), and on a
@@ -1001,7 +1006,9 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count,
  * the count, or -errno.  [data]  sendmsg sends everything, as aco_rt_send
  * (on a stream socket; a datagram is one message), the ancillary data with
  * the first bytes only; recvmsg returns as soon as a message or some bytes
- * are there (MSG_WAITALL: as aco_rt_recv), with msg_namelen,
+ * are there (MSG_WAITALL: as aco_rt_recv; MSG_DONTWAIT, and MSG_ERRQUEUE,
+ * whose queue recvmsg(2) never waits on, are one try: -EAGAIN if
+ * nothing is there), with msg_namelen,
  * msg_controllen and msg_flags written as recvmsg(2) writes them (MSG_CTRUNC:
  * descriptors that did not fit in msg_control were closed by the kernel).
  * msg and every buffer it points to may lie anywhere (io_uring gets heap

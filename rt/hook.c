@@ -697,14 +697,13 @@ EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct
         hk_mem(buf, n, 0);
         hk_mem(a, l, 0);
     }
+    /* (as sendmsg: a wait for POLLOUT alone would spin where readiness
+     * knows no peer, a Unix datagram to a full queue by address) */
     if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(snd_of(fd));
-        for (;;) {
-            ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL, a, l);
-            if (r >= 0 || errno != EAGAIN) return r;
-            int w = aco_rt_wait(fd, POLLOUT, dl);
-            if (w < 0) return ret_dl(w, dl);
-        }
+        struct iovec v = {(void*)buf, n};
+        struct msghdr m = {.msg_name = (void*)a, .msg_namelen = l, .msg_iov = &v, .msg_iovlen = 1};
+        return ret_dl(aco_rt_sendmsg(fd, &m, flags, dl), dl);
     }
     ssize_t r;
     while ((r = LIBC(sendto)(fd, buf, n, flags, a, l)) < 0 && errno == EAGAIN &&

@@ -248,14 +248,30 @@ ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     return read_plain(co, fd, buf, n, deadline);
 }
 
+/* The caller's MSG_DONTWAIT: recv(2) or send(2) once, never a wait
+ * (-EAGAIN), as the kernel does. */
+static ssize_t dontwait(aco_rt_co_t* co, int kind, int fd, void* buf, size_t n, int flags) {
+    if (aco_unlikely(aco_checked()) && n) aco_checked_access(buf, n, kind == K_RECV);
+    (void)co;
+    ssize_t r;
+    do {
+        r = kind == K_RECV ? rt_sys_recv(fd, buf, n, flags)
+                           : rt_sys_send(fd, buf, n, flags | MSG_NOSIGNAL);
+    } while (r < 0 && errno == EINTR);
+    return r < 0 ? -errno : r;
+}
+
 static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
     PENDING_ERR(co, fd);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);
+    if (rt_unlikely(flags & MSG_DONTWAIT)) return dontwait(co, K_RECV, fd, buf, n, flags);
+    /* (one receive: io_uring's MSG_WAITALL would go on, across a
+     * SOCK_SEQPACKET's records or peeking the same bytes again) */
     if (use_uring(co, buf, n, 1, deadline))
-        return rt_uring_io(co, RT_OP_RECV, fd, buf, n, flags, deadline);
+        return rt_uring_io(co, RT_OP_RECV, fd, buf, n, flags & ~MSG_WAITALL, deadline);
     rq_t q = {K_RECV, fd, buf, n, flags};
     return rt_ready_io(co, &q, deadline);
 }
@@ -282,10 +298,13 @@ ssize_t aco_rt_recv(int fd, void* buf, size_t n, int flags, int64_t deadline) {
 }
 
 /* io_uring may write to fd for us only if it is a socket (MSG_NOSIGNAL:
- * a pipe's SIGPIPE would hit this thread). */
+ * a pipe's SIGPIPE would hit this thread), and a stream one: a datagram
+ * to a Unix peer whose queue is full came back as a send of nothing (the
+ * kernel's first try had used up the vector), or its room was never
+ * told (Linux 6.18). */
 static int uring_may_write(aco_rt_co_t* co, int fd) {
     rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
-    return e && rt_fd_kind(e, fd) == RT_FD_SOCK;
+    return e && rt_fd_kind(e, fd) == RT_FD_SOCK && e->stream;
 }
 
 /* Write all n bytes: the count, or -errno if nothing was written. */
@@ -295,6 +314,7 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
         rq_t q = {op, fd, (void*)buf, 0, flags};
         return rt_ready_io(co, &q, deadline);
     }
+    if (rt_unlikely(flags & MSG_DONTWAIT)) return dontwait(co, K_SEND, fd, (void*)buf, n, flags);
     size_t done = 0;
     do {
         const char* p = (const char*)buf + done;
@@ -896,6 +916,9 @@ static int msg_on_stack(aco_rt_co_t* co, const struct msghdr* m, int wr) {
  * waiting for readiness as long as it would block: the count or -errno. */
 static ssize_t msg_once(aco_rt_co_t* co, int send, int fd, struct msghdr* m, int flags,
                         int uring, int64_t deadline) {
+    int64_t step = 0;           /* (rt_ready_io's: a datagram's POLLOUT
+                                   that a send does not find) */
+    int waited = 0;
     for (;;) {
         ssize_t r;
         if (uring && !rt_passed(deadline)) {
@@ -907,12 +930,23 @@ static ssize_t msg_once(aco_rt_co_t* co, int send, int fd, struct msghdr* m, int
             if (r >= 0) return r;
             if (errno == EINTR) continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
-            if (flags & MSG_DONTWAIT) return -EAGAIN;
+            if (flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) return -EAGAIN;     /* (never waits) */
+            if (waited && send && !step) {
+                rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
+                if (e && rt_fd_kind(e, fd) == RT_FD_SOCK && !e->stream) step = 1;
+            }
         }
         int w = rt_may_block(co, deadline);
         if (w) return w;
-        w = co->s->backend.ops->wait_fd(co, fd, send ? POLLOUT : POLLIN, deadline);
-        if (w < 0) return w;
+        if (step) {
+            int64_t ns = step * 1000000;
+            if (deadline != -1 && deadline - rt_now() < ns) ns = deadline - rt_now();
+            if (ns > 0 && (w = aco_rt_sleep(ns)) < 0) return w;
+            step = step < 64 ? 2 * step : 64;
+        } else if ((w = co->s->backend.ops->wait_fd(co, fd, send ? POLLOUT : POLLIN, deadline)) < 0) {
+            return w;
+        }
+        waited = 1;
     }
 }
 
@@ -931,8 +965,7 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     }
     size_t total = 0;
     for (size_t i = 0; i < msg->msg_iovlen; i++) total += msg->msg_iov[i].iov_len;
-    int uring = rt_ur_f_on(co->s, send ? RT_F_SENDMSG : RT_F_RECVMSG) &&
-                !msg_on_stack(co, msg, !send) && !(flags & MSG_DONTWAIT);
+
     /* A copy of the header and of the vector to advance: in the heap, for
      * io_uring, which reads them after the co parked. */
     rt_extra_t* x = rt_extra(co, (msg->msg_iovlen ? msg->msg_iovlen : 1) * sizeof(struct iovec));
@@ -946,7 +979,13 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
     int stream = e && rt_fd_kind(e, fd) == RT_FD_SOCK && e->stream;
     int all = stream && (send || (flags & MSG_WAITALL)) && !(flags & (MSG_DONTWAIT | MSG_PEEK));
-    ssize_t r = msg_once(co, send, fd, m, flags, uring, deadline);
+    /* io_uring: not for a datagram's send (uring_may_write), nor where
+     * the call must not wait; its MSG_WAITALL only where the kernel's
+     * going on is ours (a stream's receive of all) */
+    int uring = rt_ur_f_on(co->s, send ? RT_F_SENDMSG : RT_F_RECVMSG) &&
+                !msg_on_stack(co, msg, !send) && !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) &&
+                (!send || stream);
+    ssize_t r = msg_once(co, send, fd, m, all ? flags : flags & ~MSG_WAITALL, uring, deadline);
     if (r < 0) return r;
     if (!send) {                    /* what recvmsg(2) writes back */
         msg->msg_namelen = m->msg_namelen;

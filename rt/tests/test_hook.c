@@ -740,6 +740,33 @@ static void timeo_edges_co(void* arg) {
     CHECK_EQ(recv(sv[0], b, sizeof(b), 0), 1);
     close(sv[0]);
     close(sv[1]);
+
+    /* a datagram by address to a Unix peer whose queue is full: the
+     * timeout, asleep (a wait for POLLOUT alone ended at once, for good) */
+    int r = socket(AF_UNIX, SOCK_DGRAM, 0), d = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    snprintf(ua.sun_path, sizeof(ua.sun_path), "/tmp/test_hook_dgram.%d", (int)getpid());
+    unlink(ua.sun_path);
+    CHECK_EQ(bind(r, (struct sockaddr*)&ua, sizeof(ua)), 0);
+    while (sendto(d, "f", 1, MSG_DONTWAIT, (struct sockaddr*)&ua, sizeof(ua)) == 1) {}
+    struct timeval tv100 = {0, 100000};
+    CHECK_EQ(setsockopt(d, SOL_SOCKET, SO_SNDTIMEO, &tv100, sizeof(tv100)), 0);
+    t0 = now();
+    errno = 0;
+    CHECK_EQ(sendto(d, "x", 1, 0, (struct sockaddr*)&ua, sizeof(ua)), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_GE(now() - t0, 100 * MS);
+    close(r);
+    close(d);
+    unlink(ua.sun_path);
+    /* MSG_WAITALL on a seqpacket socket: one record (a buffer off the
+     * stack, which io_uring takes: its own MSG_WAITALL waited for more) */
+    static char hb[8];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    CHECK_EQ(send(sv[1], "ab", 2, 0), 2);
+    CHECK_EQ(recv(sv[0], hb, sizeof(hb), MSG_WAITALL), 2);
+    close(sv[0]);
+    close(sv[1]);
     timeo_done = 1;
 }
 
