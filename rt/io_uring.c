@@ -494,6 +494,20 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
     return rt_park(co, wait, (void*)(intptr_t)fd, deadline);
 }
 
+/* The wait between a non-blocking descriptor's tries: its readiness, then
+ * 0 if the number still holds the file.  An aco_rt_close while the co
+ * was ready and not yet run (the number may hold a new file by then,
+ * whose bytes are not ours) is -EBADF, as on the readiness way (ready.c);
+ * a close another thread sent first is heard. */
+static int ready_again(aco_rt_co_t* co, int fd, int ev, int64_t deadline) {
+    rt_fd_t* f = rt_fd_get(&co->s->fds, fd);
+    uint8_t closes = f ? f->closes : 0;
+    int r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, ev, deadline);
+    if (r < 0) return r;
+    if (__atomic_load_n(&co->s->cl.list, __ATOMIC_ACQUIRE)) rt_hook_closes(co->s);
+    return f && f->closes != closes ? -EBADF : 0;
+}
+
 ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int flags,
                     int64_t deadline) {
     for (;;) {
@@ -525,7 +539,7 @@ ssize_t rt_uring_io(aco_rt_co_t* co, int op, int fd, void* buf, size_t n, int fl
         /* A non-blocking descriptor had nothing: wait for it, go again. */
         int ev = (op == RT_OP_READ || op == RT_OP_READV || op == RT_OP_RECV || op == RT_OP_RECVMSG)
                      ? POLLIN : POLLOUT;
-        if ((r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, ev, deadline)) < 0) return r;
+        if ((r = ready_again(co, fd, ev, deadline)) < 0) return r;
     }
 }
 
@@ -539,8 +553,7 @@ int rt_uring_accept(aco_rt_co_t* co, int fd, struct sockaddr* addr, socklen_t* a
         r = op_wait(co, sqe, RT_W_UR_ACCEPT, fd, deadline);
         if (r == UR_AGAIN) continue;
         if (r != -EAGAIN && r != -ECONNABORTED && r != -EINTR) return r;
-        if (r == -EAGAIN && (r = (int)rt_uring_io(co, RT_OP_POLL, fd, NULL, 0, POLLIN, deadline)) < 0)
-            return r;
+        if (r == -EAGAIN && (r = ready_again(co, fd, POLLIN, deadline)) < 0) return r;
     }
 }
 

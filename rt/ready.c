@@ -346,6 +346,7 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
             return r;
         }
         waited = 1;
+        if (__atomic_load_n(&s->cl.list, __ATOMIC_ACQUIRE)) rt_hook_closes(s);  /* (sent first) */
         if (f->closes != closes) return -EBADF;
         if (e) e->rd_empty = 0;
     }
