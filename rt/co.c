@@ -546,12 +546,15 @@ aco_rt_co_t* rt_spawn_stealable(aco_rt_fn_t fn, void* arg, const aco_rt_spawn_op
     co->state = RT_READY;
     /* Kept to this thread first, published by 32 or when the spawning co
      * stops running (run_co): a thief sees batches, and the newq's cache
-     * line does not move at every spawn. */
+     * line does not move at every spawn.  A spawn outside any co (a timer
+     * callback) is published at once: no co's stop would publish it, and
+     * until then it is in no count (aco_rt_pool_wait would miss it, and a
+     * run that stops first would leave it to nobody). */
     co->next = NULL;
     if (s->pooled.nq_priv_tail) s->pooled.nq_priv_tail->next = co; else s->pooled.nq_priv_head = co;
     s->pooled.nq_priv_tail = co;
     s->pooled.out_pending = 1;
-    if (++s->pooled.nq_priv_n >= 32) newq_publish(s);
+    if (++s->pooled.nq_priv_n >= 32 || s->run.cur == NULL) rt_newq_flush(s);
     return co;
 }
 

@@ -553,7 +553,6 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
             }
             if (rt_load(&s->ask.stop)) goto out;
         }
-        if (s->pooled.out_pending) rt_newq_flush(s);  /* (spawns from a timer callback) */
         if (drain(s)) { hot = 1; continue; }
         if (__atomic_load_n(&s->newq.n, __ATOMIC_RELAXED) && rt_take_new(s, s, 1)) continue;
         if (s->pooled.noutbox && rt_steal(s)) { hot = 1; continue; }
@@ -642,6 +641,7 @@ void rt_kernel_drop_cos(aco_rt_sched_t* s) {
     __atomic_fetch_or(&s->mail.senders, RT_FREEING, __ATOMIC_RELAXED);
     rt_sched_quiesce(s);
     drain(s);       /* spawns become cos (freed below), frees are done */
+    rt_newq_flush(s);         /* (a run leaves none unpublished: to be sure) */
     rt_take_new(s, s, 1);     /* and so do the unstarted ones */
     rt_cos_free_all(s);    /* (their timers went with the wheel) */
     mbox_free_all(s);       /* (drained above: nobody sends now) */

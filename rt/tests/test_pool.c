@@ -6,6 +6,7 @@
  * join of a pool co returned (and one whose group a co elsewhere joins),
  * aco_rt_pool_free from a pool co (-EDEADLK), aco_rt_spawn on a sibling
  * from a co that keeps running (ready at once, cancelled by pool_wait),
+ * a spawn from a timer callback (counted by pool_wait, freed by pool_free),
  * and a stress of 2 million cross-thread hand-offs (fewer
  * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
@@ -1221,6 +1222,46 @@ static void test_free_group(void) {
     CHECK_EQ(pthread_join(a, NULL), 0);
 }
 
+/* aco_rt_pool_spawn from a timer callback on a pool thread (outside any
+ * co): the new co counts for aco_rt_pool_wait at once, and a pool freed
+ * before it started frees it.  It waited unpublished on its thread until
+ * the loop came round: a wait returned 0 while the callback still ran,
+ * the co not yet run, and a free whose stop ended that run leaked its
+ * record (ASan, valgrind). */
+static aco_rt_pool_t* ts_pool;
+static aco_rt_timer_t ts_timer;
+static atomic_int ts_spawned, ts_ran;
+static void ts_child(void* arg) { (void)arg; atomic_store(&ts_ran, 1); }
+static void ts_fire(aco_rt_timer_t* t) {
+    (void)t;
+    aco_rt_co_t* c = aco_rt_pool_spawn(ts_pool, ts_child, NULL, NULL);
+    CHECK(c != NULL);
+    CHECK_EQ(aco_rt_detach(c), 0);
+    atomic_store(&ts_spawned, 1);
+    /* a callback that computes a while: main's wait or free begins */
+    int64_t end = aco_rt_now() + 50 * MS;
+    while (aco_rt_now() < end) {}
+}
+static void ts_arm(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_timer_start(&ts_timer, aco_rt_now() + MS, ts_fire), 0);
+}
+static void test_spawn_from_timer(void) {
+    for (unsigned threads = 2; threads >= 1; threads--) {
+        ts_pool = new_pool(threads);
+        atomic_store(&ts_spawned, 0);
+        atomic_store(&ts_ran, 0);
+        CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(ts_pool, ts_arm, NULL, NULL)), 0);
+        while (!atomic_load(&ts_spawned)) sched_yield();
+        if (threads == 2) {
+            CHECK_EQ(aco_rt_pool_wait(ts_pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 10000 * MS), 0);
+            int ran = atomic_load(&ts_ran);
+            CHECK_EQ(ran, 1);
+        }
+        aco_rt_pool_free(ts_pool);
+    }
+}
+
 /* Each part, with how long it took (to stdout). */
 #define PART(fn)                                                              \
     do {                                                                      \
@@ -1252,6 +1293,7 @@ int main(void) {
     PART(test_free_at_once);
     PART(test_free_while_woken);
     PART(test_free_group);
+    PART(test_spawn_from_timer);
     printf("test_pool: all passed\n");
     return 0;
 }
