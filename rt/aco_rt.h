@@ -449,7 +449,8 @@ int aco_rt_timer_stop(aco_rt_timer_t* t);
  * the mask of the thread that made the pool).  A signal sent to one
  * thread (pthread_kill(3), tgkill(2)) is seen only by a wait on that
  * thread's scheduler.  The wait is a signalfd(2) of set, opened and
- * closed by each call.
+ * closed by each call (by aco_rt_sched_free for a co it destroys in the
+ * wait).
  *
  * -EPERM    not in a co;
  * -EINVAL   set is NULL, or holds a signal (but SIGKILL and SIGSTOP, which

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
+#include "rt_sys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -781,6 +782,12 @@ void rt_cos_free_all(aco_rt_sched_t* s) {
          * elsewhere see the group empty when it is */
         if (co->x && co->x->group) rt_hook_group_leave(co);
         if (co->x && co->x->held) held_keep(s, co->x);
+        /* (before the backend goes: epoll drops a closed file from its set,
+         * and an io_uring poll keeps its own reference until the ring goes) */
+        if (co->x && co->x->own_fd) {
+            rt_sys_close(co->x->own_fd - 1);
+            co->x->own_fd = 0;
+        }
         co->flags &= RT_STANDALONE;
         co->cancel_sent = 0;            /* a late message would be the program's bug */
         s->recs.nfree = FREE_RECS_MAX;       /* rt_record_free frees, not keeps */

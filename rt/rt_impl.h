@@ -233,6 +233,10 @@ typedef struct rt_extra {
                                    the kernel may write (a heap lend's
                                    buffer, a bounce buffer): a co destroyed
                                    there leaves it to rt_cos_free_held */
+    int           own_fd;       /* + 1, 0: none: a descriptor that the call
+                                   parked now opened and closes (signal.c's
+                                   signalfd): closed with a co destroyed
+                                   there (rt_cos_free_all) */
 } rt_extra_t;
 
 /* A co's record.  A million parked cos each have one: what few use is in

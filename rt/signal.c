@@ -5,7 +5,8 @@
  * signals of the process and of the thread that reads it, so the read
  * never goes to a helper or to io_uring's workers) after the runtime's
  * readiness wait.  Nothing of the wait lies on the co's stack but the
- * descriptor's number.
+ * descriptor's number; the co's extra block has it too (own_fd), for a
+ * scheduler's free to close.
  */
 #define _GNU_SOURCE
 #include "rt_impl.h"
@@ -67,8 +68,13 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline) {
         if (sig != SIGKILL && sig != SIGSTOP && sigismember(set, sig) == 1 &&
             sigismember(&mask, sig) != 1)
             return -EINVAL;
+    /* the descriptor is the call's: a co that aco_rt_sched_free destroys
+     * in the wait leaves it in its extra block, for the free to close */
+    rt_extra_t* x = rt_extra(co, 0);
+    if (x == NULL) return -ENOMEM;
     int fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd < 0) return -errno;
+    x->own_fd = fd + 1;
     struct signalfd_siginfo si;
     int r;
     for (;;) {
@@ -85,6 +91,7 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline) {
         r = aco_rt_wait(fd, POLLIN, deadline);
         if (r < 0) break;
     }
+    x->own_fd = 0;
     aco_rt_close(fd);
     return r;
 }

@@ -22,11 +22,14 @@
  *   - aco_rt_sched_stop from a handler on the scheduler's own thread, the
  *     loop idle with nothing to wake it (a co parked without deadline):
  *     the run returns, 20 times, and the handler's errno is kept;
+ *   - a co destroyed in the wait by aco_rt_sched_free: its signalfd is
+ *     closed (the process has as many descriptors after as before);
  * on every backend.
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -391,6 +394,42 @@ static void stops(int b) {
     close(pfd[1]);
 }
 
+/* A co destroyed in the wait by aco_rt_sched_free: the call's signalfd
+ * is closed with it (it stayed open: one descriptor per scheduler). */
+static int open_fds(void) {
+    int n = 0;
+    DIR* d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    for (struct dirent* e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1;       /* (the DIR's own) */
+}
+static void usr1_forever(void* arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    aco_rt_signal_wait(&set, NULL, -1);
+    CHECK(0);           /* never sent */
+}
+static void stop_soon(void* arg) {
+    (void)arg;
+    aco_rt_sleep(5 * MS);
+    aco_rt_sched_stop(aco_rt_sched_current());
+}
+static void freed_waiting(int b) {
+    int before = open_fds();
+    for (int i = 0; i < 3; i++) {
+        aco_rt_sched_t* s = test_sched_on(b, NULL);
+        aco_rt_detach(aco_rt_spawn(s, usr1_forever, NULL));
+        aco_rt_detach(aco_rt_spawn(s, stop_soon, NULL));
+        CHECK_EQ(aco_rt_sched_run(s), 0);
+        aco_rt_sched_free(s);
+    }
+    int after = open_fds();
+    CHECK_EQ(after, before);
+}
+
 int main(void) {
     sigemptyset(&blocked);
     sigaddset(&blocked, SIGUSR1);
@@ -405,7 +444,9 @@ int main(void) {
     test_on_backends(NULL, cases, NULL);
     int bs[8], n = test_backends(bs, 8);
     for (int i = 0; i < n; i++) stops(bs[i]);
+    for (int i = 0; i < n; i++) freed_waiting(bs[i]);
     printf("signal wait: kill, sigqueue, pending, deadline, cancel, misuse, "
-           "two waiters, kinds, graceful stop, stop from a handler: ok\n");
+           "two waiters, kinds, graceful stop, stop from a handler, "
+           "freed in the wait: ok\n");
     return 0;
 }
