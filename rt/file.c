@@ -429,15 +429,7 @@ int aco_rt_register_buffers(const struct iovec* iov, unsigned n) {
         /* no share stack of s: other cos' frames come and go there (in
          * checked mode the caller's frames are in a window of its own, and
          * a suspended co's window is an escape, reported) */
-        aco_rt_co_t* co = s->run.cur;
-        if (!err && aco_unlikely(aco_checked())) aco_checked_access((void*)a, len, 1);
-        if (!err && co && !(co->flags & RT_STANDALONE) && aco_on_share_stack(rt_aco(co), (void*)a, len))
-            err = -EINVAL;
-        for (unsigned k = 0; !err && k < s->recs.nstacks; k++) {
-            const aco_share_stack_t* st = s->recs.stacks[k];
-            if (st && a < (uintptr_t)st->real_ptr + st->real_sz && (uintptr_t)st->real_ptr < a + len)
-                err = -EINVAL;
-        }
+        if (!err && rt_on_any_share_stack(s, (void*)a, len, 1)) err = -EINVAL;
         r[i] = (struct rt_fbuf){a, a + len, i};
     }
     qsort(r, n, sizeof(*r), fbuf_cmp);

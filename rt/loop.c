@@ -660,7 +660,9 @@ int aco_rt_timer_start(aco_rt_timer_t* t, int64_t deadline,
     aco_rt_sched_t* s = rt_tls_sched;
     if (s == NULL) return -EPERM;
     if (t == NULL || fn == NULL || t->next_ != NULL) return -EINVAL;
-    if (s->run.cur && rt_on_share_stack(s->run.cur, t, sizeof(*t), 1)) return -EINVAL;
+    /* (on any of them: the wheel keeps t past this co's switch, and a
+     * co that shares that stack overwrites it) */
+    if (rt_on_any_share_stack(s, t, sizeof(*t), 1)) return -EINVAL;
     t->fn_ = fn;
     rt_wheel_add(&s->wheel, t, deadline);
     return 0;

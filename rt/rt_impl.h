@@ -1080,6 +1080,26 @@ static inline int rt_on_share_stack(const aco_rt_co_t* co, const void* p, size_t
     return aco_on_share_stack(rt_aco(co), p, n);
 }
 
+/* Do the n bytes at p meet one of s's share stacks, where the frames of
+ * whichever co runs come and go (any co's, the caller a co or not)?  The
+ * running co's own stack counts as rt_on_share_stack says (checked mode:
+ * its window); bytes on a suspended co's window in checked mode are
+ * reported as an escape (aco_checked_access).  A range check per stack. */
+static inline int rt_on_any_share_stack(const aco_rt_sched_t* s, const void* p, size_t n, int wr) {
+    if (s->run.cur) {
+        if (rt_on_share_stack(s->run.cur, p, n, wr)) return 1;
+    } else if (aco_unlikely(aco_checked())) {
+        aco_checked_access(p, n, wr);
+    }
+    uintptr_t a = (uintptr_t)p;
+    for (unsigned k = 0; k < s->recs.nstacks; k++) {
+        const aco_share_stack_t* st = s->recs.stacks[k];
+        if (st && a < (uintptr_t)st->real_ptr + st->real_sz && (uintptr_t)st->real_ptr < a + n)
+            return 1;
+    }
+    return 0;
+}
+
 /* offload.c: no helper thread is sending a wake now (before a scheduler
  * is freed). */
 void rt_offload_quiesce(void);

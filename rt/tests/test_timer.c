@@ -10,7 +10,8 @@
  *  - callbacks that start and stop timers: a chain of timers each starting
  *    the next, a timer restarting itself, two timers due at the same tick
  *    each stopping the other (exactly one fires).
- *  - -EINVAL: start of an armed timer, a timer on a co's share stack, NULL;
+ *  - -EINVAL: start of an armed timer, a timer on a co's share stack (by
+ *    that co, by a co of another share stack, by a timer callback), NULL;
  *    -EPERM without a scheduler.
  *  - far deadlines (1 year, 100 years, 200 years, INT64_MAX) never fire,
  *    stay stoppable, and leave the wheel working for near timers.
@@ -263,6 +264,44 @@ static void misuse(void* arg) {
     CHECK_EQ(nop_fired, 0);
 }
 
+/* A timer on another co's share stack, started by a co of another share
+ * stack or by a timer callback: -EINVAL as well (only the calling co's
+ * own stack was looked at: the wheel then kept a timer that the owner's
+ * stack mates overwrite).  Not in checked mode: there the touch of a
+ * suspended co's window is reported as an escape, and the process dies. */
+static aco_rt_timer_t* other_t;
+static int other_on_stack, other_from_co = 1, other_from_cb = 1;
+static void other_restart(aco_rt_timer_t* t) {
+    (void)t;
+    other_from_cb = aco_rt_timer_start(other_t, aco_rt_now() + 3600000 * MS, nop_fire);
+    aco_rt_timer_stop(other_t);
+}
+static void other_starter(void* arg) {
+    CHECK(aco_get_co()->share_stack != arg);
+    other_from_co = aco_rt_timer_start(other_t, aco_rt_now() + 3600000 * MS, nop_fire);
+    aco_rt_timer_stop(other_t);
+}
+static void other_stack(void* arg) {
+    (void)arg;
+    if (aco_checked()) return;
+    aco_rt_timer_t local;
+    memset(&local, 0, sizeof(local));
+    other_t = &local;
+    /* (as in misuse: ASan's fake stack may hold the local instead) */
+    const aco_share_stack_t* ss = aco_get_co()->share_stack;
+    other_on_stack = (char*)&local >= (char*)ss->ptr && (char*)&local < (char*)ss->ptr + ss->sz;
+    aco_rt_co_t* c = aco_rt_spawn(NULL, other_starter, (void*)ss);
+    CHECK(c != NULL);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    CHECK_EQ(other_from_co, other_on_stack ? -EINVAL : 0);
+    static aco_rt_timer_t cb_t;
+    memset(&cb_t, 0, sizeof(cb_t));
+    CHECK_EQ(aco_rt_timer_start(&cb_t, 0, other_restart), 0);
+    CHECK_EQ(aco_rt_sleep(3 * MS), 0);
+    CHECK_EQ(other_from_cb, other_on_stack ? -EINVAL : 0);
+    CHECK_EQ(nop_fired, 0);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Far deadlines, past deadlines, busy cos                                  */
 /* ------------------------------------------------------------------------ */
@@ -437,6 +476,7 @@ static void waking_callbacks(void* arg) {
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     test_go(s, misuse, NULL);
+    test_go(s, other_stack, NULL);
     test_go(s, past_deadlines, NULL);
     test_go(s, callbacks, NULL);
     test_go(s, busy, NULL);
