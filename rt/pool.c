@@ -304,20 +304,21 @@ aco_rt_group_t* aco_rt_pool_group_new(aco_rt_pool_t* p) {
 
 aco_rt_sched_t* aco_rt_group_sched(const aco_rt_group_t* g) { return g ? g->s : NULL; }
 
-/* co, made and held (rt_spawn), joins g: -ECANCELED if g is being
+/* co, made and held (rt_spawn), joins g, cancelled if g is being
  * cancelled.  (co->x was made by the spawn.) */
-static int group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
+static void group_join_new(aco_rt_group_t* g, aco_rt_co_t* co) {
     rt_extra_t* x = co->x;
     x->group = g;
     rt_lock(&g->lock);
+    /* before it is listed: a cancel from another thread reads the flags
+     * of the listed members (after our unlock) */
+    if (g->cancelling) co->flags |= RT_CANCELLED;
     x->gprev = NULL;
     x->gnext = g->head;
     if (g->head) g->head->x->gprev = co;
     g->head = co;
     g->n++;
-    int c = g->cancelling;
     rt_unlock(&g->lock);
-    return c ? -ECANCELED : 0;
 }
 
 static void group_leave(aco_rt_co_t* co) {
@@ -340,7 +341,7 @@ int aco_rt_group_spawn(aco_rt_group_t* g, aco_rt_fn_t fn, void* arg,
     if (g == NULL || fn == NULL) return -EINVAL;
     aco_rt_co_t* co = rt_spawn(g->s, fn, arg, opts, 1);
     if (co == NULL) return -errno;
-    if (group_join_new(g, co) < 0) co->flags |= RT_CANCELLED;
+    group_join_new(g, co);
     rt_spawn_go(co);
     aco_rt_detach(co);
     return 0;

@@ -654,9 +654,50 @@ static void group_cancel_now(void* arg) {
     }
 }
 
+/* A spawn from another thread into a group being cancelled, and a cancel
+ * on the group's thread that lists the new member before its spawn
+ * message came (the thread is busy in the canceller): the member comes
+ * cancelled, and the spawner wrote its flags before it was listed, under
+ * the group's lock.  (It wrote them after: ThreadSanitizer saw that write
+ * race with the cancel's read.  The flag between the two threads is
+ * relaxed, so that it orders nothing for TSan.) */
+static aco_rt_group_t* gx;
+static aco_rt_sem_t gx_sem;
+static int gx_held_r = 1, gx_new_r = 1, gx_spawned;
+static void gx_held(void* arg) {       /* keeps the group cancelling */
+    (void)arg;
+    aco_rt_cancel_shield(1);
+    gx_held_r = aco_rt_sem_wait(&gx_sem, -1);
+    aco_rt_cancel_shield(0);
+}
+static void gx_new(void* arg) { (void)arg; gx_new_r = aco_rt_sleep(10000 * MS); }
+static void gx_spawner(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_group_spawn(gx, gx_new, NULL, NULL), 0);
+    __atomic_store_n(&gx_spawned, 1, __ATOMIC_RELAXED);
+}
+static void group_spawn_cancelling(void* arg) {
+    (void)arg;
+    gx = aco_rt_group_new(NULL);
+    CHECK(gx != NULL);
+    CHECK_EQ(aco_rt_group_spawn(gx, gx_held, NULL, NULL), 0);
+    aco_rt_yield();                         /* it waits, shielded */
+    CHECK_EQ(aco_rt_group_cancel(gx, 0), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(T(1), gx_spawner, NULL)), 0);
+    int64_t end = aco_rt_now() + 10000 * MS;
+    while (!__atomic_load_n(&gx_spawned, __ATOMIC_RELAXED)) CHECK_LT(aco_rt_now(), end);
+    CHECK_EQ(aco_rt_group_cancel(gx, 0), -ETIMEDOUT);
+    aco_rt_sem_post(&gx_sem);
+    CHECK_EQ(aco_rt_group_join(gx, -1), 0);
+    CHECK_EQ(gx_held_r, 0);
+    CHECK_EQ(gx_new_r, -ECANCELED);
+    CHECK_EQ(aco_rt_group_free(gx), 0);
+}
+
 static void test_groups(void) {
     run_on(0, group_main, NULL);
     run_on(0, group_cancel_now, NULL);
+    run_on(0, group_spawn_cancelling, NULL);
     CHECK(aco_rt_group_new(NULL) == NULL && errno == EPERM);    /* main: no scheduler */
 }
 
