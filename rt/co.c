@@ -425,7 +425,10 @@ void rt_pooled_join(aco_rt_sched_t* s, struct aco_rt_pool* p, rt_idle_t* idle,
     if ((s->pooled.outbox = calloc(n, sizeof(*s->pooled.outbox))) != NULL) s->pooled.noutbox = n;
 }
 
+/* Before s is freed: from now on its wakes of its former siblings' cos
+ * hold them (rt_hold_sibling), as their frees wait for. */
 void rt_pooled_leave(aco_rt_sched_t* s) {
+    __atomic_store_n(&s->pooled.pool, NULL, __ATOMIC_RELAXED);
     free(s->pooled.outbox);
     s->pooled.outbox = NULL;
     s->pooled.noutbox = 0;

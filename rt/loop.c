@@ -223,7 +223,8 @@ static rt_mbox_t* mbox_new(aco_rt_sched_t* to, rt_outbox_t* o) {
  * is not NULL) in the mailbox from this thread to co's: 0 if it cannot. */
 static int mbox_send(aco_rt_co_t* co, aco_rt_sched_t* to, int res, const void* elem, size_t n) {
     aco_rt_sched_t* me = rt_tls_sched;
-    if (me == NULL || me->pooled.pool == NULL || to->pooled.pool != me->pooled.pool || to->pooled.idx >= me->pooled.noutbox ||
+    if (me == NULL || me->pooled.pool == NULL ||
+        __atomic_load_n(&to->pooled.pool, __ATOMIC_RELAXED) != me->pooled.pool || to->pooled.idx >= me->pooled.noutbox ||
         me->pooled.noutbox > RT_MB_POOL_MAX)
         return 0;
     rt_outbox_t* o = &me->pooled.outbox[to->pooled.idx];

@@ -711,15 +711,21 @@ static inline void rt_claim_reset(aco_rt_co_t* co) {
  * -EBUSY).  The count is s's (a word other threads write, in a line
  * that s's idle loop reads): a waker of s's own pool holds nothing, as
  * a pool's schedulers are freed only once all its threads have passed
- * its barrier (pool.c), when none of them is waking anything: the two
- * locked instructions on a line the other thread reads were a third of
- * a cross-thread hand-off (xpingpong). */
+ * its barrier (pool.c): the two locked instructions on a line the other
+ * thread reads were a third of a cross-thread hand-off (xpingpong).
+ * Past the barrier the threads free their schedulers at once, and a
+ * free wakes too (a destroyed group member's leave wakes the group's
+ * joiners, on a sibling that frees its own cos meanwhile): so each
+ * thread leaves its pool first (rt_pooled_leave: pool NULL), and holds
+ * as a stranger does from then on.  (pool is read by other threads:
+ * atomic, relaxed: a stranger's answer is no either way.) */
 void rt_hold_far(aco_rt_sched_t* s);
 int rt_hold_try_far(aco_rt_sched_t* s);
 void rt_hold_end_far(aco_rt_sched_t* s);
 static inline int rt_hold_sibling(const aco_rt_sched_t* s) {
     const aco_rt_sched_t* me = rt_tls_sched;
-    return me != NULL && me->pooled.pool != NULL && me->pooled.pool == s->pooled.pool;
+    return me != NULL && me->pooled.pool != NULL &&
+           me->pooled.pool == __atomic_load_n(&s->pooled.pool, __ATOMIC_RELAXED);
 }
 static inline void rt_hold(aco_rt_sched_t* s) {
     if (!rt_hold_sibling(s)) rt_hold_far(s);

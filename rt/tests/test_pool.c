@@ -7,6 +7,7 @@
  * aco_rt_pool_free from a pool co (-EDEADLK), aco_rt_spawn on a sibling
  * from a co that keeps running (ready at once, cancelled by pool_wait),
  * a spawn from a timer callback (counted by pool_wait, freed by pool_free),
+ * a pool freed while its threads' groups and joiners wake each other,
  * and a stress of 2 million cross-thread hand-offs (fewer
  * under valgrind, the sanitizers and -O0).  Every figure is checked: nothing
  * lost, nothing twice, nothing early.
@@ -1303,6 +1304,54 @@ static void test_spawn_from_timer(void) {
     }
 }
 
+/* aco_rt_pool_free, groups on thread 1 with a joiner each on thread 0:
+ * both threads free their schedulers at once, and thread 1's, destroying
+ * a member, wakes that group's joiner (the group empties) while thread 0
+ * destroys its cos.  The wake held nothing between siblings, so thread 0
+ * could free the joiner's record under it (ASan: a use after free in
+ * group_leave; TSan: races with the record's free).  The window is a few
+ * instructions: this runs the path, its timing swept round by round (a
+ * number of program timers that thread 0's free disarms first), for the
+ * sanitizers to watch; it failed only with the window widened by hand. */
+#define FG_GROUPS 32
+static aco_rt_group_t* fg_g[FG_GROUPS];
+static aco_rt_timer_t* fg_tm;
+static int fg_ntm;
+static atomic_int fg_parked;
+static void fg_never(aco_rt_timer_t* t) { (void)t; }
+static void fg_member(void* arg) { (void)arg; aco_rt_sleep_until(-1); }
+static void fg_joiner(void* arg) {
+    if (arg == fg_g[FG_GROUPS - 1])
+        for (int i = 0; i < fg_ntm; i++) aco_rt_timer_start(&fg_tm[i], INT64_MAX - i, fg_never);
+    atomic_fetch_add(&fg_parked, 1);
+    aco_rt_group_join(arg, -1);
+}
+static void test_free_group_joined(void) {
+    int rounds = SLOW ? 40 : 300, maxt = 2000;
+    fg_tm = calloc((size_t)maxt, sizeof(*fg_tm));
+    CHECK(fg_tm != NULL);
+    unsigned seed = 1;
+    for (int r = 0; r < rounds; r++) {
+        aco_rt_pool_t* p = new_pool(2);
+        fg_ntm = (int)(rand_r(&seed) % (unsigned)maxt);
+        atomic_store(&fg_parked, 0);
+        for (int k = 0; k < FG_GROUPS; k++) {
+            fg_g[k] = aco_rt_group_new(aco_rt_pool_sched(p, 1));
+            CHECK(fg_g[k] != NULL);
+            CHECK_EQ(aco_rt_group_spawn(fg_g[k], fg_member, NULL, NULL), 0);
+        }
+        /* (in the order in which thread 1's free destroys the members,
+         * the last first: thread 0's free looks at the joiners in the
+         * order they came, and may follow thread 1's wakes closely) */
+        for (int k = FG_GROUPS - 1; k >= 0; k--)
+            CHECK_EQ(aco_rt_detach(aco_rt_spawn(aco_rt_pool_sched(p, 0), fg_joiner, fg_g[k])), 0);
+        while (atomic_load(&fg_parked) < FG_GROUPS) sched_yield();
+        aco_rt_pool_free(p);
+        for (int k = 0; k < FG_GROUPS; k++) CHECK_EQ(aco_rt_group_free(fg_g[k]), 0);
+    }
+    free(fg_tm);
+}
+
 /* Each part, with how long it took (to stdout). */
 #define PART(fn)                                                              \
     do {                                                                      \
@@ -1335,6 +1384,7 @@ int main(void) {
     PART(test_free_while_woken);
     PART(test_free_group);
     PART(test_spawn_from_timer);
+    PART(test_free_group_joined);
     printf("test_pool: all passed\n");
     return 0;
 }
