@@ -117,6 +117,11 @@ static void keep_err(aco_rt_co_t* co, int fd, ssize_t r) {
         int err_ = rt_pend_err(co, fd);                                 \
         if (rt_unlikely(err_ != 0)) return err_;                        \
     } while (0)
+#define RD_PENDING_ERR(co, fd)                                          \
+    do {                                                                \
+        int err_ = rt_pend_err_rd(co, fd);                              \
+        if (rt_unlikely(err_ != 0)) return err_;                        \
+    } while (0)
 
 /* A NULL buffer of a non-zero size gets the kernel's answer, -EFAULT, at
  * once (aco_rt.h, "NULL"): not after a wait for bytes or room, and never
@@ -240,7 +245,7 @@ ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
         rq_t q = {K_READ, fd, buf, 0, 0};
         return rt_read_nothing(co, &q);
     }
-    PENDING_ERR(co, fd);
+    RD_PENDING_ERR(co, fd);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, 0, deadline);
     struct termios t;
@@ -264,7 +269,7 @@ static ssize_t dontwait(aco_rt_co_t* co, int kind, int fd, void* buf, size_t n, 
 static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
-    PENDING_ERR(co, fd);
+    RD_PENDING_ERR(co, fd);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);
     if (rt_unlikely(flags & MSG_DONTWAIT)) return dontwait(co, K_RECV, fd, buf, n, flags);
@@ -378,7 +383,7 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
         rq_t q = {K_READV, fd, (void*)iov, (size_t)iovcnt, 0};
         return rt_read_nothing(co, &q);
     }
-    PENDING_ERR(co, fd);
+    RD_PENDING_ERR(co, fd);
     FROM_LEND(co, fd, iov, iovcnt, 0, deadline);
     struct iovec* h = iov_for_uring(co, iov, iovcnt, deadline);
     if (h) return rt_uring_io(co, RT_OP_READV, fd, h, (size_t)iovcnt, 0, deadline);
@@ -916,8 +921,11 @@ static int msg_on_stack(aco_rt_co_t* co, const struct msghdr* m, int wr) {
  * waiting for readiness as long as it would block: the count or -errno. */
 static ssize_t msg_once(aco_rt_co_t* co, int send, int fd, struct msghdr* m, int flags,
                         int uring, int64_t deadline) {
-    int64_t step = 0;           /* (rt_ready_io's: a datagram's POLLOUT
-                                   that a send does not find) */
+    /* A datagram by address may meet POLLOUT and EAGAIN at once (a Unix
+     * peer whose queue is full: the sender's readiness knows no peer):
+     * once a wait said room that the send did not find, tries come after
+     * sleeps, 1 ms doubling to 64 ms, as a blocking sendmsg(2) waits. */
+    int64_t step = 0;
     int waited = 0;
     for (;;) {
         ssize_t r;
@@ -931,7 +939,7 @@ static ssize_t msg_once(aco_rt_co_t* co, int send, int fd, struct msghdr* m, int
             if (errno == EINTR) continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
             if (flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) return -EAGAIN;     /* (never waits) */
-            if (waited && send && !step) {
+            if (waited && send && !step && m->msg_name) {
                 rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
                 if (e && rt_fd_kind(e, fd) == RT_FD_SOCK && !e->stream) step = 1;
             }
@@ -956,7 +964,8 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
     if ((msg->msg_iov == NULL && msg->msg_iovlen) || rt_iov_null(msg->msg_iov, (int)msg->msg_iovlen))
         return -EFAULT;
-    PENDING_ERR(co, fd);
+    if (send) PENDING_ERR(co, fd);
+    else RD_PENDING_ERR(co, fd);
     if (!send) {
         rt_fd_t* e = lend_entry(co->s, fd);
         if (rt_unlikely(e && e->rx && rt_lend_state(e) >= 0)) return -EOPNOTSUPP;

@@ -584,7 +584,7 @@ ssize_t aco_rt_recv_lend(int fd, const char** data, int64_t deadline) {
     if (rt_unlikely(rt_co_cancelled(co))) return -ECANCELED;
     if (data == NULL) return -EINVAL;
     aco_rt_sched_t* s = co->s;
-    int pe = rt_pend_err(co, fd);       /* an error kept for the next call */
+    int pe = rt_pend_err_rd(co, fd);    /* an error kept for the next call */
     if (pe) return pe;
     rt_fd_t* e = rt_fd_get(&s->fds, fd);
     if (e == NULL) return fd < 0 ? -EBADF : -ENOMEM;

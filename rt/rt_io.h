@@ -76,13 +76,24 @@ static inline int rt_pend_err(aco_rt_co_t* co, int fd) {
     struct pollfd p = {fd, 0, 0};
     return rt_sys_poll0(&p, 1) == 1 && (p.revents & POLLHUP) ? -err : 0;
 }
+/* The same for a receive: bytes the kernel (or a lend) holds come
+ * before the error, as from recv(2), which gives its queue first and then
+ * the socket's error; so the error stays kept while there are some. */
+int      rt_lend_state(rt_fd_t* e);
+static inline int rt_pend_err_rd(aco_rt_co_t* co, int fd) {
+    rt_fd_t* e = rt_fd_peek(&co->s->fds, fd);
+    if (rt_likely(e == NULL || e->pend_err == 0)) return 0;
+    char c;
+    if ((e->rx && rt_lend_state(e) == 1) || rt_sys_recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+        return 0;
+    return rt_pend_err(co, fd);
+}
 /* In wait_fd's events on io_uring: a wait for POLLIN on a lending
  * descriptor (aco_rt_wait: POLLIN itself taken out, the lend's arrivals
  * wake it, lend.c's rx_wake_pollers); never given to the kernel. */
 #define RT_POLL_LENT 0x40000000
 ssize_t  rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int cnt,
                       int flags, int64_t deadline);
-int      rt_lend_state(rt_fd_t* e);
 /* Has another scheduler an rx on fd (e: fd's entry here, or NULL)?  Only
  * when rt_rx_alive (the process has rxs at all). */
 extern uint32_t rt_rx_alive;

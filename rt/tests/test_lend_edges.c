@@ -12,7 +12,9 @@
  *     turning the scheduler's lends to the heap, and a socket's queued
  *     bytes are lent in order (they were skipped);
  *   - an error kept after part of a transfer is said by the next lend (it
- *     said 0), and a read of none leaves it kept (it took it);
+ *     said 0), and a read of none leaves it kept (it took it); a read
+ *     gets the bytes the peer sent before the reset first (the kept error
+ *     came before them);
  *   - a co woken by readiness whose socket is closed, and its number given
  *     to a new socket, before it runs: -EBADF, the new socket's bytes left
  *     for it (the co read them).
@@ -176,6 +178,40 @@ static void kept_errors(void* arg) {
     }
 }
 
+/* A write cut by a reset after part was sent keeps its error for the
+ * next call; a read then gets the bytes the peer sent before the reset
+ * first, as recv(2) gives its queue before the socket's error (the kept
+ * error came first, and the bytes were never read). */
+static int kb_peer;
+static void kb_resetter(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep(50 * MS), 0);
+    rst_close(kb_peer);
+}
+static void kept_after_bytes(void* arg) {
+    (void)arg;
+    int fds[2];
+    tcp_pair(fds);
+    CHECK_EQ(write(fds[1], "tail", 4), 4);
+    kb_peer = fds[1];
+    size_t big = 64 << 20;              /* (more than the buffers hold) */
+    char* b = malloc(big);
+    CHECK(b != NULL);
+    memset(b, 'x', big);
+    aco_rt_co_t* c = aco_rt_spawn(NULL, kb_resetter, NULL);
+    CHECK(c != NULL);
+    ssize_t w = aco_rt_write(fds[0], b, big, aco_rt_in_ms(5000));
+    CHECK(w > 0 && (size_t)w < big);    /* part, the error kept */
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    char buf[16];
+    CHECK_EQ(aco_rt_read(fds[0], buf, sizeof(buf), aco_rt_in_ms(1000)), 4);
+    CHECK(memcmp(buf, "tail", 4) == 0);
+    ssize_t r = aco_rt_read(fds[0], buf, sizeof(buf), aco_rt_in_ms(1000));
+    CHECK(r == -ECONNRESET || r == -EPIPE);
+    free(b);
+    aco_rt_close(fds[0]);
+}
+
 /* the woken reader: its buffer on its stack (the readiness way on both) */
 static int wr_x[2], wr_new[2];
 static volatile int wr_done;
@@ -234,6 +270,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, pollout_wait, NULL);
     test_go(s, unix_einval, NULL);
     test_go(s, kept_errors, NULL);
+    test_go(s, kept_after_bytes, NULL);
     test_go(s, woken_reader, NULL);
 }
 
