@@ -748,8 +748,8 @@ static void held_keep(aco_rt_sched_t* s, rt_extra_t* x) {
     x->held = NULL;
 }
 
-void rt_cos_free_held(aco_rt_sched_t* s) {
-    for (uint32_t i = 0; i < s->recs.nheld; i++) free(s->recs.held[i]);
+void rt_cos_free_held(aco_rt_sched_t* s, int keep) {
+    for (uint32_t i = 0; i < s->recs.nheld && !keep; i++) free(s->recs.held[i]);
     free(s->recs.held);
     s->recs.held = NULL;
     s->recs.nheld = 0;

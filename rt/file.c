@@ -784,13 +784,19 @@ __attribute__((noinline, cold)) static ssize_t null_buf(void) {
     return rt_co_cancelled(co) ? -ECANCELED : -EFAULT;
 }
 
-/* pread(2) or pwrite(2) of no bytes: the call itself, whose answer is
- * the file's (pwrite of none on /dev/full says ENOSPC, where pwritev2 of
- * an empty vector says 0), at once. */
+/* pread(2) or pwrite(2) of no bytes, at once.  On a device (a pipe, a
+ * socket...) the call itself, whose answer is the driver's (pwrite of
+ * none on /dev/full says ENOSPC, where pwritev2 of an empty vector says
+ * 0); on a file as an empty vector's, which the kernel answers before it
+ * asks the file system (a FUSE file's pread of none asks its server for
+ * the size: a wait in this thread). */
 __attribute__((noinline, cold)) static ssize_t p_none(int write, int fd, const void* buf,
                                                       int64_t off) {
     CO_OR_EPERM(co);
-    long r = rt_sys_pio(write, fd, buf, 0, off);
+    int cached;
+    struct iovec v = {(void*)buf, 0};
+    long r = fd_mode(co->s, fd, &cached) & FM_NOTREG ? rt_sys_pio(write, fd, buf, 0, off)
+                                                     : rt_sys_prw(write, fd, &v, 1, off, 0);
     return r < 0 ? -errno : r;
 }
 

@@ -698,12 +698,23 @@ EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct
         hk_mem(a, l, 0);
     }
     /* (as sendmsg: a wait for POLLOUT alone would spin where readiness
-     * knows no peer, a Unix datagram to a full queue by address) */
+     * knows no peer, a Unix datagram to a full queue by address; but a
+     * length sendmsg(2) would take otherwise, none or above the largest
+     * address, which sendto(2) gives the protocol or refuses, goes as
+     * sendto) */
     if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(snd_of(fd));
-        struct iovec v = {(void*)buf, n};
-        struct msghdr m = {.msg_name = (void*)a, .msg_namelen = l, .msg_iov = &v, .msg_iovlen = 1};
-        return ret_dl(aco_rt_sendmsg(fd, &m, flags, dl), dl);
+        if (l > 0 && l <= sizeof(struct sockaddr_storage)) {
+            struct iovec v = {(void*)buf, n};
+            struct msghdr m = {.msg_name = (void*)a, .msg_namelen = l, .msg_iov = &v, .msg_iovlen = 1};
+            return ret_dl(aco_rt_sendmsg(fd, &m, flags, dl), dl);
+        }
+        for (;;) {
+            ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL, a, l);
+            if (r >= 0 || errno != EAGAIN) return r;
+            int w = aco_rt_wait(fd, POLLOUT, dl);
+            if (w < 0) return ret_dl(w, dl);
+        }
     }
     ssize_t r;
     while ((r = LIBC(sendto)(fd, buf, n, flags, a, l)) < 0 && errno == EAGAIN &&

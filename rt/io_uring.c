@@ -243,6 +243,7 @@ static void ops_drain(ur_t* u);
 static void ur_fini(aco_rt_sched_t* s) {
     ur_t* u = (ur_t*)s->backend.data;
     if (u->metas || u->files) ops_drain(u);
+    s->backend.left_ops = u->metas || u->files;       /* (the drain gave up) */
     while (u->blocks) {
         rt_ur_pblk_t* b = u->blocks;
         u->blocks = b->next;
@@ -466,9 +467,11 @@ static int op_wait(aco_rt_co_t* co, struct io_uring_sqe* sqe, int wait, int fd,
     rt_fd_t* f = rt_fd_get(&co->s->fds, fd);
     /* a read or write of what is not a socket (a regular file that io-wq
      * reads blocking: FUSE, NFS) may be writing the caller's buffer long
-     * after a cancel: counted as the file calls' are, for ur_fini to wait */
+     * after a cancel: counted as the file calls' are, for ur_fini to wait
+     * (where its cancel takes them all at once, 5.19: before, a pipe's
+     * read left in flight would cost every free the drain's whole second) */
     if (wait >= RT_W_UR_OP && wait <= RT_W_UR_OP + RT_OP_WRITEV && f &&
-        rt_fd_kind(f, fd) == RT_FD_OTHER)
+        rt_fd_kind(f, fd) == RT_FD_OTHER && ((ur_t*)co->s->backend.data)->cancel_keys)
         wait = RT_W_UR_FILE;
     if (wait == RT_W_UR_FILE) {
         io_uring_sqe_set_data(sqe, (void*)((uintptr_t)co | FILE_TAG));

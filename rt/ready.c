@@ -316,12 +316,6 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     rt_fd_t* e = (rd && s->backend.ops == &rt_backend_epoll && q->kind != K_READV &&
                   !(q->flags & MSG_PEEK) && f->stream && !f->rd_hup) ? f : NULL;
 
-    /* A datagram socket may say POLLOUT and EAGAIN at once (a send to a
-     * Unix peer whose queue is full, by address: readiness knows no peer):
-     * once a wait said room that the send did not find, tries come after
-     * sleeps, 1 ms doubling to 64 ms, as a blocking send(2) waits. */
-    int64_t step = 0;
-    int waited = 0;
     if (e && e->rd_empty && !rt_passed(deadline)) goto wait;
     for (;;) {
         ssize_t n = sys_once(f, q);
@@ -331,21 +325,12 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
         }
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
-        if (waited && !rd && !step && rt_fd_kind(f, q->fd) == RT_FD_SOCK && !f->stream) step = 1;
     wait:
         if ((r = rt_may_block(co, deadline)) != 0) return r;
         /* (an aco_rt_close while the co was ready and not yet run: the
          * number may hold a new file by then, whose bytes are not ours) */
         uint8_t closes = f->closes;
-        if (step) {
-            int64_t ns = step * 1000000;
-            if (deadline != -1 && deadline - rt_now() < ns) ns = deadline - rt_now();
-            if (ns > 0 && (r = aco_rt_sleep(ns)) < 0) return r;
-            step = step < 64 ? 2 * step : 64;
-        } else if ((r = s->backend.ops->wait_fd(co, q->fd, events, deadline)) < 0) {
-            return r;
-        }
-        waited = 1;
+        if ((r = s->backend.ops->wait_fd(co, q->fd, events, deadline)) < 0) return r;
         if (__atomic_load_n(&s->cl.list, __ATOMIC_ACQUIRE)) rt_hook_closes(s);  /* (sent first) */
         if (f->closes != closes) return -EBADF;
         if (e) e->rd_empty = 0;

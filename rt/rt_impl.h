@@ -458,6 +458,9 @@ typedef struct rt_pooled {              /* co.c: a pool thread's exchange */
 typedef struct rt_be {                  /* io_epoll.c, io_uring.c: the backend */
     const rt_backend_t* ops;            /* (set by its init) */
     void*               data;
+    uint8_t             left_ops;       /* its fini left operations in the
+                                           kernel (a hung file system's):
+                                           memory they write is never freed */
 } rt_be_t;
 
 typedef struct rt_reg {                 /* io.c */
@@ -1041,7 +1044,9 @@ void rt_record_free(aco_rt_sched_t* s, aco_rt_co_t* co);
 void rt_cancel_local(aco_rt_co_t* co);
 void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen);
 void rt_cos_free_all(aco_rt_sched_t* s);
-void rt_cos_free_held(aco_rt_sched_t* s);     /* (after the backend's fini) */
+/* After the backend's fini: freed, or only let go if it left operations
+ * in the kernel (keep: they may write them yet). */
+void rt_cos_free_held(aco_rt_sched_t* s, int keep);
 void rt_join_abort(aco_rt_co_t* me, int err);
 
 /* Pool threads' exchange (co.c).  rt_newq_flush: the new cos kept to

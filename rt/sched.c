@@ -233,7 +233,7 @@ void aco_rt_sched_free(aco_rt_sched_t* s) {
     rt_lend_fini(s);
     rt_file_fini(s);
     s->backend.ops->fini(s);
-    rt_cos_free_held(s);    /* (the kernel writes none of it now) */
+    rt_cos_free_held(s, s->backend.left_ops);     /* (the kernel writes none now) */
     rt_fd_free_all(&s->fds);
     rt_sched_quiesce(s);    /* no other thread is still waking us */
     rt_kernel_fini(s);
