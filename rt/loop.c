@@ -503,13 +503,19 @@ static inline int asked(aco_rt_sched_t* s) {
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
     if (*hot && timeout != 0 && s->run.spin_ns > 0) {
         *hot = 0;
-        int64_t end = rt_now() + s->run.spin_ns;
+        /* (no longer than the first timer is away: the spin's time comes
+         * off the wait after it, so a timer due meanwhile is not late) */
+        int64_t t0 = rt_now(), spin = s->run.spin_ns;
+        if (timeout > 0 && timeout < spin) spin = timeout;
+        int64_t end = t0 + spin;
         for (unsigned i = 1;; i++) {
             if (!inbox_empty(&s->mail.inbox) || mbox_ready(s)) return 0;
             rt_pause();     /* (one: more make a VM deschedule the vCPU) */
-            if ((i & 63) == 0 && (asked(s) || rt_now() > end)) break;
+            if ((i & 63) == 0 && (asked(s) || rt_now() >= end)) break;
         }
         if (asked(s)) return 0;
+        int64_t spent = rt_now() - t0;
+        if (timeout > 0) timeout = timeout > spent ? timeout - spent : 0;
     }
     __atomic_store_n(&s->mail.sleeping, 1, __ATOMIC_SEQ_CST);
     if (asked(s)) {
