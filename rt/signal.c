@@ -19,38 +19,45 @@
 
 /* *out as sigwaitinfo(2) fills it, from what the signalfd said.  The
  * members of siginfo_t share storage (si_value with si_status, si_addr
- * with si_pid), so each kind of signal gets only its own, chosen by
- * si_code as the kernel chose it: a code > 0 is the kernel's own (a child's
- * state, a fault's address, an I/O event's fd), a code <= 0 a sender's. */
+ * with si_pid, si_band with si_pid and si_uid), so each kind of signal
+ * gets only its own, chosen from the signal and si_code as the kernel
+ * chooses (siginfo_layout): a code between SI_USER and SI_KERNEL is the
+ * kernel's own (a child's state, a fault's address, seccomp's system
+ * call, an I/O event's fd), SI_TIMER a POSIX timer's, another code < 0 a
+ * sender's with a value, the rest (SI_USER, SI_KERNEL) a sender's. */
 static void to_siginfo(const struct signalfd_siginfo* in, siginfo_t* out) {
     int sig = (int)in->ssi_signo, code = in->ssi_code;
+    int kernel = code > SI_USER && code < SI_KERNEL;
     memset(out, 0, sizeof(*out));
     out->si_signo = sig;
     out->si_errno = in->ssi_errno;
     out->si_code = code;
-    if (code > 0 && sig == SIGCHLD) {
+    if (kernel && sig == SIGCHLD) {
         out->si_pid = (pid_t)in->ssi_pid;
         out->si_uid = (uid_t)in->ssi_uid;
         out->si_status = in->ssi_status;
         out->si_utime = (clock_t)in->ssi_utime;
         out->si_stime = (clock_t)in->ssi_stime;
-    } else if (code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
-                            sig == SIGFPE || sig == SIGTRAP)) {
+    } else if (kernel && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+                          sig == SIGFPE || sig == SIGTRAP)) {
         out->si_addr = (void*)(uintptr_t)in->ssi_addr;
-    } else if (code > 0) {          /* SIGIO, or F_SETSIG's signal: POLL_* */
-        out->si_band = (long)in->ssi_band;
+        if (sig == SIGBUS && (code == BUS_MCEERR_AR || code == BUS_MCEERR_AO))
+            out->si_addr_lsb = (short)in->ssi_addr_lsb;
+    } else if (kernel && sig == SIGSYS) {   /* seccomp's SECCOMP_RET_TRAP */
+        out->si_call_addr = (void*)(uintptr_t)in->ssi_call_addr;
+        out->si_syscall = in->ssi_syscall;
+        out->si_arch = in->ssi_arch;
+    } else if ((kernel && code <= POLL_HUP) || code == SI_SIGIO) {
+        out->si_band = (long)in->ssi_band;  /* SIGIO, or F_SETSIG's signal */
         out->si_fd = in->ssi_fd;
     } else if (code == SI_TIMER) {
         out->si_timerid = (int)in->ssi_tid;
         out->si_overrun = (int)in->ssi_overrun;
         out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
-    } else if (code == SI_QUEUE || code == SI_MESGQ || code == SI_ASYNCIO) {
+    } else {                        /* a sender's: SI_USER, SI_QUEUE, ... */
         out->si_pid = (pid_t)in->ssi_pid;
         out->si_uid = (uid_t)in->ssi_uid;
-        out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
-    } else {                        /* SI_USER, SI_TKILL, ... */
-        out->si_pid = (pid_t)in->ssi_pid;
-        out->si_uid = (uid_t)in->ssi_uid;
+        if (code < 0) out->si_value.sival_ptr = (void*)(uintptr_t)in->ssi_ptr;
     }
 }
 
