@@ -186,8 +186,11 @@ static int started(void) {
 /* ------------------------------------------------------------------------ */
 
 /* OpenSSL's last reason in the thread's queue into out ("" if none); the
- * queue emptied. */
-static void take_reason(char* out, size_t len) {
+ * queue emptied.  1 if any error in it is an allocation that failed:
+ * OpenSSL 3.0 often ends such a queue with "internal error", "EVP lib"
+ * or "ASN1 lib" (or a verification it could not finish), the malloc
+ * failure deeper down; 0 else. */
+static int take_reason(char* out, size_t len) {
     unsigned long e = ERR_peek_last_error();
     out[0] = 0;
     if (e) {
@@ -195,7 +198,12 @@ static void take_reason(char* out, size_t len) {
         if (r) snprintf(out, len, "%s", r);
         else snprintf(out, len, "OpenSSL error %lx", e);
     }
-    ERR_clear_error();
+    int oom = 0;
+    while ((e = ERR_get_error()) != 0)
+        if (ERR_SYSTEM_ERROR(e) ? ERR_GET_REASON(e) == ENOMEM
+                                : ERR_GET_REASON(e) == ERR_R_MALLOC_FAILURE)
+            oom = 1;
+    return oom;
 }
 
 static void say(char* err, size_t len, const char* fmt, ...) {
@@ -417,10 +425,8 @@ ossl:
     {
         unsigned long first = ERR_peek_error();
         int sys = ERR_SYSTEM_ERROR(first) ? ERR_GET_REASON(first) : 0;
-        take_reason(why, sizeof why);
-        *eno = sys == EMFILE || sys == ENFILE || sys == ENOMEM ? sys
-               : strstr(why, "malloc")                         ? ENOMEM
-                                                               : EPROTO;
+        int oom = take_reason(why, sizeof why);
+        *eno = sys == EMFILE || sys == ENFILE ? sys : oom ? ENOMEM : EPROTO;
     }
     say(err, errlen, "aco_rt_tls_ctx_new: %s: %s", step, why[0] ? why : "refused");
     SSL_CTX_free(s);
@@ -703,7 +709,10 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         ERR_clear_error();
         return 0;
     case SSL_ERROR_SYSCALL:
-        take_reason(why, sizeof why);
+        if (take_reason(why, sizeof why)) {
+            err = -ENOMEM;
+            break;
+        }
         err = t->sys_err ? -t->sys_err : -ECONNRESET;
         if (why[0] == 0)
             snprintf(why, sizeof why, "%s", t->sys_err ? strerror(t->sys_err)
@@ -719,9 +728,13 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
     case SSL_ERROR_SSL: {
         unsigned long l = ERR_peek_last_error();
         int reason = ERR_GET_REASON(l);
-        take_reason(why, sizeof why);
+        int oom = take_reason(why, sizeof why);
         long v = SSL_get_verify_result(t->ssl);
-        if (reason == SSL_R_CERTIFICATE_VERIFY_FAILED ||
+        if (oom || v == X509_V_ERR_OUT_OF_MEM) {
+            /* (not the peer's fault: not -EPROTO nor -EKEYREJECTED) */
+            err = -ENOMEM;
+            snprintf(why, sizeof why, "out of memory (OpenSSL)");
+        } else if (reason == SSL_R_CERTIFICATE_VERIFY_FAILED ||
             (v != X509_V_OK && SSL_get_verify_mode(t->ssl) != SSL_VERIFY_NONE &&
              !SSL_is_init_finished(t->ssl))) {
             err = -EKEYREJECTED;
@@ -729,16 +742,13 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         } else if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
             err = -ECONNRESET;
             snprintf(why, sizeof why, "the stream ended without close_notify");
-        } else if (reason == ERR_R_MALLOC_FAILURE) {
-            err = -ENOMEM;
         } else {
             err = t->sys_err ? -t->sys_err : -EPROTO;
         }
         break;
     }
     default:
-        take_reason(why, sizeof why);
-        err = -EPROTO;
+        err = take_reason(why, sizeof why) ? -ENOMEM : -EPROTO;
         break;
     }
     ERR_clear_error();

@@ -66,6 +66,9 @@
  *   - errors: "done for" (the same error at once from every call), errors
  *     per connection (two failing at once in two cos, each its own text),
  *     the thread's OpenSSL error queue empty whenever another co looks;
+ *   - out of memory (OpenSSL's allocations through the test's functions,
+ *     those of one co failing): a handshake's -ENOMEM on either side, then
+ *     done for; ctx_new's ENOMEM;
  *   - bufio over TLS (read_until, read_full, write, flush, fd, end of
  *     stream, truncation, a write's timeout then flush and the rest),
  *     aco_rt_bufio_new_io (EINVAL cases, a transport of our own that takes
@@ -2570,6 +2573,68 @@ static void g_errors(void* arg) {
     link_close(&l);
 }
 
+/* ---- out of memory -------------------------------------------------------------- */
+
+/* OpenSSL allocates through these (main sets them before anything of
+ * OpenSSL's runs): every allocation of the co g_starve fails. */
+static aco_rt_co_t* g_starve;
+static int starved(void) { return g_starve != NULL && aco_rt_self() == g_starve; }
+static void* t_malloc(size_t n, const char* f, int l) {
+    (void)f, (void)l;
+    return starved() ? NULL : malloc(n);
+}
+static void* t_realloc(void* p, size_t n, const char* f, int l) {
+    (void)f, (void)l;
+    return starved() ? NULL : realloc(p, n);
+}
+static void t_free(void* p, const char* f, int l) {
+    (void)f, (void)l;
+    free(p);
+}
+
+/* A handshake that OpenSSL cannot allocate for is -ENOMEM, not the
+ * "internal error" (-EPROTO) that OpenSSL 3.0 ends the queue with (the
+ * malloc failure deeper in it), nor a verification failure; then done
+ * for; the queue left empty. */
+static void g_oom(void* arg) {
+    (void)arg;
+    link_t l;
+    char buf[16];
+    for (int server = 0; server < 2; server++) {
+        link_open(&l, g_srv, g_cli, "localhost", 0);
+        aco_rt_tls_t* t = server ? l.s : l.c;
+        hs_job_t j = {server ? l.c : l.s, D(), 0, 0};
+        aco_rt_co_t* co = go(co_hs, &j);
+        g_starve = aco_rt_self();
+        int r = aco_rt_tls_handshake(t, D());
+        g_starve = NULL;
+        /* (the other end fails as it may: an alert, or the end) */
+        shutdown(server ? l.sfd : l.cfd, SHUT_RDWR);
+        join(co);
+        T_EQ(r, -ENOMEM);
+        T_HAS(aco_rt_tls_error(t), "memory");
+        T_EQ(aco_rt_tls_read(t, buf, sizeof(buf), D()), -ENOMEM);
+        T_QUEUE_EMPTY();
+        link_close(&l);
+    }
+    /* a context */
+    aco_rt_tls_opts_t o;
+    memset(&o, 0, sizeof(o));
+    o.server = 1;
+    o.cert_pem = leaf.cert;
+    o.key_pem = leaf.key;
+    char err[256];
+    g_starve = aco_rt_self();
+    errno = 0;
+    aco_rt_tls_ctx_t* c = aco_rt_tls_ctx_new(&o, err, sizeof(err));
+    int e = errno;
+    g_starve = NULL;
+    T(c == NULL);
+    T_EQ(e, ENOMEM);
+    aco_rt_tls_ctx_free(c);
+    T_QUEUE_EMPTY();
+}
+
 /* ---- bufio over TLS, bufio_new_io ----------------------------------------------- */
 
 typedef struct {
@@ -3120,6 +3185,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     run_group(s, "reads", g_reads);
     run_group(s, "writes", g_writes);
     run_group(s, "errors", g_errors);
+    run_group(s, "out of memory", g_oom);
     run_group(s, "bufio", g_bufio);
     run_group(s, "lifetimes", g_lifetimes);
     run_group(s, "aco_rt_tls_wait", g_wait);
@@ -3127,6 +3193,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
 }
 
 int main(void) {
+    CHECK(CRYPTO_set_mem_functions(t_malloc, t_realloc, t_free) == 1);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!getenv("ACO_RT_TEST_WATCHDOG")) setenv("ACO_RT_TEST_WATCHDOG", "240", 1);
 
