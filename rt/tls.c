@@ -54,6 +54,7 @@ struct aco_rt_tls {
     int dead;                   /* the error that ended it, or 0 */
     int wdead;                  /* the error that ended its writing side, or 0 */
     int sys_err;                /* the BIO's last recv/send errno */
+    int sys_sent;               /* ... a send's (not a recv's) */
     int eof;                    /* the BIO met the stream's end */
     int want;                   /* the last call's SSL_ERROR_WANT_*, or 0 (a
                                    wait that saw bytes come clears WANT_READ:
@@ -96,7 +97,7 @@ static int bio_write(BIO* b, const char* buf, size_t n, size_t* done) {
         return 1;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(b);
-    else t->sys_err = errno;
+    else t->sys_err = errno, t->sys_sent = 1;
     return 0;
 }
 
@@ -122,7 +123,7 @@ static int bio_read_lent(BIO* b, aco_rt_tls_t* t, char* buf, size_t n, size_t* d
     }
     *done = 0;
     if (t->lent_end == 0) t->eof = 1;
-    else t->sys_err = -t->lent_end;
+    else t->sys_err = -t->lent_end, t->sys_sent = 0;
     return 0;
 }
 
@@ -141,7 +142,7 @@ static int bio_read(BIO* b, char* buf, size_t n, size_t* done) {
         return 0;               /* the end of the stream */
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_read(b);
-    else t->sys_err = errno;
+    else t->sys_err = errno, t->sys_sent = 0;
     return 0;
 }
 
@@ -742,8 +743,13 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         } else if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
             err = -ECONNRESET;
             snprintf(why, sizeof why, "the stream ended without close_notify");
+        } else if (t->sys_err && (writing || !t->sys_sent)) {
+            err = -t->sys_err;
         } else {
-            err = t->sys_err ? -t->sys_err : -EPROTO;
+            /* (a read's or handshake's send that failed is the alert
+             * OpenSSL sends about the protocol error: the peer's socket
+             * may be gone; the error is the peer's breach, not EPIPE) */
+            err = -EPROTO;
         }
         break;
     }

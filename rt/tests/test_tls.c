@@ -56,6 +56,7 @@
  *     aco_rt_close under a read (-EBADF);
  *   - reads: 0 after close_notify (and again), -ECONNRESET for a socket
  *     closed, a stream shut without close_notify and one cut mid-record,
+ *     -EPROTO for a corrupt record though the alert back met EPIPE,
  *     n == 0, -EPIPE after our shutdown while reads go on;
  *   - writes: 1 MiB intact in records of at most 16 KiB (seen on the wire
  *     by a relay), 16384 and 16385 bytes (one record, two), writev of many
@@ -2241,6 +2242,23 @@ static void g_reads(void* arg) {
          * own answer is a decode_error alert: nginx sends none) */
         T_EQ(recv(l.cfd, buf, sizeof(buf), MSG_DONTWAIT), -1);
         T_EQ(errno, EAGAIN);
+    }
+    link_close(&l);
+
+    /* a corrupt record, then the peer's socket closed: the peer broke
+     * the protocol (-EPROTO), though the alert OpenSSL sends back about
+     * it meets EPIPE */
+    link_open(&l, g_srv, g_cli, "localhost", 0);
+    if (link_up(&l)) {
+        char rec[5 + 32] = "\x17\x03\x03\x00\x20";
+        memset(rec + 5, 0x5a, 32);
+        T_EQ(send(l.cfd, rec, sizeof(rec), MSG_NOSIGNAL), (ssize_t)sizeof(rec));
+        close(l.cfd);
+        l.cfd = -1;
+        T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), -EPROTO);
+        T_HAS(aco_rt_tls_error(l.s), "bad record mac");
+        T_EQ(aco_rt_tls_read(l.s, buf, sizeof(buf), D()), -EPROTO);
+        T_EQ(aco_rt_tls_write(l.s, "x", 1, D()), -EPROTO);
     }
     link_close(&l);
 
