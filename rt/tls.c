@@ -712,6 +712,7 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
     case SSL_ERROR_SYSCALL:
         if (take_reason(why, sizeof why)) {
             err = -ENOMEM;
+            snprintf(why, sizeof why, "out of memory (OpenSSL)");
             break;
         }
         err = t->sys_err ? -t->sys_err : -ECONNRESET;
@@ -754,7 +755,11 @@ static int after(aco_rt_tls_t* t, int r, int64_t deadline, int writing) {
         break;
     }
     default:
-        err = take_reason(why, sizeof why) ? -ENOMEM : -EPROTO;
+        err = -EPROTO;
+        if (take_reason(why, sizeof why)) {
+            err = -ENOMEM;
+            snprintf(why, sizeof why, "out of memory (OpenSSL)");
+        }
         break;
     }
     ERR_clear_error();
