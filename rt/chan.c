@@ -45,7 +45,8 @@
  * everyone takes the lock: an owned channel pays one membarrier when
  * another thread comes.  Without membarrier (or under TSan, which does not
  * know it) no channel has an owner.  A co waits on a channel only while the channel
- * is its scheduler's or no one's, and its scheduler's cos are never inside
+ * is its scheduler's or no one's (a scheduler becomes the owner only while
+ * no other's co waits in it), and its scheduler's cos are never inside
  * while that scheduler unlinks it (rt_abort_shared, aco_rt_sched_free):
  * there the plain lock is enough.
  */
@@ -127,9 +128,15 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     aco_rt_sched_t* o = __atomic_load_n(&ch->owner, __ATOMIC_RELAXED);
     if (rt_likely(o == OWNER_NONE || o == s)) return;
     if (o == OWNER_FREE) {
-        /* (cand_n counts this scheduler's calls in a row) */
+        /* (cand_n counts this scheduler's calls in a row)  Not while a co
+         * of another thread may wait in it: its deadline, cancel or
+         * scheduler's free takes its waiter off with the plain lock
+         * (rt_abort_shared, aco_rt_sched_free), which the owner's cos do
+         * not see.  A co that comes later revokes first. */
         if (s != ch->cand) ch->cand = s, ch->cand_n = 0;
-        if (s && ++ch->cand_n >= OWN_AFTER) __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
+        if (s && ++ch->cand_n >= OWN_AFTER && rt_wq_empty(&ch->sendq) &&
+            rt_wq_empty(&ch->recvq) && (ch->direct == NULL || ch->direct_s == s))
+            __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
         return;
     }
     /* The owner's busy store is visible after it, or its load of the lock

@@ -10,7 +10,11 @@
  * hand-offs; every element must come once, whole, and each sender's in
  * order.  Then the newcomer is a plain thread: aco_rt_chan_len,
  * aco_rt_chan_close and aco_rt_chan_free from main while a co of thread 0
- * owns the channel and waits in it.
+ * owns the channel and waits in it.  Last, cos of thread 1 wait in a
+ * channel with deadlines while a co of thread 0 makes its 64 calls in a
+ * row and sends: thread 0 must not own it while they wait (their deadlines
+ * take them off the queue with the lock alone): every element sent once,
+ * to a receiver that got it.
  */
 #include "rt_test.h"
 
@@ -81,6 +85,43 @@ static void owner_co(void* arg) {
     owner_r = aco_rt_chan_recv(ch, &v, -1);
 }
 
+/* Cos of thread 1 wait in ch with deadlines; thread 0's sender makes 64
+ * calls (an owner, were nobody else's cos waiting), then sends to them
+ * while their deadlines pass. */
+#define NW 60                           /* waiters a round (under 64 calls) */
+static int64_t t0;
+static int nparked, ngot, nsent, ntimedout;
+static uint64_t got[NW];
+
+static void late_receiver(void* arg) {
+    int i = (int)(uintptr_t)arg;
+    uint64_t v;
+    __atomic_fetch_add(&nparked, 1, __ATOMIC_RELAXED);
+    /* (the first waits in the channel itself, without a deadline) */
+    int r = aco_rt_chan_recv(ch, &v, i == 0 ? -1 : t0 + i * 5000);
+    if (r == 0) {
+        got[__atomic_fetch_add(&ngot, 1, __ATOMIC_RELAXED)] = v;
+    } else {
+        CHECK_EQ(r, -ETIMEDOUT);
+        __atomic_fetch_add(&ntimedout, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void busy_until(int64_t t) { while (aco_rt_now() < t) {} }
+
+static void late_sender(void* arg) {
+    (void)arg;
+    for (int i = 0; i < 64; i++) aco_rt_chan_len(ch);
+    busy_until(t0 - 20000);
+    for (uint64_t k = 1;; k++) {
+        int r = aco_rt_chan_send(ch, &k, aco_rt_now() + 50000);
+        if (r == -ETIMEDOUT) break;
+        CHECK_EQ(r, 0);
+        nsent++;
+        busy_until(aco_rt_now() + 10000);       /* (through the deadlines) */
+    }
+}
+
 int main(void) {
     aco_rt_pool_opts_t o = {0};
     o.threads = 2;
@@ -114,6 +155,30 @@ int main(void) {
     CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 120000 * MS), 0);
     CHECK_EQ(owner_r, -EPIPE);
     CHECK_EQ(aco_rt_chan_free(ch), 0);
+
+    /* Deadlines on thread 1 while thread 0 would own the channel. */
+    for (int r = 0; r < (FEW ? 300 : 1000); r++) {
+        CHECK((ch = aco_rt_chan_new(8, 0)) != NULL);
+        nparked = ngot = nsent = ntimedout = 0;
+        t0 = aco_rt_now() + 2 * MS;
+        for (int i = 0; i < NW; i++) {
+            spawn_on(1, late_receiver, (void*)(uintptr_t)i);
+            if (i == NW / 2) {          /* (thread 1's calls: no run of 64) */
+                while (__atomic_load_n(&nparked, __ATOMIC_RELAXED) <= i) usleep(50);
+                usleep(100);
+                aco_rt_chan_len(ch);
+            }
+        }
+        while (__atomic_load_n(&nparked, __ATOMIC_RELAXED) < NW) usleep(100);
+        usleep(200);
+        spawn_on(0, late_sender, NULL);
+        CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, aco_rt_now() + 120000 * MS), 0);
+        CHECK_EQ(ngot + ntimedout, NW);
+        CHECK_EQ(ngot, nsent);
+        for (int i = 0; i < ngot; i++)
+            for (int j = i + 1; j < ngot; j++) CHECK(got[i] != got[j]);
+        CHECK_EQ(aco_rt_chan_free(ch), 0);
+    }
     aco_rt_pool_free(pool);
     return 0;
 }
