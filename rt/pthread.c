@@ -901,7 +901,6 @@ int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
     if (rt_self() == NULL) return EPERM;
     int r = aco_rt_mutex_lock(&b->m_, -1);
     if (r) return -r;
-    unsigned round = b->round_;
     /* arrived_ may count cos that left (cancelled, or destroyed by
      * aco_rt_sched_free): when it says the round is full, the queue says
      * who is still there (one look per round). */
@@ -912,10 +911,21 @@ int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
         aco_rt_mutex_unlock(&b->m_);
         return ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD;
     }
-    do r = aco_rt_cond_wait(&b->q_, &b->m_, -1);
-    while (r == 0 && b->round_ == round);
-    if (b->round_ != round) r = 0;      /* the round ended: it counted */
-    /* else cancelled: off the queue, it no longer counts (above) */
+    /* The condition wait without its relock: on the queue before m_ is
+     * let go (the round's last co takes m_ first), then nothing of b is
+     * touched after the wake, for the last co may destroy and free b as
+     * soon as it returns (POSIX lets it).  Only the round's end wakes
+     * (0); a cancel that won takes the co off the queue (ECANCELED: it no
+     * longer counts, above). */
+    aco_rt_co_t* me = rt_self();
+    if ((r = rt_may_block(me, -1)) != 0) {
+        aco_rt_mutex_unlock(&b->m_);
+        return -r;
+    }
+    rt_lock(&b->q_.lock_);
+    rt_claim_reset(me);
+    rt_wq_push_locked(&b->q_.q_, &me->w, &b->q_.lock_);
+    rt_unlock(&b->q_.lock_);
     aco_rt_mutex_unlock(&b->m_);
-    return -r;
+    return -rt_park(me, RT_W_COND, &b->q_, -1);
 }

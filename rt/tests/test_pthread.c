@@ -41,12 +41,15 @@
  *  - rwlock: readers together, writers alone, EDEADLK, EBUSY, EPERM,
  *    timedwrlock never early, a reader locking again past a waiting
  *    writer, a cancelled co can still unlock; barrier: 5 cos, 3 rounds, one
- *    SERIAL each, nobody through early, EINVAL, EBUSY.
+ *    SERIAL each, nobody through early, EINVAL, EBUSY; the SERIAL co
+ *    destroys and unmaps the barrier while the others are woken (on one
+ *    scheduler, and on a pool's two threads).
  */
 #include "rt_test.h"
 #include "../aco_rt_pthread.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -1234,6 +1237,61 @@ static void barrier_test(void* arg) {
     CHECK_EQ(aco_rt_pthread_barrier_destroy(&BAR), 0);
 }
 
+/* The co that gets SERIAL destroys the barrier and gives its memory back
+ * (POSIX lets it: the others, woken, are no longer in it): the others
+ * must not touch it after their wake.  The barrier on a page of its own,
+ * unmapped: a touch is a SIGSEGV.  Cos of this scheduler and of a pool's
+ * two threads. */
+static aco_rt_pthread_barrier_t* bar_page;
+static int bar_serial, bar_other;
+static void* bar_free_co(void* arg) {
+    (void)arg;
+    int rc = aco_rt_pthread_barrier_wait(bar_page);
+    if (rc == ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD) {
+        CHECK_EQ(aco_rt_pthread_barrier_destroy(bar_page), 0);
+        CHECK_EQ(munmap(bar_page, 4096), 0);
+        __atomic_fetch_add(&bar_serial, 1, __ATOMIC_RELAXED);
+    } else {
+        CHECK_EQ(rc, 0);
+        __atomic_fetch_add(&bar_other, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+static void bar_free_co_v(void* arg) { bar_free_co(arg); }
+static void bar_page_new(unsigned n) {
+    bar_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(bar_page != MAP_FAILED);
+    CHECK_EQ(aco_rt_pthread_barrier_init(bar_page, NULL, n), 0);
+    bar_serial = bar_other = 0;
+}
+static void barrier_freed(void* arg) {
+    (void)arg;
+    aco_rt_pthread_t t[3];
+    bar_page_new(3);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_pthread_create(&t[i], NULL, bar_free_co, NULL), 0);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_pthread_join(t[i], NULL), 0);
+    CHECK_EQ(bar_serial, 1);
+    CHECK_EQ(bar_other, 2);
+}
+static void barrier_freed_pool(void) {
+    aco_rt_pool_opts_t o = {0};
+    o.threads = 2;
+    aco_rt_pool_t* p = aco_rt_pool_new(&o);
+    CHECK(p != NULL);
+    for (int round = 0; round < (FEW ? 50 : 500); round++) {
+        bar_page_new(4);
+        for (int i = 0; i < 4; i++) {
+            aco_rt_co_t* co = aco_rt_pool_spawn(p, bar_free_co_v, NULL, NULL);
+            CHECK(co != NULL);
+            CHECK_EQ(aco_rt_detach(co), 0);
+        }
+        CHECK_EQ(aco_rt_pool_wait(p, ACO_RT_POOL_DRAIN, aco_rt_now() + 60000 * MS), 0);
+        CHECK_EQ(bar_serial, 1);
+        CHECK_EQ(bar_other, 3);
+    }
+    aco_rt_pool_free(p);
+}
+
 /* ======================================================================== */
 
 static void keys_setup(void) {
@@ -1290,6 +1348,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
 
     test_go(s, rwlock_test, NULL);
     test_go(s, barrier_test, NULL);
+    test_go(s, barrier_freed, NULL);
 
     aco_rt_stats_t st;
     aco_rt_stats(s, &st);
@@ -1299,5 +1358,6 @@ static void body(aco_rt_sched_t* s, void* arg) {
 int main(void) {
     keys_setup();
     test_on_backends(NULL, body, NULL);
+    barrier_freed_pool();
     return 0;
 }
