@@ -313,6 +313,9 @@ enum {
     F_FILE = 16,        /* a regular file or a block device */
     F_DISK = 32,        /* that, or a directory */
     F_SHARED = 64,      /* dup'd: another number shares its open file */
+    F_RT_NB = 128,      /* the runtime did set O_NONBLOCK (F_MADE_NB says
+                           only that a co used it: a socket's and a pipe's
+                           calls are non-blocking one by one) */
 };
 
 typedef struct {
@@ -364,7 +367,7 @@ static void fd_dup(int from, int to) {
     hk_fd_t* f = fd_entry(from);
     hk_fd_t* t = fd_entry(to);
     if (t == NULL) return;
-    uint32_t fl = f ? fd_flags(f) & (F_SEEN | F_USER_NB | F_MADE_NB) : 0;
+    uint32_t fl = f ? fd_flags(f) & (F_SEEN | F_USER_NB | F_MADE_NB | F_RT_NB) : 0;
     __atomic_store_n(&t->flags, fl | F_SHARED, __ATOMIC_RELAXED);
     if (f) fd_on(f, F_SHARED);
     __atomic_store_n(&t->rcv_ns, f ? __atomic_load_n(&f->rcv_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
@@ -766,6 +769,8 @@ EXPORT int connect(int fd, const struct sockaddr* a, socklen_t l) {
         if (fl >= 0 && !(fl & O_NONBLOCK)) {
             int e = errno;
             rt_sys_fcntl(fd, F_SETFL, fl);
+            hk_fd_t* h = fd_entry(fd);
+            if (h) fd_off(h, F_RT_NB);
             errno = e;
         }
         return r;
@@ -910,7 +915,10 @@ static int hook_fcntl(int fd, int cmd, void* arg) {
         if (e) {
             if (fl & O_NONBLOCK) fd_on(e, F_SEEN | F_USER_NB);
             else { fd_on(e, F_SEEN); fd_off(e, F_USER_NB); }
-            if (fd_flags(e) & F_MADE_NB) fl |= O_NONBLOCK;      /* keep ours */
+            /* keep ours, where the runtime set it (a flag a co's calls
+             * never set would stay on the file: unhooked calls, stdio and
+             * a child after exec would find it non-blocking) */
+            if (fd_flags(e) & F_RT_NB) fl |= O_NONBLOCK;
         }
         return LIBC(fcntl)(fd, F_SETFL, fl);
     }
@@ -946,7 +954,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...) {
         if (e) {
             if (on) fd_on(e, F_SEEN | F_USER_NB);
             else { fd_on(e, F_SEEN); fd_off(e, F_USER_NB); }
-            if (!on && (fd_flags(e) & F_MADE_NB)) return 0;     /* keep ours */
+            if (!on && (fd_flags(e) & F_RT_NB)) return 0;       /* keep ours (F_SETFL's) */
         }
     }
     return LIBC(ioctl)(fd, req, arg);
@@ -1838,7 +1846,7 @@ EXPORT unsigned aco_rt_hook_probes_(const void** token) {
  * it is not the program's. */
 EXPORT void aco_rt_hook_made_nonblock_(int fd) {
     hk_fd_t* e = fd_entry(fd);
-    if (e) fd_on(e, F_SEEN | F_MADE_NB);
+    if (e) fd_on(e, F_SEEN | F_MADE_NB | F_RT_NB);
 }
 
 /* Is fn defined here (in this library, or the program hook.c is linked

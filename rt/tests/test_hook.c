@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <stddef.h>
 #include <sys/syscall.h>
@@ -317,6 +318,44 @@ static void dup_cleared_nb_co(void* arg) {
     close(dn_sv[1]);
 }
 
+/* A socket a co read from (the runtime's calls on it are non-blocking one
+ * by one: no O_NONBLOCK set), made non-blocking by the program and then
+ * blocking again, through F_SETFL or FIONBIO: the open file is blocking
+ * again, for the calls the hooks do not take (recvmmsg waits its
+ * SO_RCVTIMEO), stdio and a child after exec.  (The hooks once kept the
+ * flag set underneath, as if the runtime had set it.) */
+static void toggled_nb_co(void* arg) {
+    (void)arg;
+    for (int way = 0; way < 2; way++) {
+        int sv[2];
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        CHECK_EQ(write(sv[1], "x", 1), 1);
+        char c;
+        CHECK_EQ(read(sv[0], &c, 1), 1);
+        if (way == 0) {
+            CHECK_EQ(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+            CHECK_EQ(fcntl(sv[0], F_SETFL, 0), 0);
+        } else {
+            int on = 1, off = 0;
+            CHECK_EQ(ioctl(sv[0], FIONBIO, &on), 0);
+            CHECK_EQ(ioctl(sv[0], FIONBIO, &off), 0);
+        }
+        CHECK_EQ(fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0);
+        CHECK_EQ((int)syscall(SYS_fcntl, sv[0], F_GETFL, 0) & O_NONBLOCK, 0);
+        struct timeval tv = {0, 30000};
+        CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+        struct iovec v = {&c, 1};
+        struct mmsghdr mm = {.msg_hdr = {.msg_iov = &v, .msg_iovlen = 1}};
+        int64_t t0 = now();
+        errno = 0;
+        CHECK_EQ(recvmmsg(sv[0], &mm, 1, 0, NULL), -1);     /* not hooked: the kernel's */
+        CHECK_EQ(errno, EAGAIN);
+        CHECK_GE(now() - t0, 25 * MS);
+        close(sv[0]);
+        close(sv[1]);
+    }
+}
+
 /* A Unix listener's queue full: a blocking connect waits for room (it
  * said EAGAIN at once), and SO_SNDTIMEO ends the wait with EAGAIN. */
 static int ux_l;
@@ -404,6 +443,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, timeouts_co, NULL);
     test_go(s, connect_states_co, NULL);
     test_go(s, dup_cleared_nb_co, NULL);
+    test_go(s, toggled_nb_co, NULL);
     test_go(s, unix_full_co, NULL);
     /* TCP */
     lfd = listen_loopback(&port);
@@ -931,6 +971,10 @@ static void rc_accept_co(void* arg) {
     CHECK_EQ(aco_rt_close(fd), 0);
     pthread_join(t, NULL);
     CHECK((int)syscall(SYS_fcntl, rc_lfd, F_GETFL, 0) & O_NONBLOCK);    /* the runtime's */
+    CHECK_EQ(fcntl(rc_lfd, F_GETFL) & O_NONBLOCK, 0);
+    /* the program's F_SETFL keeps the flag the runtime set underneath */
+    CHECK_EQ(fcntl(rc_lfd, F_SETFL, fcntl(rc_lfd, F_GETFL)), 0);
+    CHECK((int)syscall(SYS_fcntl, rc_lfd, F_GETFL, 0) & O_NONBLOCK);
     CHECK_EQ(fcntl(rc_lfd, F_GETFL) & O_NONBLOCK, 0);
 }
 static void runtime_calls_hidden(void) {
