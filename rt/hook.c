@@ -316,6 +316,10 @@ enum {
     F_RT_NB = 128,      /* the runtime did set O_NONBLOCK (F_MADE_NB says
                            only that a co used it: a socket's and a pipe's
                            calls are non-blocking one by one) */
+    F_TMO = 256,        /* rcv_ns and snd_ns are known (else: the kernel's,
+                           read at the next use; a file made by a call
+                           not hooked, a socket passed in) */
+    F_NOSOCK = 512,     /* no socket: it has no timeouts to read */
 };
 
 typedef struct {
@@ -352,7 +356,7 @@ static void fd_off(hk_fd_t* e, uint32_t f) { __atomic_fetch_and(&e->flags, ~f, _
 static void fd_fresh(int fd, int user_nb, int notfile) {
     hk_fd_t* e = fd_entry(fd);
     if (e == NULL) return;
-    __atomic_store_n(&e->flags, F_SEEN | (user_nb ? F_USER_NB : 0) | (notfile ? F_KIND : 0),
+    __atomic_store_n(&e->flags, F_SEEN | F_TMO | (user_nb ? F_USER_NB : 0) | (notfile ? F_KIND : 0),
                      __ATOMIC_RELAXED);
     __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
@@ -361,13 +365,14 @@ static void fd_fresh(int fd, int user_nb, int notfile) {
 /* dup, dup2, dup3 and F_DUPFD put from's file under the number to: what
  * we know of it goes with it, the O_NONBLOCK we set (the copy shares it:
  * looked at anew, it would pass for the program's) and the socket
- * timeouts; only the kind is looked at again (a number closed behind
- * glibc's back may have held another file). */
+ * timeouts (the socket's, which either number may set: read from the
+ * kernel while shared, tmo_of); only the kind is looked at again (a
+ * number closed behind glibc's back may have held another file). */
 static void fd_dup(int from, int to) {
     hk_fd_t* f = fd_entry(from);
     hk_fd_t* t = fd_entry(to);
     if (t == NULL) return;
-    uint32_t fl = f ? fd_flags(f) & (F_SEEN | F_USER_NB | F_MADE_NB | F_RT_NB) : 0;
+    uint32_t fl = f ? fd_flags(f) & (F_SEEN | F_USER_NB | F_MADE_NB | F_RT_NB | F_TMO) : 0;
     __atomic_store_n(&t->flags, fl | F_SHARED, __ATOMIC_RELAXED);
     if (f) fd_on(f, F_SHARED);
     __atomic_store_n(&t->rcv_ns, f ? __atomic_load_n(&f->rcv_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
@@ -501,15 +506,52 @@ static int block_outside(int fd, int events, int64_t tmo_ns) {
  * it with the count).  1: write the rest. */
 static int more_outside(int fd) { return made_nb_now(fd); }
 
-static int64_t rcv_of(int fd) {
-    hk_fd_t* e = fd_entry(fd);
-    return e ? __atomic_load_n(&e->rcv_ns, __ATOMIC_RELAXED) : 0;
+/* A socket timeout as the kernel has it now (0: none, or not a socket).
+ * getsockopt says 0 for a negative one (no wait) too: prev, what was
+ * kept, tells that one where it said so. */
+static int64_t tmo_kernel(int fd, hk_fd_t* e, int name, int64_t prev) {
+    struct timeval tv;
+    socklen_t l = sizeof(tv);
+    if (getsockopt(fd, SOL_SOCKET, name, &tv, &l) != 0 || l != sizeof(tv)) {
+        if (errno == ENOTSOCK) fd_on(e, F_NOSOCK);
+        return 0;
+    }
+    if (tv.tv_sec == 0 && tv.tv_usec == 0) return prev < 0 ? prev : 0;
+    return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
 }
 
-static int64_t snd_of(int fd) {
-    hk_fd_t* e = fd_entry(fd);
-    return e ? __atomic_load_n(&e->snd_ns, __ATOMIC_RELAXED) : 0;
+/* Both of fd's timeouts from the kernel, into e: for a number the hooks
+ * did not see made (popen's pipe, a socket passed in or inherited). */
+static void tmo_load(int fd, hk_fd_t* e) {
+    int err = errno;
+    __atomic_store_n(&e->rcv_ns, tmo_kernel(fd, e, SO_RCVTIMEO, 0), __ATOMIC_RELAXED);
+    __atomic_store_n(&e->snd_ns, fd_flags(e) & F_NOSOCK ? 0 : tmo_kernel(fd, e, SO_SNDTIMEO, 0),
+                     __ATOMIC_RELAXED);
+    fd_on(e, F_TMO);
+    errno = err;
 }
+
+/* fd's SO_RCVTIMEO (rcv) or SO_SNDTIMEO: kept, but the kernel's where
+ * another number shares the socket (its setsockopt sets the socket's) or
+ * none is kept. */
+static int64_t tmo_of(int fd, int rcv) {
+    hk_fd_t* e = fd_entry(fd);
+    if (e == NULL) return 0;
+    uint32_t f = fd_flags(e);
+    int64_t* v = rcv ? &e->rcv_ns : &e->snd_ns;
+    if (!(f & F_TMO)) {
+        tmo_load(fd, e);
+    } else if ((f & (F_SHARED | F_NOSOCK)) == F_SHARED) {
+        int err = errno;
+        __atomic_store_n(v, tmo_kernel(fd, e, rcv ? SO_RCVTIMEO : SO_SNDTIMEO,
+                                       __atomic_load_n(v, __ATOMIC_RELAXED)),
+                         __ATOMIC_RELAXED);
+        errno = err;
+    }
+    return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+static int64_t rcv_of(int fd) { return tmo_of(fd, 1); }
+static int64_t snd_of(int fd) { return tmo_of(fd, 0); }
 
 /* Checked mode (aco.h): memory a hooked call hands to the kernel that lies
  * in a suspended co's frames is reported as the caller's escape (a co's,
@@ -794,7 +836,12 @@ EXPORT int socket(int domain, int type, int proto) {
 
 EXPORT int close(int fd) {
     hk_fd_t* e = fd_entry(fd);
-    if (e) __atomic_store_n(&e->flags, 0, __ATOMIC_RELAXED);
+    if (e) {        /* (the next file under the number may come from a call
+                       not hooked: its timeouts are not these) */
+        __atomic_store_n(&e->flags, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
+    }
     /* Cos waiting on fd, in any thread's scheduler, are told EBADF (with
      * no scheduler in the process this is close(2) itself). */
     return (int)ret(aco_rt_close(fd));
@@ -862,6 +909,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
     } else {
         return r;
     }
+    if (!(fd_flags(e) & F_TMO)) tmo_load(fd, e);    /* (the other one) */
     /* the kernel's reading: a negative time is no wait at all (a
      * non-blocking call's EAGAIN), 0 is none, and so is one of more than
      * a century here (the kernel's bound is further: jiffies) */

@@ -356,6 +356,97 @@ static void toggled_nb_co(void* arg) {
     }
 }
 
+/* SO_RCVTIMEO is the socket's, not the number's: (a) set through one
+ * number, it times out a read through a dup; (b) a socket passed in
+ * (SCM_RIGHTS) brings its own; (c) a closed socket's does not stay with
+ * its number for the next file there, made by a call the hooks do not
+ * see (popen's pipe, here the system call).  Each read would wait for the
+ * late byte (300 ms) where the kernel's says EAGAIN at 50 ms, or (c) the
+ * other way round.  (The hooks once kept the timeouts per number, set
+ * only by their own setsockopt, and close left them.) */
+static int st_wfd;
+static void st_late_byte(void* arg) {
+    (void)arg;
+    usleep(300000);
+    CHECK_EQ(write(st_wfd, "x", 1), 1);
+}
+static void st_read(int fd, int wfd, int want_timeout) {
+    st_wfd = wfd;
+    aco_rt_co_t* w = aco_rt_spawn(NULL, st_late_byte, NULL);
+    CHECK(w != NULL);
+    char c;
+    int64_t t0 = now();
+    errno = 0;
+    ssize_t r = read(fd, &c, 1);
+    int64_t took = now() - t0;
+    if (want_timeout) {
+        CHECK_EQ(r, -1);
+        CHECK_EQ(errno, EAGAIN);
+        CHECK_GE(took, 45 * MS);
+        CHECK_LT(took, 250 * MS);
+    } else {
+        CHECK_EQ(r, 1);
+        CHECK_GE(took, 250 * MS);
+    }
+    CHECK_EQ(aco_rt_join(w, -1), 0);
+    if (want_timeout) CHECK_EQ(read(fd, &c, 1), 1);        /* the late byte */
+}
+static void shared_timeo_co(void* arg) {
+    (void)arg;
+    struct timeval tv = {0, 50000};
+    int sv[2];
+    /* (a) */
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    int d = dup(sv[0]);
+    CHECK_GE(d, 0);
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    st_read(d, sv[1], 1);
+    struct timeval none = {0, 0};
+    CHECK_EQ(setsockopt(d, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none)), 0);
+    st_read(sv[0], sv[1], 0);
+    close(d);
+    /* (b): sv[0] (its timeout set again) passed over another pair */
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    int carrier[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, carrier), 0);
+    union { char b[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    char one = 'f';
+    struct iovec v = {&one, 1};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = ctl.b,
+                       .msg_controllen = sizeof(ctl.b)};
+    struct cmsghdr* cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &sv[0], sizeof(int));
+    CHECK_EQ(sendmsg(carrier[0], &m, 0), 1);
+    memset(&ctl, 0, sizeof(ctl));
+    m.msg_controllen = sizeof(ctl.b);
+    CHECK_EQ(recvmsg(carrier[1], &m, MSG_CMSG_CLOEXEC), 1);
+    close(sv[0]);           /* (after: the number passed in is a new one) */
+    cm = CMSG_FIRSTHDR(&m);
+    CHECK(cm != NULL && cm->cmsg_type == SCM_RIGHTS);
+    int got;
+    memcpy(&got, CMSG_DATA(cm), sizeof(int));
+    st_read(got, sv[1], 1);
+    close(got);
+    close(sv[1]);
+    close(carrier[0]);
+    close(carrier[1]);
+    /* (c) */
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(s, 0);
+    CHECK_EQ(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    CHECK_EQ(close(s), 0);
+    int p[2];
+    CHECK_EQ((int)syscall(SYS_pipe2, p, O_CLOEXEC), 0);
+    CHECK_EQ(p[0], s);
+    st_read(p[0], p[1], 0);
+    close(p[0]);
+    close(p[1]);
+}
+
 /* A Unix listener's queue full: a blocking connect waits for room (it
  * said EAGAIN at once), and SO_SNDTIMEO ends the wait with EAGAIN. */
 static int ux_l;
@@ -444,6 +535,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, connect_states_co, NULL);
     test_go(s, dup_cleared_nb_co, NULL);
     test_go(s, toggled_nb_co, NULL);
+    test_go(s, shared_timeo_co, NULL);
     test_go(s, unix_full_co, NULL);
     /* TCP */
     lfd = listen_loopback(&port);
