@@ -312,9 +312,10 @@ ssize_t rt_ready_io(aco_rt_co_t* co, const rq_t* q, int64_t deadline) {
     /* epoll: a stream socket that a short read drained has nothing until
      * its next edge, which wakes us: wait first, skip the EAGAIN.  (A stale
      * guess costs nothing: the wait re-adds the descriptor, and a new file
-     * is added with its readiness of now.) */
+     * is added with its readiness of now.  MSG_OOB's read is of the urgent
+     * byte alone: short, with the stream's bytes still there.) */
     rt_fd_t* e = (rd && s->backend.ops == &rt_backend_epoll && q->kind != K_READV &&
-                  !(q->flags & MSG_PEEK) && f->stream && !f->rd_hup) ? f : NULL;
+                  !(q->flags & (MSG_PEEK | MSG_OOB)) && f->stream && !f->rd_hup) ? f : NULL;
 
     if (e && e->rd_empty && !rt_passed(deadline)) goto wait;
     for (;;) {

@@ -447,6 +447,51 @@ static void shared_timeo_co(void* arg) {
     close(p[1]);
 }
 
+/* recv(MSG_OOB) takes TCP's urgent byte, short of the buffer: the normal
+ * bytes still queued are read at once after it.  (On epoll a short read
+ * once marked the socket drained, and the next read waited for an edge:
+ * for good, or here for the late bytes at 300 ms.) */
+static int oob_cl;
+static void oob_first(void* arg) {
+    (void)arg;
+    usleep(20000);
+    CHECK_EQ(send(oob_cl, "a", 1, 0), 1);
+}
+static void oob_late(void* arg) {
+    (void)arg;
+    usleep(300000);
+    CHECK_EQ(send(oob_cl, "late", 4, 0), 4);
+}
+static void oob_co(void* arg) {
+    (void)arg;
+    int p0, l = listen_loopback(&p0);
+    oob_cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(oob_cl, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p0)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(connect(oob_cl, (struct sockaddr*)&a, sizeof(a)), 0);
+    int sv = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    CHECK_GE(sv, 0);
+    char b[64];
+    aco_rt_co_t* w = aco_rt_spawn(NULL, oob_first, NULL);
+    CHECK_EQ(recv(sv, b, sizeof(b), 0), 1);      /* waited: on epoll's set now */
+    CHECK_EQ(aco_rt_join(w, -1), 0);
+    CHECK_EQ(send(oob_cl, "hello", 5, 0), 5);
+    CHECK_EQ(send(oob_cl, "!", 1, MSG_OOB), 1);
+    usleep(20000);
+    CHECK_EQ(recv(sv, b, sizeof(b), MSG_OOB), 1);
+    CHECK_EQ(b[0], '!');
+    w = aco_rt_spawn(NULL, oob_late, NULL);
+    int64_t t0 = now();
+    CHECK_EQ(recv(sv, b, sizeof(b), 0), 5);
+    CHECK_EQ(memcmp(b, "hello", 5), 0);
+    CHECK_LT(now() - t0, 200 * MS);
+    CHECK_EQ(aco_rt_join(w, -1), 0);
+    close(sv);
+    close(oob_cl);
+    close(l);
+}
+
 /* A Unix listener's queue full: a blocking connect waits for room (it
  * said EAGAIN at once), and SO_SNDTIMEO ends the wait with EAGAIN. */
 static int ux_l;
@@ -536,6 +581,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, dup_cleared_nb_co, NULL);
     test_go(s, toggled_nb_co, NULL);
     test_go(s, shared_timeo_co, NULL);
+    test_go(s, oob_co, NULL);
     test_go(s, unix_full_co, NULL);
     /* TCP */
     lfd = listen_loopback(&port);
