@@ -670,10 +670,13 @@ EXPORT ssize_t writev(int fd, const struct iovec* iov, int cnt) {
     return r;
 }
 
+/* (MSG_ERRQUEUE never waits: an empty error queue is EAGAIN at once) */
+#define RECV_NOWAIT (MSG_DONTWAIT | MSG_ERRQUEUE)
+
 HK_INLINE ssize_t hk_recv(int fd, void* buf, size_t n, int flags) {
     if (HK_PROBE(buf)) { errno = EBADF; return -1; }
     if (HK_CHECKED()) hk_mem(buf, n, 1);
-    if (in_co() && !(flags & MSG_DONTWAIT)) {
+    if (in_co() && !(flags & RECV_NOWAIT)) {
         hk_fd_t* e = co_entry(fd);
         if (e) {
             int64_t dl = deadline_of(rcv_of(fd));
@@ -681,7 +684,7 @@ HK_INLINE ssize_t hk_recv(int fd, void* buf, size_t n, int flags) {
         }
     }
     ssize_t r;
-    while ((r = LIBC(recv)(fd, buf, n, flags)) < 0 && errno == EAGAIN && !(flags & MSG_DONTWAIT) &&
+    while ((r = LIBC(recv)(fd, buf, n, flags)) < 0 && errno == EAGAIN && !(flags & RECV_NOWAIT) &&
            block_outside(fd, POLLIN, rcv_of(fd))) {}
     return r;
 }
@@ -716,7 +719,7 @@ HK_INLINE ssize_t hk_recvfrom(int fd, void* buf, size_t n, int flags, struct soc
         hk_mem(buf, n, 1);
         hk_addr_out(a, l);
     }
-    if (in_co() && !(flags & MSG_DONTWAIT) && co_entry(fd)) {
+    if (in_co() && !(flags & RECV_NOWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(rcv_of(fd));
         for (;;) {
             ssize_t r = LIBC(recvfrom)(fd, buf, n, flags | MSG_DONTWAIT, a, l);
@@ -727,7 +730,7 @@ HK_INLINE ssize_t hk_recvfrom(int fd, void* buf, size_t n, int flags, struct soc
     }
     ssize_t r;
     while ((r = LIBC(recvfrom)(fd, buf, n, flags, a, l)) < 0 && errno == EAGAIN &&
-           !(flags & MSG_DONTWAIT) && block_outside(fd, POLLIN, rcv_of(fd))) {}
+           !(flags & RECV_NOWAIT) && block_outside(fd, POLLIN, rcv_of(fd))) {}
     return r;
 }
 
@@ -1681,15 +1684,13 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr* m, int flags) {
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr* m, int flags) {
     if (HK_CHECKED()) hk_msg(m, 1);
-    /* (MSG_ERRQUEUE never waits: an empty error queue is EAGAIN at once) */
-    if (in_co() && m && !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) && co_entry(fd)) {
+    if (in_co() && m && !(flags & RECV_NOWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(rcv_of(fd));
         return ret_dl(aco_rt_recvmsg(fd, m, flags, dl), dl);
     }
     ssize_t r;
     while ((r = LIBC(recvmsg)(fd, m, flags)) < 0 && errno == EAGAIN &&
-           !(flags & (MSG_DONTWAIT | MSG_ERRQUEUE)) &&
-           block_outside(fd, POLLIN, rcv_of(fd))) {}
+           !(flags & RECV_NOWAIT) && block_outside(fd, POLLIN, rcv_of(fd))) {}
     return r;
 }
 

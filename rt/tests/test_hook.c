@@ -492,6 +492,34 @@ static void oob_co(void* arg) {
     close(l);
 }
 
+/* recv and recvfrom with MSG_ERRQUEUE never wait, as recvmsg's: an
+ * empty error queue says EAGAIN at once (they once waited for POLLIN: for
+ * good, here until the canceller at 300 ms). */
+static void eq_canceller(void* arg) {
+    if (aco_rt_sleep(300 * MS) == 0) aco_rt_cancel(arg);
+}
+static void errqueue_co(void* arg) {
+    (void)arg;
+    int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(u, 0);
+    aco_rt_co_t* k = aco_rt_spawn(NULL, eq_canceller, aco_rt_self());
+    CHECK(k != NULL);
+    char b[64];
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(recv(u, b, sizeof(b), MSG_ERRQUEUE), -1);
+    CHECK_EQ(errno, EAGAIN);
+    errno = 0;
+    CHECK_EQ(recvfrom(u, b, sizeof(b), MSG_ERRQUEUE, (struct sockaddr*)&a, &al), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_LT(now() - t0, 200 * MS);
+    CHECK_EQ(aco_rt_cancel(k), 0);
+    CHECK_EQ(aco_rt_join(k, -1), 0);
+    close(u);
+}
+
 /* A Unix listener's queue full: a blocking connect waits for room (it
  * said EAGAIN at once), and SO_SNDTIMEO ends the wait with EAGAIN. */
 static int ux_l;
@@ -582,6 +610,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, toggled_nb_co, NULL);
     test_go(s, shared_timeo_co, NULL);
     test_go(s, oob_co, NULL);
+    test_go(s, errqueue_co, NULL);
     test_go(s, unix_full_co, NULL);
     /* TCP */
     lfd = listen_loopback(&port);
