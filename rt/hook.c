@@ -721,6 +721,8 @@ HK_INLINE ssize_t hk_recvfrom(int fd, void* buf, size_t n, int flags, struct soc
     }
     if (in_co() && !(flags & RECV_NOWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(rcv_of(fd));
+        int c = aco_rt_cancel_check();          /* (the runtime's rule: at once) */
+        if (c < 0) return ret(c);
         for (;;) {
             ssize_t r = LIBC(recvfrom)(fd, buf, n, flags | MSG_DONTWAIT, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
@@ -757,6 +759,8 @@ EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const struct
             struct msghdr m = {.msg_name = (void*)a, .msg_namelen = l, .msg_iov = &v, .msg_iovlen = 1};
             return ret_dl(aco_rt_sendmsg(fd, &m, flags, dl), dl);
         }
+        int c = aco_rt_cancel_check();
+        if (c < 0) return ret(c);
         for (;;) {
             ssize_t r = LIBC(sendto)(fd, buf, n, flags | MSG_DONTWAIT | MSG_NOSIGNAL, a, l);
             if (r >= 0 || errno != EAGAIN) return r;
