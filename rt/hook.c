@@ -1088,8 +1088,36 @@ static void fdset_zero(fd_set* s, int nfds) {
     if (s) memset(s, 0, ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long));
 }
 
+/* Linux's select reads and writes no bit past its descriptor table
+ * (max_fds, /proc/self/status's FDSize): a program may pass nfds past
+ * its sets (FD_SETSIZE, INT_MAX) where its table is smaller.  So nfds
+ * past FD_SETSIZE is cut to the table's size, looked up again only when
+ * a larger nfds comes (a table never shrinks; a fork's child's may be
+ * smaller: sel_forked).  No /proc: nfds as it is. */
+static int sel_table;       /* (atomic) the size last seen, 0: not yet */
+static void sel_forked(void) { __atomic_store_n(&sel_table, 0, __ATOMIC_RELAXED); }
+static int sel_clamp(int nfds) {
+    int t = __atomic_load_n(&sel_table, __ATOMIC_RELAXED);
+    if (nfds <= FD_SETSIZE || (t && nfds <= t)) return nfds;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return nfds;
+    char b[4096];
+    ssize_t n, got = 0;
+    while (got < (ssize_t)sizeof(b) - 1 && (n = rt_sys_read(fd, b + got, sizeof(b) - 1 - (size_t)got)) > 0)
+        got += n;
+    rt_sys_close(fd);
+    b[got > 0 ? got : 0] = '\0';
+    const char* f = strstr(b, "\nFDSize:");
+    if (f == NULL) return nfds;
+    long v = strtol(f + 8, NULL, 10);
+    if (v <= 0 || v > INT_MAX) return nfds;
+    __atomic_store_n(&sel_table, (int)v, __ATOMIC_RELAXED);
+    return nfds < v ? nfds : (int)v;
+}
+
 static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
     if (nfds < 0) { errno = EINVAL; return -1; }
+    nfds = sel_clamp(nfds);
     enum { SMALL = 32 };
     struct pollfd small[SMALL], *p = small;
     int n = 0;
@@ -1736,7 +1764,10 @@ static HK_TLS unsigned mx_cap;
 static HK_TLS pid_t mx_tid;
 
 /* (the child of a fork is another thread: its id is looked up anew) */
-static void mx_forked(void) { mx_tid = 0; }
+static void mx_forked(void) {
+    mx_tid = 0;
+    sel_forked();
+}
 
 static int mx_owned_here(const pthread_mutex_t* m) {
     if (mx_tid == 0) mx_tid = (pid_t)syscall(SYS_gettid);
