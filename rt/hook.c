@@ -1101,7 +1101,7 @@ static int sel_clamp(int nfds) {
     if (nfds <= FD_SETSIZE || (t && nfds <= t)) return nfds;
     int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return nfds;
-    char b[4096];
+    char b[1024];       /* (FDSize is the tenth line or so) */
     ssize_t n, got = 0;
     while (got < (ssize_t)sizeof(b) - 1 && (n = rt_sys_read(fd, b + got, sizeof(b) - 1 - (size_t)got)) > 0)
         got += n;
