@@ -482,7 +482,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * socket) and return less than asked only when an error or the deadline
  * comes after part was sent.  The caller's MSG_DONTWAIT on recv and send
  * is one try, as on a non-blocking socket: what recv(2) or send(2) gives
- * (-EAGAIN if nothing could move), never a wait.  A send to a Unix
+ * (-EAGAIN if nothing could move), never a wait; so is recv's
+ * MSG_ERRQUEUE, whose queue recv(2) never waits on.  A send to a Unix
  * datagram peer by address whose queue is full (readiness cannot tell
  * when it has room) tries again after sleeps, 1 ms doubling to 64 ms,
  * until the deadline.  No bytes: a read, readv or writev of none returns 0 at once,

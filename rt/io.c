@@ -269,6 +269,8 @@ static ssize_t dontwait(aco_rt_co_t* co, int kind, int fd, void* buf, size_t n, 
 static ssize_t recv_some(int fd, void* buf, size_t n, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     NULL_BUF_OR_EFAULT(buf, n);
+    /* (the error queue: not the stream's bytes, nor a kept error of its) */
+    if (rt_unlikely(flags & MSG_ERRQUEUE)) return dontwait(co, K_RECV, fd, buf, n, flags);
     RD_PENDING_ERR(co, fd);
     struct iovec v = {buf, n};
     FROM_LEND(co, fd, &v, 1, flags, deadline);

@@ -13,8 +13,8 @@
  *     (its CPU time under half the wall time), -ETIMEDOUT at the deadline;
  *   - the caller's MSG_DONTWAIT on aco_rt_recv and aco_rt_send: -EAGAIN at
  *     once (they once waited to the deadline);
- *   - aco_rt_recvmsg with MSG_ERRQUEUE on an empty error queue: -EAGAIN at
- *     once, as recvmsg(2).
+ *   - aco_rt_recvmsg and aco_rt_recv with MSG_ERRQUEUE on an empty error
+ *     queue: -EAGAIN at once, as recvmsg(2) and recv(2).
  * Buffers in the heap (io_uring takes them) and on the co's stack; both
  * backends.
  */
@@ -162,6 +162,11 @@ static void dontwait(char* b) {
     m.msg_controllen = sizeof(ctl);
     t0 = aco_rt_now();
     CHECK_EQ(aco_rt_recvmsg(u, &m, MSG_ERRQUEUE, aco_rt_in_ms(2000)), want);
+    CHECK_LT(aco_rt_now() - t0, 1000 * MS);
+    CHECK_EQ(recv(u, b, 16, MSG_ERRQUEUE), -1);
+    want = -errno;
+    t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_recv(u, b, 16, MSG_ERRQUEUE, aco_rt_in_ms(2000)), want);
     CHECK_LT(aco_rt_now() - t0, 1000 * MS);
     close(u);
     /* a stream socket whose peer's buffer is full: a send says EAGAIN */
