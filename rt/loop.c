@@ -68,13 +68,15 @@ void rt_abort_waitq(aco_rt_co_t* co, int err) {
 }
 
 void rt_abort_shared(aco_rt_co_t* co, int err) {
+    /* The claim first, without the object: a waker that won it may be of
+     * another thread, back in the program, which may have freed the
+     * object since (its wake is on the way, maybe via the inbox). */
+    if (!rt_claim(co)) return;
     uint32_t* lock = co->w.lock;
     rt_lock(lock);
-    int won = rt_claim(co);
-    if (won && co->w.q) rt_wq_remove(&co->w);
+    if (co->w.q) rt_wq_remove(&co->w);     /* (a taker that lost left it) */
     rt_unlock(lock);
-    if (won) rt_wake(co, err);
-    /* else a waker took it: its wake is on the way (maybe via the inbox) */
+    rt_wake(co, err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -745,31 +745,48 @@ static inline void rt_hold_if_remote(aco_rt_sched_t* s) {
 
 /* Pop the first waiter of q that the caller can claim (lock held): the
  * others were taken by their deadline or another case of their select.
- * A co of another thread's scheduler comes held (rt_hold). */
+ * A co of another thread's scheduler comes held (rt_hold).
+ *
+ * A co's own waiter (not a select's) is on this queue alone, and its
+ * deadline and cancel run on its thread (rt_abort_shared): on this one, a
+ * plain load and store of the claim; on another, they race this take,
+ * and claim first, without the object (once a waker of another thread
+ * has won, the program may free it before the co runs: a condition
+ * variable destroyed after its broadcast), then take the lock to take the
+ * waiter off: an exchange here, and a waiter whose claim is lost stays
+ * for its abort to take off.  A select's waiter is taken off, then
+ * claimed (its co takes its other waiters off itself). */
 static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
-    rt_waiter_t* w;
-    while ((w = rt_wq_head(q)) != NULL) {
+    rt_waiter_t* w = rt_wq_head(q);
+    while (w != NULL) {
         /* The claim is a cache line past w's first (its co's, if it is
          * the co's own waiter): ask for both at once, not one after the
          * other (a prefetch never faults, should w be a select's). */
         rt_prefetch_w((void*)((uintptr_t)w + offsetof(aco_rt_co_t, claim)));
         aco_rt_co_t* co = w->co;
-        /* (held before w leaves the queue: see rt_wq_remove) */
-        aco_rt_sched_t* far = co->s != rt_tls_sched ? co->s : NULL;
-        if (far) rt_hold(far);
-        rt_wq_remove(w);
-        /* A co's own waiter (not a select's) is on this queue alone, and
-         * whoever else may claim it (its deadline or cancel: rt_abort_shared)
-         * holds this lock too: a plain load and store, not an exchange. */
-        if (rt_likely(w == &co->w)) {
+        rt_waiter_t* next = w->next;
+        if (rt_likely(w == &co->w) && rt_likely(co->s == rt_tls_sched)) {
+            rt_wq_remove(w);
             if (rt_load(&co->claim) == 0) {
                 rt_store(&co->claim, (uint8_t)1);
                 return w;
             }
-        } else if (rt_claim(co)) {
-            return w;
+        } else {
+            /* (held before w leaves the queue: see rt_wq_remove) */
+            aco_rt_sched_t* far = co->s != rt_tls_sched ? co->s : NULL;
+            if (far) rt_hold(far);
+            if (w == &co->w) {
+                if (rt_claim(co)) {
+                    rt_wq_remove(w);
+                    return w;
+                }
+            } else {
+                rt_wq_remove(w);
+                if (rt_claim(co)) return w;
+            }
+            if (far) rt_hold_end(far);
         }
-        if (far) rt_hold_end(far);
+        w = next;
     }
     return NULL;
 }
