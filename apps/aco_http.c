@@ -640,14 +640,19 @@ static size_t build_head(conn_t* c, const http_req_t* q, const resp_t* r, int ke
  * must close).  aco_rt_sendfile sends from the thread what the page cache
  * holds and has a helper thread read the rest, so a cold file parks only
  * this co; chunk by chunk, with a turn for the other cos between (a fast
- * client must not hog the thread). */
-static int send_file(int sock, int file, int64_t off, int64_t len, int64_t deadline) {
+ * client must not hog the thread).  The idle timeout runs from the last
+ * bytes the client took, not from the response's start (nginx's
+ * send_timeout): a download longer than it, taken steadily, once was cut
+ * there. */
+static int send_file(int sock, int file, int64_t off, int64_t len) {
     while (len > 0) {
         size_t want = len > SENDFILE_CHUNK ? SENDFILE_CHUNK : (size_t)len;
+        int64_t deadline = aco_rt_in_ns(idle_ns);
         ssize_t n = aco_rt_sendfile(sock, file, &off, want, deadline);
         if (n < 0) return (int)n;
-        if ((size_t)n < want) return -EIO;
         len -= n;
+        /* short: the file's end, or part taken by the deadline (go on) */
+        if ((size_t)n < want && (n == 0 || aco_rt_now() < deadline)) return -EIO;
         if (len > 0) {
             int y = aco_rt_yield();
             if (y < 0) return y;
@@ -659,19 +664,22 @@ static int send_file(int sock, int file, int64_t off, int64_t len, int64_t deadl
 #ifdef ACO_HTTP_TLS
 /* len bytes of file from off over TLS: read by aco_rt_pread into buf
  * (cap bytes, the connection's) and written as records: 0 or -errno (-EIO:
- * the file ended early), with a turn for the other cos between chunks as
- * send_file gives. */
+ * the file ended early), with a turn for the other cos between chunks and
+ * the idle timeout from the last progress, as send_file. */
 static int send_file_tls(aco_rt_tls_t* t, int file, char* buf, size_t cap, int64_t off,
-                         int64_t len, int64_t deadline) {
+                         int64_t len) {
     int64_t since_yield = 0;
     while (len > 0) {
         size_t want = len > (int64_t)cap ? cap : (size_t)len;
-        ssize_t n = aco_rt_pread(file, buf, want, off, deadline);
+        ssize_t n = aco_rt_pread(file, buf, want, off, aco_rt_in_ns(idle_ns));
         if (n < 0) return (int)n;
         if (n == 0) return -EIO;
-        ssize_t w = aco_rt_tls_write(t, buf, (size_t)n, deadline);
-        if (w < 0) return (int)w;
-        if (w < n) return -EIO;
+        /* a write cut short by the deadline took some: go on from there */
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = aco_rt_tls_write(t, buf + done, (size_t)(n - done), aco_rt_in_ns(idle_ns));
+            if (w <= 0) return w < 0 ? (int)w : -EIO;
+            done += w;
+        }
         off += n, len -= n, since_yield += n;
         if (len > 0 && since_yield >= SENDFILE_CHUNK) {
             since_yield = 0;
@@ -731,12 +739,12 @@ static int respond(conn_t* c, const http_req_t* q, resp_t* r, int keep) {
 #ifdef ACO_HTTP_TLS
         if (c->tls) {
             if (body_buf(c) < 0 || aco_rt_bufio_flush(c->b, deadline) < 0 ||
-                send_file_tls(c->tls, r->file, c->body, body_cap(c), r->off, r->len, deadline) < 0)
+                send_file_tls(c->tls, r->file, c->body, body_cap(c), r->off, r->len) < 0)
                 rc = -1;
         } else
 #endif
         if (aco_rt_bufio_flush_more(c->b, deadline) < 0 ||
-            send_file(c->fd, r->file, r->off, r->len, deadline) < 0)
+            send_file(c->fd, r->file, r->off, r->len) < 0)
             rc = -1;
     }
     resp_release(r);

@@ -5,7 +5,8 @@
 # symlink out of the root, HTTP/1.0, Connection: close) and python3 raw
 # sockets for what it cannot (three pipelined requests in one write, a
 # malformed head, clients that leave mid-request and mid-response, the idle
-# and header timeouts, set short by options), and the open-file cache
+# and header timeouts, set short by options; a body taken slowly for
+# longer than the idle timeout), and the open-file cache
 # (files changed, replaced, deleted, a symlink turned outwards while the
 # server runs; more files than it holds while one is being sent).  On both backends, with 1 and
 # 2 threads.  Exit status: the verdict.  Needs curl and python3.
@@ -412,6 +413,11 @@ check_timeouts() {   # check_timeouts <port>
     if python3 -c "import sys; t=float('$t'); sys.exit(0 if $HEADER_MS/1000*0.9 <= t <= $HEADER_MS/1000+3 else 1)"; then
         ok "$cfg: a head trickled byte by byte closed after ${t}s (--header-timeout-ms $HEADER_MS)"
     else bad "$cfg: header timeout: $got"; fi
+    # a body taken steadily for longer than the idle timeout: whole (the
+    # timeout runs from the last bytes taken; it once cut the body at
+    # IDLE_MS from the response's start)
+    got=$(curl -s --limit-rate 8M "http://127.0.0.1:$1/huge.bin" | cmp - "$root/huge.bin" 2>&1 && echo same)
+    expect "32 MiB taken in 4 s, over the idle timeout: whole" same "$got"
 }
 
 for cfg in "uring 1" "epoll 1" "uring 2" "epoll 2"; do
