@@ -20,7 +20,8 @@
  * the body's send) is the runtime's file call: a page-cache hit costs what
  * the plain system call does, and a file on a slow disk parks only its own
  * request's co while the thread serves the others.  Each thread keeps up
- * to 1024 files open (as nginx's open_file_cache), and the bytes of those
+ * to 1024 files open (as nginx's open_file_cache; the threads at most a
+ * quarter of the descriptor limit), and the bytes of those
  * up to 16 KiB once read whole (8 MiB a thread: nginx has no such cache),
  * trusted for a second, then opened anew through the same check: a 4 KiB
  * keep-alive request costs a read and a send.  No allocation per request:
@@ -270,6 +271,14 @@ static int file_stat(int fd, struct stat* st, int64_t deadline) {
 #define REVALIDATE_NS 1000000000LL
 #define KEPT_CAP ((size_t)8 << 20)
 
+/* The slots a thread's cache uses: CACHE_SLOTS, or fewer when the
+ * descriptor limit is low (set in main: a quarter of it shared by the
+ * threads; 0: no cache).  A cache of 1024 open files under the common soft
+ * limit of 1024 once took every descriptor: new connections waited in the
+ * backlog and requests for other files got 503 while a client kept asking
+ * for distinct files. */
+static int cache_slots = CACHE_SLOTS;
+
 typedef struct ofile {
     int fd;
     int refs;                           /* 0: free */
@@ -317,7 +326,7 @@ static int64_t mono_ns(void) {
  * nothing is cached). */
 static fcache_t* fcache(void) {
     fcache_t* fc = tls_cache;
-    if (fc || tls_cache_failed) return fc;
+    if (fc || tls_cache_failed || cache_slots == 0) return fc;
     if ((fc = calloc(1, sizeof(*fc))) == NULL) {
         tls_cache_failed = 1;
         return NULL;
@@ -416,7 +425,7 @@ static void fcache_sweep(aco_rt_timer_t* t) {
 static int fcache_victim(fcache_t* fc) {
     for (;;) {
         int s = fc->hand;
-        fc->hand = (fc->hand + 1) % CACHE_SLOTS;
+        fc->hand = (fc->hand + 1) % cache_slots;
         slot_t* e = &fc->slot[s];
         if (e->f == NULL) return s;
         if (e->used) {
@@ -1005,6 +1014,10 @@ int main(int argc, char** argv) {
     have_openat2 = probe >= 0;
     if (probe >= 0) close(probe);
     if (getenv("ACO_HTTP_NO_OPENAT2")) have_openat2 = 0;    /* tests the fallback */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 4 / cli.threads < CACHE_SLOTS)
+        cache_slots = (int)(rl.rlim_cur / 4 / cli.threads);
     signal(SIGPIPE, SIG_IGN);           /* sendfile(2) to a client that left */
     fprintf(stderr, "aco_http: serving %s (%s)%s\n", root_real,
             have_openat2 ? "openat2 RESOLVE_BENEATH" : "openat + path check",
