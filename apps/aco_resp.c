@@ -227,6 +227,7 @@ static void conn_co(void* arg) {
          * stop) get their turn between batches of a long pipeline */
         if (c->pending) aco_rt_yield();
         resp_buf_shrink(&c->in, 1 << 20);
+        resp_parser_shrink(&c->p, 64 << 10);
     }
 linger:
     linger(c->fd);

@@ -365,6 +365,23 @@ void resp_parser_reset(resp_parser_t *p)
     p->err = NULL;
 }
 
+void resp_parser_shrink(resp_parser_t *p, size_t keep)
+{
+    if (p->state != ST_IDLE)
+        return;
+    if ((size_t)p->heap_cap * sizeof(*p->heap) > keep) {
+        p_free(p, p->heap);
+        p->heap = NULL;
+        p->heap_cap = 0;
+        cmd_begin(p);           /* (argv may have been the heap) */
+    }
+    if (p->scratch_cap > keep) {
+        p_free(p, p->scratch);
+        p->scratch = NULL;
+        p->scratch_cap = 0;
+    }
+}
+
 static int fail(resp_parser_t *p, int code, const char *msg)
 {
     parser_restart(p);

@@ -229,6 +229,12 @@ void resp_parser_free(resp_parser_t *p);
 /* Forget any partially parsed command (and a previous error); keeps the
  * memory for reuse.  Use it if the input buffer is discarded. */
 void resp_parser_reset(resp_parser_t *p);
+/* Between commands (nothing partly parsed), free the argv and scratch
+ * memory kept from a big command when it is over keep bytes, so that an
+ * idle connection does not hold what its largest command needed (16 MiB
+ * of argv for a million arguments).  The last command's argc and argv are
+ * gone after it. */
+void resp_parser_shrink(resp_parser_t *p, size_t keep);
 
 /*
  * Parse one command from buf[0..len).

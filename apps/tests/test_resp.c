@@ -588,6 +588,45 @@ static void test_parse_oom(void)
     resp_buf_free(&inl);
 }
 
+/* resp_parser_shrink: between commands the argv and scratch memory of a big
+ * command go (aco_resp's idle connections once kept 16 MiB each after a
+ * million arguments); in the middle of one, nothing does. */
+static void test_parse_shrink(void)
+{
+    fail_alloc_t f = {-1, 0};
+    resp_buf_t mbk = RESP_BUF_INIT;
+    resp_parser_t p;
+    size_t used;
+    int i;
+
+    CHECK_INT(resp_add_array(&mbk, 40), 0);
+    for (i = 0; i < 40; i++)
+        CHECK_INT(resp_add_bulk(&mbk, "w", 1), 0);
+    resp_parser_init(&p);
+    resp_parser_set_alloc(&p, fail_alloc, &f);
+    CHECK_INT(resp_parse(&p, mbk.ptr, mbk.len, &used), RESP_OK);
+    PARSE_ONE(&p, "ECHO \"a b\"\r\n", A("ECHO"), A("a b"));
+    CHECK_INT(f.live, 2);
+    resp_parser_shrink(&p, 40 * sizeof(resp_arg_t));  /* within keep: kept */
+    CHECK_INT(f.live, 2);
+    /* Half a big command: its argv stays, and the rest completes it. */
+    CHECK_INT(resp_parse(&p, mbk.ptr, mbk.len - 5, &used), RESP_AGAIN);
+    resp_parser_shrink(&p, 0);
+    CHECK_INT(f.live, 2);
+    CHECK_INT(resp_parse(&p, mbk.ptr, mbk.len, &used), RESP_OK);
+    CHECK_INT(p.argc, 40);
+    CHECK_MEM(p.argv[39].ptr, p.argv[39].len, "w", 1);
+    resp_parser_shrink(&p, 0);
+    CHECK_INT(f.live, 0);
+    /* and the parser goes on, growing again */
+    CHECK_INT(resp_parse(&p, mbk.ptr, mbk.len, &used), RESP_OK);
+    CHECK_INT(p.argc, 40);
+    PARSE_ONE(&p, "ECHO \"a b\"\r\n", A("ECHO"), A("a b"));
+    resp_parser_free(&p);
+    CHECK_INT(f.live, 0);
+    resp_buf_free(&mbk);
+}
+
 /* ---- limits --------------------------------------------------------------- */
 
 static void test_limits(void)
@@ -1116,6 +1155,7 @@ int main(void)
     test_parse_inline_quotes();
     test_parse_errors();
     test_parse_oom();
+    test_parse_shrink();
     test_limits();
     test_header_numbers();
     test_splits();
