@@ -615,20 +615,28 @@ static inline aco_rt_chan_t* chan_of(uint32_t* lock) {
 static void lock_all(uint32_t** l, int k) { for (int i = 0; i < k; i++) chan_enter(chan_of(l[i])); }
 static void unlock_all(uint32_t** l, int k) { for (int i = k; i-- > 0; ) chan_leave_any(chan_of(l[i])); }
 
-/* Take the select's waiters that are still queued off their queues (their
- * channels locked). */
+/* Once the select is claimed: take its waiters that are still queued off
+ * their queues, one channel at a time.  A waiter off its queue already (the
+ * case that fired, or one a taker dropped, claimed) names a channel that is
+ * not entered: its queues may have been empty since, and the program may
+ * have freed it (chan_free said 0), as after a plain receive's wake. */
 static void unqueue(rt_extra_t* x) {
-    for (int i = 0; i < x->seln; i++)
-        if (x->selw[i].q) rt_wq_remove(&x->selw[i]);
+    for (int i = 0; i < x->seln; i++) {
+        rt_waiter_t* w = &x->selw[i];
+        if (__atomic_load_n(&w->q, __ATOMIC_ACQUIRE) == NULL) continue;
+        aco_rt_chan_t* ch = chan_of(w->lock);
+        int fast = chan_enter(ch);
+        if (w->q) rt_wq_remove(w);
+        chan_leave(ch, fast);
+    }
 }
 
+/* (No channel is entered to claim: a taker claims under its channel's
+ * lock, and whoever loses leaves the co alone.) */
 static void select_abort(aco_rt_co_t* co, int err) {
-    rt_extra_t* x = co->x;
-    lock_all(x->sellocks, x->selk);
-    int won = rt_claim(co);
-    if (won) unqueue(x);
-    unlock_all(x->sellocks, x->selk);
-    if (won) rt_wake(co, err);
+    if (!rt_claim(co)) return;          /* a case fired: its wake is on the way */
+    unqueue(co->x);
+    rt_wake(co, err);
 }
 
 RT_WAIT_KINDS(chan,
@@ -651,9 +659,11 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
         if (c->op == ACO_RT_SEND) send_bytes += c->ch->elem_size;
         else if (c->ch->elem_size > recv_max) recv_max = c->ch->elem_size;
     }
-    /* Room for the waiters, the locks, the send elements and the receive
-     * slot, in the co's heap block (kept: no allocation next time). */
-    rt_extra_t* x = rt_extra(me, send_bytes + recv_max);
+    /* Room for the waiters, the locks, the cases' element sizes, the send
+     * elements and the receive slot, in the co's heap block (kept: no
+     * allocation next time). */
+    size_t sizes_bytes = (size_t)n * sizeof(size_t);
+    rt_extra_t* x = rt_extra(me, sizes_bytes + send_bytes + recv_max);
     if (x == NULL) return -ENOMEM;
     if (x->selw_cap < n) {
         rt_waiter_t* ws = realloc(x->selw, (size_t)n * sizeof(*ws));
@@ -695,11 +705,13 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
         if (got >= 0 && err) *err = e;
         return r;
     }
-    /* Wait on every case: send elements and the receive slot in the heap. */
+    /* Wait on every case: send elements and the receive slot in the heap,
+     * and each case's element size (no channel is read after the wake). */
     memset(x->selw, 0, (size_t)n * sizeof(*x->selw));
     x->seln = n;
     x->selk = k;
-    char* p = (char*)x->buf;
+    size_t* sizes = (size_t*)x->buf;
+    char* p = (char*)x->buf + sizes_bytes;
     char* rslot = p + send_bytes;
     rt_claim_reset(me);
     for (int i = 0; i < n; i++) {
@@ -707,6 +719,7 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
         rt_waiter_t* w = &x->selw[i];
         w->co = me;
         w->idx = i;
+        sizes[i] = c->ch->elem_size;
         if (c->op == ACO_RT_SEND) {
             rt_copy(p, c->elem, c->ch->elem_size);
             w->slot = p;
@@ -720,12 +733,10 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
     unlock_all(x->sellocks, k);
     r = rt_park(me, RT_W_SELECT, cases, deadline);
     /* The case that fired took its waiter; the others go now. */
-    lock_all(x->sellocks, k);
     unqueue(x);
-    unlock_all(x->sellocks, k);
     if (r < 0) return r;
     if (err) *err = x->sel_err;
     if (cases[r].op == ACO_RT_RECV && x->sel_err == 0)
-        rt_copy(cases[r].elem, rslot, cases[r].ch->elem_size);
+        rt_copy(cases[r].elem, rslot, sizes[r]);
     return r;
 }

@@ -13,7 +13,9 @@
  *    of its channels, mixed cases, closed channel (index, err -EPIPE),
  *    deadline, cancel, -EINVAL; after it returned its other cases are off
  *    their queues (a later send / receive on them is not swallowed);
- *    300 cases of two element sizes;
+ *    300 cases of two element sizes; its channels freed once a case fired
+ *    (the one that fired, one whose stale waiter a close dropped) are not
+ *    touched when it runs on;
  *    a random select stress that conserves every element;
  *  - the share-stack hazard: 64 cos on the default share stacks send and
  *    receive elements in their own stack frames (plain calls and select),
@@ -575,6 +577,45 @@ static void select_main(void* arg) {
     free_sc();
 }
 
+/* A select's channels freed once a case fired, before the select ran on:
+ * the one that fired (its queues empty: free says 0), and one whose stale
+ * waiter a close dropped.  The select enters neither (the chunk malloc
+ * gives back, if it is the channel's, stays as written). */
+static aco_rt_chan_t* sf_ch[2];
+static int sf_idx, sf_v;
+static void sf_selector(void* arg) {
+    (void)arg;
+    int b = -1;
+    aco_rt_case_t cs[2] = {{sf_ch[0], ACO_RT_RECV, &sf_v}, {sf_ch[1], ACO_RT_RECV, &b}};
+    sf_idx = aco_rt_chan_select(cs, 2, NULL, -1);
+}
+
+static void select_free_main(void* arg) {
+    (void)arg;
+    for (int which = 0; which < 2; which++) {
+        for (int i = 0; i < 2; i++) CHECK((sf_ch[i] = aco_rt_chan_new(sizeof(int), 0)) != NULL);
+        sf_idx = -1;
+        sf_v = 0;
+        aco_rt_co_t* s = aco_rt_spawn(NULL, sf_selector, NULL);
+        CHECK_EQ(aco_rt_yield(), 0);                /* it waits */
+        int x = 42;
+        CHECK_EQ(aco_rt_chan_send(sf_ch[0], &x, -1), 0);
+        if (which == 1) CHECK_EQ(aco_rt_chan_close(sf_ch[1]), 0);
+        void* gone = sf_ch[which];
+        CHECK_EQ(aco_rt_chan_free(gone), 0);
+        unsigned char* p = malloc(128);
+        CHECK(p != NULL);
+        memset(p, 0, 128);
+        CHECK_EQ(aco_rt_join(s, -1), 0);
+        CHECK_EQ(sf_idx, 0);
+        CHECK_EQ(sf_v, 42);
+        if ((void*)p == gone)
+            for (int i = 0; i < 128; i++) CHECK_EQ(p[i], 0);
+        free(p);
+        CHECK_EQ(aco_rt_chan_free(sf_ch[1 - which]), 0);
+    }
+}
+
 /* a select with 300 cases (mixed sizes), woken by each of them in turn */
 #define WIDE 300
 static aco_rt_chan_t* WC[WIDE];
@@ -885,6 +926,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, deadline_main, NULL);
     test_go(s, big_main, NULL);
     test_go(s, select_main, NULL);
+    test_go(s, select_free_main, NULL);
     test_go(s, select_stress, NULL);
     test_go(s, wide_select, NULL);
     test_go(s, hazard_main, NULL);
