@@ -373,7 +373,9 @@ typedef unsigned aco_rt_key_t;
  * ACO_RT_KEYS_MAX are taken), or -EINVAL (key NULL). */
 int   aco_rt_key_create(aco_rt_key_t* key, void (*dtor)(void*));
 /* Delete key: no destructor runs for its values, which no later key sees.
- * 0, or -EINVAL (not a key, or deleted). */
+ * 0, or -EINVAL (not a key, or deleted).  (A deleted key's number names a
+ * key again after 2^21 creates and deletes of its slot, as pthreads'
+ * numbers do at once: the key made then, which sees no value of the old.) */
 int   aco_rt_key_delete(aco_rt_key_t key);
 /* The caller's value of key (NULL: never set, or key deleted). */
 void* aco_rt_getspecific(aco_rt_key_t key);

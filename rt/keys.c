@@ -2,12 +2,16 @@
  *
  * Keys.  A process-wide table of ACO_RT_KEYS_MAX slots, each with a
  * sequence number (odd while a key holds the slot) and a destructor.  A key
- * names its slot and the slot's sequence number when it was made (low 10
- * bits: the slot; above: the sequence), so a value set under a key that was
- * deleted is not seen through a later key of the same slot, and its
- * destructor never runs.  Creating and deleting take a lock; getting and
- * setting take none: they touch only the caller's own values, plus one
- * atomic load of the slot's sequence number to refuse a deleted key.
+ * names its slot and the low bits of the slot's sequence number when it was
+ * made (low 10 bits: the slot; above: 22 bits of the sequence).  A value
+ * keeps the slot's whole sequence number (64 bits: it never comes round)
+ * from its set, so a value set under a key that was deleted is not seen
+ * through a later key of the same slot, and its destructor never runs, even
+ * once the 22 bits came round (2M creates and deletes of the slot: then an
+ * old key's number names the new key, as pthreads' numbers do at once).
+ * Creating and deleting take a lock; getting and setting take none: they
+ * touch only the caller's own values, plus one atomic load of the slot's
+ * sequence number to refuse a deleted key.
  *
  * Values.  Each co's hang from its extra block (co->x->keys), allocated the
  * first time it sets one (a co that never does costs nothing) and sized up to
@@ -43,13 +47,13 @@ _Static_assert(ACO_RT_KEYS_MAX == 1u << SLOT_BITS, "a key's slot fits its low bi
 #define SEQ_MASK  (~0u >> SLOT_BITS)    /* the sequence bits a key keeps */
 
 static struct {
-    uint32_t seq;                       /* odd: a key holds the slot */
+    uint64_t seq;                       /* odd: a key holds the slot */
     void (*dtor)(void*);
 } keys[ACO_RT_KEYS_MAX];
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
-    uint32_t seq;                       /* the key's sequence at the set */
+    uint64_t seq;                       /* the slot's sequence at the set */
     void*    val;
 } kv_t;
 
@@ -61,23 +65,26 @@ typedef struct {
 static inline uint32_t key_slot(aco_rt_key_t k) { return k & SLOT_MASK; }
 static inline uint32_t key_seq(aco_rt_key_t k) { return k >> SLOT_BITS; }
 
-/* Is k a key now (not deleted)? */
-static inline int key_live(aco_rt_key_t k) {
-    uint32_t seq = __atomic_load_n(&keys[key_slot(k)].seq, __ATOMIC_ACQUIRE);
+/* Does seq (a slot's) say that k is a key now (not deleted)? */
+static inline int seq_live(uint64_t seq, aco_rt_key_t k) {
     return (seq & 1) && (seq & SEQ_MASK) == key_seq(k);
 }
+static inline uint64_t slot_seq(aco_rt_key_t k) {
+    return __atomic_load_n(&keys[key_slot(k)].seq, __ATOMIC_ACQUIRE);
+}
+static inline int key_live(aco_rt_key_t k) { return seq_live(slot_seq(k), k); }
 
 int aco_rt_key_create(aco_rt_key_t* key, void (*dtor)(void*)) {
     if (key == NULL) return -EINVAL;
     pthread_mutex_lock(&keys_lock);
     for (uint32_t i = 0; i < ACO_RT_KEYS_MAX; i++) {
-        uint32_t seq = keys[i].seq;
+        uint64_t seq = keys[i].seq;
         if (seq & 1) continue;
         seq++;
         __atomic_store_n(&keys[i].dtor, dtor, __ATOMIC_RELEASE);
         __atomic_store_n(&keys[i].seq, seq, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&keys_lock);
-        *key = i | (seq & SEQ_MASK) << SLOT_BITS;
+        *key = i | (uint32_t)(seq & SEQ_MASK) << SLOT_BITS;
         return 0;
     }
     pthread_mutex_unlock(&keys_lock);
@@ -120,8 +127,9 @@ static inline kvs_t** my_kvs(int make) {
 void* aco_rt_getspecific(aco_rt_key_t key) {
     const kvs_t* kv = *my_kvs(0);
     uint32_t i = key_slot(key);
-    if (kv == NULL || i >= kv->cap || kv->v[i].seq != key_seq(key) || !key_live(key))
-        return NULL;
+    if (kv == NULL || i >= kv->cap) return NULL;
+    uint64_t seq = slot_seq(key);
+    if (!seq_live(seq, key) || kv->v[i].seq != seq) return NULL;
     return kv->v[i].val;
 }
 
@@ -159,7 +167,8 @@ static kvs_t* kvs_grow(kvs_t** where, uint32_t i) {
 }
 
 int aco_rt_setspecific(aco_rt_key_t key, const void* val) {
-    if (!key_live(key)) return -EINVAL;
+    uint64_t seq = slot_seq(key);
+    if (!seq_live(seq, key)) return -EINVAL;
     kvs_t** where = my_kvs(val != NULL);
     if (where == NULL) return -ENOMEM;
     uint32_t i = key_slot(key);
@@ -168,7 +177,7 @@ int aco_rt_setspecific(aco_rt_key_t key, const void* val) {
         if (val == NULL) return 0;      /* nothing to keep */
         if ((kv = kvs_grow(where, i)) == NULL) return -ENOMEM;
     }
-    kv->v[i].seq = key_seq(key);
+    kv->v[i].seq = seq;
     kv->v[i].val = (void*)val;
     return 0;
 }
@@ -179,10 +188,10 @@ int aco_rt_setspecific(aco_rt_key_t key, const void* val) {
 
 /* The destructor of the key that set kv, NULL if none or deleted since. */
 static void (*dtor_of(uint32_t slot, const kv_t* e))(void*) {
-    uint32_t s1 = __atomic_load_n(&keys[slot].seq, __ATOMIC_ACQUIRE);
+    uint64_t s1 = __atomic_load_n(&keys[slot].seq, __ATOMIC_ACQUIRE);
     void (*d)(void*) = __atomic_load_n(&keys[slot].dtor, __ATOMIC_ACQUIRE);
-    uint32_t s2 = __atomic_load_n(&keys[slot].seq, __ATOMIC_ACQUIRE);
-    if (s1 != s2 || !(s1 & 1) || (s1 & SEQ_MASK) != e->seq) return NULL;
+    uint64_t s2 = __atomic_load_n(&keys[slot].seq, __ATOMIC_ACQUIRE);
+    if (s1 != s2 || !(s1 & 1) || s1 != e->seq) return NULL;
     return d;
 }
 

@@ -5,7 +5,8 @@
  *    order, with the value already NULL, never for NULL values or keys
  *    without one, rounds while destructors set values again (at most
  *    ACO_RT_KEY_DTOR_ROUNDS), a destructor that blocks; a deleted key: no
- *    destructor, invisible to a later key of its slot, EINVAL; a record
+ *    destructor, invisible to a later key of its slot (also once the key
+ *    numbers of its slot came round), EINVAL; a record
  *    used again starts with NULLs; 10000 cos with three keys each; all
  *    ACO_RT_KEYS_MAX keys, then EAGAIN; values outside cos per thread
  *    (main thread, a plain pthread whose destructors run at its exit);
@@ -206,6 +207,24 @@ static void keys_deleted(void* arg) {
     aco_rt_sem_post(&kd_go);
     CHECK_EQ(aco_rt_join(c, -1), 0);
     CHECK_EQ(kd_calls, 0);              /* the old key's value: no destructor */
+
+    /* The same once the slot's sequence bits in a key came round (2^21
+     * creates and deletes): the new key's number is the old one's, and
+     * still it sees no old value, nor runs its destructor on one. */
+    old = KD;
+    CHECK_EQ(aco_rt_wg_add(&kd_wg, 1), 0);
+    c = aco_rt_spawn(NULL, deleted_co, NULL);
+    CHECK_EQ(aco_rt_wg_wait(&kd_wg, -1), 0);
+    CHECK_EQ(aco_rt_key_delete(KD), 0);
+    for (long i = 0;; i++) {
+        CHECK_LE(i, 1L << 22);
+        CHECK_EQ(aco_rt_key_create(&KD, dkd), 0);
+        if (KD == old) break;
+        CHECK_EQ(aco_rt_key_delete(KD), 0);
+    }
+    aco_rt_sem_post(&kd_go);
+    CHECK_EQ(aco_rt_join(c, -1), 0);
+    CHECK_EQ(kd_calls, 0);
     CHECK_EQ(aco_rt_key_delete(KD), 0);
 }
 
