@@ -221,9 +221,10 @@ int aco_rt_sem_trywait(aco_rt_sem_t* s) {
 
 void aco_rt_sem_post(aco_rt_sem_t* s) {
     if (s == NULL) return;
-    /* Under the lock: a waiter queues only after it saw count 0 there. */
+    /* Under the lock: a waiter queues only after it saw count 0 there (or
+     * a debt, which this pays first: no unit for a waiter then). */
     rt_lock(&s->lock_);
-    rt_waiter_t* w = rt_wq_take(&s->q_);
+    rt_waiter_t* w = rt_load(&s->count_) >= 0 ? rt_wq_take(&s->q_) : NULL;
     if (w == NULL) rt_fetch_add(&s->count_, 1);
     rt_unlock(&s->lock_);
     if (w) rt_wake_any(w->co, 0);   /* the unit goes straight to it */

@@ -14,7 +14,8 @@
  *    gives -ETIMEDOUT with the mutex held again (also when another co held
  *    it meanwhile), a cancel gives -ECANCELED with the mutex held; -EPERM
  *    without the mutex; signals are not remembered;
- *  - semaphore: counts (a negative one a debt), FIFO, the posted unit goes
+ *  - semaphore: counts (a negative one a debt, paid before a waiter gets a
+ *    unit), FIFO, the posted unit goes
  *    to the first waiter (no overtaking), trywait -EAGAIN, a deadline or
  *    cancel takes no unit;
  *  - a cancelled co: -EDEADLK and cond_wait's -EPERM before -ECANCELED,
@@ -353,6 +354,22 @@ static void sem_main(void* arg) {
     CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
     aco_rt_sem_post(&SEM);
     CHECK_EQ(aco_rt_sem_trywait(&SEM), 0);
+    CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
+    /* ... also while a co waits: the posts that pay it wake nobody */
+    aco_rt_sem_init(&SEM, -2);
+    nlog = 0;
+    sw_t dw = {7, -1, 1};
+    aco_rt_co_t* dc = aco_rt_spawn(NULL, sem_waiter, &dw);
+    CHECK_EQ(aco_rt_yield(), 0);
+    for (int i = 0; i < 2; i++) {
+        aco_rt_sem_post(&SEM);
+        CHECK_EQ(aco_rt_yield(), 0);
+        CHECK_EQ(nlog, 0);
+    }
+    aco_rt_sem_post(&SEM);
+    CHECK_EQ(aco_rt_join(dc, -1), 0);
+    CHECK_EQ(dw.rc, 0);
+    CHECK_EQ(nlog, 1);
     CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
     aco_rt_sem_init(&SEM, 3);
     for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_sem_trywait(&SEM), 0);
