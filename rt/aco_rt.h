@@ -1396,7 +1396,8 @@ void aco_rt_sem_init(aco_rt_sem_t* s, int64_t count);
 int  aco_rt_sem_wait(aco_rt_sem_t* s, int64_t deadline);
 /* 0, or -EAGAIN if none is free; -EINVAL. */
 int  aco_rt_sem_trywait(aco_rt_sem_t* s);
-/* Give one back: to the longest waiter, if any. */
+/* Give one back: to the longest waiter, if any (and no debt is left).  A
+ * count of INT64_MAX stays so. */
 void aco_rt_sem_post(aco_rt_sem_t* s);
 
 typedef struct { int64_t count_; uint32_t lock_; aco_rt_waitq_t q_; } aco_rt_wg_t;

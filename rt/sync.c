@@ -222,10 +222,14 @@ int aco_rt_sem_trywait(aco_rt_sem_t* s) {
 void aco_rt_sem_post(aco_rt_sem_t* s) {
     if (s == NULL) return;
     /* Under the lock: a waiter queues only after it saw count 0 there (or
-     * a debt, which this pays first: no unit for a waiter then). */
+     * a debt, which this pays first: no unit for a waiter then).  The
+     * count only falls meanwhile (sem_take): at INT64_MAX it stays, not
+     * wrapping round to a debt that no post could pay. */
     rt_lock(&s->lock_);
-    rt_waiter_t* w = rt_load(&s->count_) >= 0 ? rt_wq_take(&s->q_) : NULL;
-    if (w == NULL) rt_fetch_add(&s->count_, 1);
+    int64_t c = rt_load(&s->count_);
+    rt_waiter_t* w = c >= 0 ? rt_wq_take(&s->q_) : NULL;
+    while (w == NULL && c < INT64_MAX && !rt_cas(&s->count_, &c, c + 1)) {
+    }
     rt_unlock(&s->lock_);
     if (w) rt_wake_any(w->co, 0);   /* the unit goes straight to it */
 }

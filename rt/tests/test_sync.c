@@ -15,7 +15,7 @@
  *    it meanwhile), a cancel gives -ECANCELED with the mutex held; -EPERM
  *    without the mutex; signals are not remembered;
  *  - semaphore: counts (a negative one a debt, paid before a waiter gets a
- *    unit), FIFO, the posted unit goes
+ *    unit; a post at INT64_MAX keeps it), FIFO, the posted unit goes
  *    to the first waiter (no overtaking), trywait -EAGAIN, a deadline or
  *    cancel takes no unit;
  *  - a cancelled co: -EDEADLK and cond_wait's -EPERM before -ECANCELED,
@@ -371,6 +371,11 @@ static void sem_main(void* arg) {
     CHECK_EQ(dw.rc, 0);
     CHECK_EQ(nlog, 1);
     CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
+    /* a post to a count of INT64_MAX leaves it so (no wrap to a debt) */
+    aco_rt_sem_init(&SEM, INT64_MAX);
+    aco_rt_sem_post(&SEM);
+    CHECK_EQ(aco_rt_sem_trywait(&SEM), 0);
+    CHECK(SEM.count_ == INT64_MAX - 1);
     aco_rt_sem_init(&SEM, 3);
     for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_sem_trywait(&SEM), 0);
     CHECK_EQ(aco_rt_sem_trywait(&SEM), -EAGAIN);
