@@ -112,7 +112,10 @@ static void f_broadcaster(void* arg) {
     (void)arg;
     while (!__atomic_load_n(&f_waiting, __ATOMIC_ACQUIRE)) {}
     while (aco_rt_now() < f_due + f_off) {}
+    /* (the mutex: the waiter is on the queue by then, not about to be) */
+    CHECK_EQ(aco_rt_pthread_mutex_lock(&fm), 0);
     CHECK_EQ(aco_rt_pthread_cond_broadcast(fc), 0);
+    CHECK_EQ(aco_rt_pthread_mutex_unlock(&fm), 0);
     int r;
     /* (EBUSY: a waiter whose deadline came first is still leaving) */
     while ((r = aco_rt_pthread_cond_destroy(fc)) == EBUSY) sched_yield();
