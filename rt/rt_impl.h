@@ -756,8 +756,7 @@ static inline void rt_hold_if_remote(aco_rt_sched_t* s) {
  * waiter off: an exchange here, and a waiter whose claim is lost stays
  * for its abort to take off.  A select's waiter is taken off, then
  * claimed (its co takes its other waiters off itself). */
-static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
-    rt_waiter_t* w = rt_wq_head(q);
+static inline rt_waiter_t* rt_wq_take_from(rt_waiter_t* w) {
     while (w != NULL) {
         /* The claim is a cache line past w's first (its co's, if it is
          * the co's own waiter): ask for both at once, not one after the
@@ -789,6 +788,13 @@ static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
         w = next;
     }
     return NULL;
+}
+/* (an empty queue, the common case of a rendezvous's receive, is one
+ * load here: the loop above, which a compiler may keep out of line, is
+ * not called for it) */
+static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
+    rt_waiter_t* w = rt_wq_head(q);
+    return w ? rt_wq_take_from(w) : NULL;
 }
 
 /* Wake co of another thread's scheduler, held by the caller (rt_hold: a
