@@ -552,20 +552,41 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
 __attribute__((noinline, cold))
 static int refused(void) { return -EINVAL; }
 
-int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
-    aco_rt_sched_t* s = rt_tls_sched;
-    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
-    if (rt_unlikely(ch == NULL)) return refused();
-    if (rt_unlikely(elem == NULL)) return refused();
-    if (rt_unlikely(me == NULL)) return -EPERM;
-    if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
-    int fast = chan_enter_as(ch, s);
+/* aco_rt_chan_recv from the channel entered on (chan_enter_as's fast). */
+__attribute__((noinline))
+static int recv_entered(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t deadline, int fast) {
     rt_waiter_t* wk = recv_now(ch, elem);
     if (wk == NULL) return recv_wait(me, ch, elem, deadline, fast);
     aco_rt_sched_t* ds = ch->direct_s;
     chan_leave(ch, fast);
     if (wk != RECV_NOBODY) fire(wk, 0, ds);
     return 0;
+}
+
+/* aco_rt_chan_recv, every case. */
+__attribute__((noinline))
+static int recv_any(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
+    if (rt_unlikely(ch == NULL)) return refused();
+    if (rt_unlikely(elem == NULL)) return refused();
+    if (rt_unlikely(me == NULL)) return -EPERM;
+    if (rt_unlikely(rt_co_cancelled(me))) return -ECANCELED;
+    return recv_entered(me, ch, elem, deadline, chan_enter_as(ch, s));
+}
+
+/* A ping-pong's receive first, in a function that calls nothing on its
+ * way (so it saves no register): the owner's way in, nothing to take (no
+ * sender, an empty ring): straight to the wait; the rest tail-calls. */
+int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+    aco_rt_sched_t* s = rt_tls_sched;
+    aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
+    if (rt_unlikely(me == NULL || rt_co_cancel_maybe(me) || ch == NULL || elem == NULL ||
+                    !chan_try_fast(ch, s)))
+        return recv_any(ch, elem, deadline);
+    if (ch->len == 0 && ch->direct == NULL && rt_wq_empty(&ch->sendq))
+        return recv_wait(me, ch, elem, deadline, 1);
+    return recv_entered(me, ch, elem, deadline, 1);
 }
 
 int aco_rt_chan_close(aco_rt_chan_t* ch) {
