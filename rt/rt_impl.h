@@ -789,12 +789,20 @@ static inline rt_waiter_t* rt_wq_take_from(rt_waiter_t* w) {
     }
     return NULL;
 }
-/* (an empty queue, the common case of a rendezvous's receive, is one
- * load here: the loop above, which a compiler may keep out of line, is
- * not called for it) */
+/* (an empty queue, the common case of a rendezvous's receive, and a
+ * first waiter that is a co of this thread's, a wake's, are a few loads
+ * and stores here: the loop above, which a compiler keeps out of line
+ * with the registers it saves, is not called for them) */
 static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
     rt_waiter_t* w = rt_wq_head(q);
-    return w ? rt_wq_take_from(w) : NULL;
+    if (w == NULL) return NULL;
+    aco_rt_co_t* co = w->co;
+    if (rt_likely(w == &co->w && co->s == rt_tls_sched && rt_load(&co->claim) == 0)) {
+        rt_wq_remove(w);
+        rt_store(&co->claim, (uint8_t)1);
+        return w;
+    }
+    return rt_wq_take_from(w);
 }
 
 /* Wake co of another thread's scheduler, held by the caller (rt_hold: a
