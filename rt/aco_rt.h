@@ -1428,7 +1428,8 @@ typedef struct aco_rt_chan aco_rt_chan_t;
  * channel's spin lock. */
 aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap);
 /* Free it: 0 (NULL: nothing, 0, as free(3)); -EBUSY (nothing freed) while
- * a co waits on it.  From any thread, in a co or not.  Free it only once every call on it has
+ * a co waits on it (a select that another of its channels woke, until it
+ * has run on).  From any thread, in a co or not.  Free it only once every call on it has
  * returned (a precondition, not checked: a co woken by another thread's
  * send or close may still be inside its call). */
 int  aco_rt_chan_free(aco_rt_chan_t* ch);

@@ -637,10 +637,12 @@ static void lock_all(uint32_t** l, int k) { for (int i = 0; i < k; i++) chan_ent
 static void unlock_all(uint32_t** l, int k) { for (int i = k; i-- > 0; ) chan_leave_any(chan_of(l[i])); }
 
 /* Once the select is claimed: take its waiters that are still queued off
- * their queues, one channel at a time.  A waiter off its queue already (the
- * case that fired, or one a taker dropped, claimed) names a channel that is
- * not entered: its queues may have been empty since, and the program may
- * have freed it (chan_free said 0), as after a plain receive's wake. */
+ * their queues, one channel at a time.  Only the case that fired is off
+ * its queue already (a taker that lost the claim leaves a waiter where it
+ * is: rt_wq_take): its channel is not entered, for its queues may have
+ * been empty since and the program may have freed it (chan_free said 0),
+ * as after a plain receive's wake; the others' channels say -EBUSY to a
+ * free until their waiter is off. */
 static void unqueue(rt_extra_t* x) {
     for (int i = 0; i < x->seln; i++) {
         rt_waiter_t* w = &x->selw[i];

@@ -754,8 +754,11 @@ static inline void rt_hold_if_remote(aco_rt_sched_t* s) {
  * has won, the program may free it before the co runs: a condition
  * variable destroyed after its broadcast), then take the lock to take the
  * waiter off: an exchange here, and a waiter whose claim is lost stays
- * for its abort to take off.  A select's waiter is taken off, then
- * claimed (its co takes its other waiters off itself). */
+ * for its abort to take off.  A select's waiters, one per case, are
+ * claimed with an exchange too, and one whose claim is lost (another
+ * case won) stays queued for its co to take off: until then the channel
+ * is not free to free (aco_rt_chan_free says -EBUSY), so the co never
+ * enters a freed one. */
 static inline rt_waiter_t* rt_wq_take_from(rt_waiter_t* w) {
     while (w != NULL) {
         /* The claim is a cache line past w's first (its co's, if it is
@@ -774,14 +777,9 @@ static inline rt_waiter_t* rt_wq_take_from(rt_waiter_t* w) {
             /* (held before w leaves the queue: see rt_wq_remove) */
             aco_rt_sched_t* far = co->s != rt_tls_sched ? co->s : NULL;
             if (far) rt_hold(far);
-            if (w == &co->w) {
-                if (rt_claim(co)) {
-                    rt_wq_remove(w);
-                    return w;
-                }
-            } else {
+            if (rt_claim(co)) {
                 rt_wq_remove(w);
-                if (rt_claim(co)) return w;
+                return w;
             }
             if (far) rt_hold_end(far);
         }

@@ -11,6 +11,7 @@
  */
 #include "rt_test.h"
 
+#include <sched.h>
 #include <stdint.h>
 
 /* ------------------------------------------------------------------------ */
@@ -565,6 +566,54 @@ static void tri_main(void* arg) {
     for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_join(c[i], -1), 0);
 }
 
+/* A select on thread 0 (receives from X and Y) fired by a send on Y from
+ * thread 1, which then closes X and frees it as soon as the free says 0:
+ * the select, woken, must not enter X after that.  Its waiter on X stays
+ * queued (the close's take lost its claim) until the select takes it off,
+ * so the free says -EBUSY until then; a taker once took it off all the
+ * same, and the free's 0 came while the select was about to enter X
+ * (ASan: a use after free; natively a spin on a reused lock word). */
+static aco_rt_chan_t *sfx, *sfy;
+static int sf_waiting;
+static int64_t sf_spin;
+static void sf_select(void* arg) {
+    (void)arg;
+    uint64_t vx, vy;
+    aco_rt_case_t c[2] = {{sfx, ACO_RT_RECV, &vx}, {sfy, ACO_RT_RECV, &vy}};
+    __atomic_store_n(&sf_waiting, 1, __ATOMIC_RELEASE);
+    int e = -1;
+    CHECK_EQ(aco_rt_chan_select(c, 2, &e, -1), 1);
+    CHECK_EQ(e, 0);
+    CHECK_EQ(vy, 7);
+}
+static void sf_sender(void* arg) {
+    (void)arg;
+    while (!__atomic_load_n(&sf_waiting, __ATOMIC_ACQUIRE)) sched_yield();
+    uint64_t v = 7;
+    CHECK_EQ(aco_rt_chan_send(sfy, &v, -1), 0);     /* (it waits for the select) */
+    int64_t t = aco_rt_now() + sf_spin;
+    while (aco_rt_now() < t) {}
+    CHECK_EQ(aco_rt_chan_close(sfx), 0);
+    int r;
+    while ((r = aco_rt_chan_free(sfx)) == -EBUSY) sched_yield();
+    CHECK_EQ(r, 0);
+}
+static void select_freed(void) {
+    for (int i = 0; i < (FEW ? 300 : 3000); i++) {
+        CHECK((sfx = aco_rt_chan_new(8, 0)) != NULL);
+        CHECK((sfy = aco_rt_chan_new(8, 0)) != NULL);
+        sf_waiting = 0;
+        sf_spin = (i % 40) * 250;               /* 0 .. 10 us */
+        aco_rt_co_t* a = aco_rt_spawn(aco_rt_pool_sched(pool, 0), sf_select, NULL);
+        aco_rt_co_t* b = aco_rt_spawn(aco_rt_pool_sched(pool, 1), sf_sender, NULL);
+        CHECK(a && b);
+        CHECK_EQ(aco_rt_detach(a), 0);
+        CHECK_EQ(aco_rt_detach(b), 0);
+        CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, -1), 0);
+        CHECK_EQ(aco_rt_chan_free(sfy), 0);
+    }
+}
+
 static void pool_part(void) {
     aco_rt_pool_opts_t o = {0};
     o.threads = 2;
@@ -583,6 +632,7 @@ static void pool_part(void) {
     run_on(0, race_main, NULL);
     run_on(0, xcancel_main, NULL);
     run_on(0, xresults_main, NULL);
+    select_freed();
     aco_rt_pool_free(pool);
 
     o.threads = 3;
