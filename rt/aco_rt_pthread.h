@@ -49,6 +49,11 @@
  *
  * Every object is zero-initialisable (= the static initializer: a NORMAL
  * mutex, a cond on CLOCK_REALTIME, ...), and destroy needs no memory back.
+ * Once destroy returned 0 the memory may be freed at once, as with pthreads:
+ * no co that waited on the object touches it again (the cos a broadcast,
+ * an unlock or a barrier's last arrival woke; and a co whose deadline or
+ * cancel ended its wait just then, which destroy waits for while it
+ * leaves, as glibc's does).
  * Thread safety: as the runtime's (mutex, cond: aco_rt_mutex_t and
  * aco_rt_cond_t): every object (once, rwlock and barrier too, which are
  * built of a mutex and conds) may be shared by cos of any schedulers.

@@ -457,11 +457,34 @@ int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mu
     return 0;
 }
 
+/* EBUSY if a co waits on queue q (lock l), else 0 once none is left on
+ * it: a co whose deadline or cancel came first claimed itself and is
+ * taking itself off (rt_abort_shared), which is waited for, as glibc's
+ * destroy waits for the waiters that are leaving, so that the memory can
+ * be freed at once.  (Such a co is another thread's: on this thread its
+ * abort runs whole between two of our calls.) */
+static int queue_busy(uint32_t* l, aco_rt_waitq_t* q) {
+    for (;;) {
+        int waiting = 0, leaving = 0;
+        rt_lock(l);
+        for (rt_waiter_t* w = rt_wq_first(q); w; w = w->next) {
+            if (__atomic_load_n(&w->co->claim, __ATOMIC_RELAXED)) leaving = 1;
+            else waiting = 1;
+        }
+        rt_unlock(l);
+        if (waiting) return EBUSY;
+        if (!leaving) return 0;
+        sched_yield();
+    }
+}
+
 int aco_rt_pthread_mutex_destroy(aco_rt_pthread_mutex_t* m) {
     if (m == NULL) return EINVAL;
     if (!type_ok(m->type_)) return mutex_bad(m, "aco_rt_pthread_mutex_destroy");
     /* held or handed to a waiter: the runtime's owner is set */
-    if (__atomic_load_n(&m->m_.owner_, __ATOMIC_RELAXED) != 0) return EBUSY;
+    if (__atomic_load_n(&m->m_.owner_, __ATOMIC_RELAXED) != 0 ||
+        queue_busy(&m->m_.lock_, &m->m_.q_))
+        return EBUSY;
     m->type_ = -1;
     return 0;
 }
@@ -599,8 +622,7 @@ int aco_rt_pthread_cond_init(aco_rt_pthread_cond_t* c, const aco_rt_pthread_cond
 int aco_rt_pthread_cond_destroy(aco_rt_pthread_cond_t* c) {
     if (c == NULL) return EINVAL;
     if (cond_refused(c)) return cond_bad(c, "aco_rt_pthread_cond_destroy");
-    if (__atomic_load_n(&c->c_.q_.head_, __ATOMIC_RELAXED) != NULL) return EBUSY;
-    return 0;
+    return queue_busy(&c->c_.lock_, &c->c_.q_);
 }
 
 /* timed: until abstime on clk (EINVAL for a bad one), else no deadline. */
@@ -744,7 +766,8 @@ int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l,
 static unsigned cond_waiters(aco_rt_cond_t* c) {
     unsigned n = 0;
     rt_lock(&c->lock_);
-    for (rt_waiter_t* w = rt_wq_first(&c->q_); w; w = w->next) n++;
+    for (rt_waiter_t* w = rt_wq_first(&c->q_); w; w = w->next)
+        n += __atomic_load_n(&w->co->claim, __ATOMIC_RELAXED) == 0;   /* (not leaving) */
     rt_unlock(&c->lock_);
     return n;
 }
@@ -752,9 +775,10 @@ static unsigned cond_waiters(aco_rt_cond_t* c) {
 int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l) {
     if (l == NULL) return EINVAL;
     if (rw_refused(l)) return rw_bad(l, "aco_rt_pthread_rwlock_destroy");
-    if (l->writer_ || l->readers_ ||
-        __atomic_load_n(&l->writers_q_.q_.head_, __ATOMIC_RELAXED) != NULL ||
-        __atomic_load_n(&l->readers_q_.q_.head_, __ATOMIC_RELAXED) != NULL)
+    if (l->writer_ || l->readers_ || __atomic_load_n(&l->m_.owner_, __ATOMIC_RELAXED) != 0 ||
+        queue_busy(&l->m_.lock_, &l->m_.q_) ||
+        queue_busy(&l->writers_q_.lock_, &l->writers_q_.q_) ||
+        queue_busy(&l->readers_q_.lock_, &l->readers_q_.q_))
         return EBUSY;
     return 0;
 }
@@ -892,7 +916,10 @@ int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
 int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b) {
     if (b == NULL) return EINVAL;
     if (b->n_ == 0) return barrier_bad(b, "aco_rt_pthread_barrier_destroy");
-    return __atomic_load_n(&b->q_.q_.head_, __ATOMIC_RELAXED) != NULL ? EBUSY : 0;
+    if (__atomic_load_n(&b->m_.owner_, __ATOMIC_RELAXED) != 0 ||
+        queue_busy(&b->m_.lock_, &b->m_.q_) || queue_busy(&b->q_.lock_, &b->q_.q_))
+        return EBUSY;
+    return 0;
 }
 
 int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
