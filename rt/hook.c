@@ -324,6 +324,8 @@ enum {
 
 typedef struct {
     uint32_t flags;     /* atomic */
+    uint32_t tmo_gen;   /* tmo_gen's value when a shared socket's timeouts
+                           were read from the kernel (atomic) */
     int64_t  rcv_ns;    /* SO_RCVTIMEO, 0: none, -1: no wait (atomic) */
     int64_t  snd_ns;    /* SO_SNDTIMEO */
 } hk_fd_t;
@@ -531,9 +533,15 @@ static void tmo_load(int fd, hk_fd_t* e) {
     errno = err;
 }
 
+/* Counts the hooked setsockopt calls that set a timeout, on any number:
+ * a shared socket's kept timeouts are read again from the kernel only
+ * after one (a timeout set past the hooks, by syscall(2), is not seen on
+ * the socket's other numbers). */
+static uint32_t tmo_gen = 1;
+
 /* fd's SO_RCVTIMEO (rcv) or SO_SNDTIMEO: kept, but the kernel's where
- * another number shares the socket (its setsockopt sets the socket's) or
- * none is kept. */
+ * another number shares the socket (its setsockopt sets the socket's) and
+ * a timeout was set since the last look, or where none is kept. */
 static int64_t tmo_of(int fd, int rcv) {
     hk_fd_t* e = fd_entry(fd);
     if (e == NULL) return 0;
@@ -542,11 +550,16 @@ static int64_t tmo_of(int fd, int rcv) {
     if (!(f & F_TMO)) {
         tmo_load(fd, e);
     } else if ((f & (F_SHARED | F_NOSOCK)) == F_SHARED) {
-        int err = errno;
-        __atomic_store_n(v, tmo_kernel(fd, e, rcv ? SO_RCVTIMEO : SO_SNDTIMEO,
-                                       __atomic_load_n(v, __ATOMIC_RELAXED)),
-                         __ATOMIC_RELAXED);
-        errno = err;
+        uint32_t g = __atomic_load_n(&tmo_gen, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->tmo_gen, __ATOMIC_RELAXED) != g) {
+            int err = errno;
+            int64_t r = __atomic_load_n(&e->rcv_ns, __ATOMIC_RELAXED);
+            int64_t w = __atomic_load_n(&e->snd_ns, __ATOMIC_RELAXED);
+            __atomic_store_n(&e->rcv_ns, tmo_kernel(fd, e, SO_RCVTIMEO, r), __ATOMIC_RELAXED);
+            __atomic_store_n(&e->snd_ns, tmo_kernel(fd, e, SO_SNDTIMEO, w), __ATOMIC_RELAXED);
+            __atomic_store_n(&e->tmo_gen, g, __ATOMIC_RELAXED);
+            errno = err;
+        }
     }
     return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
@@ -925,6 +938,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
                                                               : sec * 1000000000 + usec * 1000;
     int rcv = name == SO_RCVTIMEO_OLD || name == SO_RCVTIMEO_NEW;
     __atomic_store_n(rcv ? &e->rcv_ns : &e->snd_ns, ns, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tmo_gen, 1, __ATOMIC_RELEASE);     /* (the other numbers) */
     return r;
 }
 
