@@ -563,9 +563,14 @@ static int recv_entered(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t 
     return 0;
 }
 
-/* aco_rt_chan_recv, every case. */
+/* aco_rt_chan_recv, every case.  Not static: on i386 a static function
+ * may take arguments in registers, and then it has fewer on the stack
+ * than recv_entered takes, which it could not tail-call (a frame would
+ * stay under every parked co: 64 bytes more to save). */
+__attribute__((visibility("hidden")))
+int rt_chan_recv_any(aco_rt_chan_t* ch, void* elem, int64_t deadline);
 __attribute__((noinline))
-static int recv_any(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
+int rt_chan_recv_any(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_sched_t* s = rt_tls_sched;
     aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
     if (rt_unlikely(ch == NULL)) return refused();
@@ -583,7 +588,7 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     aco_rt_co_t* me = s ? s->run.cur : NULL;    /* (rt_self, s kept) */
     if (rt_unlikely(me == NULL || rt_co_cancel_maybe(me) || ch == NULL || elem == NULL ||
                     !chan_try_fast(ch, s)))
-        return recv_any(ch, elem, deadline);
+        return rt_chan_recv_any(ch, elem, deadline);
     if (ch->len == 0 && ch->direct == NULL && rt_wq_empty(&ch->sendq))
         return recv_wait(me, ch, elem, deadline, 1);
     return recv_entered(me, ch, elem, deadline, 1);
