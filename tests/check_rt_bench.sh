@@ -19,9 +19,10 @@ fi
 n=$(grep -c '^headline ' "$log")
 # (a server's CPU per request is counted in clock ticks of 10 ms: over a
 # smoke run's few requests it can be 0 ticks, and its ratio n/a; the
-# floor's too)
+# floor's too; so can fio's own usr+sys percent of a smoke job, under load)
 bad=$(grep '^headline ' "$log" | grep -E '=n/a( |$)' |
     grep -vE '_cpu_ns_per_req(_[a-z0-9_]+)? (ours|peer)=0 |_cpu_ns_per_req(_[a-z0-9_]+)? ours=[0-9.]+ peer=0 ' |
+    grep -vE '_cpu_ns_per_io(_[a-z0-9_]+)? ours=[0-9.]+ fio=0 |_iops_per_cpu_s_fio fio=n/a ' |
     grep -vE '_cpu_ns_per_req(_[a-z0-9_]+)? ours=[0-9.]+ peer=[0-9.]+ ratio=[0-9.]+ floor=0 vs_floor=n/a$')
 if [ "$n" -lt 40 ] || [ -n "$bad" ]; then
     cat "$log"
