@@ -330,6 +330,18 @@ typedef struct {
     int64_t  snd_ns;    /* SO_SNDTIMEO */
 } hk_fd_t;
 
+/* Counts the hooked setsockopt calls that set a timeout on a socket that
+ * another number shares: a shared socket's kept timeouts are read again
+ * from the kernel only after one (and after a dup: fd_dup), never at
+ * every call (a timeout set past the hooks, by syscall(2) or by another
+ * process sharing the socket, is not seen on its other numbers). */
+static uint32_t tmo_gen = 1;
+/* An entry's tmo_gen that makes tmo_of read the kernel's timeouts again. */
+static inline void tmo_stale(hk_fd_t* e) {
+    __atomic_store_n(&e->tmo_gen, __atomic_load_n(&tmo_gen, __ATOMIC_RELAXED) - 1,
+                     __ATOMIC_RELAXED);
+}
+
 #define CHUNK 1024
 #define NCHUNKS 65536               /* descriptors below 64M */
 static hk_fd_t* chunks[NCHUNKS];
@@ -379,6 +391,10 @@ static void fd_dup(int from, int to) {
     if (f) fd_on(f, F_SHARED);
     __atomic_store_n(&t->rcv_ns, f ? __atomic_load_n(&f->rcv_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->snd_ns, f ? __atomic_load_n(&f->snd_ns, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
+    /* (both read the kernel's at their next use: what was kept for from
+     * may be older than the socket's, set through another number) */
+    tmo_stale(t);
+    if (f) tmo_stale(f);
 }
 
 /* The entry of fd for a call in a co: NULL when the call should simply go
@@ -533,12 +549,6 @@ static void tmo_load(int fd, hk_fd_t* e) {
     errno = err;
 }
 
-/* Counts the hooked setsockopt calls that set a timeout, on any number:
- * a shared socket's kept timeouts are read again from the kernel only
- * after one (a timeout set past the hooks, by syscall(2), is not seen on
- * the socket's other numbers). */
-static uint32_t tmo_gen = 1;
-
 /* fd's SO_RCVTIMEO (rcv) or SO_SNDTIMEO: kept, but the kernel's where
  * another number shares the socket (its setsockopt sets the socket's) and
  * a timeout was set since the last look, or where none is kept. */
@@ -549,17 +559,25 @@ static int64_t tmo_of(int fd, int rcv) {
     int64_t* v = rcv ? &e->rcv_ns : &e->snd_ns;
     if (!(f & F_TMO)) {
         tmo_load(fd, e);
-    } else if ((f & (F_SHARED | F_NOSOCK)) == F_SHARED) {
+    } else if ((f & (F_SHARED | F_NOSOCK)) == F_SHARED &&
+               __atomic_load_n(&e->tmo_gen, __ATOMIC_ACQUIRE) !=
+                   __atomic_load_n(&tmo_gen, __ATOMIC_ACQUIRE)) {
+        /* One reader at a time (two could store their readings crosswise
+         * and the later count over the older values); the count taken
+         * before the reading, so a set meanwhile is read again next time. */
+        static uint32_t lock;
+        int err = errno;
+        while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
         uint32_t g = __atomic_load_n(&tmo_gen, __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&e->tmo_gen, __ATOMIC_RELAXED) != g) {
-            int err = errno;
             int64_t r = __atomic_load_n(&e->rcv_ns, __ATOMIC_RELAXED);
             int64_t w = __atomic_load_n(&e->snd_ns, __ATOMIC_RELAXED);
             __atomic_store_n(&e->rcv_ns, tmo_kernel(fd, e, SO_RCVTIMEO, r), __ATOMIC_RELAXED);
             __atomic_store_n(&e->snd_ns, tmo_kernel(fd, e, SO_SNDTIMEO, w), __ATOMIC_RELAXED);
-            __atomic_store_n(&e->tmo_gen, g, __ATOMIC_RELAXED);
-            errno = err;
+            __atomic_store_n(&e->tmo_gen, g, __ATOMIC_RELEASE);
         }
+        __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+        errno = err;
     }
     return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
@@ -938,7 +956,8 @@ EXPORT int setsockopt(int fd, int level, int name, const void* v, socklen_t l) {
                                                               : sec * 1000000000 + usec * 1000;
     int rcv = name == SO_RCVTIMEO_OLD || name == SO_RCVTIMEO_NEW;
     __atomic_store_n(rcv ? &e->rcv_ns : &e->snd_ns, ns, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&tmo_gen, 1, __ATOMIC_RELEASE);     /* (the other numbers) */
+    if (fd_flags(e) & F_SHARED)                             /* (the other numbers) */
+        __atomic_fetch_add(&tmo_gen, 1, __ATOMIC_RELEASE);
     return r;
 }
 

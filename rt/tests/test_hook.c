@@ -446,6 +446,28 @@ static void shared_timeo_co(void* arg) {
     st_read(p[0], p[1], 0);
     close(p[0]);
     close(p[1]);
+    /* (d) a timeout set through a dup, then the first number dup2'd over
+     * a number whose kept values were fresh: the copy is read from the
+     * kernel, not taken as it was kept for the first number (0) */
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    d = dup(sv[0]);
+    CHECK_GE(d, 0);
+    int o[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, o), 0);
+    int od = dup(o[0]);
+    CHECK_GE(od, 0);
+    CHECK_EQ(setsockopt(d, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    CHECK_EQ(write(o[1], "y", 1), 1);
+    char y;
+    CHECK_EQ(read(o[0], &y, 1), 1);         /* (o[0]'s kept values fresh) */
+    CHECK_EQ(dup2(sv[0], o[0]), o[0]);
+    st_read(o[0], sv[1], 1);
+    close(d);
+    close(od);
+    close(o[0]);
+    close(o[1]);
+    close(sv[0]);
+    close(sv[1]);
 }
 
 /* recv(MSG_OOB) takes TCP's urgent byte, short of the buffer: the normal
