@@ -50,8 +50,8 @@
  * Every object is zero-initialisable (= the static initializer: a NORMAL
  * mutex, a cond on CLOCK_REALTIME, ...), and destroy needs no memory back.
  * Once destroy returned 0 the memory may be freed at once, as with pthreads:
- * no co that waited on the object touches it again (the cos a broadcast,
- * an unlock or a barrier's last arrival woke; and a co whose deadline or
+ * no co that waited on the object touches it again (the cos a cond's
+ * broadcast or a barrier's last arrival woke; and a co whose deadline or
  * cancel ended its wait just then, which destroy waits for while it
  * leaves, as glibc's does).
  * Thread safety: as the runtime's (mutex, cond: aco_rt_mutex_t and
