@@ -339,7 +339,7 @@ typedef struct {
     aco_rt_cond_t  q_;
     unsigned       n_;          /* cos per round */
     unsigned       arrived_;
-    unsigned       round_;
+    unsigned       round_;      /* (unused since 244c339: the layout kept) */
 } aco_rt_pthread_barrier_t;
 #define ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD (-1)
 

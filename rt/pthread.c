@@ -933,7 +933,6 @@ int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b) {
      * who is still there (one look per round). */
     if (++b->arrived_ >= b->n_ && (b->arrived_ = cond_waiters(&b->q_) + 1) >= b->n_) {
         b->arrived_ = 0;
-        b->round_++;
         aco_rt_cond_broadcast(&b->q_);
         aco_rt_mutex_unlock(&b->m_);
         return ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD;
