@@ -79,6 +79,35 @@ void rt_abort_shared(aco_rt_co_t* co, int err) {
     rt_wake(co, err);
 }
 
+/* (rt_wq_take's loop: see rt_impl.h) */
+rt_waiter_t* rt_wq_take_from(rt_waiter_t* w) {
+    while (w != NULL) {
+        /* The claim is a cache line past w's first (its co's, if it is
+         * the co's own waiter): ask for both at once, not one after the
+         * other (a prefetch never faults, should w be a select's). */
+        rt_prefetch_w((void*)((uintptr_t)w + offsetof(aco_rt_co_t, claim)));
+        aco_rt_co_t* co = w->co;
+        rt_waiter_t* next = w->next;
+        if (rt_likely(w == &co->w) && rt_likely(co->s == rt_tls_sched)) {
+            rt_wq_remove(w);
+            if (rt_load(&co->claim) == 0) {
+                rt_store(&co->claim, (uint8_t)1);
+                return w;
+            }
+        } else {
+            /* (held before w leaves the queue: see rt_wq_remove) */
+            aco_rt_sched_t* far = co->s != rt_tls_sched ? co->s : NULL;
+            if (far) rt_hold(far);
+            if (rt_claim(co)) {
+                rt_wq_remove(w);
+                return w;
+            }
+            if (far) rt_hold_end(far);
+        }
+        w = next;
+    }
+    return NULL;
+}
 /* ------------------------------------------------------------------------ */
 /* Inbox: what other threads send                                           */
 /* ------------------------------------------------------------------------ */

@@ -759,39 +759,13 @@ static inline void rt_hold_if_remote(aco_rt_sched_t* s) {
  * case won) stays queued for its co to take off: until then the channel
  * is not free to free (aco_rt_chan_free says -EBUSY), so the co never
  * enters a freed one. */
-static inline rt_waiter_t* rt_wq_take_from(rt_waiter_t* w) {
-    while (w != NULL) {
-        /* The claim is a cache line past w's first (its co's, if it is
-         * the co's own waiter): ask for both at once, not one after the
-         * other (a prefetch never faults, should w be a select's). */
-        rt_prefetch_w((void*)((uintptr_t)w + offsetof(aco_rt_co_t, claim)));
-        aco_rt_co_t* co = w->co;
-        rt_waiter_t* next = w->next;
-        if (rt_likely(w == &co->w) && rt_likely(co->s == rt_tls_sched)) {
-            rt_wq_remove(w);
-            if (rt_load(&co->claim) == 0) {
-                rt_store(&co->claim, (uint8_t)1);
-                return w;
-            }
-        } else {
-            /* (held before w leaves the queue: see rt_wq_remove) */
-            aco_rt_sched_t* far = co->s != rt_tls_sched ? co->s : NULL;
-            if (far) rt_hold(far);
-            if (rt_claim(co)) {
-                rt_wq_remove(w);
-                return w;
-            }
-            if (far) rt_hold_end(far);
-        }
-        w = next;
-    }
-    return NULL;
-}
+rt_waiter_t* rt_wq_take_from(rt_waiter_t* w);    /* (loop.c) */
 /* (an empty queue, the common case of a rendezvous's receive, and a
  * first waiter that is a co of this thread's, a wake's, are a few loads
- * and stores here: the loop above, which a compiler keeps out of line
- * with the registers it saves, is not called for them) */
-static inline rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
+ * and stores here, in the caller: the loop is out of line, so that no
+ * compiler makes one function of both, which saved five registers on
+ * every take: a mutex's hand-off called it so) */
+static inline __attribute__((always_inline)) rt_waiter_t* rt_wq_take(aco_rt_waitq_t* q) {
     rt_waiter_t* w = rt_wq_head(q);
     if (w == NULL) return NULL;
     aco_rt_co_t* co = w->co;
