@@ -1031,19 +1031,45 @@ EXPORT int fcntl64(int fd, int cmd, ...) {
     return hook_fcntl(fd, cmd, arg);
 }
 
+/* Could the kernel read the n bytes (n >= 4) at p?  Memory a call's
+ * argument points to that the kernel would refuse (EFAULT) must not fault
+ * in the hook that looks at it first.  Asked of the kernel, once a page
+ * (a page is readable whole or not at all): sched_setparam(2) of no
+ * process copies its 4 bytes in first, and then says ESRCH. */
+static int hk_readable(const void* p, size_t n) {
+    int err = errno, ok = 1;
+    uintptr_t q = (uintptr_t)p, last = q + n - 4;
+    for (;;) {
+        if (syscall(SYS_sched_setparam, (long)INT_MAX, q) < 0 && errno == EFAULT) { ok = 0; break; }
+        uintptr_t next = (q | 4095) + 1;        /* (pages: 4 KiB or a multiple) */
+        if (q == last || next >= last + 4) break;
+        q = next < last ? next : last;
+    }
+    errno = err;
+    return ok;
+}
+
 EXPORT int ioctl(int fd, unsigned long req, ...) {
     va_list ap;
     va_start(ap, req);
     void* arg = va_arg(ap, void*);
     va_end(ap);
+    /* FIONBIO's int is read once the kernel could read it (one it cannot:
+     * its EFAULT, or EBADF, and nothing kept); where the runtime set
+     * O_NONBLOCK, a clear must not reach the kernel, so it is asked first */
     if (req == FIONBIO && arg) {
         hk_fd_t* e = fd_entry(fd);
-        int on = *(const int*)arg;
-        if (e) {
-            if (on) fd_on(e, F_SEEN | F_USER_NB);
-            else { fd_on(e, F_SEEN); fd_off(e, F_USER_NB); }
-            if (!on && (fd_flags(e) & F_RT_NB)) return 0;       /* keep ours (F_SETFL's) */
+        if (e && (fd_flags(e) & F_RT_NB) && hk_readable(arg, sizeof(int)) && !*(const int*)arg) {
+            fd_on(e, F_SEEN);
+            fd_off(e, F_USER_NB);
+            return 0;                   /* keep ours (F_SETFL's) */
         }
+        int r = LIBC(ioctl)(fd, req, arg);
+        if (r == 0 && e) {
+            if (*(const int*)arg) fd_on(e, F_SEEN | F_USER_NB);
+            else { fd_on(e, F_SEEN); fd_off(e, F_USER_NB); }
+        }
+        return r;
     }
     return LIBC(ioctl)(fd, req, arg);
 }
