@@ -1031,16 +1031,19 @@ EXPORT int fcntl64(int fd, int cmd, ...) {
     return hook_fcntl(fd, cmd, arg);
 }
 
-/* Could the kernel read the n bytes (n >= 4) at p?  Memory a call's
- * argument points to that the kernel would refuse (EFAULT) must not fault
- * in the hook that looks at it first.  Asked of the kernel, once a page
- * (a page is readable whole or not at all): sched_setparam(2) of no
- * process copies its 4 bytes in first, and then says ESRCH. */
-static int hk_readable(const void* p, size_t n) {
+/* Could the kernel read (wr 0) or write the n bytes (n >= 4) at p?
+ * Memory a call's argument points to that the kernel would refuse
+ * (EFAULT) must not fault in the hook that looks at it first.  Asked of
+ * the kernel, once a page (a page is readable or writable whole or not at
+ * all): sched_setparam(2) of no process copies its 4 bytes in first, and
+ * then says ESRCH; sched_getparam(2) of the caller writes its priority
+ * there (so only for memory the hook then writes whole). */
+static int hk_can(const void* p, size_t n, int wr) {
     int err = errno, ok = 1;
     uintptr_t q = (uintptr_t)p, last = q + n - 4;
     for (;;) {
-        if (syscall(SYS_sched_setparam, (long)INT_MAX, q) < 0 && errno == EFAULT) { ok = 0; break; }
+        long r = wr ? syscall(SYS_sched_getparam, 0L, q) : syscall(SYS_sched_setparam, (long)INT_MAX, q);
+        if (r < 0 && errno == EFAULT) { ok = 0; break; }
         uintptr_t next = (q | 4095) + 1;        /* (pages: 4 KiB or a multiple) */
         if (q == last || next >= last + 4) break;
         q = next < last ? next : last;
@@ -1048,6 +1051,7 @@ static int hk_readable(const void* p, size_t n) {
     errno = err;
     return ok;
 }
+static int hk_readable(const void* p, size_t n) { return hk_can(p, n, 0); }
 
 EXPORT int ioctl(int fd, unsigned long req, ...) {
     va_list ap;
@@ -1152,7 +1156,10 @@ static void fdset_zero(fd_set* s, int nfds) {
  * its sets (FD_SETSIZE, INT_MAX) where its table is smaller.  So nfds
  * past FD_SETSIZE is cut to the table's size, looked up again only when
  * a larger nfds comes (a table never shrinks; a fork's child's may be
- * smaller: sel_forked).  No /proc: nfds as it is. */
+ * smaller: sel_forked).  No /proc: nfds as it is.  Where the table is
+ * larger than the sets, the kernel's copy of them fails: so past
+ * FD_SETSIZE (the sets' size is then the program's word, not fd_set's)
+ * each is first looked at as the kernel would copy it (co_select). */
 static int sel_table;       /* (atomic) the size last seen, 0: not yet */
 static void sel_forked(void) { __atomic_store_n(&sel_table, 0, __ATOMIC_RELAXED); }
 static int sel_clamp(int nfds) {
@@ -1177,6 +1184,14 @@ static int sel_clamp(int nfds) {
 static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
     if (nfds < 0) { errno = EINVAL; return -1; }
     nfds = sel_clamp(nfds);
+    /* (the kernel copies whole longs of each set in, and out after the
+     * wait: EFAULT where it cannot) */
+    size_t len = ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
+    int big = nfds > FD_SETSIZE;
+    if (big && ((rd && !hk_can(rd, len, 0)) || (wr && !hk_can(wr, len, 0)) || (ex && !hk_can(ex, len, 0)))) {
+        errno = EFAULT;
+        return -1;
+    }
     enum { SMALL = 32 };
     struct pollfd small[SMALL], *p = small;
     int n = 0;
@@ -1206,6 +1221,9 @@ static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
         if (bad) { r = -EBADF; break; }
         if (got) break;
     }
+    if ((r >= 0 || r == -ETIMEDOUT) && big &&
+        ((rd && !hk_can(rd, len, 1)) || (wr && !hk_can(wr, len, 1)) || (ex && !hk_can(ex, len, 1))))
+        r = -EFAULT;
     if (r >= 0 || r == -ETIMEDOUT) {
         int cnt = 0;
         fdset_zero(rd, nfds);

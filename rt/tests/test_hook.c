@@ -871,7 +871,7 @@ static void select_co(void* arg) {
      * after it): Linux reads no bit past its descriptor table, and nor do
      * the hooks (they once read nfds bits, and faulted).  Where the table
      * is larger than the sets (memcheck's own descriptors sit high), the
-     * kernel's select says EFAULT: not tried. */
+     * kernel's select says EFAULT: select_big_co. */
     if (fd_table_size() > FD_SETSIZE) return;
     long pg = sysconf(_SC_PAGESIZE);
     char* m = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -889,6 +889,114 @@ static void select_co(void* arg) {
     }
     CHECK_EQ(read(mq[0], &c, 1), 1);
     CHECK_EQ(munmap(m, 2 * (size_t)pg), 0);
+}
+
+/* select with nfds past FD_SETSIZE, the descriptor table larger than that
+ * (a number past it open, as in a server with many connections; or
+ * memcheck's own): Linux reads ceil(nfds/64) longs of each set, nfds cut
+ * to its table, and writes as many back.  (1) An fd_set at a page's end,
+ * nothing readable after it, as the read or the write set: EFAULT, the
+ * kernel's answer, for nfds the table's size or INT_MAX.  (2) Sets of the
+ * table's size there: every bit seen, none past them.  (3) Those in
+ * memory that may only be read: the kernel reads them and cannot write
+ * the answer: EFAULT.  (The hooks read and wrote the bits up to the
+ * table's size, and faulted in (1) and (3).)  The EFAULTs not under
+ * memcheck, which reports the memory handed to the kernel. */
+static void fdbits_put(unsigned long* s, int fd) {
+    s[fd / (8 * sizeof(long))] |= 1UL << (fd % (8 * sizeof(long)));
+}
+static int fdbits_has(const unsigned long* s, int fd) {
+    return (s[fd / (8 * sizeof(long))] >> (fd % (8 * sizeof(long)))) & 1;
+}
+static void select_big_co(void* arg) {
+    (void)arg;
+    int tab = fd_table_size();
+    CHECK(tab > FD_SETSIZE && tab < INT_MAX);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "b", 1), 1);
+    int hi = dup2(p[0], tab - 1);       /* (memcheck keeps the top for itself) */
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t bytes = ((size_t)tab + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
+    size_t span = (bytes + pg - 1) / pg * pg;
+    char* m = mmap(NULL, span + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    CHECK_EQ(mprotect(m + span, pg, PROT_NONE), 0);
+    int nfds[] = {tab, INT_MAX};
+    struct timeval tv;
+    struct timespec ts;
+    /* (1) */
+    fd_set* edge = (fd_set*)(m + span - sizeof(fd_set));
+    for (int i = 0; !MEMCHECK && i < 4; i++) {
+        int w = i & 1;
+        fd_set* rd = w ? NULL : edge;
+        fd_set* wr = w ? edge : NULL;
+        FD_ZERO(edge);
+        FD_SET(p[w], edge);
+        tv = (struct timeval){0, 0};
+        errno = 0;
+        CHECK_EQ(select(nfds[i / 2], rd, wr, NULL, &tv), -1);
+        CHECK_EQ(errno, EFAULT);
+        CHECK(FD_ISSET(p[w], edge));
+        ts = (struct timespec){0, 0};
+        errno = 0;
+        CHECK_EQ(syscall(SYS_pselect6, nfds[i / 2], rd, wr, NULL, &ts, NULL), -1);
+        CHECK_EQ(errno, EFAULT);
+    }
+    /* (2) */
+    unsigned long* set = (unsigned long*)(void*)(m + span - bytes);
+    for (int i = 0; i < 2; i++) {
+        memset(set, 0, bytes);
+        fdbits_put(set, p[0]);
+        if (hi >= 0) fdbits_put(set, hi);
+        tv = (struct timeval){0, 0};
+        CHECK_EQ(select(nfds[i], (fd_set*)(void*)set, NULL, NULL, &tv), hi >= 0 ? 2 : 1);
+        CHECK(fdbits_has(set, p[0]));
+        CHECK(hi < 0 || fdbits_has(set, hi));
+    }
+    /* (3) */
+    CHECK_EQ(mprotect(m, span, PROT_READ), 0);
+    for (int i = 0; !MEMCHECK && i < 2; i++) {
+        tv = (struct timeval){0, 0};
+        errno = 0;
+        CHECK_EQ(select(nfds[i], (fd_set*)(void*)set, NULL, NULL, &tv), -1);
+        CHECK_EQ(errno, EFAULT);
+        ts = (struct timespec){0, 0};
+        errno = 0;
+        CHECK_EQ(syscall(SYS_pselect6, nfds[i], set, NULL, NULL, &ts, NULL), -1);
+        CHECK_EQ(errno, EFAULT);
+    }
+    CHECK_EQ(munmap(m, span + pg), 0);
+    if (hi >= 0) close(hi);
+    close(p[0]);
+    close(p[1]);
+}
+static void select_big_body(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    test_go(s, select_big_co, NULL);
+}
+/* The table made larger than FD_SETSIZE (it never shrinks: the program's
+ * last check). */
+static void select_big_table(void) {
+    if (fd_table_size() <= FD_SETSIZE) {
+        struct rlimit rl;
+        CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 2 * FD_SETSIZE) {
+            printf("test_hook: select past FD_SETSIZE not tried (RLIMIT_NOFILE's hard limit %llu)\n",
+                   (unsigned long long)rl.rlim_max);
+            return;
+        }
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 2 * FD_SETSIZE) {
+            rl.rlim_cur = 2 * FD_SETSIZE;
+            CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+        }
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        CHECK_GE(fd, 0);
+        CHECK_EQ(dup2(fd, 2 * FD_SETSIZE - 1), 2 * FD_SETSIZE - 1);
+        close(2 * FD_SETSIZE - 1);
+        close(fd);
+    }
+    test_on_backends(NULL, select_big_body, NULL);
 }
 
 /* epoll_wait in a co: parks on the epoll descriptor. */
@@ -1534,6 +1642,7 @@ int main(void) {
     int bs[8], nb = test_backends(bs, 8);
     for (int i = 0; i < nb; i++) plain_beside_sched(bs[i]);
     outside();
+    select_big_table();
     printf("test_hook: all passed\n");
     return 0;
 }
