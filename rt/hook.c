@@ -13,9 +13,9 @@
  * fortified names glibc's headers call instead (__poll_chk, __ppoll_chk,
  * __read_chk, __recv_chk, __recvfrom_chk, __pread_chk, __pread64_chk,
  * __open_2, __open64_2, __openat_2, __openat64_2); and, to stay
- * invisible, socket, close, fcntl, ioctl, setsockopt, dup, dup2, dup3,
- * pipe, pipe2, socketpair, eventfd, epoll_create and epoll_create1; and
- * pthread_mutex_lock, trylock and unlock (Mutexes, below).
+ * invisible, socket, close, fclose, fcntl, ioctl, setsockopt, dup, dup2,
+ * dup3, pipe, pipe2, socketpair, eventfd, epoll_create and epoll_create1;
+ * and pthread_mutex_lock, trylock and unlock (Mutexes, below).
  * Called in a co of a running aco_rt scheduler, a call that would block
  * parks the co in the runtime (aco_rt_read, aco_rt_poll, aco_rt_pread,
  * aco_rt_openat and the rest) and the thread runs other cos; called
@@ -60,10 +60,12 @@
  * dup, dup2 and dup3 are hooked only to carry what is known of the file
  * (the O_NONBLOCK the runtime set) to the number they fill, and pipe,
  * pipe2, socketpair, eventfd, epoll_create and epoll_create1 to know
- * theirs for no file (a number glibc closed inside
- * itself, fclose's, may come back as one).  Not hooked: signals, and the file calls not named above (access, chmod, link,
- * readlink, getdents, ...: each a short wait for a disk or a server at
- * most, with no runtime call to take it).  In a co, a write, writev, send
+ * theirs for no file (a number glibc closed inside itself may come back
+ * as one); fclose only to forget what was known of its number (glibc
+ * closes it inside itself, past close).  Not hooked: signals, and the
+ * file calls not named above (access, chmod, link, readlink, getdents,
+ * ...: each a short wait for a disk or a server at most, with no runtime
+ * call to take it).  In a co, a write, writev, send
  * or sendmsg whose reader is gone says EPIPE without SIGPIPE (the
  * runtime's calls never raise it); outside cos they are libc's, SIGPIPE
  * included.
@@ -212,6 +214,7 @@ static struct {
     int (*mutex_lock)(pthread_mutex_t*);
     int (*mutex_trylock)(pthread_mutex_t*);
     int (*mutex_unlock)(pthread_mutex_t*);
+    int (*fclose)(FILE*);
 } libc;
 
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
@@ -294,6 +297,7 @@ static void libc_init(void) {
     *(void**)&libc.mutex_lock = next("pthread_mutex_lock");
     *(void**)&libc.mutex_trylock = next("pthread_mutex_trylock");
     *(void**)&libc.mutex_unlock = next("pthread_mutex_unlock");
+    *(void**)&libc.fclose = next("fclose");
     pthread_atfork(NULL, NULL, mx_forked);
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
@@ -872,17 +876,35 @@ EXPORT int socket(int domain, int type, int proto) {
     return r;
 }
 
-EXPORT int close(int fd) {
+/* fd is closed: what was known of it goes (the next file under the
+ * number may come from a call not hooked: its flags and timeouts are not
+ * these). */
+static void fd_gone(int fd) {
     hk_fd_t* e = fd_entry(fd);
-    if (e) {        /* (the next file under the number may come from a call
-                       not hooked: its timeouts are not these) */
+    if (e) {
         __atomic_store_n(&e->flags, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
     }
+}
+
+EXPORT int close(int fd) {
+    fd_gone(fd);
     /* Cos waiting on fd, in any thread's scheduler, are told EBADF (with
      * no scheduler in the process this is close(2) itself). */
     return (int)ret(aco_rt_close(fd));
+}
+
+/* fclose closes its number inside glibc, past close above: forgotten
+ * here first (fdopen of a socket, a pipe: the number's next file, passed
+ * in or made by a call not hooked, would take its timeouts and flags). */
+EXPORT int fclose(FILE* f) {
+    if (f) {
+        int err = errno, fd = fileno(f);       /* (-1: no descriptor) */
+        if (fd >= 0) fd_gone(fd);
+        errno = err;
+    }
+    return LIBC(fclose)(f);
 }
 
 /* A new file under the number: what we knew of the old one goes. */

@@ -522,6 +522,84 @@ static void shared_timeo_co(void* arg) {
     close(sv[1]);
 }
 
+/* fclose closes its number inside glibc (its own close, not the hooked
+ * one): what the hooks kept of the number must not stay for the next
+ * file there made by a call they do not see either, here a socket passed
+ * in (SCM_RIGHTS).  (a) The old socket's SO_RCVTIMEO (50 ms): the new one
+ * has none, and a read waits for the late byte (300 ms).  (b) The old
+ * socket read in a co (so the runtime's to make non-blocking): the new
+ * one the program made non-blocking shows O_NONBLOCK, and a read says
+ * EAGAIN at once.  (The record stayed: EAGAIN at 50 ms; the flag hidden,
+ * the read parked.) */
+/* fd sent over carrier[0] and received from carrier[1]: the new number
+ * (the lowest free one). */
+static int pass_fd(int fd, const int carrier[2]) {
+    union { char b[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    char one = 'f';
+    struct iovec v = {&one, 1};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = ctl.b,
+                       .msg_controllen = sizeof(ctl.b)};
+    struct cmsghdr* cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    CHECK_EQ(sendmsg(carrier[0], &m, 0), 1);
+    memset(&ctl, 0, sizeof(ctl));
+    m.msg_controllen = sizeof(ctl.b);
+    CHECK_EQ(recvmsg(carrier[1], &m, MSG_CMSG_CLOEXEC), 1);
+    cm = CMSG_FIRSTHDR(&m);
+    CHECK(cm != NULL && cm->cmsg_type == SCM_RIGHTS);
+    int got;
+    memcpy(&got, CMSG_DATA(cm), sizeof(int));
+    return got;
+}
+static void fclose_stale_co(void* arg) {
+    (void)arg;
+    for (int k = 0; k < 2; k++) {
+        int nsv[2], carrier[2], old[2];
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (k ? SOCK_NONBLOCK : 0), 0, nsv), 0);
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, carrier), 0);
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, old), 0);
+        if (k == 0) {
+            struct timeval tv = {0, 50000};
+            CHECK_EQ(setsockopt(old[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+        } else {
+            char c;
+            CHECK_EQ(write(old[1], "o", 1), 1);
+            CHECK_EQ(read(old[0], &c, 1), 1);
+        }
+        int n = old[0];
+        FILE* f = fdopen(old[0], "r");
+        CHECK(f != NULL);
+        CHECK_EQ(fclose(f), 0);
+        close(old[1]);
+        int got = pass_fd(nsv[0], carrier);
+        CHECK_EQ(got, n);               /* (the lowest free number) */
+        close(nsv[0]);
+        close(carrier[0]);
+        close(carrier[1]);
+        if (k == 0) {
+            st_read(got, nsv[1], 0);
+        } else {
+            CHECK(fcntl(got, F_GETFL) & O_NONBLOCK);
+            st_wfd = nsv[1];
+            aco_rt_co_t* w = aco_rt_spawn(NULL, st_late_byte, NULL);
+            CHECK(w != NULL);
+            char c;
+            int64_t t0 = now();
+            errno = 0;
+            CHECK_EQ(read(got, &c, 1), -1);
+            CHECK_EQ(errno, EAGAIN);
+            CHECK_LT(now() - t0, 250 * MS);
+            CHECK_EQ(aco_rt_join(w, -1), 0);
+        }
+        close(got);
+        close(nsv[1]);
+    }
+}
+
 /* recv(MSG_OOB) takes TCP's urgent byte, short of the buffer: the normal
  * bytes still queued are read at once after it.  (On epoll a short read
  * once marked the socket drained, and the next read waited for an edge:
@@ -713,6 +791,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, dup_cleared_nb_co, NULL);
     test_go(s, toggled_nb_co, NULL);
     test_go(s, shared_timeo_co, NULL);
+    test_go(s, fclose_stale_co, NULL);
     test_go(s, oob_co, NULL);
     test_go(s, errqueue_co, NULL);
     test_go(s, cancelled_addr_co, NULL);
