@@ -480,9 +480,14 @@ static void co_free(aco_t* co) {
 }
 
 /* Save stacks: the capacity for n bytes, the bytes a capacity takes (the
- * tools keep some after it), and whether it comes from a pool. */
+ * tools keep some after it; SIZE_MAX: more than the address space holds,
+ * as 32-bit capacities near SAVE_MAX are), and whether it comes from a
+ * pool. */
 #define save_capacity(n) (((n) + SAVE_STEP - 1) & ~(size_t)(SAVE_STEP - 1))
-#define save_bytes(cap) ((cap) + (TOOLS && (cap) ? ext_copy(NULL, cap, EXT_ROOM) : 0))
+static inline size_t save_bytes(size_t cap) {
+    size_t room = TOOLS && cap ? ext_copy(NULL, cap, EXT_ROOM) : 0;
+    return cap + room < cap ? SIZE_MAX : cap + room;
+}
 #define save_pooled(cap) (!user_alloc && !ext.heap_saves && (cap) <= SAVE_POOLED)
 
 static void save_free(aco_save_stack_t* ss) {
@@ -504,6 +509,9 @@ static int save_grow(const char* fn, aco_t* co, size_t n) {
     check(fn, n <= SAVE_MAX, "co %p has %zu live bytes on its share stack: a save "
           "stack holds less than 4 GiB", (void*)co, n);
     size_t cap = save_capacity(n);
+    if (fn == NULL && save_bytes(cap) == SIZE_MAX) return 0;
+    check(fn, save_bytes(cap) != SIZE_MAX, "co %p: a save stack of %zu bytes exceeds the "
+          "address space", (void*)co, cap);
     mark_used();
     if (fn != NULL) save_free(ss);      /* else kept until the new one is had */
     void* p = save_pooled(cap) ? pool_alloc(&save_pool[cap / SAVE_STEP - 1], cap, fn)
@@ -701,7 +709,10 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
 size_t aco_co_size(size_t save_sz) {
     ext_init(0);
     check("aco_co_size", save_sz <= SAVE_MAX, "save_sz %zu exceeds 4 GiB - 8", save_sz);
-    return co_bytes() + save_bytes(save_capacity(save_sz));
+    size_t save = save_bytes(save_capacity(save_sz));
+    check("aco_co_size", save <= SIZE_MAX - co_bytes(), "save_sz %zu: a co with a save "
+          "stack that large exceeds the address space", save_sz);
+    return co_bytes() + save;
 }
 
 /* In mem: the co object, then the largest save stack that fits with the
@@ -720,7 +731,8 @@ static aco_t* make_in(const char* fn, void* mem, size_t sz, aco_t* main_co,
     if (main_co == NULL) return co;
     size_t room = sz - co_bytes(), cap = (room < SAVE_MAX ? room : SAVE_MAX) & ~(size_t)7;
     for (size_t over; cap > 0 && (over = save_bytes(cap)) > room;)
-        cap -= save_capacity(over - room);
+        cap -= over == SIZE_MAX ? (cap / 8 + SAVE_STEP) & ~(size_t)(SAVE_STEP - 1)
+                                : save_capacity(over - room);
     while (cap + SAVE_STEP <= SAVE_MAX && save_bytes(cap + SAVE_STEP) <= room) cap += SAVE_STEP;
     if (cap > 0) {
         co->save_stack.ptr = (char*)co + co_bytes();

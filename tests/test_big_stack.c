@@ -7,6 +7,9 @@
  * on 64-bit, SIZE_MAX - 1 MiB on 32-bit) make aco_share_stack_new2 abort
  * with its message (on 32-bit with the reason: address space or out of
  * memory), with and without a guard page, never crash (forked children).
+ * The largest save stack aco.h allows (4 GiB - 8) on 32-bit: aco_co_size
+ * and aco_create abort by name instead of wrapping to a small size (ASan
+ * keeps room after a save stack: that sum overflowed), forked children.
  * Sanitizer builds use 1 GiB instead of 8 GiB (their shadow memory).
  * ASan: an 8 GiB stack whose co used little is destroyed without its whole
  * shadow made resident (the RSS grows by less than 128 MiB).
@@ -175,6 +178,43 @@ static int expect_refused(size_t sz, char guard, int need_reason) {
     return 0;
 }
 
+/* ---- the largest save stack ------------------------------------------- */
+#define SAVE_MAX_SZ ((size_t)UINT32_MAX & ~(size_t)7)  /* aco.h: 4 GiB - 8 */
+
+static aco_t* big_main;
+static aco_share_stack_t* big_sstk;
+
+static void child_co_size(void* arg) {
+    (void)arg;
+    size_t sz = aco_co_size(SAVE_MAX_SZ);
+    fprintf(stderr, "aco_co_size(%zu) returned %zu\n", SAVE_MAX_SZ, sz);
+}
+
+static void child_create(void* arg) {
+    (void)arg;
+    struct rlimit rl = {0, 0};
+    setrlimit(RLIMIT_CORE, &rl);
+    aco_t* co = aco_create(big_main, big_sstk, SAVE_MAX_SZ, co_shallow, NULL);
+    fprintf(stderr, "aco_create returned a co with a save stack of %u bytes\n",
+            co->save_stack.sz);
+}
+
+static int largest_save_stack(aco_t* main_co) {
+    int fails = 0;
+    if (sizeof(void*) == 8) {
+        CHECK(aco_co_size(SAVE_MAX_SZ) >= aco_co_size(0) + SAVE_MAX_SZ);
+        return 0;
+    }
+    big_main = main_co;
+    big_sstk = aco_share_stack_new(0);
+    fails += aco_test_expect_signal("aco_co_size(4 GiB - 8)", child_co_size, NULL,
+                                    SIGABRT, "aco: aco_co_size: |address space");
+    fails += aco_test_expect_signal("aco_create(4 GiB - 8)", child_create, NULL, SIGABRT,
+                                    "aco: aco_create: ");
+    aco_share_stack_destroy(big_sstk);
+    return fails;
+}
+
 int main(void) {
     aco_thread_init(NULL);
     aco_t* main_co = aco_create(NULL, NULL, 0, NULL, NULL);
@@ -214,6 +254,7 @@ int main(void) {
         fails += expect_refused(SIZE_MAX - MiB, 1, 1);
         fails += expect_refused(SIZE_MAX - MiB, 0, 1);
     }
+    fails += largest_save_stack(main_co);
     ASSERT_EQ(fails, 0);
 
 #if aco__asan
