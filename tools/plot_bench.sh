@@ -17,6 +17,11 @@
 # ROUNDS (comparison rounds, default the benchmark's 15).  The CSV and the
 # benchmark's output are kept in output/plot/.
 set -euo pipefail
+# A CSV named relative to where the script was started, before the cd.
+if [ $# -ge 1 ]; then
+    [ -f "$1" ] || { echo "plot_bench.sh: $1: no such file" >&2; exit 1; }
+    set -- "$(realpath "$1")"
+fi
 cd "$(dirname "$0")/.."
 
 BENCH=${BENCH:-output/test_aco_benchmark..no_valgrind.standaloneFPUenv}
