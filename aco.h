@@ -254,7 +254,11 @@ void aco_exit(void);    /* not declared noreturn: gcc would then predict
  * (aco_resume tells a co's main co by its address: it aborts while no
  * other co has the destroyed main co's memory, and is undefined once one
  * has, as a new main co of the thread often does).
- * Destroying a co twice, or something that is not a co, aborts. */
+ * Destroying something that is not a co aborts, and so does destroying a
+ * co twice while its memory is still libaco's; after a wave of destroys
+ * a pool gives whole slabs back to the system (docs/memory.md), and a
+ * second destroy of a co that was on one then faults, as a second free()
+ * of a block a heap gave back may. */
 void aco_destroy(aco_t* co);
 
 /* Put a non-main co back into the "init" state, keeping its memory: the next
