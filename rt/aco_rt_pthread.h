@@ -315,7 +315,8 @@ typedef struct {
  * it for writing (tryrdlock and trywrlock too, not EBUSY as glibc says).
  * EBUSY (try), ETIMEDOUT (abstime: CLOCK_REALTIME),
  * EAGAIN (too many readers), EINVAL (l on a share stack; every call on a
- * refused l), EPERM, ECANCELED. */
+ * refused l; a bad abstime, even when l is free, as glibc's rwlock),
+ * EPERM, ECANCELED. */
 int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l, const aco_rt_pthread_rwlockattr_t* attr);
 int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l);  /* EBUSY, EINVAL */
 int aco_rt_pthread_rwlock_rdlock(aco_rt_pthread_rwlock_t* l);

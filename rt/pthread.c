@@ -816,8 +816,11 @@ static int rw_lock(aco_rt_pthread_rwlock_t* l, int how, int64_t deadline, int tr
 static int rw_timed(aco_rt_pthread_rwlock_t* l, int how, const struct timespec* abstime,
                     const char* fn) {
     int64_t d = deadline_of(CLOCK_REALTIME, abstime);
-    int r = rw_lock(l, how, d < 0 ? 0 : d, 0, fn);
-    return d < 0 && r == ETIMEDOUT ? EINVAL : r;
+    /* A bad abstime is EINVAL even when l is free, as glibc's rwlock says
+     * (it checks abstime first; its mutex only when it has to wait); a
+     * refused l says that first. */
+    if (d < 0) return l && rw_refused(l) ? rw_bad(l, fn) : EINVAL;
+    return rw_lock(l, how, d, 0, fn);
 }
 
 int aco_rt_pthread_rwlock_rdlock(aco_rt_pthread_rwlock_t* l) {

@@ -40,6 +40,7 @@
  *    returns after it; a recursive once: EDEADLK; outside cos EPERM, then
  *    0 once done;
  *  - rwlock: readers together, writers alone, EDEADLK, EBUSY, EPERM,
+ *    a bad abstime EINVAL on a free lock too (as glibc's),
  *    timedwrlock never early, a reader locking again past a waiting
  *    writer, a cancelled co can still unlock; barrier: 5 cos, 3 rounds, one
  *    SERIAL each, nobody through early, EINVAL, EBUSY; the SERIAL co
@@ -1168,6 +1169,14 @@ static void rwlock_test(void* arg) {
     CHECK_EQ(ps, ACO_RT_PTHREAD_PROCESS_PRIVATE);
     CHECK_EQ(aco_rt_pthread_rwlock_init(&RW, &a), 0);
     CHECK_EQ(aco_rt_pthread_rwlockattr_destroy(&a), 0);
+    CHECK_EQ(aco_rt_pthread_rwlock_unlock(&RW), EPERM);
+    /* a bad abstime: EINVAL though the lock is free (glibc checks it
+     * first), and nothing taken */
+    struct timespec bad[2] = {{0, -1}, {0, 1000000000}};
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(aco_rt_pthread_rwlock_timedrdlock(&RW, &bad[i]), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_timedwrlock(&RW, &bad[i]), EINVAL);
+    }
     CHECK_EQ(aco_rt_pthread_rwlock_unlock(&RW), EPERM);
 
     readers_in = writers_in = max_readers = 0;
