@@ -250,35 +250,61 @@ void aco_rt_wg_init(aco_rt_wg_t* wg) {
     if (wg) memset(wg, 0, sizeof(*wg));
 }
 
+static inline int wg_bad(int64_t c, int64_t n) {   /* below 0, or past INT64_MAX */
+    return n < 0 ? (n == INT64_MIN || c < -n) : c > INT64_MAX - n;
+}
+
+/* The count reaches 0 only under the lock, which is let go only once every
+ * waiter is taken (chained through their next: they are off the queue):
+ * a waiter may free wg, or add to it again, as soon as its wait returns
+ * 0, so nothing of wg is touched after the unlock (the wakes touch only
+ * the cos' records), and a new round's count cannot leave a waiter of the
+ * old one queued.  A wait that sees 0 without the lock waits for it. */
 int aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n) {
     if (wg == NULL) return -EINVAL;
-    int64_t c = rt_load(&wg->count_), to;
+    int64_t c = rt_load(&wg->count_);
     do {
-        if (n < 0 ? (n == INT64_MIN || c < -n) : c > INT64_MAX - n) return -EINVAL;
-        to = c + n;
-    } while (!rt_cas(&wg->count_, &c, to));
-    if (to == 0 && n != 0) {
-        /* Waiters checked the count under the lock: they are queued now. */
-        for (;;) {
-            rt_lock(&wg->lock_);
-            /* (a later add may have raised it again: its waiters stay) */
-            rt_waiter_t* w = rt_load(&wg->count_) == 0 ? rt_wq_take(&wg->q_) : NULL;
-            rt_unlock(&wg->lock_);
-            if (w == NULL) break;
-            rt_wake_any(w->co, 0);
-        }
+        if (wg_bad(c, n)) return -EINVAL;
+        if (c + n == 0 && n != 0) break;           /* to 0: under the lock */
+    } while (!rt_cas(&wg->count_, &c, c + n));
+    if (c + n != 0 || n == 0) return 0;
+    rt_waiter_t* first = NULL;
+    rt_waiter_t** last = &first;
+    rt_lock(&wg->lock_);
+    c = rt_load(&wg->count_);
+    do {
+        if (wg_bad(c, n)) { rt_unlock(&wg->lock_); return -EINVAL; }
+    } while (!rt_cas(&wg->count_, &c, c + n));
+    if (c + n == 0)
+        for (rt_waiter_t* w; (w = rt_wq_take(&wg->q_)) != NULL; last = &w->next) *last = w;
+    rt_unlock(&wg->lock_);
+    while (first) {
+        rt_waiter_t* w = first;
+        first = w->next;                /* (before its co may run and wait again) */
+        rt_wake_any(w->co, 0);
     }
     return 0;
 }
 
 int aco_rt_wg_done(aco_rt_wg_t* wg) { return aco_rt_wg_add(wg, -1); }
 
+/* The count is 0, and the add that made it so is out of wg: it holds the
+ * lock until it took the waiters (a few instructions), and once this says
+ * 0 the caller may free wg. */
+static inline int wg_zero(aco_rt_wg_t* wg) {
+    if (rt_load(&wg->count_) != 0) return 0;
+    for (unsigned i = 0; __atomic_load_n(&wg->lock_, __ATOMIC_ACQUIRE); i++) {
+        if (i < 64) rt_pause(); else sched_yield();
+    }
+    return 1;
+}
+
 int aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline) {
     aco_rt_co_t* me = rt_self();
     if (wg == NULL) return -EINVAL;
     if (me == NULL) return -EPERM;
     if (rt_co_cancelled(me)) return -ECANCELED;
-    if (rt_load(&wg->count_) == 0) return 0;
+    if (wg_zero(wg)) return 0;
     int r = rt_may_block(me, deadline);
     if (r) return r;
     rt_lock(&wg->lock_);
