@@ -680,18 +680,26 @@ int aco_rt_chan_select(aco_rt_case_t* cases, int n, int* err, int64_t deadline) 
     if (cases == NULL || n < 1) return -EINVAL;
     if (rt_co_cancelled(me)) return -ECANCELED;
     size_t send_bytes = 0, recv_max = 0;
+    int huge = 0;
     for (int i = 0; i < n; i++) {
         aco_rt_case_t* c = &cases[i];
         if (c->ch == NULL || c->elem == NULL || (c->op != ACO_RT_SEND && c->op != ACO_RT_RECV))
             return -EINVAL;
-        if (c->op == ACO_RT_SEND) send_bytes += c->ch->elem_size;
+        if (c->op == ACO_RT_SEND)
+            huge |= __builtin_add_overflow(send_bytes, c->ch->elem_size, &send_bytes);
         else if (c->ch->elem_size > recv_max) recv_max = c->ch->elem_size;
     }
     /* Room for the waiters, the locks, the cases' element sizes, the send
      * elements and the receive slot, in the co's heap block (kept: no
-     * allocation next time). */
-    size_t sizes_bytes = (size_t)n * sizeof(size_t);
-    rt_extra_t* x = rt_extra(me, sizes_bytes + send_bytes + recv_max);
+     * allocation next time).  Sizes whose sum passes SIZE_MAX fit in no
+     * memory: -ENOMEM, not the small block the sum wraps round to, which
+     * the wait would copy the elements into (n waiters too, on i386). */
+    size_t sizes_bytes = (size_t)n * sizeof(size_t), room;
+    if (huge || (size_t)n > SIZE_MAX / sizeof(rt_waiter_t) ||
+        __builtin_add_overflow(sizes_bytes, send_bytes, &room) ||
+        __builtin_add_overflow(room, recv_max, &room))
+        return -ENOMEM;
+    rt_extra_t* x = rt_extra(me, room);
     if (x == NULL) return -ENOMEM;
     if (x->selw_cap < n) {
         rt_waiter_t* ws = realloc(x->selw, (size_t)n * sizeof(*ws));

@@ -17,6 +17,8 @@
  *    (the one that fired, one whose stale waiter a close dropped) are not
  *    touched when it runs on;
  *    a random select stress that conserves every element;
+ *  - select over elements no memory holds, their sizes' sum wrapping
+ *    round: -ENOMEM;
  *  - the share-stack hazard: 64 cos on the default share stacks send and
  *    receive elements in their own stack frames (plain calls and select),
  *    with deep recursion between operations overwriting the stacks; every
@@ -672,6 +674,27 @@ static void wide_select(void* arg) {
     for (int k = 0; k < WIDE; k++) CHECK_EQ(aco_rt_chan_free(WC[k]), 0);   /* nobody waits */
 }
 
+/* Elements no memory holds, whose sizes a select's sum wraps round (two
+ * sends of half the address space, a receive of all of it): -ENOMEM, not
+ * a small block that the wait then copies them into. */
+static void select_huge(void* arg) {
+    (void)arg;
+    size_t half = SIZE_MAX / 2 + 1;
+    aco_rt_chan_t* h = aco_rt_chan_new(half, 0);
+    aco_rt_chan_t* all = aco_rt_chan_new(SIZE_MAX, 0);
+    CHECK(h && all);
+    char e[16] = {0};
+    int64_t d = aco_rt_now() + 20 * MS;
+    aco_rt_case_t two[2] = {{h, ACO_RT_SEND, e}, {h, ACO_RT_SEND, e}};
+    CHECK_EQ(aco_rt_chan_select(two, 2, NULL, d), -ENOMEM);
+    aco_rt_case_t one = {all, ACO_RT_RECV, e};
+    CHECK_EQ(aco_rt_chan_select(&one, 1, NULL, d), -ENOMEM);
+    aco_rt_case_t mix[2] = {{h, ACO_RT_SEND, e}, {all, ACO_RT_RECV, e}};
+    CHECK_EQ(aco_rt_chan_select(mix, 2, NULL, d), -ENOMEM);
+    CHECK_EQ(aco_rt_chan_free(h), 0);
+    CHECK_EQ(aco_rt_chan_free(all), 0);
+}
+
 /* random selects over 4 channels: every element arrives exactly once */
 #define SS_CO 16
 #define SS_OPS 400
@@ -939,6 +962,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, select_free_main, NULL);
     test_go(s, select_stress, NULL);
     test_go(s, wide_select, NULL);
+    test_go(s, select_huge, NULL);
     test_go(s, hazard_main, NULL);
 }
 
