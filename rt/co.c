@@ -61,6 +61,11 @@ rt_extra_t* rt_extra_grow(aco_rt_co_t* co, size_t buf_min) {
         co->x = x;
     }
     if (x->buf_cap < buf_min) {
+        /* The buffer is a power of 2 of bytes, and no allocation passes
+         * PTRDIFF_MAX (malloc(3)): a request past half of it has no such
+         * power (past SIZE_MAX / 2 the doubling wrapped round to 0, and
+         * looped for good). */
+        if (buf_min > (size_t)PTRDIFF_MAX / 2 + 1) return NULL;
         size_t cap = x->buf_cap ? x->buf_cap : 64;
         while (cap < buf_min) cap *= 2;
         void* b = realloc(x->buf, cap);

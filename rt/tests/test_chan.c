@@ -17,8 +17,8 @@
  *    (the one that fired, one whose stale waiter a close dropped) are not
  *    touched when it runs on;
  *    a random select stress that conserves every element;
- *  - select over elements no memory holds, their sizes' sum wrapping
- *    round: -ENOMEM;
+ *  - elements no memory holds: a select whose sizes' sum wraps round, a
+ *    send, receive or select of one past half the address space: -ENOMEM;
  *  - the share-stack hazard: 64 cos on the default share stacks send and
  *    receive elements in their own stack frames (plain calls and select),
  *    with deep recursion between operations overwriting the stacks; every
@@ -695,6 +695,22 @@ static void select_huge(void* arg) {
     CHECK_EQ(aco_rt_chan_free(all), 0);
 }
 
+/* An element past half the address space, which no doubling of a co's
+ * block reaches: a send or receive that must wait, and a select, say
+ * -ENOMEM at once (the doubling once wrapped round to 0: a hang). */
+static void huge_wait(void* arg) {
+    (void)arg;
+    aco_rt_chan_t* ch = aco_rt_chan_new(SIZE_MAX / 2 + 2, 0);
+    CHECK(ch != NULL);
+    char e[16] = {0};
+    int64_t d = aco_rt_now() + 20 * MS;
+    CHECK_EQ(aco_rt_chan_send(ch, e, d), -ENOMEM);
+    CHECK_EQ(aco_rt_chan_recv(ch, e, d), -ENOMEM);
+    aco_rt_case_t c = {ch, ACO_RT_RECV, e};
+    CHECK_EQ(aco_rt_chan_select(&c, 1, NULL, d), -ENOMEM);
+    CHECK_EQ(aco_rt_chan_free(ch), 0);
+}
+
 /* random selects over 4 channels: every element arrives exactly once */
 #define SS_CO 16
 #define SS_OPS 400
@@ -963,6 +979,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, select_stress, NULL);
     test_go(s, wide_select, NULL);
     test_go(s, select_huge, NULL);
+    test_go(s, huge_wait, NULL);
     test_go(s, hazard_main, NULL);
 }
 
