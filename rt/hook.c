@@ -57,6 +57,28 @@
  * epoll_pwait is not applied in a co (signals are the thread's, shared by
  * all its cos).
  *
+ * Memory the kernel would refuse.  What a hook reads or writes itself in
+ * a co, where the system call would find memory it may not read or write,
+ * is the system call's EFAULT, never a fault: select's time and sets
+ * (a time it may only read is not written back, the answer kept, as
+ * Linux's), the times of pselect, ppoll, epoll_pwait2 and the sleeps,
+ * nanosleep's *rem after a cancel, the signal masks of ppoll, pselect and
+ * the epoll_pwaits (read as the kernel reads them, not applied), and
+ * sendfile's and splice's offsets (one it cannot read goes to the kernel
+ * as it is: its error at once, before any wait).  Memory on the running
+ * co's stack, where programs keep these, costs nothing to look at;
+ * anywhere else the kernel is asked (hk_can: a system call a page) before
+ * a read, and again before a write back (a select with its sets and time
+ * in the heap, the read set ready: four calls more).  poll's array goes to
+ * the kernel first (the runtime's look is ppoll(2) with it): its EFAULT,
+ * at once where poll(2) would wait out its time before failing to write
+ * into an array it may only read.  Left: an array taken away while its
+ * poll waits (the runtime writes POLLNVAL into it itself when a close
+ * ends the wait; only a probe at every wait would catch that), and
+ * outside cos the calls are libc's: glibc 2.36 reads select's, pselect's
+ * and ppoll's times itself, and faults on one the kernel would refuse,
+ * hooks or not.
+ *
  * dup, dup2 and dup3 are hooked only to carry what is known of the file
  * (the O_NONBLOCK the runtime set) to the number they fill, and pipe,
  * pipe2, socketpair, eventfd, epoll_create and epoll_create1 to know
@@ -1061,6 +1083,7 @@ EXPORT int fcntl64(int fd, int cmd, ...) {
  * then says ESRCH; sched_getparam(2) of the caller writes its priority
  * there (so only for memory the hook then writes whole). */
 static int hk_can(const void* p, size_t n, int wr) {
+    if (p == NULL) return 0;    /* (the calls say EINVAL there, not EFAULT) */
     int err = errno, ok = 1;
     uintptr_t q = (uintptr_t)p, last = q + n - 4;
     for (;;) {
@@ -1074,6 +1097,22 @@ static int hk_can(const void* p, size_t n, int wr) {
     return ok;
 }
 static int hk_readable(const void* p, size_t n) { return hk_can(p, n, 0); }
+
+/* hk_can for memory a hook reads or writes itself in a co (a time, a
+ * mask, select's sets, an offset), on a path taken at every call: the
+ * running co's stack, where a program keeps those, may be read and
+ * written whole while the co runs (its share stack is mapped so, and in
+ * checked mode its window is open), so there no system call is made. */
+static int hk_ok(const void* p, size_t n, int wr) {
+    if (n == 0) return 1;
+    const aco_t* co = aco_gtls_co;
+    const aco_share_stack_t* st = co ? co->share_stack : NULL;
+    uintptr_t a = (uintptr_t)p, lo = st ? (uintptr_t)st->ptr : 0;
+    if (st && a >= lo && n <= st->sz && a - lo <= st->sz - n) return 1;
+    return hk_can(p, n, wr);
+}
+/* The bytes of a signal mask the kernel reads (glibc's __NSIG_BYTES). */
+#define HK_SIGSET_BYTES ((_NSIG - 1) / 8)
 
 EXPORT int ioctl(int fd, unsigned long req, ...) {
     va_list ap;
@@ -1113,6 +1152,18 @@ static int64_t ts_deadline(const struct timespec* t) {
     return aco_rt_in_ns((int64_t)t->tv_sec * 1000000000 + t->tv_nsec);
 }
 
+/* A wait's time and signal mask in a co, as the kernel takes them first:
+ * one it cannot read is EFAULT, a time out of range EINVAL (the mask is
+ * read, never applied: Waits on many descriptors, above).  The deadline,
+ * or -2 with errno. */
+static int64_t wait_args(const struct timespec* t, const sigset_t* m) {
+    if (t && !hk_ok(t, sizeof(*t), 0)) { errno = EFAULT; return -2; }
+    int64_t dl = ts_deadline(t);
+    if (dl == -2) { errno = EINVAL; return -2; }
+    if (m && !hk_ok(m, HK_SIGSET_BYTES, 0)) { errno = EFAULT; return -2; }
+    return dl;
+}
+
 static int64_t ms_deadline(int ms) {
     return ms < 0 ? -1 : ms == 0 ? 0 : aco_rt_in_ms(ms);
 }
@@ -1143,8 +1194,8 @@ HK_INLINE int hk_ppoll(struct pollfd* fds, nfds_t n, const struct timespec* t, c
         if (t) hk_mem(t, sizeof(*t), 0);
     }
     if (!in_co()) return LIBC(ppoll)(fds, n, t, m);
-    int64_t dl = ts_deadline(t);
-    if (dl == -2) { errno = EINVAL; return -1; }
+    int64_t dl = wait_args(t, m);
+    if (dl == -2) return -1;
     return poll_ret(aco_rt_poll(fds, n, dl));
 }
 
@@ -1169,8 +1220,8 @@ static int fdset_has(const fd_set* s, int fd) {
 static void fdset_put(fd_set* s, int fd) {
     ((unsigned long*)(void*)s)[fd / (8 * sizeof(long))] |= 1UL << (fd % (8 * sizeof(long)));
 }
-static void fdset_zero(fd_set* s, int nfds) {
-    if (s) memset(s, 0, ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long));
+static void fdset_zero(fd_set* s, size_t len) {
+    if (s) memset(s, 0, len);
 }
 
 /* Linux's select reads and writes no bit past its descriptor table
@@ -1179,16 +1230,14 @@ static void fdset_zero(fd_set* s, int nfds) {
  * past FD_SETSIZE is cut to the table's size, looked up again only when
  * a larger nfds comes (a table never shrinks; a fork's child's may be
  * smaller: sel_forked).  No /proc: nfds as it is.  Where the table is
- * larger than the sets, the kernel's copy of them fails: so past
- * FD_SETSIZE (the sets' size is then the program's word, not fd_set's)
- * each is first looked at as the kernel would copy it (co_select). */
+ * larger than the sets, the kernel's copy of them fails: so each set is
+ * first looked at as the kernel would copy it (co_select). */
 static int sel_table;       /* (atomic) the size last seen, 0: not yet */
 static void sel_forked(void) { __atomic_store_n(&sel_table, 0, __ATOMIC_RELAXED); }
-static int sel_clamp(int nfds) {
-    int t = __atomic_load_n(&sel_table, __ATOMIC_RELAXED);
-    if (nfds <= FD_SETSIZE || (t && nfds <= t)) return nfds;
+/* The table's size now (kept in sel_table), or 0: not known. */
+static int sel_table_now(void) {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return nfds;
+    if (fd < 0) return 0;
     char b[1024];       /* (FDSize is the tenth line or so) */
     ssize_t n, got = 0;
     while (got < (ssize_t)sizeof(b) - 1 && (n = rt_sys_read(fd, b + got, sizeof(b) - 1 - (size_t)got)) > 0)
@@ -1196,23 +1245,40 @@ static int sel_clamp(int nfds) {
     rt_sys_close(fd);
     b[got > 0 ? got : 0] = '\0';
     const char* f = strstr(b, "\nFDSize:");
-    if (f == NULL) return nfds;
+    if (f == NULL) return 0;
     long v = strtol(f + 8, NULL, 10);
-    if (v <= 0 || v > INT_MAX) return nfds;
+    if (v <= 0 || v > INT_MAX) return 0;
     __atomic_store_n(&sel_table, (int)v, __ATOMIC_RELAXED);
-    return nfds < v ? nfds : (int)v;
+    return (int)v;
+}
+static int sel_clamp(int nfds) {
+    int t = __atomic_load_n(&sel_table, __ATOMIC_RELAXED);
+    if (nfds <= FD_SETSIZE || (t && nfds <= t)) return nfds;
+    t = sel_table_now();
+    return t && nfds > t ? t : nfds;
+}
+
+/* The bytes of select's sets the kernel copies for nfds (whole longs). */
+static size_t sel_bytes(int nfds) {
+    return ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
+}
+/* Could the kernel read (wr 0) or write len bytes of each set given? */
+static int sel_sets_ok(fd_set* rd, fd_set* wr, fd_set* ex, size_t len, int w) {
+    return (!rd || hk_ok(rd, len, w)) && (!wr || hk_ok(wr, len, w)) && (!ex || hk_ok(ex, len, w));
 }
 
 static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
     if (nfds < 0) { errno = EINVAL; return -1; }
     nfds = sel_clamp(nfds);
-    /* (the kernel copies whole longs of each set in, and out after the
-     * wait: EFAULT where it cannot) */
-    size_t len = ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
-    int big = nfds > FD_SETSIZE;
-    if (big && ((rd && !hk_can(rd, len, 0)) || (wr && !hk_can(wr, len, 0)) || (ex && !hk_can(ex, len, 0)))) {
-        errno = EFAULT;
-        return -1;
+    /* The kernel copies whole longs of each set in, and out after the
+     * wait: EFAULT where it cannot.  It copies no bit past its table, up
+     * to FD_SETSIZE too: a set that cannot be read whole is looked at
+     * again for the table's size (/proc, on this path alone). */
+    size_t len = sel_bytes(nfds);
+    if (!sel_sets_ok(rd, wr, ex, len, 0)) {
+        int t = sel_table_now();
+        if (t && nfds > t) nfds = t, len = sel_bytes(nfds);
+        if (!sel_sets_ok(rd, wr, ex, len, 0)) { errno = EFAULT; return -1; }
     }
     enum { SMALL = 32 };
     struct pollfd small[SMALL], *p = small;
@@ -1243,14 +1309,12 @@ static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
         if (bad) { r = -EBADF; break; }
         if (got) break;
     }
-    if ((r >= 0 || r == -ETIMEDOUT) && big &&
-        ((rd && !hk_can(rd, len, 1)) || (wr && !hk_can(wr, len, 1)) || (ex && !hk_can(ex, len, 1))))
-        r = -EFAULT;
+    if ((r >= 0 || r == -ETIMEDOUT) && !sel_sets_ok(rd, wr, ex, len, 1)) r = -EFAULT;
     if (r >= 0 || r == -ETIMEDOUT) {
         int cnt = 0;
-        fdset_zero(rd, nfds);
-        fdset_zero(wr, nfds);
-        fdset_zero(ex, nfds);
+        fdset_zero(rd, len);
+        fdset_zero(wr, len);
+        fdset_zero(ex, len);
         for (int i = 0; r > 0 && i < n; i++) {
             short re = p[i].revents, ev = p[i].events;
             if (p[i].fd < 0 || re == 0) continue;
@@ -1269,13 +1333,16 @@ EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, struct timeval* 
     if (!in_co()) return LIBC(select)(nfds, rd, wr, ex, tv);
     int64_t dl = -1;
     if (tv) {
+        if (!hk_ok(tv, sizeof(*tv), 0)) { errno = EFAULT; return -1; }
         /* (Linux takes tv_usec past a second: it carries into seconds) */
         if (tv->tv_sec < 0 || tv->tv_usec < 0) { errno = EINVAL; return -1; }
         struct timespec t = {tv->tv_sec + tv->tv_usec / 1000000, tv->tv_usec % 1000000 * 1000};
         dl = t.tv_sec < tv->tv_sec ? -1 : ts_deadline(&t);
     }
     int r = co_select(nfds, rd, wr, ex, dl);
-    if (tv && dl > 0) {                 /* Linux leaves the time not slept */
+    /* Linux leaves the time not slept, where it can write it (a time it
+     * may only read stays as it was: the answer stands) */
+    if (tv && dl > 0 && hk_ok(tv, sizeof(*tv), 1)) {
         int64_t left = dl - aco_rt_now();
         if (left < 0 || r == 0) left = 0;
         tv->tv_sec = (time_t)(left / 1000000000);
@@ -1288,8 +1355,8 @@ EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const struct ti
                    const sigset_t* m) {
     if (HK_CHECKED() && t) hk_mem(t, sizeof(*t), 0);
     if (!in_co()) return LIBC(pselect)(nfds, rd, wr, ex, t, m);
-    int64_t dl = ts_deadline(t);
-    if (dl == -2) { errno = EINVAL; return -1; }
+    int64_t dl = wait_args(t, m);
+    if (dl == -2) return -1;
     return co_select(nfds, rd, wr, ex, dl);
 }
 
@@ -1314,6 +1381,7 @@ EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
 EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout, const sigset_t* m) {
     if (HK_CHECKED() && max > 0) hk_mem(ev, (size_t)max * sizeof(*ev), 1);
     if (!in_co()) return LIBC(epoll_pwait)(epfd, ev, max, timeout, m);
+    if (wait_args(NULL, m) == -2) return -1;
     return co_epoll_wait(epfd, ev, max, ms_deadline(timeout));
 }
 
@@ -1324,8 +1392,8 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max, const struct 
         if (t) hk_mem(t, sizeof(*t), 0);
     }
     if (!in_co()) return LIBC(epoll_pwait2)(epfd, ev, max, t, m);
-    int64_t dl = ts_deadline(t);
-    if (dl == -2) { errno = EINVAL; return -1; }
+    int64_t dl = wait_args(t, m);
+    if (dl == -2) return -1;
     return co_epoll_wait(epfd, ev, max, dl);
 }
 
@@ -1353,17 +1421,21 @@ static int co_sleep_until(int64_t dl) {
 }
 
 /* A sleep a cancel ended says EINTR (as a signal would) with nothing left
- * to sleep: a loop that sleeps the rest again ends at once. */
+ * to sleep: a loop that sleeps the rest again ends at once.  A time the
+ * kernel cannot read (NULL too) is its EFAULT, and so is a *rem it
+ * cannot write once the sleep ended early (the kernel writes it then
+ * alone). */
 EXPORT int nanosleep(const struct timespec* req, struct timespec* rem) {
     if (HK_CHECKED()) {
         hk_mem(req, sizeof(*req), 0);
         if (rem) hk_mem(rem, sizeof(*rem), 1);
     }
     if (!in_co()) return LIBC(nanosleep)(req, rem);
-    if (req == NULL) { errno = EFAULT; return -1; }
+    if (!hk_ok(req, sizeof(*req), 0)) { errno = EFAULT; return -1; }
     int64_t dl = ts_deadline(req);
     if (dl == -2) { errno = EINVAL; return -1; }
     if (co_sleep_until(dl) == 0) return 0;
+    if (rem && !hk_ok(rem, sizeof(*rem), 1)) { errno = EFAULT; return -1; }
     if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
     errno = EINTR;
     return -1;
@@ -1377,7 +1449,7 @@ EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec* req,
     }
     if (!in_co() || (clk != CLOCK_MONOTONIC && clk != CLOCK_REALTIME && clk != CLOCK_BOOTTIME))
         return LIBC(clock_nanosleep)(clk, flags, req, rem);
-    if (req == NULL) return EFAULT;
+    if (!hk_ok(req, sizeof(*req), 0)) return EFAULT;
     if (req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000) return EINVAL;
     int64_t dl;
     if (flags & TIMER_ABSTIME) {        /* the time left on clk, from now */
@@ -1389,7 +1461,10 @@ EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec* req,
         dl = ts_deadline(req);
     }
     if (co_sleep_until(dl) == 0) return 0;
-    if (rem && !(flags & TIMER_ABSTIME)) rem->tv_sec = 0, rem->tv_nsec = 0;
+    if (rem && !(flags & TIMER_ABSTIME)) {
+        if (!hk_ok(rem, sizeof(*rem), 1)) return EFAULT;
+        rem->tv_sec = 0, rem->tv_nsec = 0;
+    }
     return EINTR;
 }
 
@@ -1746,13 +1821,18 @@ EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask, struct s
 
 /* sendfile, splice, tee: the runtime's where it would wait for a socket,
  * a pipe or the disk; libc's for a descriptor the program made
- * non-blocking, or with SPLICE_F_NONBLOCK. */
+ * non-blocking, or with SPLICE_F_NONBLOCK.  An offset the kernel cannot
+ * read goes to it as it is: its error at once (it reads the offsets
+ * before it moves a byte, or waits); one it cannot write back is EFAULT
+ * after the copy, as the kernel's. */
 EXPORT ssize_t sendfile(int out, int in, off_t* off, size_t n) {
     if (HK_CHECKED() && off) hk_mem(off, sizeof(*off), 1);
-    if (fd_is_file(in) && co_positioned(out)) {     /* (a pipe's input: libc's) */
+    if (fd_is_file(in) && co_positioned(out) &&     /* (a pipe's input: libc's) */
+        (!off || hk_ok(off, sizeof(*off), 0))) {
         int64_t o = off ? *off : 0, dl = deadline_of(snd_of(out));
         ssize_t r = aco_rt_sendfile(out, in, off ? &o : NULL, n, dl);
         if (!runtime_declined(r)) {
+            if (off && !hk_ok(off, sizeof(*off), 1)) { errno = EFAULT; return -1; }
             if (off) *off = (off_t)o;
             return ret_dl(r, dl);
         }
@@ -1771,12 +1851,17 @@ EXPORT ssize_t splice(int in, loff_t* oin, int out, loff_t* oout, size_t len, un
         if (oin) hk_mem(oin, sizeof(*oin), 1);
         if (oout) hk_mem(oout, sizeof(*oout), 1);
     }
-    if (!(flags & SPLICE_F_NONBLOCK) && co_positioned(in) && co_positioned(out)) {
+    if (!(flags & SPLICE_F_NONBLOCK) && co_positioned(in) && co_positioned(out) &&
+        (!oin || hk_ok(oin, sizeof(*oin), 0)) && (!oout || hk_ok(oout, sizeof(*oout), 0))) {
         int64_t a = oin ? *oin : 0, b = oout ? *oout : 0;
         ssize_t r = aco_rt_splice(in, oin ? &a : NULL, out, oout ? &b : NULL, len, flags, -1);
         if (!runtime_declined(r)) {
-            if (oin) *oin = a;
-            if (oout) *oout = b;
+            if (r >= 0 && ((oin && !hk_ok(oin, sizeof(*oin), 1)) || (oout && !hk_ok(oout, sizeof(*oout), 1)))) {
+                errno = EFAULT;
+                return -1;
+            }
+            if (r >= 0 && oin) *oin = a;
+            if (r >= 0 && oout) *oout = b;
             return ret(r);
         }
     }

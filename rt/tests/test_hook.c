@@ -9,7 +9,10 @@
  * all their descriptors; a cancelled co's waits fail with ECANCELED at
  * once, a sleep it begins sleeps its time (no spin), a sleep a cancel ends
  * says EINTR with nothing left; the fortified names (__read_chk ...) keep
- * their size check.  The blocking calls here are plain libc names.
+ * their size check; memory the kernel would refuse where a hook reads or
+ * writes it itself (times, masks, select's sets, offsets) is EFAULT, as
+ * the system call's, never a fault.  The blocking calls here are plain
+ * libc names.
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
@@ -24,6 +27,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -1078,6 +1082,357 @@ static void select_big_table(void) {
     test_on_backends(NULL, select_big_body, NULL);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Memory the kernel refuses                                                */
+/* ------------------------------------------------------------------------ */
+
+/* What the hooks read or write themselves in a co, where the system call
+ * would find memory it may not read or write and say EFAULT: select's
+ * time (read, and the time left written back), its sets (up to
+ * FD_SETSIZE too); pselect's, ppoll's and epoll_pwait2's times and the
+ * signal masks of those and epoll_pwait (the kernel reads a mask the
+ * hooks never apply in a co); the sleeps' times, and nanosleep's *rem
+ * that a cancel fills; sendfile's and splice's offsets.  Each answer is
+ * the system call's own (syscall(2) beside it): EFAULT, or for memory
+ * the kernel may read but not write: select's time left not written,
+ * the answer kept; sets, *rem and offsets: EFAULT after the wait or the
+ * copy (the bytes moved).  poll's array too, which the runtime's look
+ * hands the kernel first.  A set the kernel's table makes short (nfds
+ * FD_SETSIZE, the table smaller, the set at a page's end) is read no
+ * further than the kernel reads.  Each case in a child of its own, in a
+ * co on each backend: the hooks once faulted (SIGSEGV) in each but
+ * poll's, and took a mask the kernel cannot read.  Not under memcheck
+ * (it reports the memory handed to the kernel); (void*)1 not under the
+ * sanitizers (their interceptors look at its shadow, which it has not). */
+enum { EF_SELECT_TIME, EF_SELECT_SETS, EF_PSELECT, EF_PPOLL, EF_POLL, EF_EPOLL, EF_SLEEP,
+       EF_SENDFILE, EF_SPLICE, EF_N };
+static const char* const ef_names[EF_N] = {"select's time", "select's sets", "pselect",
+                                           "ppoll", "poll", "epoll_pwait", "the sleeps",
+                                           "sendfile", "splice"};
+static char* ef_none;           /* a page nothing may touch, after one that may */
+/* n bytes of v in a page of their own that may only be read */
+static void* ef_ro(const void* v, size_t n) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    char* m = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    memcpy(m, v, n);
+    CHECK_EQ(mprotect(m, pg, PROT_READ), 0);
+    return m;
+}
+#define EF_ONE (!SLOW)          /* (void*)1 tried */
+#define EF_FAULT(call)                                                        \
+    do {                                                                      \
+        errno = 0;                                                            \
+        CHECK_EQ((call), -1);                                                 \
+        CHECK_EQ(errno, EFAULT);                                              \
+    } while (0)
+/* the raw system call's and the hook's, both */
+#define EF_BOTH(raw, hooked)                                                  \
+    do {                                                                      \
+        EF_FAULT(raw);                                                        \
+        EF_FAULT(hooked);                                                     \
+    } while (0)
+
+static void ef_select_time(void) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(p[0], &r);
+    void* bad[] = {ef_none, ef_none - 8, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++)
+        EF_BOTH(syscall(SYS_select, p[0] + 1, &r, NULL, NULL, bad[i]),
+                select(p[0] + 1, &r, NULL, NULL, (struct timeval*)bad[i]));
+    /* read-only: the wait, the time left not written, the answer kept
+     * (the system call's says EINTR where it would have restarted, as a
+     * time it cannot write back cannot be restarted: io_uring's work for
+     * the task, a ring freed just before, wakes it so; tried again) */
+    struct timeval* tv = ef_ro(&(struct timeval){0, 20000}, sizeof(*tv));
+    for (int raw = 0; raw < 2; raw++) {
+        FD_ZERO(&r);
+        FD_SET(p[0], &r);
+        int64_t t0 = now();
+        long got;
+        while ((got = raw ? syscall(SYS_select, p[0] + 1, &r, NULL, NULL, tv)
+                          : select(p[0] + 1, &r, NULL, NULL, tv)) == -1 && raw && errno == EINTR) {}
+        CHECK_EQ(got, 0);
+        CHECK_GE(now() - t0, 20 * MS);
+        CHECK(!FD_ISSET(p[0], &r));
+        CHECK_EQ(tv->tv_usec, 20000);
+    }
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    FD_SET(p[0], &r);
+    CHECK_EQ(select(p[0] + 1, &r, NULL, NULL, tv), 1);
+    CHECK(FD_ISSET(p[0], &r));
+    close(p[0]);
+    close(p[1]);
+}
+
+static void ef_select_sets(void) {
+    int p[2], q[2];
+    CHECK_EQ(pipe(p), 0);               /* p[0] readable, p[1] writable */
+    CHECK_EQ(pipe(q), 0);               /* q[0] never readable */
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    int n = (q[1] > p[1] ? q[1] : p[1]) + 1;
+    struct timeval tv = {0, 0};
+    struct timespec ts = {0, 0};
+    /* sets the kernel cannot read (4 bytes short of the long it copies) */
+    void* bad[] = {ef_none, ef_none - 4, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++)
+        for (int k = 0; k < 3; k++) {
+            fd_set* s[3] = {NULL, NULL, NULL};
+            s[k] = bad[i];
+            EF_BOTH(syscall(SYS_select, n, s[0], s[1], s[2], &tv), select(n, s[0], s[1], s[2], &tv));
+            EF_BOTH(syscall(SYS_pselect6, n, s[0], s[1], s[2], &ts, NULL),
+                    pselect(n, s[0], s[1], s[2], &ts, NULL));
+        }
+    /* sets it may read and not write: the wait, then EFAULT */
+    fd_set w;
+    FD_ZERO(&w);
+    FD_SET(p[1], &w);
+    fd_set* ro = ef_ro(&w, sizeof(w));
+    EF_BOTH(syscall(SYS_select, n, NULL, ro, NULL, &tv), select(n, NULL, ro, NULL, &tv));
+    FD_ZERO(&w);
+    FD_SET(q[0], &w);
+    ro = ef_ro(&w, sizeof(w));
+    for (int raw = 0; raw < 2; raw++) {
+        tv = (struct timeval){0, 20000};
+        int64_t t0 = now();
+        EF_FAULT(raw ? syscall(SYS_select, n, ro, NULL, NULL, &tv) : select(n, ro, NULL, NULL, &tv));
+        CHECK_GE(now() - t0, 20 * MS);
+    }
+    /* nfds FD_SETSIZE, a set of the table's length (when smaller) ending
+     * where nothing may be read: the kernel reads no bit past its table */
+    int tab = fd_table_size();
+    size_t len = (size_t)(tab < FD_SETSIZE ? tab : FD_SETSIZE) / 8;
+    unsigned long* e = (unsigned long*)(void*)(ef_none - len);
+    for (int raw = 0; raw < 2; raw++) {
+        memset(e, 0, len);
+        fdbits_put(e, p[0]);
+        tv = (struct timeval){0, 0};
+        CHECK_EQ(raw ? syscall(SYS_select, FD_SETSIZE, e, NULL, NULL, &tv)
+                     : select(FD_SETSIZE, (fd_set*)(void*)e, NULL, NULL, &tv), 1);
+        CHECK(fdbits_has(e, p[0]));
+    }
+    close(p[0]);
+    close(p[1]);
+    close(q[0]);
+    close(q[1]);
+}
+
+static void ef_pselect(void) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    fd_set r;
+    struct timespec ts = {0, 0};
+    void* bad[] = {ef_none, ef_none - 8, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++) {
+        FD_ZERO(&r);
+        FD_SET(p[0], &r);
+        EF_BOTH(syscall(SYS_pselect6, p[0] + 1, &r, NULL, NULL, bad[i], NULL),
+                pselect(p[0] + 1, &r, NULL, NULL, bad[i], NULL));
+        /* (pselect6's sixth argument: the mask's address and size) */
+        struct { const void* m; size_t n; } sm = {i == 1 ? ef_none - 4 : bad[i], 8};
+        EF_BOTH(syscall(SYS_pselect6, p[0] + 1, &r, NULL, NULL, &ts, &sm),
+                pselect(p[0] + 1, &r, NULL, NULL, &ts, sm.m));
+    }
+    close(p[0]);
+    close(p[1]);
+}
+
+static void ef_ppoll(void) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    struct pollfd pf = {p[0], POLLIN, 0};
+    struct timespec ts = {0, 0};
+    void* bad[] = {ef_none, ef_none - 8, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++) {
+        EF_BOTH(syscall(SYS_ppoll, &pf, 1, bad[i], NULL, 8), ppoll(&pf, 1, bad[i], NULL));
+        const void* m = i == 1 ? ef_none - 4 : bad[i];
+        EF_BOTH(syscall(SYS_ppoll, &pf, 1, &ts, m, 8), ppoll(&pf, 1, &ts, m));
+    }
+    close(p[0]);
+    close(p[1]);
+}
+
+static void ef_poll(void) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    void* bad[] = {ef_none, ef_none - 4, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++)
+        EF_BOTH(syscall(SYS_poll, bad[i], 1, 0), poll(bad[i], 1, 0));
+    /* may be read, not written: the kernel waits, then cannot write the
+     * answer (the hooks' look says so at once) */
+    struct pollfd* ro = ef_ro(&(struct pollfd){p[0], POLLIN, 0}, sizeof(struct pollfd));
+    EF_BOTH(syscall(SYS_poll, ro, 1, 20), poll(ro, 1, 20));
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    EF_BOTH(syscall(SYS_poll, ro, 1, 20), poll(ro, 1, 20));
+    close(p[0]);
+    close(p[1]);
+}
+
+static void ef_epoll(void) {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    CHECK_GE(ep, 0);
+    struct epoll_event ev;
+    struct timespec ts = {0, 0};
+    void* bad[] = {ef_none, ef_none - 8, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++) {
+        EF_BOTH(syscall(SYS_epoll_pwait2, ep, &ev, 1, bad[i], NULL, 8),
+                epoll_pwait2(ep, &ev, 1, bad[i], NULL));
+        const void* m = i == 1 ? ef_none - 4 : bad[i];
+        EF_BOTH(syscall(SYS_epoll_pwait2, ep, &ev, 1, &ts, m, 8), epoll_pwait2(ep, &ev, 1, &ts, m));
+        EF_BOTH(syscall(SYS_epoll_pwait, ep, &ev, 1, 0, m, 8), epoll_pwait(ep, &ev, 1, 0, m));
+    }
+    close(ep);
+}
+
+/* a raw nanosleep a signal ends: its *rem */
+static void ef_on_alarm(int sig) { (void)sig; }
+static aco_rt_co_t* ef_sleeper_co;
+static void ef_canceller(void* arg) {
+    (void)arg;
+    aco_rt_sleep(10 * MS);
+    CHECK_EQ(aco_rt_cancel(ef_sleeper_co), 0);
+}
+static void ef_sleeper(void* arg) {
+    struct timespec ts = {5, 0};
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(nanosleep(&ts, arg), -1);
+    CHECK_EQ(errno, EFAULT);
+    CHECK_LT(now() - t0, 2000 * MS);
+}
+static void ef_sleep(void) {
+    void* bad[] = {ef_none, ef_none - 8, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++) {
+        EF_BOTH(syscall(SYS_nanosleep, bad[i], NULL), nanosleep(bad[i], NULL));
+        for (int abs = 0; abs < 2; abs++) {
+            int fl = abs ? TIMER_ABSTIME : 0;
+            EF_FAULT(syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, fl, bad[i], NULL));
+            CHECK_EQ(clock_nanosleep(CLOCK_MONOTONIC, fl, bad[i], NULL), EFAULT);
+        }
+    }
+    /* *rem it may not write, the sleep ended early: EFAULT (a signal ends
+     * the system call's, a cancel the hook's; not under TSan, which holds
+     * a signal back until its next interceptor, past the handler here) */
+    struct timespec* rem = ef_ro(&(struct timespec){0, 0}, sizeof(*rem));
+    if (!TEST_TSAN) {
+        struct sigaction sa = {.sa_handler = ef_on_alarm};
+        CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
+        ualarm(20000, 0);
+        EF_FAULT(syscall(SYS_nanosleep, &(struct timespec){5, 0}, rem));
+        test_watchdog();                /* (its handler and alarm again) */
+    }
+    for (int i = 0; i < 2; i++) {
+        ef_sleeper_co = aco_rt_spawn(NULL, ef_sleeper, i ? (void*)rem : ef_none - 8);
+        CHECK(ef_sleeper_co != NULL);
+        aco_rt_co_t* c = aco_rt_spawn(NULL, ef_canceller, NULL);
+        CHECK(c != NULL);
+        CHECK_EQ(aco_rt_join(ef_sleeper_co, -1), 0);
+        CHECK_EQ(aco_rt_join(c, -1), 0);
+    }
+}
+
+/* a file of "0123456789" (unlinked) */
+static int ef_file(void) {
+    char name[] = "/tmp/test_hook_efXXXXXX";
+    int f = mkstemp(name);
+    CHECK_GE(f, 0);
+    CHECK_EQ(unlink(name), 0);
+    CHECK_EQ(write(f, "0123456789", 10), 10);
+    return f;
+}
+static void ef_sendfile(void) {
+    int f = ef_file(), sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    char b[16];
+    void* bad[] = {ef_none, ef_none - 4, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++) {
+        EF_BOTH(syscall(SYS_sendfile, sv[0], f, bad[i], 5), sendfile(sv[0], f, bad[i], 5));
+        CHECK_EQ(recv(sv[1], b, sizeof(b), MSG_DONTWAIT), -1);     /* nothing sent */
+    }
+    /* read-only: the bytes go, then EFAULT */
+    off_t* ro = ef_ro(&(off_t){2}, sizeof(off_t));
+    for (int raw = 0; raw < 2; raw++) {
+        EF_FAULT(raw ? syscall(SYS_sendfile, sv[0], f, ro, 5) : sendfile(sv[0], f, ro, 5));
+        CHECK_EQ(recv(sv[1], b, sizeof(b), 0), 5);
+        CHECK_EQ(memcmp(b, "23456", 5), 0);
+        CHECK_EQ(*ro, 2);
+    }
+    close(f);
+    close(sv[0]);
+    close(sv[1]);
+}
+static void ef_splice(void) {
+    int f = ef_file(), pp[2];
+    CHECK_EQ(pipe(pp), 0);
+    char b[16];
+    void* bad[] = {ef_none, ef_none - 4, (void*)1};
+    for (int i = 0; i < 2 + EF_ONE; i++) {
+        EF_BOTH(syscall(SYS_splice, f, bad[i], pp[1], NULL, 5, 0), splice(f, bad[i], pp[1], NULL, 5, 0));
+        CHECK_EQ(write(pp[1], "ab", 2), 2);
+        EF_BOTH(syscall(SYS_splice, pp[0], NULL, f, bad[i], 2, 0), splice(pp[0], NULL, f, bad[i], 2, 0));
+        CHECK_EQ(read(pp[0], b, sizeof(b)), 2);                      /* nothing moved */
+        CHECK_EQ(memcmp(b, "ab", 2), 0);
+    }
+    loff_t* ro = ef_ro(&(loff_t){2}, sizeof(loff_t));
+    for (int raw = 0; raw < 2; raw++) {
+        EF_FAULT(raw ? syscall(SYS_splice, f, ro, pp[1], NULL, 5, 0) : splice(f, ro, pp[1], NULL, 5, 0));
+        CHECK_EQ(read(pp[0], b, sizeof(b)), 5);
+        CHECK_EQ(memcmp(b, "23456", 5), 0);
+        CHECK_EQ(*ro, 2);
+    }
+    close(f);
+    close(pp[0]);
+    close(pp[1]);
+}
+
+static void ef_case_co(void* arg) {
+    switch ((int)(intptr_t)arg) {
+    case EF_SELECT_TIME: ef_select_time(); break;
+    case EF_SELECT_SETS: ef_select_sets(); break;
+    case EF_PSELECT: ef_pselect(); break;
+    case EF_PPOLL: ef_ppoll(); break;
+    case EF_POLL: ef_poll(); break;
+    case EF_EPOLL: ef_epoll(); break;
+    case EF_SLEEP: ef_sleep(); break;
+    case EF_SENDFILE: ef_sendfile(); break;
+    case EF_SPLICE: ef_splice(); break;
+    }
+}
+static void ef_child(void* arg) {
+    test_watchdog();
+    int bs[8], nb = test_backends(bs, 8);
+    for (int i = 0; i < nb; i++) {
+        test_backend_label = test_backend_str(bs[i]);
+        aco_rt_sched_t* s = test_sched_on(bs[i], NULL);
+        test_go(s, ef_case_co, arg);
+        aco_rt_sched_free(s);
+    }
+}
+static void fault_cases(void) {
+    if (MEMCHECK) return;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    char* m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
+    ef_none = m + pg;
+    int bad = 0;
+    for (int c = 0; c < EF_N; c++) {
+        int st = 0, sig = test_in_child(ef_child, (void*)(intptr_t)c, &st);
+        if (sig || st) {
+            fprintf(stderr, "FAIL: %s in a co: %s %d\n", ef_names[c],
+                    sig ? "died of signal" : "exited with", sig ? sig : st);
+            bad++;
+        }
+    }
+    CHECK_EQ(munmap(m, 2 * pg), 0);
+    CHECK_EQ(bad, 0);
+}
+
 /* epoll_wait in a co: parks on the epoll descriptor. */
 static void epoll_co(void* arg) {
     (void)arg;
@@ -1712,6 +2067,7 @@ static void chk_fails(void) {
 int main(void) {
     outside();
     fionbio_fault();
+    fault_cases();
     chk_fails();
     test_on_backends(NULL, gai_body, NULL);
     test_on_backends(NULL, body, NULL);
