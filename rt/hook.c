@@ -13,7 +13,8 @@
  * fortified names glibc's headers call instead (__poll_chk, __ppoll_chk,
  * __read_chk, __recv_chk, __recvfrom_chk, __pread_chk, __pread64_chk,
  * __open_2, __open64_2, __openat_2, __openat64_2); and, to stay
- * invisible, socket, close, fclose, fcntl, ioctl, setsockopt, dup, dup2,
+ * invisible, socket, close, fclose, pclose, freopen (freopen64),
+ * closedir, close_range, closefrom, fcntl, ioctl, setsockopt, dup, dup2,
  * dup3, pipe, pipe2, socketpair, eventfd, epoll_create and epoll_create1;
  * and pthread_mutex_lock, trylock and unlock (Mutexes, below).
  * Called in a co of a running aco_rt scheduler, a call that would block
@@ -83,12 +84,25 @@
  * (the O_NONBLOCK the runtime set) to the number they fill, and pipe,
  * pipe2, socketpair, eventfd, epoll_create and epoll_create1 to know
  * theirs for no file (a number glibc closed inside itself may come back
- * as one); fclose only to forget what was known of its number (glibc
- * closes it inside itself, past close).  Not hooked: signals, and the
- * file calls not named above (access, chmod, link, readlink, getdents,
- * ...: each a short wait for a disk or a server at most, with no runtime
- * call to take it).  In a co, a write, writev, send
- * or sendmsg whose reader is gone says EPIPE without SIGPIPE (the
+ * as one).  fclose, pclose, freopen and closedir are hooked only to
+ * forget what was known of their number (glibc closes it inside itself,
+ * past close; freopen puts its new file there), and close_range and
+ * closefrom of each number in their range that had a record (the kernel
+ * closes it; CLOSE_RANGE_CLOEXEC closes nothing, and nothing is
+ * forgotten): a file the hooks do not see made (passed in, opened
+ * inside glibc) that comes to the number next must not take the old
+ * one's timeouts and O_NONBLOCK.  Cos waiting on such a number are not
+ * told (as with any close behind the runtime's back).  fcloseall needs
+ * no hook: glibc's flushes its streams and closes no descriptor.  Not
+ * seen: a close by syscall(2) or an inline system call (syscall() is
+ * the runtime's own way past the hooks, hooked it would tax every raw
+ * call; an inline one no interposed name can see), or inside another
+ * library's own system calls: such a number keeps its record for its
+ * next file, which then looks set as the old one was.  Not hooked:
+ * signals, and the file calls not named above (access, chmod, link,
+ * readlink, getdents, ...: each a short wait for a disk or a server at
+ * most, with no runtime call to take it).  In a co, a write, writev,
+ * send or sendmsg whose reader is gone says EPIPE without SIGPIPE (the
  * runtime's calls never raise it); outside cos they are libc's, SIGPIPE
  * included.
  *
@@ -136,6 +150,7 @@
 #include "aco_rt.h"
 #include "rt_sys.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -237,6 +252,12 @@ static struct {
     int (*mutex_trylock)(pthread_mutex_t*);
     int (*mutex_unlock)(pthread_mutex_t*);
     int (*fclose)(FILE*);
+    int (*pclose)(FILE*);
+    FILE* (*freopen)(const char*, const char*, FILE*);
+    FILE* (*freopen64)(const char*, const char*, FILE*);
+    int (*closedir)(DIR*);
+    int (*close_range)(unsigned, unsigned, int);   /* (glibc 2.34: may be NULL) */
+    void (*closefrom)(int);
 } libc;
 
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
@@ -320,6 +341,12 @@ static void libc_init(void) {
     *(void**)&libc.mutex_trylock = next("pthread_mutex_trylock");
     *(void**)&libc.mutex_unlock = next("pthread_mutex_unlock");
     *(void**)&libc.fclose = next("fclose");
+    *(void**)&libc.pclose = next("pclose");
+    *(void**)&libc.freopen = next("freopen");
+    *(void**)&libc.freopen64 = next("freopen64");
+    *(void**)&libc.closedir = next("closedir");
+    *(void**)&libc.close_range = dlsym(RTLD_NEXT, "close_range");
+    *(void**)&libc.closefrom = dlsym(RTLD_NEXT, "closefrom");
     pthread_atfork(NULL, NULL, mx_forked);
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
@@ -371,6 +398,7 @@ static inline void tmo_stale(hk_fd_t* e) {
 #define CHUNK 1024
 #define NCHUNKS 65536               /* descriptors below 64M */
 static hk_fd_t* chunks[NCHUNKS];
+static unsigned chunks_top;         /* (atomic) 1 + the highest chunk made */
 
 static hk_fd_t* fd_entry(int fd) {
     if (fd < 0 || fd / CHUNK >= NCHUNKS) return NULL;
@@ -379,10 +407,16 @@ static hk_fd_t* fd_entry(int fd) {
     if (c == NULL) {
         hk_fd_t* n = calloc(CHUNK, sizeof(*n));
         if (n == NULL) return NULL;     /* then the hooks pass calls on */
-        if (!__atomic_compare_exchange_n(slot, &c, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        if (!__atomic_compare_exchange_n(slot, &c, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             free(n);                    /* another thread's is there */
-        else
+        } else {
             c = n;
+            /* (fd_gone_range looks no further than chunks_top) */
+            unsigned i = (unsigned)(fd / CHUNK);
+            unsigned top = __atomic_load_n(&chunks_top, __ATOMIC_RELAXED);
+            while (top <= i && !__atomic_compare_exchange_n(&chunks_top, &top, i + 1, 1,
+                                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {}
+        }
     }
     return &c[fd % CHUNK];
 }
@@ -901,12 +935,25 @@ EXPORT int socket(int domain, int type, int proto) {
 /* fd is closed: what was known of it goes (the next file under the
  * number may come from a call not hooked: its flags and timeouts are not
  * these). */
+static void fd_forget(hk_fd_t* e) {
+    __atomic_store_n(&e->flags, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
+}
 static void fd_gone(int fd) {
     hk_fd_t* e = fd_entry(fd);
-    if (e) {
-        __atomic_store_n(&e->flags, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&e->rcv_ns, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&e->snd_ns, 0, __ATOMIC_RELAXED);
+    if (e) fd_forget(e);
+}
+/* The same for every number from first to last that has a record: the
+ * chunks made, no more (close_range(3, ~0U) looks at as many entries as
+ * the program ever had numbers). */
+static void fd_gone_range(unsigned first, unsigned last) {
+    unsigned top = __atomic_load_n(&chunks_top, __ATOMIC_ACQUIRE);
+    for (unsigned c = first / CHUNK; c < top && c <= last / CHUNK; c++) {
+        hk_fd_t* ch = __atomic_load_n(&chunks[c], __ATOMIC_ACQUIRE);
+        unsigned lo = c == first / CHUNK ? first % CHUNK : 0;
+        unsigned hi = c == last / CHUNK ? last % CHUNK : CHUNK - 1;
+        for (unsigned i = lo; ch && i <= hi; i++) fd_forget(&ch[i]);
     }
 }
 
@@ -927,6 +974,63 @@ EXPORT int fclose(FILE* f) {
         errno = err;
     }
     return LIBC(fclose)(f);
+}
+
+/* So do pclose (popen's pipe) and closedir (the directory's number; a
+ * glibc opendir's is O_NONBLOCK, which a socket passed in there next
+ * would be taken to have from the program). */
+EXPORT int pclose(FILE* f) {
+    if (f) {
+        int err = errno, fd = fileno(f);
+        if (fd >= 0) fd_gone(fd);
+        errno = err;
+    }
+    return LIBC(pclose)(f);
+}
+EXPORT int closedir(DIR* d) {
+    DIR* any = d;
+    __asm__("" : "+r"(any));    /* (NULL, which glibc's header calls no
+                                   argument, is its EINVAL all the same) */
+    if (any) {
+        int err = errno, fd = dirfd(any);
+        if (fd >= 0) fd_gone(fd);
+        errno = err;
+    }
+    return LIBC(closedir)(d);
+}
+
+/* freopen opens its new file and puts it on the old number inside glibc
+ * (a dup3 of its own; the old file goes whether or not the open worked):
+ * the number's next file is that one. */
+static void fd_reopened(FILE* f) {
+    int err = errno, fd = fileno(f);
+    if (fd >= 0) fd_gone(fd);
+    errno = err;
+}
+EXPORT FILE* freopen(const char* path, const char* mode, FILE* f) {
+    fd_reopened(f);
+    return LIBC(freopen)(path, mode, f);
+}
+EXPORT FILE* freopen64(const char* path, const char* mode, FILE* f) {
+    fd_reopened(f);
+    return LIBC(freopen64)(path, mode, f);
+}
+
+/* close_range and closefrom close a range in the kernel: each number of
+ * it forgets, once closed (a close_range that failed closed nothing;
+ * CLOSE_RANGE_CLOEXEC closes nothing: the files stay, and what is known
+ * of them). */
+EXPORT int close_range(unsigned first, unsigned last, int flags) {
+    int r = LIBC(close_range) ? LIBC(close_range)(first, last, flags)
+                              : (int)syscall(SYS_close_range, first, last, flags);
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) fd_gone_range(first, last);
+    return r;
+}
+EXPORT void closefrom(int low) {
+    unsigned lo = low < 0 ? 0 : (unsigned)low;
+    if (LIBC(closefrom)) LIBC(closefrom)(low);      /* (closes them all, or aborts) */
+    else if (syscall(SYS_close_range, lo, ~0U, 0) != 0) return;
+    fd_gone_range(lo, ~0U);
 }
 
 /* A new file under the number: what we knew of the old one goes. */

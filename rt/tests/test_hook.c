@@ -9,15 +9,18 @@
  * all their descriptors; a cancelled co's waits fail with ECANCELED at
  * once, a sleep it begins sleeps its time (no spin), a sleep a cancel ends
  * says EINTR with nothing left; the fortified names (__read_chk ...) keep
- * their size check; memory the kernel would refuse where a hook reads or
- * writes it itself (times, masks, select's sets, offsets) is EFAULT, as
- * the system call's, never a fault.  The blocking calls here are plain
- * libc names.
+ * their size check; a number closed where close does not see it
+ * (fclose, pclose, closedir, freopen, close_range, closefrom) keeps
+ * nothing for its next file; memory the kernel would refuse where a hook
+ * reads or writes it itself (times, masks, select's sets, offsets) is
+ * EFAULT, as the system call's, never a fault.  The blocking calls here
+ * are plain libc names.
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
@@ -420,15 +423,18 @@ static void toggled_nb_co(void* arg) {
  * see (popen's pipe, here the system call).  Each read would wait for the
  * late byte (300 ms) where the kernel's says EAGAIN at 50 ms, or (c) the
  * other way round.  (The hooks once kept the timeouts per number, set
- * only by their own setsockopt, and close left them.) */
-static int st_wfd;
+ * only by their own setsockopt, and close left them.)  Every such read
+ * parks the co: the writer's co begins meanwhile. */
+static int st_wfd, st_began;
 static void st_late_byte(void* arg) {
     (void)arg;
+    st_began = 1;
     usleep(300000);
     CHECK_EQ(write(st_wfd, "x", 1), 1);
 }
 static void st_read(int fd, int wfd, int want_timeout) {
     st_wfd = wfd;
+    st_began = 0;
     aco_rt_co_t* w = aco_rt_spawn(NULL, st_late_byte, NULL);
     CHECK(w != NULL);
     char c;
@@ -436,6 +442,7 @@ static void st_read(int fd, int wfd, int want_timeout) {
     errno = 0;
     ssize_t r = read(fd, &c, 1);
     int64_t took = now() - t0;
+    CHECK(st_began);                    /* (parked, not the thread asleep) */
     if (want_timeout) {
         CHECK_EQ(r, -1);
         CHECK_EQ(errno, EAGAIN);
@@ -602,6 +609,165 @@ static void fclose_stale_co(void* arg) {
         close(got);
         close(nsv[1]);
     }
+}
+
+/* The other closes past close: pclose (popen's pipe) and closedir (the
+ * directory's number) close inside glibc, close_range and closefrom in
+ * the kernel, a range at once.  Each number held a pipe or a directory a
+ * co read (the runtime's to make non-blocking; no socket: no timeouts to
+ * read); the socket that comes there next by calls the hooks do not see
+ * (passed in; for the ranges, numbers made high for them, moved up by
+ * the system call dup3) must be its own, as after fclose: (a) its
+ * SO_RCVTIMEO of 50 ms, set before it came, ends a read with EAGAIN; (b)
+ * the O_NONBLOCK it came with shows, and a read says EAGAIN at once.
+ * (The record stayed: the read waited for the late byte at 300 ms, or
+ * after closedir, whose directory glibc opens O_NONBLOCK, it took the
+ * socket for the program's non-blocking one and slept in the kernel for
+ * the thread; the flag hidden, the read parked.)  close_range with
+ * CLOSE_RANGE_CLOEXEC
+ * closes nothing, and what is kept stays: a negative SO_RCVTIMEO, which
+ * the kernel's getsockopt cannot tell from none, still says EAGAIN at
+ * once.  freopen puts its new file on the old number inside glibc (a
+ * dup3 of its own) and lets the old one go: a socket the program had
+ * made non-blocking, reopened as a pipe (through /proc/self/fd), is a
+ * blocking pipe, whose read in a co parks until a thread's late byte
+ * (it was taken for the program's non-blocking socket and slept in the
+ * kernel for the thread).  (A close by syscall(2) is seen by nothing:
+ * not tried.) */
+enum { UC_PCLOSE, UC_CLOSEDIR, UC_RANGE_ONE, UC_RANGE_HIGH, UC_CLOSEFROM, UC_N };
+#define UC_HIGH 200                     /* above every other number here */
+/* A number holding a file a co read, closed the way w: the number. */
+static int uc_closed(int w) {
+    char c;
+    int n, p[2];
+    if (w == UC_PCLOSE) {
+        FILE* f = popen("echo x", "r");
+        CHECK(f != NULL);
+        n = fileno(f);
+        CHECK_EQ(read(n, &c, 1), 1);
+        CHECK_EQ(pclose(f), 0);
+        return n;
+    }
+    if (w == UC_CLOSEDIR) {
+        DIR* d = opendir("/");
+        CHECK(d != NULL);
+        n = dirfd(d);
+        errno = 0;
+        CHECK_EQ(read(n, &c, 1), -1);
+        CHECK_EQ(errno, EISDIR);
+        CHECK_EQ(closedir(d), 0);
+        return n;
+    }
+    CHECK_EQ(pipe(p), 0);
+    n = p[0];
+    if (w != UC_RANGE_ONE) {
+        n = UC_HIGH + 1;
+        CHECK_EQ(dup2(p[0], n), n);
+        close(p[0]);
+    }
+    CHECK_EQ(write(p[1], "p", 1), 1);
+    CHECK_EQ(read(n, &c, 1), 1);
+    close(p[1]);
+    if (w == UC_RANGE_ONE) CHECK_EQ(close_range((unsigned)n, (unsigned)n, 0), 0);
+    if (w == UC_RANGE_HIGH) CHECK_EQ(close_range(UC_HIGH, ~0U, 0), 0);
+    if (w == UC_CLOSEFROM) closefrom(UC_HIGH);
+    CHECK_EQ(fcntl(n, F_GETFD), -1);
+    return n;
+}
+static int uc_began, uc_wfd;
+static void uc_begin(void* arg) {
+    (void)arg;
+    uc_began = 1;
+}
+static void* uc_late_thread(void* arg) {
+    (void)arg;
+    struct timespec ts = {0, 200000000};
+    nanosleep(&ts, NULL);
+    CHECK_EQ(write(uc_wfd, "y", 1), 1);
+    return NULL;
+}
+static void unseen_close_co(void* arg) {
+    (void)arg;
+    for (int w = 0; w < UC_N; w++)
+        for (int k = 0; k < 2; k++) {
+            int nsv[2], carrier[2];
+            CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (k ? SOCK_NONBLOCK : 0), 0, nsv), 0);
+            CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, carrier), 0);
+            struct timeval tv = {0, 50000};
+            if (k == 0) CHECK_EQ(setsockopt(nsv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+            int n = uc_closed(w);
+            int got = pass_fd(nsv[0], carrier);
+            if (n > UC_HIGH) {
+                CHECK_EQ(syscall(SYS_dup3, got, n, O_CLOEXEC), n);
+                close(got);
+                got = n;
+            }
+            CHECK_EQ(got, n);           /* (the lowest free number) */
+            close(nsv[0]);
+            close(carrier[0]);
+            close(carrier[1]);
+            if (k == 0) {
+                st_read(got, nsv[1], 1);
+            } else {
+                CHECK(fcntl(got, F_GETFL) & O_NONBLOCK);
+                st_wfd = nsv[1];
+                aco_rt_co_t* wr = aco_rt_spawn(NULL, st_late_byte, NULL);
+                CHECK(wr != NULL);
+                char c;
+                int64_t t0 = now();
+                errno = 0;
+                CHECK_EQ(read(got, &c, 1), -1);
+                CHECK_EQ(errno, EAGAIN);
+                CHECK_LT(now() - t0, 250 * MS);
+                CHECK_EQ(aco_rt_join(wr, -1), 0);
+            }
+            close(got);
+            close(nsv[1]);
+        }
+    /* CLOSE_RANGE_CLOEXEC: nothing closed, nothing forgotten */
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    struct timeval nowait = {-1, 0};
+    CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &nowait, sizeof(nowait)), 0);
+    CHECK_EQ(close_range((unsigned)sv[0], (unsigned)sv[0], CLOSE_RANGE_CLOEXEC), 0);
+    CHECK(fcntl(sv[0], F_GETFD) & FD_CLOEXEC);
+    st_wfd = sv[1];
+    aco_rt_co_t* wr = aco_rt_spawn(NULL, st_late_byte, NULL);
+    CHECK(wr != NULL);
+    char c;
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(read(sv[0], &c, 1), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_LT(now() - t0, 250 * MS);
+    CHECK_EQ(aco_rt_join(wr, -1), 0);
+    close(sv[0]);
+    close(sv[1]);
+    /* freopen */
+    int q[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    CHECK_EQ(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+    CHECK_EQ(pipe(q), 0);
+    FILE* f = fdopen(sv[0], "r");
+    CHECK(f != NULL);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", q[0]);
+    CHECK(freopen(path, "r", f) == f);
+    CHECK_EQ(fileno(f), sv[0]);
+    uc_began = 0;
+    uc_wfd = q[1];
+    aco_rt_co_t* b = aco_rt_spawn(NULL, uc_begin, NULL);
+    CHECK(b != NULL);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, uc_late_thread, NULL), 0);
+    CHECK_EQ(read(sv[0], &c, 1), 1);
+    CHECK(uc_began);                    /* (parked) */
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(aco_rt_join(b, -1), 0);
+    CHECK_EQ(fclose(f), 0);
+    close(sv[1]);
+    close(q[0]);
+    close(q[1]);
 }
 
 /* recv(MSG_OOB) takes TCP's urgent byte, short of the buffer: the normal
@@ -796,6 +962,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, toggled_nb_co, NULL);
     test_go(s, shared_timeo_co, NULL);
     test_go(s, fclose_stale_co, NULL);
+    test_go(s, unseen_close_co, NULL);
     test_go(s, oob_co, NULL);
     test_go(s, errqueue_co, NULL);
     test_go(s, cancelled_addr_co, NULL);
