@@ -173,16 +173,9 @@ void aco_thread_init(aco_cofuncp_t last_word_co_fp) {
 
 /* ==== 3. Errors: "aco: <function>: <rule broken>", then abort =========== */
 
-/* The name a stack's take passes for the API call it runs for, which only
- * the abort resolves (SWITCH_FN, section 8): the take's path stays as it
- * was, one constant. */
-static const char SWITCH_FN[] = "aco_resume";
-static const char* switch_fn(void);
-
 __attribute__((noreturn, cold, format(printf, 2, 3)))
 static void fatal(const char* fn, const char* fmt, ...) {
     va_list ap;
-    if (fn == SWITCH_FN) fn = switch_fn();
     va_start(ap, fmt);
     fprintf(stderr, "aco: %s: ", fn);
     vfprintf(stderr, fmt, ap);
@@ -811,29 +804,20 @@ static inline void copy(void* dst, const void* src, size_t n, int width) {
 #undef ENDS
 }
 
-/* The API call a take runs for (SWITCH_FN), named in its aborts: a main
- * co resumes (aco_resume, aco_resume_last), a co or the hand-off co hands
- * off (aco_yield_to). */
-static const char* switch_fn(void) {
-    aco_t* cur = aco_gtls_co;
-    return cur != NULL && cur->main_co != NULL ? "aco_yield_to" : "aco_resume";
-}
-
 /* n bytes past the limit: an overflow; but x86's sp a slot above the top is
  * a co that tail-called aco_yield (`aco_yield(); }`): nothing live. */
-__attribute__((noinline, cold)) static size_t overflowed(const char* fn, aco_t* owner,
-                                                         size_t n) {
+__attribute__((noinline, cold)) static size_t overflowed(aco_t* owner, size_t n) {
     aco_share_stack_t* s = owner->share_stack;
     if (n == (size_t)0 - sizeof(void*)) return 0;      /* (where lr holds it: never) */
-    fatal(fn, "co %p's stack pointer %p lies outside its share stack "
+    fatal("aco_resume", "co %p's stack pointer %p lies outside its share stack "
           "[%p, %p): it overflowed", (void*)owner, SP(owner), s->ptr, s->align_retptr);
 }
 
 /* The owner's live bytes; an overflow of a stack without a guard is caught
- * here at the latest (n wraps if sp is above the top).  fn: the API call. */
-static inline size_t live_bytes(const char* fn, aco_t* owner, aco_share_stack_t* s) {
+ * here at the latest (n wraps if sp is above the top). */
+static inline size_t live_bytes(aco_t* owner, aco_share_stack_t* s) {
     size_t n = (uintptr_t)s->align_retptr - (uintptr_t)SP(owner);
-    return aco_likely(n <= s->align_limit) ? n : overflowed(fn, owner, n);
+    return aco_likely(n <= s->align_limit) ? n : overflowed(owner, n);
 }
 
 /* Copy them to the owner's save stack, which is large enough. */
@@ -896,8 +880,8 @@ __attribute__((noinline)) static aco_t* take_slow(aco_t* co) {
     aco_share_stack_t* s = co->share_stack;
     aco_t* owner = s->owner;
     if (owner != NULL) {
-        size_t n = live_bytes(SWITCH_FN, owner, s);
-        save_grow(SWITCH_FN, owner, n);
+        size_t n = live_bytes(owner, s);
+        save_grow("aco_resume", owner, n);
         save(owner, n, 0);
     }
     restore(co, s->align_retptr, co->save_stack.valid_sz, 0);
@@ -1115,7 +1099,7 @@ int aco_resume_reserve(aco_t* co) {
         (th.hop = hop_make(NULL, co->main_co)) == NULL) return errno = ENOMEM, -1;
     if (owner == NULL || owner == co) return 0;
     /* The owner running: its bytes from here, with room for the hand-off. */
-    size_t n = owner != cur ? live_bytes(fn, owner, s)
+    size_t n = owner != cur ? live_bytes(owner, s)
                : (uintptr_t)s->align_retptr - (uintptr_t)__builtin_frame_address(0) + 512;
     if (save_grow(NULL, owner, n < s->align_limit ? n : s->align_limit)) return 0;
     return errno = ENOMEM, -1;

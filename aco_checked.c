@@ -293,8 +293,8 @@ static void checked_open(aco_t* co) {
     if (owner != co) {
         size_t n = 0;
         if (owner != NULL) {
-            n = live_bytes(SWITCH_FN, owner, s);   /* its pages are in its window */
-            save_grow(SWITCH_FN, owner, n);
+            n = live_bytes(owner, s);     /* its pages are in its window */
+            save_grow("aco_resume", owner, n);
         }
         pages_move(s, cco(co)->win);
         if (owner != NULL) {

@@ -10,8 +10,7 @@
  * aco_free go through the program's allocator with its cookie and the size,
  * and aco_alloc says NULL instead of aborting.  Misuse (NULL or misaligned
  * memory, too small, a main co, a destroyed co resumed) aborts naming the
- * function, as does a hand-off (aco_yield_to) that runs out of memory
- * (forked children, judged by SIGABRT).
+ * function (forked children, judged by SIGABRT).
  */
 #include "aco_test.h"
 
@@ -213,28 +212,6 @@ static void huge_size(void* arg) {
     aco_co_size((size_t)UINT32_MAX);
 }
 
-/* A hand-off whose save stack cannot be had: the abort names aco_yield_to,
- * the call the program made, not aco_resume. */
-static aco_t* oom_to;
-
-static void oom_handing(void) {
-    counts.fail_next = 1;       /* the next allocation: the owner's save stack */
-    aco_yield_to(oom_to);
-    aco_exit();
-}
-
-static void handoff_oom(void* arg) {
-    (void)arg;
-    aco_share_stack_t* other = aco_share_stack_new2(128 * 1024, 1);
-    job_t big = {.bytes = 2000, .rounds = 1, .seed = 7}, small = {.bytes = 16, .rounds = 1,
-                                                                  .seed = 8};
-    aco_t* owner = aco_create(main_co, other, 0, worker, &big);
-    oom_to = aco_create(main_co, other, 0, worker, &small);
-    aco_t* from = aco_create(main_co, sstk, 0, oom_handing, NULL);
-    aco_resume(owner);          /* 2000 bytes live on `other` */
-    aco_resume(from);           /* hands off to oom_to: owner's frames must go */
-}
-
 static void zero_alloc(void* arg) {
     (void)arg;
     aco_alloc(0);
@@ -268,8 +245,6 @@ int main(void) {
                                     "aco_co_size|exceeds 4 GiB");
     fails += aco_test_expect_signal("aco_alloc(0)", zero_alloc, NULL, SIGABRT,
                                     "aco_alloc|must not be 0");
-    fails += aco_test_expect_signal("hand-off out of memory", handoff_oom, NULL, SIGABRT,
-                                    "aco: aco_yield_to: |out of memory");
 
     aco_share_stack_destroy(sstk);
     aco_destroy(main_co);
