@@ -480,9 +480,8 @@ static void co_free(aco_t* co) {
 }
 
 /* Save stacks: the capacity for n bytes, the bytes a capacity takes (the
- * tools keep some after it; SIZE_MAX: more than the address space holds,
- * as 32-bit capacities near SAVE_MAX are), and whether it comes from a
- * pool. */
+ * tools keep some after it; SIZE_MAX: more than the address space, as on
+ * 32-bit near SAVE_MAX), and whether it comes from a pool. */
 #define save_capacity(n) (((n) + SAVE_STEP - 1) & ~(size_t)(SAVE_STEP - 1))
 static inline size_t save_bytes(size_t cap) {
     size_t room = TOOLS && cap ? ext_copy(NULL, cap, EXT_ROOM) : 0;
@@ -505,13 +504,11 @@ static void save_free(aco_save_stack_t* ss) {
 static int save_grow(const char* fn, aco_t* co, size_t n) {
     aco_save_stack_t* ss = &co->save_stack;
     if (n <= SS_CAP(ss)) return 1;
-    if (fn == NULL && n > SAVE_MAX) return 0;
-    check(fn, n <= SAVE_MAX, "co %p has %zu live bytes on its share stack: a save "
-          "stack holds less than 4 GiB", (void*)co, n);
     size_t cap = save_capacity(n);
-    if (fn == NULL && save_bytes(cap) == SIZE_MAX) return 0;
-    check(fn, save_bytes(cap) != SIZE_MAX, "co %p: a save stack of %zu bytes exceeds the "
-          "address space", (void*)co, cap);
+    int fits = n <= SAVE_MAX && save_bytes(cap) != SIZE_MAX;
+    if (fn == NULL && !fits) return 0;
+    check(fn, fits, "co %p has %zu live bytes on its share stack: a save stack holds less "
+          "than 4 GiB, and less than the address space", (void*)co, n);
     mark_used();
     if (fn != NULL) save_free(ss);      /* else kept until the new one is had */
     void* p = save_pooled(cap) ? pool_alloc(&save_pool[cap / SAVE_STEP - 1], cap, fn)
@@ -607,9 +604,7 @@ static void stack_free(const char* fn, aco_share_stack_t* s) {
     dealloc(s, stack_bytes());
 }
 
-aco_share_stack_t* aco_share_stack_new(size_t sz) {
-    return aco_share_stack_new2(sz, 1);
-}
+aco_share_stack_t* aco_share_stack_new(size_t sz) { return aco_share_stack_new2(sz, 1); }
 
 aco_share_stack_t* aco_share_stack_new2(size_t sz, char guard_page_enabled) {
     return stack_new("aco_share_stack_new2", sz, guard_page_enabled, 0);
@@ -708,10 +703,9 @@ aco_t* aco_create(aco_t* main_co, aco_share_stack_t* share_stack,
 
 size_t aco_co_size(size_t save_sz) {
     ext_init(0);
-    check("aco_co_size", save_sz <= SAVE_MAX, "save_sz %zu exceeds 4 GiB - 8", save_sz);
-    size_t save = save_bytes(save_capacity(save_sz));
-    check("aco_co_size", save <= SIZE_MAX - co_bytes(), "save_sz %zu: a co with a save "
-          "stack that large exceeds the address space", save_sz);
+    size_t save = save_sz <= SAVE_MAX ? save_bytes(save_capacity(save_sz)) : SIZE_MAX;
+    check("aco_co_size", save <= SIZE_MAX - co_bytes(), "save_sz %zu exceeds 4 GiB - 8, or "
+          "the address space", save_sz);
     return co_bytes() + save;
 }
 
@@ -969,24 +963,17 @@ __attribute__((always_inline)) static inline aco_t* resume(const char* fn, aco_t
     return aco__sw(cur, co);
 }
 
-void aco_resume(aco_t* co) {
-    resume("aco_resume", co);
-}
+void aco_resume(aco_t* co) { resume("aco_resume", co); }
 
-aco_t* aco_resume_last(aco_t* co) {
-    return resume("aco_resume_last", co);
-}
+aco_t* aco_resume_last(aco_t* co) { return resume("aco_resume_last", co); }
 
 /* The API function behind the aco_yield() macro of aco.h. */
-void (aco_yield)(void) {
-    aco__yield_inline();
-}
+void (aco_yield)(void) { aco__yield_inline(); }
 
 static void check_running(const char* fn, aco_t* co) {
     if (aco_unlikely(co == NULL || !LIVE(co))) aco__not_a_co(fn, co);
-    check(fn, co == aco_gtls_co && co->main_co != NULL,
-          "co %p must be the running non-main co (the running co is %p)",
-          (void*)co, (void*)aco_gtls_co);
+    check(fn, co == aco_gtls_co && co->main_co != NULL, "co %p must be the running non-main "
+          "co (the running co is %p)", (void*)co, (void*)aco_gtls_co);
 }
 
 void aco__yield1(aco_t* co, const char* fn) {
@@ -1105,9 +1092,7 @@ int aco_resume_reserve(aco_t* co) {
     return errno = ENOMEM, -1;
 }
 
-aco_t* aco_get_co(void) {
-    return aco_gtls_co;
-}
+aco_t* aco_get_co(void) { return aco_gtls_co; }
 
 void* aco_get_arg(void) {
     aco_t* co = aco_gtls_co;
