@@ -577,15 +577,14 @@ static void find_file(conn_t* c, const http_req_t* q, resp_t* r) {
     }
 }
 
-/* 412, 304 and 206/416 on the file found (to HEAD as to GET: its answer
- * is GET's head, RFC 9110 9.3.2, and respond() sends no body). */
+/* 412, 304 and 206/416 on the file found. */
 static void conditions(const http_req_t* q, resp_t* r) {
     int st = http_preconditions(q, r->mtime);
     if (st) {
         r->status = st;
         return;
     }
-    if (q->range && http_range_applies(q, r->mtime)) {
+    if (q->range && q->method == HTTP_GET && http_range_applies(q, r->mtime)) {
         int64_t a, b;
         int k = http_range(q->range, q->range_len, r->size, &a, &b);
         if (k > 0) {
