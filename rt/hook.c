@@ -260,6 +260,7 @@ static struct {
     void (*closefrom)(int);
 } libc;
 
+static pid_t hk_pid;                    /* (close_range, below) */
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
 static void mx_forked(void);
 static int libc_ready;
@@ -347,6 +348,7 @@ static void libc_init(void) {
     *(void**)&libc.closedir = next("closedir");
     *(void**)&libc.close_range = dlsym(RTLD_NEXT, "close_range");
     *(void**)&libc.closefrom = dlsym(RTLD_NEXT, "closefrom");
+    hk_pid = (pid_t)syscall(SYS_getpid);
     pthread_atfork(NULL, NULL, mx_forked);
     __atomic_store_n(&libc_ready, 1, __ATOMIC_RELEASE);
 }
@@ -1017,20 +1019,32 @@ EXPORT FILE* freopen64(const char* path, const char* mode, FILE* f) {
 }
 
 /* close_range and closefrom close a range in the kernel: each number of
- * it forgets, once closed (a close_range that failed closed nothing;
- * CLOSE_RANGE_CLOEXEC closes nothing: the files stay, and what is known
- * of them). */
+ * it forgets first, as close does (a number given out again once the
+ * kernel closed it keeps its new record).  Not in a call the kernel will
+ * refuse (a bad range or flag), nor for CLOSE_RANGE_CLOEXEC (it closes
+ * nothing), nor where the table closed from is not the one the records
+ * describe: CLOSE_RANGE_UNSHARE's copy, or a vfork child's (our memory,
+ * its own table: the usual vfork, closefrom(3), exec would wipe the
+ * parent's records; the pid tells it, kept at init and in a fork's
+ * child).  A plain close in a vfork child still forgets its number. */
+static int table_ours(unsigned flags) {
+    return !(flags & CLOSE_RANGE_UNSHARE) &&
+           (pid_t)syscall(SYS_getpid) == __atomic_load_n(&hk_pid, __ATOMIC_RELAXED);
+}
 EXPORT int close_range(unsigned first, unsigned last, int flags) {
-    int r = LIBC(close_range) ? LIBC(close_range)(first, last, flags)
-                              : (int)syscall(SYS_close_range, first, last, flags);
-    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) fd_gone_range(first, last);
-    return r;
+    int (*f)(unsigned, unsigned, int) = LIBC(close_range);
+    unsigned known = CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC;
+    if (first <= last && !((unsigned)flags & ~known) && !(flags & CLOSE_RANGE_CLOEXEC) &&
+        table_ours((unsigned)flags))
+        fd_gone_range(first, last);
+    return f ? f(first, last, flags) : (int)syscall(SYS_close_range, first, last, flags);
 }
 EXPORT void closefrom(int low) {
     unsigned lo = low < 0 ? 0 : (unsigned)low;
-    if (LIBC(closefrom)) LIBC(closefrom)(low);      /* (closes them all, or aborts) */
-    else if (syscall(SYS_close_range, lo, ~0U, 0) != 0) return;
-    fd_gone_range(lo, ~0U);
+    void (*f)(int) = LIBC(closefrom);
+    if (table_ours(0)) fd_gone_range(lo, ~0U);
+    if (f) f(low);                                  /* (closes them all, or aborts) */
+    else syscall(SYS_close_range, lo, ~0U, 0);
 }
 
 /* A new file under the number: what we knew of the old one goes. */
@@ -2053,6 +2067,7 @@ static HK_TLS pid_t mx_tid;
 
 /* (the child of a fork is another thread: its id is looked up anew) */
 static void mx_forked(void) {
+    __atomic_store_n(&hk_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_RELAXED);
     mx_tid = 0;
     sel_forked();
 }

@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -686,6 +687,73 @@ static void* uc_late_thread(void* arg) {
     CHECK_EQ(write(uc_wfd, "y", 1), 1);
     return NULL;
 }
+/* A vfork child's closefrom or close_range closes its own table's numbers
+ * (our memory, its own table), and a thread's close_range with
+ * CLOSE_RANGE_UNSHARE those of its private copy: the records of ours stay.
+ * They once went: the O_NONBLOCK the runtime set on a socket (epoll) was
+ * taken for the program's, F_GETFL showed it and a read said EAGAIN where
+ * it should wait. */
+__attribute__((noinline)) static pid_t vfork_closing(int how) {
+    pid_t p = vfork();
+    if (p == 0) {
+        if (how == 0) closefrom(3);
+        else close_range(3, ~0U, 0);
+        _exit(0);
+    }
+    return p;
+}
+static void* unshare_closing(void* arg) {
+    (void)arg;
+    CHECK_EQ(close_range(3, ~0U, CLOSE_RANGE_UNSHARE), 0);
+    return NULL;
+}
+static struct sockaddr_in ot_addr;
+static void ot_connect_soon(void* arg) {
+    (void)arg;
+    aco_rt_sleep(20 * MS);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(c >= 0);
+    CHECK_EQ(connect(c, (struct sockaddr*)&ot_addr, sizeof(ot_addr)), 0);
+    close(c);
+}
+/* accept's wait: the runtime's O_NONBLOCK on the listener (epoll) */
+static void ot_accept(int l) {
+    aco_rt_co_t* w = aco_rt_spawn(NULL, ot_connect_soon, NULL);
+    CHECK(w != NULL);
+    int a = accept(l, NULL, NULL);
+    CHECK(a >= 0);
+    close(a);
+    CHECK_EQ(aco_rt_join(w, -1), 0);
+}
+static void other_table_close_co(void* arg) {
+    (void)arg;
+    for (int how = 0; how < 3; how++) {
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), st;
+        CHECK(l >= 0);
+        ot_addr = (struct sockaddr_in){.sin_family = AF_INET};
+        ot_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t n = sizeof(ot_addr);
+        CHECK_EQ(bind(l, (struct sockaddr*)&ot_addr, n), 0);
+        CHECK_EQ(getsockname(l, (struct sockaddr*)&ot_addr, &n), 0);
+        CHECK_EQ(listen(l, 8), 0);
+        ot_accept(l);
+        if (how < 2) {
+            pid_t p = vfork_closing(how);
+            CHECK(p > 0);
+            CHECK_EQ(waitpid(p, &st, 0), p);
+            CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        } else {
+            pthread_t t;
+            CHECK_EQ(pthread_create(&t, NULL, unshare_closing, NULL), 0);
+            CHECK_EQ(pthread_join(t, NULL), 0);
+        }
+        CHECK_EQ(fcntl(l, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);     /* still open here */
+        CHECK_EQ(fcntl(l, F_GETFL) & O_NONBLOCK, 0);
+        ot_accept(l);                   /* waits again, not EAGAIN */
+        close(l);
+    }
+}
+
 static void unseen_close_co(void* arg) {
     (void)arg;
     for (int w = 0; w < UC_N; w++)
@@ -963,6 +1031,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, shared_timeo_co, NULL);
     test_go(s, fclose_stale_co, NULL);
     test_go(s, unseen_close_co, NULL);
+    test_go(s, other_table_close_co, NULL);
     test_go(s, oob_co, NULL);
     test_go(s, errqueue_co, NULL);
     test_go(s, cancelled_addr_co, NULL);
