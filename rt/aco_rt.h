@@ -1409,9 +1409,11 @@ void aco_rt_wg_init(aco_rt_wg_t* wg);
 int  aco_rt_wg_add(aco_rt_wg_t* wg, int64_t n);
 int  aco_rt_wg_done(aco_rt_wg_t* wg);           /* aco_rt_wg_add(wg, -1) */
 /* Wait for the counter to be 0: 0, -ETIMEDOUT, -ECANCELED, -EPERM (not in
- * a co), -EINVAL.  Once it returned 0 the program may free wg, or add to
- * it for another round, at once: the add that made the counter 0 took
- * every waiter then queued (each returns 0) and is done with wg. */
+ * a co), -EINVAL.  Once it returned 0 the program may add to wg for
+ * another round at once, and free it once no other call on it is under
+ * way: the add that made the counter 0 took every waiter then queued
+ * (each returns 0, but one whose deadline or cancel came first: that one
+ * still takes wg's lock on its way out) and is done with wg. */
 int  aco_rt_wg_wait(aco_rt_wg_t* wg, int64_t deadline);
 
 /* ======================================================================== */
