@@ -969,12 +969,15 @@ EXPORT int close(int fd) {
 /* fclose closes its number inside glibc, past close above: forgotten
  * here first (fdopen of a socket, a pipe: the number's next file, passed
  * in or made by a call not hooked, would take its timeouts and flags). */
-EXPORT int fclose(FILE* f) {
+static void file_gone(FILE* f) {
     if (f) {
         int err = errno, fd = fileno(f);       /* (-1: no descriptor) */
         if (fd >= 0) fd_gone(fd);
         errno = err;
     }
+}
+EXPORT int fclose(FILE* f) {
+    file_gone(f);
     return LIBC(fclose)(f);
 }
 
@@ -982,11 +985,7 @@ EXPORT int fclose(FILE* f) {
  * glibc opendir's is O_NONBLOCK, which a socket passed in there next
  * would be taken to have from the program). */
 EXPORT int pclose(FILE* f) {
-    if (f) {
-        int err = errno, fd = fileno(f);
-        if (fd >= 0) fd_gone(fd);
-        errno = err;
-    }
+    file_gone(f);
     return LIBC(pclose)(f);
 }
 EXPORT int closedir(DIR* d) {
@@ -1004,17 +1003,12 @@ EXPORT int closedir(DIR* d) {
 /* freopen opens its new file and puts it on the old number inside glibc
  * (a dup3 of its own; the old file goes whether or not the open worked):
  * the number's next file is that one. */
-static void fd_reopened(FILE* f) {
-    int err = errno, fd = fileno(f);
-    if (fd >= 0) fd_gone(fd);
-    errno = err;
-}
 EXPORT FILE* freopen(const char* path, const char* mode, FILE* f) {
-    fd_reopened(f);
+    file_gone(f);
     return LIBC(freopen)(path, mode, f);
 }
 EXPORT FILE* freopen64(const char* path, const char* mode, FILE* f) {
-    fd_reopened(f);
+    file_gone(f);
     return LIBC(freopen64)(path, mode, f);
 }
 
