@@ -456,6 +456,19 @@ static void st_read(int fd, int wfd, int want_timeout) {
     CHECK_EQ(aco_rt_join(w, -1), 0);
     if (want_timeout) CHECK_EQ(read(fd, &c, 1), 1);        /* the late byte */
 }
+/* A non-blocking read: EAGAIN at once, though the late byte comes. */
+static void st_nowait(int fd, int wfd) {
+    st_wfd = wfd;
+    aco_rt_co_t* w = aco_rt_spawn(NULL, st_late_byte, NULL);
+    CHECK(w != NULL);
+    char c;
+    int64_t t0 = now();
+    errno = 0;
+    CHECK_EQ(read(fd, &c, 1), -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_LT(now() - t0, 250 * MS);
+    CHECK_EQ(aco_rt_join(w, -1), 0);
+}
 static void shared_timeo_co(void* arg) {
     (void)arg;
     struct timeval tv = {0, 50000};
@@ -596,16 +609,7 @@ static void fclose_stale_co(void* arg) {
             st_read(got, nsv[1], 0);
         } else {
             CHECK(fcntl(got, F_GETFL) & O_NONBLOCK);
-            st_wfd = nsv[1];
-            aco_rt_co_t* w = aco_rt_spawn(NULL, st_late_byte, NULL);
-            CHECK(w != NULL);
-            char c;
-            int64_t t0 = now();
-            errno = 0;
-            CHECK_EQ(read(got, &c, 1), -1);
-            CHECK_EQ(errno, EAGAIN);
-            CHECK_LT(now() - t0, 250 * MS);
-            CHECK_EQ(aco_rt_join(w, -1), 0);
+            st_nowait(got, nsv[1]);
         }
         close(got);
         close(nsv[1]);
@@ -778,16 +782,7 @@ static void unseen_close_co(void* arg) {
                 st_read(got, nsv[1], 1);
             } else {
                 CHECK(fcntl(got, F_GETFL) & O_NONBLOCK);
-                st_wfd = nsv[1];
-                aco_rt_co_t* wr = aco_rt_spawn(NULL, st_late_byte, NULL);
-                CHECK(wr != NULL);
-                char c;
-                int64_t t0 = now();
-                errno = 0;
-                CHECK_EQ(read(got, &c, 1), -1);
-                CHECK_EQ(errno, EAGAIN);
-                CHECK_LT(now() - t0, 250 * MS);
-                CHECK_EQ(aco_rt_join(wr, -1), 0);
+                st_nowait(got, nsv[1]);
             }
             close(got);
             close(nsv[1]);
@@ -799,16 +794,7 @@ static void unseen_close_co(void* arg) {
     CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &nowait, sizeof(nowait)), 0);
     CHECK_EQ(close_range((unsigned)sv[0], (unsigned)sv[0], CLOSE_RANGE_CLOEXEC), 0);
     CHECK(fcntl(sv[0], F_GETFD) & FD_CLOEXEC);
-    st_wfd = sv[1];
-    aco_rt_co_t* wr = aco_rt_spawn(NULL, st_late_byte, NULL);
-    CHECK(wr != NULL);
-    char c;
-    int64_t t0 = now();
-    errno = 0;
-    CHECK_EQ(read(sv[0], &c, 1), -1);
-    CHECK_EQ(errno, EAGAIN);
-    CHECK_LT(now() - t0, 250 * MS);
-    CHECK_EQ(aco_rt_join(wr, -1), 0);
+    st_nowait(sv[0], sv[1]);
     close(sv[0]);
     close(sv[1]);
     /* freopen */
@@ -828,6 +814,7 @@ static void unseen_close_co(void* arg) {
     CHECK(b != NULL);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, uc_late_thread, NULL), 0);
+    char c;
     CHECK_EQ(read(sv[0], &c, 1), 1);
     CHECK(uc_began);                    /* (parked) */
     CHECK_EQ(pthread_join(t, NULL), 0);
