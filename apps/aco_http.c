@@ -119,11 +119,6 @@ typedef struct req_buf {
     char head[768];
 } req_buf_t;
 
-/* c->rb, made if it is not yet: 0, or -1 (no memory). */
-static int req_buf(conn_t* c) {
-    return c->rb != NULL || (c->rb = malloc(sizeof(req_buf_t))) != NULL ? 0 : -1;
-}
-
 /* HTTPS reads a large body in chunks of TLS_CHUNK (4 records), as nginx's
  * output_buffers (2 x 32 KiB): 16 preads a MiB instead of 64. */
 #define TLS_CHUNK (64 * 1024)
@@ -136,42 +131,74 @@ static size_t body_cap(const conn_t* c) {
     return SMALL_BODY;
 }
 
-/* HTTPS bodies that idle connections gave back (idle_tls), kept for the
- * next responses: freed, a 64 KiB chunk went back to the system with the
- * heap's top, and the next pread into a new one faulted its 16 pages in
- * again (14.6 faults a MiB served; nginx keeps its output buffers in its
- * connections' pools).  At most BODY_KEEP, whatever the threads and
- * connections: what an idle server keeps is bounded (512 KiB).  Slots
- * taken and filled with an exchange each, by any thread; static, so a
- * leak checker sees what they hold. */
-#define BODY_KEEP 8
-static char* body_kept[BODY_KEEP];
+/* What idle HTTPS connections gave back (idle_tls): their bodies and
+ * request buffers, kept for the next requests.  Freed, a 64 KiB body went
+ * back to the system with the heap's top, and the next pread into a new
+ * one faulted its 16 pages in again (14.6 faults a MiB served; nginx keeps
+ * its output buffers in its connections' pools); a request buffer (5 KiB)
+ * cost a malloc and a free from glibc's bins each request.  At most KEEP
+ * of each, whatever the threads and connections: what an idle server
+ * keeps is bounded (552 KiB).  Slots taken and filled with an exchange
+ * each, by any thread; static, so a leak checker sees what they hold. */
+#define KEEP 8
+static void* body_kept[KEEP];
+static void* rb_kept[KEEP];
+
+static void* kept_take(void** slot) {
+    for (int i = 0; i < KEEP; i++) {
+        void* p;
+        if (__atomic_load_n(&slot[i], __ATOMIC_RELAXED) &&
+            (p = __atomic_exchange_n(&slot[i], NULL, __ATOMIC_ACQUIRE)) != NULL)
+            return p;
+    }
+    return NULL;
+}
+
+/* p into a free slot, or freed. */
+static void kept_put(void** slot, void* p) {
+    for (int i = 0; p && i < KEEP; i++) {
+        void* none = NULL;
+        if (__atomic_load_n(&slot[i], __ATOMIC_RELAXED) == NULL &&
+            __atomic_compare_exchange_n(&slot[i], &none, p, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            return;
+    }
+    free(p);
+}
+
+/* c->rb, made if it is not yet: 0, or -1 (no memory). */
+static int req_buf(conn_t* c) {
+    if (c->rb != NULL) return 0;
+#ifdef ACO_HTTP_TLS
+    if (c->tls && (c->rb = kept_take(rb_kept)) != NULL) return 0;
+#endif
+    return (c->rb = malloc(sizeof(req_buf_t))) != NULL ? 0 : -1;
+}
 
 /* c->body, made if it is not yet: 0, or -1 (no memory). */
 static int body_buf(conn_t* c) {
     if (c->body != NULL) return 0;
 #ifdef ACO_HTTP_TLS
-    for (int i = 0; c->tls && i < BODY_KEEP; i++)
-        if (__atomic_load_n(&body_kept[i], __ATOMIC_RELAXED) &&
-            (c->body = __atomic_exchange_n(&body_kept[i], NULL, __ATOMIC_ACQUIRE)) != NULL)
-            return 0;
+    if (c->tls && (c->body = kept_take(body_kept)) != NULL) return 0;
 #endif
     return (c->body = malloc(body_cap(c))) != NULL ? 0 : -1;
 }
 
-/* c gives its body back (HTTPS, idle): kept for another if a slot is free. */
-static void body_put(conn_t* c) {
+/* c gives its body and request buffer back (HTTPS, idle): kept for
+ * another if a slot is free. */
+static void bufs_put(conn_t* c) {
 #ifdef ACO_HTTP_TLS
-    for (int i = 0; c->body && c->tls && i < BODY_KEEP; i++) {
-        char* none = NULL;
-        if (__atomic_load_n(&body_kept[i], __ATOMIC_RELAXED) == NULL &&
-            __atomic_compare_exchange_n(&body_kept[i], &none, c->body, 0, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
-            c->body = NULL;
+    if (c->tls) {
+        kept_put(body_kept, c->body);
+        kept_put(rb_kept, c->rb);
+        c->body = NULL;
+        c->rb = NULL;
+        return;
     }
 #endif
     free(c->body);
+    free(c->rb);
     c->body = NULL;
+    c->rb = NULL;
 }
 
 /* What a request gets. */
@@ -841,9 +868,7 @@ static int idle_tls(conn_t* c) {
     if (!aco_rt_tls_pending(c->tls)) {
         aco_rt_bufio_free(c->b);
         c->b = NULL;
-        body_put(c);
-        free(c->rb);
-        c->rb = NULL;
+        bufs_put(c);
         if (aco_rt_tls_wait(c->tls, deadline) < 0) return -1;
         if ((c->b = aco_rt_tls_bufio_new(c->tls, RBUF, WBUF)) == NULL) return -1;
     }
@@ -937,8 +962,7 @@ static void conn_co(void* arg) {
     aco_rt_tls_free(c->tls);
 #endif
     aco_rt_close(c->fd);
-    body_put(c);
-    free(c->rb);
+    bufs_put(c);
     free(c);
 }
 

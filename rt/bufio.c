@@ -35,6 +35,39 @@ struct aco_rt_bufio {
     size_t wcap, wlen;
 };
 
+/* Blocks of freed bufios, kept for the next bufios of the same sizes: a
+ * server that frees an idle connection's bufio and makes one again at its
+ * next request (aco_http over TLS) pays a slot's exchange instead of
+ * malloc and free of tens of KiB (which glibc serves from its unsorted
+ * and large bins, merging and splitting: 1-2% of a 4 KiB HTTPS request's
+ * CPU).  At most BUFIO_KEEP blocks of up to BUFIO_KEEP_MAX bytes, across
+ * threads (what an idle program keeps is bounded); static, so a leak
+ * checker sees them.  Not in ASan and valgrind builds: a freed bufio's
+ * use must stay theirs to find. */
+#if aco__asan || defined(ACO_USE_VALGRIND)
+#define BUFIO_KEEP 1            /* (a slot never used) */
+#define BUFIO_KEEP_ON 0
+#else
+#define BUFIO_KEEP 8
+#define BUFIO_KEEP_ON 1
+#endif
+#define BUFIO_KEEP_MAX ((size_t)256 * 1024)
+static aco_rt_bufio_t* kept[BUFIO_KEEP];
+
+static aco_rt_bufio_t* kept_take(size_t rsize, size_t wsize) {
+    for (int i = 0; BUFIO_KEEP_ON && i < BUFIO_KEEP; i++) {
+        if (__atomic_load_n(&kept[i], __ATOMIC_RELAXED) == NULL) continue;
+        aco_rt_bufio_t* b = __atomic_exchange_n(&kept[i], NULL, __ATOMIC_ACQUIRE);
+        if (b == NULL) continue;
+        if (b->rcap == rsize && b->wcap == wsize) return b;
+        aco_rt_bufio_t* none = NULL;    /* another size's: back, or gone */
+        if (!__atomic_compare_exchange_n(&kept[i], &none, b, 0, __ATOMIC_RELEASE,
+                                         __ATOMIC_RELAXED))
+            free(b);
+    }
+    return NULL;
+}
+
 static aco_rt_bufio_t* make(int fd, const aco_rt_bufio_io_t* io, void* ctx, size_t rsize,
                             size_t wsize) {
     if (rsize == 0) rsize = BUFIO_DEFAULT;
@@ -44,8 +77,8 @@ static aco_rt_bufio_t* make(int fd, const aco_rt_bufio_io_t* io, void* ctx, size
         errno = EINVAL;
         return NULL;
     }
-    aco_rt_bufio_t* b = malloc(sizeof(*b) + rsize + 1 + wsize);
-    if (b == NULL) {
+    aco_rt_bufio_t* b = kept_take(rsize, wsize);
+    if (b == NULL && (b = malloc(sizeof(*b) + rsize + 1 + wsize)) == NULL) {
         errno = ENOMEM;
         return NULL;
     }
@@ -82,7 +115,18 @@ static ssize_t xwritev(aco_rt_bufio_t* b, const struct iovec* iov, int k, int64_
     return b->io ? b->io->writev(b->ctx, iov, k, deadline) : aco_rt_writev(b->fd, iov, k, deadline);
 }
 
-void aco_rt_bufio_free(aco_rt_bufio_t* b) { free(b); }
+void aco_rt_bufio_free(aco_rt_bufio_t* b) {
+    if (b == NULL) return;
+    if (BUFIO_KEEP_ON && b->rcap + b->wcap <= BUFIO_KEEP_MAX)
+        for (int i = 0; i < BUFIO_KEEP; i++) {
+            aco_rt_bufio_t* none = NULL;
+            if (__atomic_load_n(&kept[i], __ATOMIC_RELAXED) == NULL &&
+                __atomic_compare_exchange_n(&kept[i], &none, b, 0, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+                return;
+        }
+    free(b);
+}
 
 int aco_rt_bufio_fd(const aco_rt_bufio_t* b) { return b ? b->fd : -EINVAL; }
 

@@ -3,8 +3,8 @@
  * socketpair fed by another co, limits, end of file in the middle,
  * deadlines, cancel (and a shielded co's goodbye), the writer's kept error,
  * a reset after part of a read_full, MSG_MORE on a socket and a pipe,
- * reads into stack buffers of cos sharing one share stack; on both
- * backends. */
+ * reads into stack buffers of cos sharing one share stack, bufios freed
+ * and made again in sizes that change; on both backends. */
 #define _GNU_SOURCE
 #include "rt_test.h"
 
@@ -546,6 +546,75 @@ static void t_outside(void) {
     CHECK_EQ(errno, EINVAL);
 }
 
+/* Free and make again, sizes changing: a new bufio is empty and whole
+ * whatever was freed before it (the runtime keeps freed blocks for the
+ * next bufios of the same sizes), and several alive at once are distinct. */
+static void reuse_co(void* arg) {
+    int* sv = arg;
+    static const size_t sizes[][2] = {{64, 32}, {0, 0}, {64, 32}, {16, 4096},
+                                      {4096, 16}, {300 * 1024, 1}, {64, 32}};
+    char* pat = malloc(300 * 1024);
+    char* got = malloc(300 * 1024);
+    CHECK(pat && got);
+    for (int round = 0; round < 40; round++) {
+        size_t rs = sizes[round % 7][0], ws = sizes[round % 7][1];
+        size_t rcap = rs ? rs : 16 * 1024, wcap = ws ? ws : 16 * 1024;
+        aco_rt_bufio_t* b = aco_rt_bufio_new(sv[0], rs, ws);
+        CHECK(b != NULL);
+        CHECK_EQ(aco_rt_bufio_buffered(b), 0);
+        CHECK_EQ(aco_rt_bufio_unflushed(b), 0);
+        CHECK_EQ(aco_rt_bufio_fd(b), sv[0]);
+        /* the read buffer filled to its size, every byte right */
+        for (size_t i = 0; i < rcap; i++) pat[i] = (char)(i * 7 + (size_t)round);
+        for (size_t at = 0; at < rcap;) {
+            ssize_t w = aco_rt_write(sv[1], pat + at, rcap - at, 0);
+            CHECK_GT(w, 0);     /* (the bufio has taken all before: room) */
+            at += (size_t)w;
+            const char* v;
+            ssize_t n = aco_rt_bufio_peek(b, at, &v, -1);
+            CHECK_GE(n, (ssize_t)at);
+        }
+        const char* v;
+        CHECK_EQ(aco_rt_bufio_peek(b, 0, &v, 0), (ssize_t)rcap);
+        CHECK(memcmp(v, pat, rcap) == 0);
+        CHECK_EQ(aco_rt_bufio_read_full(b, got, rcap - 1, -1), (ssize_t)rcap - 1);
+        CHECK(memcmp(got, pat, rcap - 1) == 0);
+        /* the write buffer filled to its size without a flush, then left:
+         * the unread byte and the unflushed ones go with the free */
+        for (size_t i = 0; i < wcap; i++) pat[i] = (char)(i * 3 + (size_t)round);
+        CHECK_EQ(aco_rt_bufio_write(b, pat, wcap, -1), (ssize_t)wcap);
+        CHECK_EQ(aco_rt_bufio_buffered(b), 1);
+        aco_rt_bufio_free(b);
+        /* (nothing was written to sv[0]'s peer: the pair is still quiet) */
+        char c;
+        CHECK_EQ(aco_rt_read(sv[1], &c, 1, 0), -ETIMEDOUT);
+    }
+    /* twelve at once, freed, twelve again */
+    aco_rt_bufio_t* many[12];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 12; i++) {
+            CHECK((many[i] = aco_rt_bufio_new(sv[0], 64, 32)) != NULL);
+            CHECK_EQ(aco_rt_bufio_buffered(many[i]), 0);
+            CHECK_EQ(aco_rt_bufio_unflushed(many[i]), 0);
+            CHECK_EQ(aco_rt_bufio_write(many[i], "abc", 3, -1), 3);
+            for (int j = 0; j < i; j++) CHECK(many[j] != many[i]);
+        }
+        for (int i = 0; i < 12; i++) CHECK_EQ(aco_rt_bufio_unflushed(many[i]), 3);
+        for (int i = 0; i < 12; i++) aco_rt_bufio_free(many[i]);
+    }
+    free(pat);
+    free(got);
+}
+
+static void t_reuse(aco_rt_sched_t* s, void* arg) {
+    (void)arg;
+    int sv[2];
+    pair(sv);
+    test_go(s, reuse_co, sv);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Writing                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -773,6 +842,7 @@ int main(void) {
     test_on_backends(NULL, t_limits, NULL);
     test_on_backends(NULL, t_deadlines, NULL);
     test_on_backends(NULL, t_write, NULL);
+    test_on_backends(NULL, t_reuse, NULL);
     aco_rt_opts_t one = {.share_stacks = 1};
     test_on_backends(&one, t_share_stack, NULL);
     printf("test_bufio: ok\n");
