@@ -615,6 +615,12 @@ long aco_rt_tls_verify_result(const aco_rt_tls_t* t) {
     return SSL_get_verify_result(t->ssl);
 }
 
+/* A call on t refused for its arguments: e, its text the reason. */
+static int refuse(aco_rt_tls_t* t, int e) {
+    snprintf(t->err, sizeof t->err, "%s", strerror(-e));
+    return e;
+}
+
 /* What every call that may wait checks first: t, then the co. */
 static int gate(aco_rt_tls_t* t) {
     if (t == NULL) return -EINVAL;
@@ -810,7 +816,7 @@ ssize_t aco_rt_tls_read(aco_rt_tls_t* t, void* buf, size_t n, int64_t deadline) 
     int g = gate(t);
     if (g) return g;
     if (n == 0) return 0;
-    if (buf == NULL) return -EFAULT;
+    if (buf == NULL) return refuse(t, -EFAULT);
     if (!t->hs_done && (g = aco_rt_tls_handshake(t, deadline)) != 0) return g;
     for (;;) {
         size_t got = 0;
@@ -905,8 +911,8 @@ static int write_gate(aco_rt_tls_t* t, int64_t deadline) {
 
 ssize_t aco_rt_tls_write(aco_rt_tls_t* t, const void* buf, size_t n, int64_t deadline) {
     if (n == 0 || t == NULL) return gate(t);
-    if (n > SSIZE_MAX) return -EINVAL;
-    if (buf == NULL) return -EFAULT;
+    if (n > SSIZE_MAX) return refuse(t, -EINVAL);
+    if (buf == NULL) return refuse(t, -EFAULT);
     int g = write_gate(t, deadline);
     if (g) return g;
     return put(t, buf, n, deadline);
@@ -957,12 +963,13 @@ static ssize_t writev_pieces(aco_rt_tls_t* t, const struct iovec* iov, int iovcn
 }
 
 ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, int64_t deadline) {
-    if (t == NULL || iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
-    if (iov == NULL && iovcnt) return -EFAULT;
+    if (t == NULL) return -EINVAL;
+    if (iovcnt < 0 || iovcnt > IOV_MAX) return refuse(t, -EINVAL);
+    if (iov == NULL && iovcnt) return refuse(t, -EFAULT);
     size_t total = 0;
     for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_base == NULL && iov[i].iov_len) return -EFAULT;
-        if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return -EINVAL;
+        if (iov[i].iov_base == NULL && iov[i].iov_len) return refuse(t, -EFAULT);
+        if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return refuse(t, -EINVAL);
         total += iov[i].iov_len;
     }
     if (total == 0) return gate(t);
@@ -1090,12 +1097,14 @@ aco_rt_tls_session_t* aco_rt_tls_session(aco_rt_tls_t* t) {
 }
 
 int aco_rt_tls_set_session(aco_rt_tls_t* t, aco_rt_tls_session_t* s) {
-    if (t == NULL || t->ctx->server || s == NULL || !SSL_in_before(t->ssl)) return -EINVAL;
+    if (t == NULL) return -EINVAL;
+    if (t->ctx->server || s == NULL || !SSL_in_before(t->ssl)) return refuse(t, -EINVAL);
     const char* h = SSL_SESSION_get0_hostname((SSL_SESSION*)s);
-    if ((h == NULL) != (t->host == NULL) || (h && strcasecmp(h, t->host) != 0)) return -EINVAL;
+    if ((h == NULL) != (t->host == NULL) || (h && strcasecmp(h, t->host) != 0))
+        return refuse(t, -EINVAL);
     int ok = OSSL(t, SSL_set_session(t->ssl, (SSL_SESSION*)s));
     ERR_clear_error();
-    return ok == 1 ? 0 : -ENOMEM;
+    return ok == 1 ? 0 : refuse(t, -ENOMEM);
 }
 
 void aco_rt_tls_session_free(aco_rt_tls_session_t* s) { SSL_SESSION_free((SSL_SESSION*)s); }

@@ -207,17 +207,31 @@ static void in_co(void* arg) {
     EXPECT_EQ(aco_rt_tls_verify_result(t), 0);
     char b[8];
     /* EFAULT before any I/O: nothing sent */
+    /* (each failed call's reason is its errno's text, "" after one that
+     * did not fail) */
     EXPECT_EQ(aco_rt_tls_read(t, NULL, 1, DL(100)), -EFAULT);
-    /* (its reason: rt/tests/bb_repro_reason_args.c) */
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EFAULT));
+    EXPECT_EQ(aco_rt_tls_read(t, b, 0, DL(100)), 0);
+    EXPECT_STR(aco_rt_tls_error(t), "");
     EXPECT_EQ(aco_rt_tls_write(t, NULL, 1, DL(100)), -EFAULT);
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EFAULT));
     EXPECT_EQ(aco_rt_tls_writev(t, NULL, 1, DL(100)), -EFAULT);
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EFAULT));
     struct iovec iov[3] = {{b, 1}, {NULL, 5}, {b, 1}};
     EXPECT_EQ(aco_rt_tls_writev(t, iov, 3, DL(100)), -EFAULT);
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EFAULT));
     EXPECT_EQ(aco_rt_tls_writev(t, iov, -1, DL(100)), -EINVAL);
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EINVAL));
+    EXPECT_EQ(aco_rt_tls_read(t, NULL, 1, DL(100)), -EFAULT);
     EXPECT_EQ(aco_rt_tls_writev(t, iov, IOV_MAX + 1, DL(100)), -EINVAL);
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EINVAL));
+    EXPECT_EQ(aco_rt_tls_read(t, NULL, 1, DL(100)), -EFAULT);
     EXPECT_EQ(aco_rt_tls_write(t, b, (size_t)SSIZE_MAX + 1, DL(100)), -EINVAL);
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EINVAL));
+    EXPECT_EQ(aco_rt_tls_read(t, NULL, 1, DL(100)), -EFAULT);
     struct iovec huge[2] = {{b, (size_t)SSIZE_MAX}, {b, 2}};
     EXPECT_EQ(aco_rt_tls_writev(t, huge, 2, DL(100)), -EINVAL);
+    EXPECT_STR(aco_rt_tls_error(t), strerror(EINVAL));
     /* none of those sent anything, nor made the connection done for */
     EXPECT_EQ(recv(sv[1], b, sizeof b, MSG_DONTWAIT), -1);
     EXPECT_EQ(errno, EAGAIN);
@@ -232,6 +246,7 @@ static void in_co(void* arg) {
     CHECK(st != NULL);
     EXPECT(aco_rt_tls_host(st) == NULL, "a server's host before the handshake");
     EXPECT_EQ(aco_rt_tls_set_session(st, NULL), -EINVAL);
+    EXPECT_STR(aco_rt_tls_error(st), strerror(EINVAL));
     aco_rt_tls_free(st);
     aco_rt_close(sv[0]);
     aco_rt_close(sv[1]);
