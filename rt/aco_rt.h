@@ -1131,9 +1131,11 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
  * the count read (0 when nothing came; the bytes are in buf).  -errno when
  * an error or the deadline came first: with n up to the read buffer's size
  * nothing is consumed (the bytes that came stay buffered, a later call has
- * them); a larger n reads its tail straight into buf, and an error after
- * part of it returns the count taken so far instead (r < n: the next
- * call that reads says why, once). */
+ * them); a larger n reads its tail straight into buf, and an error or the
+ * deadline after part of it returns the count taken so far instead (r < n:
+ * the next call that reads says why, once: -ETIMEDOUT for the deadline,
+ * even with a new one and bytes come since; 0 again at the end of file;
+ * a cancel's -ECANCELED, as every later call of a cancelled co). */
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline);
 
 /* The bytes up to and including the first delim (a byte: delim as an

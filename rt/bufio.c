@@ -217,14 +217,12 @@ ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t d
         ssize_t r = rread(b, (char*)buf + got, n - got, deadline);
         if (r == 0) break;
         if (r < 0) {
-            /* the count now, the error to the next call; not the
-             * deadline's or the cancel's, which say so again by
-             * themselves (a socket's own ETIMEDOUT, a dead TCP peer's,
-             * is kept) */
+            /* the count now, the error to the next call (the deadline's
+             * too: bytes that came since would hide it, and a short count
+             * would read as the end of file); not a cancel's, which every
+             * later call says by itself */
             if (got == 0) return r;
-            if (!(r == -ETIMEDOUT && deadline != -1 && aco_rt_now() >= deadline) &&
-                !(r == -ECANCELED && aco_rt_cancelled()))
-                b->rerr = (int)r;
+            if (!(r == -ECANCELED && aco_rt_cancelled())) b->rerr = (int)r;
             return (ssize_t)got;
         }
         got += (size_t)r;

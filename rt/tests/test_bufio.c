@@ -364,7 +364,8 @@ static void reset_fill_co(void* arg) {
 
     /* a transport's own -ETIMEDOUT (a TCP peer dead to keepalive, told
      * once) with no deadline of the caller's: kept as the reset is; the
-     * caller's passed deadline: not kept (the next call waits anew) */
+     * caller's passed deadline too: said once by the next read, which
+     * then goes on */
     static const aco_rt_bufio_io_t io = {once_read, never_writev};
     int step = 0;
     b = aco_rt_bufio_new_io(&io, &step, -1, 16, 16);
@@ -376,8 +377,26 @@ static void reset_fill_co(void* arg) {
     step = 0;
     b = aco_rt_bufio_new_io(&io, &step, -1, 16, 16);
     CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), aco_rt_now() - 1), 10);
+    CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), -1), -ETIMEDOUT);
     CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), -1), 0);   /* (step 2: the end) */
     aco_rt_bufio_free(b);
+    /* the same over a pipe whose writer stays: the deadline cuts a large
+     * read_full after 20 bytes, bytes come after it, and the next read
+     * says -ETIMEDOUT before it has them (a short count is never taken
+     * for the end of file) */
+    int p[2];
+    CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+    b = aco_rt_bufio_new(p[0], 8, 8);
+    CHECK(b != NULL);
+    CHECK_EQ(write(p[1], "0123456789abcdefghij", 20), 20);
+    CHECK_EQ(aco_rt_bufio_read_full(b, buf, sizeof(buf), aco_rt_in_ms(30)), 20);
+    CHECK_EQ(write(p[1], "XYZ", 3), 3);
+    CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), aco_rt_in_ms(2000)), -ETIMEDOUT);
+    CHECK_EQ(aco_rt_bufio_read(b, buf, sizeof(buf), aco_rt_in_ms(2000)), 3);
+    CHECK(memcmp(buf, "XYZ", 3) == 0);
+    aco_rt_bufio_free(b);
+    close(p[0]);
+    close(p[1]);
 
     pair(sv);
     b = aco_rt_bufio_new(sv[0], 16, 16);
