@@ -98,7 +98,9 @@
  * the runtime's own way past the hooks, hooked it would tax every raw
  * call; an inline one no interposed name can see), or inside another
  * library's own system calls: such a number keeps its record for its
- * next file, which then looks set as the old one was.  Not hooked:
+ * next file, which then looks set as the old one was, unless that file
+ * came in through recvmsg (SCM_RIGHTS: fds_received forgets the records
+ * of the numbers it brings; recvmmsg is not hooked).  Not hooked:
  * signals, and the file calls not named above (access, chmod, link,
  * readlink, getdents, ...: each a short wait for a disk or a server at
  * most, with no runtime call to take it).  In a co, a write, writev,
@@ -2010,15 +2012,43 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr* m, int flags) {
     return r;
 }
 
+/* The descriptors a recvmsg brought in (SCM_RIGHTS) are numbers the
+ * kernel gave out anew: what was kept of each number (a file closed where
+ * no hook saw it: syscall(2), inside glibc) is forgotten, as for a number
+ * the hooks never saw made.  Read after a call that worked, as the kernel
+ * wrote it back: msg_controllen is then the bytes it filled (all it wrote
+ * there; none when it had nothing or no room), each header's cmsg_len
+ * says its descriptors (fewer than sent under MSG_CTRUNC), none read past
+ * the bytes filled. */
+static void fds_received(const struct msghdr* m) {
+    if (m->msg_control == NULL || m->msg_controllen < sizeof(struct cmsghdr)) return;
+    const char* end = (const char*)m->msg_control + m->msg_controllen;
+    for (struct cmsghdr* c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr*)m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+            continue;
+        const unsigned char* d = CMSG_DATA(c);
+        size_t len = c->cmsg_len - CMSG_LEN(0);
+        if ((const char*)d > end) break;
+        if (len > (size_t)(end - (const char*)d)) len = (size_t)(end - (const char*)d);
+        for (size_t i = 0; i + sizeof(int) <= len; i += sizeof(int)) {
+            int fd;
+            memcpy(&fd, d + i, sizeof(fd));
+            fd_gone(fd);
+        }
+    }
+}
+
 EXPORT ssize_t recvmsg(int fd, struct msghdr* m, int flags) {
     if (HK_CHECKED()) hk_msg(m, 1);
+    ssize_t r;
     if (in_co() && m && !(flags & RECV_NOWAIT) && co_entry(fd)) {
         int64_t dl = deadline_of(rcv_of(fd));
-        return ret_dl(aco_rt_recvmsg(fd, m, flags, dl), dl);
+        r = ret_dl(aco_rt_recvmsg(fd, m, flags, dl), dl);
+    } else {
+        while ((r = LIBC(recvmsg)(fd, m, flags)) < 0 && errno == EAGAIN &&
+               !(flags & RECV_NOWAIT) && block_outside(fd, POLLIN, rcv_of(fd))) {}
     }
-    ssize_t r;
-    while ((r = LIBC(recvmsg)(fd, m, flags)) < 0 && errno == EAGAIN &&
-           !(flags & RECV_NOWAIT) && block_outside(fd, POLLIN, rcv_of(fd))) {}
+    if (r >= 0) fds_received(m);
     return r;
 }
 

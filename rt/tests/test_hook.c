@@ -557,7 +557,9 @@ static void shared_timeo_co(void* arg) {
  * EAGAIN at once.  (The record stayed: EAGAIN at 50 ms; the flag hidden,
  * the read parked.) */
 /* fd sent over carrier[0] and received from carrier[1]: the new number
- * (the lowest free one). */
+ * (the lowest free one).  Received by the system call itself, past the
+ * hooked recvmsg, which forgets what was kept of the numbers it brings
+ * (recvmsg_stale_co): the number's record is what the close left. */
 static int pass_fd(int fd, const int carrier[2]) {
     union { char b[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } ctl;
     memset(&ctl, 0, sizeof(ctl));
@@ -573,7 +575,7 @@ static int pass_fd(int fd, const int carrier[2]) {
     CHECK_EQ(sendmsg(carrier[0], &m, 0), 1);
     memset(&ctl, 0, sizeof(ctl));
     m.msg_controllen = sizeof(ctl.b);
-    CHECK_EQ(recvmsg(carrier[1], &m, MSG_CMSG_CLOEXEC), 1);
+    CHECK_EQ(syscall(SYS_recvmsg, carrier[1], &m, MSG_CMSG_CLOEXEC), 1);
     cm = CMSG_FIRSTHDR(&m);
     CHECK(cm != NULL && cm->cmsg_type == SCM_RIGHTS);
     int got;
@@ -614,6 +616,148 @@ static void fclose_stale_co(void* arg) {
         close(got);
         close(nsv[1]);
     }
+}
+
+/* A close no hook sees (syscall(2) here; a close inside another library)
+ * leaves the number's record; a descriptor the hooked recvmsg brings in
+ * (SCM_RIGHTS) lands there next and must be taken as new, in a co and
+ * outside cos: (a) the old socket's SO_RCVTIMEO (50 ms) does not end the
+ * new one's read, which waits for the late byte (300 ms); (b) the old
+ * one a co read (the runtime's O_NONBLOCK), the new one the program made
+ * non-blocking shows O_NONBLOCK and says EAGAIN at once.  Also under
+ * MSG_CTRUNC (two sent, room for one: the one that came), and two behind
+ * SO_PASSCRED's header.  A control buffer the kernel wrote nothing into
+ * (length 0, or an fd it could not write there and dropped: a page no
+ * one may touch) is not read: the count, no fault.  (The record stayed:
+ * EAGAIN at 50 ms; the flag hidden, the read parked.) */
+static int rs_carrier[2], rs_got[2], rs_ctl_len;
+static void* rs_ctl;
+static ssize_t rs_ret;
+/* Receive what was sent on rs_carrier[1] with rs_ctl_len bytes of
+ * control at rs_ctl (NULL: a buffer of its own), the fds into rs_got
+ * (-1: none). */
+static void* rs_recv(void* arg) {
+    (void)arg;
+    union { char b[256]; struct cmsghdr align; } ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    char one;
+    struct iovec v = {&one, 1};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = rs_ctl ? rs_ctl : ctl.b,
+                       .msg_controllen = (size_t)rs_ctl_len};
+    rs_got[0] = rs_got[1] = -1;
+    rs_ret = recvmsg(rs_carrier[1], &m, MSG_CMSG_CLOEXEC);
+    if (rs_ctl) return NULL;
+    int k = 0;
+    for (struct cmsghdr* cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+        for (size_t i = 0; k < 2 && CMSG_LEN((i + 1) * sizeof(int)) <= cm->cmsg_len; i++)
+            memcpy(&rs_got[k++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+    }
+    return NULL;
+}
+/* Send the n fds, receive them in this co or on a plain thread. */
+static void rs_pass(const int* fds, int n, int thread) {
+    union { char b[CMSG_SPACE(2 * sizeof(int))]; struct cmsghdr align; } ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    char one = 'f';
+    struct iovec v = {&one, 1};
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = ctl.b,
+                       .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+    struct cmsghdr* cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+    memcpy(CMSG_DATA(cm), fds, (size_t)n * sizeof(int));
+    CHECK_EQ(sendmsg(rs_carrier[0], &m, 0), 1);
+    if (thread) {
+        pthread_t t;
+        CHECK_EQ(pthread_create(&t, NULL, rs_recv, NULL), 0);
+        CHECK_EQ(pthread_join(t, NULL), 0);
+    } else {
+        rs_recv(NULL);
+    }
+    CHECK_EQ(rs_ret, 1);
+}
+/* Two numbers with stale records (k 0: a 50 ms SO_RCVTIMEO; 1: a co's
+ * read, the runtime's O_NONBLOCK), closed by the system call; their
+ * peers still open. */
+static void rs_stale(int k, int n[2], int peer[2]) {
+    for (int i = 0; i < 2; i++) {
+        int old[2];
+        CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, old), 0);
+        if (k == 0) {
+            struct timeval tv = {0, 50000};
+            CHECK_EQ(setsockopt(old[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+        } else {
+            char c;
+            CHECK_EQ(write(old[1], "o", 1), 1);
+            CHECK_EQ(read(old[0], &c, 1), 1);
+        }
+        n[i] = old[0];
+        peer[i] = old[1];
+    }
+    CHECK_EQ(syscall(SYS_close, n[0]), 0);
+    CHECK_EQ(syscall(SYS_close, n[1]), 0);
+}
+static void rs_check(int k, int fd, int peer) {
+    if (k == 0) {
+        st_read(fd, peer, 0);
+    } else {
+        CHECK(fcntl(fd, F_GETFL) & O_NONBLOCK);
+        st_nowait(fd, peer);
+        char c;
+        CHECK_EQ(read(fd, &c, 1), 1);           /* (the late byte) */
+    }
+}
+static void recvmsg_stale_co(void* arg) {
+    (void)arg;
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rs_carrier), 0);
+    /* way 0: one fd, in this co and on a plain thread; 1: two, room for
+     * one (MSG_CTRUNC); 2: two, after the credentials' header (the
+     * second looked at) */
+    static const int ways[][2] = {{0, 0}, {0, 1}, {1, 1}, {2, 0}};
+    for (int w = 0; w < 4; w++)
+        for (int k = 0; k < 2; k++) {
+            int way = ways[w][0], thread = ways[w][1], nsv[2], d, n[2], peer[2], on = way == 2;
+            CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (k ? SOCK_NONBLOCK : 0), 0, nsv), 0);
+            d = dup(nsv[0]);
+            CHECK_GE(d, 0);
+            CHECK_EQ(setsockopt(rs_carrier[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
+            rs_stale(k, n, peer);
+            int fds[2] = {nsv[0], d};
+            rs_ctl = NULL;
+            rs_ctl_len = way == 1 ? (int)CMSG_LEN(sizeof(int)) : 256;
+            rs_pass(fds, way ? 2 : 1, thread);
+            CHECK_EQ(rs_got[0], n[0]);      /* (the lowest free numbers) */
+            CHECK_EQ(rs_got[1], way == 2 ? n[1] : -1);
+            close(nsv[0]);
+            close(d);
+            rs_check(k, rs_got[way == 2], nsv[1]);
+            close(rs_got[0]);
+            if (way == 2) close(rs_got[1]);
+            close(peer[0]);
+            close(peer[1]);
+            close(nsv[1]);
+        }
+#if !MEMCHECK
+    /* control the kernel wrote nothing into: not read */
+    long pg = sysconf(_SC_PAGESIZE);
+    void* none = mmap(NULL, (size_t)pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(none != MAP_FAILED);
+    for (int thread = 0; thread < 2; thread++)
+        for (int len = 0; len < 2; len++) {
+            int p[2];
+            CHECK_EQ(pipe(p), 0);
+            rs_ctl = none;
+            rs_ctl_len = len ? 64 : 0;
+            rs_pass(p, 1, thread);
+            close(p[0]);
+            close(p[1]);
+        }
+    CHECK_EQ(munmap(none, (size_t)pg), 0);
+#endif
+    close(rs_carrier[0]);
+    close(rs_carrier[1]);
 }
 
 /* The other closes past close: pclose (popen's pipe) and closedir (the
@@ -1017,6 +1161,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, toggled_nb_co, NULL);
     test_go(s, shared_timeo_co, NULL);
     test_go(s, fclose_stale_co, NULL);
+    test_go(s, recvmsg_stale_co, NULL);
     test_go(s, unseen_close_co, NULL);
     test_go(s, other_table_close_co, NULL);
     test_go(s, oob_co, NULL);
