@@ -1341,8 +1341,9 @@ static void fdset_zero(fd_set* s, size_t len) {
 /* Linux's select reads and writes no bit past its descriptor table
  * (max_fds, /proc/self/status's FDSize): a program may pass nfds past
  * its sets (FD_SETSIZE, INT_MAX) where its table is smaller.  So nfds
- * past FD_SETSIZE is cut to the table's size, looked up again only when
- * a larger nfds comes (a table never shrinks; a fork's child's may be
+ * past FD_SETSIZE is cut to the table's size (and one below it where a
+ * bit lies past the table: co_select), looked up again only when a
+ * larger nfds comes (a table never shrinks; a fork's child's may be
  * smaller: sel_forked).  No /proc: nfds as it is.  Where the table is
  * larger than the sets, the kernel's copy of them fails: so each set is
  * first looked at as the kernel would copy it (co_select). */
@@ -1396,9 +1397,21 @@ static int co_select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t dl) {
     }
     enum { SMALL = 32 };
     struct pollfd small[SMALL], *p = small;
-    int n = 0;
+    int n = 0, top = -1;
     for (int fd = 0; fd < nfds; fd++)
-        n += fdset_has(rd, fd) || fdset_has(wr, fd) || fdset_has(ex, fd);
+        if (fdset_has(rd, fd) || fdset_has(wr, fd) || fdset_has(ex, fd)) n++, top = fd;
+    /* Below FD_SETSIZE too, the kernel cuts nfds to its table: a bit past
+     * it is no descriptor (no EBADF), and is neither read nor written
+     * back.  Looked up (/proc) only for a bit at or past the size last
+     * seen: a number that is open lies below the table's end. */
+    int t = __atomic_load_n(&sel_table, __ATOMIC_RELAXED);
+    if (top >= 0 && (t == 0 || top >= t) && (t = sel_table_now()) != 0 && nfds > t) {
+        nfds = t;
+        len = sel_bytes(nfds);
+        n = 0;
+        for (int fd = 0; fd < nfds; fd++)
+            n += fdset_has(rd, fd) || fdset_has(wr, fd) || fdset_has(ex, fd);
+    }
     if (n > SMALL && (p = malloc((size_t)n * sizeof(*p))) == NULL) { errno = ENOMEM; return -1; }
     n = 0;
     for (int fd = 0; fd < nfds; fd++) {
