@@ -289,9 +289,12 @@ int aco_rt_pthread_tryjoin_np(aco_rt_pthread_t t, void** ret) {
     return join_until(t, ret, 0, EBUSY);
 }
 
+/* (glibc 2.36 looks at abstime only to wait: a thread that has ended is
+ * joined whatever abstime says, so here too; one still running with a
+ * bad abstime is EINVAL, where glibc's own spins until it ends) */
 int aco_rt_pthread_timedjoin_np(aco_rt_pthread_t t, void** ret, const struct timespec* abstime) {
     int64_t d = deadline_of(CLOCK_REALTIME, abstime);
-    if (d < 0) return EINVAL;
+    if (d < 0) return join_until(t, ret, 0, EINVAL);
     return join_until(t, ret, d, ETIMEDOUT);
 }
 

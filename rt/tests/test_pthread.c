@@ -595,6 +595,16 @@ static void threads_join(void* arg) {
     CHECK_EQ(aco_rt_yield(), 0);
     CHECK_EQ(aco_rt_pthread_tryjoin_np(t, &r), 0);
     CHECK(r == &tag[1]);
+    /* a bad abstime where t has ended: joined, 0, as glibc 2.36's (which
+     * looks at abstime only to wait); EINVAL while t runs (above) */
+    struct timespec bads[] = {{0, 1000000000}, {0, -1}};
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(aco_rt_pthread_create(&t, NULL, ret_arg, &tag[2]), 0);
+        CHECK_EQ(aco_rt_yield(), 0);
+        r = NULL;
+        CHECK_EQ(aco_rt_pthread_timedjoin_np(t, &r, &bads[i]), 0);
+        CHECK(r == &tag[2]);
+    }
 
     /* self and equal */
     CHECK_EQ(aco_rt_pthread_create(&self_t, NULL, self_checker, &self_t), 0);
