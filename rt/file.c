@@ -432,6 +432,10 @@ int aco_rt_register_buffers(const struct iovec* iov, unsigned n) {
         if (!err && rt_on_any_share_stack(s, (void*)a, len, 1)) err = -EINVAL;
         r[i] = (struct rt_fbuf){a, a + len, i};
     }
+    if (err) {                  /* (r is filled only up to the bad one) */
+        free(r);
+        return err;
+    }
     qsort(r, n, sizeof(*r), fbuf_cmp);
     for (unsigned i = 1; i < n && !err; i++)
         if (r[i].lo < r[i - 1].hi) err = -EINVAL;      /* overlapping */

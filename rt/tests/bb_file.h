@@ -87,6 +87,16 @@ static inline int bb_count_fds(void) {
 
 /* A file of n bytes, byte i being (i * 7 + seed) & 0xff: its descriptor
  * (O_RDWR). */
+/* Is p on the running co's share stack?  Not when ASan's
+ * detect_stack_use_after_return moved the co's locals to its fake stack
+ * (heap): then the share-stack rules do not apply to them. */
+static inline int bb_on_share(const void* p) {
+    aco_t* co = aco_get_co();
+    const aco_share_stack_t* ss = co ? co->share_stack : NULL;
+    return ss && (const char*)p >= (const char*)ss->ptr &&
+           (const char*)p < (const char*)ss->ptr + ss->sz;
+}
+
 static inline unsigned char bb_byte(size_t i, unsigned seed) {
     return (unsigned char)((i * 7 + seed) & 0xff);
 }

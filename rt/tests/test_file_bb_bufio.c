@@ -298,7 +298,7 @@ static void write_co(void* arg) {
     CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
     CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
     aco_rt_bufio_t* b = aco_rt_bufio_new(p[1], 16, 16);
-    char t[64];
+    char t[64] = {0};
     /* gathered: nothing sent while it fits */
     CHECK_EQ(aco_rt_bufio_write(b, "hello ", 6, -1), 6);
     CHECK_EQ(aco_rt_bufio_write(b, "world", 5, -1), 5);

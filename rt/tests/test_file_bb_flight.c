@@ -240,7 +240,7 @@ static void dir_co(void* arg) {
     (void)arg;
     int d = open(bb_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     CHECK_GE(d, 0);
-    char st[32];
+    char st[32] = {0};
     CHECK_EQ(aco_rt_read(d, st, sizeof(st), aco_rt_in_ms(1000)), -EISDIR);
     struct iovec v = {st, sizeof(st)};
     CHECK_EQ(aco_rt_readv(d, &v, 1, aco_rt_in_ms(1000)), -EISDIR);
@@ -285,7 +285,9 @@ static void free_under(void) {
     int64_t end = aco_rt_now() + 5000 * MS;
     struct timespec ts = {0, 5 * 1000 * 1000};
     while (bb_count_fds() != base_fds + 1 && aco_rt_now() < end) nanosleep(&ts, NULL);
+#ifndef ACO_USE_VALGRIND /* (memcheck's own descriptors come and go) */
     CHECK_EQ(bb_count_fds(), base_fds + 1);
+#endif
     close(r);
 }
 
@@ -301,7 +303,9 @@ static void flight_backend(void) {
     bb_run(NULL, epipe_co, NULL);
     bb_run(NULL, dir_co, NULL);
     free_under();
+#ifndef ACO_USE_VALGRIND /* (memcheck's own descriptors come and go) */
     CHECK_EQ(bb_count_fds(), base_fds);
+#endif
 }
 
 int main(void) {

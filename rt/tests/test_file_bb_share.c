@@ -46,9 +46,12 @@ __attribute__((noinline)) static void one_round(int id, int round, int fd) {
     CHECK_EQ(sx.stx_ino, st.st_ino);
 }
 
+static int fake_stack;          /* ASan's: the buffers were not on the share stack */
+
 static void worker(void* arg) {
     int id = (int)(intptr_t)arg;
     char p[PATH_MAX];
+    if (!bb_on_share(p)) fake_stack = 1;
     snprintf(p, sizeof(p), "%s/s%d.%d", bb_dir, (int)getpid(), id);
     int fd = aco_rt_openat(AT_FDCWD, p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600,
                            aco_rt_in_ms(10000));
@@ -82,7 +85,7 @@ static void share_backend(void) {
                 (unsigned long long)st.file_helper, (unsigned long long)st.file_nowait);
     CHECK_LE(st.file_bounce, st.file_uring + st.file_helper);
     struct statfs fs;
-    if (statfs(bb_dir, &fs) == 0 && fs.f_type == 0xEF53 /* ext4 */)
+    if (!fake_stack && statfs(bb_dir, &fs) == 0 && fs.f_type == 0xEF53 /* ext4 */)
         CHECK_GE(st.file_bounce, (uint64_t)NCO * ROUNDS);
     aco_rt_sched_free(s);
 }
