@@ -77,12 +77,12 @@ static int request_line(const char* p, size_t n, http_req_t* r) {
 /* A Host value: uri-host [":" port] (RFC 9112 3.2; empty allowed), no
  * userinfo: any other byte (a space, '@', '/') makes it invalid, which the
  * RFC answers with 400. */
+static const uint64_t hostchars[2] = {0x2fff7ff200000000u, 0x47fffffeaffffffeu};
 static int host_ok(const char* v, size_t n) {
+    /* alphanumerics and -._~%!$&'()*+,;=:[] (a bit each, as tchars) */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)v[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("-._~%!$&'()*+,;=:[]", c)))
-            return 0;
+        if (c >= 128 || !(hostchars[c >> 6] >> (c & 63) & 1)) return 0;
     }
     return 1;
 }

@@ -124,6 +124,27 @@ static void t_errors(void) {
     CHECK_EQ(http_parse(nul, sizeof(nul) - 1, 8192, &r), 400);
 }
 
+/* Every byte in a Host value: taken exactly when RFC 3986's host and
+ * port may hold it (unreserved, sub-delims, '%', ':', '[', ']'), else
+ * 400 (a space, '@', '/', a control byte, obs-text). */
+static void t_host_bytes(void) {
+    const char* ok = "-._~%!$&'()*+,;=:[]";
+    for (int c = 1; c < 256; c++) {
+        if (c == '\r' || c == '\n') continue;
+        char head[64];
+        int n = snprintf(head, sizeof head, "GET / HTTP/1.1\r\nHost: a%cb\r\n\r\n", c);
+        http_req_t r;
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        int want = alnum || (c < 128 && strchr(ok, c)) ? HTTP_DONE : 400;
+        if (c == ' ' || c == '\t') want = 400;
+        int got = http_parse(head, (size_t)n, 8192, &r);
+        if (got != want) {
+            fprintf(stderr, "test_http: Host byte 0x%02x: %d, want %d\n", c, got, want);
+            exit(1);
+        }
+    }
+}
+
 static void t_limits(void) {
     static char buf[20000];
     http_req_t r;
@@ -434,6 +455,7 @@ static void t_garbage(void) {
 int main(void) {
     t_good();
     t_errors();
+    t_host_bytes();
     t_limits();
     t_paths();
     t_ranges();
