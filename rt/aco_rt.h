@@ -645,16 +645,24 @@ int aco_rt_poll(struct pollfd* fds, nfds_t n, int64_t deadline);
  * or a [meta] operation holds the number, not the file, until it runs,
  * and io_uring's splice, tee and sendfile are not ended (they end at
  * their deadline, or as bytes or the pipe's end come): close a descriptor
- * only once no other co's file call uses it, as with threads.)  A socket
- * with SO_LINGER on and a time, whose close(2) waits in the kernel for the
- * peer to take what was sent (up to that time): in a co the number goes at
- * once and the co parks while a helper thread's close of a duplicate
+ * only once no other co's file call uses it, as with threads.)  When it
+ * returns, the kernel's file is closed unless another descriptor refers to
+ * it (a dup's, another process's), as with close(2): the peer of a socket
+ * sees the end at once.  On io_uring the operations of this thread's cos
+ * on it (receives, lent ones too, sends, waits, polls) hold the file, so
+ * the close ends them first (a close with none makes no io_uring call):
+ * in one io_uring_enter for those that wait for readiness; one that
+ * io_uring's worker runs (a terminal's read, a slow disk's) is waited for
+ * up to 50 ms in the thread, then left to end, and the file goes then.
+ * One of a co of another thread's scheduler ends when that scheduler
+ * hears the close, soon after (the file goes then).  A socket with
+ * SO_LINGER on and a time, whose close(2) waits in the kernel for the
+ * peer to take what was sent (up to that time): in a co the number goes
+ * at once and the co parks while a helper thread's close of a duplicate
  * waits (the thread runs other cos; one getsockopt per close of a socket
  * in a co tells); outside cos, in a co already cancelled, and when no
  * descriptor is left for the duplicate, close(2) waits in the thread, as
- * its own would; so does the end of an io_uring operation of this
- * thread's that still held the socket (a co's receive the close ended),
- * which the kernel's last close then comes with.
+ * its own would.
  * 0, -ENOMEM (no memory to tell another thread: nothing was closed), or
  * close(2)'s error. */
 int aco_rt_close(int fd);

@@ -68,6 +68,7 @@ typedef struct {
     int             cancel_keys; /* ASYNC_CANCEL by file, all matches, any
                                    (5.19); before, one operation by its
                                    user_data, and any flag says EINVAL */
+    int             reaping;    /* in reap(): completions being handed on */
 } ur_t;
 
 /* user_data of a [data] file operation: its co (16-aligned), tagged, so
@@ -394,6 +395,19 @@ static void complete(aco_rt_sched_t* s, struct io_uring_cqe* cqe) {
     rt_wake(co, res);
 }
 
+/* The completions there are, each handed on. */
+static void reap(aco_rt_sched_t* s, ur_t* u) {
+    unsigned head, n = 0;
+    struct io_uring_cqe* cqe;
+    u->reaping = 1;
+    io_uring_for_each_cqe(&u->ring, head, cqe) {
+        complete(s, cqe);
+        n++;
+    }
+    io_uring_cq_advance(&u->ring, n);
+    u->reaping = 0;
+}
+
 static int ur_poll(aco_rt_sched_t* s, int64_t timeout) {
     ur_t* u = (ur_t*)s->backend.data;
     int r;
@@ -411,13 +425,7 @@ static int ur_poll(aco_rt_sched_t* s, int64_t timeout) {
         r = io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, tsp, NULL);
     }
     if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN && r != -EBUSY) return r;
-    unsigned head, n = 0;
-    struct io_uring_cqe* cqe;
-    io_uring_for_each_cqe(&u->ring, head, cqe) {
-        complete(s, cqe);
-        n++;
-    }
-    io_uring_cq_advance(&u->ring, n);
+    reap(s, u);
     return 0;
 }
 
@@ -765,19 +773,69 @@ static void polls_closing(aco_rt_sched_t* s, rt_fd_t* f, int fd, int cancel) {
     }
 }
 
+/* What of ours the kernel still has on fd's file (gen): each operation
+ * on the descriptor's queue, aco_rt_poll's entries (of cos gone too), and
+ * rx's multishot (the closed rx, or NULL). */
+static unsigned held(aco_rt_sched_t* s, rt_fd_t* f, int fd, uint32_t gen, struct rt_rx* rx) {
+    unsigned n = rx && rt_lend_armed(rx);
+    for (rt_waiter_t* w = rt_wq_first(&f->q); w; w = w->next)
+        n += w->co->w.io.gen == gen && (w->co->flags & RT_IO_OP);
+    for (rt_ur_pblk_t* b = ((ur_t*)s->backend.data)->blocks; b; b = b->next)
+        for (unsigned j = 0; j < b->n; j++)
+            n += b->e[j].fd == fd && b->e[j].gen == gen && b->e[j].live;
+    return n;
+}
+
+/* How long an aco_rt_close waits for an operation of ours that its cancel
+ * did not end at once (one in an io-wq worker: a read of a terminal, a
+ * regular file's on a slow disk), the thread stopped meanwhile. */
+#define CLOSE_WAIT_NS (50 * 1000000LL)
+
+/* aco_rt_close of fd, whose operations were just cancelled: each holds the
+ * file (the kernel took it at the operation's start), so the number's
+ * close(2) would not close it, and the peer would see no end, until the
+ * cancel's completion came at the scheduler's next poll.  So the cancels
+ * go to the kernel now, with the ring's pending work run (GETEVENTS: with
+ * DEFER_TASKRUN the cancelled operations end, and drop the file, only
+ * there), and their completions are handed on, until none of ours is
+ * left on the file: at once for those that waited for readiness (sockets,
+ * pipes); up to CLOSE_WAIT_NS for one a worker runs (then it ends, and
+ * the file goes, later).  The completions go to their cos as at a poll
+ * (their -EBADF). */
+static void close_release(aco_rt_sched_t* s, ur_t* u, rt_fd_t* f, int fd, struct rt_rx* rx) {
+    uint32_t gen = f->gen;
+    int64_t end = -1;
+    if (rx) rt_lend_hold(rx);
+    io_uring_submit_and_get_events(&u->ring);
+    for (;;) {
+        reap(s, u);
+        unsigned n = held(s, f, fd, gen, rx);
+        if (n == 0) break;
+        int64_t now = rt_now();
+        if (end < 0) end = now + CLOSE_WAIT_NS;
+        else if (now >= end) break;
+        struct __kernel_timespec ts = {(end - now) / 1000000000, (end - now) % 1000000000};
+        struct io_uring_cqe* cqe;
+        io_uring_submit_and_wait_timeout(&u->ring, &cqe, n, &ts, NULL);
+    }
+    if (rx) rt_lend_release(s, rx);
+}
+
 /* fd is being closed (or was, gone): each operation of ours on it is
  * cancelled by its own record, found on the descriptor's queue (op_wait),
  * its result -EBADF from now on, whatever comes first then (its
  * cancellation, its deadline).  (A cancel by the file, IORING_ASYNC_CANCEL_FD
  * with _ALL, would have the kernel look at every operation in flight once
  * for each one it ends: 16,000 waiters on one descriptor took seconds, in
- * the thread; and it ended a dup's operations too.) */
+ * the thread; and it ended a dup's operations too.)  An aco_rt_close here
+ * (not gone) then waits for their ends (close_release); a file closed
+ * already (another thread's close, a new file under the number) goes
+ * when their completions come at the next poll. */
 static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
-    (void)gone;                 /* (the same either way now) */
     ur_t* u = (ur_t*)s->backend.data;
     rt_fd_t* f = rt_fd_peek(&s->fds, fd);
-    if (f && f->rx) rt_lend_closing(s, f, 1);      /* (its multishot, by its record) */
-    if (f == NULL || f->busy == 0) return;
+    struct rt_rx* rx = f && f->rx ? rt_lend_closing(s, f, 1) : NULL;  /* (by its record) */
+    if (f == NULL || (f->busy == 0 && rx == NULL)) return;
     if (u->blocks) polls_closing(s, f, fd, 1);
     for (rt_waiter_t* w = rt_wq_first(&f->q); w; w = w->next) {
         aco_rt_co_t* co = w->co;
@@ -790,7 +848,11 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     }
     /* before the number goes: an operation still in the submission queue
      * would find the file a new one may get under it */
-    io_uring_submit(&u->ring);
+    if (gone || u->reaping) {
+        io_uring_submit(&u->ring);
+        return;
+    }
+    close_release(s, u, f, fd, rx);
 }
 
 /* An operation holds its file, so the kernel never ends it for a close:

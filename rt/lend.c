@@ -86,6 +86,8 @@ struct rt_rx {
     uint8_t       armed;        /* the multishot is in the kernel */
     uint8_t       dead;         /* the descriptor was closed: free at the
                                    multishot's last completion */
+    uint8_t       held;         /* dead, and its aco_rt_close waits for that
+                                   completion: it frees it (rt_lend_release) */
     uint8_t       eof;          /* the peer's end came (after the queue) */
     int32_t       err;          /* an error came (after the queue), or 0 */
     uint64_t      dev;          /* the socket's identity when made: a */
@@ -383,7 +385,7 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
         rx->armed = 0;
         s->st.io_inflight--;
         if (rx->dead) {
-            rx_free(s, rx);
+            if (!rx->held) rx_free(s, rx);
             return;
         }
     }
@@ -395,8 +397,10 @@ void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
 /* fd's entry e is being closed: the rx stops; the co parked on it gets
  * -EBADF.  by_op: the multishot is cancelled here, by its record (the
  * file may be closed already, its number another file's; or the kernel
- * cancels nothing by file, before 5.19). */
-void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
+ * cancels nothing by file, before 5.19).  The rx if its multishot is still
+ * in the kernel (holding the file; freed by its last completion), else
+ * NULL. */
+struct rt_rx* rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
     struct rt_rx* rx = e->rx;
     rx_unhang(e, rx->fd);
     rx->dead = 1;
@@ -407,13 +411,23 @@ void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
     }
     if (!rx->armed) {
         rx_free(s, rx);
-        return;
+        return NULL;
     }
     if (by_op) {    /* (else the caller cancels its operations) */
         struct io_uring_sqe* sqe = rt_ur_sqe(s);
         io_uring_prep_cancel(sqe, (void*)((uintptr_t)rx | RX_TAG), 0);
         io_uring_sqe_set_data(sqe, NULL);
     }
+    return rx;
+}
+
+/* An aco_rt_close waits for the multishot of rx (rt_lend_closing's) to
+ * end: rx stays until rt_lend_release, whatever comes meanwhile. */
+void rt_lend_hold(struct rt_rx* rx) { rx->held = 1; }
+int rt_lend_armed(const struct rt_rx* rx) { return rx->armed; }
+void rt_lend_release(aco_rt_sched_t* s, struct rt_rx* rx) {
+    rx->held = 0;
+    if (!rx->armed) rx_free(s, rx);     /* (else its last completion frees it) */
 }
 
 void rt_lend_fini(aco_rt_sched_t* s) {
@@ -441,11 +455,12 @@ static void drain_returns(rt_lend_pool_t* p) { (void)p; }
 void rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags) {
     (void)s; (void)data; (void)res; (void)flags;
 }
-void rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
+struct rt_rx* rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op) {
     (void)s; (void)by_op;
     struct rt_rx* rx = e->rx;
     rx_unhang(e, rx->fd);
     free(rx);
+    return NULL;
 }
 void rt_lend_fini(aco_rt_sched_t* s) { (void)s; }
 static void rx_arm(aco_rt_sched_t* s, struct rt_rx* rx) {

@@ -101,8 +101,14 @@ int      rt_lend_elsewhere(rt_fd_t* e, int fd);
 /* A completion of a multishot receive (user_data tagged: io_uring.c). */
 void     rt_lend_cqe(aco_rt_sched_t* s, void* data, int res, unsigned flags);
 /* e (with an rx) is being closed; by_op: its multishot is cancelled by
- * its own record (the caller cancels nothing by the file). */
-void     rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op);
+ * its own record (the caller cancels nothing by the file).  The rx if its
+ * multishot is still in the kernel (it holds the file), else NULL. */
+struct rt_rx* rt_lend_closing(aco_rt_sched_t* s, rt_fd_t* e, int by_op);
+/* (io_uring: aco_rt_close waits for that multishot's end, rx kept from
+ * rt_lend_hold to rt_lend_release) */
+void     rt_lend_hold(struct rt_rx* rx);
+int      rt_lend_armed(const struct rt_rx* rx);
+void     rt_lend_release(aco_rt_sched_t* s, struct rt_rx* rx);
 /* Before the backend's fini. */
 void     rt_lend_fini(aco_rt_sched_t* s);
 #ifdef ACO_RT_HAVE_URING

@@ -19,6 +19,15 @@
  *     to a new socket, before it runs: -EBADF, the new socket's bytes left
  *     for it (the co read them).
  * Each failed before (the review's repros, /tmp/s78c/repro).
+ *   - when aco_rt_close returns, the socket is closed in the kernel: its
+ *     peer sees the end at once (poll(2) with timeout 0 says POLLIN and
+ *     POLLRDHUP, a read 0) and a Unix peer's send says EPIPE, a TCP
+ *     peer's second send EPIPE or ECONNRESET; with the multishot armed,
+ *     with a co parked in a lend, a read, a wait or a poll on it; a
+ *     duplicate keeps it open until its own close (io_uring: the
+ *     cancelled operations held the file until the scheduler's next
+ *     poll, the peer's sends succeeded; the black-box repro
+ *     bb_repro_lend_close).
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
@@ -262,6 +271,109 @@ static void woken_reader(void* arg) {
     close(wr_new[1]);
 }
 
+/* The peer of a socket just closed sees the end now, with no look by the
+ * scheduler in between (a Unix socket's send: EPIPE; TCP's: the first
+ * send meets a closed socket, whose reset the next one says). */
+static void peer_ended(int peer, int tcp, const char* what) {
+    struct pollfd p = {peer, POLLIN | POLLRDHUP, 0};
+    int r = poll(&p, 1, 0);
+    if (r != 1 || (p.revents & (POLLIN | POLLRDHUP)) != (POLLIN | POLLRDHUP))
+        TEST_FAIL_AT(__FILE__, __LINE__, "%s: the peer's poll: %d, revents %#x", what, r,
+                     (unsigned)p.revents);
+    char b[8];
+    ssize_t n = recv(peer, b, sizeof(b), MSG_DONTWAIT);
+    if (n != 0) TEST_FAIL_AT(__FILE__, __LINE__, "%s: the peer's read: %zd (%s)", what, n,
+                             n < 0 ? strerror(errno) : "bytes");
+    n = send(peer, "y", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (tcp && n == 1) n = send(peer, "y", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n != -1 || (errno != EPIPE && errno != ECONNRESET))
+        TEST_FAIL_AT(__FILE__, __LINE__, "%s: the peer's send: %zd (%s)", what, n,
+                     n < 0 ? strerror(errno) : "sent");
+}
+
+static void any_pair(int fds[2], int tcp) {
+    if (tcp) tcp_pair(fds);
+    else CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+}
+
+/* the co's own close, the multishot armed; a duplicate keeps the file */
+static void close_lending(void* arg) {
+    (void)arg;
+    for (int tcp = 0; tcp < 2; tcp++) {
+        int fds[2];
+        any_pair(fds, tcp);
+        lend_one(fds[0], fds[1]);
+        CHECK_EQ(aco_rt_close(fds[0]), 0);
+        peer_ended(fds[1], tcp, tcp ? "lending, tcp" : "lending, unix");
+        close(fds[1]);
+
+        any_pair(fds, tcp);
+        lend_one(fds[0], fds[1]);
+        int d = dup(fds[0]);
+        CHECK_GE(d, 0);
+        CHECK_EQ(aco_rt_close(fds[0]), 0);
+        struct pollfd p = {fds[1], POLLIN | POLLRDHUP, 0};
+        CHECK_EQ(poll(&p, 1, 0), 0);                   /* open through d */
+        CHECK_EQ(close(d), 0);
+        peer_ended(fds[1], tcp, tcp ? "lending, dup closed, tcp" : "lending, dup closed, unix");
+        close(fds[1]);
+    }
+}
+
+/* a co parked on the socket, another co closes it */
+enum { P_LEND, P_READ, P_WAIT, P_POLL, P_N };
+static const char* const p_names[P_N] = {"a lend", "a read", "a wait", "a poll"};
+static int pk_fd, pk_kind;
+static ssize_t pk_got;
+static void parked_co(void* arg) {
+    (void)arg;
+    const char* data;
+    char* buf = malloc(64);     /* (in the heap: io_uring's read operation) */
+    struct pollfd* pf = malloc(sizeof(*pf));
+    CHECK(buf && pf);
+    if (pk_kind == P_LEND) {
+        pk_got = aco_rt_recv_lend(pk_fd, &data, aco_rt_in_ms(5000));
+        if (pk_got > 0) aco_rt_lend_return(data);
+    } else if (pk_kind == P_READ) {
+        pk_got = aco_rt_read(pk_fd, buf, 64, aco_rt_in_ms(5000));
+    } else if (pk_kind == P_WAIT) {
+        pk_got = aco_rt_wait(pk_fd, POLLIN, aco_rt_in_ms(5000));
+    } else {
+        *pf = (struct pollfd){pk_fd, POLLIN, 0};
+        pk_got = aco_rt_poll(pf, 1, aco_rt_in_ms(5000));
+        if (pk_got == 1) pk_got = pf->revents;
+    }
+    free(buf);
+    free(pf);
+}
+static void close_parked(void* arg) {
+    (void)arg;
+    for (int tcp = 0; tcp < 2; tcp++)
+        for (int k = 0; k < P_N; k++)
+            for (int lent = 0; lent < 2; lent++) {
+                if (k == P_LEND && !lent) continue;
+                int fds[2];
+                any_pair(fds, tcp);
+                if (lent) lend_one(fds[0], fds[1]);
+                pk_fd = fds[0];
+                pk_kind = k;
+                pk_got = 1000;
+                aco_rt_co_t* c = aco_rt_spawn(NULL, parked_co, NULL);
+                CHECK(c != NULL);
+                aco_rt_sleep(20 * MS);          /* parked, its operation in the kernel */
+                CHECK_EQ(pk_got, 1000);
+                CHECK_EQ(aco_rt_close(fds[0]), 0);
+                char what[64];
+                snprintf(what, sizeof(what), "%s%s, %s", p_names[k], lent ? " (lending)" : "",
+                         tcp ? "tcp" : "unix");
+                peer_ended(fds[1], tcp, what);
+                CHECK_EQ(aco_rt_join(c, aco_rt_in_ms(5000)), 0);
+                if (k == P_POLL) CHECK_EQ(pk_got, POLLNVAL);
+                else CHECK_EQ(pk_got, -EBADF);
+                close(fds[1]);
+            }
+}
+
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     test_go(s, peek_waitall, NULL);
@@ -272,6 +384,8 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go(s, kept_errors, NULL);
     test_go(s, kept_after_bytes, NULL);
     test_go(s, woken_reader, NULL);
+    test_go(s, close_lending, NULL);
+    test_go(s, close_parked, NULL);
 }
 
 int main(void) {
