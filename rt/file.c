@@ -1289,8 +1289,13 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, in
     int64_t o = offset ? *offset : -1;
     if (o < -1 || (offset && o < 0)) return -EINVAL;
     /* (in_fd at its position: one that has none, a pipe or socket, is
-     * sendfile(2)'s EINVAL, not lseek's ESPIPE) */
-    if (o == -1 && (o = lseek(in_fd, 0, SEEK_CUR)) < 0) return errno == ESPIPE ? -EINVAL : -errno;
+     * sendfile(2)'s EINVAL, not lseek's ESPIPE; but first, as there, its
+     * EBADF for one not open for reading: a pipe's write end) */
+    if (o == -1 && (o = lseek(in_fd, 0, SEEK_CUR)) < 0) {
+        if (errno != ESPIPE) return -errno;
+        int fl = fcntl(in_fd, F_GETFL);
+        return fl >= 0 && (fl & O_ACCMODE) == O_WRONLY ? -EBADF : -EINVAL;
+    }
     size_t done = 0;
     ssize_t r = 0;
     /* The whole range cached at the start: sent from the thread to its end

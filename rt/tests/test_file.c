@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -801,6 +802,15 @@ static void co_sendfile(void* arg) {
     CHECK_EQ(aco_rt_sendfile(BADFD, fd, &off, 10, -1), -EBADF);
     CHECK_EQ(aco_rt_sendfile(sv[0], out, &off, 10, -1), -EBADF);      /* not open for reading */
     CHECK_EQ(off, 70007);
+    /* a pipe's ends as in_fd, at their position: the write end is not
+     * open for reading (EBADF), the read end has no position (EINVAL),
+     * as the system call says */
+    CHECK_EQ(syscall(SYS_sendfile, sv[0], p[1], NULL, 10), -1);
+    CHECK_EQ(errno, EBADF);
+    CHECK_EQ(aco_rt_sendfile(sv[0], p[1], NULL, 10, -1), -EBADF);
+    CHECK_EQ(syscall(SYS_sendfile, sv[0], p[0], NULL, 10), -1);
+    CHECK_EQ(errno, EINVAL);
+    CHECK_EQ(aco_rt_sendfile(sv[0], p[0], NULL, 10, -1), -EINVAL);
     xclose(out);
     close2(p);
     close2(sv);
