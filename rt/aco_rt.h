@@ -150,8 +150,8 @@ aco_rt_sched_t* aco_rt_sched_new(const aco_rt_opts_t* opts);
  * from the return of its aco_rt_spawn, so one still on its way may find
  * the run over: a co that waits for it keeps the run going) or
  * aco_rt_sched_stop().  Call it from
- * the scheduler's thread, outside any co.  0; -EPERM (another thread's
- * scheduler, from a co, or already running); -EDEADLK when every co left
+ * the scheduler's thread, outside any co.  0; -EINVAL (s NULL); -EPERM
+ * (another thread's scheduler, from a co, or already running); -EDEADLK when every co left
  * waits on another co (join, sync, channel) without a deadline and nothing
  * else can wake one: no I/O, no timer, and no other scheduler in the
  * process (while other schedulers are alive, a co of theirs or another

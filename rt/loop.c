@@ -569,8 +569,8 @@ aco_rt_co_t* rt_handoff_take(aco_rt_sched_t* s, aco_rt_co_t* co) {
 }
 
 int aco_rt_sched_run(aco_rt_sched_t* s) {
-    if (s == NULL || s != rt_tls_sched || s->run.running || aco_gtls_co != s->run.main_co)
-        return -EPERM;
+    if (s == NULL) return -EINVAL;      /* (aco_rt.h's rule for NULL) */
+    if (s != rt_tls_sched || s->run.running || aco_gtls_co != s->run.main_co) return -EPERM;
     s->run.running = 1;
     int r = 0, hot = 0;
     s->run.since_poll = 0;

@@ -22,6 +22,7 @@ static void core_calls(int in_co) {
     int perm = in_co ? 0 : -EPERM;      /* (outside: NULL is still first) */
     (void)perm;
     CHECK_EQ(aco_rt_key_create(NULL, NULL), -EINVAL);
+    CHECK_EQ(aco_rt_sched_run(NULL), -EINVAL);         /* (its -EPERM is not NULL's) */
     aco_rt_timer_init(NULL);
     aco_rt_stats(NULL, NULL);
     CHECK(aco_rt_group_sched(NULL) == NULL);
