@@ -1483,7 +1483,9 @@ typedef struct {
  * several cases.  A case goes on as its call would: a send on a closed
  * channel, and a receive on one closed and empty, go on and fail: the
  * index is returned and *err (if not NULL) is -EPIPE, else 0 (a receive on
- * a closed channel that still holds elements takes one, *err 0).
+ * a closed channel that still holds elements takes one, *err 0).  A close
+ * that ends a waiting select's send and receive cases on that channel at
+ * once gives a send case's index (the close takes the senders first).
  * -ETIMEDOUT, -ECANCELED, -EPERM (not in a co), -EINVAL (cases NULL, n <
  * 1, or a case with a NULL channel or element or an op other than
  * ACO_RT_SEND and ACO_RT_RECV), -ENOMEM (no room for its waiters and
