@@ -129,7 +129,8 @@ int aco_rt_pthread_create(aco_rt_pthread_t* t, const aco_rt_pthread_attr_t* attr
  * already is gone, as in pthreads: joining or detaching it again is the
  * program's error (its memory may be another co's by then), not ESRCH. */
 int aco_rt_pthread_join(aco_rt_pthread_t t, void** ret);
-/* As join, but EBUSY at once if t has not ended (glibc's _np calls); a
+/* As join, but EBUSY at once if t has not ended, another co waiting to
+ * join it or not (glibc's _np calls); a
  * cancelled caller gets ECANCELED, as from join, whether t has ended or
  * not. */
 int aco_rt_pthread_tryjoin_np(aco_rt_pthread_t t, void** ret);
@@ -210,7 +211,8 @@ int aco_rt_pthread_mutex_lock(aco_rt_pthread_mutex_t* m);
  * (RECURSIVE held too many times), EINVAL (destroyed, or refused), EPERM. */
 int aco_rt_pthread_mutex_trylock(aco_rt_pthread_mutex_t* m);
 /* As lock, or ETIMEDOUT once abstime (CLOCK_REALTIME) passed; EINVAL for a
- * bad abstime (when it has to wait). */
+ * bad abstime when it has to wait (a free mutex is taken without a look at
+ * abstime, NULL too: glibc's). */
 int aco_rt_pthread_mutex_timedlock(aco_rt_pthread_mutex_t* m, const struct timespec* abstime);
 /* The same on clock clk: CLOCK_REALTIME or CLOCK_MONOTONIC (EINVAL else). */
 int aco_rt_pthread_mutex_clocklock(aco_rt_pthread_mutex_t* m, clockid_t clk,
@@ -315,8 +317,8 @@ typedef struct {
  * it: a reader may lock again while holding it).  EDEADLK: the caller holds
  * it for writing (tryrdlock and trywrlock too, not EBUSY as glibc says).
  * EBUSY (try), ETIMEDOUT (abstime: CLOCK_REALTIME),
- * EAGAIN (too many readers), EINVAL (l on a share stack; every call on a
- * refused l; a bad abstime, even when l is free, as glibc's rwlock),
+ * EAGAIN (too many readers), EINVAL (l on a share stack or a bad attr;
+ * every call on a refused l; a bad abstime, even when l is free, as glibc's rwlock),
  * EPERM, ECANCELED. */
 int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l, const aco_rt_pthread_rwlockattr_t* attr);
 int aco_rt_pthread_rwlock_destroy(aco_rt_pthread_rwlock_t* l);  /* EBUSY, EINVAL */
@@ -345,14 +347,15 @@ typedef struct {
 } aco_rt_pthread_barrier_t;
 #define ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD (-1)
 
-/* count cos per round: EINVAL if 0 or b lies on a share stack. */
+/* count cos per round: EINVAL if 0, a bad attr, or b lies on a share
+ * stack. */
 int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
                                 const aco_rt_pthread_barrierattr_t* attr, unsigned count);
-/* EBUSY; EINVAL (refused, or never made by init). */
+/* EBUSY; EINVAL (refused, destroyed, or never made by init). */
 int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b);
 /* Wait for count cos: ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD to the last to
  * come, 0 to the others; EPERM, ECANCELED (the co no longer counts),
- * EINVAL (b refused, or never made by init). */
+ * EINVAL (b refused, destroyed, or never made by init). */
 int aco_rt_pthread_barrier_wait(aco_rt_pthread_barrier_t* b);
 
 #ifdef __cplusplus

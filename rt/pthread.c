@@ -275,6 +275,11 @@ static int join_until(aco_rt_pthread_t t, void** ret, int64_t deadline, int busy
     if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) & PT_DETACHED) return EINVAL;
     int r = aco_rt_join(co, deadline);
     if (r == -ETIMEDOUT) return busy;
+    /* (tryjoin: one that has not ended is EBUSY first, as glibc's, also
+     * when another co joins it) */
+    if (r == -EINVAL && busy == EBUSY &&
+        !(__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) & (PT_ENDED | PT_DETACHED)))
+        return EBUSY;
     if (r) return -r;
     if (ret) *ret = p->ret;
     free(p);
@@ -442,6 +447,8 @@ static inline void set_holder(aco_rt_pthread_mutex_t* m, void* co) {
     __atomic_store_n(&m->owner_, co, __ATOMIC_RELAXED);
 }
 static inline int type_ok(int type) { return type >= 0 && type <= 2; }
+/* An attribute's pshared: only what setpshared takes (PRIVATE). */
+static inline int pshared_ok(int ps) { return ps == ACO_RT_PTHREAD_PROCESS_PRIVATE; }
 
 static int mutex_bad(aco_rt_pthread_mutex_t* m, const char* fn) {
     return refused(fn, "mutex", m, &m->type_, holder(m));
@@ -450,8 +457,9 @@ static int mutex_bad(aco_rt_pthread_mutex_t* m, const char* fn) {
 int aco_rt_pthread_mutex_init(aco_rt_pthread_mutex_t* m, const aco_rt_pthread_mutexattr_t* attr) {
     if (m == NULL) return EINVAL;
     int type = attr ? attr->type_ : ACO_RT_PTHREAD_MUTEX_NORMAL;
-    if (!type_ok(type) || on_share_stack(m, sizeof(*m))) {
-        mark(&m->type_, !type_ok(type));
+    int bad = !type_ok(type) || (attr && !pshared_ok(attr->pshared_));
+    if (bad || on_share_stack(m, sizeof(*m))) {
+        mark(&m->type_, bad);
         set_holder(m, SITE());
         return EINVAL;
     }
@@ -612,8 +620,9 @@ static int cond_bad(aco_rt_pthread_cond_t* c, const char* fn) {
 int aco_rt_pthread_cond_init(aco_rt_pthread_cond_t* c, const aco_rt_pthread_condattr_t* attr) {
     if (c == NULL) return EINVAL;
     clockid_t clk = attr ? attr->clock_ : CLOCK_REALTIME;
-    if (!clock_ok(clk) || on_share_stack(c, sizeof(*c))) {
-        mark(&c->clock_, !clock_ok(clk));
+    int bad = !clock_ok(clk) || (attr && !pshared_ok(attr->pshared_));
+    if (bad || on_share_stack(c, sizeof(*c))) {
+        mark(&c->clock_, bad);
         c->c_.q_.head_ = SITE();
         return EINVAL;
     }
@@ -754,9 +763,9 @@ static int rw_bad(aco_rt_pthread_rwlock_t* l, const char* fn) {
 int aco_rt_pthread_rwlock_init(aco_rt_pthread_rwlock_t* l,
                                const aco_rt_pthread_rwlockattr_t* attr) {
     if (l == NULL) return EINVAL;
-    (void)attr;
-    if (on_share_stack(l, sizeof(*l))) {
-        mark(&l->mark_, 0);
+    int bad = attr && !pshared_ok(attr->pshared_);
+    if (bad || on_share_stack(l, sizeof(*l))) {
+        mark(&l->mark_, bad);
         l->writer_ = SITE();
         return EINVAL;
     }
@@ -907,10 +916,10 @@ static int barrier_bad(aco_rt_pthread_barrier_t* b, const char* fn) {
 int aco_rt_pthread_barrier_init(aco_rt_pthread_barrier_t* b,
                                 const aco_rt_pthread_barrierattr_t* attr, unsigned count) {
     if (b == NULL) return EINVAL;
-    (void)attr;
-    if (count == 0 || on_share_stack(b, sizeof(*b))) {
+    int bad = count == 0 || (attr && !pshared_ok(attr->pshared_));
+    if (bad || on_share_stack(b, sizeof(*b))) {
         b->n_ = 0;
-        mark(&b->arrived_, count == 0);
+        mark(&b->arrived_, bad);
         b->m_.owner_ = (uintptr_t)SITE();
         return EINVAL;
     }
@@ -925,6 +934,8 @@ int aco_rt_pthread_barrier_destroy(aco_rt_pthread_barrier_t* b) {
     if (__atomic_load_n(&b->m_.owner_, __ATOMIC_RELAXED) != 0 ||
         queue_busy(&b->m_.lock_, &b->m_.q_) || queue_busy(&b->q_.lock_, &b->q_.q_))
         return EBUSY;
+    b->n_ = 0;                  /* destroyed: EINVAL from now on (unmarked: */
+    b->arrived_ = 0;            /* nothing said), until an init */
     return 0;
 }
 

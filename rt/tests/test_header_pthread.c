@@ -504,7 +504,10 @@ static void misc(aco_rt_sched_t* s, void* arg) {
     CHECK_EQ(aco_rt_pthread_once(&o3, once_init), EPERM);
     CHECK_EQ(aco_rt_pthread_once(&once, once_init), 0);
     CHECK_EQ(aco_rt_pthread_rwlock_rdlock(&rw), EPERM);
+    CHECK_EQ(aco_rt_pthread_barrier_wait(&bar), EINVAL);       /* destroyed */
+    CHECK_EQ(aco_rt_pthread_barrier_init(&bar, NULL, 2), 0);
     CHECK_EQ(aco_rt_pthread_barrier_wait(&bar), EPERM);
+    CHECK_EQ(aco_rt_pthread_barrier_destroy(&bar), 0);
 }
 
 /* ---- run_main ---------------------------------------------------------- */

@@ -314,6 +314,9 @@ static void barriers(void) {
     for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_pthread_barrier_wait(&b1), g.barrier_1);
     CHECK_EQ(g.barrier_1, ACO_RT_PTHREAD_BARRIER_SERIAL_THREAD);
     CHECK_EQ(aco_rt_pthread_barrier_destroy(&b1), 0);
+    /* destroyed: EINVAL, as a destroyed mutex, until an init */
+    CHECK_EQ(aco_rt_pthread_barrier_wait(&b1), EINVAL);
+    CHECK_EQ(aco_rt_pthread_barrier_destroy(&b1), EINVAL);
     /* count 0: refused as glibc's; never made by init: EINVAL */
     CHECK_EQ(aco_rt_pthread_barrier_init(&b1, NULL, 0), g.barrier_0);
     CHECK_EQ(g.barrier_0, EINVAL);
@@ -327,6 +330,31 @@ static void barriers(void) {
     CHECK_EQ(aco_rt_pthread_barrierattr_setpshared(&ba, ACO_RT_PTHREAD_PROCESS_SHARED), ENOTSUP);
     CHECK_EQ(aco_rt_pthread_barrier_init(&b1, &ba, 2), 0);
     CHECK_EQ(aco_rt_pthread_barrier_destroy(&b1), 0);
+    /* an attribute no setter made (pshared 9): a bad attr, refused, for
+     * every object of this header */
+    {
+        aco_rt_pthread_barrierattr_t bad_ba = {9};
+        CHECK_EQ(aco_rt_pthread_barrier_init(&b1, &bad_ba, 2), EINVAL);
+        CHECK_EQ(aco_rt_pthread_barrier_wait(&b1), EINVAL);
+        static aco_rt_pthread_rwlock_t bad_l;
+        aco_rt_pthread_rwlockattr_t bad_ra = {9};
+        CHECK_EQ(aco_rt_pthread_rwlock_init(&bad_l, &bad_ra), EINVAL);
+        CHECK_EQ(aco_rt_pthread_rwlock_rdlock(&bad_l), EINVAL);
+        static aco_rt_pthread_mutex_t bad_m;
+        aco_rt_pthread_mutexattr_t bad_ma;
+        CHECK_EQ(aco_rt_pthread_mutexattr_init(&bad_ma), 0);
+        bad_ma.pshared_ = 7;
+        CHECK_EQ(aco_rt_pthread_mutex_init(&bad_m, &bad_ma), EINVAL);
+        CHECK_EQ(aco_rt_pthread_mutex_lock(&bad_m), EINVAL);
+        static aco_rt_pthread_cond_t bad_c;
+        aco_rt_pthread_condattr_t bad_ca;
+        CHECK_EQ(aco_rt_pthread_condattr_init(&bad_ca), 0);
+        bad_ca.pshared_ = ACO_RT_PTHREAD_PROCESS_SHARED;
+        CHECK_EQ(aco_rt_pthread_cond_init(&bad_c, &bad_ca), EINVAL);
+        CHECK_EQ(aco_rt_pthread_cond_signal(&bad_c), EINVAL);
+        CHECK_EQ(aco_rt_pthread_barrier_init(&b1, &ba, 2), 0);   /* (made again) */
+        CHECK_EQ(aco_rt_pthread_barrier_destroy(&b1), 0);
+    }
     CHECK_EQ(aco_rt_pthread_barrierattr_destroy(&ba), 0);
     if (bb_locals_on_share_stack()) {
         aco_rt_pthread_barrier_t local;
