@@ -520,7 +520,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * blocking call on the file would see in that moment; a regular file keeps it:
  * a file on a disk never says EAGAIN).  connect's socket, the
  * pipes of splice, tee and sendfile (no per-call flag there) and accept's
- * listening socket when the backend needs it (epoll) are made O_NONBLOCK
+ * listening socket when the backend needs it (epoll; on io_uring, an
+ * accept whose deadline has passed: one try) are made O_NONBLOCK
  * when a call here uses them, checked again at each call (other processes
  * sharing the open file see it too; with the syscall hooks loaded, the
  * program's own fcntl(F_GETFL) does not, and its blocking calls outside

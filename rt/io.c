@@ -452,10 +452,33 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     if (rt_unlikely(addr != NULL && addrlen == NULL)) return -EFAULT;
     aco_rt_sched_t* s = co->s;
     int r;
-    if (use_uring(co, addr, addr && addrlen ? (size_t)*addrlen : 0, 1, deadline) &&
-        !(addrlen && rt_on_share_stack(co, addrlen, sizeof(*addrlen), 1))) {
-        /* addr and addrlen go to the kernel as they are: not on the stack */
-        r = rt_uring_accept(co, fd, addr, addrlen, flags, deadline);
+    if (s->backend.ops == &rt_backend_uring && !rt_passed(deadline)) {
+        size_t n = addr ? (size_t)*addrlen : 0;
+        if (!rt_on_share_stack(co, addr, n, 1) &&
+            !(addrlen && rt_on_share_stack(co, addrlen, sizeof(*addrlen), 1))) {
+            /* addr and addrlen go to the kernel as they are */
+            r = rt_uring_accept(co, fd, addr, addrlen, flags, deadline);
+        } else {
+            /* On a share stack (a server's usual locals): the kernel
+             * writes a heap copy, held while the co waits (a co destroyed
+             * there leaves it to the scheduler's free), which is copied
+             * back as accept4(2) would: the address cut to *addrlen, the
+             * length its own.  (The readiness way below would leave the
+             * listening socket O_NONBLOCK for every process sharing it.) */
+            struct bounce { struct sockaddr_storage a; socklen_t len; }* b;
+            rt_extra_t* x = rt_extra(co, 0);
+            if (x == NULL || (b = malloc(sizeof(*b))) == NULL) return -ENOMEM;
+            b->len = n < sizeof(b->a) ? (socklen_t)n : (socklen_t)sizeof(b->a);
+            x->held = b;
+            r = rt_uring_accept(co, fd, addr ? (struct sockaddr*)&b->a : NULL,
+                                addr ? &b->len : NULL, flags, deadline);
+            x->held = NULL;
+            if (r >= 0 && addr) {
+                memcpy(addr, &b->a, n < b->len ? n : b->len);
+                *addrlen = b->len;
+            }
+            free(b);
+        }
         if (r >= 0) fd_fresh(s, r);
         return r;
     }

@@ -698,14 +698,19 @@ static void accept_connect(void* arg) {
     CHECK_EQ(aco_rt_accept(l, NULL, NULL, 0, d), -ETIMEDOUT);
     CHECK_GE(aco_rt_now(), d);
     CHECK_EQ(aco_rt_accept(l, NULL, NULL, 0, 0), -ETIMEDOUT);
-    for (int where = 0; where < 3; where++) {   /* heap, stack, NULL */
+    /* (that try, its deadline passed, was the readiness way's, which
+     * left the listener O_NONBLOCK: cleared, for what follows) */
+    CHECK_EQ(fcntl(l, F_SETFL, fcntl(l, F_GETFL) & ~O_NONBLOCK), 0);
+    /* heap, stack, NULL, stack with room for 4 bytes of it (cut short, the
+     * length the address's own, as accept4(2) does) */
+    for (int where = 0; where < 4; where++) {
         cl_t c = {port, -1, 1, 0};
         aco_rt_co_t* cc = aco_rt_spawn(NULL, client_connect, &c);
         struct sockaddr_in stack_addr;
-        struct sockaddr_in* a = where == 0 ? &heap_addr : where == 1 ? &stack_addr : NULL;
-        socklen_t len = sizeof(struct sockaddr_in);
+        struct sockaddr_in* a = where == 0 ? &heap_addr : where == 2 ? NULL : &stack_addr;
+        socklen_t len = where == 3 ? 4 : sizeof(struct sockaddr_in);
         memset(&heap_addr, 0, sizeof(heap_addr));
-        memset(&stack_addr, 0, sizeof(stack_addr));
+        memset(&stack_addr, 0xa5, sizeof(stack_addr));
         int s = aco_rt_accept(l, (struct sockaddr*)a, a ? &len : NULL,
                               where == 1 ? SOCK_CLOEXEC : 0, -1);
         CHECK_GE(s, 0);
@@ -714,8 +719,17 @@ static void accept_connect(void* arg) {
         if (a) {
             CHECK_EQ(len, sizeof(struct sockaddr_in));
             CHECK_EQ(a->sin_family, AF_INET);
-            CHECK_EQ(ntohs(a->sin_port), c.local_port);
+            if (where == 3) {
+                CHECK_EQ(ntohs(a->sin_port), c.local_port);        /* (bytes 2-3) */
+                CHECK_EQ(a->sin_addr.s_addr, 0xa5a5a5a5u);         /* untouched */
+            } else {
+                CHECK_EQ(ntohs(a->sin_port), c.local_port);
+            }
         }
+        /* io_uring accepts with the address anywhere: the listener is left
+         * as it was (epoll's way needs O_NONBLOCK on it, aco_rt.h) */
+        if (strncmp(test_backend_label, "uring", 5) == 0)
+            CHECK_EQ(fcntl(l, F_GETFL) & O_NONBLOCK, 0);
         /* the two ends talk */
         CHECK_EQ(aco_rt_write(c.fd, "ping", 4, -1), 4);
         char buf[8];
@@ -1843,6 +1857,41 @@ static void past_deadline(void* arg) {
  * they spawn and wait for them: that is sound only on a stack no other co
  * can take while they wait (aco_rt.h's share-stack rule; checked mode,
  * aco.h, faults on it otherwise). */
+/* accept from a co on a share stack, the address and its length its
+ * locals (a server's usual code): on io_uring the kernel writes a heap
+ * copy, so the listener is never made O_NONBLOCK there (other processes
+ * sharing it would see it); the address cut to the room given, the
+ * length its own, as accept4(2). */
+static void accept_on_share(void* arg) {
+    (void)arg;
+    uint16_t port;
+    int l = tcp_listener(16, &port);
+    for (int how = 0; how < 3; how++) {         /* whole, cut to 4 bytes, no address */
+        static cl_t c;                  /* (the client co writes it: not on our stack) */
+        c = (cl_t){port, -1, 1, 0};
+        aco_rt_co_t* cc = aco_rt_spawn(NULL, client_connect, &c);
+        struct sockaddr_in peer;
+        memset(&peer, 0xa5, sizeof(peer));
+        socklen_t len = how == 1 ? 4 : sizeof(peer);
+        int s = aco_rt_accept(l, how == 2 ? NULL : (struct sockaddr*)&peer, &len, 0, -1);
+        CHECK_GE(s, 0);
+        CHECK_EQ(aco_rt_join(cc, -1), 0);
+        CHECK_EQ(c.rc, 0);
+        if (how < 2) {
+            CHECK_EQ(len, sizeof(peer));
+            CHECK_EQ(peer.sin_family, AF_INET);
+            CHECK_EQ(ntohs(peer.sin_port), c.local_port);
+            if (how == 1) CHECK_EQ(peer.sin_addr.s_addr, 0xa5a5a5a5u);    /* not written */
+            else CHECK_EQ(peer.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+        }
+        if (strncmp(test_backend_label, "uring", 5) == 0)
+            CHECK_EQ(fcntl(l, F_GETFL) & O_NONBLOCK, 0);
+        closefd(s);
+        closefd(c.fd);
+    }
+    closefd(l);
+}
+
 static void test_go_solo(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
     aco_rt_spawn_opts_t o;
     memset(&o, 0, sizeof(o));
@@ -1860,6 +1909,7 @@ static void body(aco_rt_sched_t* s, void* arg) {
     test_go_solo(s, write_deadlines, NULL);
     test_go_solo(s, cancel_and_close, NULL);
     test_go_solo(s, accept_connect, NULL);
+    test_go(s, accept_on_share, NULL);
     test_go_solo(s, wait_main, NULL);
     test_go_solo(s, wait_after_eagain_main, NULL);
     test_go_solo(s, half_close, NULL);
