@@ -848,7 +848,11 @@ static void ur_closing(aco_rt_sched_t* s, int fd, int gone) {
     }
     /* before the number goes: an operation still in the submission queue
      * would find the file a new one may get under it */
-    if (gone || u->reaping) {
+    /* (not while completions are handed on, nor while s is being freed:
+     * its cos' records go one by one then, and a completion of one gone
+     * would wake freed memory; the free waits for every operation) */
+    if (gone || u->reaping ||
+        (__atomic_load_n(&s->mail.senders, __ATOMIC_RELAXED) & RT_FREEING)) {
         io_uring_submit(&u->ring);
         return;
     }
