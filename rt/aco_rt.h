@@ -1115,7 +1115,8 @@ aco_rt_bufio_t* aco_rt_bufio_new_io(const aco_rt_bufio_io_t* io, void* ctx, int 
 
 /* Free b and its buffers: unflushed bytes are dropped (flush first), fd is
  * not closed.  NULL does nothing.  The runtime keeps up to 8 freed blocks
- * (buffers of up to 256 KiB together; not in ASan or valgrind builds) for
+ * (buffers of up to 256 KiB together; not in ASan builds nor under
+ * valgrind, whose reports of a use after free need the free) for
  * the next bufios of the same sizes, made by any thread: a server that
  * frees an idle connection's bufio and makes one at its next request skips
  * malloc and free. */

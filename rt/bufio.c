@@ -42,17 +42,29 @@ struct aco_rt_bufio {
  * and large bins, merging and splitting: 1-2% of a 4 KiB HTTPS request's
  * CPU).  At most BUFIO_KEEP blocks of up to BUFIO_KEEP_MAX bytes, across
  * threads (what an idle program keeps is bounded); static, so a leak
- * checker sees them.  Not in ASan and valgrind builds: a freed bufio's
- * use must stay theirs to find. */
-#if aco__asan || defined(ACO_USE_VALGRIND)
+ * checker sees them.  Not in ASan builds, nor under valgrind (its preload
+ * in LD_PRELOAD: the runtime's objects are the same in its builds): a
+ * freed bufio's use must stay theirs to find. */
+#if aco__asan
 #define BUFIO_KEEP 1            /* (a slot never used) */
 #define BUFIO_KEEP_ON 0
 #else
 #define BUFIO_KEEP 8
-#define BUFIO_KEEP_ON 1
+#define BUFIO_KEEP_ON keep_on()
 #endif
 #define BUFIO_KEEP_MAX ((size_t)256 * 1024)
 static aco_rt_bufio_t* kept[BUFIO_KEEP];
+
+static __attribute__((unused)) int keep_on(void) {
+    static int on = -1;         /* (a race computes it twice, alike) */
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (aco_unlikely(v < 0)) {
+        const char* p = getenv("LD_PRELOAD");
+        v = !(p && strstr(p, "/vgpreload_"));
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
 
 static aco_rt_bufio_t* kept_take(size_t rsize, size_t wsize) {
     for (int i = 0; BUFIO_KEEP_ON && i < BUFIO_KEEP; i++) {
