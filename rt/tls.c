@@ -615,8 +615,10 @@ long aco_rt_tls_verify_result(const aco_rt_tls_t* t) {
     return SSL_get_verify_result(t->ssl);
 }
 
-/* A call on t refused for its arguments: e, its text the reason. */
+/* A call on t refused for its arguments: e, its text the reason; but a
+ * connection done for says its own error, and keeps its reason. */
 static int refuse(aco_rt_tls_t* t, int e) {
+    if (t->dead) return t->dead;
     snprintf(t->err, sizeof t->err, "%s", strerror(-e));
     return e;
 }

@@ -91,6 +91,10 @@ static void body(void* arg) {
         EXPECT_EQ(aco_rt_tls_writev(t, &iov, 1, -1), -EKEYREJECTED);
         EXPECT_EQ(aco_rt_tls_shutdown(t, -1), -EKEYREJECTED);
         EXPECT_EQ(aco_rt_tls_wait(t, -1), -EKEYREJECTED);
+        /* bad arguments too: the kept error, the kept reason */
+        EXPECT_EQ(aco_rt_tls_write(t, NULL, 1, -1), -EKEYREJECTED);
+        EXPECT_EQ(aco_rt_tls_writev(t, &iov, -1, -1), -EKEYREJECTED);
+        EXPECT_EQ(aco_rt_tls_read(t, NULL, 1, -1), -EKEYREJECTED);
         EXPECT(aco_rt_now() - t0 < 2000 * MS, "done-for calls waited");
         EXPECT_HAS(aco_rt_tls_error(t), "certificate has expired");
         EXPECT_EQ(aco_rt_tls_verify_result(t), X509_V_ERR_CERT_HAS_EXPIRED);
