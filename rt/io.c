@@ -454,10 +454,13 @@ int aco_rt_accept(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags,
     int r;
     if (s->backend.ops == &rt_backend_uring && !rt_passed(deadline)) {
         size_t n = addr ? (size_t)*addrlen : 0;
-        if (!rt_on_share_stack(co, addr, n, 1) &&
-            !(addrlen && rt_on_share_stack(co, addrlen, sizeof(*addrlen), 1))) {
-            /* addr and addrlen go to the kernel as they are */
-            r = rt_uring_accept(co, fd, addr, addrlen, flags, deadline);
+        if (addr == NULL || (!rt_on_share_stack(co, addr, n, 1) &&
+                             !rt_on_share_stack(co, addrlen, sizeof(*addrlen), 1))) {
+            /* addr and addrlen go to the kernel as they are (without an
+             * address the kernel looks at no length) */
+            r = rt_uring_accept(co, fd, addr, addr ? addrlen : NULL, flags, deadline);
+        } else if ((int)*addrlen < 0) {
+            return -EINVAL;     /* (accept4(2)'s, which would take a connection first) */
         } else {
             /* On a share stack (a server's usual locals): the kernel
              * writes a heap copy, held while the co waits (a co destroyed
