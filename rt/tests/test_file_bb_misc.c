@@ -42,7 +42,7 @@ static void ways_co(void* arg) {
 
 static void reg_stack_co(void* arg) {
     (void)arg;
-    char st[4096];
+    char st[4096] = {0};
     struct iovec v = {st, sizeof(st)};
     if (!bb_on_share(st)) return;       /* (ASan's fake stack) */
     CHECK_EQ(aco_rt_register_buffers(&v, 1), -EINVAL);
@@ -182,8 +182,8 @@ __attribute__((noinline)) static void direct_frame(int fd) {
     unsigned char st[4096 + 8192];
     unsigned char* mis = st + ((uintptr_t)st % 4096 == 3 ? 0 : 3); /* not aligned */
     if (((uintptr_t)mis & 511) == 0) mis++;
-    if (!bb_on_share(mis)) return;      /* (ASan's fake stack: no bounce) */
     memset(mis, 0, 8192);
+    if (!bb_on_share(mis)) return;      /* (ASan's fake stack: no bounce) */
     CHECK_EQ(aco_rt_pread(fd, mis, 8192, 4096, aco_rt_in_ms(5000)), 8192);
     for (int i = 0; i < 8192; i++) CHECK_EQ(mis[i], bb_byte(4096 + i, 8));
     struct iovec v[2] = {{mis, 4096}, {mis + 4096, 4096}};

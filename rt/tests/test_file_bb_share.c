@@ -51,8 +51,8 @@ static int fake_stack;          /* ASan's: the buffers were not on the share sta
 static void worker(void* arg) {
     int id = (int)(intptr_t)arg;
     char p[PATH_MAX];
-    if (!bb_on_share(p)) fake_stack = 1;
     snprintf(p, sizeof(p), "%s/s%d.%d", bb_dir, (int)getpid(), id);
+    if (!bb_on_share(p)) fake_stack = 1;
     int fd = aco_rt_openat(AT_FDCWD, p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600,
                            aco_rt_in_ms(10000));
     CHECK_GE(fd, 0);
