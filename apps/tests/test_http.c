@@ -323,12 +323,18 @@ static void t_conditions(void) {
     CHECK_EQ(rg, 0);
     CHECK_EQ(pre("If-Range: garbage\r\n", T, &rg), 0);
     CHECK_EQ(rg, 0);
-    /* a file changed this second: its date is no strong validator */
-    int64_t now = (int64_t)time(NULL);
-    char h[64] = "If-Range: ";
-    http_date_format(now, h + 10);
-    strcat(h, "\r\n");
-    CHECK_EQ(pre(h, now, &rg), 0);
+    /* a file changed this second: its date is no strong validator (asked
+     * again if the second ended meanwhile: valgrind's pace) */
+    int64_t now;
+    char h[64];
+    for (int k = 0; k < 5; k++) {
+        now = (int64_t)time(NULL);
+        strcpy(h, "If-Range: ");
+        http_date_format(now, h + 10);
+        strcat(h, "\r\n");
+        CHECK_EQ(pre(h, now, &rg), 0);
+        if ((int64_t)time(NULL) == now) break;
+    }
     CHECK_EQ(rg, 0);
     CHECK_EQ(pre(h, now - 1, &rg), 0);      /* (another date) */
     CHECK_EQ(rg, 0);
