@@ -11,7 +11,7 @@
  * socket), many cos parked while a ticker co keeps running.  rt/hook.c is
  * linked in. */
 #define _GNU_SOURCE
-#include "rt_test.h"
+#include "hook_bb.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -33,24 +33,6 @@ static int take_port(void) {
 static int raw_flags(int fd) { return (int)syscall(SYS_fcntl, fd, F_GETFL); }
 
 /* the result and errno of one call */
-typedef struct { long rc; int err; } res_t;
-#define RES(expr) ({ errno = 0; long rc_ = (long)(expr); res_t r_ = {rc_, rc_ < 0 ? errno : 0}; r_; })
-#define SAME(hooked, raw)                                                               \
-    do {                                                                                \
-        res_t h_ = (hooked), k_ = (raw);                                                \
-        if (h_.rc != k_.rc || h_.err != k_.err)                                         \
-            TEST_FAIL_AT(__FILE__, __LINE__, "%s: hooked %ld (%s) vs kernel %ld (%s)",  \
-                         #hooked, h_.rc, strerror(h_.err), k_.rc, strerror(k_.err));    \
-    } while (0)
-#define IS(hooked, want_, err_)                                                         \
-    do {                                                                                \
-        res_t h_ = (hooked);                                                            \
-        if (h_.rc != (long)(want_) || h_.err != (err_))                                 \
-            TEST_FAIL_AT(__FILE__, __LINE__, "%s: %ld (%s), want %ld (%s)", #hooked,     \
-                         h_.rc, strerror(h_.err), (long)(want_), strerror(err_));       \
-    } while (0)
-
-static int in_co(void) { return aco_rt_self() != NULL; }
 
 /* A loopback TCP listener (backlog as given) on a free port of our range. */
 static int listener(int backlog, struct sockaddr_in* sa) {

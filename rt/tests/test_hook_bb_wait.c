@@ -6,7 +6,7 @@
  * errors); getaddrinfo in a co as outside.  Outside cos and in cos (where a
  * ticker co must keep running while another waits).  rt/hook.c linked in. */
 #define _GNU_SOURCE
-#include "rt_test.h"
+#include "hook_bb.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,24 +16,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-typedef struct { long rc; int err; } res_t;
-#define RES(expr) ({ errno = 0; long rc_ = (long)(expr); res_t r_ = {rc_, rc_ < 0 ? errno : 0}; r_; })
-#define SAME(hooked, raw)                                                               \
-    do {                                                                                \
-        res_t h_ = (hooked), k_ = (raw);                                                \
-        if (h_.rc != k_.rc || h_.err != k_.err)                                         \
-            TEST_FAIL_AT(__FILE__, __LINE__, "%s: hooked %ld (%s) vs kernel %ld (%s)",  \
-                         #hooked, h_.rc, strerror(h_.err), k_.rc, strerror(k_.err));    \
-    } while (0)
-#define IS(hooked, want_, err_)                                                         \
-    do {                                                                                \
-        res_t h_ = (hooked);                                                            \
-        if (h_.rc != (long)(want_) || h_.err != (err_))                                 \
-            TEST_FAIL_AT(__FILE__, __LINE__, "%s: %ld (%s), want %ld (%s)", #hooked,     \
-                         h_.rc, strerror(h_.err), (long)(want_), strerror(err_));       \
-    } while (0)
-
-static int in_co(void) { return aco_rt_self() != NULL; }
 
 /* a co that writes a byte to fd after 30 ms (in a co) */
 static int late_fd;

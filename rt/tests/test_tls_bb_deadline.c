@@ -12,23 +12,10 @@
 
 static aco_rt_tls_ctx_t *cl, *srv;
 
-typedef struct {
-    aco_rt_tls_t* t;
-    int rc;
-} hs_arg_t;
-static void hs_co(void* arg) {
-    hs_arg_t* a = (hs_arg_t*)arg;
-    a->rc = aco_rt_tls_handshake(a->t, DL(5000));
-}
+/* A connected pair of our own (tls_bb_common.h): client *c of cl, server
+ * *s of srv. */
 static void make_pair(aco_rt_tls_t** c, aco_rt_tls_t** s, int fd[2]) {
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) == 0);
-    *c = aco_rt_tls_new(cl, fd[0], "localhost");
-    *s = aco_rt_tls_new(srv, fd[1], NULL);
-    hs_arg_t a = {*s, -1};
-    aco_rt_co_t* co = aco_rt_spawn(NULL, hs_co, &a);
-    CHECK_EQ(aco_rt_tls_handshake(*c, DL(5000)), 0);
-    CHECK_EQ(aco_rt_join(co, DL(5000)), 0);
-    CHECK_EQ(a.rc, 0);
+    bb_make_pair(cl, srv, c, s, fd);
 }
 static void free_pair(aco_rt_tls_t* c, aco_rt_tls_t* s, int fd[2]) {
     aco_rt_tls_free(c);
@@ -52,8 +39,8 @@ static void handshake_resumes(void) {
     EXPECT_EQ(aco_rt_tls_read(c, (char[4]){0}, 4, DL(50)), -ETIMEDOUT);   /* a read does it too */
     /* the server, step by step with past deadlines too */
     EXPECT_EQ(aco_rt_tls_handshake(s, 0), -ETIMEDOUT);
-    hs_arg_t a = {s, -1};
-    aco_rt_co_t* co = aco_rt_spawn(NULL, hs_co, &a);
+    bb_hs_t a = {s, -1};
+    aco_rt_co_t* co = aco_rt_spawn(NULL, bb_hs_co, &a);
     EXPECT_EQ(aco_rt_tls_handshake(c, DL(5000)), 0);
     CHECK_EQ(aco_rt_join(co, DL(5000)), 0);
     EXPECT_EQ(a.rc, 0);
@@ -117,8 +104,8 @@ static void read_mid_record(void) {
     aco_rt_co_t* r2 = aco_rt_spawn(NULL, relay_co, &down);
     aco_rt_tls_t* c = aco_rt_tls_new(cl, a[0], "localhost");
     aco_rt_tls_t* s = aco_rt_tls_new(srv, b[1], NULL);
-    hs_arg_t h = {s, -1};
-    aco_rt_co_t* co = aco_rt_spawn(NULL, hs_co, &h);
+    bb_hs_t h = {s, -1};
+    aco_rt_co_t* co = aco_rt_spawn(NULL, bb_hs_co, &h);
     CHECK_EQ(aco_rt_tls_handshake(c, DL(5000)), 0);
     CHECK_EQ(aco_rt_join(co, DL(5000)), 0);
     CHECK_EQ(h.rc, 0);
@@ -298,8 +285,8 @@ static void cancels(void) {
                x.rc, x.rc2);
         EXPECT(strcmp(x.err, strerror(ECANCELED)) == 0, "cancel in call %d: reason \"%s\"", what, x.err);
         /* the connection goes on in another co: a handshake left half done too */
-        hs_arg_t h = {s, -1};
-        aco_rt_co_t* hco = aco_rt_spawn(NULL, hs_co, &h);
+        bb_hs_t h = {s, -1};
+        aco_rt_co_t* hco = aco_rt_spawn(NULL, bb_hs_co, &h);
         EXPECT_EQ(aco_rt_tls_handshake(c, DL(5000)), 0);
         CHECK_EQ(aco_rt_join(hco, DL(5000)), 0);
         EXPECT_EQ(h.rc, 0);

@@ -10,26 +10,10 @@
 
 static aco_rt_tls_ctx_t *cl, *srv, *srv13;
 
-/* A connected pair of our own: client *c (for localhost), server *s, both
- * handshaken, on a socketpair (fds in fd[2]). */
-typedef struct {
-    aco_rt_tls_t* t;
-    int rc;
-} hs_arg_t;
-static void hs_co(void* arg) {
-    hs_arg_t* a = (hs_arg_t*)arg;
-    a->rc = aco_rt_tls_handshake(a->t, DL(5000));
-}
+/* A connected pair of our own (tls_bb_common.h): client *c of cl, server
+ * *s of srv. */
 static void make_pair(aco_rt_tls_t** c, aco_rt_tls_t** s, int fd[2]) {
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) == 0);
-    *c = aco_rt_tls_new(cl, fd[0], "localhost");
-    *s = aco_rt_tls_new(srv, fd[1], NULL);
-    CHECK(*c && *s);
-    hs_arg_t a = {*s, -1};
-    aco_rt_co_t* co = aco_rt_spawn(NULL, hs_co, &a);
-    CHECK_EQ(aco_rt_tls_handshake(*c, DL(5000)), 0);
-    CHECK_EQ(aco_rt_join(co, DL(5000)), 0);
-    CHECK_EQ(a.rc, 0);
+    bb_make_pair(cl, srv, c, s, fd);
 }
 static void free_pair(aco_rt_tls_t* c, aco_rt_tls_t* s, int fd[2]) {
     aco_rt_tls_free(c);
@@ -236,8 +220,8 @@ static void tcp_reset(void) {
     CHECK(a.afd >= 0);
     aco_rt_tls_t* c = aco_rt_tls_new(cl, cfd, "localhost");
     aco_rt_tls_t* s = aco_rt_tls_new(srv, a.afd, NULL);
-    hs_arg_t h = {s, -1};
-    co = aco_rt_spawn(NULL, hs_co, &h);
+    bb_hs_t h = {s, -1};
+    co = aco_rt_spawn(NULL, bb_hs_co, &h);
     CHECK_EQ(aco_rt_tls_handshake(c, DL(5000)), 0);
     CHECK_EQ(aco_rt_join(co, DL(5000)), 0);
     CHECK_EQ(h.rc, 0);

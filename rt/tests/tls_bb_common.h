@@ -166,6 +166,29 @@ static inline aco_rt_co_t* bb_spawn_server(aco_rt_tls_ctx_t* sctx, int fd, bb_re
     return co;
 }
 
+/* A connected pair of our own on a socketpair (fds in fd): client *c of
+ * cctx (for localhost) and server *s of sctx, both handshaken. */
+typedef struct {
+    aco_rt_tls_t* t;
+    int rc;
+} bb_hs_t;
+static inline void bb_hs_co(void* arg) {
+    bb_hs_t* a = (bb_hs_t*)arg;
+    a->rc = aco_rt_tls_handshake(a->t, DL(5000));
+}
+static inline void bb_make_pair(aco_rt_tls_ctx_t* cctx, aco_rt_tls_ctx_t* sctx,
+                                aco_rt_tls_t** c, aco_rt_tls_t** s, int fd[2]) {
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) == 0);
+    *c = aco_rt_tls_new(cctx, fd[0], "localhost");
+    *s = aco_rt_tls_new(sctx, fd[1], NULL);
+    CHECK(*c && *s);
+    bb_hs_t a = {*s, -1};
+    aco_rt_co_t* co = aco_rt_spawn(NULL, bb_hs_co, &a);
+    CHECK_EQ(aco_rt_tls_handshake(*c, DL(5000)), 0);
+    CHECK_EQ(aco_rt_join(co, DL(5000)), 0);
+    CHECK_EQ(a.rc, 0);
+}
+
 /* From a co: a connection of cctx for host to a server of sctx (a socketpair
  * between them), offering sess if not NULL; client: handshake, "ping\n"
  * there and back, the session into *out if out, close_notify, read to the
