@@ -715,8 +715,8 @@ size_t aco_co_size(size_t save_sz) {
 static aco_t* make_in(const char* fn, void* mem, size_t sz, aco_t* main_co,
                       aco_share_stack_t* share_stack, aco_cofuncp_t fp, void* arg) {
     check_create(fn, main_co, share_stack, fp);
-    check(fn, mem != NULL && ((uintptr_t)mem & 15) == 0, "mem %p must be 16-byte aligned "
-          "memory", mem);
+    check(fn, mem != NULL, "mem must not be NULL");
+    check(fn, ((uintptr_t)mem & 15) == 0, "mem %p must be 16-byte aligned memory", mem);
     check(fn, sz >= co_bytes(), "sz %zu is less than aco_co_size(0) (%zu)", sz, co_bytes());
     aco_t* co = mem;
     memset(co, 0, sizeof(aco_t) + ext.co_bytes);

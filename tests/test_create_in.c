@@ -232,7 +232,7 @@ int main(void) {
 
     int fails = 0;
     fails += aco_test_expect_signal("NULL mem", null_mem, NULL, SIGABRT,
-                                    "aco_create_in|16-byte aligned");
+                                    "aco_create_in|mem must not be NULL");
     fails += aco_test_expect_signal("misaligned", misaligned, NULL, SIGABRT,
                                     "aco_create_in|16-byte aligned");
     fails += aco_test_expect_signal("too small", too_small, NULL, SIGABRT,
