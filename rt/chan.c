@@ -20,6 +20,25 @@
  * deadline or cancel (rt_chan_abort), which finds it gone when a waker was
  * first (the wake is then on its way).
  *
+ * Watched lines.  A mailbox wake still moves a second line, the mailbox
+ * slot's, after the channel's.  So a direct waiter that came in by the
+ * lock (a channel that other threads use: not owned) asks its scheduler to
+ * watch the channel's first line (rt_watch_set, one line per scheduler):
+ * dstate D_WATCHED.  A co of another thread that would take it leaves it
+ * where it is instead: it gives or takes the element in dval and sets
+ * D_HANDED there (direct_far, handed), in the line it holds anyway, and
+ * writes nothing else but an eventfd if that scheduler sleeps (rt_notify).
+ * The scheduler, which looks at the line whenever it looks for messages,
+ * wakes its co from the line without the lock (watch_pick), and puts the
+ * channel in order later, under the lock, off the hand-over's way: on its
+ * next locked entry into the channel (the woken co's next call on it,
+ * usually) or its loop's next drain (watch_end).  Until then the handed
+ * waiter is no waiter (taken by nobody, passed over by close), and
+ * aco_rt_chan_free leaves the freeing to that end (D_FREE): the watcher
+ * reads the line until then.  A close gives a watched waiter its -EPIPE
+ * the same way (D_ERR).  No owner is made while dstate is set, so the
+ * owner's way in never meets a watched waiter.
+ *
  * Select puts one waiter per case on the channels' queues (the waiters are
  * in the co's rt_extra, allocated once and kept); the first case to go on
  * claims the co and wakes it with its index; the co then takes its other
@@ -62,6 +81,8 @@ struct aco_rt_chan {
     uint8_t        closed;
     uint8_t        dsend;       /* direct is a sender (else a receiver) */
     uint8_t        busy;        /* the owner is inside without the lock */
+    uint8_t        dstate;      /* atomic: the direct receiver's line
+                                   watch (D_*, "Watched lines" above) */
     aco_rt_waitq_t sendq;
     aco_rt_waitq_t recvq;
     aco_rt_co_t*   direct;      /* the direct waiter, or NULL */
@@ -79,6 +100,22 @@ struct aco_rt_chan {
 };
 _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
                "a channel's written fields share a cache line");
+
+/* dstate: the direct receiver's scheduler watches this line (D_WATCHED);
+ * its wake is in it (D_HANDED: dval holds the element, or -errno with
+ * D_ERR), until that scheduler's end; D_FREE: freed meanwhile, the end
+ * frees it. */
+#define D_WATCHED 1
+#define D_HANDED  RT_WATCH_HANDED
+#define D_ERR     4
+#define D_FREE    8
+_Static_assert(D_HANDED != D_WATCHED && D_HANDED != D_ERR && D_HANDED != D_FREE, "D_* bits");
+static inline uint8_t dstate(const aco_rt_chan_t* ch) {
+    return __atomic_load_n(&ch->dstate, __ATOMIC_RELAXED);
+}
+static inline void dstate_set(aco_rt_chan_t* ch, uint8_t v) {
+    __atomic_store_n(&ch->dstate, v, __ATOMIC_RELAXED);
+}
 
 /* ch->owner until a scheduler made OWN_AFTER calls in a row, and once
  * revoked (or never to be: no membarrier). */
@@ -120,11 +157,16 @@ static aco_rt_sched_t* owner_at_start(void) {
     return owners_ok ? OWNER_FREE : OWNER_NONE;
 }
 
+static uint8_t watch_end_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s);
+
 /* The lock's way in: take it, then claim a free channel for this thread's
  * scheduler or revoke another's ownership (see the top). */
 __attribute__((noinline))
 static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     rt_lock(&ch->lock);
+    /* (this scheduler's hand-over from the line, picked: tidied first) */
+    if (rt_unlikely(s != NULL && s->run.watch.obj == ch && s->run.watch.picked))
+        watch_end_locked(ch, s);
     aco_rt_sched_t* o = __atomic_load_n(&ch->owner, __ATOMIC_RELAXED);
     if (rt_likely(o == OWNER_NONE || o == s)) return;
     if (o == OWNER_FREE) {
@@ -135,7 +177,7 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
          * not see.  A co that comes later revokes first. */
         if (s != ch->cand) ch->cand = s, ch->cand_n = 0;
         if (s && ++ch->cand_n >= OWN_AFTER && rt_wq_empty(&ch->sendq) &&
-            rt_wq_empty(&ch->recvq) && (ch->direct == NULL || ch->direct_s == s))
+            rt_wq_empty(&ch->recvq) && (ch->direct == NULL || ch->direct_s == s) && dstate(ch) == 0)
             __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
         return;
     }
@@ -214,14 +256,26 @@ aco_rt_chan_t* aco_rt_chan_new(size_t elem_size, size_t cap) {
     return ch;
 }
 
+static void chan_destroy(aco_rt_chan_t* ch) {
+    free(ch->ring);
+    free(ch);
+}
+
 int aco_rt_chan_free(aco_rt_chan_t* ch) {
     if (ch == NULL) return 0;
     int fast = chan_enter(ch);
+    uint8_t st = dstate(ch);
+    if (ch->direct && (st & D_HANDED)) {
+        /* A receiver's wake waits in the line for its scheduler, which
+         * reads the line until its end: that end frees it. */
+        dstate_set(ch, (uint8_t)(st | D_FREE));
+        chan_leave(ch, fast);
+        return 0;
+    }
     int busy = !rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq) || ch->direct;
     chan_leave(ch, fast);
     if (busy) return -EBUSY;
-    free(ch->ring);
-    free(ch);
+    chan_destroy(ch);
     return 0;
 }
 
@@ -241,9 +295,12 @@ static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
 }
 
 /* The waiters taken off a channel, to wake after the unlock, are their
- * waiter (rt_waiter_t*), or a direct waiter's co tagged with DIRECT (a
- * record is 16-aligned; RECV_NOBODY, below, is 1). */
+ * waiter (rt_waiter_t*), a direct waiter's co tagged with DIRECT (a
+ * record is 16-aligned; RECV_NOBODY, below, is 1), or the scheduler of a
+ * watched receiver whose wake is in the line, tagged with NOTIFY, to be
+ * woken if it sleeps (handed). */
 #define DIRECT ((uintptr_t)2)
+#define NOTIFY ((uintptr_t)4)
 static inline rt_waiter_t* direct_tag(aco_rt_co_t* co) {
     return (rt_waiter_t*)((uintptr_t)co | DIRECT);
 }
@@ -254,19 +311,64 @@ static inline aco_rt_co_t* direct_co(rt_waiter_t* w) {
 /* With ch locked: the direct waiter if it is a sender (1) or a receiver
  * (0) as asked, taken (held if another thread's: rt_hold_try); else
  * NULL. */
+/* co (of s, the calling thread's) no longer waits in a watched line. */
+static inline void watch_drop(aco_rt_sched_t* s, aco_rt_co_t* co) {
+    if (s->run.watch.co == co) rt_watch_clear(s);
+}
+
 static inline aco_rt_co_t* direct_take(aco_rt_chan_t* ch, int sender) {
     aco_rt_co_t* co = ch->direct;
     if (co == NULL || ch->dsend != sender) return NULL;
+    uint8_t st = dstate(ch);
+    if (rt_unlikely(st != 0)) {
+        /* watched: taken here by a co of its own thread only (another's
+         * hands over: direct_far); handed: woken already */
+        if ((st & D_HANDED) || ch->direct_s != rt_tls_sched) return NULL;
+        dstate_set(ch, 0);
+        watch_drop(ch->direct_s, co);
+        ch->direct = NULL;
+        return co;
+    }
     /* (its wake lets go: fire; a scheduler that frees keeps its own) */
     if (ch->direct_s != rt_tls_sched && !rt_hold_try(ch->direct_s)) return NULL;
     ch->direct = NULL;
     return co;
 }
 
+/* With ch locked: the scheduler of another thread that watches the line
+ * for the direct waiter, a sender (1) or a receiver (0) as asked, held
+ * (handed's wake lets go); NULL if there is none, or it is being freed.
+ * The waiter's wake then goes in the line: the caller gives or takes the
+ * element in dval, then handed. */
+static inline aco_rt_sched_t* direct_far(aco_rt_chan_t* ch, int sender) {
+    if (rt_likely(dstate(ch) != D_WATCHED) || ch->direct == NULL || ch->dsend != sender)
+        return NULL;
+    aco_rt_sched_t* ds = ch->direct_s;
+    if (ds == rt_tls_sched || !rt_hold_try(ds)) return NULL;
+    return ds;
+}
+
+/* The direct waiter's wake is in the line (err: D_ERR, dval -errno): the
+ * waker's to wake after the unlock, ds tagged NOTIFY.  seq_cst: ordered
+ * before rt_notify's load of the sleeping flag (the watcher stores that,
+ * then looks here: rt_watch_due). */
+static inline rt_waiter_t* handed(aco_rt_chan_t* ch, aco_rt_sched_t* ds, uint8_t err) {
+    __atomic_store_n(&ch->dstate, (uint8_t)(D_WATCHED | D_HANDED | err), __ATOMIC_SEQ_CST);
+    return (rt_waiter_t*)((uintptr_t)ds | NOTIFY);
+}
+
+/* A hand-over's wake: its scheduler's, if it sleeps. */
+static void notify_handed(rt_waiter_t* w) {
+    aco_rt_sched_t* ds = (aco_rt_sched_t*)((uintptr_t)w & ~NOTIFY);
+    rt_notify(ds);
+    rt_hold_end(ds);
+}
+
 /* Wake the co of waiter w, taken, with result err: a select's co learns
  * the index (and takes its other waiters off their queues itself).  ds:
  * the channel's direct_s, read under the lock (a direct waiter's). */
 static inline void fire(rt_waiter_t* w, int err, aco_rt_sched_t* ds) {
+    if (rt_unlikely((uintptr_t)w & NOTIFY)) { notify_handed(w); return; }
     aco_rt_co_t* co = direct_co(w);
     if (co) {
         if (ds == rt_tls_sched) rt_wake(co, err);
@@ -284,6 +386,7 @@ static inline void fire(rt_waiter_t* w, int err, aco_rt_sched_t* ds) {
  * thread's scheduler). */
 static inline void fire_recv(rt_waiter_t* w, const void* elem, size_t n, aco_rt_sched_t* ds,
                              aco_rt_sched_t* here) {
+    if (rt_unlikely((uintptr_t)w & NOTIFY)) { notify_handed(w); return; }
     aco_rt_co_t* co = direct_co(w);
     if (co == NULL) { fire(w, 0, ds); return; }
     if (ds == here) {
@@ -298,6 +401,12 @@ static inline void fire_recv(rt_waiter_t* w, const void* elem, size_t n, aco_rt_
  * a waiting sender gives its element, or the ring does.  Return 1 if it
  * happened.  The woken co is woken after the unlock: *wk (fire_recv). */
 static inline int send_now(aco_rt_chan_t* ch, const void* elem, rt_waiter_t** wk) {
+    aco_rt_sched_t* far = direct_far(ch, 0);
+    if (rt_unlikely(far != NULL)) {
+        rt_copy(&ch->dval, elem, ch->elem_size);
+        *wk = handed(ch, far, 0);
+        return 1;
+    }
     aco_rt_co_t* d = direct_take(ch, 0);
     if (d) {                    /* (its element is given by fire_recv) */
         *wk = direct_tag(d);
@@ -328,6 +437,12 @@ static inline __attribute__((always_inline)) rt_waiter_t* recv_now(aco_rt_chan_t
         ch->head = ch->head + 1 == ch->cap ? 0 : ch->head + 1;
         ch->len--;
         /* room now: the first waiting sender's element joins the ring */
+        aco_rt_sched_t* far = direct_far(ch, 1);
+        if (rt_unlikely(far != NULL)) {
+            rt_copy(ring_at(ch, ch->len), &ch->dval, ch->elem_size);
+            ch->len++;
+            return handed(ch, far, 0);
+        }
         aco_rt_co_t* d = direct_take(ch, 1);
         if (d) {
             rt_copy(ring_at(ch, ch->len), &ch->dval, ch->elem_size);
@@ -340,7 +455,12 @@ static inline __attribute__((always_inline)) rt_waiter_t* recv_now(aco_rt_chan_t
         ch->len++;
         return w;
     }
-    aco_rt_co_t* d = direct_take(ch, 1);        /* rendezvous */
+    aco_rt_sched_t* far = direct_far(ch, 1);     /* rendezvous */
+    if (rt_unlikely(far != NULL)) {
+        rt_copy(elem, &ch->dval, ch->elem_size);
+        return handed(ch, far, 0);
+    }
+    aco_rt_co_t* d = direct_take(ch, 1);
     if (d) {
         rt_copy(elem, &ch->dval, ch->elem_size);
         return direct_tag(d);
@@ -350,10 +470,14 @@ static inline __attribute__((always_inline)) rt_waiter_t* recv_now(aco_rt_chan_t
     return w;
 }
 
+static const rt_watch_ops_t chan_watch_ops;
+
 /* With ch locked: may the running co wait as the direct waiter, a sender
  * (1) or a receiver (0)?  Then it is (the lock is w.lock, as for a queued
- * waiter: recv_done finds the channel there). */
-static inline int direct_park(aco_rt_co_t* me, aco_rt_chan_t* ch, int sender) {
+ * waiter: recv_done finds the channel there).  A receiver that came in by
+ * the lock (fast 0: a channel other threads use) has its line watched, if
+ * its scheduler watches none yet. */
+static inline int direct_park(aco_rt_co_t* me, aco_rt_chan_t* ch, int sender, int fast) {
     if (ch->direct || ch->elem_size > sizeof(me->w.box) ||
         !rt_wq_empty(sender ? &ch->sendq : &ch->recvq))
         return 0;
@@ -362,25 +486,51 @@ static inline int direct_park(aco_rt_co_t* me, aco_rt_chan_t* ch, int sender) {
     ch->dsend = (uint8_t)sender;
     me->w.lock = &ch->lock;
     me->w.slot = &me->w.box;
+    /* Not on a channel this scheduler owns (its co came in by the lock
+     * all the same when chan_try_fast met a revoker): the owner's way in
+     * takes a direct waiter without looking at dstate.  None is made the
+     * owner while dstate is set, so an owned channel's dstate is 0 (fast:
+     * nothing to write). */
+    if (!fast)
+        dstate_set(ch, __atomic_load_n(&ch->owner, __ATOMIC_RELAXED) != me->s &&
+                               rt_watch_set(me->s, ch, &ch->dstate, me, &chan_watch_ops)
+                           ? D_WATCHED : 0);
     return 1;
 }
 
+/* (On co's thread: its deadline or cancel.) */
 static void chan_abort(aco_rt_co_t* co, int err) {
     aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
     int fast = chan_enter(ch);
-    int won = ch->direct == co;
-    if (won) ch->direct = NULL;
+    uint8_t st = dstate(ch);
+    int won = ch->direct == co && !(st & D_HANDED);
+    if (won) {
+        ch->direct = NULL;
+        if (st) {
+            dstate_set(ch, 0);
+            watch_drop(co->s, co);
+        }
+    }
     chan_leave(ch, fast);
     if (won) rt_wake(co, err);
-    /* else a waker took it: its wake is on the way (maybe via a mailbox) */
+    /* else a waker took it: its wake is on the way (maybe via a mailbox,
+     * or in the line, which this thread looks at) */
 }
 
-/* The same without the wake: co is freed where it waits (aco_rt_sched_free). */
+/* The same without the wake: co is freed where it waits (aco_rt_sched_free,
+ * on co's thread or after it). */
 static void chan_forget(aco_rt_co_t* co) {
     aco_rt_chan_t* ch = rt_container_of(co->w.lock, aco_rt_chan_t, lock);
     int fast = chan_enter(ch);
-    if (ch->direct == co) ch->direct = NULL;
+    uint8_t st = 0;
+    if (ch->direct == co) {
+        st = dstate(ch);
+        ch->direct = NULL;
+        dstate_set(ch, 0);
+    }
+    watch_drop(co->s, co);
     chan_leave(ch, fast);
+    if (st & D_FREE) chan_destroy(ch);
 }
 
 /* Where a waiting co keeps the element it sends or receives (not on its
@@ -400,7 +550,7 @@ static int send_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, const void* elem, int64
     void* box = r ? NULL : mailbox(me, ch->elem_size);
     if (r == 0 && box == NULL) r = -ENOMEM;
     if (r) { chan_leave(ch, fast); return r; }
-    if (direct_park(me, ch, 1)) {
+    if (direct_park(me, ch, 1, fast)) {
         rt_copy(&ch->dval, elem, ch->elem_size);
         chan_leave(ch, fast);
         return rt_park(me, RT_W_CHAN_SEND_D, ch, deadline);
@@ -472,7 +622,7 @@ static int recv_queue(aco_rt_co_t* me, aco_rt_chan_t* ch, int64_t deadline, int 
     void* box = r ? NULL : mailbox(me, ch->elem_size);
     if (r == 0 && box == NULL) r = -ENOMEM;
     if (r) { chan_leave(ch, fast); return r; }
-    if (direct_park(me, ch, 0)) {
+    if (direct_park(me, ch, 0, fast)) {
         chan_leave(ch, fast);
         rt_park_begin(me, RT_W_CHAN_RECV_D, ch, deadline);
         return 0;
@@ -536,7 +686,7 @@ static int recv_wait(aco_rt_co_t* me, aco_rt_chan_t* ch, void* elem, int64_t dea
      * program free the channel. */
     me->tmo.expiry_ = (int64_t)ch->elem_size;
     int wait = RT_W_CHAN_RECV_D;
-    if (!direct_park(me, ch, 0)) {
+    if (!direct_park(me, ch, 0, fast)) {
         me->w.slot = &me->w.box;
         rt_claim_reset(me);
         rt_wq_push_locked(&ch->recvq, &me->w, &ch->lock);
@@ -594,15 +744,75 @@ int aco_rt_chan_recv(aco_rt_chan_t* ch, void* elem, int64_t deadline) {
     return recv_entered(me, ch, elem, deadline, 1);
 }
 
+/* Watched lines: the kind's two steps (rt_watch_t). */
+
+/* Wake the co from the line, without the lock: direct and dval were
+ * written before D_HANDED (seq_cst, seen by rt_watch_due), and nobody
+ * writes them again before the end (a handed waiter is no waiter:
+ * direct_take, direct_park and close pass it by, free leaves it). */
+static void watch_pick(aco_rt_sched_t* s) {
+    aco_rt_chan_t* ch = s->run.watch.obj;
+    aco_rt_co_t* co = s->run.watch.co;
+    uint8_t st = __atomic_load_n(&ch->dstate, __ATOMIC_ACQUIRE);
+    uint64_t v = ch->dval;
+    rt_watch_picked(s);
+    if (st & D_ERR) {
+        int64_t e;
+        memcpy(&e, &v, sizeof(e));
+        rt_wake(co, (int)e);
+        return;
+    }
+    co->w.box = v;
+    rt_wake(co, 0);
+}
+
+/* With ch locked: s's picked hand-over is over: the line is as no one
+ * waited.  Its state before (D_FREE: to free). */
+static uint8_t watch_end_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
+    uint8_t st = dstate(ch);
+    ch->direct = NULL;
+    dstate_set(ch, 0);
+    rt_watch_clear(s);
+    return st;
+}
+
+/* The end from the loop (drain, or the scheduler's free): the plain lock,
+ * as chan_enter_locked takes it: a watched channel has no owner (none is
+ * made while dstate is set, and a co that came in by the lock revoked one
+ * before it was watched). */
+static void watch_end(aco_rt_sched_t* s) {
+    aco_rt_chan_t* ch = s->run.watch.obj;
+    rt_lock(&ch->lock);
+    uint8_t st = watch_end_locked(ch, s);
+    rt_unlock(&ch->lock);
+    if (st & D_FREE) chan_destroy(ch);
+}
+
+static const rt_watch_ops_t chan_watch_ops = {watch_pick, watch_end};
+
 int aco_rt_chan_close(aco_rt_chan_t* ch) {
     if (ch == NULL) return -EINVAL;
     int fast = chan_enter(ch);
     if (ch->closed) { chan_leave(ch, fast); return -EPIPE; }
     ch->closed = 1;
-    if (ch->direct && (ch->direct_s == rt_tls_sched || rt_hold_try(ch->direct_s))) {
+    uint8_t st = dstate(ch);
+    if (ch->direct && !(st & D_HANDED) &&
+        (ch->direct_s == rt_tls_sched || rt_hold_try(ch->direct_s))) {
         aco_rt_co_t* d = ch->direct;
-        ch->direct = NULL;
-        fire(direct_tag(d), -EPIPE, ch->direct_s);
+        if (st & D_WATCHED && ch->direct_s != rt_tls_sched) {
+            /* its wake goes in the line too: the watcher reads it there
+             * (its co is woken from the line only) */
+            int64_t e = -EPIPE;
+            memcpy(&ch->dval, &e, sizeof(e));
+            notify_handed(handed(ch, ch->direct_s, D_ERR));
+        } else {
+            ch->direct = NULL;
+            if (st) {
+                dstate_set(ch, 0);
+                watch_drop(ch->direct_s, d);
+            }
+            fire(direct_tag(d), -EPIPE, ch->direct_s);
+        }
     }
     for (;;) {
         rt_waiter_t* w = rt_wq_take(&ch->sendq);

@@ -418,11 +418,24 @@ static void co_ended(aco_rt_sched_t* s, aco_rt_co_t* co) {
     if (co->flags & RT_DETACHED) rt_record_free(s, co);
 }
 
+/* The watched line (rt_watch_t): a hand-over picked up (1), or the last
+ * one's end done. */
+static int watch_drain(aco_rt_sched_t* s) {
+    if (s->run.watch.picked) {
+        s->run.watch.ops->end(s);
+        return 0;
+    }
+    if (!rt_watch_due(s)) return 0;
+    s->run.watch.ops->pick(s);
+    return 1;
+}
+
 /* Everything other threads sent.  Non-zero if there was something. */
 static int drain(aco_rt_sched_t* s) {
     int got = 0;
     if (__atomic_load_n(&s->cl.list, __ATOMIC_RELAXED)) got = rt_hook_closes(s);
     if (__atomic_load_n(&s->mail.mb_in, __ATOMIC_RELAXED)) got |= mbox_drain(s);
+    if (s->run.watch.state) got |= watch_drain(s);
     for (;;) {
         rt_msg_t* m = inbox_pop(&s->mail.inbox);
         if (m == NULL) return got;
@@ -524,7 +537,7 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
  * sender (notify) comes. */
 /* Has another thread asked something of s? */
 static inline int asked(aco_rt_sched_t* s) {
-    return !inbox_empty(&s->mail.inbox) || mbox_ready(s) || __atomic_load_n(&s->ask.stop, __ATOMIC_SEQ_CST) ||
+    return !inbox_empty(&s->mail.inbox) || mbox_ready(s) || rt_watch_due(s) || __atomic_load_n(&s->ask.stop, __ATOMIC_SEQ_CST) ||
            __atomic_load_n(&s->cl.list, __ATOMIC_SEQ_CST) != NULL ||
            __atomic_load_n(&s->ask.cancel_gen, __ATOMIC_SEQ_CST) != s->pooled.cancel_seen ||
            (s->pooled.noutbox && rt_sibling_work(s)) ||
@@ -536,13 +549,24 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
         *hot = 0;
         /* (no longer than the first timer is away: the spin's time comes
          * off the wait after it, so a timer due meanwhile is not late) */
-        int64_t t0 = rt_now(), spin = s->run.spin_ns;
-        if (timeout > 0 && timeout < spin) spin = timeout;
-        int64_t end = t0 + spin;
+        /* The clock is read from the 64th pause on (a read costs as much as
+         * a cross-thread message here: aco_rt_bench wake's clock_ns), or
+         * at once when a timer bounds the spin. */
+        int64_t t0 = 0, end = 0, spin = s->run.spin_ns;
+        if (timeout > 0) {
+            if (timeout < spin) spin = timeout;
+            t0 = rt_now();
+            end = t0 + spin;
+        }
         for (unsigned i = 1;; i++) {
-            if (!inbox_empty(&s->mail.inbox) || mbox_ready(s)) return 0;
+            if (!inbox_empty(&s->mail.inbox) || mbox_ready(s) || rt_watch_due(s)) return 0;
             rt_pause();     /* (one: more make a VM deschedule the vCPU) */
-            if ((i & 63) == 0 && (asked(s) || rt_now() >= end)) break;
+            if ((i & 63) == 0) {
+                if (asked(s)) break;
+                int64_t now = rt_now();
+                if (t0 == 0) t0 = now, end = now + spin;
+                else if (now >= end) break;
+            }
         }
         if (asked(s)) return 0;
         int64_t spent = rt_now() - t0;
@@ -596,7 +620,7 @@ int aco_rt_sched_run(aco_rt_sched_t* s) {
         if (s->pooled.noutbox && rt_steal(s)) { hot = 1; continue; }
         if (rt_unlikely(rt_load(&s->ask.cancel_gen) != s->pooled.cancel_seen)) { cancel_all(s); continue; }
         if (s->st.cos_alive == 0 && s->pooled.pool == NULL) break;
-        int64_t timeout = rt_wheel_timeout(&s->wheel, rt_now());
+        int64_t timeout = s->wheel.armed ? rt_wheel_timeout(&s->wheel, rt_now()) : -1;
         s->run.others_only = timeout < 0 && s->st.io_inflight == 0 && s->offloads == 0 &&
                          s->pooled.pool == NULL;
         if (rt_unlikely(s->run.starved_head != NULL)) {
@@ -682,6 +706,9 @@ void rt_kernel_drop_cos(aco_rt_sched_t* s) {
     rt_newq_flush(s);         /* (a run leaves none unpublished: to be sure) */
     rt_take_new(s, s, 1);     /* and so do the unstarted ones */
     rt_cos_free_all(s);    /* (their timers went with the wheel) */
+    /* a co picked from a watched line had its wake: the line's end is
+     * left (a parked one's went with its forget) */
+    if (s->run.watch.state) s->run.watch.ops->end(s);
     mbox_free_all(s);       /* (drained above: nobody sends now) */
 }
 

@@ -387,6 +387,32 @@ typedef struct rt_nq_batch {
  * it), read by the others where they must.  What other threads reach is
  * apart, in cache lines of its own (a shared line would move at every
  * switch). */
+/* A watched line (rt_watch_set): a co parked in an object of a kind's
+ * (a channel) whose wake a thread of another scheduler writes into the
+ * object's own first cache line, the one it took the lock in, instead of
+ * sending it in a mailbox: across threads a wake then moves that one line
+ * and no other.  The co's scheduler looks at the line's state byte
+ * whenever it looks for messages (its spin, drain, the look before it
+ * sleeps): once the waker has set RT_WATCH_HANDED there (seq_cst, then
+ * rt_notify), the kind's pick wakes the co from the line, without its
+ * lock; its end puts the object back in order later, off the hand-over's
+ * way, under the lock (the kind's next locked entry on this scheduler, or
+ * the loop's next drain).  One line per scheduler: a co that parks while
+ * another's line is watched is woken the usual way. */
+#define RT_WATCH_HANDED 2
+struct aco_rt_sched;
+typedef struct rt_watch_ops {
+    void (*pick)(struct aco_rt_sched* s);   /* wake the co from the line */
+    void (*end)(struct aco_rt_sched* s);    /* after pick: tidy (lock) */
+} rt_watch_ops_t;
+typedef struct rt_watch {
+    const uint8_t*        state;            /* the line's state byte, or NULL */
+    void*                 obj;              /* the object (a channel) */
+    struct aco_rt_co*     co;               /* the co it is for */
+    const rt_watch_ops_t* ops;
+    uint8_t               picked;           /* pick ran, end has not */
+} rt_watch_t;
+
 typedef struct rt_run {                 /* loop.c: the loop and its co */
     aco_t*              main_co;
     aco_rt_co_t*        cur;            /* running co, NULL in the loop */
@@ -411,6 +437,7 @@ typedef struct rt_run {                 /* loop.c: the loop and its co */
     aco_rt_co_t*        starved_tail;
     unsigned            starved_rounds; /* pauses in a row that ran no co */
     uint64_t            starved_seen;   /* st.switches at the last retry */
+    rt_watch_t          watch;          /* the one line it watches */
 } rt_run_t;
 
 typedef struct rt_recs {                /* co.c: records and stacks */
@@ -963,6 +990,36 @@ void rt_pooled_join(aco_rt_sched_t* s, struct aco_rt_pool* p, rt_idle_t* idle,
 void rt_pooled_leave(aco_rt_sched_t* s);
 /* loop.c: wake s's thread if it sleeps (after something was sent). */
 void rt_notify(aco_rt_sched_t* s);
+
+/* Watch obj's line for co, parked (or about to) on s, its own scheduler:
+ * 1, or 0 if s watches another line already. */
+static inline int rt_watch_set(aco_rt_sched_t* s, void* obj, const uint8_t* state,
+                               aco_rt_co_t* co, const rt_watch_ops_t* ops) {
+    if (s->run.watch.state) return 0;
+    s->run.watch.obj = obj;
+    s->run.watch.co = co;
+    s->run.watch.ops = ops;
+    s->run.watch.picked = 0;
+    s->run.watch.state = state;
+    return 1;
+}
+/* The line is no longer watched (the kind's end, or its co left another
+ * way: its deadline, a waker of its own thread). */
+static inline void rt_watch_clear(aco_rt_sched_t* s) {
+    s->run.watch.state = NULL;
+    s->run.watch.obj = NULL;
+    s->run.watch.co = NULL;
+    s->run.watch.picked = 0;
+}
+/* The kind's pick has woken the co: end is still to come. */
+static inline void rt_watch_picked(aco_rt_sched_t* s) { s->run.watch.picked = 1; }
+/* Is a hand-over waiting in the watched line? (seq_cst: the look before
+ * a sleep, after the sleeping flag's store) */
+static inline int rt_watch_due(const aco_rt_sched_t* s) {
+    const uint8_t* st = s->run.watch.state;
+    return st && !s->run.watch.picked &&
+           (__atomic_load_n(st, __ATOMIC_SEQ_CST) & RT_WATCH_HANDED);
+}
 /* loop.c: put m, co->msg (kind: RT_MSG_*) or co->cmsg (RT_MSG_CANCEL),
  * in s's inbox and wake s's thread (from any thread). */
 void rt_send(aco_rt_sched_t* s, rt_msg_t* m, int kind);
