@@ -770,9 +770,12 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
             return r;
         }
         if (!rx->armed) return got ? (ssize_t)got : RT_LEND_NONE;
-        /* (MSG_DONTWAIT waits too, as the runtime's receives always do:
-         * the deadline says how long) */
-        int r = rx_wait(co, e, rx, deadline);
+        /* (the caller's MSG_DONTWAIT is one try, as recv(2)'s: the
+         * completions there are, reaped as for a passed deadline, then
+         * -EAGAIN if they brought nothing) */
+        int dontwait = (flags & MSG_DONTWAIT) != 0;
+        int r = rx_wait(co, e, rx, dontwait ? 0 : deadline);
+        if (dontwait && r == -ETIMEDOUT) r = -EAGAIN;
         if (r == (int)RT_LEND_NONE) return got ? (ssize_t)got : RT_LEND_NONE;
         if (r < 0) return got ? (ssize_t)got : r;
         if (e->rx != rx) return got ? (ssize_t)got : -EBADF;
