@@ -724,6 +724,10 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
     if (rx == NULL) return RT_LEND_NONE;
     if (flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
         return -EOPNOTSUPP;
+    /* (the caller's MSG_DONTWAIT is one try, as recv(2)'s: a wait below
+     * reaps the completions there are, as for a passed deadline, then
+     * says -EAGAIN if they brought nothing) */
+    int dontwait = (flags & MSG_DONTWAIT) != 0;
     size_t want = 0;
     for (int i = 0; i < cnt; i++) want += iov[i].iov_len;
     if (want == 0) {
@@ -732,7 +736,8 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
         if (!rx->head && rx->err) return rx_end(rx);     /* (recv(2) says it) */
         while (!rx->head && !rx->eof && !rx->err) {
             if (!rx->armed) return RT_LEND_NONE;
-            int r = rx_wait(co, e, rx, deadline);
+            int r = rx_wait(co, e, rx, dontwait ? 0 : deadline);
+            if (dontwait && r == -ETIMEDOUT) return -EAGAIN;
             if (r == (int)RT_LEND_NONE) return RT_LEND_NONE;
             if (r < 0) return r;
             if (e->rx != rx) return -EBADF;
@@ -770,10 +775,6 @@ ssize_t rt_lend_read(aco_rt_co_t* co, rt_fd_t* e, const struct iovec* iov, int c
             return r;
         }
         if (!rx->armed) return got ? (ssize_t)got : RT_LEND_NONE;
-        /* (the caller's MSG_DONTWAIT is one try, as recv(2)'s: the
-         * completions there are, reaped as for a passed deadline, then
-         * -EAGAIN if they brought nothing) */
-        int dontwait = (flags & MSG_DONTWAIT) != 0;
         int r = rx_wait(co, e, rx, dontwait ? 0 : deadline);
         if (dontwait && r == -ETIMEDOUT) r = -EAGAIN;
         if (r == (int)RT_LEND_NONE) return got ? (ssize_t)got : RT_LEND_NONE;

@@ -392,8 +392,22 @@ static void mix_co(void* arg) {
     CHECK_EQ(aco_rt_recv_lend(sv[0], &d, in_ms(1000)), 4);
     CHECK(memcmp(d, "tail", 4) == 0);
     CHECK_EQ(aco_rt_lend_return(d), 0);
-    /* a peek of none: nothing lent afterwards is missing */
+    /* MSG_DONTWAIT with nothing there: one try, -EAGAIN, as recv(2) */
+    int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_recv(sv[0], buf, 4, MSG_DONTWAIT, in_ms(1000)), -EAGAIN);
+    CHECK_EQ(aco_rt_recv(sv[0], buf, 4, MSG_DONTWAIT | MSG_PEEK, in_ms(1000)), -EAGAIN);
+    CHECK_EQ(aco_rt_recv(sv[0], buf, 0, MSG_DONTWAIT, in_ms(1000)), -EAGAIN);
+    CHECK_EQ(aco_rt_recv(sv[0], buf, 0, MSG_DONTWAIT | MSG_PEEK, in_ms(1000)), -EAGAIN);
+    CHECK_LT(aco_rt_now() - t0, 500 * MS);
+    /* ... and with bytes there, they come, in order */
+    CHECK_EQ(aco_rt_write(sv[1], "DW", 2, -1), 2);
+    CHECK_EQ(aco_rt_sleep(5 * MS), 0);
+    CHECK_EQ(aco_rt_recv(sv[0], buf, 0, MSG_DONTWAIT, in_ms(1000)), 0);
+    CHECK_EQ(aco_rt_recv(sv[0], buf, 1, MSG_DONTWAIT, in_ms(1000)), 1);
+    CHECK_EQ(buf[0], 'D');
+    CHECK_EQ(aco_rt_recv_lend(sv[0], &d, 0), 1);
+    CHECK_EQ(d[0], 'W');
+    CHECK_EQ(aco_rt_lend_return(d), 0);
     /* a poll that waits is woken by bytes that come later */
     p.revents = 0;
     CHECK_EQ(aco_rt_poll(&p, 1, in_ms(5)), -ETIMEDOUT);
