@@ -23,6 +23,7 @@
 #include "rt_impl.h"
 #include "rt_sys.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -814,35 +815,57 @@ static const char* state_name(int st) {
     }
 }
 
+/* aco_rt_dump's output: formatted on the stack and written with write(2),
+ * not dprintf(3), whose glibc FILE mallocs a buffer (the lock a debugger
+ * may have stopped another thread in) and, on a descriptor that is not
+ * open, never frees it. */
+__attribute__((format(printf, 2, 3)))
+static void dump_put(int fd, const char* fmt, ...) {
+    int saved = errno;          /* (a debugger's call leaves it as it was) */
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, buf + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    errno = saved;
+}
+
 void aco_rt_dump(const aco_rt_sched_t* s, int fd) {
     if (s == NULL) s = rt_tls_sched;
-    if (s == NULL) { dprintf(fd, "aco_rt: no scheduler on this thread\n"); return; }
-    dprintf(fd, "aco_rt scheduler %p backend %s: %llu cos alive, %llu parked, "
-            "%llu ready, %llu timers, %llu I/O in flight, %llu switches\n",
-            (const void*)s, s->backend.ops->name, (unsigned long long)s->st.cos_alive,
-            (unsigned long long)s->st.cos_parked, (unsigned long long)s->st.cos_ready,
-            (unsigned long long)s->wheel.armed, (unsigned long long)s->st.io_inflight,
-            (unsigned long long)s->st.switches);
+    if (s == NULL) { dump_put(fd, "aco_rt: no scheduler on this thread\n"); return; }
+    dump_put(fd, "aco_rt scheduler %p backend %s: %llu cos alive, %llu parked, "
+             "%llu ready, %llu timers, %llu I/O in flight, %llu switches\n",
+             (const void*)s, s->backend.ops->name, (unsigned long long)s->st.cos_alive,
+             (unsigned long long)s->st.cos_parked, (unsigned long long)s->st.cos_ready,
+             (unsigned long long)s->wheel.armed, (unsigned long long)s->st.io_inflight,
+             (unsigned long long)s->st.switches);
     int64_t now = rt_now();
     for (uint32_t i = 0; i < s->recs.ncos; i++) {
         const aco_rt_co_t* co = s->recs.cos[i];
         const char* name = co->x ? co->x->name : NULL;
-        dprintf(fd, "  co %p %s%s%s %s", (const void*)co,
-                name ? "\"" : "", name ? name : "", name ? "\"" : "",
-                state_name(co->state));
-        if (co->flags & RT_CANCELLED) dprintf(fd, " cancelled");
+        dump_put(fd, "  co %p %s%s%s %s", (const void*)co,
+                 name ? "\"" : "", name ? name : "", name ? "\"" : "",
+                 state_name(co->state));
+        if (co->flags & RT_CANCELLED) dump_put(fd, " cancelled");
         if (co->state == RT_PARKED) {
-            dprintf(fd, " in %s %p", rt_wait_kinds[co->wait] ? rt_wait_kinds[co->wait]->name : "?",
-                    co->wait_obj);
+            dump_put(fd, " in %s %p", rt_wait_kinds[co->wait] ? rt_wait_kinds[co->wait]->name : "?",
+                     co->wait_obj);
             if (rt_timer_armed(&co->tmo) && co->tmo.expiry_ >= INT64_MAX >> RT_TICK_SHIFT)
-                dprintf(fd, " for good");       /* (sleep_until(-1): a timer at the end of time) */
+                dump_put(fd, " for good");       /* (sleep_until(-1): a timer at the end of time) */
             else if (rt_timer_armed(&co->tmo))
-                dprintf(fd, " deadline in %.3f ms",
-                        (double)((co->tmo.expiry_ << RT_TICK_SHIFT) - now) / 1e6);
+                dump_put(fd, " deadline in %.3f ms",
+                         (double)((co->tmo.expiry_ << RT_TICK_SHIFT) - now) / 1e6);
         }
-        dprintf(fd, " (aco %p, stack %p%s)\n", (void*)rt_aco(co),
-                rt_aco(co)->share_stack ? rt_aco(co)->share_stack->ptr : NULL,
-                (co->flags & RT_STANDALONE) ? " own" : "");
+        dump_put(fd, " (aco %p, stack %p%s)\n", (void*)rt_aco(co),
+                 rt_aco(co)->share_stack ? rt_aco(co)->share_stack->ptr : NULL,
+                 (co->flags & RT_STANDALONE) ? " own" : "");
     }
 }
 
