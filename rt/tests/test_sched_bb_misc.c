@@ -330,6 +330,59 @@ static void cancelled_sync_fn(void* arg) {
     CHECK_EQ(aco_rt_cancel_check(), -ECANCELED);
 }
 
+/* a cancelled co: every blocking call fails at once, ready or not, and
+ * takes nothing */
+static aco_rt_sem_t r_sem;
+static aco_rt_wg_t r_wg;
+static aco_rt_mutex_t r_mx;
+static aco_rt_chan_t* r_ch;
+static aco_rt_co_t* r_done;
+static int r_pipe[2];
+static void cancelled_ready_fn(void* arg) {
+    (void)arg;
+    aco_rt_sem_init(&r_sem, 1);
+    aco_rt_wg_init(&r_wg);
+    r_ch = aco_rt_chan_new(sizeof(int), 2);
+    CHECK(r_ch != NULL);
+    int v = 5;
+    CHECK_EQ(aco_rt_chan_send(r_ch, &v, -1), 0);
+    r_done = aco_rt_spawn(NULL, quick_fn, NULL);
+    CHECK(r_done != NULL);
+    CHECK_EQ(aco_rt_sleep(0), 0);           /* it finished */
+    aco_rt_group_t* g = aco_rt_group_new(NULL);
+    CHECK(g != NULL);
+    CHECK_EQ(pipe(r_pipe), 0);
+    CHECK_EQ(write(r_pipe[1], "p", 1), 1);
+    CHECK_EQ(aco_rt_cancel(aco_rt_self()), 0);
+    CHECK_EQ(aco_rt_sem_wait(&r_sem, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_sem_wait(&r_sem, 0), -ECANCELED);
+    CHECK_EQ(aco_rt_wg_wait(&r_wg, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_mutex_lock(&r_mx, 0), -ECANCELED);
+    CHECK_EQ(aco_rt_chan_recv(r_ch, &v, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_chan_send(r_ch, &v, -1), -ECANCELED);
+    aco_rt_case_t c = {r_ch, ACO_RT_RECV, &v};
+    CHECK_EQ(aco_rt_chan_select(&c, 1, NULL, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_join(r_done, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_group_join(g, -1), -ECANCELED);
+    char b;
+    CHECK_EQ(aco_rt_read(r_pipe[0], &b, 1, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_wait(r_pipe[0], POLLIN, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_write(r_pipe[1], "q", 1, -1), -ECANCELED);
+    CHECK_EQ(aco_rt_sleep(-1), -ECANCELED);
+    /* nothing was taken */
+    CHECK_EQ(aco_rt_sem_trywait(&r_sem), 0);
+    CHECK_EQ(aco_rt_chan_len(r_ch), 1);
+    CHECK_EQ(read(r_pipe[0], &b, 1), 1);
+    CHECK_EQ(b, 'p');
+    /* the handle stayed valid: let it go */
+    CHECK_EQ(aco_rt_detach(r_done), 0);
+    CHECK_EQ(aco_rt_group_free(g), 0);
+    CHECK_EQ(aco_rt_chan_close(r_ch), 0);
+    CHECK_EQ(aco_rt_chan_free(r_ch), 0);
+    close(r_pipe[0]);
+    close(r_pipe[1]);
+}
+
 static void cos_co(void* arg) {
     aco_rt_sched_t* s = arg;
     aco_rt_spawn_opts_t o;
@@ -397,6 +450,9 @@ static void cos_co(void* arg) {
     CHECK_EQ(self_cancel_rc[0], -ECANCELED);
     CHECK_EQ(self_cancel_rc[1], -ECANCELED);
     CHECK_EQ(self_cancel_rc[2], -ECANCELED);
+    sc = aco_rt_spawn(NULL, cancelled_ready_fn, NULL);
+    CHECK(sc != NULL);
+    CHECK_EQ(aco_rt_join(sc, in_ms(5000)), 0);
     sc = aco_rt_spawn(NULL, cancelled_sync_fn, NULL);
     CHECK(sc != NULL);
     CHECK_EQ(aco_rt_join(sc, in_ms(5000)), 0);

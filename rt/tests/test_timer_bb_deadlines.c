@@ -11,7 +11,9 @@
  * in deadline order, passed deadlines firing soon, INT64_MAX never, a run
  * with armed timers and no co returning, a later run firing them, a
  * callback that restarts its timer and stops another, timers firing while
- * cos stay ready, sched_free disarming them; stops asked before a run. */
+ * cos stay ready, sched_free disarming them; callbacks that spawn, post,
+ * cancel and close; stops asked before a run, and from a signal handler
+ * (errno kept). */
 #define _GNU_SOURCE
 #include "rt_test.h"
 
@@ -555,12 +557,104 @@ static void stops(aco_rt_sched_t* s) {
     CHECK_EQ(stop_ran, 2);
 }
 
+/* ---- what a callback may do: the calls that never wait, spawn, cancel ---- */
+static aco_rt_timer_t cb_t[4];
+static aco_rt_sem_t cb_sem;
+static aco_rt_chan_t* cb_ch;
+static aco_rt_co_t* cb_sleeper;
+static int cb_flags;
+static void cb_spawned(void* arg) { (void)arg; cb_flags |= 1; }
+static void cb_spawn(aco_rt_timer_t* t) {
+    (void)t;
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(NULL, cb_spawned, NULL)), 0);
+}
+static void cb_post(aco_rt_timer_t* t) { (void)t; aco_rt_sem_post(&cb_sem); }
+static void cb_cancel(aco_rt_timer_t* t) { (void)t; CHECK_EQ(aco_rt_cancel(cb_sleeper), 0); }
+static void cb_close(aco_rt_timer_t* t) { (void)t; CHECK_EQ(aco_rt_chan_close(cb_ch), 0); }
+static void cb_sem_co(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sem_wait(&cb_sem, -1), 0);
+    cb_flags |= 2;
+}
+static void cb_sleep_co(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sleep_until(-1), -ECANCELED);
+    cb_flags |= 4;
+}
+static void cb_chan_co(void* arg) {
+    (void)arg;
+    int v;
+    CHECK_EQ(aco_rt_chan_recv(cb_ch, &v, -1), -EPIPE);
+    cb_flags |= 8;
+}
+static void callbacks(aco_rt_sched_t* s) {
+    cb_flags = 0;
+    aco_rt_sem_init(&cb_sem, 0);
+    cb_ch = aco_rt_chan_new(sizeof(int), 0);
+    CHECK(cb_ch != NULL);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, cb_sem_co, NULL)), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, cb_chan_co, NULL)), 0);
+    cb_sleeper = aco_rt_spawn(s, cb_sleep_co, NULL);
+    CHECK(cb_sleeper != NULL);
+    CHECK_EQ(aco_rt_timer_start(&cb_t[0], in_ms(2), cb_spawn), 0);
+    CHECK_EQ(aco_rt_timer_start(&cb_t[1], in_ms(3), cb_post), 0);
+    CHECK_EQ(aco_rt_timer_start(&cb_t[2], in_ms(4), cb_cancel), 0);
+    CHECK_EQ(aco_rt_timer_start(&cb_t[3], in_ms(5), cb_close), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    CHECK_EQ(cb_flags, 15);
+    CHECK_EQ(aco_rt_detach(cb_sleeper), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    CHECK_EQ(aco_rt_chan_free(cb_ch), 0);
+}
+
+/* ---- a stop from a signal handler (errno kept) ---- */
+static volatile sig_atomic_t sig_errno_ok;
+static void on_usr1(int sig) {
+    (void)sig;
+    int saved = errno;
+    errno = 4242;
+    aco_rt_sched_stop(cur);
+    sig_errno_ok = errno == 4242;
+    errno = saved;
+}
+static pthread_t main_thread;
+static void* killer(void* arg) {
+    (void)arg;
+    usleep(20000);
+    CHECK_EQ(pthread_kill(main_thread, SIGUSR1), 0);
+    return NULL;
+}
+static void signal_stop(aco_rt_sched_t* s) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_usr1;
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+    main_thread = pthread_self();
+    forever_rc = 1;
+    forever = aco_rt_spawn(s, forever_fn, NULL);
+    CHECK(forever != NULL);
+    sig_errno_ok = 0;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, killer, NULL), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(sig_errno_ok, 1);
+    CHECK_EQ(forever_rc, 1);
+    CHECK_EQ(aco_rt_cancel(forever), 0);
+    CHECK_EQ(aco_rt_detach(forever), 0);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    CHECK_EQ(forever_rc, -ECANCELED);
+    signal(SIGUSR1, SIG_DFL);
+}
+
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     cur = s;
     deadlines(s);
     sleeps(s);
     stops(s);
+    callbacks(s);
+    signal_stop(s);
     timers(s);
 }
 
