@@ -475,7 +475,43 @@ static void reset_co(void* arg) {
     CHECK_EQ(aco_rt_recv_lend(sv[0], &d, in_ms(1000)), 0);
 }
 
+/* SHUT_RD by another co: a parked lend, and a parked recv on a lending
+ * socket, see the end of input */
+static int shut_stage;
+static ssize_t shut_rc[2];
+static void shut_lender(void* arg) {
+    (void)arg;
+    const char* d;
+    CHECK_EQ(aco_rt_write(sv[1], "s", 1, -1), 1);
+    CHECK_EQ(aco_rt_recv_lend(sv[0], &d, in_ms(1000)), 1);
+    CHECK_EQ(aco_rt_lend_return(d), 0);
+    shut_stage = 1;
+    const char* e = (const char*)&e;
+    shut_rc[0] = aco_rt_recv_lend(sv[0], &e, in_ms(3000));
+    CHECK(e == (const char*)&e);
+    shut_stage = 2;
+}
+static void shut_co(void* arg) {
+    (void)arg;
+    while (shut_stage < 1) CHECK_EQ(aco_rt_yield(), 0);
+    CHECK_EQ(aco_rt_sleep(3 * MS), 0);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_shutdown(sv[0], SHUT_RD, -1), 0);
+    while (shut_stage < 2) CHECK_EQ(aco_rt_sleep(1 * MS), 0);
+    CHECK_EQ(shut_rc[0], 0);
+    CHECK_LT(aco_rt_now() - t0, 1000 * MS);
+    char b;
+    CHECK_EQ(aco_rt_recv(sv[0], &b, 1, 0, in_ms(1000)), 0);
+    CHECK_EQ(aco_rt_wait(sv[0], POLLIN, in_ms(1000)) & POLLIN, POLLIN);
+}
+
 static void misc_case(aco_rt_sched_t* s) {
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    shut_stage = 0;
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, shut_lender, NULL)), 0);
+    test_go(s, shut_co, NULL);
+    CHECK_EQ(aco_rt_close(sv[0]), 0);
+    CHECK_EQ(aco_rt_close(sv[1]), 0);
     int types[2] = {SOCK_DGRAM, SOCK_SEQPACKET};
     for (int i = 0; i < 2; i++) {
         CHECK_EQ(socketpair(AF_UNIX, types[i], 0, sv), 0);

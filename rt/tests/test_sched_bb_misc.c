@@ -219,6 +219,8 @@ static void dl_two(void* arg) {
     CHECK_EQ(aco_rt_sem_wait(&dl_b, -1), 0);
     dl_done++;
 }
+static _Atomic int other_made, other_free;
+static void other_free_cb(aco_rt_timer_t* t) { (void)t; atomic_store(&other_free, 1); }
 static void deadlock(aco_rt_sched_t* s) {
     aco_rt_sem_init(&dl_a, 0);
     aco_rt_sem_init(&dl_b, 0);
@@ -235,6 +237,119 @@ static void deadlock(aco_rt_sched_t* s) {
     aco_rt_sem_post(&dl_a);        /* from outside cos */
     CHECK_EQ(aco_rt_sched_run(s), 0);
     CHECK_EQ(dl_done, 2);
+}
+
+/* -EDEADLK waits while another thread's scheduler is alive, and comes
+ * when it is freed */
+static void* other_sched_thread(void* arg) {
+    (void)arg;
+    aco_rt_sched_t* o = aco_rt_sched_new(NULL);
+    CHECK(o != NULL);
+    atomic_store(&other_made, 1);
+    while (!atomic_load(&other_free)) usleep(1000);
+    aco_rt_sched_free(o);
+    return NULL;
+}
+static void deadlock_other(aco_rt_sched_t* s) {
+    aco_rt_sem_init(&dl_a, 0);
+    aco_rt_sem_init(&dl_b, 0);
+    dl_done = 0;
+    atomic_store(&other_made, 0);
+    atomic_store(&other_free, 0);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, other_sched_thread, NULL), 0);
+    while (!atomic_load(&other_made)) sched_yield();
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, dl_one, NULL)), 0);
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, dl_two, NULL)), 0);
+    /* a timer of the run's own frees the other scheduler in 40 ms */
+    static aco_rt_timer_t t_free;
+    CHECK_EQ(aco_rt_timer_start(&t_free, in_ms(40), other_free_cb), 0);
+    int64_t t0 = aco_rt_now();
+    CHECK_EQ(aco_rt_sched_run(s), -EDEADLK);
+    CHECK_GE(aco_rt_now() - t0, 40 * MS);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(dl_done, 0);
+    aco_rt_sem_post(&dl_a);
+    CHECK_EQ(aco_rt_sched_run(s), 0);
+    CHECK_EQ(dl_done, 2);
+}
+
+/* ---- the counters while cos wait ---- */
+static aco_rt_sem_t st_sem;
+static int st_pipe[2], st_sp[2];
+static void st_poller(void* arg) {
+    (void)arg;
+    static struct pollfd p[3];
+    p[0] = (struct pollfd){st_pipe[0], POLLIN, 0};
+    p[1] = (struct pollfd){st_sp[0], POLLIN, 0};
+    p[2] = (struct pollfd){st_sp[1], POLLIN, 0};
+    CHECK_EQ(aco_rt_poll(p, 3, in_ms(5000)), 1);
+}
+static void st_waiter(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_wait(st_sp[1], POLLIN, in_ms(5000)), POLLIN);
+}
+static void st_semmer(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sem_wait(&st_sem, in_ms(5000)), 0);
+}
+static void st_forever(void* arg) {
+    (void)arg;
+    CHECK_EQ(aco_rt_sem_wait(&st_sem, -1), 0);
+}
+static void st_yielder(void* arg) {
+    (void)arg;
+    for (int i = 0; i < 10; i++) CHECK_EQ(aco_rt_yield(), 0);
+}
+static void stats_live_co(void* arg) {
+    (void)arg;
+    aco_rt_stats_t a, b;
+    aco_rt_stats(NULL, &a);
+    CHECK_EQ(a.cos_alive, 1);
+    CHECK_EQ(a.cos_parked, 0);
+    CHECK_EQ(a.io_inflight, 0);
+    aco_rt_sem_init(&st_sem, 0);
+    CHECK_EQ(pipe(st_pipe), 0);
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, st_sp), 0);
+    aco_rt_co_t* c[4];
+    c[0] = aco_rt_spawn(NULL, st_poller, NULL);
+    c[1] = aco_rt_spawn(NULL, st_waiter, NULL);
+    c[2] = aco_rt_spawn(NULL, st_semmer, NULL);
+    c[3] = aco_rt_spawn(NULL, st_forever, NULL);
+    aco_rt_stats(NULL, &b);
+    CHECK_EQ(b.cos_ready, 4);
+    CHECK_EQ(b.cos_alive, 5);
+    CHECK_EQ(b.spawned - a.spawned, 4);
+    CHECK_EQ(aco_rt_sleep(5 * MS), 0);
+    aco_rt_stats(NULL, &b);
+    CHECK_EQ(b.cos_alive, 5);
+    CHECK_EQ(b.cos_parked, 4);
+    CHECK_EQ(b.cos_ready, 0);
+    CHECK_EQ(b.io_inflight, 4);         /* a poll of 3 counts 3, a wait 1 */
+    CHECK_GE(b.timers, 3);              /* three deadlines */
+    CHECK_EQ(write(st_sp[0], "x", 1), 1);
+    aco_rt_sem_post(&st_sem);
+    aco_rt_sem_post(&st_sem);
+    for (int i = 0; i < 4; i++) CHECK_EQ(aco_rt_join(c[i], in_ms(5000)), 0);
+    /* (io_uring: the poll's cancelled operations are in the kernel until
+     * their completions come, at the scheduler's next look) */
+    CHECK_EQ(aco_rt_sleep(2 * MS), 0);
+    aco_rt_stats(NULL, &b);
+    CHECK_EQ(b.cos_alive, 1);
+    CHECK_EQ(b.cos_parked, 0);
+    CHECK_EQ(b.io_inflight, 0);
+    /* hand-offs among yielding cos */
+    aco_rt_stats(NULL, &a);
+    for (int i = 0; i < 3; i++) c[i] = aco_rt_spawn(NULL, st_yielder, NULL);
+    for (int i = 0; i < 3; i++) CHECK_EQ(aco_rt_join(c[i], in_ms(5000)), 0);
+    aco_rt_stats(NULL, &b);
+    CHECK_GE(b.switches - a.switches, 30);
+    CHECK_GT(b.handoffs - a.handoffs, 0);
+    CHECK_LE(b.handoffs - a.handoffs, b.switches - a.switches);
+    close(st_pipe[0]);
+    close(st_pipe[1]);
+    CHECK_EQ(aco_rt_close(st_sp[0]), 0);
+    CHECK_EQ(aco_rt_close(st_sp[1]), 0);
 }
 
 /* ---- spawn options, joins, detach, cancel ---- */
@@ -485,7 +600,9 @@ static void body(aco_rt_sched_t* s, void* arg) {
     outside(s);
     sched_refusals(s);
     deadlock(s);
+    deadlock_other(s);
     counters(s);
+    test_go(s, stats_live_co, NULL);
     CHECK_EQ(aco_rt_detach(aco_rt_spawn(s, cos_co, s)), 0);
     test_run(s);
 }
@@ -514,6 +631,33 @@ static void parked_forever(void* arg) {
     CHECK_EQ(aco_rt_sem_wait(&never, -1), 0);
     abort();        /* never woken: destroyed by pool_free */
 }
+static aco_rt_sem_t fewest_hold;
+static aco_rt_sched_t* _Atomic fewest_where;
+static void fewest_holder(void* arg) { (void)arg; CHECK_EQ(aco_rt_sem_wait(&fewest_hold, in_ms(10000)), 0); }
+static void fewest_probe(void* arg) { (void)arg; atomic_store(&fewest_where, aco_rt_sched_current()); }
+static void fewest(void) {
+    /* thread 0 holds three cos, thread 1 none: a spawn from outside and a
+     * group go to thread 1 */
+    aco_rt_sem_init(&fewest_hold, 0);
+    for (int k = 0; k < 2; k++) {
+        int busy = k, idle = 1 - k;
+        for (int i = 0; i < 3; i++)
+            CHECK_EQ(aco_rt_detach(aco_rt_spawn(aco_rt_pool_sched(pool, (unsigned)busy),
+                                                fewest_holder, NULL)), 0);
+        usleep(2000);
+        atomic_store(&fewest_where, NULL);
+        CHECK_EQ(aco_rt_detach(aco_rt_pool_spawn(pool, fewest_probe, NULL, NULL)), 0);
+        while (atomic_load(&fewest_where) == NULL) sched_yield();
+        CHECK(atomic_load(&fewest_where) == aco_rt_pool_sched(pool, (unsigned)idle));
+        aco_rt_group_t* g = aco_rt_pool_group_new(pool);
+        CHECK(g != NULL);
+        CHECK(aco_rt_group_sched(g) == aco_rt_pool_sched(pool, (unsigned)idle));
+        CHECK_EQ(aco_rt_group_free(g), 0);
+        for (int i = 0; i < 3; i++) aco_rt_sem_post(&fewest_hold);
+        CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, in_ms(10000)), 0);
+    }
+}
+
 static void pools(int b) {
     aco_rt_pool_opts_t o;
     memset(&o, 0, sizeof(o));
@@ -533,6 +677,7 @@ static void pools(int b) {
     errno = 0;
     CHECK(aco_rt_pool_spawn(NULL, napper, NULL, NULL) == NULL);
     CHECK_EQ(errno, EINVAL);
+    fewest();
     /* empty: a wait returns 0 even with a passed deadline */
     CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_DRAIN, 0), 0);
     CHECK_EQ(aco_rt_pool_wait(pool, ACO_RT_POOL_CANCEL, 0), 0);
