@@ -13,9 +13,9 @@
  * the channel's first cache line instead of on the queue: ch->direct (a
  * sender's element in ch->dval).  Whoever takes it reads and writes none of
  * its record, and a co of another thread of its pool wakes it through the
- * mailbox, the element inside (rt_wake_remote_box): across threads a
- * hand-over moves the channel's line and the mailbox's, not the record's
- * too.  It came first, so it is taken before the queue's waiters; it is
+ * mailbox, the element inside (rt_wake_remote_box), unless its line is
+ * watched (below): across threads a hand-over moves the channel's line
+ * and at most the mailbox's, not the record's too.  It came first, so it is taken before the queue's waiters; it is
  * taken under the lock, by one party (no claim): a waker, or its own
  * deadline or cancel (rt_chan_abort), which finds it gone when a waker was
  * first (the wake is then on its way).
@@ -27,7 +27,8 @@
  * dstate D_WATCHED.  A co of another thread that would take it leaves it
  * where it is instead: it gives or takes the element in dval and sets
  * D_HANDED there (direct_far, handed), in the line it holds anyway, and
- * writes nothing else but an eventfd if that scheduler sleeps (rt_notify).
+ * touches nothing of the waiter's (rt_notify then reads whether that
+ * scheduler sleeps; a waker outside its pool holds it too, rt_hold).
  * The scheduler, which looks at the line whenever it looks for messages,
  * wakes its co from the line without the lock (watch_pick), and puts the
  * channel in order later, under the lock, off the hand-over's way: on its
@@ -81,7 +82,7 @@ struct aco_rt_chan {
     uint8_t        closed;
     uint8_t        dsend;       /* direct is a sender (else a receiver) */
     uint8_t        busy;        /* the owner is inside without the lock */
-    uint8_t        dstate;      /* atomic: the direct receiver's line
+    uint8_t        dstate;      /* atomic: the direct waiter's line
                                    watch (D_*, "Watched lines" above) */
     aco_rt_waitq_t sendq;
     aco_rt_waitq_t recvq;
@@ -101,10 +102,10 @@ struct aco_rt_chan {
 _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
                "a channel's written fields share a cache line");
 
-/* dstate: the direct receiver's scheduler watches this line (D_WATCHED);
- * its wake is in it (D_HANDED: dval holds the element, or -errno with
- * D_ERR), until that scheduler's end; D_FREE: freed meanwhile, the end
- * frees it. */
+/* dstate: the direct waiter's scheduler watches this line (D_WATCHED);
+ * its wake is in it (D_HANDED: a receiver's element in dval, or -errno
+ * with D_ERR), until that scheduler's end; D_FREE: freed meanwhile, the
+ * end frees it. */
 #define D_WATCHED 1
 #define D_HANDED  RT_WATCH_HANDED
 #define D_ERR     4
@@ -164,8 +165,10 @@ static uint8_t watch_end_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s);
 __attribute__((noinline))
 static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
     rt_lock(&ch->lock);
-    /* (this scheduler's hand-over from the line, picked: tidied first) */
-    if (rt_unlikely(s != NULL && s->run.watch.obj == ch && s->run.watch.picked))
+    /* (this scheduler's hand-over from the line, picked: tidied first;
+     * one freed meanwhile is left to the drain's end, which frees it) */
+    if (rt_unlikely(s != NULL && s->run.watch.obj == ch && s->run.watch.picked) &&
+        !(dstate(ch) & D_FREE))
         watch_end_locked(ch, s);
     aco_rt_sched_t* o = __atomic_load_n(&ch->owner, __ATOMIC_RELAXED);
     if (rt_likely(o == OWNER_NONE || o == s)) return;
@@ -264,15 +267,16 @@ static void chan_destroy(aco_rt_chan_t* ch) {
 int aco_rt_chan_free(aco_rt_chan_t* ch) {
     if (ch == NULL) return 0;
     int fast = chan_enter(ch);
-    uint8_t st = dstate(ch);
-    if (ch->direct && (st & D_HANDED)) {
-        /* A receiver's wake waits in the line for its scheduler, which
-         * reads the line until its end: that end frees it. */
-        dstate_set(ch, (uint8_t)(st | D_FREE));
+    int busy = !rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq);
+    if (!busy && ch->direct && (dstate(ch) & D_HANDED)) {
+        /* The direct waiter's wake waits in the line for its scheduler,
+         * which reads the line until its end: that end frees it (release:
+         * the watcher reads dval after this value too). */
+        __atomic_fetch_or(&ch->dstate, (uint8_t)D_FREE, __ATOMIC_RELEASE);
         chan_leave(ch, fast);
         return 0;
     }
-    int busy = !rt_wq_empty(&ch->sendq) || !rt_wq_empty(&ch->recvq) || ch->direct;
+    busy |= ch->direct != NULL;
     chan_leave(ch, fast);
     if (busy) return -EBUSY;
     chan_destroy(ch);
@@ -300,7 +304,10 @@ static inline void* ring_at(aco_rt_chan_t* ch, size_t i) {
  * watched receiver whose wake is in the line, tagged with NOTIFY, to be
  * woken if it sleeps (handed). */
 #define DIRECT ((uintptr_t)2)
-#define NOTIFY ((uintptr_t)4)
+#define NOTIFY ((uintptr_t)6)     /* bits 1 and 2: no waiter (4-aligned) or
+                                     tagged co (bit 2 clear) has both */
+_Static_assert(_Alignof(aco_rt_sched_t) >= 8 && _Alignof(rt_waiter_t) >= 4,
+               "NOTIFY's tag bits");
 static inline rt_waiter_t* direct_tag(aco_rt_co_t* co) {
     return (rt_waiter_t*)((uintptr_t)co | DIRECT);
 }
@@ -368,7 +375,7 @@ static void notify_handed(rt_waiter_t* w) {
  * the index (and takes its other waiters off their queues itself).  ds:
  * the channel's direct_s, read under the lock (a direct waiter's). */
 static inline void fire(rt_waiter_t* w, int err, aco_rt_sched_t* ds) {
-    if (rt_unlikely((uintptr_t)w & NOTIFY)) { notify_handed(w); return; }
+    if (rt_unlikely(((uintptr_t)w & NOTIFY) == NOTIFY)) { notify_handed(w); return; }
     aco_rt_co_t* co = direct_co(w);
     if (co) {
         if (ds == rt_tls_sched) rt_wake(co, err);
@@ -386,7 +393,7 @@ static inline void fire(rt_waiter_t* w, int err, aco_rt_sched_t* ds) {
  * thread's scheduler). */
 static inline void fire_recv(rt_waiter_t* w, const void* elem, size_t n, aco_rt_sched_t* ds,
                              aco_rt_sched_t* here) {
-    if (rt_unlikely((uintptr_t)w & NOTIFY)) { notify_handed(w); return; }
+    if (rt_unlikely(((uintptr_t)w & NOTIFY) == NOTIFY)) { notify_handed(w); return; }
     aco_rt_co_t* co = direct_co(w);
     if (co == NULL) { fire(w, 0, ds); return; }
     if (ds == here) {
@@ -526,9 +533,11 @@ static void chan_forget(aco_rt_co_t* co) {
     if (ch->direct == co) {
         st = dstate(ch);
         ch->direct = NULL;
-        dstate_set(ch, 0);
+        if (st) {
+            dstate_set(ch, 0);
+            watch_drop(co->s, co);
+        }
     }
-    watch_drop(co->s, co);
     chan_leave(ch, fast);
     if (st & D_FREE) chan_destroy(ch);
 }

@@ -570,8 +570,10 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
             }
         }
         if (asked(s)) return 0;
-        int64_t spent = rt_now() - t0;
-        if (timeout > 0) timeout = timeout > spent ? timeout - spent : 0;
+        if (timeout > 0) {
+            int64_t spent = rt_now() - t0;
+            timeout = timeout > spent ? timeout - spent : 0;
+        }
     }
     __atomic_store_n(&s->mail.sleeping, 1, __ATOMIC_SEQ_CST);
     if (asked(s)) {
@@ -709,7 +711,7 @@ void rt_kernel_drop_cos(aco_rt_sched_t* s) {
     rt_cos_free_all(s);    /* (their timers went with the wheel) */
     /* a co picked from a watched line had its wake: the line's end is
      * left (a parked one's went with its forget) */
-    if (s->run.watch.state) s->run.watch.ops->end(s);
+    if (s->run.watch.picked) s->run.watch.ops->end(s);
     mbox_free_all(s);       /* (drained above: nobody sends now) */
 }
 

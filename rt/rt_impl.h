@@ -382,11 +382,6 @@ typedef struct rt_nq_batch {
     uint32_t     n;
 } rt_nq_batch_t;
 
-/* A scheduler: one sub-struct per part, each written by its owner alone
- * (the files named; tests/check_imports.sh holds the table and checks
- * it), read by the others where they must.  What other threads reach is
- * apart, in cache lines of its own (a shared line would move at every
- * switch). */
 /* A watched line (rt_watch_set): a co parked in an object of a kind's
  * (a channel) whose wake a thread of another scheduler writes into the
  * object's own first cache line, the one it took the lock in, instead of
@@ -413,6 +408,11 @@ typedef struct rt_watch {
     uint8_t               picked;           /* pick ran, end has not */
 } rt_watch_t;
 
+/* A scheduler: one sub-struct per part, each written by its owner alone
+ * (the files named; tests/check_imports.sh holds the table and checks
+ * it), read by the others where they must.  What other threads reach is
+ * apart, in cache lines of its own (a shared line would move at every
+ * switch). */
 typedef struct rt_run {                 /* loop.c: the loop and its co */
     aco_t*              main_co;
     aco_rt_co_t*        cur;            /* running co, NULL in the loop */

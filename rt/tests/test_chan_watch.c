@@ -1,6 +1,6 @@
-/* test_chan_watch - a receive's wake written into the channel's own line.
+/* test_chan_watch - a wake written into the channel's own line.
  *
- * A co that waits as a channel's direct receiver on a channel other
+ * A co that waits as a channel's direct waiter on a channel other
  * threads use has its scheduler watch that line (chan.c, "Watched
  * lines"): a sender of another thread writes the element there and the
  * receiver's thread wakes it from the line, tidying the channel later.
@@ -8,11 +8,13 @@
  * in order; a close wakes the receiver with -EPIPE; a deadline passes as
  * it would; a channel freed once the receive returned is freed (before
  * or after its receiver's thread has tidied it: no leak, no use after
- * free); a scheduler freed while the wake waits in the line takes its co
- * and leaves the channel free to free.  The receivers run on schedulers
- * of plain threads (the sender holds them while it writes) and sleep
- * between elements (the write must wake them), and two receivers of one
- * thread share its one watched line (the second wakes the usual way).
+ * free), and a free says -EBUSY while another receiver waits behind one
+ * whose thread has not; a scheduler freed while the wake waits in the
+ * line takes its co and leaves the channel free to free.  The receivers
+ * run on schedulers of plain threads (the sender holds them while it
+ * writes) and sleep between elements (the write must wake them), and two
+ * receivers of one thread share its one watched line (the second wakes
+ * the usual way).
  */
 #include "rt_test.h"
 
@@ -128,6 +130,42 @@ static void free_tx(void* arg) {
     atomic_store(&got3, 2);
 }
 
+/* ---- 3b. freed while a handed receiver's thread has not tidied it, and
+ * another receiver waits on the queue: -EBUSY, as for any waiter ---- */
+
+static aco_rt_chan_t* ch6;
+static atomic_int stage6;
+
+static void busy_rx(void* arg) {
+    (void)arg;
+    uint32_t v = 0;
+    CHECK_EQ(aco_rt_chan_recv(ch6, &v, -1), 0);     /* the direct waiter */
+    CHECK_EQ(v, 1);
+    atomic_store(&stage6, 2);
+    while (atomic_load(&stage6) != 3) {}            /* no tidying meanwhile */
+}
+
+static void queued_rx(void* arg) {
+    (void)arg;
+    uint32_t v = 0;
+    CHECK_EQ(aco_rt_chan_recv(ch6, &v, -1), 0);     /* queued behind it */
+    CHECK_EQ(v, 2);
+}
+
+static void busy_tx(void* arg) {
+    (void)arg;
+    aco_rt_co_t* q = aco_rt_spawn(NULL, queued_rx, NULL);
+    CHECK_EQ(aco_rt_yield(), 0);                    /* q queued */
+    uint32_t v = 1;
+    CHECK_EQ(aco_rt_chan_send(ch6, &v, -1), 0);     /* to the direct waiter */
+    while (atomic_load(&stage6) != 2) aco_rt_sleep(100000);
+    CHECK_EQ(aco_rt_chan_free(ch6), -EBUSY);        /* q waits */
+    atomic_store(&stage6, 3);
+    v = 2;
+    CHECK_EQ(aco_rt_chan_send(ch6, &v, -1), 0);
+    CHECK_EQ(aco_rt_join(q, -1), 0);
+}
+
 /* ---- 4. the receiver's scheduler freed with the wake in the line ---- */
 
 static aco_rt_chan_t* ch4;
@@ -236,6 +274,14 @@ static int body(int b) {
         tx_run(free_tx, NULL);
         CHECK_EQ(pthread_join(t.th, NULL), 0);
     }
+
+    CHECK((ch6 = aco_rt_chan_new(4, 0)) != NULL);
+    atomic_store(&stage6, 0);
+    rx_start(&t, busy_rx, NULL);
+    nap_ms(5);                      /* (the direct waiter, mostly) */
+    tx_run(busy_tx, NULL);
+    CHECK_EQ(pthread_join(t.th, NULL), 0);
+    CHECK_EQ(aco_rt_chan_free(ch6), 0);
 
     for (int free_first = 0; free_first < 2; free_first++) {
         CHECK((ch4 = aco_rt_chan_new(8, 0)) != NULL);
