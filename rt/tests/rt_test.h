@@ -287,6 +287,30 @@ static inline void test_on_backends(const aco_rt_opts_t* base,
     }
 }
 
+/* body(p) on each backend of $ACO_RT_TEST_BACKENDS, p a fresh pool of
+ * `threads` threads on it (every other option 0), freed after (0
+ * required); then after() if not NULL, for what must outlive the pool. */
+static inline void test_on_pools(unsigned threads, void (*body)(aco_rt_pool_t* p),
+                                 void (*after)(void)) {
+    test_watchdog();
+    int bs[8];
+    int n = test_backends(bs, 8);
+    for (int i = 0; i < n; i++) {
+        test_backend_id = bs[i];
+        test_backend_label = test_backend_str(bs[i]);
+        aco_rt_pool_opts_t o;
+        memset(&o, 0, sizeof(o));
+        o.threads = threads;
+        o.sched.backend = bs[i];
+        aco_rt_pool_t* p = aco_rt_pool_new(&o);
+        CHECK(p != NULL);
+        body(p);
+        CHECK_EQ(aco_rt_pool_free(p), 0);
+        if (after) after();
+        test_backend_label = "";
+    }
+}
+
 /* Spawn fn(arg) as a detached co of s, run s to the end (0 required). */
 static inline void test_go(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
     aco_rt_co_t* co = aco_rt_spawn(s, fn, arg);

@@ -259,36 +259,29 @@ static void lend_reader(void* arg) {
     CHECK_EQ(aco_rt_lend_return(d), 0);
 }
 
-int main(void) {
-    test_watchdog();
-    int bs[8];
-    int nb = test_backends(bs, 8);
-    for (int b = 0; b < nb; b++) {
-        test_backend_id = bs[b];
-        test_backend_label = test_backend_str(bs[b]);
-        aco_rt_pool_opts_t o;
-        memset(&o, 0, sizeof(o));
-        o.threads = 2;
-        o.sched.backend = bs[b];
-        pool = aco_rt_pool_new(&o);
-        CHECK(pool != NULL);
-        setup();
-        CHECK_EQ(aco_rt_detach(aco_rt_spawn(S(1), filler, NULL)), 0);
-        drain();
-        for (op = 0; op < OP_N; op++) {
-            one(0);
-            one(1);
-        }
-        lend_after();
-        CHECK_EQ(aco_rt_detach(aco_rt_spawn(S(0), lend_reader, NULL)), 0);
-        drain();
-        CHECK_EQ(aco_rt_pool_free(pool), 0);
-        CHECK_EQ(aco_rt_chan_free(ch_empty), 0);
-        CHECK_EQ(aco_rt_chan_free(ch_full), 0);
-        int fds[] = {pp[0], pp[1], sp[0], sp[1], lp[0], lp[1], lsn};
-        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) close(fds[i]);
-        test_backend_label = "";
+static void body(aco_rt_pool_t* p) {
+    pool = p;
+    setup();
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(S(1), filler, NULL)), 0);
+    drain();
+    for (op = 0; op < OP_N; op++) {
+        one(0);
+        one(1);
     }
+    lend_after();
+    CHECK_EQ(aco_rt_detach(aco_rt_spawn(S(0), lend_reader, NULL)), 0);
+    drain();
+}
+
+static void after_pool(void) {
+    CHECK_EQ(aco_rt_chan_free(ch_empty), 0);
+    CHECK_EQ(aco_rt_chan_free(ch_full), 0);
+    int fds[] = {pp[0], pp[1], sp[0], sp[1], lp[0], lp[1], lsn};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) close(fds[i]);
+}
+
+int main(void) {
+    test_on_pools(2, body, after_pool);
     puts("test_cancel_bb_xthread: ok");
     return 0;
 }

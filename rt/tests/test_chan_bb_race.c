@@ -254,27 +254,17 @@ static void close_both_sides(aco_rt_pool_t* p) {
     CHECK_EQ(aco_rt_chan_free(cl_sel), 0);
 }
 
+static void body(aco_rt_pool_t* p) {
+    size_t caps[] = {0, 1, 4};
+    for (int e = 0; e < 2; e++)
+        for (int c = 0; c < 3; c++)
+            for (int sel = 0; sel < 2; sel++)
+                one_round(p, e ? sizeof(big_t) : 8, caps[c], sel);
+    close_both_sides(p);
+}
+
 int main(void) {
-    test_watchdog();
-    int bs[8];
-    int nb = test_backends(bs, 8);
-    for (int b = 0; b < nb; b++) {
-        test_backend_id = bs[b];
-        test_backend_label = test_backend_str(bs[b]);
-        aco_rt_pool_opts_t o;
-        memset(&o, 0, sizeof(o));
-        o.threads = 2;
-        o.sched.backend = bs[b];
-        aco_rt_pool_t* p = aco_rt_pool_new(&o);
-        CHECK(p != NULL);
-        size_t caps[] = {0, 1, 4};
-        for (int e = 0; e < 2; e++)
-            for (int c = 0; c < 3; c++)
-                for (int sel = 0; sel < 2; sel++)
-                    one_round(p, e ? sizeof(big_t) : 8, caps[c], sel);
-        close_both_sides(p);
-        CHECK_EQ(aco_rt_pool_free(p), 0);
-    }
+    test_on_pools(2, body, NULL);
     puts("test_chan_bb_race: ok");
     return 0;
 }

@@ -299,27 +299,17 @@ static void cancels(void) {
     CHECK_EQ(aco_rt_close(sv[1]), 0);
 }
 
+static void body(aco_rt_pool_t* p) {
+    pool = p;
+    busy_elsewhere();
+    split();
+    handed();
+    closes();
+    cancels();
+}
+
 int main(void) {
-    test_watchdog();
-    int bs[8];
-    int nb = test_backends(bs, 8);
-    for (int b = 0; b < nb; b++) {
-        test_backend_id = bs[b];
-        test_backend_label = test_backend_str(bs[b]);
-        aco_rt_pool_opts_t o;
-        memset(&o, 0, sizeof(o));
-        o.threads = 2;
-        o.sched.backend = bs[b];
-        pool = aco_rt_pool_new(&o);
-        CHECK(pool != NULL);
-        busy_elsewhere();
-        split();
-        handed();
-        closes();
-        cancels();
-        CHECK_EQ(aco_rt_pool_free(pool), 0);
-        test_backend_label = "";
-    }
+    test_on_pools(2, body, NULL);
     puts("test_lend_bb_xthread: ok");
     return 0;
 }

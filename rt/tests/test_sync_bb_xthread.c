@@ -407,27 +407,18 @@ static void wg_xthread(void) {
     CHECK_EQ(aco_rt_wg_wait(&wgr, 0), -EPERM);
 }
 
+static void body(aco_rt_pool_t* p) {
+    pool = p;
+    mutex_xthread();
+    cond_xthread();
+    cond_cancels();
+    cond_races();
+    sem_xthread();
+    wg_xthread();
+}
+
 int main(void) {
-    test_watchdog();
-    int bs[8];
-    int nb = test_backends(bs, 8);
-    for (int b = 0; b < nb; b++) {
-        test_backend_id = bs[b];
-        test_backend_label = test_backend_str(bs[b]);
-        aco_rt_pool_opts_t o;
-        memset(&o, 0, sizeof(o));
-        o.threads = 2;
-        o.sched.backend = bs[b];
-        pool = aco_rt_pool_new(&o);
-        CHECK(pool != NULL);
-        mutex_xthread();
-        cond_xthread();
-        cond_cancels();
-        cond_races();
-        sem_xthread();
-        wg_xthread();
-        CHECK_EQ(aco_rt_pool_free(pool), 0);
-    }
+    test_on_pools(2, body, NULL);
     puts("test_sync_bb_xthread: ok");
     return 0;
 }
