@@ -1535,7 +1535,9 @@ aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i);
 /* Wait, outside the pool's threads, until every co of the pool has
  * finished: ACO_RT_POOL_DRAIN lets them run to their end,
  * ACO_RT_POOL_CANCEL first cancels each (aco_rt_cancel: their blocking
- * calls fail with -ECANCELED from then on; cos spawned later are not).
+ * calls fail with -ECANCELED from then on; cos spawned later are not, a
+ * co spawned once the cancel has reached the thread it was spawned on
+ * among them, say by a cancelled co, on whichever thread it runs).
  * 0, -ETIMEDOUT (they go on), -EDEADLK (called from one of its threads),
  * -EINVAL; those two before anything is cancelled.  It blocks the calling
  * thread (called from a co of another scheduler, that scheduler's other

@@ -603,14 +603,21 @@ unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
     rt_nq_batch_t got[RT_NQ_BATCHES];
     uint32_t nb = 0, n = 0;
     rt_lock(&victim->newq.lock);
-    /* A pool cancel asked of victim and not yet done there
-     * (aco_rt_pool_wait(CANCEL)): the cos taken now were spawned before it,
-     * so they are cancelled here as victim would have cancelled them.  (A
-     * thief that had done its own cancel already would miss them:
-     * rt_cancel_all marks only what is in the newq while it looks, under
-     * this lock.) */
-    int cancel = __atomic_load_n(&victim->ask.cancel_gen, __ATOMIC_SEQ_CST) !=
-                 __atomic_load_n(&victim->pooled.cancel_seen, __ATOMIC_SEQ_CST);
+    /* A pool's cancels (aco_rt_pool_wait(CANCEL)) are done by each thread
+     * in its turn, and a co is cancelled by the one done where it was
+     * spawned after it was spawned ("cos spawned later are not").  So cos
+     * taken now are cancelled here when victim has a cancel asked and not
+     * done (they were spawned before it, and rt_cancel_all marks only what
+     * is in the newq when it looks, under this lock), or when this thread
+     * has done one that victim has not yet been asked; and they are spared
+     * by this thread's next cancel when victim has done one that this
+     * thread has not (they were spawned after it, on victim).  The
+     * requests are counted alike on every thread of a pool. */
+    uint32_t v_gen = __atomic_load_n(&victim->ask.cancel_gen, __ATOMIC_SEQ_CST);
+    uint32_t v_seen = __atomic_load_n(&victim->pooled.cancel_seen, __ATOMIC_SEQ_CST);
+    int32_t ahead = (int32_t)(s->pooled.cancel_seen - v_seen);
+    int cancel = v_gen != v_seen || ahead > 0;
+    uint8_t spare = !cancel && ahead < 0 ? RT_SPARED : 0;
     uint32_t want = all ? victim->newq.count : victim->newq.count / 2;
     while (nb < want) {
         got[nb] = victim->newq.ring[victim->newq.first];
@@ -648,6 +655,9 @@ unsigned rt_take_new(aco_rt_sched_t* s, aco_rt_sched_t* victim, int all) {
             c->s = s;           /* published to others by started (rt_spawn_arrived) */
             if (cancel) __atomic_store_n(&c->cancel_req, (uint8_t)1, __ATOMIC_SEQ_CST);
             rt_spawn_arrived(s, c);
+            /* (after: a started co's cancel_req is read by no one else;
+             * an aco_rt_cancel that stored 1 since cancels it anyway) */
+            if (spare) __atomic_store_n(&c->cancel_req, spare, __ATOMIC_SEQ_CST);
             c = next;
         }
     }
@@ -973,7 +983,16 @@ int aco_rt_cancel(aco_rt_co_t* co) {
  * cancelled).  The caller read gen, then drained the inbox: a spawn sent
  * before the request is a co of s by now. */
 void rt_cancel_all(aco_rt_sched_t* s, uint32_t gen) {
-    for (uint32_t i = 0; i < s->recs.ncos; i++) rt_cancel_local(s->recs.cos[i]);
+    /* (a co that rt_take_new spared is spared by the next request only) */
+    int next = gen == s->pooled.cancel_seen + 1;
+    for (uint32_t i = 0; i < s->recs.ncos; i++) {
+        aco_rt_co_t* co = s->recs.cos[i];
+        if (__atomic_load_n(&co->cancel_req, __ATOMIC_RELAXED) == RT_SPARED) {
+            __atomic_store_n(&co->cancel_req, (uint8_t)0, __ATOMIC_RELAXED);
+            if (next) continue;
+        }
+        rt_cancel_local(co);
+    }
     rt_lock(&s->newq.lock);
     for (uint32_t b = 0; b < s->newq.count; b++) {
         const rt_nq_batch_t* nb = &s->newq.ring[(s->newq.first + b) % RT_NQ_BATCHES];

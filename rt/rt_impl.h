@@ -196,6 +196,11 @@ enum {
     RT_NO_START   = 1 << 6,     /* a remote spawn that found no memory */
     RT_OFFLOADING = 1 << 7,     /* a job of aco_rt_offload is in w.slot */
 };
+/* co->cancel_req of a started co that a thief took from a sibling whose
+ * pool cancel was done when its own was not: spawned after the cancel
+ * where it was spawned, so the thief's cancel_all of that request leaves
+ * it (rt_take_new, rt_cancel_all). */
+#define RT_SPARED 2
 /* co->joiner besides a joiner co: */
 #define RT_JOIN_DONE   ((aco_rt_co_t*)1)    /* finished (set by the co) */
 #define RT_JOIN_DETACH ((aco_rt_co_t*)2)    /* detached */
@@ -294,7 +299,8 @@ struct aco_rt_co {
     };
     uint8_t          started;   /* atomic: 0 while it waits in a pool
                                    thread's newq (others may take it) */
-    uint8_t          cancel_req;    /* atomic: cancelled before it started */
+    uint8_t          cancel_req;    /* atomic: cancelled before it started
+                                       (1); once started, RT_SPARED or 0 */
     uint32_t         slot;      /* index in s->cos */
     uint32_t         priv_cap;  /* the private buffer after the record: room
                                    (what the co asked for is in its last 4
