@@ -1637,7 +1637,8 @@ typedef struct {
                                    buffer (aco_rt_register_buffers) */
 } aco_rt_stats_t;
 
-/* Counters of s (NULL: the calling thread's scheduler). */
+/* Counters of s (NULL: the calling thread's scheduler; every counter 0 on
+ * a thread that has none).  out NULL: nothing done. */
 void aco_rt_stats(const aco_rt_sched_t* s, aco_rt_stats_t* out);
 
 /* Write one line per co of s (NULL: the current) to fd: its handle, name, state

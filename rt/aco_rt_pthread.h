@@ -136,7 +136,7 @@ int aco_rt_pthread_join(aco_rt_pthread_t t, void** ret);
 int aco_rt_pthread_tryjoin_np(aco_rt_pthread_t t, void** ret);
 /* As join, but ETIMEDOUT once abstime (CLOCK_REALTIME) passed; EINVAL for
  * a bad abstime while t runs (one that has ended is joined: 0, as
- * glibc's). */
+ * glibc's).  A NULL abstime waits as join does (glibc's too). */
 int aco_rt_pthread_timedjoin_np(aco_rt_pthread_t t, void** ret,
                                 const struct timespec* abstime);
 /* t is freed as soon as it ends; nobody joins it.  0, EINVAL (detached

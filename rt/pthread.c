@@ -296,8 +296,10 @@ int aco_rt_pthread_tryjoin_np(aco_rt_pthread_t t, void** ret) {
 
 /* (glibc 2.36 looks at abstime only to wait: a thread that has ended is
  * joined whatever abstime says, so here too; one still running with a
- * bad abstime is EINVAL, where glibc's own spins until it ends) */
+ * bad abstime is EINVAL, where glibc's own spins until it ends.  A NULL
+ * abstime is no limit there, as here.) */
 int aco_rt_pthread_timedjoin_np(aco_rt_pthread_t t, void** ret, const struct timespec* abstime) {
+    if (abstime == NULL) return join_until(t, ret, -1, 0);
     int64_t d = deadline_of(CLOCK_REALTIME, abstime);
     if (d < 0) return join_until(t, ret, 0, EINVAL);
     return join_until(t, ret, d, ETIMEDOUT);

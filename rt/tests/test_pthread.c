@@ -591,6 +591,13 @@ static void threads_join(void* arg) {
     r = NULL;
     CHECK_EQ(aco_rt_pthread_timedjoin_np(t, &r, &ab), 0);
     CHECK(r == &tag[3]);
+    /* a NULL abstime waits as join does (glibc's), here 20 ms */
+    CHECK_EQ(aco_rt_pthread_create(&t, NULL, sleeper, (void*)(intptr_t)(20 * MS)), 0);
+    int64_t t0 = aco_rt_now();
+    r = NULL;
+    CHECK_EQ(aco_rt_pthread_timedjoin_np(t, &r, NULL), 0);
+    CHECK(r == &tag[3]);
+    CHECK_GE(aco_rt_now() - t0, 20 * MS);
     CHECK_EQ(aco_rt_pthread_create(&t, NULL, ret_arg, &tag[1]), 0);
     CHECK_EQ(aco_rt_yield(), 0);
     CHECK_EQ(aco_rt_pthread_tryjoin_np(t, &r), 0);

@@ -143,7 +143,9 @@ static void* other_thread(void* arg) {
     CHECK(aco_rt_sched_current() == NULL);
     aco_rt_stats_t st;
     memset(&st, 0xab, sizeof(st));
-    aco_rt_stats(NULL, &st);       /* no scheduler here: nothing done */
+    aco_rt_stats(NULL, &st);       /* no scheduler here: every counter 0 */
+    const unsigned char* z = (const unsigned char*)&st;
+    for (size_t i = 0; i < sizeof(st); i++) CHECK_EQ(z[i], 0);
     aco_rt_dump(NULL, -1);
     errno = 0;
     CHECK(aco_rt_spawn(NULL, (aco_rt_fn_t)free, NULL) == NULL);
