@@ -40,16 +40,21 @@ gdb_run() {
         gdb -nx -q -batch "${setup[@]}" -ex run "$@" "$prog" 2>&1
         return
     fi
-    local try port qpid out=""
+    local try port qpid out="" qlog why=""
+    qlog=$(mktemp)
     # A subshell ($(gdb_run ...)) inherits RANDOM's state: without a seed
     # of its own every call tried the same three ports, and one taken by
     # another program of the suite failed them all.
     RANDOM=$(( BASHPID ^ $(date +%N | sed 's/^0*//;s/^$/0/') ))
-    for try in 1 2 3; do
+    for try in 1 2 3 4 5; do
+        # (after a failed try, a pause that grows: under the whole suite's
+        # load qemu-user has died at its start three times in a row, its
+        # reason kept below)
+        [ $try -gt 1 ] && sleep $((try - 1))
         port=$(( 20000 + (RANDOM * 7 + try) % 30000 ))
         # -k: a qemu-user still waiting for gdb keeps a TERM for its guest
         # and never dies of it
-        timeout -k 5 120 qemu-"$where" -g "$port" "$prog" > /dev/null 2>&1 &
+        timeout -k 5 120 qemu-"$where" -g "$port" "$prog" > /dev/null 2> "$qlog" &
         qpid=$!
         # Until qemu listens gdb is refused (and, retrying refusals for its
         # tcp connect-timeout, says "timed out" when qemu starts slowly
@@ -62,8 +67,13 @@ gdb_run() {
             grep -qE 'Connection (refused|timed out)' <<< "$out" || break
             sleep 0.1
         done
-        if wait $qpid; then echo "$out"; return; fi
+        local st=0
+        wait $qpid || st=$?
+        if [ $st = 0 ]; then rm -f "$qlog"; echo "$out"; return; fi
+        why="$why
+try $try, port $port, qemu-$where exited $st: $(head -c 400 "$qlog")"
     done
+    rm -f "$qlog"
     echo "$out"
-    echo "qemu-$where -g failed 3 times"
+    echo "qemu-$where -g failed 5 times:$why"
 }
