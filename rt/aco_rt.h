@@ -595,7 +595,10 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
  * still finds fd ready if it became so since that EAGAIN), and a deadline
  * already passed gives -ETIMEDOUT at once.  Without that EAGAIN the wait
  * may miss readiness that came before it (epoll: until the next change).
- * On anything but a socket the flag changes nothing.  Errors:
+ * On anything but a socket the flag changes nothing.  A regular file or a
+ * directory is ready for reading and writing at once, and never for
+ * anything else (poll(2)): a wait for other events (POLLPRI, POLLRDHUP,
+ * none) sleeps until the deadline.  Errors:
  *   -ETIMEDOUT  the deadline passed with fd not ready;
  *   -ECANCELED, -EPERM  as every blocking call;
  *   -EBADF      fd is not open (poll(2)'s POLLNVAL), or aco_rt_close

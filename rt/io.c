@@ -571,6 +571,13 @@ static int wait_on_socket(aco_rt_sched_t* s, int fd) {
     return f && rt_fd_kind(f, fd) == RT_FD_SOCK;
 }
 
+/* Is fd a regular file or a directory (poll(2) says them ready for
+ * reading and writing, never for anything else)? */
+static int never_ready(int fd) {
+    rt_sys_fid_t id;
+    return rt_sys_fid(fd, &id) == 0 && (S_ISREG(id.mode) || S_ISDIR(id.mode));
+}
+
 int aco_rt_wait(int fd, int events, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     if (rt_unlikely(fd < 0)) return -EBADF;     /* (poll(2) would skip it) */
@@ -619,6 +626,13 @@ int aco_rt_wait(int fd, int events, int64_t deadline) {
     if (n == 1) return p.revents & POLLNVAL ? -EBADF : p.revents;
     int r = rt_may_block(co, deadline);
     if (r) return r;
+    /* A regular file or a directory is ready for reading and writing at
+     * once (the look above), and never for anything else: neither epoll
+     * nor io_uring can wait on one (epoll_ctl's EPERM, the ring's
+     * -EINVAL), so a wait for other events is a sleep to the deadline.
+     * (Only a wait without POLLIN and POLLOUT looks at the file's type.) */
+    if (!(events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)) && never_ready(fd))
+        return (r = aco_rt_sleep_until(deadline)) != 0 ? r : -ETIMEDOUT;
     return co->s->backend.ops->wait_fd(co, fd, events, deadline);
 }
 

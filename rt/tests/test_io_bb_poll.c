@@ -320,12 +320,42 @@ static void eperm(void) {
     close(p[1]);
 }
 
+/* ---- aco_rt_wait on a file poll(2) never says ready for what is asked:
+ * the header says such a wait sleeps until its deadline (-ETIMEDOUT, never
+ * early).  Each mismatch is said, then the test fails.  (Before the fix,
+ * epoll returned the events asked at once and io_uring -EINVAL.) ---- */
+static int wait_file_bad;
+static void wait_file_expect(int fd, int events, const char* what) {
+    int64_t d = in_ms(20);
+    int r = aco_rt_wait(fd, events, d);
+    if (r != -ETIMEDOUT || aco_rt_now() < d) {
+        fprintf(stderr, "%s: [%s] aco_rt_wait(%s) = %d, want -ETIMEDOUT at the deadline (poll(2) revents: %#x)\n",
+                __FILE__, test_backend_label, what, r, (unsigned)raw_revents(fd, (short)events));
+        wait_file_bad++;
+    }
+}
+static void case_wait_file(void) {
+    int f = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    CHECK_GE(f, 0);
+    int dir = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    CHECK_GE(dir, 0);
+    wait_file_bad = 0;
+    wait_file_expect(f, POLLPRI, "regular file, POLLPRI, in 20 ms");
+    wait_file_expect(f, POLLRDHUP, "regular file, POLLRDHUP, in 20 ms");
+    wait_file_expect(f, 0, "regular file, events 0, in 20 ms");
+    wait_file_expect(dir, POLLPRI, "directory, POLLPRI, in 20 ms");
+    CHECK_EQ(aco_rt_close(f), 0);
+    CHECK_EQ(aco_rt_close(dir), 0);
+    CHECK_EQ(wait_file_bad, 0);
+}
+
 static void main_co(void* arg) {
     (void)arg;
     case_wait();
     case_poll();
     case_cancel();
     hooks_co(NULL);
+    case_wait_file();
 }
 static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
