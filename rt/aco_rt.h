@@ -489,8 +489,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * datagram peer by address whose queue is full (readiness cannot tell
  * when it has room) tries again after sleeps, 1 ms doubling to 64 ms,
  * until the deadline.  No bytes: a read, readv or writev of none returns 0 at once,
- * whatever the descriptor holds, as read(2), readv(2) and writev(2) do (or
- * -EBADF); a write of none does what write(2) does, at once: 0, or the
+ * whatever the descriptor holds and whatever the buffer or vector (NULL
+ * too), as read(2), readv(2) and writev(2) do (or -EBADF); a write of none does what write(2) does, at once: 0, or the
  * descriptor's error (-EPIPE on a socket shut for writing, ...), and on a
  * datagram socket it sends an empty datagram, which alone may wait for
  * room; a recv of none does what recv(2) does on a blocking socket: it
@@ -1587,8 +1587,9 @@ int aco_rt_group_join(aco_rt_group_t* g, int64_t deadline);
 
 /* Cancel every member (and those spawned until it is empty), then wait as
  * aco_rt_group_join.  Its -EPERM, -EINVAL and -EDEADLK come before anything
- * is cancelled.  On a group that is empty it cancels nothing, now or
- * later. */
+ * is cancelled; a caller that is cancelled itself cancels the members,
+ * then gets -ECANCELED at once.  On a group that is empty it cancels
+ * nothing, now or later. */
 int aco_rt_group_cancel(aco_rt_group_t* g, int64_t deadline);
 
 /* Free g (NULL: nothing, 0): 0; -EBUSY (nothing freed) while it has
@@ -1644,10 +1645,11 @@ typedef struct {
  * a thread that has none).  out NULL: nothing done. */
 void aco_rt_stats(const aco_rt_sched_t* s, aco_rt_stats_t* out);
 
-/* Write one line per co of s (NULL: the current) to fd: its handle, name, state
- * and what it waits on (object address, deadline).  From s's thread (a
- * scheduler's own call), or from a debugger that stopped the process:
- * async-signal-unsafe but lock-free, so gdb may call it (`call
+/* Write to fd a line for s (NULL: the current; its counters), then one
+ * line per co of s: its handle, name, state and what it waits on (object
+ * address, deadline); with no scheduler, one line that says so.  From s's
+ * thread (a scheduler's own call), or from a debugger that stopped the
+ * process: async-signal-unsafe but lock-free, so gdb may call it (`call
  * aco_rt_dump(0, 2)`) wherever the program stopped. */
 void aco_rt_dump(const aco_rt_sched_t* s, int fd);
 
