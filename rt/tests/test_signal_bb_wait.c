@@ -96,7 +96,7 @@ static void refusals(void* arg) {
     /* a passed deadline with nothing pending: at once */
     int64_t t0 = aco_rt_now();
     CHECK_EQ(aco_rt_signal_wait(&s, NULL, 0), -ETIMEDOUT);
-    CHECK_LT(aco_rt_now() - t0, 50 * MS);
+    CHECK_LT(aco_rt_now() - t0, 1000 * MS);     /* (loose: a loaded machine) */
     CHECK_EQ(lowest_fd(), fd0);
 }
 
