@@ -596,9 +596,9 @@ int aco_rt_connect(int fd, const struct sockaddr* addr, socklen_t addrlen,
  * already passed gives -ETIMEDOUT at once.  Without that EAGAIN the wait
  * may miss readiness that came before it (epoll: until the next change).
  * On anything but a socket the flag changes nothing.  A regular file or a
- * directory is ready for reading and writing at once, and never for
- * anything else (poll(2)): a wait for other events (POLLPRI, POLLRDHUP,
- * none) sleeps until the deadline.  Errors:
+ * directory is ready for reading and writing at once, never for anything
+ * else (poll(2)): a wait for other events (POLLPRI, POLLRDHUP, none) is a
+ * sleep to the deadline, which an aco_rt_close does not end.  Errors:
  *   -ETIMEDOUT  the deadline passed with fd not ready;
  *   -ECANCELED, -EPERM  as every blocking call;
  *   -EBADF      fd is not open (poll(2)'s POLLNVAL), or aco_rt_close
