@@ -268,6 +268,21 @@ static inline void test_backends_apart(int (*fn)(int backend)) {
  * stack it copied happens to keep). */
 static aco_rt_sched_t* test_cur_sched __attribute__((unused));
 
+/* fn(b) for each backend b of $ACO_RT_TEST_BACKENDS, with
+ * test_backend_id and test_backend_label set meanwhile: for bodies that
+ * make their own schedulers or pools. */
+static inline void test_each_backend(void (*fn)(int b)) {
+    test_watchdog();
+    int bs[8];
+    int n = test_backends(bs, 8);
+    for (int i = 0; i < n; i++) {
+        test_backend_id = bs[i];
+        test_backend_label = test_backend_str(bs[i]);
+        fn(bs[i]);
+        test_backend_label = "";
+    }
+}
+
 /* body(s, arg) on each backend of $ACO_RT_TEST_BACKENDS, each on a fresh
  * scheduler made with base (NULL: defaults), freed after. */
 static inline void test_on_backends(const aco_rt_opts_t* base,

@@ -18,7 +18,7 @@
  * count); a stream moved by calls with deadlines of 0-300 us (every byte
  * once, in order); a close of a lingering socket parking only the co. */
 #define _GNU_SOURCE
-#include "rt_test.h"
+#include "io_bb.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,31 +27,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 
-static int64_t in_ms(int ms) { return aco_rt_now() + ms * MS; }
 static int raw_fdflags(int fd) { return (int)syscall(SYS_fcntl, fd, F_GETFD); }
-static int raw_flags(int fd) { return (int)syscall(SYS_fcntl, fd, F_GETFL); }
-
-static aco_rt_co_t* go(aco_rt_fn_t fn, void* arg) {
-    aco_rt_co_t* co = aco_rt_spawn(NULL, fn, arg);
-    CHECK(co != NULL);
-    return co;
-}
-static void join(aco_rt_co_t* co) { CHECK_EQ(aco_rt_join(co, in_ms(20000)), 0); }
-
-static size_t drain(int fd) {
-    char b[65536];
-    size_t t = 0;
-    for (;;) {
-        ssize_t r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
-        if (r < 0 && errno == ENOTSOCK) {
-            struct pollfd p = {fd, POLLIN, 0};
-            if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return t;
-            r = read(fd, b, sizeof(b));
-        }
-        if (r <= 0) return t;
-        t += (size_t)r;
-    }
-}
 
 /* a port of loopback nobody listens on (bound, kept) */
 static int tcp_listener(struct sockaddr_in* a, int backlog) {

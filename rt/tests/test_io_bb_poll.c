@@ -13,20 +13,11 @@
  * aco_rt_hooks_active 0 in a program without the hooks; a regular file
  * ready at once for reading and writing and never for anything else. */
 #define _GNU_SOURCE
-#include "rt_test.h"
+#include "io_bb.h"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/socket.h>
-
-static int64_t in_ms(int ms) { return aco_rt_now() + ms * MS; }
-
-static aco_rt_co_t* go(aco_rt_fn_t fn, void* arg) {
-    aco_rt_co_t* co = aco_rt_spawn(NULL, fn, arg);
-    CHECK(co != NULL);
-    return co;
-}
-static void join(aco_rt_co_t* co) { CHECK_EQ(aco_rt_join(co, in_ms(20000)), 0); }
 
 static short raw_revents(int fd, short events) {
     struct pollfd p = {fd, events, 0};

@@ -14,7 +14,7 @@
  * blocking and non-blocking descriptors left as they were and the thread
  * never blocked, and buffers on one 64 KiB share stack shared by 8 cos. */
 #define _GNU_SOURCE
-#include "rt_test.h"
+#include "io_bb.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,32 +24,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-
-static int64_t in_ms(int ms) { return aco_rt_now() + ms * MS; }
-static int raw_flags(int fd) { return (int)syscall(SYS_fcntl, fd, F_GETFL); }
-
-static aco_rt_co_t* go(aco_rt_fn_t fn, void* arg) {
-    aco_rt_co_t* co = aco_rt_spawn(NULL, fn, arg);
-    CHECK(co != NULL);
-    return co;
-}
-static void join(aco_rt_co_t* co) { CHECK_EQ(aco_rt_join(co, in_ms(20000)), 0); }
-
-/* bytes waiting in a pipe or socket, taken by raw non-blocking reads */
-static size_t drain(int fd) {
-    char b[65536];
-    size_t t = 0;
-    for (;;) {
-        ssize_t r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
-        if (r < 0 && errno == ENOTSOCK) {
-            struct pollfd p = {fd, POLLIN, 0};
-            if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return t;
-            r = read(fd, b, sizeof(b));
-        }
-        if (r <= 0) return t;
-        t += (size_t)r;
-    }
-}
 
 static void mkpipe(int p[2], int flags) { CHECK_EQ(pipe2(p, O_CLOEXEC | flags), 0); }
 static void mkpair(int sv[2], int type) {

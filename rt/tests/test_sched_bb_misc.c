@@ -729,14 +729,7 @@ int main(void) {
     memset(&base, 0, sizeof(base));
     base.stack_size = 64 * 1024;
     test_on_backends(&base, body, NULL);
-    int bs[8];
-    int nb = test_backends(bs, 8);
-    for (int i = 0; i < nb; i++) {
-        test_backend_id = bs[i];
-        test_backend_label = test_backend_str(bs[i]);
-        pools(bs[i]);
-        test_backend_label = "";
-    }
+    test_each_backend(pools);
     puts("test_sched_bb_misc: ok");
     return 0;
 }

@@ -510,23 +510,11 @@ int main(void) {
     sigaddset(&m, SIG_TM);
     CHECK_EQ(pthread_sigmask(SIG_BLOCK, &m, NULL), 0);
     test_on_backends(NULL, body, NULL);
-    int bs[8];
-    int nb = test_backends(bs, 8);
-    for (int i = 0; i < nb; i++) {
-        test_backend_id = bs[i];
-        test_backend_label = test_backend_str(bs[i]);
-        pools(bs[i]);
-        test_backend_label = "";
-    }
+    test_each_backend(pools);
     sigset_t u2 = one(SIGUSR2);
     CHECK_EQ(pthread_sigmask(SIG_BLOCK, &u2, NULL), 0);
     signal(SIGUSR2, SIG_DFL);
-    for (int i = 0; i < nb; i++) {
-        test_backend_id = bs[i];
-        test_backend_label = test_backend_str(bs[i]);
-        helper_mask(bs[i]);
-        test_backend_label = "";
-    }
+    test_each_backend(helper_mask);
     puts("test_signal_bb_wait: ok");
     return 0;
 }

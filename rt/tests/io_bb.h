@@ -1,0 +1,43 @@
+/* io_bb.h - what the I/O section's black-box tests share
+ * (test_io_bb_stream, test_io_bb_ends, test_io_bb_poll): a deadline from
+ * now, a spawned co and its join, a descriptor's status flags and what
+ * waits in it, read past the runtime. */
+#ifndef IO_BB_H
+#define IO_BB_H
+
+#include "rt_test.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+static inline int64_t in_ms(int ms) { return aco_rt_now() + ms * MS; }
+/* fcntl(2)'s F_GETFL, past any hook */
+static inline int raw_flags(int fd) { return (int)syscall(SYS_fcntl, fd, F_GETFL); }
+
+/* a co of the calling thread's scheduler, and its join (20 s at most) */
+static inline aco_rt_co_t* go(aco_rt_fn_t fn, void* arg) {
+    aco_rt_co_t* co = aco_rt_spawn(NULL, fn, arg);
+    CHECK(co != NULL);
+    return co;
+}
+static inline void join(aco_rt_co_t* co) { CHECK_EQ(aco_rt_join(co, in_ms(20000)), 0); }
+
+/* bytes waiting in a pipe or socket, taken by raw non-blocking reads */
+static inline size_t drain(int fd) {
+    char b[65536];
+    size_t t = 0;
+    for (;;) {
+        ssize_t r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+        if (r < 0 && errno == ENOTSOCK) {
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return t;
+            r = read(fd, b, sizeof(b));
+        }
+        if (r <= 0) return t;
+        t += (size_t)r;
+    }
+}
+
+#endif
