@@ -24,8 +24,10 @@ static inline aco_rt_co_t* go(aco_rt_fn_t fn, void* arg) {
 }
 static inline void join(aco_rt_co_t* co) { CHECK_EQ(aco_rt_join(co, in_ms(20000)), 0); }
 
-/* bytes waiting in a pipe or socket, taken by raw non-blocking reads */
-static inline size_t drain(int fd) {
+/* bytes waiting in a pipe or socket, taken by raw non-blocking reads
+ * (never inlined: its 64 KiB buffer would join the caller's frame, which
+ * overflowed a co's stack under ASan) */
+static __attribute__((noinline, unused)) size_t drain(int fd) {
     char b[65536];
     size_t t = 0;
     for (;;) {
