@@ -2,6 +2,11 @@
  *
  *   aco_rt_bench pingpong [N]       chan_pingpong_ns: two cos, two unbuffered
  *                                   int channels, one send each way a round
+ *   aco_rt_bench pingpong_same [N]  chan_pingpong_same_ns: the same exchange
+ *                                   with both cos running one function (the
+ *                                   same calls in each): no return the CPU
+ *                                   mispredicts after a switch; its floor
+ *                                   is switches_deep
  *   aco_rt_bench switches [N]       switches_rtrip_ns: pingpong's floor: two
  *                                   plain cos (aco.h, no scheduler) that
  *                                   hand off to each other with
@@ -72,6 +77,7 @@
 #include "aco_rt.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -132,6 +138,27 @@ static void pingpong_body(long n) {
         aco_rt_chan_recv(ch_pong, &v, -1);
     }
 }
+
+/* ---- pingpong_same: the same exchange, both cos in one function ----
+ * Each co's send and receive are the very calls of the other's (the pong
+ * co receives once first, at a call of its own, then joins the loop), so
+ * after every switch the CPU's return predictor, which holds the other
+ * co's return addresses, is right: what pingpong costs without the
+ * returns it misses (docs/benchmarks.md, "Returns after a switch").  Its
+ * floor is switches_deep (two cos running one function). */
+__attribute__((noinline)) static void pp_same_loop(aco_rt_chan_t* tx, aco_rt_chan_t* rx, long n) {
+    int v = 0;
+    for (long i = 0; i < n; i++) {
+        if (aco_rt_chan_send(tx, &v, -1) != 0 || aco_rt_chan_recv(rx, &v, -1) != 0) return;
+        v++;
+    }
+}
+static void pong_same_co(void* arg) {
+    (void)arg;
+    int v;
+    if (aco_rt_chan_recv(ch_ping, &v, -1) == 0) pp_same_loop(ch_pong, ch_ping, LONG_MAX);
+}
+static void pingpong_same_body(long n) { pp_same_loop(ch_ping, ch_pong, n); }
 
 /* ---- switches: pingpong without channels, queues or scheduler ----
  * A pingpong round trip hands off twice (the sender parks in its receive
@@ -460,7 +487,7 @@ static int poll_setup(int nfds) {
 int main(int argc, char** argv) {
     if (argc < 2) {
 usage:
-        fprintf(stderr, "usage: aco_rt_bench pingpong|switches|switches_call|switches_deep|spawn_join|wake|timer|mutex|"
+        fprintf(stderr, "usage: aco_rt_bench pingpong|pingpong_same|switches|switches_call|switches_deep|spawn_join|wake|timer|mutex|"
                         "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline|locked|"
                         "poll1|poll2|poll16 [N]\n");
         return 2;
@@ -502,12 +529,14 @@ usage:
     }
     aco_rt_sched_t* s = aco_rt_sched_new(NULL);
     if (s == NULL) { perror("aco_rt_sched_new"); return 1; }
-    if (strcmp(what, "pingpong") == 0) {
+    if (strcmp(what, "pingpong") == 0 || strcmp(what, "pingpong_same") == 0) {
         if (!n_ops) n_ops = 1000000;
+        int same = what[8] != 0;
         ch_ping = aco_rt_chan_new(sizeof(int), 0);
         ch_pong = aco_rt_chan_new(sizeof(int), 0);
-        aco_rt_co_t* p = aco_rt_spawn(s, pong_co, NULL);
-        run_timed("chan_pingpong_ns", pingpong_body);
+        aco_rt_co_t* p = aco_rt_spawn(s, same ? pong_same_co : pong_co, NULL);
+        if (same) run_timed("chan_pingpong_same_ns", pingpong_same_body);
+        else run_timed("chan_pingpong_ns", pingpong_body);
         aco_rt_detach(p);
         aco_rt_sched_run(s);        /* ends in -EDEADLK: pong waits */
         aco_rt_chan_close(ch_ping); /* and the run below ends it */

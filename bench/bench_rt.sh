@@ -30,7 +30,9 @@
 #              hand-offs (aco_yield_to) with no channel; and switches_call,
 #              the same made inside a called function that then returns
 #              (what a blocking call cannot avoid: a return the CPU's
-#              predictor misses after each switch).
+#              predictor misses after each switch); and the exchange with
+#              both cos in one function (aco_rt_bench pingpong_same, Go's
+#              -same: no return missed) beside its floor, switches_deep.
 #   c. spawn   aco_rt_bench spawn_join vs Go (go/spawn.go), and the runtime's
 #              own wake / timer / mutex / mutex_handoff figures, each also
 #              of the single-thread build, in the same rounds; wake's floor
@@ -620,8 +622,11 @@ chan_section() {
     echo "commands: $OURS_BENCH pingpong $LOOP_N"
     echo "          $OURS_BENCH switches $LOOP_N   (the floor: the two hand-offs of a round trip, no channel)"
     echo "          $OURS_BENCH switches_call $LOOP_N   (the same inside a called function: a blocking call's floor)"
+    echo "          $OURS_BENCH pingpong_same $LOOP_N   (both cos in one function: no return mispredicted after a switch)"
+    echo "          $OURS_BENCH switches_deep $LOOP_N   (its floor: two cos handing off in one function)"
     [ $have_go = 1 ] && echo "          $PEERS/go_pingpong $loop_args_go   ($GO_VER)"
     [ $have_go_alt = 1 ] && echo "          $PEERS/go_pingpong_alt $loop_args_go   ($GO_ALT_VER, the second Go)"
+    [ $have_go = 1 ] && echo "          $PEERS/go_pingpong{,_alt} -same $loop_args_go   (both goroutines in one function)"
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $LOOP_N $LOOP_SEG $LOOP_WARM   (Boost $BOOST_VER, $fiber_kind)"
     # the single-thread build (ACO_RT_NO_THREADS: no locked instructions)
     # in the same rounds, an extra row and headline
@@ -637,8 +642,13 @@ chan_section() {
                 say "ours: '$OURS_BENCH switches' gave no switches_rtrip_ns: ${LAST_ERR:-no output}"
             run_metric call_pp switches_call_rtrip_ns 120 $OURS_BENCH switches_call "$LOOP_N" ||
                 say "ours: '$OURS_BENCH switches_call' gave no switches_call_rtrip_ns: ${LAST_ERR:-no output}"
+            run_metric same_pp chan_pingpong_same_ns 120 $OURS_BENCH pingpong_same "$LOOP_N" ||
+                say "ours: '$OURS_BENCH pingpong_same' gave no chan_pingpong_same_ns: ${LAST_ERR:-no output}"
+            run_metric deep_pp switches_deep_rtrip_ns 120 $OURS_BENCH switches_deep "$LOOP_N" ||
+                say "ours: '$OURS_BENCH switches_deep' gave no switches_deep_rtrip_ns: ${LAST_ERR:-no output}"
         else
             addv ours_pp n/a
+            addv same_pp n/a
         fi
         if [ $st_ok = 1 ]; then
             run_metric st_pp chan_pingpong_ns 120 "$OUT/aco_rt_bench_st" pingpong "$LOOP_N" ||
@@ -650,11 +660,17 @@ chan_section() {
             # shellcheck disable=SC2086
             run_metric go_pp chan_pingpong_ns 120 "$PEERS/go_pingpong" $loop_args_go ||
                 peer_failed "go_pingpong: ${LAST_ERR:-no output}"
+            # shellcheck disable=SC2086
+            run_metric go_same_pp chan_pingpong_same_ns 120 "$PEERS/go_pingpong" -same $loop_args_go ||
+                peer_failed "go_pingpong -same: ${LAST_ERR:-no output}"
         fi
         if [ $have_go_alt = 1 ]; then
             # shellcheck disable=SC2086
             run_metric go_alt_pp chan_pingpong_ns 120 "$PEERS/go_pingpong_alt" $loop_args_go ||
                 peer_failed "go_pingpong_alt: ${LAST_ERR:-no output}"
+            # shellcheck disable=SC2086
+            run_metric go_alt_same_pp chan_pingpong_same_ns 120 "$PEERS/go_pingpong_alt" -same $loop_args_go ||
+                peer_failed "go_pingpong_alt -same: ${LAST_ERR:-no output}"
         fi
         if [ $have_fiber = 1 ]; then
             run_metric fiber_pp chan_pingpong_ns 120 "$PEERS/fiber_pingpong" $LOOP_N $LOOP_SEG $LOOP_WARM ||
@@ -669,6 +685,11 @@ chan_section() {
     [ $have_fiber = 1 ] && printf '%-34s %10s   %s\n' "boost.fiber $BOOST_VER ($fiber_kind)" "$(med %.2f fiber_pp)" "$(rounds fiber_pp)"
     printf '%-34s %10s   %s\n' "(floor: 2 aco_yield_to, no channel)" "$(med %.2f floor_pp)" "$(rounds floor_pp)"
     printf '%-34s %10s   %s\n' "(the same inside a call)" "$(med %.2f call_pp)" "$(rounds call_pp)"
+    echo "both sides of the exchange in one function (pingpong_same, go -same):"
+    printf '%-34s %10s   %s\n' "aco_rt (ours)" "$(med %.2f same_pp)" "$(rounds same_pp)"
+    [ $have_go = 1 ] && printf '%-34s %10s   %s\n' "go $GO_VER" "$(med %.2f go_same_pp)" "$(rounds go_same_pp)"
+    [ $have_go_alt = 1 ] && printf '%-34s %10s   %s\n' "go $GO_ALT_VER (second Go)" "$(med %.2f go_alt_same_pp)" "$(rounds go_alt_same_pp)"
+    printf '%-34s %10s   %s\n' "(floor: switches_deep)" "$(med %.2f deep_pp)" "$(rounds deep_pp)"
     local o g f fl
     o=$(med %.2f ours_pp); f=$(med %.2f fiber_pp); fl=$(med %.2f floor_pp)
     go_best %.2f go_pp go_alt_pp; g=$G_BEST
@@ -681,6 +702,11 @@ chan_section() {
         o=$(med %.2f st_pp)
         headline chan_pingpong_single_thread_build_vs_go_ns ours="$o" peer="$g" floor="$fl"
     fi
+    # the same exchange with every return after a switch predictable: what
+    # pingpong's returns cost is the difference (docs/benchmarks.md)
+    go_best %.2f go_same_pp go_alt_same_pp
+    [ $have_go = 1 ] && echo "(the same-code headline's peer: $G_BEST_VER, the faster Go here)"
+    headline chan_pingpong_same_code_vs_go_ns ours="$(med %.2f same_pp)" peer="$G_BEST" floor="$(med %.2f deep_pp)"
 }
 
 OURS_MICRO="spawn_join:spawn_join_ns wake:wake_ns timer:timer_ns mutex:mutex_ns mutex_handoff:mutex_handoff_ns poll1:poll1_rtrip_ns poll2:poll2_rtrip_ns poll16:poll16_rtrip_ns"
