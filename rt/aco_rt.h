@@ -1218,6 +1218,9 @@ int aco_rt_bufio_flush_more(aco_rt_bufio_t* b, int64_t deadline);
  *   -EPERM      called outside a co of a running scheduler;
  *   -ENOSYS     the single-thread build (-DACO_RT_NO_THREADS): it has no
  *               helper threads.
+ * -EPERM and -EINVAL come before -ECANCELED (a cancelled co that passes a
+ * NULL fn is told -EINVAL).  arg itself may be NULL: it is fn's.  After an
+ * error *result is left as it was.
  * Who owns arg.  After 0, and after -EAGAIN, -ENOMEM, -EINVAL, -EPERM and
  * -ENOSYS, arg is the caller's again (after the errors fn never ran, and
  * drop is not called).  After -ETIMEDOUT and -ECANCELED the co stopped
@@ -1233,7 +1236,9 @@ int aco_rt_bufio_flush_more(aco_rt_bufio_t* b, int64_t deadline);
  * So drop must not block for long, and must expect to run on any thread.
  * A co destroyed while it waits (aco_rt_sched_free, aco_rt_pool_free) is
  * treated as one that stopped waiting: drop is called once, on the helper
- * thread or, if fn had already ended, in the freeing call.
+ * thread or, if fn had already ended, by the free of the co's scheduler,
+ * on that scheduler's thread (aco_rt_pool_free: the pool's), before the
+ * free returns.
  *
  * The pool: helper threads are started when work waits and none is idle, up
  * to the limit; a thread idle for 10 s ends.  Work is taken in FIFO order.
@@ -1544,7 +1549,7 @@ aco_rt_sched_t* aco_rt_pool_sched(aco_rt_pool_t* p, unsigned i);
  * 0, -ETIMEDOUT (they go on), -EDEADLK (called from one of its threads),
  * -EINVAL; those two before anything is cancelled.  It blocks the calling
  * thread (called from a co of another scheduler, that scheduler's other
- * cos wait too). */
+ * cos wait too, and a cancel of the calling co does not end the wait). */
 enum { ACO_RT_POOL_DRAIN = 0, ACO_RT_POOL_CANCEL = 1 };
 int aco_rt_pool_wait(aco_rt_pool_t* p, int how, int64_t deadline);
 
