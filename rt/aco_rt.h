@@ -1084,11 +1084,12 @@ const char* aco_rt_file_way(const char* call);
  * buffer and stay valid until the next call on b that reads or consumes.
  *
  * Writing.  write copies into the write buffer and sends when it is full;
- * flush sends what is buffered.  After an error other than -ETIMEDOUT and
- * -ECANCELED the writer is broken: every later write and flush returns that
- * error at once (the connection is done for: close it) and what it still
- * held is never sent.  After -ETIMEDOUT or -ECANCELED the unsent bytes stay
- * buffered, in order, and a later flush goes on with them. */
+ * flush sends what is buffered.  After an error other than -ETIMEDOUT,
+ * -ECANCELED and -ENOMEM the writer is broken: every later write and flush
+ * returns that error at once (the connection is done for: close it) and
+ * what it still held is never sent.  After -ETIMEDOUT, -ECANCELED or
+ * -ENOMEM (see "No memory" above) the unsent bytes stay buffered, in
+ * order, and a later flush goes on with them. */
 typedef struct aco_rt_bufio aco_rt_bufio_t;
 
 /* A bufio on fd with rsize bytes of read buffer and wsize of write buffer
@@ -1145,10 +1146,12 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
  * an error or the deadline came first: with n up to the read buffer's size
  * nothing is consumed (the bytes that came stay buffered, a later call has
  * them); a larger n reads its tail straight into buf, and an error or the
- * deadline after part of it returns the count taken so far instead (r < n:
- * the next call that reads says why, once: -ETIMEDOUT for the deadline,
- * even with a new one and bytes come since; 0 again at the end of file;
- * a cancel's -ECANCELED, as every later call of a cancelled co). */
+ * deadline after part of it returns the count taken so far instead (the
+ * bytes it took from the buffer count; r < n: the next call that reads
+ * says why, once: -ETIMEDOUT for the deadline, even with a new one and
+ * bytes come since; 0 again at the end of file; for a cancel, the
+ * cancelled co's own -ECANCELED, as every later call of that co: b keeps
+ * nothing of it, and another co that takes b over reads on). */
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline);
 
 /* The bytes up to and including the first delim (a byte: delim as an

@@ -310,7 +310,9 @@ int aco_rt_bufio_consume(aco_rt_bufio_t* b, size_t n) {
 
 /* Send the write buffer, then data[0, n), until all is out or an error:
  * 0 or -errno.  The buffer keeps what did not go; *sent: bytes of data
- * that went.  An error but the deadline and cancel is kept (werr). */
+ * that went.  An error but the deadline, a cancel and a lack of memory
+ * (none of which sent anything: aco_rt_writev says so at once) is kept
+ * (werr). */
 static int send_out(aco_rt_bufio_t* b, const char* data, size_t n, int more,
                     int64_t deadline, size_t* sent) {
     size_t boff = 0, doff = 0;
@@ -350,7 +352,7 @@ static int send_out(aco_rt_bufio_t* b, const char* data, size_t n, int more,
     memmove(b->w, b->w + boff, b->wlen - boff);
     b->wlen -= boff;
     if (sent) *sent = doff;
-    if (err && err != -ETIMEDOUT && err != -ECANCELED) b->werr = err;
+    if (err && err != -ETIMEDOUT && err != -ECANCELED && err != -ENOMEM) b->werr = err;
     return err;
 }
 

@@ -421,6 +421,13 @@ static void case_ebadf(int k) {
     CHECK_EQ(aco_rt_bufio_read_until(b, '\n', 0, &v, in_ms(5000)), -ENOMEM);
     CHECK_EQ(aco_rt_bufio_write(b, "x", 1, in_ms(5000)), 1);
     CHECK_EQ(aco_rt_bufio_flush(b, in_ms(5000)), -ENOMEM);
+    /* -ENOMEM does not break the writer ("Writing"): the byte stays, the
+     * next write is buffered beside it, a later flush tries again */
+    CHECK_EQ(aco_rt_bufio_unflushed(b), 1);
+    CHECK_EQ(aco_rt_bufio_write(b, "y", 1, in_ms(5000)), 1);
+    CHECK_EQ(aco_rt_bufio_unflushed(b), 2);
+    CHECK_EQ(aco_rt_bufio_flush(b, in_ms(5000)), -ENOMEM);
+    CHECK_EQ(aco_rt_bufio_unflushed(b), 2);
     aco_rt_bufio_free(b);
 }
 
