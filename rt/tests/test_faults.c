@@ -284,6 +284,44 @@ static void co_sock_ask(void* arg) {
     CHECK_EQ(memcmp(buf, "hello", 5), 0);
 }
 
+/* bufio: blocks larger than the socket holds, so that writes and flushes
+ * wait; made (and its descriptor's record: the writer's end is moved to a
+ * number of a chunk of the table nothing used yet) under the faults, and
+ * every byte comes once, in order. */
+enum { BUFIO_BLOCK = 48 * 1024, BUFIO_BLOCKS = 3 };
+static unsigned char bufio_byte(long i) { return (unsigned char)(i * 7 + (i >> 9)); }
+static void co_bufio_writer(void* arg) {
+    int fd = *(int*)arg;
+    aco_rt_bufio_t* b = TRYP(aco_rt_bufio_new(fd, 256, 4096));
+    static unsigned char blk[BUFIO_BLOCK];
+    for (long k = 0; k < BUFIO_BLOCKS; k++) {
+        for (long i = 0; i < BUFIO_BLOCK; i++) blk[i] = bufio_byte(k * BUFIO_BLOCK + i);
+        /* a small write first (buffered), then the rest (out at once) */
+        CHECK_EQ(TRY(aco_rt_bufio_write(b, blk, 100, soon(5000))), 100);
+        CHECK_EQ(TRY(aco_rt_bufio_write(b, blk + 100, BUFIO_BLOCK - 100, soon(5000))),
+                 BUFIO_BLOCK - 100);
+        CHECK_EQ(TRY(aco_rt_bufio_flush(b, soon(5000))), 0);
+        CHECK_EQ(aco_rt_bufio_unflushed(b), 0);
+    }
+    aco_rt_bufio_free(b);
+    CHECK_EQ(TRY(aco_rt_shutdown(fd, SHUT_WR, soon(5000))), 0);
+}
+static void co_bufio_reader(void* arg) {
+    int fd = *(int*)arg;
+    aco_rt_bufio_t* b = TRYP(aco_rt_bufio_new(fd, 512, 0));
+    static unsigned char got[4096];
+    long at = 0;
+    for (;;) {
+        long r = TRY(aco_rt_bufio_read(b, got, sizeof(got), soon(5000)));
+        CHECK_GE(r, 0);
+        if (r == 0) break;
+        for (long i = 0; i < r; i++) CHECK_EQ(got[i], bufio_byte(at + i));
+        at += r;
+    }
+    CHECK_EQ(at, (long)BUFIO_BLOCK * BUFIO_BLOCKS);
+    aco_rt_bufio_free(b);
+}
+
 static struct sockaddr_in tcp_addr;
 
 static void co_acceptor(void* arg) {
@@ -426,7 +464,7 @@ static void co_main(void* arg) {
     static aco_rt_timer_t t;
     CHECK_EQ(aco_rt_timer_start(&t, soon(1), on_timer), 0);
 
-    aco_rt_co_t* cos[16];
+    aco_rt_co_t* cos[24];
     int n = 0;
     aco_rt_spawn_opts_t po = {.private_size = 200, .save_size = 256};
     cos[n++] = spawn(co_private, (void*)(uintptr_t)200, &po);
@@ -454,6 +492,20 @@ static void co_main(void* arg) {
     if (own_fd(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))) {
         cos[n++] = spawn(co_sock_echo, &sp[0], NULL);
         cos[n++] = spawn(co_sock_ask, &sp[1], NULL);
+    }
+    /* (the writer's end moved to a number of a chunk of the descriptor
+     * table nothing used yet: its first flush makes the runtime's record,
+     * an allocation that can fail; not with a lowered limit) */
+    static int bp[2] = {-1, -1};
+    if (fault_err == ENOMEM && own_fd(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, bp))) {
+        int hi = fcntl(bp[0], F_DUPFD_CLOEXEC, 700);
+        CHECK_GE(hi, 700);
+        close(bp[0]);
+        bp[0] = hi;
+        int small = 4096;
+        CHECK_EQ(setsockopt(hi, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+        cos[n++] = spawn(co_bufio_writer, &bp[0], NULL);
+        cos[n++] = spawn(co_bufio_reader, &bp[1], NULL);
     }
     if (own_fd(lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0))) {
         memset(&tcp_addr, 0, sizeof(tcp_addr));
@@ -502,6 +554,11 @@ static void co_main(void* arg) {
     if (sp[0] >= 0) {
         CHECK_EQ(aco_rt_close(sp[0]), 0);
         CHECK_EQ(aco_rt_close(sp[1]), 0);
+    }
+    if (bp[0] >= 0) {
+        CHECK_EQ(aco_rt_close(bp[0]), 0);
+        CHECK_EQ(aco_rt_close(bp[1]), 0);
+        bp[0] = bp[1] = -1;
     }
     if (lfd >= 0 && fault_err == EMFILE) accept_at_limit(lfd);
     if (lfd >= 0) CHECK_EQ(aco_rt_close(lfd), 0);
