@@ -267,7 +267,21 @@ static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
 static void mx_forked(void);
 static int libc_ready;
 
+/* The function a hook passes its call on to: libc's, or a sanitizer's
+ * interceptor of it where the program has one.  A sanitizer's runtime
+ * linked into the program (clang's) holds its interceptors there, beside
+ * this file when it is linked in too, and RTLD_NEXT skips them for
+ * libc's: TSan then never saw the hooked pthread_mutex_lock of a helper
+ * thread and reported a race on what that mutex guards.  The
+ * interceptor's own name finds it (LLVM 17 on: three underscores). */
 static void* next(const char* name) {
+    static const char* const pre[] = {"___interceptor_", "__interceptor_"};
+    for (int i = 0; i < 2; i++) {
+        char in[64];
+        if ((size_t)snprintf(in, sizeof(in), "%s%s", pre[i], name) >= sizeof(in)) continue;
+        void* g = dlsym(RTLD_DEFAULT, in);
+        if (g) return g;
+    }
     void* f = dlsym(RTLD_NEXT, name);
     if (f == NULL) {
         static const char m[] = "libaco_hook: dlsym(RTLD_NEXT) found no libc function\n";
