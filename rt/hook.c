@@ -267,20 +267,35 @@ static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
 static void mx_forked(void);
 static int libc_ready;
 
-/* The function a hook passes its call on to: libc's, or a sanitizer's
- * interceptor of it where the program has one.  A sanitizer's runtime
- * linked into the program (clang's) holds its interceptors there, beside
- * this file when it is linked in too, and RTLD_NEXT skips them for
- * libc's: TSan then never saw the hooked pthread_mutex_lock of a helper
- * thread and reported a race on what that mutex guards.  The
- * interceptor's own name finds it (LLVM 17 on: three underscores). */
+/* Is p in the object this file is in (the program, or libaco_hook.so)? */
+static int ours(void* p) {
+    Dl_info a, b;
+    return p && dladdr(p, &a) && dladdr((void*)&ours, &b) && a.dli_fbase == b.dli_fbase;
+}
+
+/* The function a hook passes its call on to: libc's, found past this
+ * object (RTLD_NEXT), or a sanitizer's interceptor of it where the hook
+ * hides it.  A sanitizer's runtime linked into the program (clang's) has
+ * its interceptors there, and a hook linked in too is the definition the
+ * program reaches (the interceptor's name is weak): RTLD_NEXT then gave
+ * libc's, past the interceptor, and TSan never saw a hooked
+ * pthread_mutex_lock of a helper thread and reported races on what it
+ * guards.  So when the name's first definition is this object's and an
+ * interceptor exists (LLVM 17 on: three underscores), the hook calls the
+ * interceptor, which hands the call to libc.  When the interceptor comes
+ * first (a sanitized program that loads libaco_hook.so: it hands its
+ * calls to the hooks), RTLD_NEXT is right, and the interceptor would
+ * loop back here. */
 static void* next(const char* name) {
-    static const char* const pre[] = {"___interceptor_", "__interceptor_"};
-    for (int i = 0; i < 2; i++) {
-        char in[64];
-        if ((size_t)snprintf(in, sizeof(in), "%s%s", pre[i], name) >= sizeof(in)) continue;
-        void* g = dlsym(RTLD_DEFAULT, in);
-        if (g) return g;
+    void* first = dlsym(RTLD_DEFAULT, name);
+    if (ours(first)) {
+        static const char* const pre[] = {"___interceptor_", "__interceptor_"};
+        for (int i = 0; i < 2; i++) {
+            char in[64];
+            if ((size_t)snprintf(in, sizeof(in), "%s%s", pre[i], name) >= sizeof(in)) continue;
+            void* g = dlsym(RTLD_DEFAULT, in);
+            if (g && g != first) return g;
+        }
     }
     void* f = dlsym(RTLD_NEXT, name);
     if (f == NULL) {
