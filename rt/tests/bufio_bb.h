@@ -22,16 +22,8 @@ static const char* const kind_name[NKIND] __attribute__((unused)) = {"unix", "tc
 /* A TCP connection over loopback: c[0] the client, c[1] the accepted
  * end, both blocking (plain connect(2): loopback connects at once). */
 static __attribute__((unused)) void tcp_pair(int c[2]) {
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(l, 0);
     struct sockaddr_in a;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(l, (struct sockaddr*)&a, sizeof(a)), 0);
-    CHECK_EQ(listen(l, 4), 0);
-    socklen_t al = sizeof(a);
-    CHECK_EQ(getsockname(l, (struct sockaddr*)&a, &al), 0);
+    int l = loopback_listener(&a);
     c[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(c[0], 0);
     CHECK_EQ(connect(c[0], (struct sockaddr*)&a, sizeof(a)), 0);

@@ -7,7 +7,9 @@
 
 #include "rt_test.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -23,6 +25,21 @@ static inline aco_rt_co_t* go(aco_rt_fn_t fn, void* arg) {
     return co;
 }
 static inline void join(aco_rt_co_t* co) { CHECK_EQ(aco_rt_join(co, in_ms(20000)), 0); }
+
+/* a listening TCP socket on loopback, port 0 (the kernel's choice: *a
+ * says it) */
+static inline int loopback_listener(struct sockaddr_in* a) {
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_GE(l, 0);
+    memset(a, 0, sizeof(*a));
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(bind(l, (struct sockaddr*)a, sizeof(*a)), 0);
+    CHECK_EQ(listen(l, 4), 0);
+    socklen_t al = sizeof(*a);
+    CHECK_EQ(getsockname(l, (struct sockaddr*)a, &al), 0);
+    return l;
+}
 
 /* bytes waiting in a pipe or socket, taken by raw non-blocking reads
  * (never inlined: its 64 KiB buffer would join the caller's frame, which

@@ -277,13 +277,7 @@ __attribute__((noinline)) static void ss_reader(void* arg) {
     x->done = 1;
 }
 static void run_share_stack(int backend) {
-    aco_rt_opts_t o;
-    memset(&o, 0, sizeof(o));
-    o.backend = backend;
-    o.share_stacks = 1;
-    o.stack_size = 64 * 1024;
-    aco_rt_sched_t* s = aco_rt_sched_new(&o);
-    CHECK(s != NULL);
+    aco_rt_sched_t* s = test_one_stack_sched(backend);
     static ss_t x[SS_PAIRS];
     for (int i = 0; i < SS_PAIRS; i++) {
         x[i].k = i % 3;

@@ -32,15 +32,8 @@ static void mkpair(int sv[2], int type) {
 
 /* a TCP connection over loopback (port 0: the kernel's choice) */
 static void tcp_pair(int sv[2]) {
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(l, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(l, (struct sockaddr*)&a, sizeof(a)), 0);
-    CHECK_EQ(listen(l, 4), 0);
-    socklen_t al = sizeof(a);
-    CHECK_EQ(getsockname(l, (struct sockaddr*)&a, &al), 0);
+    struct sockaddr_in a;
+    int l = loopback_listener(&a);
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(c, 0);
     CHECK_EQ(aco_rt_connect(c, (struct sockaddr*)&a, sizeof(a), in_ms(5000)), 0);
