@@ -23,7 +23,7 @@ static const char* const kind_name[NKIND] __attribute__((unused)) = {"unix", "tc
  * end, both blocking (plain connect(2): loopback connects at once). */
 static __attribute__((unused)) void tcp_pair(int c[2]) {
     struct sockaddr_in a;
-    int l = loopback_listener(&a);
+    int l = loopback_listener(&a, 4);
     c[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(c[0], 0);
     CHECK_EQ(connect(c[0], (struct sockaddr*)&a, sizeof(a)), 0);

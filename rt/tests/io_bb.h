@@ -26,16 +26,16 @@ static inline aco_rt_co_t* go(aco_rt_fn_t fn, void* arg) {
 }
 static inline void join(aco_rt_co_t* co) { CHECK_EQ(aco_rt_join(co, in_ms(20000)), 0); }
 
-/* a listening TCP socket on loopback, port 0 (the kernel's choice: *a
- * says it) */
-static inline int loopback_listener(struct sockaddr_in* a) {
+/* a TCP socket bound on loopback, port 0 (the kernel's choice: *a says
+ * it), listening with backlog (< 0: bound only, nobody listens there) */
+static inline int loopback_listener(struct sockaddr_in* a, int backlog) {
     int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(l, 0);
     memset(a, 0, sizeof(*a));
     a->sin_family = AF_INET;
     a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     CHECK_EQ(bind(l, (struct sockaddr*)a, sizeof(*a)), 0);
-    CHECK_EQ(listen(l, 4), 0);
+    if (backlog >= 0) CHECK_EQ(listen(l, backlog), 0);
     socklen_t al = sizeof(*a);
     CHECK_EQ(getsockname(l, (struct sockaddr*)a, &al), 0);
     return l;

@@ -29,20 +29,6 @@
 
 static int raw_fdflags(int fd) { return (int)syscall(SYS_fcntl, fd, F_GETFD); }
 
-/* a port of loopback nobody listens on (bound, kept) */
-static int tcp_listener(struct sockaddr_in* a, int backlog) {
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK_GE(l, 0);
-    memset(a, 0, sizeof(*a));
-    a->sin_family = AF_INET;
-    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(bind(l, (struct sockaddr*)a, sizeof(*a)), 0);
-    if (backlog >= 0) CHECK_EQ(listen(l, backlog), 0);
-    socklen_t al = sizeof(*a);
-    CHECK_EQ(getsockname(l, (struct sockaddr*)a, &al), 0);
-    return l;
-}
-
 /* ---- the matrix: kinds x ends ---- */
 enum { K_READ, K_READV, K_RECV, K_WAITALL, K_WRITE, K_WRITEV, K_SEND, K_ACCEPT,
        K_WAIT, K_POLL, K_CONNECT, NK };
@@ -110,7 +96,7 @@ static void fixture(struct fx* f, int kind) {
         break;
     }
     case K_ACCEPT:
-        f->fd = tcp_listener(&f->tcp, 8);
+        f->fd = loopback_listener(&f->tcp, 8);
         break;
     case K_CONNECT: {
         int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -295,7 +281,7 @@ static void case_passed_ready(void) {
     CHECK_EQ(aco_rt_send(sv[0], "abcd", 4, 0, 0), 4);
     CHECK_EQ(aco_rt_recv(sv[1], b, 4, MSG_WAITALL, -2), 4);
     struct sockaddr_in a;
-    int l = tcp_listener(&a, 8);
+    int l = loopback_listener(&a, 8);
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_EQ(aco_rt_connect(c, (struct sockaddr*)&a, sizeof(a), in_ms(2000)), 0);
     struct pollfd lp = {l, POLLIN, 0};
@@ -455,7 +441,7 @@ static void case_closes(void) {
     CHECK_EQ(r1.res, 0);
     CHECK_EQ(aco_rt_close(p[0]), 0);
     struct sockaddr_in ad;
-    int l = tcp_listener(&ad, 8);
+    int l = loopback_listener(&ad, 8);
     int cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_EQ(aco_rt_connect(cl, (struct sockaddr*)&ad, sizeof(ad), in_ms(2000)), 0);
     int sr = aco_rt_accept(l, NULL, NULL, SOCK_CLOEXEC, in_ms(2000));
@@ -476,7 +462,7 @@ static void case_closes(void) {
 /* ---- connect's and accept's errors and flags ---- */
 static void case_conn(void) {
     struct sockaddr_in a;
-    int hold = tcp_listener(&a, -1);        /* bound, not listening */
+    int hold = loopback_listener(&a, -1);        /* bound, not listening */
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_EQ(aco_rt_connect(c, (struct sockaddr*)&a, sizeof(a), in_ms(2000)), -ECONNREFUSED);
     /* failed: unconnected, another connect tries afresh */
@@ -627,7 +613,7 @@ static void ticker_co(void* arg) {
 }
 static void case_linger(void) {
     struct sockaddr_in a;
-    int l = tcp_listener(&a, 4);
+    int l = loopback_listener(&a, 4);
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(c, 0);
     int sz = 4096;

@@ -33,7 +33,7 @@ static void mkpair(int sv[2], int type) {
 /* a TCP connection over loopback (port 0: the kernel's choice) */
 static void tcp_pair(int sv[2]) {
     struct sockaddr_in a;
-    int l = loopback_listener(&a);
+    int l = loopback_listener(&a, 4);
     int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK_GE(c, 0);
     CHECK_EQ(aco_rt_connect(c, (struct sockaddr*)&a, sizeof(a), in_ms(5000)), 0);
