@@ -1513,16 +1513,21 @@ typedef struct aco_rt_pool aco_rt_pool_t;
 
 typedef struct {
     unsigned      threads;      /* 0: one per online CPU */
-    int           pin;          /* non-zero: thread i runs on CPU i only
-                                   (i modulo the online CPUs) */
+    int           pin;          /* non-zero: thread i runs on one CPU only,
+                                   the (i modulo their number)-th of those
+                                   the calling thread may run on at
+                                   aco_rt_pool_new (its affinity mask: CPU
+                                   i when that holds every online CPU) */
     aco_rt_opts_t sched;        /* every thread's scheduler */
 } aco_rt_pool_opts_t;
 
 /* Start a pool of threads, each running a scheduler that waits for cos
  * (asleep in the kernel while it has nothing to do).  NULL with errno
  * (ENOMEM, EINVAL, EAGAIN (a thread could not be made: all or none are
- * made, so then none is left), ENOSYS in the single-thread build, or what
- * a thread's aco_rt_sched_new said). */
+ * made, so then none is left), ENOSYS in the single-thread build, what
+ * sched_getaffinity(2) or pthread_setaffinity_np(3) said for pin (a CPU
+ * taken out of the cpuset meanwhile: EINVAL), or what a thread's
+ * aco_rt_sched_new said). */
 aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts);
 
 /* A new co of the pool, from any thread, in a co or not.  From outside the

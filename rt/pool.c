@@ -25,7 +25,10 @@ struct aco_rt_pool {
     aco_rt_sched_t**  s;
     pthread_t*        th;
     aco_rt_opts_t     o;
-    int               pin;
+    int*              cpu;              /* pin: the CPUs the pool's creator may
+                                           run on, in order; thread i takes
+                                           cpu[i % ncpu] */
+    unsigned          ncpu;
     /* start-up, idle waits (aco_rt_pool_wait) */
     rt_idle_t         idle;             /* its mutex and cond serve start-up too */
     unsigned          started;
@@ -38,20 +41,56 @@ struct aco_rt_pool {
 
 typedef struct { aco_rt_pool_t* p; unsigned i; } start_t;
 
+#ifndef ACO_RT_NO_THREADS
+/* The CPUs the calling thread may run on (its affinity mask, as taskset or
+ * a cpuset left it), in increasing order: their number, the list in *out
+ * (malloc'd); 0 with errno on failure. */
+static unsigned allowed_cpus(int** out) {
+    for (int max = 1024; max <= (1 << 20); max *= 2) {
+        cpu_set_t* set = CPU_ALLOC((size_t)max);
+        if (set == NULL) { errno = ENOMEM; return 0; }
+        size_t size = CPU_ALLOC_SIZE((size_t)max);
+        if (sched_getaffinity(0, size, set) != 0) {
+            int e = errno;
+            CPU_FREE(set);
+            if (e == EINVAL) continue;      /* more possible CPUs than max */
+            errno = e;
+            return 0;
+        }
+        unsigned n = (unsigned)CPU_COUNT_S(size, set), k = 0;
+        int* cpu = n ? malloc(n * sizeof(*cpu)) : NULL;
+        if (cpu == NULL) { CPU_FREE(set); errno = n ? ENOMEM : EINVAL; return 0; }
+        for (int c = 0; c < max && k < n; c++)
+            if (CPU_ISSET_S((size_t)c, size, set)) cpu[k++] = c;
+        CPU_FREE(set);
+        *out = cpu;
+        return n;
+    }
+    errno = EINVAL;
+    return 0;
+}
+#endif
+
+/* The calling thread runs on cpu only: 0 or an errno. */
+static int pin_self(int cpu) {
+    cpu_set_t* set = CPU_ALLOC((size_t)cpu + 1);
+    if (set == NULL) return ENOMEM;
+    size_t size = CPU_ALLOC_SIZE((size_t)cpu + 1);
+    CPU_ZERO_S(size, set);
+    CPU_SET_S((size_t)cpu, size, set);
+    int r = pthread_setaffinity_np(pthread_self(), size, set);
+    CPU_FREE(set);
+    return r;
+}
+
 static void* pool_thread(void* arg) {
     start_t st = *(start_t*)arg;
     aco_rt_pool_t* p = st.p;
     free(arg);
-    if (p->pin) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET((int)(st.i % (unsigned)(ncpu > 0 ? ncpu : 1)), &set);
-        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    }
-    aco_rt_sched_t* s = aco_rt_sched_new(&p->o);
+    int pin_err = p->cpu ? pin_self(p->cpu[st.i % p->ncpu]) : 0;
+    aco_rt_sched_t* s = pin_err ? NULL : aco_rt_sched_new(&p->o);
     pthread_mutex_lock(&p->idle.mu);
-    if (s == NULL) p->err = errno;
+    if (s == NULL) p->err = pin_err ? pin_err : errno;
     else {
         rt_pooled_join(s, p, &p->idle, p->s, st.i, p->n);
         p->s[st.i] = s;
@@ -94,6 +133,7 @@ static void pool_end(aco_rt_pool_t* p, unsigned n) {
     pthread_mutex_destroy(&p->idle.mu);
     free(p->s);
     free(p->th);
+    free(p->cpu);
     free(p);
 }
 
@@ -115,10 +155,17 @@ aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
     if (p == NULL) return NULL;
     p->n = o.threads;
     p->o = o.sched;
-    p->pin = o.pin;
     p->s = calloc(p->n, sizeof(*p->s));
     p->th = calloc(p->n, sizeof(*p->th));
     if (p->s == NULL || p->th == NULL) goto nomem;
+    if (o.pin && (p->ncpu = allowed_cpus(&p->cpu)) == 0) {
+        int e = errno;
+        free(p->s);
+        free(p->th);
+        free(p);
+        errno = e;
+        return NULL;
+    }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -148,6 +195,7 @@ aco_rt_pool_t* aco_rt_pool_new(const aco_rt_pool_opts_t* opts) {
 nomem:
     free(p->s);
     free(p->th);
+    free(p->cpu);
     free(p);
     errno = ENOMEM;
     return NULL;

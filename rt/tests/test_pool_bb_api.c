@@ -5,8 +5,9 @@
  *    UINT_MAX); a thread's aco_rt_sched_new refusal (a bad backend:
  *    EINVAL, a 2^60-byte stack: ENOMEM) with no thread left; EAGAIN when a
  *    thread cannot be made (RLIMIT_NPROC, in a child, after some were
- *    made): none left; pin (thread i on CPU i only) where the test may use
- *    those CPUs; the threads asleep when idle (their CPU time);
+ *    made): none left; pin (thread i on the i-th CPU the creator may
+ *    use, also under a one-CPU mask); the threads asleep when idle (their
+ *    CPU time);
  *  - pool_spawn: fn NULL EINVAL; opts (name, private buffer); a co stays
  *    on the thread it started on across yields, sleeps and cross-thread
  *    wakes; a co spawned from a pool co never starts on the spawner's
@@ -165,9 +166,11 @@ static void pool_new_cases(int b) {
     CHECK_EQ(settle_tasks(base), base);
 }
 
-/* pin: thread i on CPU i (modulo the online CPUs) only.  Pinned threads
- * run on CPUs the test's own affinity may have kept it off (taskset):
- * checked only when that mask holds every online CPU. */
+/* pin: thread i on one CPU only, the (i modulo their number)-th of those
+ * the creating thread may run on (CPU i when it may run on all).  Then
+ * the same with the creator kept to its last CPU alone (sched_setaffinity,
+ * as taskset does): every thread on that CPU, none on a CPU the creator
+ * was kept off. */
 static _Atomic int pin_cpu_count, pin_cpu_first;
 static void pin_probe(void* arg) {
     (void)arg;
@@ -180,19 +183,14 @@ static void pin_probe(void* arg) {
     atomic_store(&pin_cpu_first, first);
     atomic_store(&pin_cpu_count, CPU_COUNT(&set));
 }
-static void pin_case(int b) {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    CHECK_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
-    if (CPU_COUNT(&mine) < ncpu) {
-        printf("test_pool_bb_api: pin not checked: this process may use %d of the %ld CPUs\n",
-               CPU_COUNT(&mine), ncpu);
-        return;
-    }
+static void pin_check(int b, const cpu_set_t* mine) {
+    int cpus[CPU_SETSIZE], n = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, mine)) cpus[n++] = c;
+    CHECK(n > 0);
     aco_rt_pool_opts_t o;
     memset(&o, 0, sizeof(o));
-    o.threads = (unsigned)ncpu + 1;       /* the last wraps round to CPU 0 */
+    o.threads = (unsigned)n + 1;          /* the last wraps round to the first */
     o.pin = 1;
     o.sched.backend = b;
     aco_rt_pool_t* p = aco_rt_pool_new(&o);
@@ -202,9 +200,28 @@ static void pin_case(int b) {
         CHECK_EQ(aco_rt_detach(aco_rt_spawn(aco_rt_pool_sched(p, i), pin_probe, NULL)), 0);
         while (atomic_load(&pin_cpu_count) < 0) usleep(200);
         CHECK_EQ(atomic_load(&pin_cpu_count), 1);
-        CHECK_EQ(atomic_load(&pin_cpu_first), (long)i % ncpu);
+        CHECK_EQ(atomic_load(&pin_cpu_first), cpus[i % (unsigned)n]);
     }
     CHECK_EQ(aco_rt_pool_free(p), 0);
+}
+static void pin_case(int b) {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    CHECK_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+    pin_check(b, &mine);
+    if (CPU_COUNT(&mine) < 2) {
+        printf("test_pool_bb_api: pin under a narrower mask not checked: one CPU allowed\n");
+        return;
+    }
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mine)) last = c;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    CHECK_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    pin_check(b, &one);
+    CHECK_EQ(sched_setaffinity(0, sizeof(mine), &mine), 0);
 }
 
 /* EAGAIN: a thread that cannot be made after others were; none left.  In a
