@@ -496,8 +496,10 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * room; a recv of none does what recv(2) does on a blocking socket: it
  * waits (until the deadline) for bytes, the end or an error, takes no
  * byte and returns 0 (a datagram socket's next datagram is taken whole
- * and dropped, as there).  (A cancelled co gets -ECANCELED, as from every call.)  Buffers may
- * lie anywhere, on the co's share stack too (see the
+ * and dropped, as there).  (A cancelled co gets -ECANCELED, as from
+ * every call.)  A size over SSIZE_MAX, which no buffer has, is -EFAULT at
+ * once, as the kernel says (an I/O vector's total over it: -EINVAL, as
+ * readv(2) says).  Buffers may lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers below 2^24 have one: 2^24 and above get -ENOMEM,
  * open or not, from every call of this section that keeps a record of it:
@@ -888,7 +890,9 @@ int aco_rt_lend_return(const char* data);
  * n and off are aligned as the file system asks (else -EINVAL, the
  * kernel's).  RWF_NOWAIT asked by the caller is passed through: -EAGAIN
  * instead of a wait for the disk (also where pwritev2(2) would say
- * EOPNOTSUPP: a file system that cannot write without waiting). */
+ * EOPNOTSUPP: a file system that cannot write without waiting).  n over
+ * SSIZE_MAX, which no buffer has: -EFAULT at once, as the I/O section's
+ * calls (a vector's total over it: -EINVAL, as preadv2(2)). */
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline);
 ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline);
 ssize_t aco_rt_preadv(int fd, const struct iovec* iov, int iovcnt, int64_t off,
@@ -1076,7 +1080,8 @@ const char* aco_rt_file_way(const char* call);
  * aco_rt_writev (-ETIMEDOUT, -ECONNRESET, -EPIPE, -EBADF, -ENOMEM, ...).
  * b NULL: -EINVAL from every call that returns -errno (first of all),
  * aco_rt_bufio_fd's -EINVAL too, 0 bytes buffered and unflushed; buf NULL
- * with n > 0: -EFAULT.
+ * with n > 0, or n over SSIZE_MAX (read, read_full, write): -EFAULT,
+ * nothing taken or buffered.
  *
  * Reading.  A failed read call consumes nothing: what was buffered stays
  * for the next call (read_full for more than the read buffer holds is the

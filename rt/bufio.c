@@ -200,7 +200,7 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
     int e = gate(b);
     if (e) return e;
     if (n == 0) return 0;
-    if (buf == NULL) return -EFAULT;
+    if (buf == NULL || n > SSIZE_MAX) return -EFAULT;
     if (b->rlen) return (ssize_t)copy_out(b, buf, n);
     if (n >= b->rcap) return rread(b, buf, n, deadline);
     ssize_t r = rfill(b, deadline);
@@ -211,7 +211,7 @@ ssize_t aco_rt_bufio_read(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadli
 ssize_t aco_rt_bufio_read_full(aco_rt_bufio_t* b, void* buf, size_t n, int64_t deadline) {
     int e = gate(b);
     if (e) return e;
-    if (buf == NULL && n) return -EFAULT;
+    if ((buf == NULL && n) || n > SSIZE_MAX) return -EFAULT;   /* (aco_rt_read's) */
     if (n <= b->rcap) {             /* all or nothing: gather, then copy */
         while (b->rlen < n) {
             if (b->roff + n > b->rcap) {
@@ -359,7 +359,7 @@ static int send_out(aco_rt_bufio_t* b, const char* data, size_t n, int more,
 ssize_t aco_rt_bufio_write(aco_rt_bufio_t* b, const void* buf, size_t n, int64_t deadline) {
     int e = gate(b);
     if (e) return e;
-    if (buf == NULL && n) return -EFAULT;
+    if ((buf == NULL && n) || n > SSIZE_MAX) return -EFAULT;   /* (aco_rt_read's) */
     if (b->werr) return b->werr;
     if (n == 0) return 0;
     const char* p = buf;

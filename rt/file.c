@@ -780,8 +780,9 @@ static inline ssize_t prw_flat(int write, int fd, void* buf, size_t n, int64_t o
 #endif
 }
 
-/* A NULL buffer of a non-zero size: -EFAULT, after -EPERM and -ECANCELED
- * (io.c's rule). */
+/* A NULL buffer of a non-zero size, or a size over SSIZE_MAX (no buffer
+ * has it: the kernel's access check): -EFAULT, after -EPERM and
+ * -ECANCELED (io.c's rule). */
 __attribute__((noinline, cold)) static ssize_t null_buf(void) {
     aco_rt_co_t* co = rt_self();
     if (co == NULL) return -EPERM;
@@ -806,7 +807,7 @@ __attribute__((noinline, cold)) static ssize_t p_none(int write, int fd, const v
 
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
-    if (buf == NULL && n) return null_buf();
+    if (rt_unlikely((buf == NULL && n) || n > SSIZE_MAX)) return null_buf();
     if (rt_unlikely(n == 0)) return p_none(0, fd, buf, off);
     ssize_t r = prw_flat(0, fd, buf, n, off, deadline);
     if (rt_unlikely(r == NOT_FLAT)) {
@@ -822,7 +823,7 @@ ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline)
 
 ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline) {
     if (off < 0) return rt_self() ? -EINVAL : -EPERM;
-    if (buf == NULL && n) return null_buf();
+    if (rt_unlikely((buf == NULL && n) || n > SSIZE_MAX)) return null_buf();
     if (rt_unlikely(n == 0)) return p_none(1, fd, buf, off);
     ssize_t r = prw_flat(1, fd, (void*)buf, n, off, deadline);
     if (rt_likely(r != NOT_FLAT)) return r;

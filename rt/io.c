@@ -125,9 +125,11 @@ static void keep_err(aco_rt_co_t* co, int fd, ssize_t r) {
 
 /* A NULL buffer of a non-zero size gets the kernel's answer, -EFAULT, at
  * once (aco_rt.h, "NULL"): not after a wait for bytes or room, and never
- * a lent receive's copy to NULL. */
+ * a lent receive's copy to NULL.  So does a size over SSIZE_MAX, which no
+ * buffer has (the kernel's access check): a call that clamps it (io_uring
+ * takes at most 1 GiB) would move bytes past the caller's buffer. */
 #define NULL_BUF_OR_EFAULT(buf, n) \
-    if (rt_unlikely((buf) == NULL) && (n) != 0) return -EFAULT
+    if (rt_unlikely(((buf) == NULL && (n) != 0) || (n) > (size_t)SSIZE_MAX)) return -EFAULT
 
 static int closes_drain(aco_rt_sched_t* s);
 /* fd's entry (or NULL), for a look at its lend: one that lends hears the
@@ -378,7 +380,8 @@ ssize_t aco_rt_readv(int fd, const struct iovec* iov, int iovcnt, int64_t deadli
     CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;     /* readv(2)'s answer */
     if (iov == NULL && iovcnt) return -EFAULT;              /* (and this) */
-    if (rt_iov_null(iov, iovcnt)) return -EFAULT;
+    int bad = rt_iov_bad(iov, iovcnt);
+    if (bad) return bad;
     size_t total = 0;
     for (int i = 0; i < iovcnt && total == 0; i++) total = iov[i].iov_len;
     if (rt_unlikely(total == 0)) {
@@ -397,7 +400,8 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     CO_FD_OR_EPERM(co, fd);
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     if (iov == NULL && iovcnt) return -EFAULT;
-    if (rt_iov_null(iov, iovcnt)) return -EFAULT;
+    int bad = rt_iov_bad(iov, iovcnt);
+    if (bad) return bad;
     size_t total = 0, done = 0;
     for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
     if (total) PENDING_ERR(co, fd);
@@ -1004,8 +1008,9 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     CO_FD_OR_EPERM(co, fd);
     if (msg == NULL) return -EFAULT;
     if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
-    if ((msg->msg_iov == NULL && msg->msg_iovlen) || rt_iov_null(msg->msg_iov, (int)msg->msg_iovlen))
-        return -EFAULT;
+    if (msg->msg_iov == NULL && msg->msg_iovlen) return -EFAULT;
+    int bad = rt_iov_bad(msg->msg_iov, (int)msg->msg_iovlen);
+    if (bad) return bad;
     if (send) PENDING_ERR(co, fd);
     else RD_PENDING_ERR(co, fd);
     if (!send) {

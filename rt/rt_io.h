@@ -16,13 +16,18 @@
 
 #pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
 
-/* Does the vector (cnt elements, cnt > 0 means iov is not NULL) have a
- * NULL buffer of a non-zero length?  The kernel's answer to it is -EFAULT:
- * the I/O calls give it at once (aco_rt.h, "NULL"). */
-static inline int rt_iov_null(const struct iovec* iov, int cnt) {
-    for (int i = 0; i < cnt; i++)
-        if (rt_unlikely(iov[i].iov_base == NULL) && iov[i].iov_len) return 1;
-    return 0;
+/* What the kernel says of the vector (cnt elements, cnt > 0 means iov is
+ * not NULL) before it moves a byte, which the I/O calls say at once
+ * (aco_rt.h, "NULL"): -EINVAL for a length over SSIZE_MAX (checked as it
+ * copies the vector: before any buffer), -EFAULT for a NULL buffer of a
+ * non-zero length, else 0. */
+static inline int rt_iov_bad(const struct iovec* iov, int cnt) {
+    int fault = 0;
+    for (int i = 0; i < cnt; i++) {
+        if (rt_unlikely(iov[i].iov_len > (size_t)SSIZE_MAX)) return -EINVAL;
+        if (rt_unlikely(iov[i].iov_base == NULL) && iov[i].iov_len) fault = -EFAULT;
+    }
+    return fault;
 }
 
 /* The readiness way (ready.c): one request, tried without blocking, then

@@ -2,15 +2,20 @@
  * (aco_rt.h, "NULL"; aco_rt_pthread.h, "EINVAL"): -EINVAL before anything
  * else (-EFAULT for a buffer or I/O vector of a non-zero size), the zero of
  * a call without an error, nothing done by one without a result; in a co
- * on both backends and outside cos.  (aco_rt_tls.h's are in test_tls.) */
+ * on both backends and outside cos; a size over SSIZE_MAX: -EFAULT at
+ * once, nothing moved.  (aco_rt_tls.h's are in test_tls.) */
 #define _GNU_SOURCE
 #include "rt_test.h"
 #include "../aco_rt_pthread.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <poll.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -297,9 +302,90 @@ static void null_buffers(void) {
     close(p[1]);
 }
 
+/* A length no buffer can have (over SSIZE_MAX: past every address): the
+ * kernel's -EFAULT (its access_ok), on both backends (io_uring, which
+ * takes at most 1 GiB a call, must not read into the part that exists),
+ * at once, bytes there or not; nothing taken (the bytes still there).  In
+ * a vector: readv(2)'s -EINVAL. */
+static void huge_lengths(void) {
+    int64_t later = aco_rt_now() + 2000 * MS;
+    int p[2], sv[2], dg[2];
+    CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dg), 0);
+    char buf[8];
+    const size_t huge[] = {SIZE_MAX, (size_t)SSIZE_MAX + 1};
+    for (int i = 0; i < 2; i++) {
+        size_t n = huge[i];
+        CHECK_EQ(write(p[1], "ab", 2), 2);
+        CHECK_EQ(write(sv[1], "cd", 2), 2);
+        CHECK_EQ(send(dg[1], "ef", 2, 0), 2);
+        QUICK_EFAULT(aco_rt_read(p[0], buf, n, later));
+        QUICK_EFAULT(aco_rt_read(sv[0], buf, n, later));
+        QUICK_EFAULT(aco_rt_recv(sv[0], buf, n, 0, later));
+        QUICK_EFAULT(aco_rt_recv(sv[0], buf, n, MSG_WAITALL, later));
+        QUICK_EFAULT(aco_rt_recv(dg[0], buf, n, 0, later));
+        QUICK_EFAULT(aco_rt_write(p[1], buf, n, later));
+        QUICK_EFAULT(aco_rt_write(sv[1], buf, n, later));
+        QUICK_EFAULT(aco_rt_send(sv[1], buf, n, 0, later));
+        /* vectors: readv(2)'s -EINVAL (a length over SSIZE_MAX) */
+        struct iovec v = {buf, n};
+        struct msghdr mh = {0};
+        mh.msg_iov = &v;
+        mh.msg_iovlen = 1;
+        CHECK_EQ(aco_rt_readv(p[0], &v, 1, later), -EINVAL);
+        CHECK_EQ(aco_rt_readv(sv[0], &v, 1, later), -EINVAL);
+        CHECK_EQ(aco_rt_writev(p[1], &v, 1, later), -EINVAL);
+        CHECK_EQ(aco_rt_writev(sv[1], &v, 1, later), -EINVAL);
+        CHECK_EQ(aco_rt_recvmsg(dg[0], &mh, 0, later), -EINVAL);
+        CHECK_EQ(aco_rt_sendmsg(dg[1], &mh, 0, later), -EINVAL);
+        CHECK_EQ(aco_rt_read(p[0], buf, sizeof(buf), later), 2);
+        CHECK(memcmp(buf, "ab", 2) == 0);
+        CHECK_EQ(aco_rt_recv(sv[0], buf, sizeof(buf), 0, later), 2);
+        CHECK(memcmp(buf, "cd", 2) == 0);
+        CHECK_EQ(aco_rt_recv(dg[0], buf, sizeof(buf), 0, later), 2);
+        CHECK(memcmp(buf, "ef", 2) == 0);
+        CHECK_EQ(aco_rt_recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT, -1), -EAGAIN);
+        QUICK_EFAULT(aco_rt_pread(p[0], buf, n, 0, later));
+        QUICK_EFAULT(aco_rt_pwrite(p[1], buf, n, 0, later));
+    }
+    /* a bufio's read, read_full and write the same: nothing taken */
+    CHECK_EQ(write(sv[1], "ij", 2), 2);
+    aco_rt_bufio_t* b = aco_rt_bufio_new(sv[0], 0, 0);
+    CHECK(b != NULL);
+    CHECK_EQ(aco_rt_bufio_fill(b, later), 2);
+    CHECK_EQ(aco_rt_bufio_write(b, "k", 1, later), 1);
+    QUICK_EFAULT(aco_rt_bufio_read(b, buf, SIZE_MAX, later));
+    QUICK_EFAULT(aco_rt_bufio_read_full(b, buf, (size_t)SSIZE_MAX + 1, later));
+    QUICK_EFAULT(aco_rt_bufio_write(b, buf, SIZE_MAX, later));
+    CHECK_EQ(aco_rt_bufio_buffered(b), 2);
+    CHECK_EQ(aco_rt_bufio_unflushed(b), 1);
+    aco_rt_bufio_free(b);
+    /* a file: nothing read or written past the buffer */
+    char path[] = "/tmp/test_null_XXXXXX";
+    int f = mkstemp(path);
+    CHECK_GE(f, 0);
+    CHECK_EQ(unlink(path), 0);
+    CHECK_EQ(write(f, "gh", 2), 2);
+    QUICK_EFAULT(aco_rt_pread(f, buf, SIZE_MAX, 0, later));
+    QUICK_EFAULT(aco_rt_pwrite(f, buf, (size_t)SSIZE_MAX + 1, 0, later));
+    QUICK_EFAULT(aco_rt_read(f, buf, SIZE_MAX, later));
+    QUICK_EFAULT(aco_rt_write(f, buf, SIZE_MAX, later));
+    struct stat st;
+    CHECK_EQ(fstat(f, &st), 0);
+    CHECK_EQ(st.st_size, 2);
+    CHECK_EQ(aco_rt_close(f), 0);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(aco_rt_close(sv[i]), 0);
+        CHECK_EQ(aco_rt_close(dg[i]), 0);
+        CHECK_EQ(aco_rt_close(p[i]), 0);
+    }
+}
+
 static void in_co(void* arg) {
     (void)arg;
     null_buffers();
+    huge_lengths();
     core_calls(1);
     owned_direct();
     pthread_calls();
