@@ -14,7 +14,12 @@
 #   - built with -fsanitize=address (gcc's and clang's, pkg-config's
 #     flags): the sanitizer's read, recv and poll come first and hand the
 #     calls on, so the hooks are live: aco_rt_hooks_active() 1 (it probes
-#     them), the read parks the co.
+#     them), the read parks the co;
+#   - the shared runtime, built with -fsanitize=thread and address (clang
+#     links the sanitizer's runtime into the program; gcc's is a shared
+#     library, preloaded first as ASan asks), with LD_PRELOAD=
+#     libaco_hook.so: the program's interceptors come first and hand the
+#     calls to the hooks, live and parked as above.
 # Exit status: the verdict.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -102,6 +107,11 @@ for c in gcc clang; do
         -Wl,-rpath,"$out:$tmp" -o "$tmp/asan_$c" ||
         { echo "check_hook_link: the $c -fsanitize=address build fails"; exit 1; }
     asans="$asans $c"
+    for san in address thread; do
+        $c -O1 -g -fsanitize=$san -Wall -Wextra -Werror -I. -Irt "$tmp/prog.c" -L"$tmp" -lreader \
+            -L"$OUT" -laco_rt -laco -Wl,-rpath,"$out:$tmp" -o "$tmp/pre_${c}_$san" ||
+            { echo "check_hook_link: the $c -fsanitize=$san build with the shared runtime fails"; exit 1; }
+    done
 done
 
 for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do
@@ -133,6 +143,20 @@ for c in $asans; do
         else
             bad "$be: $c -fsanitize=address: expected live and parked: $(echo "$r" | tr '\n' ' ')"
         fi
+    done
+done
+for c in $asans; do
+    for san in address thread; do
+        pre="$out/libaco_hook.so"       # (gcc's ASan must come first: it says so)
+        [ $c = gcc ] && [ $san = address ] && pre="$(gcc -print-file-name=libasan.so) $pre"
+        for be in ${ACO_RT_TEST_BACKENDS:-uring epoll}; do
+            if r=$(ACO_RT_BACKEND=$be ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$pre" \
+                   "$tmp/pre_${c}_$san" live 2>&1); then
+                ok "$be: $c -fsanitize=$san, LD_PRELOAD=$(basename -a $pre | tr '\n' ' '): live: $(echo "$r" | tr '\n' ' ')"
+            else
+                bad "$be: $c -fsanitize=$san with LD_PRELOAD=$pre: expected live and parked: $(echo "$r" | tr '\n' ' ')"
+            fi
+        done
     done
 done
 echo "check_hook_link: $fails failed"
