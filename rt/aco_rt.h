@@ -497,9 +497,11 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * waits (until the deadline) for bytes, the end or an error, takes no
  * byte and returns 0 (a datagram socket's next datagram is taken whole
  * and dropped, as there).  (A cancelled co gets -ECANCELED, as from
- * every call.)  A size over SSIZE_MAX, which no buffer has, is -EFAULT at
- * once, as the kernel says (an I/O vector's total over it: -EINVAL, as
- * readv(2) says).  Buffers may lie anywhere, on the co's share stack too (see the
+ * every call.)  read and write of a size over SSIZE_MAX, which no buffer
+ * has, say -EFAULT at once, as read(2) and write(2) do on 64-bit Linux
+ * (recv and send cut it to what one call moves, as recv(2) and send(2)
+ * do); a vector with a length over it is -EINVAL at once, as readv(2)
+ * says (readv, writev, sendmsg, recvmsg).  Buffers may lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers below 2^24 have one: 2^24 and above get -ENOMEM,
  * open or not, from every call of this section that keeps a record of it:
@@ -891,8 +893,8 @@ int aco_rt_lend_return(const char* data);
  * kernel's).  RWF_NOWAIT asked by the caller is passed through: -EAGAIN
  * instead of a wait for the disk (also where pwritev2(2) would say
  * EOPNOTSUPP: a file system that cannot write without waiting).  n over
- * SSIZE_MAX, which no buffer has: -EFAULT at once, as the I/O section's
- * calls (a vector's total over it: -EINVAL, as preadv2(2)). */
+ * SSIZE_MAX, which no buffer has: -EFAULT at once, as aco_rt_read (a
+ * vector's total over it: -EINVAL, as preadv2(2)). */
 ssize_t aco_rt_pread(int fd, void* buf, size_t n, int64_t off, int64_t deadline);
 ssize_t aco_rt_pwrite(int fd, const void* buf, size_t n, int64_t off, int64_t deadline);
 ssize_t aco_rt_preadv(int fd, const struct iovec* iov, int iovcnt, int64_t off,
@@ -1522,7 +1524,7 @@ typedef struct {
                                    the (i modulo their number)-th of those
                                    the calling thread may run on at
                                    aco_rt_pool_new (its affinity mask: CPU
-                                   i when that holds every online CPU) */
+                                   i when that holds CPUs 0 to n-1) */
     aco_rt_opts_t sched;        /* every thread's scheduler */
 } aco_rt_pool_opts_t;
 

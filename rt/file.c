@@ -723,11 +723,12 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
     if (cnt < 0 || cnt > IOV_MAX) return -EINVAL;
     if (iov == NULL && cnt) return -EFAULT;
     if (off < -1) return -EINVAL;
+    int bad = rt_iov_bad(iov, cnt);         /* (io.c's rules) */
+    if (bad) return bad;
     size_t total = 0;
     int on_stack = 0;
     for (int i = 0; i < cnt; i++) {
-        if (iov[i].iov_len > SSIZE_MAX - total) return -EINVAL;
-        if (iov[i].iov_base == NULL && iov[i].iov_len) return -EFAULT;  /* (io.c's rule) */
+        if (iov[i].iov_len > SSIZE_MAX - total) return -EINVAL;       /* preadv2(2)'s */
         total += iov[i].iov_len;
         if (iov[i].iov_len && rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len, !write))
             on_stack = 1;
@@ -1275,6 +1276,7 @@ ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t de
 
 ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count, int64_t deadline) {
     CO_OR_EPERM(co);
+    if (count > SSIZE_MAX) count = SSIZE_MAX;   /* (a count that fits the result) */
     if (count == 0) {               /* sendfile(2)'s own answer, at once */
         rt_sf_off_t o = offset ? (rt_sf_off_t)*offset : 0;
         long r = SYS_SENDFILE(out_fd, in_fd, offset ? &o : NULL, 0);

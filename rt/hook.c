@@ -718,7 +718,8 @@ HK_INLINE ssize_t hk_read(int fd, void* buf, size_t n) {
     if (HK_PROBE(buf)) { errno = EBADF; return -1; }
     if (HK_CHECKED()) hk_mem(buf, n, 1);
     if (in_co()) {
-        if (fd_is_file(fd)) return file_rw(0, fd, &(struct iovec){buf, n}, 1, -1, 0);
+        /* (a size over SSIZE_MAX: aco_rt_read's -EFAULT, as read(2)'s) */
+        if (n <= SSIZE_MAX && fd_is_file(fd)) return file_rw(0, fd, &(struct iovec){buf, n}, 1, -1, 0);
         hk_fd_t* e = co_entry(fd);
         if (e) {
             int64_t dl = deadline_of(rcv_of(fd));
@@ -735,7 +736,8 @@ EXPORT ssize_t read(int fd, void* buf, size_t n) { return hk_read(fd, buf, n); }
 EXPORT ssize_t write(int fd, const void* buf, size_t n) {
     if (HK_CHECKED()) hk_mem(buf, n, 0);
     if (in_co()) {
-        if (fd_is_file(fd)) return file_rw(1, fd, &(struct iovec){(void*)buf, n}, 1, -1, 0);
+        if (n <= SSIZE_MAX && fd_is_file(fd))
+            return file_rw(1, fd, &(struct iovec){(void*)buf, n}, 1, -1, 0);
         hk_fd_t* e = co_entry(fd);
         if (e) {
             int64_t dl = deadline_of(snd_of(fd));

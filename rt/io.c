@@ -125,10 +125,15 @@ static void keep_err(aco_rt_co_t* co, int fd, ssize_t r) {
 
 /* A NULL buffer of a non-zero size gets the kernel's answer, -EFAULT, at
  * once (aco_rt.h, "NULL"): not after a wait for bytes or room, and never
- * a lent receive's copy to NULL.  So does a size over SSIZE_MAX, which no
- * buffer has (the kernel's access check): a call that clamps it (io_uring
- * takes at most 1 GiB) would move bytes past the caller's buffer. */
+ * a lent receive's copy to NULL. */
 #define NULL_BUF_OR_EFAULT(buf, n) \
+    if (rt_unlikely((buf) == NULL) && (n) != 0) return -EFAULT
+/* read and write: the same for a size over SSIZE_MAX, which no buffer has
+ * (read(2) and write(2) check the whole range on 64-bit Linux; io_uring,
+ * which takes at most 1 GiB a call, and the readiness way's send would
+ * move bytes past the buffer).  recv and send cut it, as recv(2) and
+ * send(2) do. */
+#define RW_BUF_OR_EFAULT(buf, n) \
     if (rt_unlikely(((buf) == NULL && (n) != 0) || (n) > (size_t)SSIZE_MAX)) return -EFAULT
 
 static int closes_drain(aco_rt_sched_t* s);
@@ -242,7 +247,7 @@ static ssize_t tty_read(aco_rt_co_t* co, int fd, char* buf, size_t n, int64_t de
 
 ssize_t aco_rt_read(int fd, void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
-    NULL_BUF_OR_EFAULT(buf, n);
+    RW_BUF_OR_EFAULT(buf, n);
     if (rt_unlikely(n == 0)) {          /* (a kept error stays kept) */
         rq_t q = {K_READ, fd, buf, 0, 0};
         return rt_read_nothing(co, &q);
@@ -350,7 +355,7 @@ static ssize_t write_all(aco_rt_co_t* co, int op, int fd, const void* buf, size_
 
 ssize_t aco_rt_write(int fd, const void* buf, size_t n, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
-    NULL_BUF_OR_EFAULT(buf, n);
+    RW_BUF_OR_EFAULT(buf, n);
     PENDING_ERR(co, fd);
     return write_all(co, K_WRITE, fd, buf, n, 0, deadline);
 }
@@ -402,8 +407,7 @@ ssize_t aco_rt_writev(int fd, const struct iovec* iov, int iovcnt, int64_t deadl
     if (iov == NULL && iovcnt) return -EFAULT;
     int bad = rt_iov_bad(iov, iovcnt);
     if (bad) return bad;
-    size_t total = 0, done = 0;
-    for (int i = 0; i < iovcnt; i++) total += iov[i].iov_len;
+    size_t total = rt_iov_total(iov, (size_t)iovcnt), done = 0;
     if (total) PENDING_ERR(co, fd);
     if (rt_unlikely(total == 0)) {
         /* writev(2) itself: 0 for any file, before it looks at the file
@@ -1019,8 +1023,7 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
         if (rt_unlikely(__atomic_load_n(&rt_rx_alive, __ATOMIC_RELAXED)) && rt_lend_elsewhere(e, fd))
             return -EBUSY;
     }
-    size_t total = 0;
-    for (size_t i = 0; i < msg->msg_iovlen; i++) total += msg->msg_iov[i].iov_len;
+    size_t total = rt_iov_total(msg->msg_iov, msg->msg_iovlen);
 
     /* A copy of the header and of the vector to advance: in the heap, for
      * io_uring, which reads them after the co parked. */

@@ -16,11 +16,11 @@
 
 #pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
 
-/* What the kernel says of the vector (cnt elements, cnt > 0 means iov is
- * not NULL) before it moves a byte, which the I/O calls say at once
- * (aco_rt.h, "NULL"): -EINVAL for a length over SSIZE_MAX (checked as it
- * copies the vector: before any buffer), -EFAULT for a NULL buffer of a
- * non-zero length, else 0. */
+/* What the kernel says of a vector (cnt elements, cnt > 0 means iov is
+ * not NULL) before it moves a byte, which the I/O calls say at once:
+ * -EINVAL for a length over SSIZE_MAX (looked at as it copies the vector,
+ * before any buffer), -EFAULT for a NULL buffer of a non-zero length
+ * (aco_rt.h, "NULL"), else 0. */
 static inline int rt_iov_bad(const struct iovec* iov, int cnt) {
     int fault = 0;
     for (int i = 0; i < cnt; i++) {
@@ -28,6 +28,16 @@ static inline int rt_iov_bad(const struct iovec* iov, int cnt) {
         if (rt_unlikely(iov[i].iov_base == NULL) && iov[i].iov_len) fault = -EFAULT;
     }
     return fault;
+}
+
+/* The bytes of a vector rt_iov_bad passed, SIZE_MAX if they do not fit
+ * (never wrapped round to a small count or to none: the kernel answers
+ * such a vector itself, EFAULT on 64-bit Linux). */
+static inline size_t rt_iov_total(const struct iovec* iov, size_t cnt) {
+    size_t total = 0;
+    for (size_t i = 0; i < cnt; i++)
+        total = iov[i].iov_len > SIZE_MAX - total ? SIZE_MAX : total + iov[i].iov_len;
+    return total;
 }
 
 /* The readiness way (ready.c): one request, tried without blocking, then

@@ -14,7 +14,7 @@ CC=${CC:-gcc}
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(sched handoff lend alloc timer sync chan chan_direct io bufio
                                  fd_identity contract deadlines_load many_conns pool pthread
-                                 pthread_threads header offload net file file_ways)
+                                 pthread_threads header offload net file file_ways null)
 if ! echo 'int main(void){return 0;}' | $CC -m32 -x c - -o /dev/null 2>/dev/null; then
     echo "FAIL: $CC -m32 cannot link: install the Debian package gcc-multilib"
     exit 1
