@@ -1008,6 +1008,20 @@ static ssize_t msg_once(aco_rt_co_t* co, int send, int fd, struct msghdr* m, int
     }
 }
 
+/* Is fd a stream socket now?  Asked of the kernel, and e (if any) told:
+ * its guess may be a closed file's, the number reused behind the
+ * runtime's back. */
+static int stream_now(rt_fd_t* e, int fd) {
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) return 0;
+    if (e) {
+        e->kind = RT_FD_SOCK;
+        e->stream = type == SOCK_STREAM;
+    }
+    return type == SOCK_STREAM;
+}
+
 static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t deadline) {
     CO_FD_OR_EPERM(co, fd);
     if (msg == NULL) return -EFAULT;
@@ -1037,6 +1051,11 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
     if (aco_unlikely(aco_checked()) && !send) aco_checked_access(msg, sizeof(*msg), 1);
     rt_fd_t* e = rt_fd_get(&co->s->fds, fd);
     int stream = e && rt_fd_kind(e, fd) == RT_FD_SOCK && e->stream;
+    /* A receive of all: the type asked now, as aco_rt_recv does (the
+     * entry's may be a closed file's, and a SOCK_SEQPACKET's records must
+     * not be joined) */
+    if (!send && (flags & (MSG_WAITALL | MSG_DONTWAIT | MSG_PEEK)) == MSG_WAITALL)
+        stream = stream_now(e, fd);
     int all = stream && (send || (flags & MSG_WAITALL)) && !(flags & (MSG_DONTWAIT | MSG_PEEK));
     /* io_uring: not for a datagram's send (uring_may_write), nor where
      * the call must not wait; its MSG_WAITALL only where the kernel's
@@ -1052,6 +1071,9 @@ static ssize_t msg_io(int send, int fd, struct msghdr* msg, int flags, int64_t d
         msg->msg_flags = m->msg_flags;
     }
     size_t done = (size_t)r;
+    /* A send cut short where the entry said "not a stream" (a datagram is
+     * all or nothing): the number may hold a stream socket now; ask. */
+    if (send && !all && r > 0 && done < total && !(flags & MSG_DONTWAIT)) all = stream_now(e, fd);
     /* a stream: the rest (send: everything; recv MSG_WAITALL: until the
      * end), the ancillary data with the first bytes only */
     while (all && r > 0 && done < total) {
