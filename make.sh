@@ -481,7 +481,7 @@ rt_rules() {
     for f in resp kv http; do
         cc_rule "$obj/$f.o" "apps/$f.c" "$obj" "$c -Irt -c apps/$f.c -o $obj/$f.o"
     done
-    local v=no_valgrind.standaloneFPUenv vo p extra ld l o
+    local v=no_valgrind.standaloneFPUenv vo p extra ld l o pk pf
     vo="$OUTPUT/obj/$v"
     # test_port: one pthreads program (port_demo.c) built twice, on real
     # pthreads and renamed onto aco_rt_pthread.h by -include
@@ -511,6 +511,20 @@ rt_rules() {
             [ -z "$RT_TLS" ] && case ",$(list_col "$l" "$p" link)," in *,tls,*) continue ;; esac
             for o in $(list_col "$l" "$p" link | tr ',' ' '); do extra="${extra:+$extra }$obj/$o.o"; done
             ld=$(list_col "$l" "$p" ld)
+            # its list's pkg= modules (pkg-config): their flags, or, where
+            # one is missing, -DTEST_PKG_MISSING (the program then fails,
+            # naming what to install)
+            pk=$(list_col "$l" "$p" pkg)
+            if [ -n "$pk" ]; then
+                # shellcheck disable=SC2086
+                if pf=$(pkg-config --cflags --libs ${pk//,/ } 2>/dev/null); then ld="$ld $pf"
+                else
+                    ld="$ld -DTEST_PKG_MISSING"
+                    if [ $v = no_valgrind.standaloneFPUenv ] && [ $action != bench ]; then
+                        echo "make.sh: output/rt_$p: pkg-config finds no ${pk//,/ }: it is built to fail, naming the packages to install" >&2
+                    fi
+                fi
+            fi
             src=$(test_src $p)
             cc_rule "$OUTPUT/rt_$p..$v" "$src$objs $extra $vo/aco.o $vo/acosw.o" "$obj" \
                 "$c $(variant_flags $v) -Irt -Irt/tests -Iapps $src$objs $extra $vo/aco.o $vo/acosw.o $libs $ld -lm -o $OUTPUT/rt_$p..$v"

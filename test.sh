@@ -179,7 +179,7 @@ done < <(awk -v p="$(printf '%s' "rt/tests/tests.list apps/tests/tests.list")" '
         print "R", pre n, $0; next }
     { n = $1
       for (i = 2; i <= NF; i++)
-          if ($i !~ /^(expect|args|with|figures|link|ld)=./ && $i != "st")
+          if ($i !~ /^(expect|args|with|figures|link|ld|pkg)=./ && $i != "st")
               print "X", at, "not a column: " $i
       $1 = ""; print "E", pre n, $0 }' tests/tests.list rt/tests/tests.list apps/tests/tests.list)
 col_of() {  # col_of <program> <column> -> its value, 1 for a bare column, or nothing
