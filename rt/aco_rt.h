@@ -486,9 +486,9 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * is one try, as on a non-blocking socket: what recv(2) or send(2) gives
  * (-EAGAIN if nothing could move), never a wait; so is recv's
  * MSG_ERRQUEUE, whose queue recv(2) never waits on.  A send to a Unix
- * datagram peer by address whose queue is full (readiness cannot tell
- * when it has room) tries again after sleeps, 1 ms doubling to 64 ms,
- * until the deadline.  No bytes: a read, readv or writev of none returns 0 at once,
+ * datagram peer by address (aco_rt_sendmsg with msg_name, below) whose
+ * queue is full (readiness cannot tell when it has room) tries again
+ * after sleeps, 1 ms doubling to 64 ms, until the deadline.  No bytes: a read, readv or writev of none returns 0 at once,
  * whatever the descriptor holds and whatever the buffer or vector (NULL
  * too), as read(2), readv(2) and writev(2) do (or -EBADF); a write of none does what write(2) does, at once: 0, or the
  * descriptor's error (-EPIPE on a socket shut for writing, ...), and on a
@@ -1036,7 +1036,8 @@ ssize_t aco_rt_sendfile(int out_fd, int in_fd, int64_t* offset, size_t count,
  * msg and every buffer it points to may lie anywhere (io_uring gets heap
  * copies, or the call takes the readiness way).  A socket that lends
  * (aco_rt_recv_lend) gets -EOPNOTSUPP from recvmsg while its bytes are
- * queued in the runtime. */
+ * queued in the runtime.  They keep a record of the descriptor, as the
+ * I/O section's calls do: a number of 2^24 or more gets -ENOMEM. */
 ssize_t aco_rt_sendmsg(int fd, const struct msghdr* msg, int flags, int64_t deadline);
 ssize_t aco_rt_recvmsg(int fd, struct msghdr* msg, int flags, int64_t deadline);
 
