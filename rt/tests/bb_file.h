@@ -73,17 +73,6 @@ static inline void bb_run(const aco_rt_opts_t* o, aco_rt_fn_t fn, void* arg) {
     aco_rt_sched_free(s);
 }
 
-/* Descriptors open in this process (entries of /proc/self/fd). */
-static inline int bb_count_fds(void) {
-    DIR* d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n - 1; /* opendir's own */
-}
 
 /* A file of n bytes, byte i being (i * 7 + seed) & 0xff: its descriptor
  * (O_RDWR). */

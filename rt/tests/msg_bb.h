@@ -18,18 +18,6 @@ enum { K_UDP4, K_UDP6, K_UNIX_PAIR, K_UNIX_NAMED, K_SEQPACKET, K_STREAM, K_TCP, 
 static const char* const kind_name[NKINDS] __attribute__((unused)) = {
     "udp4", "udp6", "unix dgram pair", "unix dgram named", "seqpacket", "unix stream", "tcp"};
 
-/* descriptors open now (the directory's own not counted) */
-static __attribute__((unused)) int fd_count(void) {
-    DIR* d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n - 1;
-}
-
 /* a datagram socket of family fam bound on loopback, port 0: its address in
  * *a, *al */
 static __attribute__((unused)) int udp_bound(int fam, struct sockaddr_storage* a, socklen_t* al) {
@@ -151,6 +139,16 @@ static __attribute__((unused)) void fill_send(struct msghdr* m, struct iovec* v,
         c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
         memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
     }
+}
+
+/* fill m to receive into the one buffer of v, with ctl's room for 8
+ * descriptors, no name */
+static __attribute__((unused)) void fill_recv(struct msghdr* m, struct iovec* v, ctl8_t* ctl) {
+    memset(m, 0, sizeof(*m));
+    m->msg_iov = v;
+    m->msg_iovlen = 1;
+    m->msg_control = ctl->buf;
+    m->msg_controllen = sizeof(ctl->buf);
 }
 
 /* the descriptors of m's SCM_RIGHTS messages into out[] (up to max): their

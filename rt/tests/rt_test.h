@@ -21,6 +21,7 @@
 
 #include "../aco_rt.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/filter.h>
@@ -425,6 +426,17 @@ static inline aco_rt_sched_t* test_one_stack_sched(int b) {
     aco_rt_sched_t* s = aco_rt_sched_new(&o);
     CHECK(s != NULL);
     return s;
+}
+
+/* Descriptors open in this process now (the entries of /proc/self/fd,
+ * the one the look itself opens not counted). */
+static inline int test_open_fds(void) {
+    DIR* d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    int n = 0;
+    for (struct dirent* e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1;
 }
 
 /* Small deterministic PRNG (xorshift64*). */

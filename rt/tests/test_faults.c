@@ -779,23 +779,13 @@ static void scenario(void) {
     scenario_pool();
 }
 
-/* Descriptors open now. */
-static int open_fds(void) {
-    int n = 0;
-    DIR* d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    while (readdir(d) != NULL) n++;
-    closedir(d);
-    return n - 3;       /* ., .., the directory's own */
-}
-
 /* The child for fault N (memory) or limit N (descriptors): exits 0, or
  * fails (a check, a crash, the watchdog).  Writes the allocation count to
  * out if out >= 0. */
 static void child(long n, int out) {
     alarm(SLOW ? 120 : 30);
     signal(SIGALRM, SIG_DFL);
-    int fds0 = open_fds();
+    int fds0 = test_open_fds();
     if (fault_err == ENOMEM) {
         fault_at = n;
         __atomic_store_n(&fault_on, 1, __ATOMIC_RELAXED);
@@ -815,9 +805,9 @@ static void child(long n, int out) {
         scenario();
         CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
     }
-    CHECK_EQ(open_fds(), fds0);
+    CHECK_EQ(test_open_fds(), fds0);
     after();
-    CHECK_EQ(open_fds(), fds0);
+    CHECK_EQ(test_open_fds(), fds0);
     if (out >= 0) {
         long v[2] = {fault_count, retried};
         CHECK_EQ(write(out, v, sizeof(v)), (ssize_t)sizeof(v));

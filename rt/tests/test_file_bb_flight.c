@@ -75,7 +75,7 @@ static int fds_settle(int n) {
     int got;
     for (;;) {
         int busy = open_in_kernel();
-        got = bb_count_fds();
+        got = test_open_fds();
         if ((!busy && got == n) || aco_rt_now() >= end) return got;
         if (aco_rt_self()) {
             aco_rt_sleep(5 * MS);
@@ -90,7 +90,7 @@ static int fds_settle(int n) {
 static void open_deadline_co(void* arg) {
     (void)arg;
     ur_base = io_inflight();
-    int before = bb_count_fds();
+    int before = test_open_fds();
     new_fifo();
     int64_t t0 = aco_rt_now();
     int r = aco_rt_openat(AT_FDCWD, fifo, O_WRONLY | O_CLOEXEC, 0, t0 + 300 * MS);
@@ -131,7 +131,7 @@ static void open_cancel_co(void* arg) {
     static int flags;
     flags = *(int*)arg;
     ur_base = io_inflight();
-    int before = bb_count_fds();
+    int before = test_open_fds();
     new_fifo();
     victim_result = 1;
     victim = aco_rt_spawn(NULL, open_victim, &flags);
@@ -354,7 +354,7 @@ static void flight_backend(void) {
     bb_run(NULL, dir_co, NULL);
     free_under();
 #ifndef ACO_USE_VALGRIND /* (memcheck's own descriptors come and go) */
-    CHECK_EQ(bb_count_fds(), base_fds);
+    CHECK_EQ(test_open_fds(), base_fds);
 #endif
 }
 
@@ -362,7 +362,7 @@ int main(void) {
     test_watchdog();
     signal(SIGPIPE, SIG_DFL);
     bb_mkdir();
-    base_fds = bb_count_fds();
+    base_fds = test_open_fds();
     bb_apart(flight_backend);
     printf("test_file_bb_flight: ok\n");
     return 0;

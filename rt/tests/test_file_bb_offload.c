@@ -171,7 +171,7 @@ static void sig_waiter(void* arg) {
 
 static void signal_co(void* arg) {
     (void)arg;
-    int fds = bb_count_fds();
+    int fds = test_open_fds();
     static sigset_t set;
     siginfo_t info;
     CHECK_EQ(aco_rt_signal_wait(NULL, &info, 0), -EINVAL);
@@ -225,7 +225,7 @@ static void signal_co(void* arg) {
     CHECK_EQ(aco_rt_join(c, -1), 0);
     CHECK_EQ(sig_results[3], -ECANCELED);
     /* the signalfds were closed */
-    CHECK_EQ(bb_count_fds(), fds);
+    CHECK_EQ(test_open_fds(), fds);
 }
 
 /* ---------------- timers ---------------- */

@@ -635,16 +635,6 @@ static void spawn_detached(aco_rt_sched_t* s, aco_rt_fn_t fn, void* arg) {
     CHECK_EQ(aco_rt_detach(co), 0);
 }
 
-static int count_fds(void) {
-    DIR* d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* hiredis: err and errstr; curl: the code. */
 static int same_result(const cres_t* a, const cres_t* b) {
     return a->err == b->err && a->ok == b->ok &&
@@ -693,7 +683,7 @@ static int run_backend(int b) {
     memset(res, 0, sizeof(res));
     memset(good_meanwhile, 0, sizeof(good_meanwhile));
     memset(good_total, 0, sizeof(good_total));
-    int fds0 = count_fds();
+    int fds0 = test_open_fds();
     server_start();
     aco_rt_sched_t* s = test_sched_on(b, NULL);
     spawn_detached(s, ticker_co, NULL);
@@ -749,7 +739,7 @@ static int run_backend(int b) {
      * whose start of 90 cos takes the CPU a while (and the backends'
      * processes share it) */
     CHECK_LT(ticker.max_late, (SLOW ? 3000 : 1000) * MS);
-    CHECK_EQ(count_fds(), fds0);
+    CHECK_EQ(test_open_fds(), fds0);
     return 0;
 }
 

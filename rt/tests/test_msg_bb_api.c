@@ -248,14 +248,14 @@ static void rscen_run(const rscen_t* sc, int rt, rres_t* o) {
     r.msg_control = sc->ctl_null ? NULL : cbuf;
     r.msg_controllen = sc->ctlcap;
     r.msg_flags = 0x7fff0000;   /* the call writes it */
-    int before = fd_count();
+    int before = test_open_fds();
     if (rt) {
         o->ret = aco_rt_recvmsg(fd[1], &r, sc->flags, in_ms(2000));
     } else {
         o->ret = recvmsg(fd[1], &r, sc->flags | MSG_DONTWAIT);
         if (o->ret < 0) o->ret = -errno;
     }
-    o->delta = fd_count() - before;
+    o->delta = test_open_fds() - before;
     o->flags = r.msg_flags;
     o->namelen = r.msg_namelen;
     o->ctllen = r.msg_controllen;
@@ -599,11 +599,7 @@ static void sscen_run(int sc, int rt, sres_t* o) {
         struct iovec rv = {b, sizeof(b)};
         ctl8_t rc;
         struct msghdr rm;
-        memset(&rm, 0, sizeof(rm));
-        rm.msg_iov = &rv;
-        rm.msg_iovlen = 1;
-        rm.msg_control = rc.buf;
-        rm.msg_controllen = sizeof(rc.buf);
+        fill_recv(&rm, &rv, &rc);
         if (sc == S_TCP_PIPE || sc == S_UDP_CONN_OTHER || sc == S_UDP6_V4MAPPED) aco_rt_sleep(2 * MS);
         *gs[i] = recvmsg(rs[i], &rm, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (*gs[i] < 0) {
@@ -699,11 +695,7 @@ static void stream_reader(void* arg) {
         ctl8_t c;
         struct iovec v = {b, r->waitall ? 65536 : sizeof(b)};
         struct msghdr m;
-        memset(&m, 0, sizeof(m));
-        m.msg_iov = &v;
-        m.msg_iovlen = 1;
-        m.msg_control = c.buf;
-        m.msg_controllen = sizeof(c.buf);
+        fill_recv(&m, &v, &c);
         ssize_t n = aco_rt_recvmsg(r->fd, &m, r->waitall ? MSG_WAITALL : 0, in_ms(10000));
         if (n <= 0)
             TEST_FAIL_AT(__FILE__, __LINE__, "stream recvmsg (waitall %d): %zd after %zu bytes",
@@ -746,7 +738,7 @@ static void stream_big(int kind) {
         h->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(h), &p[0], sizeof(int));
     }
-    int before = fd_count();
+    int before = test_open_fds();
     CHECK_EQ(aco_rt_sendmsg(fd[0], &m, 0, in_ms(10000)), BIG);
     join(co);
     CHECK_EQ(rd.total, BIG);
@@ -754,7 +746,7 @@ static void stream_big(int kind) {
         CHECK_EQ(rd.fds, 1);            /* once, */
         CHECK_EQ(rd.first_had_fd, 1);   /* with the first bytes */
     }
-    CHECK_EQ(fd_count(), before);
+    CHECK_EQ(test_open_fds(), before);
     aco_rt_close(fd[0]);
     aco_rt_close(fd[1]);
     aco_rt_close(p[0]);
@@ -970,7 +962,7 @@ static void case_reuse(void) {
 
 static void main_co(void* arg) {
     (void)arg;
-    int before = fd_count();
+    int before = test_open_fds();
     case_bad();
     case_recv_twins();
     case_send_twins();
@@ -979,7 +971,7 @@ static void main_co(void* arg) {
     stream_big(K_TCP);
     case_one_try();
     case_udp_conn();
-    CHECK_EQ(fd_count(), before);   /* nothing left open */
+    CHECK_EQ(test_open_fds(), before);   /* nothing left open */
     case_reuse();                   /* last: it fails as of this writing */
 }
 

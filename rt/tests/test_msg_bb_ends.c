@@ -178,11 +178,7 @@ static void check_recv_kept(fx_t* f) {
     ctl8_t ctl;
     struct iovec v = {b, sizeof(b)};
     struct msghdr m;
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = &v;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl.buf;
-    m.msg_controllen = sizeof(ctl.buf);
+    fill_recv(&m, &v, &ctl);
     ssize_t r = recvmsg(f->fd, &m, MSG_DONTWAIT);
     CHECK_EQ(r, 2);
     CHECK(memcmp(b, "M7", 2) == 0);
@@ -220,7 +216,7 @@ static void one(int kind, int end, int64_t deadline) {
     f->kind = kind;
     f->end = end;
     fixture(f);
-    int before = fd_count();
+    int before = test_open_fds();
     f->deadline = end == E_NEAR ? in_ms(30) : end == E_PASSED || end == E_WAKE ? deadline : -1;
     f->cancel_first = end == E_CANCEL_FIRST;
     if (end == E_CANCEL_FIRST && kind < S_UNIX) send_one(f, 1);   /* there, and still refused */
@@ -287,11 +283,7 @@ static void one(int kind, int end, int64_t deadline) {
             for (;;) {
                 struct iovec v = {b, sizeof(b)};
                 struct msghdr m;
-                memset(&m, 0, sizeof(m));
-                m.msg_iov = &v;
-                m.msg_iovlen = 1;
-                m.msg_control = ctl.buf;
-                m.msg_controllen = sizeof(ctl.buf);
+                fill_recv(&m, &v, &ctl);
                 ssize_t r = recvmsg(f->peer, &m, MSG_DONTWAIT);
                 if (r < 0) break;
                 int rf[8];
@@ -318,7 +310,7 @@ static void one(int kind, int end, int64_t deadline) {
     }
     if (end != E_CLOSE) CHECK_EQ(aco_rt_close(f->fd), 0);
     CHECK_EQ(aco_rt_close(f->peer), 0);
-    CHECK_EQ(fd_count(), before - 2);
+    CHECK_EQ(test_open_fds(), before - 2);
 }
 
 static void case_matrix(void) {
@@ -353,11 +345,7 @@ static void case_passed_ready(void) {
         ctl8_t rc;
         struct iovec rv = {b, sizeof(b)};
         struct msghdr rm;
-        memset(&rm, 0, sizeof(rm));
-        rm.msg_iov = &rv;
-        rm.msg_iovlen = 1;
-        rm.msg_control = rc.buf;
-        rm.msg_controllen = sizeof(rc.buf);
+        fill_recv(&rm, &rv, &rc);
         CHECK_EQ(aco_rt_recvmsg(fd[1], &rm, 0, dl), 5);
         int rf[8];
         CHECK_EQ(got_fds(&rm, rf, 8), 1);
@@ -383,11 +371,7 @@ static void race_receiver(void* arg) {
         ctl8_t ctl;
         struct iovec v = {b, sizeof(b)};
         struct msghdr m;
-        memset(&m, 0, sizeof(m));
-        m.msg_iov = &v;
-        m.msg_iovlen = 1;
-        m.msg_control = ctl.buf;
-        m.msg_controllen = sizeof(ctl.buf);
+        fill_recv(&m, &v, &ctl);
         uint64_t x = test_rand(&r->seed);
         int64_t dl = x % 8 == 0 ? 0 : aco_rt_now() + (int64_t)(x % 300000);
         ssize_t n = aco_rt_recvmsg(r->fd, &m, MSG_CMSG_CLOEXEC, dl);
@@ -427,7 +411,7 @@ static void race_sender(void* arg) {
 }
 /* deadlines of 0-300 us against datagrams as they come */
 static void case_race_deadlines(void) {
-    int before = fd_count();
+    int before = test_open_fds();
     for (int k = 0; k < 3; k++) {
         int fd[2];
         mk_pair(k == 0 ? K_UNIX_PAIR : k == 1 ? K_SEQPACKET : K_UNIX_NAMED, fd, NULL, NULL);
@@ -445,7 +429,7 @@ static void case_race_deadlines(void) {
         CHECK_EQ(aco_rt_close(fd[0]), 0);
         CHECK_EQ(aco_rt_close(fd[1]), 0);
     }
-    CHECK_EQ(fd_count(), before);
+    CHECK_EQ(test_open_fds(), before);
 }
 
 /* a cancel or a close against a datagram (with a descriptor) arriving:
@@ -463,11 +447,7 @@ static void one_rx(void* arg) {
     ctl8_t ctl;
     struct iovec v = {b, sizeof(b)};
     struct msghdr m;
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = &v;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl.buf;
-    m.msg_controllen = sizeof(ctl.buf);
+    fill_recv(&m, &v, &ctl);
     o->res = aco_rt_recvmsg(o->fd, &m, 0, in_ms(5000));
     if (o->res >= 0) {
         memcpy(&o->seq, b, sizeof(int));
@@ -480,7 +460,7 @@ static void one_rx(void* arg) {
     }
 }
 static void case_race_cancel_close(void) {
-    int before = fd_count();
+    int before = test_open_fds();
     uint64_t seed = 99;
     int took = 0, left = 0, closed = 0;
     for (int i = 0; i < NRACE; i++) {
@@ -522,11 +502,7 @@ static void case_race_cancel_close(void) {
             ctl8_t rc;
             struct iovec rv = {b, sizeof(b)};
             struct msghdr rm;
-            memset(&rm, 0, sizeof(rm));
-            rm.msg_iov = &rv;
-            rm.msg_iovlen = 1;
-            rm.msg_control = rc.buf;
-            rm.msg_controllen = sizeof(rc.buf);
+            fill_recv(&rm, &rv, &rc);
             CHECK_EQ(recvmsg(fd[1], &rm, MSG_DONTWAIT), (ssize_t)sizeof(int));
             int rf[8];
             CHECK_EQ(got_fds(&rm, rf, 8), 1);
@@ -535,9 +511,9 @@ static void case_race_cancel_close(void) {
         }
         if (!close_it) CHECK_EQ(aco_rt_close(fd[1]), 0);
         CHECK_EQ(aco_rt_close(fd[0]), 0);
-        if (fd_count() != before)
+        if (test_open_fds() != before)
             TEST_FAIL_AT(__FILE__, __LINE__, "round %d (%s, result %zd): %d descriptors, %d before", i,
-                         close_it ? "close" : "cancel", o.res, fd_count(), before);
+                         close_it ? "close" : "cancel", o.res, test_open_fds(), before);
     }
     CHECK_GT(took, 0);
     CHECK_GT(left + closed, 0);
@@ -546,12 +522,12 @@ static void case_race_cancel_close(void) {
 static void main_co(void* arg) {
     (void)arg;
     CHECK_EQ(pipe2(pipe_sent, O_CLOEXEC), 0);
-    int before = fd_count();
+    int before = test_open_fds();
     case_matrix();
     case_passed_ready();
     case_race_deadlines();
     case_race_cancel_close();
-    CHECK_EQ(fd_count(), before);
+    CHECK_EQ(test_open_fds(), before);
     CHECK_EQ(aco_rt_close(pipe_sent[0]), 0);
     CHECK_EQ(aco_rt_close(pipe_sent[1]), 0);
 }

@@ -127,7 +127,7 @@ static void wait_parked(aco_rt_sched_t* s, uint64_t n) {
 }
 
 static void case_rx(aco_rt_sched_t* s) {
-    int before = fd_count();
+    int before = test_open_fds();
     for (int i = 0; i < N; i++) {
         int fd[2];
         mk_pair(kind_of(i), fd, &saddr[i], &saddrl[i]);
@@ -162,7 +162,7 @@ static void case_rx(aco_rt_sched_t* s) {
         CHECK_EQ(aco_rt_close(pipes[i][0]), 0);
         CHECK_EQ(aco_rt_close(pipes[i][1]), 0);
     }
-    CHECK_EQ(fd_count(), before);
+    CHECK_EQ(test_open_fds(), before);
 }
 
 /* ---- senders parked at once ---- */
@@ -194,7 +194,7 @@ static void tx_co(void* arg) {
     done_tx++;
 }
 static void case_tx(aco_rt_sched_t* s) {
-    int before = fd_count();
+    int before = test_open_fds();
     for (int i = 0; i < N; i++) {
         if (i % 2) {    /* by address: an unconnected sender */
             struct sockaddr_storage sa;
@@ -238,11 +238,7 @@ static void case_tx(aco_rt_sched_t* s) {
                 ctl8_t ctl;
                 struct iovec v = {b, sizeof(b)};
                 struct msghdr m;
-                memset(&m, 0, sizeof(m));
-                m.msg_iov = &v;
-                m.msg_iovlen = 1;
-                m.msg_control = ctl.buf;
-                m.msg_controllen = sizeof(ctl.buf);
+                fill_recv(&m, &v, &ctl);
                 ssize_t r = recvmsg(rfd[i], &m, MSG_DONTWAIT);
                 if (r < 0) break;
                 int rf[8];
@@ -278,7 +274,7 @@ static void case_tx(aco_rt_sched_t* s) {
         CHECK_EQ(aco_rt_close(pipes[i][0]), 0);
         CHECK_EQ(aco_rt_close(pipes[i][1]), 0);
     }
-    CHECK_EQ(fd_count(), before);
+    CHECK_EQ(test_open_fds(), before);
 }
 
 /* ---- hundreds of cos: numbered datagrams, echoed ---- */
@@ -350,7 +346,7 @@ static void client_co(void* arg) {
     }
 }
 static void case_many(void) {
-    int before = fd_count();
+    int before = test_open_fds();
     pairs = calloc((size_t)PAIRS, sizeof(pair_t));
     CHECK(pairs != NULL);
     aco_rt_co_t** cos = calloc((size_t)PAIRS * 2, sizeof(*cos));
@@ -379,7 +375,7 @@ static void case_many(void) {
     }
     free(cos);
     free(pairs);
-    CHECK_EQ(fd_count(), before);
+    CHECK_EQ(test_open_fds(), before);
 }
 
 static aco_rt_sched_t* cur;

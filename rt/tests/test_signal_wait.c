@@ -456,14 +456,6 @@ static void stops(int b) {
 
 /* A co destroyed in the wait by aco_rt_sched_free: the call's signalfd
  * is closed with it (it stayed open: one descriptor per scheduler). */
-static int open_fds(void) {
-    int n = 0;
-    DIR* d = opendir("/proc/self/fd");
-    CHECK(d != NULL);
-    for (struct dirent* e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1;       /* (the DIR's own) */
-}
 static void usr1_forever(void* arg) {
     (void)arg;
     sigset_t set;
@@ -478,7 +470,7 @@ static void stop_soon(void* arg) {
     aco_rt_sched_stop(aco_rt_sched_current());
 }
 static void freed_waiting(int b) {
-    int before = open_fds();
+    int before = test_open_fds();
     for (int i = 0; i < 3; i++) {
         aco_rt_sched_t* s = test_sched_on(b, NULL);
         aco_rt_detach(aco_rt_spawn(s, usr1_forever, NULL));
@@ -486,7 +478,7 @@ static void freed_waiting(int b) {
         CHECK_EQ(aco_rt_sched_run(s), 0);
         aco_rt_sched_free(s);
     }
-    int after = open_fds();
+    int after = test_open_fds();
     CHECK_EQ(after, before);
 }
 
