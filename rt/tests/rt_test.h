@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,6 +201,38 @@ static inline void test_watchdog(void) {
     unsigned sec = e && *e ? (unsigned)atoi(e) : 300;
     signal(SIGALRM, test_watchdog_fire);
     alarm(sec);
+}
+
+/* A handler of the test's own, fn, on SIGALRM every us microseconds
+ * (ITIMER_REAL, no SA_RESTART), until test_ticks_off puts back the handler
+ * and the timer it found (the watchdog's, with the time it had left).
+ * The end blocks SIGALRM and takes a tick still pending before the old
+ * handler is back: valgrind hands a signal to the program only at points
+ * of its own, and a tick sent just before the timer stopped once ran the
+ * watchdog's handler (its dump and abort in rt_test_signal_wait). */
+static struct sigaction test_ticks_sa;
+static struct itimerval test_ticks_it;
+static inline void test_ticks_on(void (*fn)(int), long us) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGALRM, &sa, &test_ticks_sa), 0);
+    struct itimerval it = {{us / 1000000, us % 1000000}, {us / 1000000, us % 1000000}};
+    CHECK_EQ(setitimer(ITIMER_REAL, &it, &test_ticks_it), 0);
+}
+static inline void test_ticks_off(void) {
+    sigset_t alrm, was;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    CHECK_EQ(pthread_sigmask(SIG_BLOCK, &alrm, &was), 0);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    CHECK_EQ(setitimer(ITIMER_REAL, &off, NULL), 0);
+    struct timespec now = {0, 0};
+    while (sigtimedwait(&alrm, NULL, &now) == SIGALRM) {}
+    CHECK_EQ(sigaction(SIGALRM, &test_ticks_sa, NULL), 0);
+    CHECK_EQ(setitimer(ITIMER_REAL, &test_ticks_it, NULL), 0);
+    CHECK_EQ(pthread_sigmask(SIG_SETMASK, &was, NULL), 0);
 }
 
 /* fn(backend) for each backend of $ACO_RT_TEST_BACKENDS, all at once, each

@@ -1621,19 +1621,14 @@ static void errno_sleeper(void* arg) {
     }
 }
 static void loop_keeps_errno(void) {
-    struct sigaction sa = {.sa_handler = errno_tick}, old;
-    sigemptyset(&sa.sa_mask);
-    CHECK_EQ(sigaction(SIGALRM, &sa, &old), 0);
-    struct itimerval it = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
     int bs[8], n = test_backends(bs, 8);
     for (int i = 0; i < n; i++) {
         aco_rt_sched_t* s = test_sched_on(bs[i], NULL);
-        CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+        test_ticks_on(errno_tick, 1000);
         test_go(s, errno_sleeper, NULL);
-        CHECK_EQ(setitimer(ITIMER_REAL, &off, NULL), 0);
+        test_ticks_off();
         aco_rt_sched_free(s);
     }
-    CHECK_EQ(sigaction(SIGALRM, &old, NULL), 0);
 }
 
 /* Under valgrind (its preloads in LD_PRELOAD), AUTO takes epoll: valgrind

@@ -169,15 +169,8 @@ static void on_alarm(int sig) {
 }
 static void interrupted(void* arg) {
     (void)arg;
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_alarm;
-    sigemptyset(&sa.sa_mask);
-    CHECK_EQ(sigaction(SIGALRM, &sa, &old), 0);
     /* (under memcheck a signal every 20 us leaves no time for the rest) */
-    long us = SLOW ? 1000 : 20;
-    struct itimerval it = {{0, us}, {0, us}}, off = {{0, 0}, {0, 0}};
-    CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+    test_ticks_on(on_alarm, SLOW ? 1000 : 20);
     int p[2];
     CHECK_EQ(pipe(p), 0);
     sigset_t set;
@@ -189,8 +182,7 @@ static void interrupted(void* arg) {
         bad += aco_rt_wait(p[0], POLLIN, 0) != -ETIMEDOUT;
         if (i % 8 == 0) bad += aco_rt_signal_wait(&set, NULL, 0) != -ETIMEDOUT;
     }
-    CHECK_EQ(setitimer(ITIMER_REAL, &off, NULL), 0);
-    CHECK_EQ(sigaction(SIGALRM, &old, NULL), 0);
+    test_ticks_off();
     CHECK_EQ(bad, 0);
     CHECK_GE(alarms, 5);
     aco_rt_close(p[0]);
