@@ -500,8 +500,8 @@ int aco_rt_signal_wait(const sigset_t* set, siginfo_t* info, int64_t deadline);
  * every call.)  read and write of a size over SSIZE_MAX, which no buffer
  * has, say -EFAULT at once, as read(2) and write(2) do on 64-bit Linux
  * (recv and send cut it to what one call moves, as recv(2) and send(2)
- * do); a vector with a length over it is -EINVAL at once, as readv(2)
- * says (readv, writev, sendmsg, recvmsg).  Buffers may lie anywhere, on the co's share stack too (see the
+ * do); a vector with a length over it, or lengths whose total is, is
+ * -EINVAL at once, as readv(2) says (readv, writev, sendmsg, recvmsg).  Buffers may lie anywhere, on the co's share stack too (see the
  * share-stack rule above).  -ENOMEM: no memory for the runtime's record of
  * the descriptor (numbers below 2^24 have one: 2^24 and above get -ENOMEM,
  * open or not, from every call of this section that keeps a record of it:

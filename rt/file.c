@@ -728,8 +728,7 @@ static ssize_t prw(int write, int fd, const struct iovec* iov, int cnt, int64_t 
     size_t total = 0;
     int on_stack = 0;
     for (int i = 0; i < cnt; i++) {
-        if (iov[i].iov_len > SSIZE_MAX - total) return -EINVAL;       /* preadv2(2)'s */
-        total += iov[i].iov_len;
+        total += iov[i].iov_len;                /* (at most SSIZE_MAX: rt_iov_bad) */
         if (iov[i].iov_len && rt_on_share_stack(co, iov[i].iov_base, iov[i].iov_len, !write))
             on_stack = 1;
     }
@@ -1244,7 +1243,15 @@ ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, 
         int err = 0;
         int kin = fd_type(fd_in, &err), kout = fd_type(fd_out, &err);
         if (err) return err;
-        if (kin != K_PIPE && kout != K_PIPE) return -EINVAL;
+        if (kin != K_PIPE && kout != K_PIPE) {
+            /* splice(2)'s own answer, which waits for nothing without a
+             * pipe: EBADF first for an end not open for its direction,
+             * then EINVAL (io_uring's way gives the same) */
+            r = SC(SYS_splice, fd_in, off_in ? &a : NULL, fd_out, off_out ? &b : NULL, len,
+                   flags | SPLICE_F_NONBLOCK);
+            if (r < 0) return -errno;
+            return -EINVAL;
+        }
         if ((err = nonblock_ends(kin, fd_in)) || (err = nonblock_ends(kout, fd_out))) return err;
         r = move_way(co, RT_F_SPLICE, fd_in, kin, off_in ? &a : NULL, fd_out, kout,
                      off_out ? &b : NULL, len, flags, deadline);
@@ -1269,7 +1276,11 @@ ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t de
     int err = 0;
     int kin = fd_type(fd_in, &err), kout = fd_type(fd_out, &err);
     if (err) return err;
-    if (kin != K_PIPE || kout != K_PIPE) return -EINVAL;
+    if (kin != K_PIPE || kout != K_PIPE) {
+        /* tee(2)'s own answer (EBADF, then EINVAL), as splice's above */
+        long r = SC(SYS_tee, fd_in, fd_out, len, flags | SPLICE_F_NONBLOCK, 0, 0);
+        return r < 0 ? -errno : -EINVAL;
+    }
     if ((err = rt_fd_nonblock(fd_in)) || (err = rt_fd_nonblock(fd_out))) return err;
     return move_way(co, RT_F_TEE, fd_in, kin, NULL, fd_out, kout, NULL, len, flags, deadline);
 }

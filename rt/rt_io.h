@@ -16,27 +16,27 @@
 
 #pragma GCC visibility push(hidden)     /* (as in rt_impl.h) */
 
-/* What the kernel says of a vector (cnt elements, cnt > 0 means iov is
- * not NULL) before it moves a byte, which the I/O calls say at once:
- * -EINVAL for a length over SSIZE_MAX (looked at as it copies the vector,
- * before any buffer), -EFAULT for a NULL buffer of a non-zero length
- * (aco_rt.h, "NULL"), else 0. */
+/* What a vector (cnt elements, cnt > 0 means iov is not NULL) is refused
+ * for before a byte moves, which the I/O calls say at once: -EINVAL for a
+ * length over SSIZE_MAX, or lengths whose total is (readv(2)'s and
+ * POSIX's EINVAL; Linux cuts such a total, but a call that moves it all,
+ * as writev does, could not return the count), -EFAULT for a NULL buffer
+ * of a non-zero length (aco_rt.h, "NULL"), else 0. */
 static inline int rt_iov_bad(const struct iovec* iov, int cnt) {
     int fault = 0;
+    size_t total = 0;
     for (int i = 0; i < cnt; i++) {
-        if (rt_unlikely(iov[i].iov_len > (size_t)SSIZE_MAX)) return -EINVAL;
+        if (rt_unlikely(iov[i].iov_len > (size_t)SSIZE_MAX - total)) return -EINVAL;
+        total += iov[i].iov_len;
         if (rt_unlikely(iov[i].iov_base == NULL) && iov[i].iov_len) fault = -EFAULT;
     }
     return fault;
 }
 
-/* The bytes of a vector rt_iov_bad passed, SIZE_MAX if they do not fit
- * (never wrapped round to a small count or to none: the kernel answers
- * such a vector itself, EFAULT on 64-bit Linux). */
+/* The bytes of a vector rt_iov_bad passed (at most SSIZE_MAX). */
 static inline size_t rt_iov_total(const struct iovec* iov, size_t cnt) {
     size_t total = 0;
-    for (size_t i = 0; i < cnt; i++)
-        total = iov[i].iov_len > SIZE_MAX - total ? SIZE_MAX : total + iov[i].iov_len;
+    for (size_t i = 0; i < cnt; i++) total += iov[i].iov_len;
     return total;
 }
 

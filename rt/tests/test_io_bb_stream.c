@@ -223,19 +223,14 @@ static void case_vectors(void) {
     memset(one, 'v', sizeof(one));
     CHECK_EQ(aco_rt_writev(p[1], many, IOV_MAX, in_ms(1000)), IOV_MAX);
     CHECK_EQ(drain(p[0]), IOV_MAX);
-#ifndef ACO_USE_VALGRIND /* (memcheck checks the whole length it is given) */
-    /* huge lengths: as readv(2) answers, on a pipe holding the same */
+    /* lengths whose total is over SSIZE_MAX: readv(2)'s EINVAL as POSIX
+     * and the manual say (Linux itself cuts the total, then meets the end
+     * of r3: EFAULT), and nothing taken */
     struct iovec huge[2] = {{r3, SSIZE_MAX}, {r3, 16}};
-    int q[2];
-    mkpipe(q, 0);
     CHECK_EQ(write(p[1], "abc", 3), 3);
-    CHECK_EQ(write(q[1], "abc", 3), 3);
-    ssize_t want = syscall(SYS_readv, q[0], huge, 2);
-    if (want < 0) want = -errno;
-    CHECK_EQ(aco_rt_readv(p[0], huge, 2, in_ms(1000)), want);
-    CHECK_EQ(drain(p[0]), drain(q[0]));
-    close2(q);
-#endif
+    CHECK_EQ(aco_rt_readv(p[0], huge, 2, in_ms(1000)), -EINVAL);
+    CHECK_EQ(aco_rt_writev(p[1], huge, 2, in_ms(1000)), -EINVAL);
+    CHECK_EQ(drain(p[0]), 3);
     close2(p);
 }
 
