@@ -1246,15 +1246,22 @@ ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, 
         if (kin != K_PIPE && kout != K_PIPE) {
             /* splice(2)'s own answer, which waits for nothing without a
              * pipe: EBADF first for an end not open for its direction,
-             * then EINVAL (io_uring's way gives the same) */
-            r = SC(SYS_splice, fd_in, off_in ? &a : NULL, fd_out, off_out ? &b : NULL, len,
+             * then EINVAL (io_uring's way gives the same); a count only
+             * if a pipe came under a number since fd_type looked */
+            loff_t a2 = a, b2 = b;
+            rt_sigpipe_t h;
+            rt_sigpipe_hold(&h);
+            r = SC(SYS_splice, fd_in, off_in ? &a2 : NULL, fd_out, off_out ? &b2 : NULL, len,
                    flags | SPLICE_F_NONBLOCK);
-            if (r < 0) return -errno;
-            return -EINVAL;
+            r = r < 0 ? -errno : r;
+            rt_sigpipe_release(&h, r == -EPIPE);
+            if (r < 0) return r;
+        } else {
+            if ((err = nonblock_ends(kin, fd_in)) || (err = nonblock_ends(kout, fd_out)))
+                return err;
+            r = move_way(co, RT_F_SPLICE, fd_in, kin, off_in ? &a : NULL, fd_out, kout,
+                         off_out ? &b : NULL, len, flags, deadline);
         }
-        if ((err = nonblock_ends(kin, fd_in)) || (err = nonblock_ends(kout, fd_out))) return err;
-        r = move_way(co, RT_F_SPLICE, fd_in, kin, off_in ? &a : NULL, fd_out, kout,
-                     off_out ? &b : NULL, len, flags, deadline);
     }
     if (r > 0) {
         if (off_in) *off_in = a + r;
@@ -1278,8 +1285,12 @@ ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t de
     if (err) return err;
     if (kin != K_PIPE || kout != K_PIPE) {
         /* tee(2)'s own answer (EBADF, then EINVAL), as splice's above */
+        rt_sigpipe_t h;
+        rt_sigpipe_hold(&h);
         long r = SC(SYS_tee, fd_in, fd_out, len, flags | SPLICE_F_NONBLOCK, 0, 0);
-        return r < 0 ? -errno : -EINVAL;
+        r = r < 0 ? -errno : r;
+        rt_sigpipe_release(&h, r == -EPIPE);
+        return r;
     }
     if ((err = rt_fd_nonblock(fd_in)) || (err = rt_fd_nonblock(fd_out))) return err;
     return move_way(co, RT_F_TEE, fd_in, kin, NULL, fd_out, kout, NULL, len, flags, deadline);

@@ -162,15 +162,15 @@ static void deadline(void* arg) {
 
 /* A handler of the program's own (no SA_RESTART) that interrupts the
  * calls: no -EINTR comes out of them (the header lists none). */
-static volatile sig_atomic_t alarms;
-static void on_alarm(int sig) {
+static volatile sig_atomic_t interrupts;
+static void on_tick(int sig) {
     (void)sig;
-    alarms++;
+    interrupts++;
 }
 static void interrupted(void* arg) {
     (void)arg;
     /* (under memcheck a signal every 20 us leaves no time for the rest) */
-    test_ticks_on(on_alarm, SLOW ? 1000 : 20);
+    test_ticks_on(on_tick, SLOW ? 1000 : 20);
     int p[2];
     CHECK_EQ(pipe(p), 0);
     sigset_t set;
@@ -178,13 +178,13 @@ static void interrupted(void* arg) {
     sigaddset(&set, SIGUSR2);
     int bad = 0, n = SLOW ? 200 : 2000;
     int64_t end = aco_rt_in_ms(10000);
-    for (int i = 0; (i < n || alarms < 5) && aco_rt_now() < end; i++) {
+    for (int i = 0; (i < n || interrupts < 5) && aco_rt_now() < end; i++) {
         bad += aco_rt_wait(p[0], POLLIN, 0) != -ETIMEDOUT;
         if (i % 8 == 0) bad += aco_rt_signal_wait(&set, NULL, 0) != -ETIMEDOUT;
     }
     test_ticks_off();
     CHECK_EQ(bad, 0);
-    CHECK_GE(alarms, 5);
+    CHECK_GE(interrupts, 5);
     aco_rt_close(p[0]);
     aco_rt_close(p[1]);
 }
