@@ -6,9 +6,10 @@
 #                                   is left out with one line naming the
 #                                   Debian package that brings it
 #   bash make.sh libs               the libraries alone (libaco.a and .so,
-#                                   libaco_rt.a and .so, libaco_hook.so and
-#                                   their .pc files): what a program of
-#                                   yours links, in seconds
+#                                   libaco_rt.a and .so, libaco_hook.so,
+#                                   libaco_rt_tls.a and .so where OpenSSL 3
+#                                   is, and their .pc files): what a
+#                                   program of yours links, in seconds
 #   bash make.sh -o strict          the same as plain make.sh, but a missing toolchain is an
 #                                   error (also ACO_STRICT=1; test.sh is strict)
 #   bash make.sh -o no-m32          without the i386 (-m32) variants
@@ -34,7 +35,7 @@
 #   bash make.sh bench-rt           build the runtime's libraries and
 #                                   programs, then run its benchmarks
 #                                   side by side with redis-server, Go,
-#                                   Boost.Fiber, nginx, fio and cp
+#                                   Boost.Fiber, nc, nginx, h2o, fio and cp
 #                                   (bench/bench_rt.sh;
 #                                   BENCH_RT_ARGS: e.g. --quick)
 #   bash make.sh soak               build, then aco_resp under chaos for 10
@@ -51,7 +52,9 @@
 #   bash make.sh install            install headers, libaco.a, libaco.so and
 #                                   libaco.pc under $DESTDIR$PREFIX, and the
 #                                   runtime's (aco_rt.h, aco_rt_pthread*.h,
-#                                   libaco_rt.*, libaco_rt.pc, libaco_hook.so);
+#                                   libaco_rt.*, libaco_rt.pc, libaco_hook.so
+#                                   and .pc; aco_rt_tls.h, libaco_rt_tls.*
+#                                   and .pc where OpenSSL 3 is);
 #                                   docs/install.md
 #   bash make.sh -o no-uring        the runtime without its io_uring backend
 #   bash make.sh -o no-tls          without libaco_rt_tls (TLS over OpenSSL)
@@ -363,7 +366,7 @@ rt_st_tests() { list_lines rt/tests/tests.list | awk '{for (i = 2; i <= NF; i++)
 # name the headers each file includes, and each build directory's `flags`
 # file, rewritten only when the flags change, is a prerequisite of
 # everything built with them, so a second run with nothing changed compiles
-# nothing.  Without make, everything is built, in parallel, every time.
+# nothing.  Without make, what was asked for is built every time, in stages.
 # ---------------------------------------------------------------------------
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 MK=$OUTPUT/build.mk
@@ -707,27 +710,52 @@ run_build() {   # run_build [target...]
     else
         echo "make.sh: 'make' not found: building everything, not only what" \
              "changed (install the Debian package make)" >&2
-        build_without_make
+        build_without_make "$@"
     fi
 }
 
-# Without make: every command, objects and archives before the programs that
-# use them (the rules are in that order), as parallel as the order allows.
-build_without_make() {
-    local r t pre cmd stage=() last=""
-    run_stage() {
-        [ ${#stage[@]} -gt 0 ] || return 0
-        printf '%s\n' "${stage[@]}" | xargs -d '\n' -P "$JOBS" -n 1 sh -c 'eval "$0"' ||
-            { echo "make.sh: build failed" >&2; exit 1; }
-        stage=()
-    }
-    for r in "${rules[@]}"; do
-        IFS='|' read -r t pre cmd <<< "$r"
-        # A rule whose prerequisite is built in this stage waits for it.
-        for p in $pre; do case " $last " in *" $p "*) run_stage; last="" ;; esac; done
-        stage+=("$cmd"); last="$last $t"
+# Without make: each rule's command once the rules that make its
+# prerequisites have run, in stages (every rule whose prerequisites are
+# done), each stage as parallel as JOBS allows; with targets, only what
+# they need.  The commands are the Makefile's: $$ there is a $.
+build_without_make() {  # build_without_make [target...]
+    local n=${#rules[@]} i t pre cmd p left stage_n
+    local -a tg=() pr=() cm=() todo=() stage=()
+    local -A at=() need=() done=()
+    for ((i = 0; i < n; i++)); do
+        IFS='|' read -r t pre cmd <<< "${rules[i]}"
+        tg[i]=$t; pr[i]=$pre; cm[i]=${cmd//\$\$/\$}; at[$t]=$i
     done
-    run_stage
+    if [ $# -eq 0 ]; then
+        for ((i = 0; i < n; i++)); do need[$i]=1; done
+    else
+        for t in "$@"; do [ -n "${at[$t]+x}" ] && todo+=("${at[$t]}"); done
+        while [ ${#todo[@]} -gt 0 ]; do
+            i=${todo[-1]}; unset 'todo[-1]'
+            [ -n "${need[$i]+x}" ] && continue
+            need[$i]=1
+            for p in ${pr[i]}; do [ -n "${at[$p]+x}" ] && todo+=("${at[$p]}"); done
+        done
+    fi
+    left=${#need[@]}
+    while [ "$left" -gt 0 ]; do
+        stage=()
+        for ((i = 0; i < n; i++)); do
+            [ -n "${need[$i]+x}" ] && [ -z "${done[$i]+x}" ] || continue
+            for p in ${pr[i]}; do
+                [ -z "${at[$p]+x}" ] || [ -n "${done[${at[$p]}]+x}" ] || continue 2
+            done
+            stage+=("$i")
+        done
+        stage_n=${#stage[@]}
+        [ "$stage_n" -gt 0 ] || { echo "make.sh: the rules wait on each other" >&2; exit 1; }
+        for i in "${stage[@]}"; do printf '%s\0' "${cm[i]}"; done |
+            xargs -0 -P "$JOBS" -n 1 sh -c 'eval "$0"' ||
+            { echo "make.sh: build failed" >&2; exit 1; }
+        for i in "${stage[@]}"; do done[$i]=1; done
+        left=$((left - stage_n))
+    done
+    echo "make.sh: ${#need[@]} file$([ ${#need[@]} = 1 ] || echo s) made (without make)"
 }
 
 do_install() {

@@ -7,7 +7,8 @@
 # and compiles nothing); with -o strict the same machine is an error naming
 # a package.
 #
-# "Only gcc" is simulated: a PATH without clang, cross compilers, qemu or
+# "Only gcc" is simulated: a PATH without make (Debian's gcc does not
+# bring it: make.sh builds without it), clang, cross compilers, qemu or
 # valgrind, and a gcc wrapper that cannot build -m32 programs, finds no
 # <valgrind/*.h> and no libboost_context.a, as on a machine without
 # gcc-multilib, valgrind and libboost-context-dev.
@@ -22,7 +23,7 @@ for d in /usr/local/bin /usr/bin /bin /usr/local/sbin /usr/sbin /sbin; do
     for f in "$d"/*; do
         n=${f##*/}
         case "$n" in
-            clang*|*-linux-gnu-*|valgrind*|qemu-*|gcc) continue ;;
+            clang*|*-linux-gnu-*|valgrind*|qemu-*|gcc|make|gmake) continue ;;
         esac
         [ -x "$f" ] && [ ! -e "$bin/$n" ] && ln -s "$f" "$bin/$n"
     done
@@ -41,7 +42,7 @@ done
 exec "$real_gcc" -I"$tmp/include" "\$@"
 WRAP
 chmod +x "$bin/gcc"
-for t in clang aarch64-linux-gnu-gcc riscv64-linux-gnu-gcc valgrind qemu-aarch64; do
+for t in make clang aarch64-linux-gnu-gcc riscv64-linux-gnu-gcc valgrind qemu-aarch64; do
     if PATH=$bin command -v $t > /dev/null; then echo "FAIL: $t is still on the PATH"; exit 1; fi
 done
 
@@ -66,6 +67,8 @@ grep -q '^headline copy120_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a floor
 grep -q '^make.sh bench: every correctness check passed; ' < <(tail -1 "$out") ||
     bad "make.sh bench's last line is not its verdict: $(tail -1 "$out")"
 grep '^make.sh: leaving out' "$out"
+grep -q "^make.sh: 'make' not found: building everything" "$out" ||
+    bad "make.sh bench does not say it builds without make"
 
 # A plain build on the same machine names every part it leaves out.  It
 # names them before it compiles anything, as `make.sh list` does, which
