@@ -8,8 +8,8 @@
  * the peer closes its side, then closes; a connection that sends nothing
  * for --idle-timeout-ms (60000), or does not take its echo in that time,
  * is closed (README's server, with options and threads).  EMFILE/ENFILE at
- * accept: the server sleeps a moment and goes on serving the connections
- * it has.
+ * accept: the server says so (a line in 10 s at most), sleeps a moment and
+ * goes on serving the connections it has.
  */
 #define _GNU_SOURCE
 #include "aco_rt.h"

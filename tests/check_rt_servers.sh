@@ -475,5 +475,47 @@ for mode in reuseport handoff; do
     expect "threads $mode: aco_echo echoes 1 MB to 20 nc at once" 20 "$same"
     stop_pid $epid
 done
+# Out of descriptors: aco_echo under RLIMIT_NOFILE 64 and 100 clients
+# that stay: the refused accepts are said on stderr, once (a line in 10 s
+# at most), the connections it has are served, and once the clients leave
+# a new one is served too.
+for be in $backends; do
+    port=$(free_port)
+    start_server "$port" prlimit --nofile=64 "$OUT/aco_echo" --port "$port" --backend "$be" \
+        2> "$tmp/emfile-$be.log" || { bad "$be: aco_echo (64 descriptors) did not start"; continue; }
+    epid=$SERVER_PID
+    got=$(timeout 60 python3 - "$port" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+held = []
+for i in range(100):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    held.append(s)
+time.sleep(1.0)
+first = held[0]                     # accepted before the table filled
+first.sendall(b"ping")
+first.settimeout(10)
+a = first.recv(16)
+for s in held:
+    s.close()
+time.sleep(0.5)                     # the server closes its ends
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+s.settimeout(10)
+s.sendall(b"again")
+b = b""
+while len(b) < 5:
+    c = s.recv(16)
+    if not c:
+        break
+    b += c
+print(a.decode(), b.decode())
+PY
+)
+    expect "$be: 64 descriptors, 100 clients: served, then a new one" "ping again" "$got"
+    n=$(grep -c 'accept: Too many open files: new connections wait' "$tmp/emfile-$be.log")
+    [ "$n" = 1 ] && ok "$be: out of descriptors said once on stderr" ||
+        bad "$be: out of descriptors: $n lines: $(head -c 500 "$tmp/emfile-$be.log")"
+    stop_pid "$epid"
+done
 echo "check_rt_servers: $fails failed"
 [ $fails = 0 ]
