@@ -645,11 +645,18 @@ done < "$jobs_file"
 
 np=$(grep -c '^PASS' "$results")
 nf=$(grep -c '^FAIL' "$results")
+# A -k that takes nothing is a typo, not a pass.
+if [ -n "$pattern" ] && [ "$(wc -l < "$jobs_file")" = 0 ] && ! grep -q 'fresh/fresh_root' "$results"; then
+    echo "no check's name contains '$pattern': nothing ran (a name is" \
+         "target/[compiler/]variant/program or checks/check_NAME)"
+    nf=$((nf + 1))
+fi
 if [ ${#skipped[@]} -gt 0 ]; then
     echo "left out by request (-o): ${skipped[*]}"
 fi
 if [ "$nf" -gt 0 ]; then
     echo "failed:"; grep '^FAIL' "$results" | cut -f2 | sed 's/^/  /'
+    [ "$nf" -gt "$(grep -c '^FAIL' "$results")" ] && echo "  -k $pattern (no check)"
 fi
 echo "targets: ${targets[*]}; $((SECONDS - t0)) s"
 echo "$np passed, $nf failed"

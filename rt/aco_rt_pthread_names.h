@@ -13,7 +13,9 @@
  *
  * Those system headers come before the program's first line: a feature
  * macro the program defines itself (_GNU_SOURCE) comes too late for them;
- * give it on the command line (-D_GNU_SOURCE).
+ * give it on the command line (-D_GNU_SOURCE=, empty: the program's own
+ * "#define _GNU_SOURCE" is then no redefinition, which -Werror refuses
+ * after -D_GNU_SOURCE, whose value is 1).
  *
  * main itself is no co: a port runs its main through
  * aco_rt_pthread_run_main (e.g. rename it with -Dmain=prog_main and add a
