@@ -720,11 +720,11 @@ run_build() {   # run_build [target...]
 # they need.  The commands are the Makefile's: $$ there is a $.
 build_without_make() {  # build_without_make [target...]
     local n=${#rules[@]} i t pre cmd p left stage_n
-    local -a tg=() pr=() cm=() todo=() stage=()
-    local -A at=() need=() done=()
+    local -a pr=() cm=() todo=() stage=()
+    local -A at=() need=() made=()
     for ((i = 0; i < n; i++)); do
         IFS='|' read -r t pre cmd <<< "${rules[i]}"
-        tg[i]=$t; pr[i]=$pre; cm[i]=${cmd//\$\$/\$}; at[$t]=$i
+        pr[i]=$pre; cm[i]=${cmd//\$\$/\$}; at[$t]=$i
     done
     if [ $# -eq 0 ]; then
         for ((i = 0; i < n; i++)); do need[$i]=1; done
@@ -741,9 +741,9 @@ build_without_make() {  # build_without_make [target...]
     while [ "$left" -gt 0 ]; do
         stage=()
         for ((i = 0; i < n; i++)); do
-            [ -n "${need[$i]+x}" ] && [ -z "${done[$i]+x}" ] || continue
+            [ -n "${need[$i]+x}" ] && [ -z "${made[$i]+x}" ] || continue
             for p in ${pr[i]}; do
-                [ -z "${at[$p]+x}" ] || [ -n "${done[${at[$p]}]+x}" ] || continue 2
+                [ -z "${at[$p]+x}" ] || [ -n "${made[${at[$p]}]+x}" ] || continue 2
             done
             stage+=("$i")
         done
@@ -752,7 +752,7 @@ build_without_make() {  # build_without_make [target...]
         for i in "${stage[@]}"; do printf '%s\0' "${cm[i]}"; done |
             xargs -0 -P "$JOBS" -n 1 sh -c 'eval "$0"' ||
             { echo "make.sh: build failed" >&2; exit 1; }
-        for i in "${stage[@]}"; do done[$i]=1; done
+        for i in "${stage[@]}"; do made[$i]=1; done
         left=$((left - stage_n))
     done
     echo "make.sh: ${#need[@]} file$([ ${#need[@]} = 1 ] || echo s) made (without make)"
