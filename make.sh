@@ -705,11 +705,11 @@ run_build() {   # run_build [target...]
         fi
     elif [ "$strict" = 1 ]; then
         echo "make.sh: 'make' not found: install the Debian package make (strict:" \
-             "building everything every time is an error)" >&2
+             "building all that was asked for every time is an error)" >&2
         exit 1
     else
-        echo "make.sh: 'make' not found: building everything, not only what" \
-             "changed (install the Debian package make)" >&2
+        echo "make.sh: 'make' not found: building all that was asked for, not" \
+             "only what changed (install the Debian package make)" >&2
         build_without_make "$@"
     fi
 }

@@ -148,7 +148,8 @@ static inline int rt_cli_parse(rt_cli_t* c, const char* prog, int argc, char** a
 /* The accepting co's loop (its arg: a rt_cli_serve_t): for each connection
  * (TCP_NODELAY: inherited from the listening socket), start(fd) spawns what serves it, or returns -1 and the
  * connection is closed.  Out of descriptors or memory: say so on stderr
- * (at most a line in 10 s, with the refusals since the last), wait 10 ms
+ * (at most a line in 10 s per accepting co, with the retries since the
+ * last: one each 10 ms, not a count of clients), wait 10 ms
  * for connections to end and go on serving the others. */
 typedef struct {
     int lfd;
@@ -161,7 +162,7 @@ typedef struct {
 #endif
 static inline void rt_cli_accept_co(void* arg) {
     const rt_cli_serve_t* sv = (const rt_cli_serve_t*)arg;
-    unsigned burst = 0, refused = 0;
+    unsigned burst = 0, retries = 0;
     int64_t told = -1;          /* when the last such line went out */
     for (;;) {
         int fd = aco_rt_accept(sv->lfd, NULL, NULL, SOCK_CLOEXEC, -1);
@@ -169,14 +170,17 @@ static inline void rt_cli_accept_co(void* arg) {
             if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
                 int64_t now = aco_rt_now();
                 if (told < 0 || now - told >= 10 * 1000000000LL) {
-                    fprintf(stderr, "%s: accept: %s: new connections wait for some to end",
-                            sv->prog, strerror(-fd));
-                    if (refused) fprintf(stderr, " (%u refused since the last line)", refused);
-                    fputc('\n', stderr);
+                    /* one fprintf: with --threads each acceptor says it */
+                    char more[64] = "";
+                    if (retries)
+                        snprintf(more, sizeof more, " (accept retried %u times since the last line)",
+                                 retries);
+                    fprintf(stderr, "%s: accept: %s: new connections wait for some to end%s\n",
+                            sv->prog, strerror(-fd), more);
                     told = now;
-                    refused = 0;
+                    retries = 0;
                 } else {
-                    refused++;
+                    retries++;
                 }
                 aco_rt_sleep(10 * 1000000LL);
                 continue;

@@ -67,8 +67,22 @@ grep -q '^headline copy120_roundtrip_ns aco=[0-9.]* fcontext=n/a ratio=n/a floor
 grep -q '^make.sh bench: every correctness check passed; ' < <(tail -1 "$out") ||
     bad "make.sh bench's last line is not its verdict: $(tail -1 "$out")"
 grep '^make.sh: leaving out' "$out"
-grep -q "^make.sh: 'make' not found: building everything" "$out" ||
+grep -q "^make.sh: 'make' not found: building all that was asked for" "$out" ||
     bad "make.sh bench does not say it builds without make"
+# only what it runs: two programs and their two variants' aco.o and acosw.o
+grep -q '^make.sh: 6 files made (without make)$' "$out" ||
+    bad "make.sh bench without make: $(grep 'made (without make)' "$out")"
+
+# libs without make: libaco_hook.so, declared before libaco_rt.so, links
+# it (not libaco_rt.a), and the libraries' run path is $ORIGIN (the
+# Makefile's $$ORIGIN, given to sh)
+rc=0
+env -u ACO_STRICT PATH="$bin" OUTPUT="$tmp/out5" bash make.sh libs > "$tmp/libs.log" 2>&1 || rc=$?
+[ $rc = 0 ] || { bad "make.sh libs exited $rc"; tail -20 "$tmp/libs.log"; }
+readelf -d "$tmp/out5/libaco_hook.so" 2>/dev/null | grep -q 'NEEDED.*\[libaco_rt\.so\.' ||
+    bad "make.sh libs without make: libaco_hook.so does not need libaco_rt.so"
+readelf -d "$tmp/out5/libaco_rt.so" 2>/dev/null | grep -q 'R.*PATH.*\[\$ORIGIN\]$' ||
+    bad "make.sh libs without make: libaco_rt.so's run path is not \$ORIGIN"
 
 # A plain build on the same machine names every part it leaves out.  It
 # names them before it compiles anything, as `make.sh list` does, which
