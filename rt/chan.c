@@ -57,7 +57,10 @@
  * raising ch->busy with a plain store and then finding the lock free and
  * the owner still theirs (chan_enter), no locked instruction.  A channel
  * that goes to another thread after a call or two (a reply channel) is
- * never owned, so never revoked.  Anyone else takes the lock and,
+ * never owned, so never revoked; one whose calls change hands between
+ * schedulers SHARED_AFTER times is marked never to be (its candidate's
+ * count, written at each call until then, is in the line every call
+ * reads).  Anyone else takes the lock and,
  * while there is an owner, revokes it for good: membarrier(2) makes every
  * thread of the process pass a full barrier, so that either the owner's
  * busy is seen now (and waited out) or the owner sees the lock taken and
@@ -98,6 +101,7 @@ struct aco_rt_chan {
     aco_rt_sched_t* owner;      /* or OWNER_FREE, OWNER_NONE; read-mostly */
     aco_rt_sched_t* cand;       /* while free: whose call came last, */
     uint32_t       cand_n;      /* and how many of its calls in a row */
+    uint32_t       flips;       /* times cand changed from a scheduler */
 };
 _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
                "a channel's written fields share a cache line");
@@ -123,6 +127,8 @@ static inline void dstate_set(aco_rt_chan_t* ch, uint8_t v) {
 #define OWNER_FREE ((aco_rt_sched_t*)1)
 #define OWNER_NONE ((aco_rt_sched_t*)2)
 #define OWN_AFTER 64
+/* A channel whose candidate changed this many times is never owned. */
+#define SHARED_AFTER 8
 
 #if defined(ACO_RT_NO_THREADS)
 static inline int chan_try_fast(aco_rt_chan_t* ch, aco_rt_sched_t* s) { (void)ch; (void)s; return 1; }
@@ -178,7 +184,17 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
          * scheduler's free takes its waiter off with the plain lock
          * (rt_abort_shared, aco_rt_sched_free), which the owner's cos do
          * not see.  A co that comes later revokes first. */
-        if (s != ch->cand) ch->cand = s, ch->cand_n = 0;
+        if (s != ch->cand) {
+            /* (a channel that keeps changing hands is shared: no owner
+             * ever, and these two words are written no more; they share
+             * a line with what every call reads, which would otherwise
+             * move between the threads at each entry, inside the lock) */
+            if (ch->cand != NULL && ++ch->flips >= SHARED_AFTER) {
+                __atomic_store_n(&ch->owner, OWNER_NONE, __ATOMIC_RELAXED);
+                return;
+            }
+            ch->cand = s, ch->cand_n = 0;
+        }
         if (s && ++ch->cand_n >= OWN_AFTER && rt_wq_empty(&ch->sendq) &&
             rt_wq_empty(&ch->recvq) && (ch->direct == NULL || ch->direct_s == s) && dstate(ch) == 0)
             __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
