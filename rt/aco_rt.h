@@ -995,7 +995,8 @@ int aco_rt_linkat(int olddirfd, const char* oldpath, int newdirfd, const char* n
                   int flags, int64_t deadline);
 
 /* splice(2) and tee(2) (flags SPLICE_F_MOVE, SPLICE_F_MORE; SPLICE_F_NONBLOCK
- * is the runtime's to set: passing it gets -EINVAL): the bytes moved
+ * is the runtime's to set: passing it, or a bit splice(2) does not know,
+ * gets -EINVAL): the bytes moved
  * (at most len; 0: end of input, or len 0), or -errno.  [data]  One of
  * the descriptors (both for tee) must be a pipe (-EINVAL), as splice(2)
  * asks; *off_in / *off_out (NULL: the file position) are read before the

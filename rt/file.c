@@ -1226,10 +1226,15 @@ static int nonblock_ends(int k, int fd) {
     return (k == K_PIPE || k == K_SOCK) ? rt_fd_nonblock(fd) : 0;
 }
 
+/* The flags splice(2) and tee(2) take from a caller: SPLICE_F_NONBLOCK is
+ * the runtime's, and a bit they do not know is their EINVAL (io_uring's
+ * reads bit 31 as "fd_in is a registered file": EBADF). */
+#define SPLICE_OK (SPLICE_F_MOVE | SPLICE_F_MORE | SPLICE_F_GIFT)
+
 ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, size_t len,
                       unsigned flags, int64_t deadline) {
     CO_OR_EPERM(co);
-    if (flags & SPLICE_F_NONBLOCK) return -EINVAL;
+    if (flags & ~SPLICE_OK) return -EINVAL;
     if (rt_passed(deadline)) return -ETIMEDOUT;
     if (len == 0) return 0;
     int64_t a = off_in ? *off_in : 0, b = off_out ? *off_out : 0;
@@ -1272,7 +1277,7 @@ ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, 
 
 ssize_t aco_rt_tee(int fd_in, int fd_out, size_t len, unsigned flags, int64_t deadline) {
     CO_OR_EPERM(co);
-    if (flags & SPLICE_F_NONBLOCK) return -EINVAL;
+    if (flags & ~SPLICE_OK) return -EINVAL;
     if (rt_passed(deadline)) return -ETIMEDOUT;
     if (len == 0) return 0;
     if (len > (1u << 30)) len = 1u << 30;
