@@ -968,12 +968,15 @@ ssize_t aco_rt_tls_writev(aco_rt_tls_t* t, const struct iovec* iov, int iovcnt, 
     if (t == NULL) return -EINVAL;
     if (iovcnt < 0 || iovcnt > IOV_MAX) return refuse(t, -EINVAL);
     if (iov == NULL && iovcnt) return refuse(t, -EFAULT);
+    /* (a total over SSIZE_MAX before a NULL piece, as aco_rt_writev) */
     size_t total = 0;
+    int fault = 0;
     for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_base == NULL && iov[i].iov_len) return refuse(t, -EFAULT);
         if (iov[i].iov_len > (size_t)SSIZE_MAX - total) return refuse(t, -EINVAL);
         total += iov[i].iov_len;
+        if (iov[i].iov_base == NULL && iov[i].iov_len) fault = -EFAULT;
     }
+    if (fault) return refuse(t, fault);
     if (total == 0) return gate(t);
     int g = write_gate(t, deadline);
     if (g) return g;

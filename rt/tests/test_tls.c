@@ -1197,6 +1197,10 @@ static void g_basics(void* arg) {
         T_EQ(aco_rt_tls_write(l.c, NULL, 8, D()), -EFAULT);
         T_EQ(aco_rt_tls_writev(l.c, NULL, 1, D()), -EFAULT);
         T_EQ(aco_rt_tls_writev(l.c, nv, 2, D()), -EFAULT);
+        /* a total over SSIZE_MAX is -EINVAL whatever else is wrong, as
+         * aco_rt_writev's (the NULL piece first, the total after it) */
+        struct iovec hv[3] = {{NULL, 4}, {(void*)"ab", (size_t)SSIZE_MAX}, {(void*)"ab", 2}};
+        T_EQ(aco_rt_tls_writev(l.c, hv, 3, D()), -EINVAL);
         pass(l.c, l.s, "ping");
         pass(l.s, l.c, "pong");
         T_QUEUE_EMPTY();
