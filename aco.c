@@ -1162,8 +1162,9 @@ void aco_destroy(aco_t* co) {
     if (aco_is_main_co(co)) {
         check(fn, cur == co || cur == NULL || cur->main_co != co,
               "main co %p cannot be destroyed while co %p runs", (void*)co, (void*)cur);
-        check(fn, cur == co, "main co %p is not this thread's main co (%p); destroy a "
-              "main co from its own thread", (void*)co, (void*)cur);
+        check(fn, cur == co, "main co %p is not this thread's main co (%p): another "
+              "thread's, or one a newer main co replaced; only a thread's current main co "
+              "can be destroyed, from that thread", (void*)co, (void*)cur);
         aco_gtls_co = NULL;
         if (th.hop != NULL && th.hop->main_co == co) hop_free();
         th.gone[th.gone_next++ % GONE_MAINS] = co;      /* its cos outlive it */

@@ -457,7 +457,7 @@ int main(void) {
     expect("set_allocator after allocations", child_set_allocator_late, NULL,
            "aco_set_allocator", NULL);
     expect("destroy of a replaced main co", child_old_main_destroy, NULL,
-           "aco_destroy", NULL);
+           "aco_destroy", "replaced");
     expect("resume of a replaced main co's co", child_old_main_co_resume, NULL,
            "aco_resume", NULL);
 
