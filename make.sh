@@ -60,7 +60,7 @@
 #   bash make.sh -o no-tls          without libaco_rt_tls (TLS over OpenSSL)
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
-# ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc),
+# ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc; at least 1),
 # CHAOS_SECONDS (see soak),
 # DESTDIR (empty), CC_AARCH64 / CC_RISCV64 (the cross compilers: with CC=gcc
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
@@ -369,6 +369,12 @@ rt_st_tests() { list_lines rt/tests/tests.list | awk '{for (i = 2; i <= NF; i++)
 # nothing.  Without make, what was asked for is built every time, in stages.
 # ---------------------------------------------------------------------------
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+# (make -j says no to 0; xargs -P 0, the way without make, means no limit)
+case $JOBS in
+    '' | *[!0-9]*) jobs_ok=0 ;;
+    *) [ "$((10#$JOBS))" -gt 0 ] && jobs_ok=1 || jobs_ok=0 ;;
+esac
+[ $jobs_ok = 1 ] || { echo "make.sh: JOBS must be a positive whole number, not '$JOBS'" >&2; exit 2; }
 MK=$OUTPUT/build.mk
 rules=()        # "target|prerequisites|command" (prerequisites space-separated)
 
