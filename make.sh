@@ -723,7 +723,9 @@ run_build() {   # run_build [target...]
 # Without make: each rule's command once the rules that make its
 # prerequisites have run, in stages (every rule whose prerequisites are
 # done), each stage as parallel as JOBS allows; with targets, only what
-# they need.  The commands are the Makefile's: $$ there is a $.
+# they need; a command that fails starts no more of its stage (xargs stops
+# at a 255), as make starts no more jobs.  The commands are the Makefile's:
+# $$ there is a $.
 build_without_make() {  # build_without_make [target...]
     local n=${#rules[@]} i t pre cmd p left stage_n
     local -a pr=() cm=() todo=() stage=()
@@ -756,7 +758,7 @@ build_without_make() {  # build_without_make [target...]
         stage_n=${#stage[@]}
         [ "$stage_n" -gt 0 ] || { echo "make.sh: the rules wait on each other" >&2; exit 1; }
         for i in "${stage[@]}"; do printf '%s\0' "${cm[i]}"; done |
-            xargs -0 -P "$JOBS" -n 1 sh -c 'eval "$0"' ||
+            xargs -0 -P "$JOBS" -n 1 sh -c 'eval "$0" || exit 255' ||
             { echo "make.sh: build failed" >&2; exit 1; }
         for i in "${stage[@]}"; do made[$i]=1; done
         left=$((left - stage_n))
