@@ -42,6 +42,8 @@
 #     and output/libaco_rt_tls.so (where built) is a call in it, but for the
 #     few internal ones named below; every call in it that is no macro or
 #     inline function is exported by one of them.
+# (e) Tests described.  Every program of the tests lists and every
+#     tests/check_*.sh is named in docs/correctness.md (the forms below).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -355,5 +357,48 @@ print("api: %d calls in docs/api.md (%d functions); %d aco* symbols exported, %d
       % (len(index), fn, len(exports), len(internal & set(exports))))
 sys.exit(1 if bad else 0)
 PY
+
+# (e) Every test is described: each program of the tests lists and each
+# tests/check_*.sh is named in docs/correctness.md, as `name`, `name.c` or
+# `name.sh`, or in the first cell of a table row after a full name, as
+# `_suffix` (a name sharing the full name's prefix up to an underscore:
+# `test_file_bb_meta`, `_data`), `prefix*`, or a range `name0.c` ... `_7.c`.
+{ awk '/^[[:space:]]*(#|$)/ || /^[[:space:]]/ {next} {print $1}' tests/tests.list rt/tests/tests.list apps/tests/tests.list
+  for f in tests/check_*.sh; do basename "$f" .sh; done; } |
+python3 -c '
+import re, sys
+doc = open("docs/correctness.md").read()
+named = set(re.findall(r"`([A-Za-z0-9_]+)(?:\.c|\.sh)?`", doc))
+wild, suff = [], []
+for line in doc.splitlines():
+    if not line.startswith("| `"):
+        continue
+    last = None
+    for tok in re.findall(r"`([^`]+)`", line.split("|")[1]):
+        if tok.endswith("*"):
+            wild.append(tok[:-1])
+        elif tok.startswith("_") and last:
+            suff.append((last, tok))
+        elif re.fullmatch(r"[A-Za-z0-9_]+", tok):
+            last = tok
+for a, b, z in re.findall(r"`([A-Za-z0-9_]+?)(\d+)\.c` \.\.\. `_(\d+)\.c`", doc):
+    named.update(a + str(i) for i in range(int(b), int(z) + 1))
+def described(n):
+    if n in named or any(n.startswith(w) for w in wild):
+        return True
+    for full, sx in suff:
+        base = n[:-len(sx)] if n.endswith(sx) else None
+        if base and (full == base or full.startswith(base + "_")):
+            return True
+    return False
+missing = sorted({n for n in sys.stdin.read().split() if not described(n)})
+for n in missing:
+    print("FAIL docs/correctness.md does not say what %s checks" % n)
+print("tests described: %s" % ("all" if not missing else "%d missing" % len(missing)))
+sys.exit(1 if missing else 0)
+' > "$tmp/described.log"
+if [ $? = 0 ]; then ok "$(tail -1 "$tmp/described.log")"; else
+    bad "docs/correctness.md leaves tests undescribed:"; grep '^FAIL' "$tmp/described.log" | sed 's/^/    | /'; fi
+
 if [ $fails != 0 ]; then echo "check_docs: $fails failed"; exit 1; fi
 echo "check_docs: ok"
