@@ -158,11 +158,15 @@ PEERS=$OUT/bench-peers
 mkdir -p "$PEERS" || exit 2
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/bench_rt.XXXXXX") || exit 2
 
+MICRO_N=
 if [ $quick = 2 ]; then
     ROUNDS=1
     export BENCH_RT_ROUNDS=1
     REDIS_N_P1=5000 REDIS_N_P16=20000 NC_MIB=16 PARKED_N=10000
     LOOP_N=20000 LOOP_SEG=2 LOOP_WARM=2000
+    # section c's own figures in segments of MICRO_N (else aco_rt_bench's
+    # sizes: poll16's 8 x 100000 round trips took 17 s)
+    MICRO_N=2000
 elif [ $quick = 1 ]; then
     ROUNDS=${BENCH_RT_ROUNDS:-2}
     REDIS_N_P1=${BENCH_RT_REDIS_N_P1:-200000}
@@ -709,6 +713,8 @@ chan_section() {
     headline chan_pingpong_same_code_vs_go_ns ours="$(med %.2f same_pp)" peer="$G_BEST" floor="$(med %.2f deep_pp)"
 }
 
+# The N argument of aco_rt_bench SUB in section c (none: its own).
+micro_n() { if [ "$1" = spawn_join ]; then echo "$LOOP_N"; else echo "$MICRO_N"; fi; }
 OURS_MICRO="spawn_join:spawn_join_ns wake:wake_ns timer:timer_ns mutex:mutex_ns mutex_handoff:mutex_handoff_ns poll1:poll1_rtrip_ns poll2:poll2_rtrip_ns poll16:poll16_rtrip_ns"
 spawn_section() {
     echo
@@ -726,9 +732,9 @@ spawn_section() {
             sub=${sm%%:*} name=${sm#*:}
             if [ "${ok[$sub]}" = 1 ]; then
                 # spawn_join gets the Go peer's segment size; the others
-                # keep aco_rt_bench's own
+                # keep aco_rt_bench's own (MICRO_N in a smoke run)
                 # shellcheck disable=SC2046
-                run_metric "ours_$sub" "$name" 120 $OURS_BENCH "$sub" $( [ $sub = spawn_join ] && echo "$LOOP_N") ||
+                run_metric "ours_$sub" "$name" 120 $OURS_BENCH "$sub" $(micro_n $sub) ||
                     { say "ours: '$OURS_BENCH $sub' gave no $name: ${LAST_ERR:-no output}"; ok[$sub]=0; }
             else
                 addv "ours_$sub" n/a
@@ -736,14 +742,15 @@ spawn_section() {
             # the single-thread build (ACO_RT_NO_THREADS) in the same rounds
             if [ "${st_ok[$sub]}" = 1 ]; then
                 # shellcheck disable=SC2046
-                run_metric "st_$sub" "$name" 120 "$OUT/aco_rt_bench_st" "$sub" $( [ $sub = spawn_join ] && echo "$LOOP_N") ||
+                run_metric "st_$sub" "$name" 120 "$OUT/aco_rt_bench_st" "$sub" $(micro_n $sub) ||
                     { say "ours: 'aco_rt_bench_st $sub' gave no $name: ${LAST_ERR:-no output}"; st_ok[$sub]=0; }
             elif [ $st = 1 ]; then
                 addv "st_$sub" n/a
             fi
             if [ $sub = wake ] && [ "${ok[wake]}" = 1 ]; then
                 # wake's floor: one hand-off, half of `switches`
-                run_metric sw_floor switches_rtrip_ns 120 $OURS_BENCH switches ||
+                # shellcheck disable=SC2046
+                run_metric sw_floor switches_rtrip_ns 120 $OURS_BENCH switches $(micro_n switches) ||
                     say "ours: '$OURS_BENCH switches' gave no switches_rtrip_ns: ${LAST_ERR:-no output}"
             fi
             if [ $sub = spawn_join ]; then
