@@ -60,7 +60,7 @@
 #   bash make.sh -o no-tls          without libaco_rt_tls (TLS over OpenSSL)
 #
 # Environment: CC (gcc), CFLAGS (-O2 -g), OUTPUT (output), PREFIX (/usr/local),
-# ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc; at least 1),
+# ACO_STRICT (1: as -o strict), BENCH_ARGS (see bench), JOBS (nproc; 1-4096),
 # CHAOS_SECONDS (see soak),
 # DESTDIR (empty), CC_AARCH64 / CC_RISCV64 (the cross compilers: with CC=gcc
 # <arch>-linux-gnu-gcc, with CC=clang "clang --target=<arch>-linux-gnu").
@@ -369,12 +369,14 @@ rt_st_tests() { list_lines rt/tests/tests.list | awk '{for (i = 2; i <= NF; i++)
 # nothing.  Without make, what was asked for is built every time, in stages.
 # ---------------------------------------------------------------------------
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-# (make -j says no to 0; xargs -P 0, the way without make, means no limit)
+# (make -j says no to 0 and hangs above 65537; xargs -P 0, the way without
+# make, means no limit)
 case $JOBS in
-    '' | *[!0-9]*) jobs_ok=0 ;;
-    *) [ "$((10#$JOBS))" -gt 0 ] && jobs_ok=1 || jobs_ok=0 ;;
+    '' | *[!0-9]* | ??????*) jobs_ok=0 ;;
+    *) [ $((10#$JOBS)) -ge 1 ] && [ $((10#$JOBS)) -le 4096 ] && jobs_ok=1 || jobs_ok=0 ;;
 esac
-[ $jobs_ok = 1 ] || { echo "make.sh: JOBS must be a positive whole number, not '$JOBS'" >&2; exit 2; }
+[ $jobs_ok = 1 ] || { echo "make.sh: JOBS must be a whole number from 1 to 4096, not '$JOBS'" >&2; exit 2; }
+JOBS=$((10#$JOBS))      # (08 is 8, not an octal error)
 MK=$OUTPUT/build.mk
 rules=()        # "target|prerequisites|command" (prerequisites space-separated)
 
@@ -723,9 +725,10 @@ run_build() {   # run_build [target...]
 # Without make: each rule's command once the rules that make its
 # prerequisites have run, in stages (every rule whose prerequisites are
 # done), each stage as parallel as JOBS allows; with targets, only what
-# they need; a command that fails starts no more of its stage (xargs stops
-# at a 255), as make starts no more jobs.  The commands are the Makefile's:
-# $$ there is a $.
+# they need.  After a command fails, the rest of its stage is passed over
+# (each looks for the stop file the failure left) and those running are
+# waited for, as make starts no more jobs and waits for its own.  The
+# commands are the Makefile's: $$ there is a $.
 build_without_make() {  # build_without_make [target...]
     local n=${#rules[@]} i t pre cmd p left stage_n
     local -a pr=() cm=() todo=() stage=()
@@ -746,6 +749,8 @@ build_without_make() {  # build_without_make [target...]
         done
     fi
     left=${#need[@]}
+    local stop="$OUTPUT/.build-failed.$$"
+    rm -f "$stop"
     while [ "$left" -gt 0 ]; do
         stage=()
         for ((i = 0; i < n; i++)); do
@@ -758,8 +763,9 @@ build_without_make() {  # build_without_make [target...]
         stage_n=${#stage[@]}
         [ "$stage_n" -gt 0 ] || { echo "make.sh: the rules wait on each other" >&2; exit 1; }
         for i in "${stage[@]}"; do printf '%s\0' "${cm[i]}"; done |
-            xargs -0 -P "$JOBS" -n 1 sh -c 'eval "$0" || exit 255' ||
-            { echo "make.sh: build failed" >&2; exit 1; }
+            STOP="$stop" xargs -0 -P "$JOBS" -n 1 \
+                sh -c '[ -e "$STOP" ] && exit 1; eval "$0" || { : > "$STOP"; exit 1; }' ||
+            { rm -f "$stop"; echo "make.sh: build failed" >&2; exit 1; }
         for i in "${stage[@]}"; do made[$i]=1; done
         left=$((left - stage_n))
     done
