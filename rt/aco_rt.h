@@ -994,9 +994,11 @@ int aco_rt_symlinkat(const char* target, int newdirfd, const char* linkpath, int
 int aco_rt_linkat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
                   int flags, int64_t deadline);
 
-/* splice(2) and tee(2) (flags SPLICE_F_MOVE, SPLICE_F_MORE; SPLICE_F_NONBLOCK
- * is the runtime's to set: passing it, or a bit splice(2) does not know,
- * gets -EINVAL): the bytes moved
+/* splice(2) and tee(2) (flags SPLICE_F_MOVE, SPLICE_F_MORE; SPLICE_F_GIFT
+ * is taken and means nothing here; SPLICE_F_NONBLOCK is the runtime's to
+ * set: passing it, or a bit splice(2) does not know, gets -EINVAL, though
+ * a splice of len 0 with such a bit is 0, as the system call's): the
+ * bytes moved
  * (at most len; 0: end of input, or len 0), or -errno.  [data]  One of
  * the descriptors (both for tee) must be a pipe (-EINVAL), as splice(2)
  * asks; *off_in / *off_out (NULL: the file position) are read before the

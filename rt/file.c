@@ -1228,15 +1228,17 @@ static int nonblock_ends(int k, int fd) {
 
 /* The flags splice(2) and tee(2) take from a caller: SPLICE_F_NONBLOCK is
  * the runtime's, and a bit they do not know is their EINVAL (io_uring's
- * reads bit 31 as "fd_in is a registered file": EBADF). */
+ * reads bit 31 as "fd_in is a registered file": EBADF): splice's after a
+ * len of 0 (its 0), tee's before, as the system calls look. */
 #define SPLICE_OK (SPLICE_F_MOVE | SPLICE_F_MORE | SPLICE_F_GIFT)
 
 ssize_t aco_rt_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, size_t len,
                       unsigned flags, int64_t deadline) {
     CO_OR_EPERM(co);
-    if (flags & ~SPLICE_OK) return -EINVAL;
+    if (flags & SPLICE_F_NONBLOCK) return -EINVAL;
     if (rt_passed(deadline)) return -ETIMEDOUT;
-    if (len == 0) return 0;
+    if (len == 0) return 0;                     /* (splice(2) says 0 first) */
+    if (flags & ~SPLICE_OK) return -EINVAL;
     int64_t a = off_in ? *off_in : 0, b = off_out ? *off_out : 0;
     if ((off_in && a < 0) || (off_out && b < 0)) return -EINVAL;
     if (len > (1u << 30)) len = 1u << 30;
