@@ -361,8 +361,9 @@ PY
 # (e) Every test is described: each program of the tests lists and each
 # tests/check_*.sh is named in docs/correctness.md, as `name`, `name.c` or
 # `name.sh`, or in the first cell of a table row after a full name, as
-# `_suffix` (a name sharing the full name's prefix up to an underscore:
-# `test_file_bb_meta`, `_data`), `prefix*`, or a range `name0.c` ... `_7.c`.
+# `_suffix` (the full name with it added, or with it in place of its last
+# part: `test_bufio_bb_sock`, `_ends`; `test_file_bb_meta`, `_data`),
+# `prefix*`, or a range `name0.c` ... `_7.c`.
 { awk '/^[[:space:]]*(#|$)/ || /^[[:space:]]/ {next} {print $1}' tests/tests.list rt/tests/tests.list apps/tests/tests.list
   for f in tests/check_*.sh; do basename "$f" .sh; done; } |
 python3 -c '
@@ -387,8 +388,7 @@ def described(n):
     if n in named or any(n.startswith(w) for w in wild):
         return True
     for full, sx in suff:
-        base = n[:-len(sx)] if n.endswith(sx) else None
-        if base and (full == base or full.startswith(base + "_")):
+        if n in (full + sx, full.rsplit("_", 1)[0] + sx):
             return True
     return False
 missing = sorted({n for n in sys.stdin.read().split() if not described(n)})
