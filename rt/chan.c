@@ -58,9 +58,9 @@
  * the owner still theirs (chan_enter), no locked instruction.  A channel
  * that goes to another thread after a call or two (a reply channel) is
  * never owned, so never revoked; one whose calls change hands between
- * schedulers SHARED_AFTER times is marked never to be (its candidate's
- * count, written at each call until then, is in the line every call
- * reads).  Anyone else takes the lock and,
+ * schedulers SHARED_AFTER times without a run of OWN_AFTER between is
+ * marked never to be (its candidate's count, written at each call until
+ * then, is in the line every call reads, on LP64).  Anyone else takes the lock and,
  * while there is an owner, revokes it for good: membarrier(2) makes every
  * thread of the process pass a full barrier, so that either the owner's
  * busy is seen now (and waited out) or the owner sees the lock taken and
@@ -101,7 +101,8 @@ struct aco_rt_chan {
     aco_rt_sched_t* owner;      /* or OWNER_FREE, OWNER_NONE; read-mostly */
     aco_rt_sched_t* cand;       /* while free: whose call came last, */
     uint32_t       cand_n;      /* and how many of its calls in a row */
-    uint32_t       flips;       /* times cand changed from a scheduler */
+    uint32_t       flips;       /* times cand changed from a scheduler
+                                   since the last run of OWN_AFTER */
 };
 _Static_assert(offsetof(struct aco_rt_chan, dval) + sizeof(uint64_t) <= 64,
                "a channel's written fields share a cache line");
@@ -123,11 +124,12 @@ static inline void dstate_set(aco_rt_chan_t* ch, uint8_t v) {
 }
 
 /* ch->owner until a scheduler made OWN_AFTER calls in a row, and once
- * revoked (or never to be: no membarrier). */
+ * revoked (or never to be: no membarrier, or shared: SHARED_AFTER). */
 #define OWNER_FREE ((aco_rt_sched_t*)1)
 #define OWNER_NONE ((aco_rt_sched_t*)2)
 #define OWN_AFTER 64
-/* A channel whose candidate changed this many times is never owned. */
+/* A channel whose candidate changed from a scheduler this many times, with
+ * no run of OWN_AFTER calls by one between, is never owned. */
 #define SHARED_AFTER 8
 
 #if defined(ACO_RT_NO_THREADS)
@@ -186,18 +188,22 @@ static void chan_enter_locked(aco_rt_chan_t* ch, aco_rt_sched_t* s) {
          * not see.  A co that comes later revokes first. */
         if (s != ch->cand) {
             /* (a channel that keeps changing hands is shared: no owner
-             * ever, and these two words are written no more; they share
-             * a line with what every call reads, which would otherwise
-             * move between the threads at each entry, inside the lock) */
+             * ever, and these words are written no more; on LP64 they
+             * share a line with what every call reads, which would
+             * otherwise move between the threads at each entry, inside
+             * the lock) */
             if (ch->cand != NULL && ++ch->flips >= SHARED_AFTER) {
                 __atomic_store_n(&ch->owner, OWNER_NONE, __ATOMIC_RELAXED);
                 return;
             }
             ch->cand = s, ch->cand_n = 0;
         }
-        if (s && ++ch->cand_n >= OWN_AFTER && rt_wq_empty(&ch->sendq) &&
-            rt_wq_empty(&ch->recvq) && (ch->direct == NULL || ch->direct_s == s) && dstate(ch) == 0)
-            __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
+        if (s && ++ch->cand_n >= OWN_AFTER) {
+            if (ch->cand_n == OWN_AFTER) ch->flips = 0;     /* (a long run: one hand) */
+            if (rt_wq_empty(&ch->sendq) && rt_wq_empty(&ch->recvq) &&
+                (ch->direct == NULL || ch->direct_s == s) && dstate(ch) == 0)
+                __atomic_store_n(&ch->owner, s, __ATOMIC_RELAXED);
+        }
         return;
     }
     /* The owner's busy store is visible after it, or its load of the lock
