@@ -60,11 +60,12 @@
  * never owned, so never revoked; one whose calls change hands between
  * schedulers SHARED_AFTER times without a run of OWN_AFTER between is
  * marked never to be (its candidate's count, written at each call until
- * then, is in the line every call reads, on LP64).  Anyone else takes the lock and,
- * while there is an owner, revokes it for good: membarrier(2) makes every
- * thread of the process pass a full barrier, so that either the owner's
- * busy is seen now (and waited out) or the owner sees the lock taken and
- * takes it too (the asymmetric Dekker of userspace RCU).  From then on
+ * then, is in the line every call reads, on LP64).  Anyone else takes
+ * the lock and, while there is an owner, revokes it for good:
+ * membarrier(2) makes every thread of the process pass a full barrier, so
+ * that either the owner's busy is seen now (and waited out) or the owner
+ * sees the lock taken and takes it too (the asymmetric Dekker of
+ * userspace RCU).  From then on
  * everyone takes the lock: an owned channel pays one membarrier when
  * another thread comes.  Without membarrier (or under TSan, which does not
  * know it) no channel has an owner.  A co waits on a channel only while the channel
