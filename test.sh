@@ -95,6 +95,13 @@ done
 export ACO_CROSS=${ACO_CROSS# }
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+# (as make.sh takes it: xargs -P 0 would mean no limit, and 08 is no octal)
+case $JOBS in
+    '' | *[!0-9]* | ??????*) jobs_ok=0 ;;
+    *) [ $((10#$JOBS)) -ge 1 ] && [ $((10#$JOBS)) -le 4096 ] && jobs_ok=1 || jobs_ok=0 ;;
+esac
+[ $jobs_ok = 1 ] || { echo "test.sh: JOBS must be a whole number from 1 to 4096, not '$JOBS'" >&2; exit 2; }
+JOBS=$((10#$JOBS))
 LOGS="$top/output/test-logs"
 # A run of named-only targets alone (bash test.sh fresh, after the suite)
 # keeps the suite's logs: its own go beside them.
