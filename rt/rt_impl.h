@@ -432,7 +432,9 @@ typedef struct rt_run {                 /* loop.c: the loop and its co */
     int                 own_main;       /* main_co is ours to destroy */
     int                 running;
     int                 evfd;           /* eventfd: wakes the thread asleep */
-    int                 spin_ns;        /* how long an idle loop spins */
+    int                 spin_ns;        /* how long an idle loop spins
+                                           next (loop.c's idle: it adapts) */
+    int                 spin_max;       /* ... at most */
     int                 others_only;    /* it sleeps with every co waiting on
                                            another co: only another
                                            scheduler can end that (its
