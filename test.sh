@@ -530,6 +530,17 @@ queue_checks() {
     feed "$LOGS/batch-checks.main" >&5 4>&- &
 }
 
+# Does a check's name take -k's pattern (no pattern: all do)?  Else the
+# checks need no build of their own (a -k typo says so without one).
+checks_match() {
+    local chk
+    [ -z "$pattern" ] && return 0
+    for chk in tests/check_*.sh; do
+        [[ "checks/$(basename "$chk" .sh)" == *$pattern* ]] && return 0
+    done
+    return 1
+}
+
 built=" "
 TIMEFORMAT='%U %S'
 : > "$LOGS/builds"
@@ -556,7 +567,7 @@ for t in "${targets[@]}"; do
         mapfile -t only < <(tail -n +$((n + 1)) "$jobs_file" | cut -d'|' -f2 | sort -u)
         case " $(builds_of checks) " in
             *" $b "*)
-                if has_target checks; then
+                if has_target checks && checks_match; then
                     # nothing of it runs (test.sh checks): all of it
                     [ ${#only[@]} = 0 ] && mapfile -t only < "$LOGS/outputs-$b"
                     [ "$b" = gcc-O2 ] && mapfile -t -O ${#only[@]} only < <(grep -vF .. "$LOGS/outputs-$b")
