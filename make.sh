@@ -162,9 +162,22 @@ CFLAGS="$CFLAGS${SANFLAGS:+ $SANFLAGS}"
 # The programs of tests lists (tests/tests.list says the format: a line of
 # name and columns each, rules indented under it, which are test.sh's).
 list_lines() { awk '/^[[:space:]]*(#|$)/ || /^[[:space:]]/ {next} {print}' "$@"; }
+# Each list's columns, read once: list_cols[<list>|<program>|<column>]
+# (an awk per look was 5 CPU s of every make.sh run, 1300 looks).
+declare -A list_cols=()
+load_cols() {  # load_cols <list>: into list_cols (the first of a key holds)
+    local p c v
+    while IFS=$'\t' read -r p c v; do
+        [ -n "${list_cols["$1|$p|$c"]+x}" ] || list_cols["$1|$p|$c"]=$v
+    done < <(awk '/^[^[:space:]#]/ {for (i = 2; i <= NF; i++) {
+                  e = index($i, "="); if (e) print $1 "\t" substr($i, 1, e - 1) "\t" substr($i, e + 1)
+                  else print $1 "\t" $i "\t1"}}' "$1")
+    list_cols["$1"]=1
+}
+for l in tests/tests.list rt/tests/tests.list apps/tests/tests.list; do [ -f "$l" ] && load_cols "$l"; done
 list_col() {  # list_col <list> <program> <column>: its value, 1 for a bare one
-    awk -v p="$2" -v c="$3" '$1 == p {for (i = 2; i <= NF; i++) {
-        if ($i == c) {print 1; exit} if (index($i, c "=") == 1) {print substr($i, length(c) + 2); exit}}}' "$1"
+    [ -n "${list_cols["$1"]+x}" ] || load_cols "$1"
+    [ -z "${list_cols["$1|$2|$3"]+x}" ] || printf '%s\n' "${list_cols["$1|$2|$3"]}"
 }
 # The core's programs: the top-level ones (<name>.c), then tests/<name>.c.
 programs() {
@@ -492,7 +505,7 @@ rt_rules() {
     for f in resp kv http; do
         cc_rule "$obj/$f.o" "apps/$f.c" "$obj" "$c -Irt -c apps/$f.c -o $obj/$f.o"
     done
-    local v=no_valgrind.standaloneFPUenv vo p extra ld l o pk pf
+    local v=no_valgrind.standaloneFPUenv vo p extra ld l o pk pf lk
     vo="$OUTPUT/obj/$v"
     # test_port: one pthreads program (port_demo.c) built twice, on real
     # pthreads and renamed onto aco_rt_pthread.h by -include
@@ -520,7 +533,8 @@ rt_rules() {
             # its list's link= objects and ld= flags
             extra="" l=$(test_list "$p")
             [ -z "$RT_TLS" ] && case ",$(list_col "$l" "$p" link)," in *,tls,*) continue ;; esac
-            for o in $(list_col "$l" "$p" link | tr ',' ' '); do extra="${extra:+$extra }$obj/$o.o"; done
+            lk=$(list_col "$l" "$p" link)
+            for o in ${lk//,/ }; do extra="${extra:+$extra }$obj/$o.o"; done
             ld=$(list_col "$l" "$p" ld)
             # its list's pkg= modules (pkg-config): their flags, or, where
             # one is missing, -DTEST_PKG_MISSING (the program then fails,
