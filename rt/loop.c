@@ -539,14 +539,16 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
  * then sleep in the backend until I/O, a timer or an eventfd write from a
  * sender (notify) comes.  The spin adapts: one that found nothing makes
  * the next a quarter shorter, down to SPIN_MIN_NS, and one that found a
- * message doubles it, up to SPIN_MAX_NS.  Where the thread a spinner waits
- * for cannot run while it spins (both on one CPU: a busy machine, a CPU
- * quota, a pool larger than the CPUs it may use), every spin is in vain,
- * and a fixed 50 us one was paid per message: rt_test_chan_owner on one
- * CPU took 46 s so, 11.3 s now, 2.9 s on two CPUs (Zen 3).  A sched_yield
- * after a spin in vain measured worse: it gives the CPU to a busy-waiting
- * thread for its whole slice (rt_test_fd_identity, whose main thread spins
- * for a co to start: 10 s and 12 CPU s, against 4.5 s and 0.5). */
+ * message doubles it, up to SPIN_MAX_NS; at the least, only one idle in 8
+ * spins (a probe: the spin grows again once one pays), the others sleep at
+ * once.  Where the thread a spinner waits for cannot run while it spins
+ * (both on one CPU: a busy machine, a CPU quota, a pool larger than the
+ * CPUs it may use), every spin is in vain, and a fixed 50 us one was paid
+ * per message: aco_rt_bench xpingpong_1cpu, 117 us a round trip so, 13 us
+ * now (a futex hand-over between two plain threads there: 5.3 us; Zen 3).
+ * A sched_yield after a spin in vain measured worse: it gives the CPU to a
+ * busy-waiting thread for its whole slice (rt_test_fd_identity, whose main
+ * thread spins for a co to start: 10 s and 12 CPU s, against 4.5 and 0.5). */
 /* Has another thread asked something of s? */
 static inline int asked(aco_rt_sched_t* s) {
     return !inbox_empty(&s->mail.inbox) || mbox_ready(s) || rt_watch_due(s) || __atomic_load_n(&s->ask.stop, __ATOMIC_SEQ_CST) ||
@@ -557,7 +559,8 @@ static inline int asked(aco_rt_sched_t* s) {
 }
 
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
-    if (*hot && timeout != 0 && s->run.spin_ns > 0) {
+    if (*hot && timeout != 0 && s->run.spin_ns > 0 &&
+        (s->run.spin_ns > SPIN_MIN_NS || (++s->run.spin_skips & 7) == 0)) {
         *hot = 0;
         int bounded = timeout > 0 && timeout < s->run.spin_ns;
         /* (no longer than the first timer is away: the spin's time comes

@@ -435,6 +435,7 @@ typedef struct rt_run {                 /* loop.c: the loop and its co */
     int                 spin_ns;        /* how long an idle loop spins
                                            next (loop.c's idle: it adapts) */
     int                 spin_max;       /* ... at most */
+    unsigned            spin_skips;     /* idles at the least spin */
     int                 others_only;    /* it sleeps with every co waiting on
                                            another co: only another
                                            scheduler can end that (its
