@@ -47,6 +47,14 @@
  *                                   for the two above: two plain threads on
  *                                   CPUs 0 and 1 bounce one cache line (a
  *                                   counter each writes in turn)
+ *   aco_rt_bench xpingpong_1cpu [N] xchan_pingpong_1cpu_ns: xpingpong with
+ *                                   both pool threads on CPU 0 (a pool
+ *                                   larger than its CPUs: each thread must
+ *                                   sleep for the other to run)
+ *   aco_rt_bench futex_1cpu [N]     futex_pingpong_1cpu_ns: its floor, two
+ *                                   plain threads on CPU 0 passing a turn
+ *                                   by futex: each wakes the other and
+ *                                   sleeps (two switches a round trip)
  *   aco_rt_bench locked [N]         locked_xchg_ns, locked_add_ns,
  *                                   locked_cas_ns, plain_add_ns: one
  *                                   instruction of each kind in a dependent
@@ -78,6 +86,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -86,6 +95,7 @@
 #include <unistd.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #define SEGMENTS 7
 
@@ -337,10 +347,10 @@ static void pool_spawn_body(long n) {
     for (long i = 0; i < n; i++) aco_rt_detach(aco_rt_pool_spawn(pool, wg_done_co, NULL, NULL));
     aco_rt_wg_wait(&spawn_wg, -1);
 }
-static int run_in_pool(aco_rt_fn_t fn, unsigned threads) {
+static int run_in_pool_pinned(aco_rt_fn_t fn, unsigned threads, int pin) {
     aco_rt_pool_opts_t o = {0};
     o.threads = threads;
-    o.pin = 1;
+    o.pin = pin;
     pool = aco_rt_pool_new(&o);
     if (pool == NULL) { perror("aco_rt_pool_new"); return 1; }
     aco_rt_detach(aco_rt_spawn(aco_rt_pool_sched(pool, 0), fn, NULL));
@@ -348,6 +358,7 @@ static int run_in_pool(aco_rt_fn_t fn, unsigned threads) {
     aco_rt_pool_free(pool);
     return 0;
 }
+static int run_in_pool(aco_rt_fn_t fn, unsigned threads) { return run_in_pool_pinned(fn, threads, 1); }
 
 /* ---- locked: what one locked instruction costs this machine ----
  * Dependent chains (each on the last one's result, as in the runtime's
@@ -423,6 +434,47 @@ static int cacheline(void) {
     return 0;
 }
 
+/* ---- futex_1cpu ----
+ * The turn is a counter: odd, the peer's; even, main's.  Each side sets
+ * the other's turn, wakes it and sleeps until its own comes back. */
+static _Alignas(64) int fx_turn;
+static void fx_pass(int v) {
+    __atomic_store_n(&fx_turn, v, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &fx_turn, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+static void fx_await(int want) {
+    int v;
+    while ((v = __atomic_load_n(&fx_turn, __ATOMIC_ACQUIRE)) != want)
+        syscall(SYS_futex, &fx_turn, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+static void* fx_peer(void* arg) {
+    long total = *(long*)arg;
+    for (long i = 1; i <= total; i++) {
+        fx_await((int)(2 * i - 1));
+        fx_pass((int)(2 * i));
+    }
+    return NULL;
+}
+static int futex_1cpu(void) {
+    long total = n_ops * (SEGMENTS + 1);
+    pthread_t t;
+    pin_to(0);                      /* (the peer inherits CPU 0) */
+    if (pthread_create(&t, NULL, fx_peer, &total) != 0) return 1;
+    long i = 0;
+    for (int sg = 0; sg <= SEGMENTS; sg++) {
+        int64_t t0 = aco_rt_now();
+        for (long k = 0; k < n_ops; k++) {
+            i++;
+            fx_pass((int)(2 * i - 1));
+            fx_await((int)(2 * i));
+        }
+        seg[sg] = (double)(aco_rt_now() - t0) / (double)n_ops;
+    }
+    pthread_join(t, NULL);
+    printf("futex_pingpong_1cpu_ns %.2f\n", median(seg + 1, SEGMENTS));
+    return 0;
+}
+
 /* ---- parked ---- */
 static long rss_kib(void) {
     FILE* f = fopen("/proc/self/status", "r");
@@ -488,7 +540,8 @@ int main(int argc, char** argv) {
     if (argc < 2) {
 usage:
         fprintf(stderr, "usage: aco_rt_bench pingpong|pingpong_same|switches|switches_call|switches_deep|spawn_join|wake|timer|mutex|"
-                        "mutex_handoff|parked|parked_chan|xpingpong|pool_spawn|pool_spawn1|cacheline|locked|"
+                        "mutex_handoff|parked|parked_chan|xpingpong|xpingpong_1cpu|futex_1cpu|pool_spawn|pool_spawn1|"
+                        "cacheline|locked|"
                         "poll1|poll2|poll16 [N]\n");
         return 2;
     }
@@ -509,14 +562,21 @@ usage:
         if (!n_ops) n_ops = 200000;
         return cacheline();
     }
-    if (strcmp(what, "xpingpong") == 0 || strncmp(what, "pool_spawn", 10) == 0) {
-        if (!n_ops) n_ops = what[0] == 'x' ? 200000 : 1000000;
+    if (strcmp(what, "futex_1cpu") == 0) {
+        if (!n_ops) n_ops = 20000;
+        return futex_1cpu();
+    }
+    if (strcmp(what, "xpingpong") == 0 || strcmp(what, "xpingpong_1cpu") == 0 ||
+        strncmp(what, "pool_spawn", 10) == 0) {
+        int one = strcmp(what, "xpingpong_1cpu") == 0;
+        if (!n_ops) n_ops = one ? 20000 : what[0] == 'x' ? 200000 : 1000000;
         if (what[0] == 'x') {
             ch_ping = aco_rt_chan_new(sizeof(int), 0);
             ch_pong = aco_rt_chan_new(sizeof(int), 0);
             body = pingpong_body;
-            body_name = "xchan_pingpong_ns";
-            return run_in_pool(xpingpong_co, 2);
+            body_name = one ? "xchan_pingpong_1cpu_ns" : "xchan_pingpong_ns";
+            if (one) pin_to(0);     /* (the pool's threads inherit CPU 0) */
+            return run_in_pool_pinned(xpingpong_co, 2, !one);
         }
         body = pool_spawn_body;
         if (strcmp(what, "pool_spawn1") == 0) {

@@ -50,7 +50,10 @@
 #              (aco_rt_bench xpingpong, pinned to CPUs 0 and 1) vs Go with
 #              GOMAXPROCS=2 and Boost.Fiber on two threads (shared_work);
 #              (the floor: aco_rt_bench cacheline, one cache line bounced
-#              between the same CPUs by two plain threads);
+#              between the same CPUs by two plain threads); the same
+#              ping-pong with both pool threads on CPU 0 (xpingpong_1cpu:
+#              each thread must sleep for the other to run), its floor two
+#              plain threads passing a turn by futex there (futex_1cpu);
 #              spawn-to-pool throughput (aco_rt_bench pool_spawn 10000 vs
 #              go/spawn.go -batch -procs 2 -n 10000, and vs our own pool of
 #              one thread, pool_spawn1); redis-benchmark -c 50
@@ -973,10 +976,12 @@ nc_section() {
 
 # ---- f. threads ------------------------------------------------------------
 XPP_N=$(case $quick in 1) echo 100000 ;; 2) echo 10000 ;; *) echo 200000 ;; esac)
+XPP1_N=$(case $quick in 1) echo 5000 ;; 2) echo 1000 ;; *) echo 20000 ;; esac)
 threads_section() {
     echo
     echo "== f. threads: both CPUs, $ROUNDS interleaved rounds"
     echo "commands: $OURS_BENCH xpingpong $XPP_N; $OURS_BENCH pool_spawn 10000; $OURS_BENCH pool_spawn1 10000"
+    echo "          $OURS_BENCH xpingpong_1cpu $XPP1_N; $OURS_BENCH futex_1cpu $XPP1_N   (both threads on CPU 0)"
     local out OURS_RESP_BIN="$OUT/aco_resp"
     [ $have_go = 1 ] && echo "          $PEERS/go_pingpong -procs 2 -n $XPP_N -segments $LOOP_SEG -warmup 50000; $PEERS/go_spawn -batch -procs 2 -n 10000   ($GO_VER)"
     [ $have_fiber = 1 ] && echo "          $PEERS/fiber_pingpong $XPP_N $LOOP_SEG 50000 threads   (Boost $BOOST_VER, $fiber_kind)"
@@ -992,6 +997,10 @@ threads_section() {
             addv ours_pspawn1 "${out:-n/a}"
             out=$(timeout 120 $OURS_BENCH cacheline 2>/dev/null | awk '$1 == "cacheline_rtrip_ns" {print $2}')
             addv cacheline "${out:-n/a}"
+            out=$(timeout 120 $OURS_BENCH xpingpong_1cpu "$XPP1_N" 2>/dev/null | awk '$1 == "xchan_pingpong_1cpu_ns" {print $2}')
+            addv ours_xpp1 "${out:-n/a}"
+            out=$(timeout 120 $OURS_BENCH futex_1cpu "$XPP1_N" 2>/dev/null | awk '$1 == "futex_pingpong_1cpu_ns" {print $2}')
+            addv futex1 "${out:-n/a}"
         fi
         if [ $have_go = 1 ]; then
             out=$(timeout 120 "$PEERS/go_pingpong" -procs 2 -n "$XPP_N" -segments "$LOOP_SEG" -warmup 50000 2>/dev/null |
@@ -1014,6 +1023,8 @@ threads_section() {
     [ $have_go = 1 ] && printf '%-40s %10s   %s\n' "go $GO_VER GOMAXPROCS=2 pingpong" "$(med %.2f go_xpp)" "$(rounds go_xpp)"
     [ $have_fiber = 1 ] && printf '%-40s %10s   %s\n' "boost.fiber shared_work, 2 threads" "$(med %.2f fiber_xpp)" "$(rounds fiber_xpp)"
     printf '%-40s %10s   %s\n' "(floor: one cache line, CPU 0 <-> 1)" "$(med %.2f cacheline)" "$(rounds cacheline)"
+    printf '%-40s %10s   %s\n' "aco_rt xpingpong, both on CPU 0" "$(med %.2f ours_xpp1)" "$(rounds ours_xpp1)"
+    printf '%-40s %10s   %s\n' "(floor: futex hand-over, both on CPU 0)" "$(med %.2f futex1)" "$(rounds futex1)"
     printf '%-40s %10s   %s\n' "aco_rt pool_spawn (ns/co)" "$(med %.2f ours_pspawn)" "$(rounds ours_pspawn)"
     printf '%-40s %10s   %s\n' "aco_rt pool_spawn, a 1-thread pool" "$(med %.2f ours_pspawn1)" "$(rounds ours_pspawn1)"
     [ $have_go = 1 ] && printf '%-40s %10s   %s\n' "go $GO_VER GOMAXPROCS=2 go+WaitGroup" "$(med %.2f go_pspawn)" "$(rounds go_pspawn)"
@@ -1022,6 +1033,11 @@ threads_section() {
     fl=$(med %.2f cacheline)
     headline xchan_pingpong_vs_go2_ns ours="$o" peer="$g" floor="$fl"
     headline xchan_pingpong_vs_boost_fiber_ns ours="$o" peer="$f" floor="$fl"
+    # a pool larger than its CPUs: the two threads on one CPU, each must
+    # sleep for the other to run (the floor: two plain threads doing only
+    # that, by futex); beside the same ping-pong on two CPUs
+    headline -f %.0f xchan_pingpong_1cpu_vs_2cpus_ns ours="$(med %.2f ours_xpp1)" two_cpus="$o" \
+        floor="$(med %.2f futex1)"
     # throughput: spawns per second (-r); above 1 is better: two threads
     # against one (the second thread helps), ours against Go's
     o=$(med %.2f ours_pspawn)
