@@ -560,9 +560,10 @@ static inline int asked(aco_rt_sched_t* s) {
 }
 
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
-    if (*hot && timeout != 0 && s->run.spin_ns > 0 &&
-        (s->run.spin_ns > SPIN_MIN_NS || (++s->run.spin_skips & 7) == 0)) {
+    if (*hot && timeout != 0 && s->run.spin_ns > 0) {
         *hot = 0;
+        /* (at the least spin, one idle in 8 spins: the probe) */
+        if (s->run.spin_ns <= SPIN_MIN_NS && (++s->run.spin_skips & 7) != 0) goto sleep_now;
         int bounded = timeout > 0 && timeout < s->run.spin_ns;
         /* (no longer than the first timer is away: the spin's time comes
          * off the wait after it, so a timer due meanwhile is not late) */
@@ -594,6 +595,7 @@ static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
             timeout = timeout > spent ? timeout - spent : 0;
         }
     }
+sleep_now:
     __atomic_store_n(&s->mail.sleeping, 1, __ATOMIC_SEQ_CST);
     if (asked(s)) {
         __atomic_store_n(&s->mail.sleeping, 0, __ATOMIC_RELAXED);
