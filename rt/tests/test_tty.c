@@ -7,9 +7,10 @@
  * answer, checked against the table too) and aco_rt_read in a co, the
  * same bytes written at the same times by another thread; the counts must
  * agree, ours never early, and not late by more than a margin (300 ms;
- * 600 under memcheck and the sanitizers: the counts are what tell).  Before, aco_rt_read returned the
- * first bytes that came (VMIN 3: 2 bytes after 50 ms, where the kernel
- * waits for the next 2).
+ * 600 under memcheck and the sanitizers: the counts are what tell).  A
+ * case whose writer came 50 ms late or more (a busy machine) runs again,
+ * twice at most.  Before, aco_rt_read returned the first bytes that came
+ * (VMIN 3: 2 bytes after 50 ms, where the kernel waits for the next 2).
  */
 #define _GNU_SOURCE
 #include "rt_test.h"
@@ -72,17 +73,26 @@ static void open_tty(const tty_case_t* c, int p[2]) {
 typedef struct {
     const tty_case_t* c;
     int fd;
+    int64_t t0;             /* the case's start (mono_ms) */
+    int64_t late;           /* how late its latest write was, ms */
 } writer_t;
+
+/* Write s when due (at ms after the start), noting how late. */
+static void write_at(writer_t* w, const char* s, int ms) {
+    int64_t late = mono_ms() - w->t0 - ms;
+    if (late > w->late) w->late = late;
+    CHECK_EQ(write(w->fd, s, 2), 2);
+}
 
 static void* writer(void* arg) {
     writer_t* w = arg;
     sleep_ms(w->c->first_ms);
-    CHECK_EQ(write(w->fd, "ab", 2), 2);
+    write_at(w, "ab", w->c->first_ms);
     sleep_ms(50);
-    CHECK_EQ(write(w->fd, "cd", 2), 2);
+    write_at(w, "cd", w->c->first_ms + 50);
     if (w->c->ef_ms) {
         sleep_ms(w->c->ef_ms - 50 - w->c->first_ms);
-        CHECK_EQ(write(w->fd, "ef", 2), 2);
+        write_at(w, "ef", w->c->ef_ms);
     }
     return NULL;
 }
@@ -94,21 +104,23 @@ typedef struct {
     int64_t ms;
 } read_t;
 
-/* One case: the reader (the kernel's or ours) while a thread writes. */
-static void run_case(const tty_case_t* c, void (*reader)(read_t*), read_t* r) {
+/* One case: the reader (the kernel's or ours) while a thread writes.
+ * Returns how late the writer was (ms). */
+static int64_t run_case(const tty_case_t* c, void (*reader)(read_t*), read_t* r) {
     int p[2];
     open_tty(c, p);
-    writer_t w = {c, p[1]};
+    int64_t t0 = mono_ms();
+    writer_t w = {c, p[1], t0, 0};
     r->c = c;
     r->fd = p[0];
     pthread_t th;
-    int64_t t0 = mono_ms();
     CHECK_EQ(pthread_create(&th, NULL, writer, &w), 0);
     reader(r);
     r->ms -= t0;
     CHECK_EQ(pthread_join(th, NULL), 0);
     close(p[0]);
     close(p[1]);
+    return w.late;
 }
 
 static void kernel_read(read_t* r) {
@@ -135,13 +147,20 @@ static void body(aco_rt_sched_t* s, void* arg) {
     (void)arg;
     cur = s;
     int slack = SLOW ? 600 : 300;       /* (a busy machine's late wakes) */
-    for (size_t i = 0; i < NCASES; i++) {
+    for (size_t i = 0, tries = 0; i < NCASES; i++) {
         const tty_case_t* c = &cases[i];
         read_t k;
-        run_case(c, kernel_read, &k);
-        run_case(c, ours_read, &ours);
-        fprintf(stderr, "[%s] VMIN %d VTIME %d n %zu: kernel %zd at %" PRId64 " ms, ours %zd at %" PRId64 " ms\n",
-                test_backend_label, c->vmin, c->vtime, c->n, k.got, k.ms, ours.got, ours.ms);
+        int64_t late = run_case(c, kernel_read, &k), olate = run_case(c, ours_read, &ours);
+        if (olate > late) late = olate;
+        fprintf(stderr, "[%s] VMIN %d VTIME %d n %zu: kernel %zd at %" PRId64 " ms, ours %zd at %" PRId64
+                " ms (the writer up to %" PRId64 " ms late)\n",
+                test_backend_label, c->vmin, c->vtime, c->n, k.got, k.ms, ours.got, ours.ms, late);
+        /* A write 50 ms late or more (a busy machine) is not the case's
+         * timing (50 ms between "ab" and "cd"): the case again, twice at
+         * most.  (Seen under ASan in the full suite: "cd" came after
+         * VTIME's 200 ms, ours read 2 where the kernel had read 4.) */
+        if (late >= 50 && tries++ < 2) { i--; continue; }
+        tries = 0;
         CHECK_EQ(k.got, c->want);               /* the table is the kernel's */
         CHECK_EQ(ours.got, k.got);
         CHECK_GE(ours.ms, c->at_ms - 10);
