@@ -399,11 +399,17 @@ static int locked(void) {
  * written by one thread and spun on by the other, measured twice as slow
  * on the Intel guest: docs/benchmarks.md.) */
 static _Alignas(64) long cl_line;
-static void pin_to(int cpu) {
+static int pin_to(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+/* The _1cpu figures mean nothing unless both threads share CPU 0. */
+static int pin_or_say(const char* what) {
+    if (pin_to(0) == 0) return 0;
+    fprintf(stderr, "aco_rt_bench %s: cannot run on CPU 0 (not in this process's CPU set)\n", what);
+    return -1;
 }
 static void* cl_peer(void* arg) {
     long total = *(long*)arg;
@@ -458,7 +464,7 @@ static void* fx_peer(void* arg) {
 static int futex_1cpu(void) {
     long total = n_ops * (SEGMENTS + 1);
     pthread_t t;
-    pin_to(0);                      /* (the peer inherits CPU 0) */
+    if (pin_or_say("futex_1cpu") < 0) return 1;    /* (the peer inherits CPU 0) */
     if (pthread_create(&t, NULL, fx_peer, &total) != 0) return 1;
     long i = 0;
     for (int sg = 0; sg <= SEGMENTS; sg++) {
@@ -575,7 +581,8 @@ usage:
             ch_pong = aco_rt_chan_new(sizeof(int), 0);
             body = pingpong_body;
             body_name = one ? "xchan_pingpong_1cpu_ns" : "xchan_pingpong_ns";
-            if (one) pin_to(0);     /* (the pool's threads inherit CPU 0) */
+            /* (the pool's threads inherit CPU 0) */
+            if (one && pin_or_say("xpingpong_1cpu") < 0) return 1;
             return run_in_pool_pinned(xpingpong_co, 2, !one);
         }
         body = pool_spawn_body;

@@ -544,8 +544,8 @@ static int poll_once(aco_rt_sched_t* s, int64_t timeout) {
  * once.  Where the thread a spinner waits for cannot run while it spins
  * (both on one CPU: a busy machine, a CPU quota, a pool larger than the
  * CPUs it may use), every spin is in vain, and a fixed 50 us one was paid
- * per message: aco_rt_bench xpingpong_1cpu, 121 us a round trip so, 17 us
- * now (a futex hand-over between two plain threads there: 6.4 us; Zen 3,
+ * per message: aco_rt_bench xpingpong_1cpu, 121 us a round trip with it,
+ * 17 us now (a futex hand-over between two plain threads there: 6.4 us; Zen 3,
  * docs/benchmarks.md).
  * A sched_yield after a spin in vain measured worse: it gives the CPU to a
  * busy-waiting thread for its whole slice (rt_test_fd_identity, whose main
