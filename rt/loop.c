@@ -371,7 +371,7 @@ int rt_kernel_init(aco_rt_sched_t* s, const aco_rt_opts_t* o) {
     s->run.evfd = eventfd(0, EFD_CLOEXEC);    /* blocking: io_uring reads it asynchronously */
     if (s->run.evfd < 0) return -errno;
     inbox_init(&s->mail.inbox);
-    s->run.spin_ns = s->run.spin_max = SPIN_MAX_NS;
+    s->run.spin_ns = SPIN_MAX_NS;
     s->run.checked = aco_checked() != 0;
     if (!rt_thread_inited && aco_gtls_co == NULL) {
         aco_thread_init(NULL);
@@ -560,7 +560,7 @@ static inline int asked(aco_rt_sched_t* s) {
 }
 
 static int idle(aco_rt_sched_t* s, int64_t timeout, int* hot) {
-    if (*hot && timeout != 0 && s->run.spin_ns > 0) {
+    if (*hot && timeout != 0) {
         *hot = 0;
         /* (at the least spin, one idle in 8 spins: the probe) */
         if (s->run.spin_ns <= SPIN_MIN_NS && (++s->run.spin_skips & 7) != 0) goto sleep_now;
@@ -605,8 +605,8 @@ sleep_now:
     __atomic_store_n(&s->mail.sleeping, 0, __ATOMIC_RELAXED);
     return r;
 found:
-    /* it paid: the next one is twice as long, up to spin_max */
-    s->run.spin_ns = s->run.spin_ns < s->run.spin_max / 2 ? s->run.spin_ns * 2 : s->run.spin_max;
+    /* it paid: the next one is twice as long, up to SPIN_MAX_NS */
+    s->run.spin_ns = s->run.spin_ns < SPIN_MAX_NS / 2 ? s->run.spin_ns * 2 : SPIN_MAX_NS;
     return 0;
 }
 

@@ -434,7 +434,6 @@ typedef struct rt_run {                 /* loop.c: the loop and its co */
     int                 evfd;           /* eventfd: wakes the thread asleep */
     int                 spin_ns;        /* how long an idle loop spins
                                            next (loop.c's idle: it adapts) */
-    int                 spin_max;       /* ... at most */
     unsigned            spin_skips;     /* idles at the least spin */
     int                 others_only;    /* it sleeps with every co waiting on
                                            another co: only another
